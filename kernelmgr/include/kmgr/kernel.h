@@ -1,0 +1,155 @@
+/* kmgr/kernel.h: one running Jupyter kernel: lifecycle, requests, and message routing. */
+#ifndef KMGR_KERNEL_H
+#define KMGR_KERNEL_H
+
+#include <sys/types.h>
+#include <jansson.h>
+#include "wire/message.h"
+#include "kmgr/kernelspec.h"
+#include "kmgr/manager.h"
+
+typedef struct st_kmgr_kernel_t kmgr_kernel_t;
+typedef struct st_kmgr_request_t kmgr_request_t;
+
+/**
+ * Kernel states. STARTING: spawned, not yet ready (ready = kernel_info_reply received and an iopub
+ * message received, proving the SUB subscription is live). IDLE/BUSY: follow iopub execution_state
+ * of any request. RESTARTING: kmgr_kernel_restart in progress. DEAD: the process exited, stopped
+ * answering heartbeats, or failed to start; see kmgr_kernel_exit_reason.
+ */
+typedef enum {
+    KMGR_KERNEL_STARTING,
+    KMGR_KERNEL_IDLE,
+    KMGR_KERNEL_BUSY,
+    KMGR_KERNEL_RESTARTING,
+    KMGR_KERNEL_DEAD,
+} kmgr_kernel_state_t;
+
+/** "starting", "idle", "busy", "restarting", "dead". */
+const char *kmgr_kernel_state_name(kmgr_kernel_state_t state);
+
+typedef struct st_kmgr_kernel_options_t {
+    /** The spec to launch (borrowed: must outlive the kernel). */
+    const kmgr_kernelspec_t *spec;
+    /** Working directory of the kernel process; NULL: kgate's own. */
+    const char *cwd;
+    /** Extra environment (object of strings), applied after the spec's env; borrowed, may be NULL. */
+    json_t *env;
+    /**
+     * Called (from the loop) whenever kmgr_kernel_state() changes, including the transition out of
+     * STARTING (to IDLE when ready, or to DEAD when start-up failed). Not called after
+     * kmgr_kernel_destroy. The callback may call any kernel function, including destroy.
+     */
+    void (*on_state)(kmgr_kernel_t *kernel, void *data);
+    void *data;
+} kmgr_kernel_options_t;
+
+/**
+ * Spawns a kernel: creates its private directory under the runtime dir (connection file mode 0600
+ * with a fresh random key, ipc transport, a private IPYTHONDIR so kernels never share a history
+ * database), substitutes {connection_file} in argv, applies env, starts the process in its own
+ * session (setsid), connects the five channels and begins the readiness handshake. Returns 0 and
+ * stores the kernel (state STARTING) in `*out`, or KMGR_ESPAWN / KMGR_EZMQ / KMGR_EIO with nothing
+ * left behind. The kernel is owned by the caller until kmgr_kernel_destroy.
+ */
+int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, kmgr_kernel_t **out);
+
+/**
+ * Gives the kernel up: every pending request is dropped silently (its callback is not called
+ * again), then the shutdown sequence runs in the background (control shutdown_request, SIGTERM
+ * after the grace period, SIGKILL after another), sockets are closed, the key is wiped, and the
+ * kernel's directory is removed once the process is reaped. The handle is invalid on return.
+ * Accepts NULL. Safe to call from any kmgr callback.
+ */
+void kmgr_kernel_destroy(kmgr_kernel_t *kernel);
+
+/**
+ * Replaces the kernel process with a fresh one (same object and spec, new key and directory):
+ * pending requests end with KMGR_REQ_FAILED (err KMGR_ESHUTDOWN), the old process goes through the
+ * shutdown sequence in the background, the state becomes RESTARTING, then IDLE once the new
+ * process is ready (or DEAD if it fails to start). Works on a DEAD kernel too. Returns 0 or a
+ * start error (the kernel is then DEAD).
+ */
+int kmgr_kernel_restart(kmgr_kernel_t *kernel);
+
+/**
+ * Interrupts the running code as the spec's interrupt_mode says: SIGINT to the kernel's process
+ * group ("signal") or a control interrupt_request ("message"). Returns 0, or KMGR_EDIED.
+ */
+int kmgr_kernel_interrupt(kmgr_kernel_t *kernel);
+
+kmgr_kernel_state_t kmgr_kernel_state(const kmgr_kernel_t *kernel);
+const kmgr_kernelspec_t *kmgr_kernel_spec(const kmgr_kernel_t *kernel);
+/** The kernel process id (0 when there is none). */
+pid_t kmgr_kernel_pid(const kmgr_kernel_t *kernel);
+/** The connection file path of the current process. */
+const char *kmgr_kernel_connection_file(const kmgr_kernel_t *kernel);
+/** The kernel_info_reply content once ready (borrowed), else NULL. */
+json_t *kmgr_kernel_info(const kmgr_kernel_t *kernel);
+/**
+ * Why the kernel is DEAD, for humans: "exited with code 1", "killed by signal 9 (SIGKILL)",
+ * "stopped answering heartbeats", "did not become ready within 60000 ms". "" otherwise.
+ */
+const char *kmgr_kernel_exit_reason(const kmgr_kernel_t *kernel);
+
+/** What a request's callback is told. */
+typedef enum {
+    /** An iopub message whose parent is this request (status, stream, execute_input, ...). */
+    KMGR_REQ_IOPUB,
+    /** The shell reply (execute_reply etc.). */
+    KMGR_REQ_REPLY,
+    /** A stdin input_request for this request; answer with kmgr_request_input_reply. */
+    KMGR_REQ_INPUT,
+    /** Both the reply and iopub status idle have arrived: the request is complete. Last event. */
+    KMGR_REQ_DONE,
+    /** The request cannot complete (`err`: KMGR_EDIED, KMGR_ESHUTDOWN). Last event. */
+    KMGR_REQ_FAILED,
+} kmgr_req_event_t;
+
+/**
+ * Request callback. `msg` is the message for IOPUB/REPLY/INPUT (borrowed for the call), NULL
+ * otherwise; `err` is 0 except for FAILED. After DONE or FAILED the request is freed by kernelmgr
+ * and must not be touched. The callback may call any kernel function, including destroy.
+ */
+typedef void (*kmgr_request_cb)(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, int err, void *data);
+
+typedef struct st_kmgr_execute_options_t {
+    int silent;
+    int store_history;
+    int allow_stdin;
+    int stop_on_error;
+} kmgr_execute_options_t;
+
+/**
+ * Sends an execute_request for `code` (copied). If the kernel is still STARTING, the request is
+ * queued and sent once it is ready. Returns 0 and stores the request in `*out` (may be NULL), or
+ * KMGR_EDIED (the kernel is DEAD; the callback will not be called). On success `cb` is called
+ * later, never from inside this call, and ends with exactly one DONE or FAILED.
+ */
+int kmgr_kernel_execute(kmgr_kernel_t *kernel, const char *code, const kmgr_execute_options_t *opts, kmgr_request_cb cb,
+                        void *data, kmgr_request_t **out);
+
+/**
+ * Sends any shell request (`msg_type` with `content`, reference stolen) with the same routing and
+ * completion rules as kmgr_kernel_execute (DONE after reply + idle).
+ */
+int kmgr_kernel_request(kmgr_kernel_t *kernel, const char *msg_type, json_t *content, kmgr_request_cb cb, void *data,
+                        kmgr_request_t **out);
+
+/** The msg_id of the request's execute_request. */
+const char *kmgr_request_msg_id(const kmgr_request_t *req);
+
+/**
+ * Answers the pending input_request of `req` with an input_reply carrying `value`. Returns 0 or
+ * KMGR_ENOINPUT when no input_request is pending.
+ */
+int kmgr_request_input_reply(kmgr_request_t *req, const char *value);
+
+/**
+ * Detaches the caller: no callback is called for `req` any more. The request itself lives on
+ * inside kernelmgr until the kernel finishes it (so later messages still find their owner and are
+ * dropped). The handle is invalid on return.
+ */
+void kmgr_request_cancel(kmgr_request_t *req);
+
+#endif

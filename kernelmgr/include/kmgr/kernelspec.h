@@ -1,0 +1,63 @@
+/* kmgr/kernelspec.h: discovery of installed Jupyter kernelspecs. */
+#ifndef KMGR_KERNELSPEC_H
+#define KMGR_KERNELSPEC_H
+
+#include <stddef.h>
+#include <jansson.h>
+
+typedef enum { KMGR_INTERRUPT_SIGNAL, KMGR_INTERRUPT_MESSAGE } kmgr_interrupt_mode_t;
+
+/** One kernelspec (`<dir>/kernel.json`). Every member is owned by the spec. */
+typedef struct st_kmgr_kernelspec_t {
+    char *name;         /* the directory name, e.g. "python3" */
+    char *resource_dir; /* the directory holding kernel.json */
+    char *display_name;
+    char *language; /* spec.language, e.g. "python" */
+    char **argv;    /* NULL-terminated; "{connection_file}" not yet substituted */
+    size_t argc;
+    json_t *env; /* object of string values, or NULL */
+    kmgr_interrupt_mode_t interrupt_mode;
+    json_t *metadata; /* object, or NULL */
+} kmgr_kernelspec_t;
+
+/** The set of discovered kernelspecs, sorted by name; names are unique. */
+typedef struct st_kmgr_kernelspecs_t {
+    kmgr_kernelspec_t **entries;
+    size_t size;
+} kmgr_kernelspecs_t;
+
+/**
+ * Parses one kernel.json (`path`) into a new spec named `name`. Returns 0 and stores the spec in
+ * `*out` (caller owns it; release with kmgr_kernelspec_destroy), or KMGR_EBADSPEC / KMGR_EIO.
+ * A valid spec has a non-empty argv of strings, and a string `language`.
+ */
+int kmgr_kernelspec_load(const char *name, const char *resource_dir, kmgr_kernelspec_t **out);
+/** Releases a spec; accepts NULL. */
+void kmgr_kernelspec_destroy(kmgr_kernelspec_t *spec);
+
+/**
+ * Discovers kernelspecs, the first directory that holds a name winning, in this order:
+ *  1. each of the `n_extra` directories in `extra_dirs` (each holds `<name>/kernel.json`);
+ *  2. `$JUPYTER_PATH` entries (colon-separated), each + "/kernels";
+ *  3. the user data dir: `$JUPYTER_DATA_DIR`, else `$XDG_DATA_HOME/jupyter`, else
+ *     `$HOME/.local/share/jupyter`, + "/kernels";
+ *  4. `/usr/local/share/jupyter/kernels`, then `/usr/share/jupyter/kernels`.
+ * Missing directories and invalid specs are skipped (an invalid spec is reported through `warn`
+ * when non-NULL). Fills `out` (zeroed by the callee first); always returns 0.
+ */
+int kmgr_kernelspecs_discover(const char *const *extra_dirs, size_t n_extra, kmgr_kernelspecs_t *out,
+                              void (*warn)(const char *path, const char *why));
+
+/** Releases every spec of the set. */
+void kmgr_kernelspecs_dispose(kmgr_kernelspecs_t *specs);
+
+/** The spec named exactly `name`, or NULL. */
+const kmgr_kernelspec_t *kmgr_kernelspecs_find(const kmgr_kernelspecs_t *specs, const char *name);
+
+/**
+ * Resolves a caller's language: a spec whose name is `language`, else the first spec (by name)
+ * whose spec.language equals it (case-insensitively). NULL when nothing matches.
+ */
+const kmgr_kernelspec_t *kmgr_kernelspecs_resolve(const kmgr_kernelspecs_t *specs, const char *language);
+
+#endif

@@ -1,0 +1,32 @@
+/* kmgr/loop.h: what kernelmgr needs from the event loop that hosts it (it owns no loop). */
+#ifndef KMGR_LOOP_H
+#define KMGR_LOOP_H
+
+/**
+ * kernelmgr runs inside its host's single-threaded event loop (h2o's in kgate, a poll() loop in
+ * tests). The host provides these operations; kernelmgr never blocks and never starts threads.
+ *
+ * Besides these, the host must call kmgr_manager_tick() every KMGR_TICK_MS milliseconds or so:
+ * heartbeats, grace periods, start-up retries and child reaping are all driven from there.
+ */
+typedef struct st_kmgr_loop_ops_t {
+    /**
+     * Starts watching `fd` (a ZMQ_FD: an edge-triggered "something may have changed" signal) for
+     * readability; `cb(arg)` is then called from the loop whenever it signals. The loop must not
+     * read from or close `fd` (it belongs to ZMQ; dup() it if the loop insists on owning one).
+     * Returns an opaque handle for unwatch.
+     */
+    void *(*watch)(void *loop, int fd, void (*cb)(void *arg), void *arg);
+    /** Stops a watch; after it returns `cb` is never called for that handle again. */
+    void (*unwatch)(void *loop, void *handle);
+    /**
+     * Asks the loop to call kmgr_manager_run_pending() soon, from the loop, never from inside this
+     * call. Several requests before it runs may be coalesced into one call.
+     */
+    void (*schedule)(void *loop);
+} kmgr_loop_ops_t;
+
+/** How often the host should call kmgr_manager_tick(), in milliseconds. */
+#define KMGR_TICK_MS 50
+
+#endif

@@ -1,0 +1,56 @@
+/* kmgr/manager.h: the kernel manager: owns the ZMQ context, every kernel, and their runtime dir. */
+#ifndef KMGR_MANAGER_H
+#define KMGR_MANAGER_H
+
+#include <stdint.h>
+#include "kmgr/kernelspec.h"
+#include "kmgr/loop.h"
+
+typedef struct st_kmgr_manager_t kmgr_manager_t;
+
+/** Tunables; zero fields take the documented default. */
+typedef struct st_kmgr_config_t {
+    /** Directory for connection files and per-kernel state; NULL: a new mkdtemp dir under $TMPDIR (or /tmp). */
+    const char *runtime_dir;
+    /** Interval between heartbeats (default 500 ms). */
+    unsigned heartbeat_interval_ms;
+    /** A kernel that has not answered a heartbeat for this long is declared dead (default 1500 ms). */
+    unsigned heartbeat_timeout_ms;
+    /** A kernel not ready this long after spawn has failed to start (default 60000 ms). */
+    unsigned startup_timeout_ms;
+    /** Grace after shutdown_request before SIGTERM, and after SIGTERM before SIGKILL (default 2000 ms). */
+    unsigned shutdown_grace_ms;
+    /** Interval between kernel_info_request retries while starting (default 250 ms). */
+    unsigned kernel_info_retry_ms;
+} kmgr_config_t;
+
+/**
+ * Creates a manager hosted by `loop` through `ops` (both borrowed, must outlive the manager).
+ * Creates the runtime directory (mode 0700) when `config->runtime_dir` is NULL and removes it
+ * again in kmgr_manager_destroy. Returns 0 and stores the manager in `*out`, or KMGR_EIO.
+ */
+int kmgr_manager_create(const kmgr_config_t *config, const kmgr_loop_ops_t *ops, void *loop, kmgr_manager_t **out);
+
+/**
+ * Releases the manager. Every kernel must have been destroyed; processes still in their shutdown
+ * sequence are killed (SIGKILL) and reaped before this returns, so no kernel outlives it.
+ */
+void kmgr_manager_destroy(kmgr_manager_t *mgr);
+
+/** Drives timers: heartbeats, start-up retries and timeouts, shutdown grace periods, child reaping. */
+void kmgr_manager_tick(kmgr_manager_t *mgr);
+/** Runs the work requested through kmgr_loop_ops_t.schedule (re-draining sockets after sends). */
+void kmgr_manager_run_pending(kmgr_manager_t *mgr);
+
+/** Starts the shutdown sequence of every kernel (as kmgr_kernel_destroy does for each). */
+void kmgr_manager_shutdown_all(kmgr_manager_t *mgr);
+/** Number of kernel processes not yet reaped (live kernels and those shutting down). */
+size_t kmgr_manager_num_processes(const kmgr_manager_t *mgr);
+
+/** The runtime directory in use. */
+const char *kmgr_manager_runtime_dir(const kmgr_manager_t *mgr);
+
+/** Milliseconds of CLOCK_MONOTONIC; the clock every kernelmgr deadline uses. */
+uint64_t kmgr_now_ms(void);
+
+#endif

@@ -1,0 +1,28 @@
+/* wire/codec.h: encoding messages to ZMQ frame lists and decoding them back, with signatures. */
+#ifndef WIRE_CODEC_H
+#define WIRE_CODEC_H
+
+#include "wire/frames.h"
+#include "wire/message.h"
+#include "wire/signer.h"
+
+/** The frame that separates routing identities from the signed part of a message. */
+#define WIRE_DELIMITER "<IDS|MSG>"
+
+/**
+ * Encodes `msg` as: identities..., "<IDS|MSG>", signature, header, parent_header, metadata,
+ * content, buffers... The frames are appended to `out` (initialised by the caller), which owns
+ * them afterwards. JSON is compact UTF-8.
+ */
+void wire_encode(const wire_signer_t *signer, const wire_msg_t *msg, wire_frames_t *out);
+
+/**
+ * Decodes the `n` frames of one multipart message. The signature is verified over the raw frames
+ * before any JSON is parsed. On success returns 0 and stores a new message in `*out` (the caller
+ * owns it). Errors: WIRE_ENODELIM (no delimiter), WIRE_ETRUNCATED (fewer than five frames after
+ * the delimiter), WIRE_EBADSIG, WIRE_EBADJSON (a JSON frame that is not an object),
+ * WIRE_EBADHEADER (no string msg_id / msg_type). On error `*out` is untouched.
+ */
+int wire_decode(const wire_signer_t *signer, const wire_frame_t *frames, size_t n, wire_msg_t **out);
+
+#endif

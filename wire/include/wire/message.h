@@ -1,0 +1,47 @@
+/* wire/message.h: the Jupyter message model (identities, header, parent, metadata, content, buffers). */
+#ifndef WIRE_MESSAGE_H
+#define WIRE_MESSAGE_H
+
+#include <jansson.h>
+#include "wire/frames.h"
+
+/** Protocol version kgate speaks and puts in every header it creates. */
+#define WIRE_PROTOCOL_VERSION "5.3"
+
+/**
+ * One message. Every member is owned by the message: the JSON members are references held by it
+ * (never NULL once created or decoded; empty objects where the protocol has nothing), the frame
+ * lists own their bytes. For iopub messages the first identity is the topic.
+ */
+typedef struct st_wire_msg_t {
+    wire_frames_t identities;
+    json_t *header;
+    json_t *parent_header;
+    json_t *metadata;
+    json_t *content;
+    wire_frames_t buffers;
+} wire_msg_t;
+
+/**
+ * Creates a message of `msg_type` with a fresh header (new msg_id, `session`, username "kgate",
+ * current date, protocol version), empty parent_header and metadata. Takes ownership of the
+ * reference `content` (NULL means an empty object).
+ */
+wire_msg_t *wire_msg_create(const char *msg_type, const char *session, json_t *content);
+/** Releases a message and everything it owns; accepts NULL. */
+void wire_msg_destroy(wire_msg_t *msg);
+
+/**
+ * Makes `msg` a reply to `parent`: copies parent's header into msg's parent_header and parent's
+ * identities into msg's identities (replacing what msg had). Used by kernels (server side).
+ */
+void wire_msg_set_parent(wire_msg_t *msg, const wire_msg_t *parent);
+
+/** header.msg_type, or "" if absent. The string lives as long as the message. */
+const char *wire_msg_type(const wire_msg_t *msg);
+/** header.msg_id, or "" if absent. */
+const char *wire_msg_id(const wire_msg_t *msg);
+/** parent_header.msg_id, or "" if absent. */
+const char *wire_msg_parent_id(const wire_msg_t *msg);
+
+#endif
