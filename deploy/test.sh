@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# deploy/test.sh: installs what is missing, builds kgate with sanitizers into build-test/ and runs every ctest label.
+#
+# Usage: deploy/test.sh [ctest options...]   e.g. deploy/test.sh -L unit
+# Exits with ctest's status. Debug (-O0 -g) for readable sanitizer reports. Works from any directory; this is what .ci/run calls.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build="$root/build-test"
+jobs=$(nproc)
+
+bash "$root/deploy/deps.sh"
+
+# halt_on_error + abort_on_error: Criterion runs each test in a forked worker and ignores its exit
+# status, so a leak report alone (LeakSanitizer exits at the end) would leave the test "passing";
+# an abort makes Criterion count the test as crashed. LeakSanitizer was checked to work on these
+# machines (it needs ptrace-like access some containers deny: set detect_leaks=0 there).
+export ASAN_OPTIONS="${ASAN_OPTIONS:-halt_on_error=1:abort_on_error=1:detect_leaks=1:print_stacktrace=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}"
+
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DKGATE_SANITIZE=ON -DKGATE_WERROR=ON -DKGATE_TESTS=ON
+cmake --build "$build" -j"$jobs"
+
+cd "$build"
+status=0
+ctest --output-on-failure "$@" || status=$?
+exit "$status"

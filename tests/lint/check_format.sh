@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# tests/lint/check_format.sh: every C file of the tree is formatted as the repo's .clang-format says.
+#
+# Usage: check_format.sh SOURCE_DIR. Exits 77 (skipped) when clang-format is not installed.
+set -euo pipefail
+
+root=${1:?usage: check_format.sh SOURCE_DIR}
+clang_format=${CLANG_FORMAT:-clang-format}
+if ! command -v "$clang_format" >/dev/null 2>&1; then
+    echo "SKIPPED: $clang_format not found; deploy/deps.sh installs it (Debian package clang-format)"
+    exit 77
+fi
+cd "$root"
+
+dirs=()
+for d in wire kernelmgr gateway kernels tests bench; do
+    if [[ -d $d ]]; then
+        dirs+=("$d")
+    fi
+done
+files=()
+if [[ ${#dirs[@]} -gt 0 ]]; then
+    mapfile -d '' files < <(find "${dirs[@]}" -type f \( -name '*.c' -o -name '*.h' \) -print0 | sort -z)
+fi
+if [[ ${#files[@]} -eq 0 ]]; then
+    echo "no C files found under $root: wrong SOURCE_DIR?" >&2
+    exit 1
+fi
+
+bad=()
+for f in "${files[@]}"; do
+    if ! out=$("$clang_format" --style=file --dry-run -Werror "$f" 2>&1); then
+        bad+=("$f")
+        # The first diagnostics are enough to see what is wrong; the fix is mechanical.
+        head -n 12 <<<"$out" >&2
+    fi
+done
+
+echo "clang-format ($("$clang_format" --version | grep -o '[0-9][0-9.]*' | head -n 1)): ${#files[@]} files checked, ${#bad[@]} not formatted"
+if [[ ${#bad[@]} -gt 0 ]]; then
+    printf '  %s\n' "${bad[@]}"
+    echo "fix with: clang-format -i ${bad[*]}"
+    exit 1
+fi
