@@ -1,0 +1,20 @@
+/* gateway/auth.h: the access token: three header forms, compared in constant time. */
+#ifndef GW_AUTH_H
+#define GW_AUTH_H
+
+#include <stddef.h>
+#include <h2o.h>
+
+/**
+ * True when `presented` (`len` bytes) equals `token`: lengths compared first, then the bytes in
+ * constant time (sodium_memcmp), so the comparison time does not depend on a matching prefix.
+ */
+int gw_auth_token_equal(const char *token, const char *presented, size_t len);
+
+/**
+ * True when the request carries `token` as `X-EXECD-ACCESS-TOKEN: <t>`, `Authorization: Bearer <t>`
+ * or `Authorization: token <t>` (scheme case-insensitive). A NULL token admits every request.
+ */
+int gw_auth_check(h2o_req_t *req, const char *token);
+
+#endif

@@ -1,0 +1,49 @@
+/* gateway/config.h: every tunable of the gateway, its default, and the command line that sets it. */
+#ifndef GW_CONFIG_H
+#define GW_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GW_VERSION "0.1.0"
+
+/* XX(field, type, default, option, help): the numeric limits, one table for defaults, --help and parsing. */
+#define GW_LIMITS_MAP(XX)                                                                                                          \
+    XX(max_body_bytes, size_t, 8u << 20, "max-body-bytes", "largest accepted request body")                                        \
+    XX(max_run_log_bytes, size_t, 64u << 20, "max-run-log-bytes", "events retained per run (oldest dropped first)")                \
+    XX(max_reader_batch_bytes, size_t, 1u << 20, "max-reader-batch-bytes", "bytes of events handed to one socket write")           \
+    XX(ping_interval_ms, unsigned, 5000, "ping-interval-ms", "interval of keep-alive `ping` events on a stream")                   \
+    XX(shutdown_grace_ms, unsigned, 2000, "shutdown-grace-ms", "grace before SIGTERM, then before SIGKILL, of a kernel")           \
+    XX(kernel_start_timeout_ms, unsigned, 60000, "kernel-start-timeout-ms", "a kernel not ready by then has failed")               \
+    XX(max_contexts, unsigned, 64, "max-contexts", "contexts (kernels) alive at once")
+
+typedef struct st_gw_config_t {
+    char *listen_host; /* "127.0.0.1", "::1", "0.0.0.0" ... */
+    uint16_t listen_port;
+    char *access_token; /* NULL: no authentication */
+    int allow_remote_without_token;
+    char **kernel_paths; /* extra kernelspec directories, each holding <name>/kernel.json */
+    size_t num_kernel_paths;
+    int compat_execd;  /* execd's exact framing: `<json>\n\n`, and results.text */
+    int keep_ansi;     /* keep ANSI colour codes in tracebacks */
+    char *runtime_dir; /* NULL: a fresh temporary directory */
+    char *shell;       /* stateless runs: `<shell> -c <code>` */
+#define GW_XX_FIELD(field, type, def, opt, help) type field;
+    GW_LIMITS_MAP(GW_XX_FIELD)
+#undef GW_XX_FIELD
+} gw_config_t;
+
+/** Fills `config` with the defaults (127.0.0.1:44772, no token, /bin/bash, GW_LIMITS_MAP). */
+void gw_config_init(gw_config_t *config);
+/** Releases the strings owned by `config`. */
+void gw_config_dispose(gw_config_t *config);
+
+/**
+ * Parses the command line (and KGATE_ACCESS_TOKEN) into `config`. Returns 0 to run, 1 when
+ * --help or --version was printed to `out` (exit 0), or -1 after printing an error to `err`
+ * (exit 2). Rejects a non-loopback listen address without a token unless
+ * --allow-remote-without-token is given.
+ */
+int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out, void *err);
+
+#endif

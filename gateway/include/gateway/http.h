@@ -1,0 +1,59 @@
+/* gateway/http.h: response and request helpers shared by every route (JSON bodies, errors, queries). */
+#ifndef GW_HTTP_H
+#define GW_HTTP_H
+
+#include <stddef.h>
+#include <jansson.h>
+#include <h2o.h>
+
+/* XX(name, status, code): every error code of API.md section 0. */
+#define GW_ERROR_MAP(XX)                                                                                                           \
+    XX(INVALID_REQUEST_BODY, 400)                                                                                                  \
+    XX(MISSING_QUERY, 400)                                                                                                         \
+    XX(UNKNOWN_LANGUAGE, 400)                                                                                                      \
+    XX(UNAUTHORIZED, 401)                                                                                                          \
+    XX(NOT_FOUND, 404)                                                                                                             \
+    XX(CONTEXT_NOT_FOUND, 404)                                                                                                     \
+    XX(EXECUTION_NOT_FOUND, 404)                                                                                                   \
+    XX(METHOD_NOT_ALLOWED, 405)                                                                                                    \
+    XX(PAYLOAD_TOO_LARGE, 413)                                                                                                     \
+    XX(TOO_MANY_CONTEXTS, 429)                                                                                                     \
+    XX(QUEUE_FULL, 429)                                                                                                            \
+    XX(RUNTIME_ERROR, 500)                                                                                                         \
+    XX(KERNEL_UNAVAILABLE, 503)
+
+typedef enum {
+#define GW_XX_ENUM(name, status) GW_ERR_##name,
+    GW_ERROR_MAP(GW_XX_ENUM)
+#undef GW_XX_ENUM
+} gw_error_t;
+
+/** Sends `json` (reference stolen) with `status` and Content-Type application/json. */
+void gw_send_json(h2o_req_t *req, int status, json_t *json);
+/** Sends the error `{"code","message"}` with the code's status; `fmt` is printf-style. */
+void gw_send_error(h2o_req_t *req, gw_error_t err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/** Sends 200 with an empty body and Content-Length: 0. */
+void gw_send_empty(h2o_req_t *req);
+/** Adds the headers every kgate response carries (version). */
+void gw_add_common_headers(h2o_req_t *req);
+
+/**
+ * Parses the body as a JSON object. Returns a new reference, or NULL after answering 400
+ * INVALID_REQUEST_BODY (naming the parse error).
+ */
+json_t *gw_parse_body(h2o_req_t *req);
+
+/**
+ * Finds query parameter `name` in the request's query string and percent-decodes it into a string
+ * allocated from the request's pool. Returns NULL when absent; "" when present but empty.
+ */
+char *gw_query_param(h2o_req_t *req, const char *name);
+
+/**
+ * Percent-decodes `len` bytes of `s` into `out` (which must hold len + 1 bytes) and
+ * NUL-terminates it ('+' becomes a space when `plus_is_space`). Returns the decoded length, or -1
+ * on a bad escape or a decoded NUL byte.
+ */
+long gw_percent_decode(const char *s, size_t len, char *out, int plus_is_space);
+
+#endif

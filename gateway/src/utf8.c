@@ -1,0 +1,56 @@
+/* Arbitrary bytes -> valid UTF-8 (U+FFFD for invalid bytes), keeping characters split across reads. */
+#include <string.h>
+#include "wire/alloc.h"
+#include "gateway/utf8.h"
+
+/* Length of the valid sequence at `s` (1-4), 0 if invalid, -1 if valid so far but truncated. */
+static int sequence_length(const unsigned char *s, size_t avail)
+{
+    unsigned char c = s[0];
+    int need, i;
+    unsigned char lo = 0x80, hi = 0xbf;
+
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        need = 2;
+    else if (c >= 0xe0 && c <= 0xef)
+        need = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    else if (c >= 0xf0 && c <= 0xf4)
+        need = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    else
+        return 0;
+    for (i = 1; i < need; ++i) {
+        if ((size_t)i >= avail)
+            return -1;
+        if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xbf))
+            return 0;
+    }
+    return need;
+}
+
+size_t gw_utf8_sanitize(const char *in, size_t len, int final, char **out, size_t *out_len)
+{
+    const unsigned char *s = (const unsigned char *)in;
+    char *buf = wire_malloc(len * 3 + 1); /* worst case: every byte becomes the 3-byte U+FFFD */
+    size_t i = 0, o = 0;
+
+    while (i < len) {
+        int n = sequence_length(s + i, len - i);
+        if (n > 0) {
+            memcpy(buf + o, s + i, (size_t)n);
+            o += (size_t)n;
+            i += (size_t)n;
+        } else if (n < 0 && !final) {
+            break;
+        } else {
+            memcpy(buf + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            ++i;
+        }
+    }
+    buf[o] = '\0';
+    *out = buf;
+    *out_len = o;
+    return i;
+}
