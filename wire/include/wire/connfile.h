@@ -19,8 +19,8 @@ const char *wire_channel_name(wire_channel_t ch);
 
 /** The contents of a connection file. Strings are owned (wire_malloc) by the struct. */
 typedef struct st_wire_connection_t {
-    char *transport;        /* "tcp" or "ipc" */
-    char *ip;               /* tcp: an address; ipc: a path prefix */
+    char *transport; /* "tcp" or "ipc" */
+    char *ip;        /* tcp: an address; ipc: a path prefix */
     int ports[WIRE_CHANNEL_COUNT];
     char *key;              /* the HMAC key string; "" means unsigned */
     char *signature_scheme; /* "hmac-sha256" */
@@ -32,7 +32,8 @@ void wire_connection_dispose(wire_connection_t *conn);
 
 /**
  * Writes `conn` as JSON to a new file at `path` created with mode 0600 (O_EXCL: an existing file
- * is never overwritten). Returns 0, WIRE_EEXISTS or WIRE_EIO.
+ * is never overwritten). Returns 0, WIRE_EEXISTS, WIRE_EIO, or WIRE_EBADCONN (a NULL or non-UTF-8
+ * string in `conn`; kernel_name NULL is written as ""). Nothing is created on error.
  */
 int wire_connection_write(const wire_connection_t *conn, const char *path);
 
@@ -45,7 +46,8 @@ int wire_connection_read(const char *path, wire_connection_t *out);
 
 /**
  * Formats the ZMQ endpoint of channel `ch` into `buf`: "tcp://IP:PORT" or "ipc://IP-PORT".
- * Returns the length written, or a negative value if `bufsize` is too small.
+ * Returns the length written, WIRE_ENOSPACE if `bufsize` is too small, or WIRE_EBADCONN for an
+ * unknown transport or channel.
  */
 int wire_connection_endpoint(const wire_connection_t *conn, wire_channel_t ch, char *buf, size_t bufsize);
 

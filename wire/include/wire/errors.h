@@ -3,15 +3,16 @@
 #define WIRE_ERRORS_H
 
 /* XX(name, message): every error the wire module returns. */
-#define WIRE_ERRNO_MAP(XX)                                                                                                   \
-    XX(BADSIG, "message signature does not match")                                                                          \
-    XX(NODELIM, "message has no <IDS|MSG> delimiter")                                                                       \
-    XX(TRUNCATED, "message has too few frames")                                                                             \
-    XX(BADJSON, "message frame is not a JSON object")                                                                       \
-    XX(BADHEADER, "message header lacks msg_id or msg_type")                                                                \
-    XX(IO, "input/output error")                                                                                             \
-    XX(BADCONN, "connection file is not valid")                                                                              \
-    XX(EXISTS, "file already exists")
+#define WIRE_ERRNO_MAP(XX)                                                                                                         \
+    XX(BADSIG, "message signature does not match")                                                                                 \
+    XX(NODELIM, "message has no <IDS|MSG> delimiter")                                                                              \
+    XX(TRUNCATED, "message has too few frames")                                                                                    \
+    XX(BADJSON, "message frame is not a JSON object")                                                                              \
+    XX(BADHEADER, "message header lacks msg_id or msg_type")                                                                       \
+    XX(IO, "input/output error")                                                                                                   \
+    XX(BADCONN, "connection file is not valid")                                                                                    \
+    XX(EXISTS, "file already exists")                                                                                              \
+    XX(NOSPACE, "output buffer too small")
 
 typedef enum {
     WIRE_OK = 0,

@@ -1,0 +1,110 @@
+/* wire/src/codec.c: Jupyter messages to and from signed ZMQ frame lists. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "wire/alloc.h"
+#include "wire/codec.h"
+#include "wire/errors.h"
+
+#define DELIM_LEN (sizeof(WIRE_DELIMITER) - 1)
+
+/* Frames after the delimiter: signature, header, parent_header, metadata, content. */
+#define SIGNED_PART_FRAMES 5
+
+static char *dump_compact(const json_t *json, size_t *len)
+{
+    /* With valid json_t values this fails only on exhaustion, which wire_malloc already aborts on. */
+    char *s = json_dumps(json, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (s == NULL) {
+        fprintf(stderr, "kgate: json_dumps failed\n");
+        abort();
+    }
+    *len = strlen(s);
+    return s;
+}
+
+void wire_encode(const wire_signer_t *signer, const wire_msg_t *msg, wire_frames_t *out)
+{
+    const json_t *json[4] = {msg->header, msg->parent_header, msg->metadata, msg->content};
+    wire_frame_t parts[4];
+    char sig[WIRE_SIG_HEX_LEN + 1];
+
+    for (size_t i = 0; i != msg->identities.size; ++i)
+        wire_frames_push_copy(out, msg->identities.entries[i].base, msg->identities.entries[i].len);
+    wire_frames_push_copy(out, WIRE_DELIMITER, DELIM_LEN);
+    /* The signature covers exactly the bytes sent, so serialise once and sign those. */
+    for (size_t i = 0; i != 4; ++i)
+        parts[i].base = dump_compact(json[i], &parts[i].len);
+    wire_signer_sign(signer, parts, sig);
+    wire_frames_push_copy(out, sig, strlen(sig));
+    for (size_t i = 0; i != 4; ++i)
+        wire_frames_push_owned(out, parts[i].base, parts[i].len);
+    for (size_t i = 0; i != msg->buffers.size; ++i)
+        wire_frames_push_copy(out, msg->buffers.entries[i].base, msg->buffers.entries[i].len);
+}
+
+static json_t *parse_object(const wire_frame_t *frame)
+{
+    json_error_t error;
+    json_t *json;
+
+    if (frame->len == 0)
+        return NULL;
+    /* JSON_ALLOW_NUL: kernels send "\u0000" inside stream text (jupyter_client accepts it). */
+    if ((json = json_loadb(frame->base, frame->len, JSON_ALLOW_NUL, &error)) == NULL)
+        return NULL;
+    if (!json_is_object(json)) {
+        json_decref(json);
+        return NULL;
+    }
+    return json;
+}
+
+int wire_decode(const wire_signer_t *signer, const wire_frame_t *frames, size_t n, wire_msg_t **out)
+{
+    json_t *json[4] = {NULL, NULL, NULL, NULL};
+    size_t delim;
+    int ret;
+
+    /* The first delimiter wins, as in jupyter_client: identities are opaque and come before it. */
+    for (delim = 0; delim != n; ++delim)
+        if (frames[delim].len == DELIM_LEN && memcmp(frames[delim].base, WIRE_DELIMITER, DELIM_LEN) == 0)
+            break;
+    if (delim == n)
+        return WIRE_ENODELIM;
+    if (n - delim - 1 < SIGNED_PART_FRAMES)
+        return WIRE_ETRUNCATED;
+
+    /* Authenticate before parsing: the JSON parser never sees bytes from an unauthenticated peer. */
+    const wire_frame_t *sig = &frames[delim + 1], *parts = &frames[delim + 2];
+    if ((ret = wire_signer_verify(signer, parts, sig->base, sig->len)) != 0)
+        return ret;
+
+    for (size_t i = 0; i != 4; ++i) {
+        if ((json[i] = parse_object(&parts[i])) == NULL) {
+            ret = WIRE_EBADJSON;
+            goto Exit;
+        }
+    }
+    if (!json_is_string(json_object_get(json[0], "msg_id")) || !json_is_string(json_object_get(json[0], "msg_type"))) {
+        ret = WIRE_EBADHEADER;
+        goto Exit;
+    }
+
+    wire_msg_t *msg = wire_calloc(1, sizeof(*msg));
+    for (size_t i = 0; i != delim; ++i)
+        wire_frames_push_copy(&msg->identities, frames[i].base, frames[i].len);
+    for (size_t i = delim + 1 + SIGNED_PART_FRAMES; i != n; ++i)
+        wire_frames_push_copy(&msg->buffers, frames[i].base, frames[i].len);
+    msg->header = json[0];
+    msg->parent_header = json[1];
+    msg->metadata = json[2];
+    msg->content = json[3];
+    *out = msg;
+    return 0;
+
+Exit:
+    for (size_t i = 0; i != 4; ++i)
+        json_decref(json[i]);
+    return ret;
+}
