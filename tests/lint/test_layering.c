@@ -1,5 +1,7 @@
 /* tests/lint/test_layering.c: dependencies point one way (gateway -> kernelmgr -> wire), in #includes and in the link graph. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* strcasestr, open_memstream */
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
