@@ -1,0 +1,192 @@
+/* bench/cases.c: the benchmark cases: kgate's HTTP API against a direct ZMQ client of the same kernel. */
+#include <glob.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "wire/alloc.h"
+#include "common.h"
+#include "direct_client.h"
+#include "kgate_client.h"
+#include "cases.h"
+
+#define KERNEL_FILE_WAIT_MS 10000
+
+/* Asked of a python kernel when the runtime dir holds several kernels (a pool): which is yours? */
+#define PY_CONNECTION_FILE_CODE "__import__('ipykernel.connect').connect.get_connection_file()"
+
+/* The connection files in the runtime dir; kernelmgr writes one <dir>/connection.json per kernel. */
+static size_t list_connection_files(const char *runtime_dir, glob_t *g)
+{
+    char pattern[PATH_MAX];
+    snprintf(pattern, sizeof(pattern), "%s/*/connection.json", runtime_dir);
+    if (glob(pattern, 0, NULL, g) != 0) {
+        globfree(g);
+        memset(g, 0, sizeof(*g));
+        return 0;
+    }
+    return g->gl_pathc;
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Finds the connection file of `context_id`'s kernel; stores a new string in `*path`. */
+static int find_kernel(const bench_case_t *self, bench_env_t *env, const char *context_id, char **path)
+{
+    glob_t g = {0};
+    size_t n = 0;
+    for (unsigned waited = 0; (n = list_connection_files(env->kgate->runtime_dir, &g)) == 0; waited += 50) {
+        if (waited >= KERNEL_FILE_WAIT_MS) {
+            bench_set_detail("no %s/*/connection.json appeared within %u ms", env->kgate->runtime_dir, KERNEL_FILE_WAIT_MS);
+            return BENCH_ENOKERNEL;
+        }
+        sleep_ms(50);
+    }
+    if (n == 1) {
+        *path = wire_strdup(g.gl_pathv[0]);
+        globfree(&g);
+        return 0;
+    }
+    globfree(&g);
+    if (strcmp(self->language, "python") != 0) {
+        bench_set_detail("%zu kernels in %s and no way to tell which is context %s", n, env->kgate->runtime_dir, context_id);
+        return BENCH_ENOKERNEL;
+    }
+    bench_outcome_t o;
+    int err = bench_kgate_execute(env->http, context_id, PY_CONNECTION_FILE_CODE, &o);
+    if (err == 0) {
+        size_t len = o.result_text != NULL ? strlen(o.result_text) : 0;
+        if (len >= 2 && (o.result_text[0] == '\'' || o.result_text[0] == '"')) {
+            *path = wire_strndup(o.result_text + 1, len - 2);
+        } else {
+            bench_set_detail("asking the kernel for its connection file gave %s", o.error ? o.error : "no result");
+            err = BENCH_ENOKERNEL;
+        }
+    }
+    bench_outcome_dispose(&o);
+    return err;
+}
+
+/* Checks what a timed execute produced against the case's expectations. */
+static int check_outcome(const bench_case_t *self, const char *who, const bench_outcome_t *o)
+{
+    if (o->error != NULL) {
+        bench_set_detail("%s: the code raised %s", who, o->error);
+        return BENCH_ERUN;
+    }
+    if (self->expect_result != NULL && (o->result_text == NULL || strcmp(o->result_text, self->expect_result) != 0)) {
+        bench_set_detail("%s: expected result %s, got %s", who, self->expect_result, o->result_text ? o->result_text : "none");
+        return BENCH_ERUN;
+    }
+    if (self->expect_stdout_bytes != 0 && o->stdout_bytes != self->expect_stdout_bytes) {
+        bench_set_detail("%s: expected %zu bytes of stdout, got %zu", who, self->expect_stdout_bytes, o->stdout_bytes);
+        return BENCH_ERUN;
+    }
+    return 0;
+}
+
+/*
+ * The shared runner: one fresh context, kgate's client and a direct client of the same kernel,
+ * executing the same code alternately. The order within each pair flips every pair, so neither
+ * client always runs right after the other (a kernel just woken, caches just warmed).
+ */
+static int run_execute_pair(const bench_case_t *self, bench_env_t *env, bench_result_t *out)
+{
+    bench_direct_t direct = {0};
+    bench_samples_t ks = {0}, ds = {0};
+    char *ctx = NULL, *conn_file = NULL;
+    size_t samples = env->samples != 0 ? env->samples : self->default_samples;
+    size_t warmup = env->warmup != SIZE_MAX ? env->warmup : self->default_warmup;
+    size_t reconnects0;
+    int err;
+
+    memset(out, 0, sizeof(*out));
+    out->kgate_label = "kgate HTTP POST /code (SSE)";
+    out->direct_label = "direct ZMQ, same kernel";
+    if ((err = bench_kgate_create_context(env->http, self->language, &ctx)) != 0)
+        goto Exit;
+    if ((err = find_kernel(self, env, ctx, &conn_file)) != 0)
+        goto Exit;
+    if (env->verbose)
+        fprintf(stderr, "[%s] context %s, kernel %s\n", self->name, ctx, conn_file);
+    if ((err = bench_direct_open(&direct, conn_file, env->timeout_ms)) != 0)
+        goto Exit;
+    if ((err = bench_direct_wait_ready(&direct)) != 0)
+        goto Exit;
+
+    bench_samples_init(&ks, samples);
+    bench_samples_init(&ds, samples);
+    reconnects0 = env->http->reconnects;
+    for (size_t i = 0; i < warmup + samples; ++i) {
+        if (*env->interrupted) {
+            bench_set_detail("interrupted");
+            err = BENCH_ERUN;
+            goto Exit;
+        }
+        if (i == warmup)
+            reconnects0 = env->http->reconnects;
+        for (size_t k = 0; k < 2; ++k) {
+            int use_direct = (int)(k ^ (i & 1));
+            bench_outcome_t o;
+            err = use_direct ? bench_direct_execute(&direct, self->code, &o) : bench_kgate_execute(env->http, ctx, self->code, &o);
+            if (err == 0)
+                err = check_outcome(self, use_direct ? "direct" : "kgate", &o);
+            if (err == 0 && i >= warmup)
+                bench_samples_add(use_direct ? &ds : &ks, o.ms);
+            bench_outcome_dispose(&o);
+            if (err != 0)
+                goto Exit;
+        }
+        if (env->verbose && i >= warmup && (i - warmup + 1) % 50 == 0)
+            fprintf(stderr, "[%s] %zu/%zu samples\n", self->name, i - warmup + 1, samples);
+    }
+    bench_summarize(&ks, &out->kgate);
+    bench_summarize(&ds, &out->direct);
+    out->kgate_reconnects = env->http->reconnects - reconnects0;
+
+Exit:
+    bench_direct_close(&direct);
+    if (ctx != NULL) {
+        /* Keep the first error's detail: deleting is clean-up, its failure only a warning. */
+        char saved[512];
+        snprintf(saved, sizeof(saved), "%s", bench_detail());
+        int derr = bench_kgate_delete_context(env->http, ctx);
+        if (derr != 0)
+            fprintf(stderr, "warning: deleting context %s: %s (%s)\n", ctx, bench_strerror(derr), bench_detail());
+        bench_set_detail("%s", saved);
+    }
+    bench_samples_dispose(&ks);
+    bench_samples_dispose(&ds);
+    free(conn_file);
+    free(ctx);
+    return err;
+}
+
+const bench_case_t bench_cases[] = {
+    {
+        .name = "execute",
+        .description = "trivial `1+1` in python: request to completion",
+        .run = run_execute_pair,
+        .language = "python",
+        .code = "1+1",
+        .expect_result = "2",
+        .default_samples = 300,
+        .default_warmup = 20,
+    },
+};
+
+const size_t bench_num_cases = sizeof(bench_cases) / sizeof(bench_cases[0]);
+
+const bench_case_t *bench_case_find(const char *name)
+{
+    for (size_t i = 0; i < bench_num_cases; ++i)
+        if (strcmp(bench_cases[i].name, name) == 0)
+            return &bench_cases[i];
+    return NULL;
+}

@@ -1,0 +1,63 @@
+/* bench/cases.h: the benchmark cases, each a function in one table. */
+#ifndef BENCH_CASES_H
+#define BENCH_CASES_H
+
+#include <signal.h>
+#include <stddef.h>
+#include "http_client.h"
+#include "kgate_proc.h"
+#include "stats.h"
+
+/** What every case is given: the running kgate, an HTTP client of it, and the run's settings. */
+typedef struct st_bench_env_t {
+    bench_kgate_proc_t *kgate;
+    bench_http_t *http;
+    /** Timed samples per client (0: the case's default). */
+    size_t samples;
+    /** Untimed executions per client before sampling (SIZE_MAX: the case's default). */
+    size_t warmup;
+    unsigned timeout_ms;
+    int verbose;
+    /** Set by a signal handler: cases stop sampling and return BENCH_ERUN. */
+    volatile sig_atomic_t *interrupted;
+} bench_env_t;
+
+/** What a case measured: two clients of the same thing, sampled alternately. */
+typedef struct st_bench_result_t {
+    const char *kgate_label;
+    const char *direct_label;
+    bench_summary_t kgate;
+    bench_summary_t direct;
+    /** HTTP connections kgate's client had to reopen during the case (each costs a handshake). */
+    size_t kgate_reconnects;
+} bench_result_t;
+
+typedef struct st_bench_case_t bench_case_t;
+
+/** Runs one case; returns 0 with `out` filled, or a negative bench error (detail set). */
+typedef int (*bench_case_fn)(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
+
+/** One entry of the table. The fields after `run` parameterise the shared execute runner. */
+struct st_bench_case_t {
+    const char *name;
+    const char *description;
+    bench_case_fn run;
+    /** Language of the context to create (POST /code/context). */
+    const char *language;
+    /** Code executed by both clients. */
+    const char *code;
+    /** text/plain result both clients must see (checked on every execute), or NULL. */
+    const char *expect_result;
+    /** stdout bytes both clients must receive on every execute (0: not checked). */
+    size_t expect_stdout_bytes;
+    size_t default_samples;
+    size_t default_warmup;
+};
+
+extern const bench_case_t bench_cases[];
+extern const size_t bench_num_cases;
+
+/** The case named `name`, or NULL. */
+const bench_case_t *bench_case_find(const char *name);
+
+#endif

@@ -1,0 +1,58 @@
+/* bench/common.h: error codes and the per-execution outcome shared by the bench clients. */
+#ifndef BENCH_COMMON_H
+#define BENCH_COMMON_H
+
+#include <stddef.h>
+
+/* XX(name, message): every error a bench function returns (negative, one table, as in wire/). */
+#define BENCH_ERRNO_MAP(XX)                                                                                                        \
+    XX(TIMEDOUT, "timed out")                                                                                                      \
+    XX(CONNECT, "cannot connect")                                                                                                  \
+    XX(IO, "input/output error")                                                                                                   \
+    XX(CLOSED, "connection closed by the peer")                                                                                    \
+    XX(PROTO, "the peer broke its protocol")                                                                                       \
+    XX(TOOBIG, "a response exceeds its size bound")                                                                                \
+    XX(STATUS, "unexpected HTTP status")                                                                                           \
+    XX(ZMQ, "ZeroMQ error")                                                                                                        \
+    XX(WIRE, "bad kernel message")                                                                                                 \
+    XX(SPAWN, "cannot start kgate")                                                                                                \
+    XX(NOKERNEL, "cannot find the context's kernel")                                                                               \
+    XX(RUN, "the code did not run as expected")
+
+typedef enum {
+    BENCH_OK = 0,
+#define BENCH_XX_ENUM(name, msg) BENCH_E##name,
+    BENCH__ERR_FIRST = -200,
+    BENCH_ERRNO_MAP(BENCH_XX_ENUM)
+#undef BENCH_XX_ENUM
+} bench_err_t;
+
+/** A static description of a bench error code (or "unknown error"). */
+const char *bench_strerror(int err);
+
+/**
+ * Records a human-readable detail for the error about to be returned (printf format). The bench is
+ * single-threaded: the detail is one static buffer, overwritten by the next call.
+ */
+void bench_set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/** The last detail recorded ("" if none). */
+const char *bench_detail(void);
+
+/** What one execution produced, from either client. */
+typedef struct st_bench_outcome_t {
+    /** Milliseconds from writing the request to reading the completion (see each client). */
+    double ms;
+    /** Bytes of stdout text received. */
+    size_t stdout_bytes;
+    /** stdout/stderr messages (direct) or events (kgate) received. */
+    size_t stream_messages;
+    /** text/plain of the first execute_result/display_data, owned; NULL if there was none. */
+    char *result_text;
+    /** "ename: evalue" when the run raised (or the reply was not ok), owned; NULL otherwise. */
+    char *error;
+} bench_outcome_t;
+
+/** Frees the strings of `o` and zeroes it; accepts a zeroed outcome. */
+void bench_outcome_dispose(bench_outcome_t *o);
+
+#endif

@@ -1,0 +1,256 @@
+/* bench/main.c: kgate_bench_execute: kgate's latency against a direct ZMQ client, in one interleaved run. */
+#include <getopt.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "wire/alloc.h"
+#include "common.h"
+#include "cases.h"
+#include "http_client.h"
+#include "kgate_proc.h"
+
+/* The overhead kgate aims for; reported, never enforced (benchmarks do not fail on timings). */
+#define TARGET_OVERHEAD_PCT 5.0
+#define MAX_EXTRA_ARGS 32
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: kgate_bench_execute [options]\n"
+               "  --samples N        timed executes per client (default: per case, 300 for execute)\n"
+               "  --warmup N         untimed executes per client first (default: per case, 20)\n"
+               "  --case NAME        run only this case (repeatable; default: all)\n"
+               "  --list             list the cases and exit\n"
+               "  --json             print the figures as JSON instead of a table\n"
+               "  --kgate PATH       kgate binary (default: ../gateway/kgate beside this binary)\n"
+               "  --kgate-arg ARG    extra argument for kgate (repeatable)\n"
+               "  --timeout MS       per-request timeout (default 60000)\n"
+               "  --verbose          progress on stderr\n");
+}
+
+static char *default_kgate_path(void)
+{
+    char self[PATH_MAX], out[PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0)
+        return wire_strdup("gateway/kgate");
+    self[n] = '\0';
+    snprintf(out, sizeof(out), "%s/../gateway/kgate", dirname(self));
+    return wire_strdup(out);
+}
+
+static double ratio_of(const bench_result_t *r)
+{
+    return r->direct.median > 0 ? r->kgate.median / r->direct.median : 0;
+}
+
+static void print_row(const char *name, const char *label, const bench_summary_t *s)
+{
+    printf("%-10s %-30s %5zu %9.3f %9.3f %9.3f %9.3f %9.3f\n", name, label, s->n, s->median, s->p10, s->p90, s->min, s->max);
+}
+
+static void print_table(const bench_case_t **cases, const bench_result_t *results, size_t n, uint16_t port)
+{
+    printf("kgate latency benchmark (kgate on 127.0.0.1:%u); clients alternate execute by execute, after a warm-up\n", port);
+    printf("%-10s %-30s %5s %9s %9s %9s %9s %9s\n", "case", "client", "n", "median ms", "p10", "p90", "min", "max");
+    for (size_t i = 0; i < n; ++i) {
+        print_row(cases[i]->name, results[i].kgate_label, &results[i].kgate);
+        print_row(cases[i]->name, results[i].direct_label, &results[i].direct);
+    }
+    printf("\n");
+    for (size_t i = 0; i < n; ++i) {
+        const bench_result_t *r = &results[i];
+        double ratio = ratio_of(r), pct = (ratio - 1) * 100;
+        printf("overhead: kgate/direct median ratio = %.2f (%+.1f%%)  [%s: %+.3f ms per execute; target < %.0f%%: %s]\n", ratio,
+               pct, cases[i]->name, r->kgate.median - r->direct.median, TARGET_OVERHEAD_PCT,
+               pct < TARGET_OVERHEAD_PCT ? "met" : "NOT met");
+        if (r->kgate_reconnects > 0)
+            printf("note: %s: kgate's HTTP connection was reopened %zu times while sampling (each adds a TCP handshake)\n",
+                   cases[i]->name, r->kgate_reconnects);
+    }
+}
+
+static json_t *summary_json(const char *label, const bench_summary_t *s)
+{
+    return json_pack("{sssIsfsfsfsfsfsf}", "label", label, "n", (json_int_t)s->n, "median_ms", s->median, "p10_ms", s->p10,
+                     "p90_ms", s->p90, "min_ms", s->min, "max_ms", s->max, "mean_ms", s->mean);
+}
+
+static void print_json(const bench_case_t **cases, const bench_result_t *results, size_t n)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; ++i) {
+        const bench_result_t *r = &results[i];
+        double ratio = ratio_of(r), pct = (ratio - 1) * 100;
+        json_array_append_new(
+            arr, json_pack("{sssssssssoso sfsfsfsfsbsI}", "name", cases[i]->name, "description", cases[i]->description, "language",
+                           cases[i]->language, "code", cases[i]->code, "kgate", summary_json(r->kgate_label, &r->kgate), "direct",
+                           summary_json(r->direct_label, &r->direct), "ratio", ratio, "overhead_pct", pct, "overhead_ms",
+                           r->kgate.median - r->direct.median, "target_pct", TARGET_OVERHEAD_PCT, "within_target",
+                           pct < TARGET_OVERHEAD_PCT, "kgate_reconnects", (json_int_t)r->kgate_reconnects));
+    }
+    json_t *doc = json_pack("{ssso}", "benchmark", "kgate_bench_execute", "cases", arr);
+    char *s = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
+    printf("%s\n", s);
+    free(s);
+    json_decref(doc);
+}
+
+int main(int argc, char **argv)
+{
+    enum { OPT_SAMPLES = 256, OPT_WARMUP, OPT_CASE, OPT_LIST, OPT_JSON, OPT_KGATE, OPT_KGATE_ARG, OPT_TIMEOUT, OPT_VERBOSE };
+    static const struct option longopts[] = {
+        {"samples", required_argument, NULL, OPT_SAMPLES},
+        {"warmup", required_argument, NULL, OPT_WARMUP},
+        {"case", required_argument, NULL, OPT_CASE},
+        {"list", no_argument, NULL, OPT_LIST},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"kgate", required_argument, NULL, OPT_KGATE},
+        {"kgate-arg", required_argument, NULL, OPT_KGATE_ARG},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"verbose", no_argument, NULL, OPT_VERBOSE},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const bench_case_t *selected[64];
+    bench_result_t results[64];
+    char *extra_args[MAX_EXTRA_ARGS + 1] = {NULL};
+    size_t nselected = 0, nextra = 0, nresults = 0;
+    size_t samples = 0, warmup = SIZE_MAX;
+    unsigned timeout_ms = 60000;
+    int json_out = 0, verbose = 0, opt, exit_code = 1, err = 0;
+    char *kgate_path = NULL;
+
+    wire_global_init();
+    while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        char *end;
+        switch (opt) {
+        case OPT_SAMPLES:
+        case OPT_WARMUP:
+        case OPT_TIMEOUT: {
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || (opt != OPT_WARMUP && v == 0) || v > 1000000) {
+                fprintf(stderr, "kgate_bench_execute: bad number: %s\n", optarg);
+                goto Exit;
+            }
+            if (opt == OPT_SAMPLES)
+                samples = v;
+            else if (opt == OPT_WARMUP)
+                warmup = v;
+            else
+                timeout_ms = (unsigned)v;
+            break;
+        }
+        case OPT_CASE: {
+            const bench_case_t *c = bench_case_find(optarg);
+            if (c == NULL) {
+                fprintf(stderr, "kgate_bench_execute: no case named %s (try --list)\n", optarg);
+                goto Exit;
+            }
+            if (nselected < sizeof(selected) / sizeof(selected[0]))
+                selected[nselected++] = c;
+            break;
+        }
+        case OPT_LIST:
+            for (size_t i = 0; i < bench_num_cases; ++i)
+                printf("%-12s %s\n", bench_cases[i].name, bench_cases[i].description);
+            exit_code = 0;
+            goto Exit;
+        case OPT_JSON:
+            json_out = 1;
+            break;
+        case OPT_KGATE:
+            free(kgate_path);
+            kgate_path = wire_strdup(optarg);
+            break;
+        case OPT_KGATE_ARG:
+            if (nextra == MAX_EXTRA_ARGS) {
+                fprintf(stderr, "kgate_bench_execute: at most %d --kgate-arg\n", MAX_EXTRA_ARGS);
+                goto Exit;
+            }
+            extra_args[nextra++] = optarg;
+            break;
+        case OPT_VERBOSE:
+            verbose = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            exit_code = 0;
+            goto Exit;
+        default:
+            usage(stderr);
+            exit_code = 2;
+            goto Exit;
+        }
+    }
+    if (optind != argc) {
+        usage(stderr);
+        exit_code = 2;
+        goto Exit;
+    }
+    if (nselected == 0)
+        for (size_t i = 0; i < bench_num_cases && i < sizeof(selected) / sizeof(selected[0]); ++i)
+            selected[nselected++] = &bench_cases[i];
+    if (kgate_path == NULL)
+        kgate_path = default_kgate_path();
+
+    /* No SA_RESTART: a signal ends the sampling loop, and kgate is still stopped on the way out. */
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    bench_kgate_proc_t kgate;
+    bench_http_t http;
+    if ((err = bench_kgate_proc_start(&kgate, kgate_path, extra_args, 15000)) != 0) {
+        fprintf(stderr, "kgate_bench_execute: %s: %s\n", bench_strerror(err), bench_detail());
+        goto Exit;
+    }
+    if (verbose)
+        fprintf(stderr, "kgate pid %d on 127.0.0.1:%u, runtime dir %s\n", (int)kgate.pid, kgate.port, kgate.runtime_dir);
+    bench_http_init(&http, "127.0.0.1", kgate.port, timeout_ms);
+    bench_env_t env = {.kgate = &kgate,
+                       .http = &http,
+                       .samples = samples,
+                       .warmup = warmup,
+                       .timeout_ms = timeout_ms,
+                       .verbose = verbose,
+                       .interrupted = &interrupted};
+    for (size_t i = 0; i < nselected; ++i) {
+        if (verbose)
+            fprintf(stderr, "[%s] %s\n", selected[i]->name, selected[i]->description);
+        if ((err = selected[i]->run(selected[i], &env, &results[i])) != 0) {
+            fprintf(stderr, "kgate_bench_execute: case %s: %s: %s\n", selected[i]->name, bench_strerror(err), bench_detail());
+            break;
+        }
+        ++nresults;
+    }
+    bench_http_dispose(&http);
+    int status = bench_kgate_proc_stop(&kgate, 10000);
+    if (verbose)
+        fprintf(stderr, "kgate stopped (wait status %d)\n", status);
+    if (nresults > 0) {
+        if (json_out)
+            print_json(selected, results, nresults);
+        else
+            print_table(selected, results, nresults, kgate.port);
+    }
+    exit_code = err != 0 ? 1 : 0;
+
+Exit:
+    free(kgate_path);
+    return exit_code;
+}
