@@ -1,0 +1,330 @@
+/* tests/e2e/test_http.c: errors, stateless runs, auth, execd framing and shutdown of the real kgate. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "checks.h"
+#include "shared.h"
+
+#define RUN_MS 60000
+#define NO_SUCH_CONTEXT "00000000-0000-4000-8000-000000000000"
+
+/* A kgate of a test's own (auth, framing, shutdown), stopped in fini whatever happened in the test. */
+static e2e_gateway_t own;
+
+static void fini(void)
+{
+    e2e_gateway_stop(&own, NULL);
+    e2e_shared_cleanup();
+}
+
+TestSuite(http, .fini = fini, .timeout = 180);
+
+static unsigned short port(void)
+{
+    return e2e_shared()->port;
+}
+
+static void start_own(const char *const *args, const char *const *env)
+{
+    int rc = e2e_gateway_start(&own, e2e_kgate_path(KGATE_BINARY_DIR), args, env);
+    cr_assert_eq(rc, 0, "kgate did not start: %s", own.error);
+}
+
+/* Stops our own kgate and asserts a clean shutdown: exit 0 within the grace period, no surviving descendant. */
+static void stop_own(void)
+{
+    size_t survivors = 0;
+    int rc = e2e_gateway_stop_keep(&own, &survivors);
+    int st = own.exit_status;
+    if (rc != 0 || survivors != 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        e2e_gateway_dump_log(&own, 8192);
+    e2e_gateway_cleanup(&own);
+    cr_assert_eq(rc, 0, "SIGTERM: %s", own.error);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "kgate did not exit 0 on SIGTERM (wait status %#x)", st);
+    cr_assert_eq(survivors, 0, "%zu descendant process(es) of kgate survived it", survivors);
+}
+
+static void post_raw(const char *path, const char *body, e2e_response_t *r)
+{
+    e2e_http_request(port(), "POST", path, NULL, body, r);
+}
+
+/* ---- errors --------------------------------------------------------------------------------- */
+
+Test(http, unknown_context_in_post_code)
+{
+    e2e_response_t r;
+    post_raw("/code", "{\"context\":{\"id\":\"" NO_SUCH_CONTEXT "\"},\"code\":\"1\"}", &r);
+    E2E_ASSERT_ERROR(&r, 404, "CONTEXT_NOT_FOUND");
+    e2e_response_dispose(&r);
+}
+
+Test(http, unknown_context_elsewhere)
+{
+    e2e_response_t r;
+    e2e_http_request(port(), "GET", "/code/contexts/" NO_SUCH_CONTEXT, NULL, NULL, &r);
+    E2E_ASSERT_ERROR(&r, 404, "CONTEXT_NOT_FOUND");
+    e2e_response_dispose(&r);
+    e2e_http_request(port(), "DELETE", "/code/contexts/" NO_SUCH_CONTEXT, NULL, NULL, &r);
+    E2E_ASSERT_ERROR(&r, 404, "CONTEXT_NOT_FOUND");
+    e2e_response_dispose(&r);
+    e2e_http_request(port(), "DELETE", "/code?id=" NO_SUCH_CONTEXT, NULL, NULL, &r);
+    E2E_ASSERT_ERROR(&r, 404, NULL);
+    e2e_response_dispose(&r);
+    e2e_http_request(port(), "DELETE", "/code", NULL, NULL, &r);
+    E2E_ASSERT_ERROR(&r, 400, NULL);
+    e2e_response_dispose(&r);
+}
+
+Test(http, unknown_language_at_once)
+{
+    e2e_response_t r;
+    int64_t t0 = e2e_now_ms();
+    post_raw("/code/context", "{\"language\":\"cobol\"}", &r);
+    int64_t took = e2e_now_ms() - t0;
+    E2E_ASSERT_ERROR(&r, 400, "UNKNOWN_LANGUAGE");
+    cr_assert(took <= 100, "UNKNOWN_LANGUAGE took %lld ms, expected within 100 ms", (long long)took);
+    const char *message = json_string_value(json_object_get(r.json, "message"));
+    cr_assert(strstr(message, "python") != NULL, "the message does not name the available languages: %s", message);
+    e2e_response_dispose(&r);
+}
+
+Test(http, empty_code)
+{
+    e2e_response_t r;
+    post_raw("/code", "{\"context\":{\"language\":\"python\"},\"code\":\"\"}", &r);
+    E2E_ASSERT_ERROR(&r, 400, NULL);
+    e2e_response_dispose(&r);
+    post_raw("/code", "{\"code\":\"\"}", &r);
+    E2E_ASSERT_ERROR(&r, 400, NULL);
+    e2e_response_dispose(&r);
+}
+
+Test(http, malformed_json)
+{
+    e2e_response_t r;
+    post_raw("/code", "{\"code\": ", &r);
+    E2E_ASSERT_ERROR(&r, 400, "INVALID_REQUEST_BODY");
+    e2e_response_dispose(&r);
+    post_raw("/code/context", "not json", &r);
+    E2E_ASSERT_ERROR(&r, 400, "INVALID_REQUEST_BODY");
+    e2e_response_dispose(&r);
+}
+
+Test(http, unknown_route)
+{
+    e2e_response_t r;
+    e2e_http_request(port(), "GET", "/no/such/route", NULL, NULL, &r);
+    E2E_ASSERT_ERROR(&r, 404, "NOT_FOUND");
+    e2e_response_dispose(&r);
+}
+
+Test(http, health_and_ping)
+{
+    e2e_response_t r;
+    e2e_http_request(port(), "GET", "/healthz", NULL, NULL, &r);
+    E2E_ASSERT_STATUS(&r, 200);
+    e2e_response_dispose(&r);
+    e2e_http_request(port(), "GET", "/ping", NULL, NULL, &r);
+    E2E_ASSERT_STATUS(&r, 200);
+    cr_assert_eq(r.body_len, 0, "GET /ping has a body: %.200s", r.body);
+    e2e_response_dispose(&r);
+}
+
+/* ---- stateless runs ------------------------------------------------------------------------- */
+
+Test(http, stateless_echo)
+{
+    e2e_events_t evs;
+    e2e_response_t r;
+    int st = e2e_run_code(port(), NULL, NULL, NULL, "echo hi", RUN_MS, &evs, &r);
+    cr_assert_eq(st, 200, "POST /code {\"code\":\"echo hi\"}: HTTP %d (%s) %.600s", st, evs.error, r.body ? r.body : "");
+    E2E_ASSERT_RUN(&evs, NULL, E2E_FRAMING_SSE);
+    E2E_ASSERT_TEXT(&evs, "stdout", "hi\n");
+    char sum[E2E_MSG_SIZE];
+    cr_assert_eq(e2e_events_count(&evs, "error"), 0, "echo hi reported an error; %s", e2e_events_summary(&evs, sum, sizeof(sum)));
+    e2e_response_dispose(&r);
+    e2e_events_dispose(&evs);
+}
+
+Test(http, stateless_exit_code)
+{
+    e2e_events_t evs;
+    e2e_response_t r;
+    int st = e2e_run_code(port(), NULL, NULL, NULL, "exit 3", RUN_MS, &evs, &r);
+    cr_assert_eq(st, 200, "POST /code {\"code\":\"exit 3\"}: HTTP %d (%s) %.600s", st, evs.error, r.body ? r.body : "");
+    E2E_ASSERT_RUN(&evs, NULL, E2E_FRAMING_SSE);
+    char sum[E2E_MSG_SIZE];
+    long i = e2e_events_find(&evs, "error", 0);
+    cr_assert(i >= 0, "exit 3 reported no error; %s", e2e_events_summary(&evs, sum, sizeof(sum)));
+    cr_assert(json_is_object(json_object_get(evs.v[i].json, "error")), "the error event has no error object: %.400s",
+              evs.v[i].data);
+    e2e_response_dispose(&r);
+    e2e_events_dispose(&evs);
+}
+
+/* ---- auth ----------------------------------------------------------------------------------- */
+
+static void expect_status(const char *method, const char *path, const char *header, int status, const char *code)
+{
+    const char *headers[] = {header, NULL};
+    e2e_response_t r;
+    e2e_http_request(own.port, method, path, header != NULL ? headers : NULL, NULL, &r);
+    if (code != NULL) {
+        char msg[E2E_MSG_SIZE];
+        cr_assert(e2e_check_error(&r, status, code, msg, sizeof(msg)), "%s %s with [%s]: %s", method, path,
+                  header ? header : "no token", msg);
+    } else {
+        cr_assert_eq(r.status, status, "%s %s with [%s]: expected HTTP %d, got %d (%s) %.400s", method, path,
+                     header ? header : "no token", status, r.status, r.error, r.body);
+    }
+    e2e_response_dispose(&r);
+}
+
+Test(http, access_token_flag)
+{
+    start_own((const char *[]){"--access-token", "s3cret", NULL}, NULL);
+    expect_status("GET", "/code/contexts", NULL, 401, "UNAUTHORIZED");
+    expect_status("GET", "/code/contexts", "X-EXECD-ACCESS-TOKEN: wrong", 401, "UNAUTHORIZED");
+    expect_status("GET", "/code/contexts", "Authorization: Bearer wrong", 401, "UNAUTHORIZED");
+    expect_status("GET", "/code/contexts", "Authorization: Bearer s3cre", 401, "UNAUTHORIZED");
+    expect_status("GET", "/code/contexts", "Authorization: Bearer s3cretx", 401, "UNAUTHORIZED");
+    expect_status("POST", "/code/context", NULL, 401, "UNAUTHORIZED");
+    expect_status("POST", "/code", NULL, 401, "UNAUTHORIZED");
+    expect_status("GET", "/ping", NULL, 401, "UNAUTHORIZED");
+    expect_status("GET", "/code/contexts", "X-EXECD-ACCESS-TOKEN: s3cret", 200, NULL);
+    expect_status("GET", "/code/contexts", "Authorization: Bearer s3cret", 200, NULL);
+    expect_status("GET", "/code/contexts", "Authorization: token s3cret", 200, NULL);
+    expect_status("GET", "/ping", "X-EXECD-ACCESS-TOKEN: s3cret", 200, NULL);
+    expect_status("GET", "/healthz", NULL, 200, NULL);
+    stop_own();
+}
+
+Test(http, access_token_environment)
+{
+    start_own(NULL, (const char *[]){"KGATE_ACCESS_TOKEN=fromenv", NULL});
+    expect_status("GET", "/code/contexts", NULL, 401, "UNAUTHORIZED");
+    expect_status("GET", "/code/contexts", "X-EXECD-ACCESS-TOKEN: s3cret", 401, "UNAUTHORIZED");
+    expect_status("GET", "/code/contexts", "X-EXECD-ACCESS-TOKEN: fromenv", 200, NULL);
+    expect_status("GET", "/healthz", NULL, 200, NULL);
+    stop_own();
+}
+
+/* ---- execd framing -------------------------------------------------------------------------- */
+
+Test(http, compat_execd_framing)
+{
+    start_own((const char *[]){"--compat", "execd", NULL}, NULL);
+    char *id = NULL;
+    e2e_response_t r;
+    int st = e2e_context_create(own.port, NULL, "python", &id, &r);
+    cr_assert_eq(st, 200, "POST /code/context: HTTP %d (%s) %.600s", st, r.error, r.body);
+    e2e_response_dispose(&r);
+
+    e2e_events_t evs;
+    st = e2e_run_code(own.port, NULL, id, NULL, "1+1", RUN_MS, &evs, &r);
+    cr_assert_eq(st, 200, "POST /code: HTTP %d (%s) %.600s", st, evs.error, r.body ? r.body : "");
+    e2e_response_dispose(&r);
+    E2E_ASSERT_RUN(&evs, id, E2E_FRAMING_EXECD);
+    char sum[E2E_MSG_SIZE];
+    const e2e_event_t *res = e2e_find_result(&evs, "text/plain");
+    cr_assert_not_null(res, "no result with text/plain; %s", e2e_events_summary(&evs, sum, sizeof(sum)));
+    json_t *results = json_object_get(res->json, "results");
+    json_t *text = json_object_get(results, "text"), *plain = json_object_get(results, "text/plain");
+    cr_assert(json_is_string(text) && strcmp(json_string_value(text), "2") == 0, "results.text is not \"2\": %.400s", res->data);
+    cr_assert(json_is_string(plain) && strcmp(json_string_value(plain), "2") == 0, "results[\"text/plain\"] is not \"2\": %.400s",
+              res->data);
+    e2e_events_dispose(&evs);
+    cr_assert_eq(e2e_context_delete(own.port, NULL, id), 200);
+    free(id);
+    stop_own();
+}
+
+/* ---- shutdown ------------------------------------------------------------------------------- */
+
+static pid_t kernel_pid(const char *id)
+{
+    e2e_events_t evs;
+    e2e_response_t r;
+    int st = e2e_run_code(own.port, NULL, id, NULL, "import os; print(os.getpid())", RUN_MS, &evs, &r);
+    cr_assert_eq(st, 200, "POST /code: HTTP %d (%s) %.600s", st, evs.error, r.body ? r.body : "");
+    e2e_response_dispose(&r);
+    E2E_ASSERT_RUN(&evs, id, E2E_FRAMING_SSE);
+    char *out = e2e_events_text(&evs, "stdout");
+    pid_t pid = (pid_t)atoi(out);
+    cr_assert(pid > 1, "the kernel did not print its pid: '%s'", out);
+    free(out);
+    e2e_events_dispose(&evs);
+    return pid;
+}
+
+static size_t count_json_files(const char *dir, char *names, size_t size)
+{
+    size_t n = 0, len = 0;
+    names[0] = '\0';
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name);
+        if (l > 5 && strcmp(de->d_name + l - 5, ".json") == 0) {
+            n++;
+            if (len + l + 2 < size)
+                len += (size_t)snprintf(names + len, size - len, "%s ", de->d_name);
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+Test(http, sigterm_stops_everything)
+{
+    start_own(NULL, NULL);
+    char *ids[2];
+    e2e_proc_t kernels[2];
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(e2e_context_create(own.port, NULL, "python", &ids[i], NULL), 200, "POST /code/context failed");
+        kernels[i].pid = kernel_pid(ids[i]);
+        kernels[i].starttime = 0;
+        cr_assert(e2e_proc_alive(&kernels[i]), "kernel %d is not running", (int)kernels[i].pid);
+    }
+    e2e_proc_t procs[256];
+    size_t nprocs = e2e_descendants(own.pid, procs, 256);
+
+    int64_t t0 = e2e_now_ms();
+    e2e_gateway_signal(&own, SIGTERM);
+    int rc = e2e_gateway_wait(&own, t0 + E2E_STOP_GRACE_MS);
+    int64_t took = e2e_now_ms() - t0;
+    size_t alive = 0;
+    for (size_t i = 0; i < nprocs; i++)
+        alive += (size_t)e2e_proc_alive(&procs[i]);
+    int kernel_alive[2] = {e2e_proc_alive(&kernels[0]), e2e_proc_alive(&kernels[1])};
+    /* Whatever the outcome, leave nothing running. */
+    for (size_t i = 0; i < nprocs; i++)
+        if (e2e_proc_alive(&procs[i]))
+            kill(procs[i].pid, SIGKILL);
+    for (int i = 0; i < 2; i++)
+        if (kernel_alive[i])
+            kill(kernels[i].pid, SIGKILL);
+    char names[1024];
+    size_t files = count_json_files(own.runtime_dir, names, sizeof(names));
+    int st = own.exit_status;
+    if (rc != 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 || alive || files)
+        e2e_gateway_dump_log(&own, 8192);
+
+    cr_assert_eq(rc, 0, "kgate did not exit within %d ms of SIGTERM", E2E_STOP_GRACE_MS);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "kgate did not exit 0 on SIGTERM (wait status %#x)", st);
+    cr_assert(!kernel_alive[0] && !kernel_alive[1], "kernel process(es) survived kgate: %d %s, %d %s", (int)kernels[0].pid,
+              kernel_alive[0] ? "alive" : "gone", (int)kernels[1].pid, kernel_alive[1] ? "alive" : "gone");
+    cr_assert_eq(alive, 0, "%zu of %zu descendant processes survived kgate", alive, nprocs);
+    cr_assert_eq(files, 0, "connection files left in the runtime dir: %s", names);
+    cr_log_info("kgate stopped with two live kernels in %lld ms", (long long)took);
+    free(ids[0]);
+    free(ids[1]);
+}
