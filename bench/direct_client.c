@@ -240,6 +240,21 @@ static void on_reply(const wire_msg_t *msg, bench_outcome_t *out)
     out->error = wire_strdup(buf);
 }
 
+/* Discards what arrived since the last execute: the SUB also receives the iopub traffic of kgate's
+ * runs in the same kernel, and decoding it must not be billed to the next timed execute. */
+static int drain_pending(bench_direct_t *d)
+{
+    int err = 0;
+    for (int ch = 0; ch < 2; ++ch) {
+        wire_msg_t *msg;
+        while ((err = recv_message(d, ch == 0 ? d->shell : d->iopub, &msg)) == 0 && msg != NULL)
+            wire_msg_destroy(msg);
+        if (err != 0)
+            return err;
+    }
+    return 0;
+}
+
 int bench_direct_execute(bench_direct_t *d, const char *code, bench_outcome_t *out)
 {
     char id[WIRE_UUID_STRLEN + 1];
@@ -247,6 +262,10 @@ int bench_direct_execute(bench_direct_t *d, const char *code, bench_outcome_t *o
     memset(out, 0, sizeof(*out));
     json_t *content = json_pack("{sssbsbs{}sbsb}", "code", code, "silent", 0, "store_history", 1, "user_expressions", "allow_stdin",
                                 0, "stop_on_error", 1);
+    if ((err = drain_pending(d)) != 0) {
+        json_decref(content);
+        return err;
+    }
     double t0 = bench_now_ms(), deadline = t0 + d->timeout_ms;
     if ((err = send_request(d, "execute_request", content, id)) != 0)
         return err;

@@ -36,7 +36,8 @@ int bench_direct_open(bench_direct_t *d, const char *connection_file, unsigned t
 int bench_direct_wait_ready(bench_direct_t *d);
 
 /**
- * Sends an execute_request for `code` and waits for both its execute_reply and the iopub
+ * Discards (untimed) whatever arrived since the last call, such as the iopub messages of kgate's
+ * runs, then sends an execute_request for `code` and waits for both its execute_reply and the iopub
  * `status: idle` whose parent it is, in either order. `out->ms` runs from just before the send to
  * just after the second of the two is decoded. `out` is zeroed first and owned by the caller.
  * A run that raises is not an error here (see `out->error`). Returns 0, BENCH_ETIMEDOUT,
