@@ -125,8 +125,8 @@ static int run_execute_pair(const bench_case_t *self, bench_env_t *env, bench_re
     reconnects0 = env->http->reconnects;
     for (size_t i = 0; i < warmup + samples; ++i) {
         if (*env->interrupted) {
-            bench_set_detail("interrupted");
-            err = BENCH_ERUN;
+            bench_set_detail("stopped sampling");
+            err = BENCH_EINTERRUPTED;
             goto Exit;
         }
         if (i == warmup)

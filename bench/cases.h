@@ -18,7 +18,7 @@ typedef struct st_bench_env_t {
     size_t warmup;
     unsigned timeout_ms;
     int verbose;
-    /** Set by a signal handler: cases stop sampling and return BENCH_ERUN. */
+    /** Set by a signal handler: cases stop sampling and return BENCH_EINTERRUPTED. */
     volatile sig_atomic_t *interrupted;
 } bench_env_t;
 

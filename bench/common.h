@@ -17,7 +17,8 @@
     XX(WIRE, "bad kernel message")                                                                                                 \
     XX(SPAWN, "cannot start kgate")                                                                                                \
     XX(NOKERNEL, "cannot find the context's kernel")                                                                               \
-    XX(RUN, "the code did not run as expected")
+    XX(RUN, "the code did not run as expected")                                                                                    \
+    XX(INTERRUPTED, "interrupted by a signal")
 
 typedef enum {
     BENCH_OK = 0,

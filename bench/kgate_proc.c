@@ -24,7 +24,7 @@
 #define START_ATTEMPTS 3
 
 /* Binding port 0 and closing is racy (another process may take the port before kgate binds it);
- * bench_kgate_proc_start retries when kgate exits during start-up. */
+ * bench_kgate_proc_start retries when kgate exits during start-up saying the address is in use. */
 static uint16_t pick_free_port(void)
 {
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -77,7 +77,7 @@ static pid_t spawn(bench_kgate_proc_t *p, const char *binary, char *const *extra
     for (size_t i = 0; i < nextra; ++i)
         argv[5 + i] = extra_args[i];
 
-    int logfd = open(p->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    int logfd = open(p->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     pid_t pid = fork();
     if (pid == 0) {
         /* If the bench dies without stopping kgate, kgate (and through it its kernels) goes too. */
@@ -165,7 +165,13 @@ int bench_kgate_proc_start(bench_kgate_proc_t *p, const char *binary, char *cons
                              tail);
             break;
         }
-        bench_set_detail("kgate exited during start-up (status %d); its log ends:\n%s", status, tail);
+        if (WIFSIGNALED(status))
+            bench_set_detail("kgate was killed by signal %d during start-up; its log ends:\n%s", WTERMSIG(status), tail);
+        else
+            bench_set_detail("kgate exited with code %d during start-up; its log ends:\n%s", WEXITSTATUS(status), tail);
+        /* Only a port taken in the meantime is worth another attempt. */
+        if (strcasestr(tail, "in use") == NULL)
+            break;
     }
     bench_kgate_proc_stop(p, 2000);
     return BENCH_ESPAWN;

@@ -17,7 +17,8 @@ typedef struct st_bench_kgate_proc_t {
 /**
  * Starts `binary --listen 127.0.0.1:<free port> --runtime-dir <dir> [extra_args...]` (extra_args
  * is NULL-terminated, may be NULL) and waits up to `timeout_ms` until it answers HTTP. A port
- * taken between picking and binding it makes kgate exit; that is retried with another port.
+ * taken between picking and binding it makes kgate exit ("... in use" in its log); that is retried
+ * with another port.
  * Returns 0, or BENCH_ESPAWN (the detail carries the tail of kgate's log); on error nothing is
  * left running.
  */

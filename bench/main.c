@@ -144,6 +144,7 @@ int main(int argc, char **argv)
             unsigned long v = strtoul(optarg, &end, 10);
             if (end == optarg || *end != '\0' || (opt != OPT_WARMUP && v == 0) || v > 1000000) {
                 fprintf(stderr, "kgate_bench_execute: bad number: %s\n", optarg);
+                exit_code = 2;
                 goto Exit;
             }
             if (opt == OPT_SAMPLES)
@@ -158,6 +159,7 @@ int main(int argc, char **argv)
             const bench_case_t *c = bench_case_find(optarg);
             if (c == NULL) {
                 fprintf(stderr, "kgate_bench_execute: no case named %s (try --list)\n", optarg);
+                exit_code = 2;
                 goto Exit;
             }
             if (nselected < sizeof(selected) / sizeof(selected[0]))
@@ -179,6 +181,7 @@ int main(int argc, char **argv)
         case OPT_KGATE_ARG:
             if (nextra == MAX_EXTRA_ARGS) {
                 fprintf(stderr, "kgate_bench_execute: at most %d --kgate-arg\n", MAX_EXTRA_ARGS);
+                exit_code = 2;
                 goto Exit;
             }
             extra_args[nextra++] = optarg;
@@ -248,7 +251,7 @@ int main(int argc, char **argv)
         else
             print_table(selected, results, nresults, kgate.port);
     }
-    exit_code = err != 0 ? 1 : 0;
+    exit_code = err == BENCH_EINTERRUPTED ? 130 : err != 0 ? 1 : 0;
 
 Exit:
     free(kgate_path);
