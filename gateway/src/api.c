@@ -18,6 +18,10 @@ static const gw_route_t routes[] = {
     {"POST", "/code/contexts/{}/restart", gw_api_context_restart, 0},
     {"POST", "/code", gw_api_code_execute, 0},
     {"DELETE", "/code", gw_api_code_interrupt, 0},
+    {"GET", "/code/executions/{}", gw_api_execution_get, 0},
+    {"DELETE", "/code/executions/{}", gw_api_execution_cancel, 0},
+    {"GET", "/code/executions/{}/events", gw_api_execution_events, 0},
+    {"POST", "/code/executions/{}/input", gw_api_execution_input, 0},
 };
 
 void gw_api_handle(gw_server_t *server, h2o_req_t *req)

@@ -1,4 +1,5 @@
 /* Routes of /code: execute (in a context, in a language's default context, or stateless) and interrupt. */
+#include <stdint.h>
 #include <string.h>
 #include "gateway/api.h"
 #include "gateway/context.h"
@@ -41,9 +42,75 @@ static gw_context_t *context_for_execute(gw_server_t *server, h2o_req_t *req, js
     return ctx;
 }
 
+/* Reads an optional positive integer field no larger than `max`; answers 400 and returns -1 otherwise. */
+static int optional_bound(h2o_req_t *req, json_t *body, const char *name, uint64_t def, uint64_t max, uint64_t *out)
+{
+    json_t *value = json_object_get(body, name);
+
+    *out = def;
+    if (value == NULL || json_is_null(value))
+        return 0;
+    if (!json_is_integer(value) || json_integer_value(value) <= 0) {
+        gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "%s must be a positive integer", name);
+        return -1;
+    }
+    if ((uint64_t)json_integer_value(value) > max) {
+        gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "%s must be at most %llu (the server's maximum)", name,
+                      (unsigned long long)max);
+        return -1;
+    }
+    *out = (uint64_t)json_integer_value(value);
+    return 0;
+}
+
+static int optional_bool(h2o_req_t *req, json_t *body, const char *name, int *out)
+{
+    json_t *value = json_object_get(body, name);
+
+    *out = 0;
+    if (value == NULL || json_is_null(value))
+        return 0;
+    if (!json_is_boolean(value)) {
+        gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "%s must be true or false", name);
+        return -1;
+    }
+    *out = json_is_true(value);
+    return 0;
+}
+
+/* The execution options of a POST /code body, validated against the server's bounds. */
+static int parse_options(gw_server_t *server, h2o_req_t *req, json_t *body, gw_kernel_run_options_t *opts, int *stateless)
+{
+    const gw_config_t *config = server->config;
+    json_t *jcode = json_object_get(body, "code");
+    uint64_t timeout, output_limit, result_limit;
+
+    if (!json_is_string(jcode) || json_string_length(jcode) == 0) {
+        gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "code must be a non-empty string");
+        return -1;
+    }
+    if (strlen(json_string_value(jcode)) != json_string_length(jcode)) {
+        gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "code must not contain NUL characters");
+        return -1;
+    }
+    if (optional_bound(req, body, "timeout", config->default_timeout_ms, config->max_timeout_ms, &timeout) != 0 ||
+        optional_bound(req, body, "output_limit", config->output_limit_bytes, config->max_output_limit_bytes, &output_limit) != 0 ||
+        optional_bound(req, body, "result_limit", config->result_limit_bytes, config->max_result_limit_bytes, &result_limit) != 0 ||
+        optional_bool(req, body, "stdin", &opts->allow_stdin) != 0 || optional_bool(req, body, "stateless", stateless) != 0)
+        return -1;
+    opts->code = json_string_value(jcode);
+    opts->timeout_ms = (unsigned)timeout;
+    opts->limits.output_bytes = (size_t)output_limit;
+    opts->limits.result_bytes = (size_t)result_limit;
+    return 0;
+}
+
 void gw_api_code_execute(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)
 {
-    json_t *body = gw_parse_body(req), *jcode;
+    json_t *body = gw_parse_body(req), *jctx;
+    gw_kernel_run_options_t opts = {0};
+    const char *language;
+    const kmgr_kernelspec_t *spec;
     gw_context_t *ctx;
     gw_run_t *run;
     int stateless;
@@ -51,29 +118,39 @@ void gw_api_code_execute(gw_server_t *server, h2o_req_t *req, const gw_route_par
 
     if (body == NULL)
         return;
-    jcode = json_object_get(body, "code");
-    if (!json_is_string(jcode) || json_string_length(jcode) == 0) {
-        gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "code must be a non-empty string");
+    if (parse_options(server, req, body, &opts, &stateless) != 0)
         goto Exit;
+    jctx = json_object_get(body, "context");
+    language = json_string_value(json_object_get(jctx, "language"));
+    if (stateless && language != NULL && language[0] != '\0') {
+        /* a one-shot run in a fresh kernel of that language, discarded afterwards */
+        if ((spec = gw_resolve_language(server, req, language)) == NULL ||
+            gw_context_create_or_respond(server, req, spec, NULL, NULL, 0, &ctx) != 0)
+            goto Exit;
+        ctx->is_ephemeral = 1;
+    } else {
+        ctx = context_for_execute(server, req, body, &stateless);
+        if (ctx == NULL && !stateless)
+            goto Exit;
     }
-    if (strlen(json_string_value(jcode)) != json_string_length(jcode)) {
-        gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "code must not contain NUL characters");
-        goto Exit;
-    }
-    ctx = context_for_execute(server, req, body, &stateless);
-    if (ctx == NULL && !stateless)
-        goto Exit;
-    if (ctx != NULL) {
+    if (ctx == NULL) {
+        if ((run = gw_shell_start(server, opts.code, &opts.limits, opts.timeout_ms)) == NULL) {
+            gw_send_error(req, GW_ERR_RUNTIME_ERROR, "cannot start %s for a stateless run", server->config->shell);
+            goto Exit;
+        }
+    } else {
         if (kmgr_kernel_state(ctx->kernel) == KMGR_KERNEL_DEAD) {
             gw_send_error(req, GW_ERR_KERNEL_UNAVAILABLE,
                           "the kernel of context %s is dead (%s); restart it with POST /code/contexts/%s/restart", ctx->id,
                           kmgr_kernel_exit_reason(ctx->kernel), ctx->id);
             goto Exit;
         }
-        run = gw_kernel_run_start(ctx, json_string_value(jcode));
-    } else if ((run = gw_shell_start(server, json_string_value(jcode))) == NULL) {
-        gw_send_error(req, GW_ERR_RUNTIME_ERROR, "cannot start %s for a stateless run", server->config->shell);
-        goto Exit;
+        if (gw_kernel_runs_count(ctx) > server->config->max_queue) {
+            gw_send_error(req, GW_ERR_QUEUE_FULL, "context %s already has %zu runs waiting (--max-queue); try again later", ctx->id,
+                          gw_kernel_runs_count(ctx) - 1);
+            goto Exit;
+        }
+        run = gw_kernel_run_submit(ctx, &opts);
     }
     gw_run_attach_reader(run, req, 0);
 Exit:

@@ -51,6 +51,26 @@ static void on_kernel_state(kmgr_kernel_t *kernel, void *data)
 
     if (state != KMGR_KERNEL_STARTING && state != KMGR_KERNEL_RESTARTING)
         answer_waiters(ctx);
+    if (state == KMGR_KERNEL_DEAD) {
+        /* the running run hears it from its request; queued ones would wait forever otherwise */
+        gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(kernel), "kernel_died");
+        if (ctx->is_ephemeral)
+            gw_context_destroy(ctx);
+    }
+}
+
+void gw_contexts_cull_idle(gw_server_t *server)
+{
+    int64_t now = gw_unix_ms();
+    h2o_linklist_t *node, *next;
+
+    for (node = server->contexts.next; node != &server->contexts; node = next) {
+        gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
+        next = node->next;
+        if (h2o_linklist_is_empty(&ctx->runs) && h2o_linklist_is_empty(&ctx->waiters) &&
+            now - ctx->last_activity_ms > (int64_t)server->config->context_idle_ms)
+            gw_context_destroy(ctx);
+    }
 }
 
 int gw_context_create(gw_server_t *server, const kmgr_kernelspec_t *spec, const char *cwd, json_t *env, int is_default,
@@ -89,7 +109,7 @@ void gw_context_destroy(gw_context_t *ctx)
     ctx->kernel = NULL;
     kmgr_kernel_destroy(kernel);
     answer_waiters(ctx);
-    gw_kernel_runs_abort(ctx, "ContextDeleted", "the context was deleted while this run was in progress");
+    gw_kernel_runs_abort(ctx, "ContextDeleted", "the context was deleted before this run ended", "cancelled");
     free(ctx->cwd);
     free(ctx);
 }
@@ -121,6 +141,7 @@ void gw_context_respond_when_ready(gw_context_t *ctx, h2o_req_t *req)
     gw_context_waiter_t *waiter;
 
     waiter = h2o_mem_alloc_shared(&req->pool, sizeof(*waiter), on_waiter_dispose);
+    memset(waiter, 0, sizeof(*waiter));
     waiter->req = req;
     waiter->ctx = ctx;
     h2o_linklist_insert(&ctx->waiters, &waiter->link);

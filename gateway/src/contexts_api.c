@@ -139,6 +139,8 @@ void gw_api_context_list(gw_server_t *server, h2o_req_t *req, const gw_route_par
 
     for (node = server->contexts.next; node != &server->contexts; node = node->next) {
         gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
+        if (ctx->is_ephemeral)
+            continue;
         if (language == NULL || language[0] == '\0' || context_matches_language(ctx, language))
             json_array_append_new(list, gw_context_to_json(ctx));
     }
@@ -192,7 +194,7 @@ void gw_api_context_delete_by_language(gw_server_t *server, h2o_req_t *req, cons
     for (node = server->contexts.next; node != &server->contexts; node = next) {
         gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
         next = node->next;
-        if (context_matches_language(ctx, language))
+        if (!ctx->is_ephemeral && context_matches_language(ctx, language))
             gw_context_destroy(ctx);
     }
     gw_send_empty(req);
@@ -205,7 +207,7 @@ void gw_api_context_restart(gw_server_t *server, h2o_req_t *req, const gw_route_
 
     if (ctx == NULL)
         return;
-    gw_kernel_runs_abort(ctx, "KernelRestarted", "the context was restarted; its state was lost");
+    gw_kernel_runs_abort(ctx, "KernelRestarted", "the context was restarted; its state was lost", "cancelled");
     if ((ret = kmgr_kernel_restart(ctx->kernel)) != 0) {
         gw_send_error(req, GW_ERR_KERNEL_UNAVAILABLE, "cannot restart the %s kernel: %s", ctx->spec->name, kmgr_strerror(ret));
         return;

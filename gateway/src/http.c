@@ -28,6 +28,10 @@ static const char *reason_phrase(int status)
         return "Not Found";
     case 405:
         return "Method Not Allowed";
+    case 409:
+        return "Conflict";
+    case 410:
+        return "Gone";
     case 413:
         return "Payload Too Large";
     case 429:

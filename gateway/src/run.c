@@ -23,8 +23,6 @@ typedef struct st_gw_reader_t {
     unsigned done : 1; /* FINAL or ERROR sent, or stopped: h2o_send must not be called again */
 } gw_reader_t;
 
-static void schedule_release(gw_run_t *run);
-
 static void on_ping(h2o_timeout_entry_t *entry)
 {
     gw_run_t *run = H2O_STRUCT_FROM_MEMBER(gw_run_t, ping, entry);
@@ -32,28 +30,39 @@ static void on_ping(h2o_timeout_entry_t *entry)
 
     json_object_set_new(ev, "text", json_string("pong"));
     gw_run_append(run, ev);
-    if (!run->finished)
+    if (run->state != GW_RUN_FINISHED)
         h2o_timeout_link(run->server->ctx.loop, &run->server->ping_timeout, &run->ping);
 }
 
-gw_run_t *gw_run_create(gw_server_t *server, const char *init_text)
+gw_run_t *gw_run_create(gw_server_t *server, const char *init_text, const gw_run_limits_t *limits)
 {
     gw_run_t *run = wire_calloc(1, sizeof(*run));
     json_t *ev;
 
     wire_uuid4(run->id);
     run->server = server;
+    run->state = GW_RUN_QUEUED;
+    run->limits = *limits;
     h2o_linklist_init_anchor(&run->log);
     h2o_linklist_init_anchor(&run->readers);
     h2o_linklist_insert(&server->runs, &run->link);
-    run->started_at_ms = gw_unix_ms();
+    run->created_at_ms = run->started_at_ms = gw_unix_ms();
     run->ping.cb = on_ping;
 
     ev = gw_event_new("init");
     json_object_set_new(ev, "text", json_string(init_text != NULL ? init_text : run->id));
+    json_object_set_new(ev, "execution_id", json_string(run->id));
     gw_run_append(run, ev);
     on_ping(&run->ping); /* API.md: a ping right after init, then every ping interval */
     return run;
+}
+
+void gw_run_mark_started(gw_run_t *run)
+{
+    if (run->state == GW_RUN_QUEUED) {
+        run->state = GW_RUN_RUNNING;
+        run->started_at_ms = gw_unix_ms();
+    }
 }
 
 void gw_run_set_producer(gw_run_t *run, const gw_run_producer_t *producer, void *data)
@@ -76,10 +85,9 @@ static void reader_detach(gw_reader_t *reader)
 
     if (run == NULL)
         return;
+    (void)run;
     h2o_linklist_unlink(&reader->link);
     reader->run = NULL;
-    if (run->finished && h2o_linklist_is_empty(&run->readers))
-        schedule_release(run);
 }
 
 /*
@@ -141,7 +149,7 @@ static void reader_pump(gw_reader_t *reader)
         batch_bytes += ev->len;
         ev = ev->link.next == &run->log ? NULL : H2O_STRUCT_FROM_MEMBER(gw_event_t, link, ev->link.next);
     }
-    is_final = run->finished && ev == NULL;
+    is_final = run->state == GW_RUN_FINISHED && ev == NULL;
     if (reader->num_inflight == 0 && !is_final)
         return;
     if (reader->num_inflight != 0) {
@@ -243,50 +251,122 @@ static void trim_log(gw_run_t *run)
     }
 }
 
+static void report_truncation(gw_run_t *run)
+{
+    json_t *ev;
+
+    if (run->truncation_reported)
+        return;
+    run->truncation_reported = 1;
+    ev = gw_event_new("status");
+    json_object_set_new(ev, "text", json_string("output_truncated"));
+    json_object_set_new(ev, "output_limit", json_integer((json_int_t)run->limits.output_bytes));
+    json_object_set_new(ev, "result_limit", json_integer((json_int_t)run->limits.result_bytes));
+    gw_run_append(run, ev);
+}
+
+/* Length of the longest prefix of `s` no longer than `max` that does not split a UTF-8 character. */
+static size_t utf8_prefix(const char *s, size_t max)
+{
+    while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+        --max;
+    return max;
+}
+
+/* Applies the run's output limits to `event`; returns it (possibly shortened) or NULL when dropped. */
+static json_t *apply_limits(gw_run_t *run, json_t *event, int *truncated)
+{
+    const char *type = json_string_value(json_object_get(event, "type"));
+
+    *truncated = 0;
+    if (type == NULL)
+        return event;
+    if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) {
+        json_t *text = json_object_get(event, "text");
+        size_t len = json_string_length(text), room = run->limits.output_bytes - run->output_bytes, keep;
+        if (len <= room) {
+            run->output_bytes += len;
+            return event;
+        }
+        *truncated = 1;
+        keep = utf8_prefix(json_string_value(text), room);
+        run->output_bytes += keep;
+        run->output_dropped_bytes += len - keep;
+        if (keep == 0) {
+            json_decref(event);
+            return NULL;
+        }
+        json_object_set_new(event, "text", json_stringn_nocheck(json_string_value(text), keep));
+        return event;
+    }
+    if (strcmp(type, "result") == 0) {
+        size_t size = json_dumpb(json_object_get(event, "results"), NULL, 0, JSON_COMPACT);
+        if (size > run->limits.result_bytes) {
+            *truncated = 1;
+            ++run->results_dropped;
+            json_decref(event);
+            return NULL;
+        }
+    }
+    return event;
+}
+
 void gw_run_append(gw_run_t *run, json_t *event)
 {
     gw_event_t *ev;
     h2o_linklist_t *node, *next;
+    int truncated;
 
-    if (run->finished) {
+    if (run->state == GW_RUN_FINISHED) {
         json_decref(event);
         return;
     }
-    if (json_object_get(event, "timestamp") == NULL)
-        json_object_set_new(event, "timestamp", json_integer(gw_unix_ms()));
-    ev = gw_event_render(event, ++run->last_event_id, run->server->config->compat_execd);
-    json_decref(event);
-    ev->in_log = 1;
-    h2o_linklist_insert(&run->log, &ev->link);
-    run->log_bytes += ev->len;
-    trim_log(run);
-    for (node = run->readers.next; node != &run->readers; node = next) {
-        next = node->next; /* a pump may detach this reader */
-        reader_pump(H2O_STRUCT_FROM_MEMBER(gw_reader_t, link, node));
+    event = apply_limits(run, event, &truncated);
+    if (event != NULL) {
+        if (json_object_get(event, "timestamp") == NULL)
+            json_object_set_new(event, "timestamp", json_integer(gw_unix_ms()));
+        ev = gw_event_render(event, ++run->last_event_id, run->server->config->compat_execd);
+        json_decref(event);
+        ev->in_log = 1;
+        h2o_linklist_insert(&run->log, &ev->link);
+        run->log_bytes += ev->len;
+        trim_log(run);
+        for (node = run->readers.next; node != &run->readers; node = next) {
+            next = node->next; /* a pump may detach this reader */
+            reader_pump(H2O_STRUCT_FROM_MEMBER(gw_reader_t, link, node));
+        }
     }
+    if (truncated)
+        report_truncation(run);
 }
 
-void gw_run_finish(gw_run_t *run, int execution_count)
+void gw_run_finish(gw_run_t *run, int execution_count, const char *outcome)
 {
+    gw_server_t *server = run->server;
     h2o_linklist_t *node, *next;
     json_t *ev;
 
-    if (run->finished)
+    if (run->state == GW_RUN_FINISHED)
         return;
     ev = gw_event_new("execution_complete");
     json_object_set_new(ev, "execution_time", json_integer(gw_unix_ms() - run->started_at_ms));
     if (execution_count >= 0)
         json_object_set_new(ev, "execution_count", json_integer(execution_count));
+    if (run->output_dropped_bytes != 0 || run->results_dropped != 0)
+        json_object_set_new(ev, "dropped",
+                            json_pack("{s:I, s:I}", "output_bytes", (json_int_t)run->output_dropped_bytes, "results",
+                                      (json_int_t)run->results_dropped));
     gw_run_append(run, ev);
-    run->finished = 1;
+    run->state = GW_RUN_FINISHED;
+    run->outcome = outcome;
+    run->finished_at_ms = gw_unix_ms();
     run->producer = NULL;
     run->producer_data = NULL;
     if (h2o_timeout_is_linked(&run->ping))
         h2o_timeout_unlink(&run->ping);
-    if (h2o_linklist_is_empty(&run->readers)) {
-        schedule_release(run);
-        return;
-    }
+    h2o_linklist_unlink(&run->link);
+    h2o_linklist_insert(&server->finished_runs, &run->link);
+    server->retained_bytes += run->log_bytes;
     /* readers that were waiting for more now see the end */
     for (node = run->readers.next; node != &run->readers; node = next) {
         next = node->next;
@@ -294,8 +374,48 @@ void gw_run_finish(gw_run_t *run, int execution_count)
     }
 }
 
+static gw_run_t *find_in(h2o_linklist_t *list, const char *id)
+{
+    h2o_linklist_t *node;
+    for (node = list->next; node != list; node = node->next) {
+        gw_run_t *run = H2O_STRUCT_FROM_MEMBER(gw_run_t, link, node);
+        if (strcmp(run->id, id) == 0)
+            return run;
+    }
+    return NULL;
+}
+
+gw_run_t *gw_run_find(gw_server_t *server, const char *id)
+{
+    gw_run_t *run = find_in(&server->runs, id);
+    return run != NULL ? run : find_in(&server->finished_runs, id);
+}
+
+json_t *gw_run_to_json(gw_run_t *run)
+{
+    static const char *const states[] = {"queued", "running", "finished"};
+    json_t *obj = json_pack("{s:s, s:s, s:I, s:I, s:I}", "id", run->id, "state", states[run->state], "created_at",
+                            (json_int_t)run->created_at_ms, "last_event_id", (json_int_t)run->last_event_id, "output_bytes",
+                            (json_int_t)run->output_bytes);
+    json_object_set_new(obj, "context_id", run->context_id[0] != '\0' ? json_string(run->context_id) : json_null());
+    if (run->state != GW_RUN_QUEUED)
+        json_object_set_new(obj, "started_at", json_integer(run->started_at_ms));
+    if (run->state == GW_RUN_FINISHED) {
+        json_object_set_new(obj, "finished_at", json_integer(run->finished_at_ms));
+        json_object_set_new(obj, "outcome", json_string(run->outcome));
+    }
+    if (!h2o_linklist_is_empty(&run->log))
+        json_object_set_new(obj, "first_retained_event_id",
+                            json_integer((json_int_t)H2O_STRUCT_FROM_MEMBER(gw_event_t, link, run->log.next)->id));
+    json_object_set_new(obj, "dropped",
+                        json_pack("{s:I, s:I}", "output_bytes", (json_int_t)run->output_dropped_bytes, "results",
+                                  (json_int_t)run->results_dropped));
+    return obj;
+}
+
 static void run_free(gw_run_t *run)
 {
+    h2o_linklist_unlink(&run->link);
     while (!h2o_linklist_is_empty(&run->log)) {
         gw_event_t *ev = H2O_STRUCT_FROM_MEMBER(gw_event_t, link, run->log.next);
         h2o_linklist_unlink(&ev->link);
@@ -305,40 +425,28 @@ static void run_free(gw_run_t *run)
     free(run);
 }
 
-static void on_release(h2o_timeout_entry_t *entry)
-{
-    gw_server_t *server = H2O_STRUCT_FROM_MEMBER(gw_server_t, release_entry, entry);
-
-    while (!h2o_linklist_is_empty(&server->released_runs)) {
-        gw_run_t *run = H2O_STRUCT_FROM_MEMBER(gw_run_t, link, server->released_runs.next);
-        h2o_linklist_unlink(&run->link);
-        /* a reader may have attached between scheduling and now (resumption): keep the run then */
-        if (!h2o_linklist_is_empty(&run->readers)) {
-            run->release_scheduled = 0;
-            h2o_linklist_insert(&server->runs, &run->link);
-            continue;
-        }
-        run_free(run);
-    }
-}
-
-static void schedule_release(gw_run_t *run)
-{
-    gw_server_t *server = run->server;
-
-    if (run->release_scheduled)
-        return;
-    run->release_scheduled = 1;
-    h2o_linklist_unlink(&run->link);
-    h2o_linklist_insert(&server->released_runs, &run->link);
-    gw_server_defer(server, &server->release_entry);
-}
-
 void gw_runs_init(gw_server_t *server)
 {
     h2o_linklist_init_anchor(&server->runs);
-    h2o_linklist_init_anchor(&server->released_runs);
-    server->release_entry.cb = on_release;
+    h2o_linklist_init_anchor(&server->finished_runs);
+}
+
+void gw_runs_collect(gw_server_t *server)
+{
+    int64_t now = gw_unix_ms();
+    h2o_linklist_t *node, *next;
+
+    for (node = server->finished_runs.next; node != &server->finished_runs; node = next) {
+        gw_run_t *run = H2O_STRUCT_FROM_MEMBER(gw_run_t, link, node);
+        next = node->next;
+        if (!h2o_linklist_is_empty(&run->readers))
+            continue; /* still being written out; collected once its readers are gone */
+        if (!server->shutting_down && now - run->finished_at_ms < (int64_t)server->config->run_retention_ms &&
+            server->retained_bytes <= server->config->max_retained_bytes)
+            break; /* oldest first: every later run is younger */
+        server->retained_bytes -= run->log_bytes;
+        run_free(run);
+    }
 }
 
 void gw_runs_shutdown(gw_server_t *server)
@@ -347,16 +455,21 @@ void gw_runs_shutdown(gw_server_t *server)
         gw_run_t *run = H2O_STRUCT_FROM_MEMBER(gw_run_t, link, server->runs.next);
         if (run->producer != NULL)
             run->producer->cancel(run);
-        if (!run->finished) {
-            gw_run_append(run, gw_error_event("ServerShutdown", "kgate is shutting down"));
-            gw_run_finish(run, -1);
-        }
-        if (!run->release_scheduled) {
-            /* readers are still writing the end: park it; their detach releases it */
-            h2o_linklist_unlink(&run->link);
-            h2o_linklist_insert(&server->released_runs, &run->link);
-            run->release_scheduled = 1;
-            gw_server_defer(server, &server->release_entry);
-        }
+        gw_run_append(run, gw_error_event("ServerShutdown", "kgate is shutting down"));
+        gw_run_finish(run, -1, "cancelled");
     }
+}
+
+void gw_runs_dispose(gw_server_t *server)
+{
+    gw_runs_shutdown(server);
+    while (!h2o_linklist_is_empty(&server->finished_runs)) {
+        gw_run_t *run = H2O_STRUCT_FROM_MEMBER(gw_run_t, link, server->finished_runs.next);
+        h2o_linklist_t *node;
+        /* readers outlive nothing here: detach them so their pools' dispose hooks find no run */
+        for (node = run->readers.next; node != &run->readers; node = run->readers.next)
+            reader_detach(H2O_STRUCT_FROM_MEMBER(gw_reader_t, link, node));
+        run_free(run);
+    }
+    server->retained_bytes = 0;
 }

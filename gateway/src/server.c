@@ -11,6 +11,7 @@
 #include "kmgr/errors.h"
 #include "gateway/api.h"
 #include "gateway/context.h"
+#include "gateway/kernel_run.h"
 #include "gateway/kmgr_loop.h"
 #include "gateway/run.h"
 #include "gateway/server.h"
@@ -85,6 +86,9 @@ static void on_tick(h2o_timeout_entry_t *entry)
 
     kmgr_manager_tick(server->kmgr);
     gw_shell_tick(server);
+    gw_kernel_runs_tick(server);
+    gw_contexts_cull_idle(server);
+    gw_runs_collect(server);
     h2o_timeout_link(server->ctx.loop, &server->tick_timeout, &server->tick_entry);
 }
 
@@ -187,5 +191,6 @@ void gw_server_dispose(gw_server_t *server)
     gw_server_begin_shutdown(server);
     kmgr_manager_destroy(server->kmgr);
     server->kmgr = NULL;
+    gw_runs_dispose(server);
     kmgr_kernelspecs_dispose(&server->specs);
 }

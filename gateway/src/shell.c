@@ -25,6 +25,9 @@ typedef struct st_gw_shell_t {
     int exited;
     int wait_status;
     int64_t exited_at_ms;
+    int64_t deadline_ms;
+    unsigned timeout_ms;
+    int timed_out;
     h2o_linklist_t link; /* in server->shell_runs */
 } gw_shell_t;
 
@@ -78,12 +81,16 @@ static void shell_maybe_finish(gw_shell_t *shell)
         } else {
             code = 128 + WTERMSIG(shell->wait_status); /* as shells report it */
         }
-        if (code != 0) {
+        if (shell->timed_out) {
+            char why[96];
+            snprintf(why, sizeof(why), "the command exceeded its timeout of %u ms and was killed", shell->timeout_ms);
+            gw_run_append(shell->run, gw_error_event("TimeoutError", why));
+        } else if (code != 0) {
             snprintf(evalue, sizeof(evalue), "%d", code);
             ev = gw_error_event("CommandExitError", evalue);
             gw_run_append(shell->run, ev);
         }
-        gw_run_finish(shell->run, -1);
+        gw_run_finish(shell->run, -1, shell->timed_out ? "timeout" : code != 0 ? "error" : "ok");
     }
     shell_free(shell);
 }
@@ -108,7 +115,21 @@ static void on_run_cancel(gw_run_t *run)
     kill(-shell->pid, SIGKILL);
 }
 
-static const gw_run_producer_t shell_producer = {on_run_cancel};
+static void on_run_stop(gw_run_t *run)
+{
+    gw_shell_t *shell = run->producer_data;
+
+    if (!shell->exited)
+        kill(-shell->pid, SIGINT);
+}
+
+static int on_run_input(gw_run_t *run, const char *value)
+{
+    (void)run, (void)value;
+    return -1; /* a stateless command's stdin is /dev/null */
+}
+
+static const gw_run_producer_t shell_producer = {on_run_cancel, on_run_stop, on_run_input};
 
 static h2o_socket_t *watch_pipe(gw_shell_t *shell, int fd)
 {
@@ -118,7 +139,7 @@ static h2o_socket_t *watch_pipe(gw_shell_t *shell, int fd)
     return sock;
 }
 
-gw_run_t *gw_shell_start(gw_server_t *server, const char *code)
+gw_run_t *gw_shell_start(gw_server_t *server, const char *code, const gw_run_limits_t *limits, unsigned timeout_ms)
 {
     const gw_config_t *config = server->config;
     int out[2], err[2];
@@ -156,7 +177,10 @@ gw_run_t *gw_shell_start(gw_server_t *server, const char *code)
     shell->server = server;
     shell->pid = pid;
     h2o_linklist_insert(&server->shell_runs, &shell->link);
-    shell->run = gw_run_create(server, NULL); /* init names the run itself: DELETE /code?id= takes it */
+    shell->timeout_ms = timeout_ms;
+    shell->deadline_ms = gw_unix_ms() + timeout_ms;
+    shell->run = gw_run_create(server, NULL, limits); /* init names the run itself: DELETE /code?id= takes it */
+    gw_run_mark_started(shell->run);
     shell->pipes[0] = watch_pipe(shell, out[0]);
     shell->pipes[1] = watch_pipe(shell, err[0]);
     gw_run_set_producer(shell->run, &shell_producer, shell);
@@ -193,6 +217,10 @@ void gw_shell_tick(gw_server_t *server)
         gw_shell_t *shell = H2O_STRUCT_FROM_MEMBER(gw_shell_t, link, node);
         next = node->next;
         if (!shell->exited) {
+            if (!shell->timed_out && now >= shell->deadline_ms) {
+                shell->timed_out = 1;
+                kill(-shell->pid, SIGKILL);
+            }
             if (waitpid(shell->pid, &shell->wait_status, WNOHANG) != shell->pid)
                 continue;
             shell->exited = 1;

@@ -25,5 +25,9 @@ void gw_api_context_delete_by_language(gw_server_t *server, h2o_req_t *req, cons
 void gw_api_context_restart(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
 void gw_api_code_execute(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
 void gw_api_code_interrupt(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
+void gw_api_execution_get(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
+void gw_api_execution_events(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
+void gw_api_execution_cancel(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
+void gw_api_execution_input(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
 
 #endif

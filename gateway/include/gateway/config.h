@@ -10,12 +10,23 @@
 /* XX(field, type, default, option, help): the numeric limits, one table for defaults, --help and parsing. */
 #define GW_LIMITS_MAP(XX)                                                                                                          \
     XX(max_body_bytes, size_t, 8u << 20, "max-body-bytes", "largest accepted request body")                                        \
-    XX(max_run_log_bytes, size_t, 64u << 20, "max-run-log-bytes", "events retained per run (oldest dropped first)")                \
+    XX(max_contexts, unsigned, 64, "max-contexts", "contexts (kernels) alive at once; beyond: 429 TOO_MANY_CONTEXTS")              \
+    XX(max_queue, unsigned, 32, "max-queue", "runs waiting per context; beyond: 429 QUEUE_FULL")                                   \
+    XX(default_timeout_ms, unsigned, 600000, "default-timeout-ms", "run timeout when a request sets none")                         \
+    XX(max_timeout_ms, unsigned, 86400000, "max-timeout-ms", "largest timeout a request may set")                                  \
+    XX(timeout_grace_ms, unsigned, 2000, "timeout-grace-ms", "after a timeout's interrupt, wait this long, then restart")          \
+    XX(output_limit_bytes, size_t, 64u << 20, "output-limit-bytes", "stdout+stderr kept per run when a request sets none")         \
+    XX(max_output_limit_bytes, size_t, 1u << 30, "max-output-limit-bytes", "largest output_limit a request may set")               \
+    XX(result_limit_bytes, size_t, 16u << 20, "result-limit-bytes", "largest result (MIME bundle) kept per run default")           \
+    XX(max_result_limit_bytes, size_t, 256u << 20, "max-result-limit-bytes", "largest result_limit a request may set")             \
+    XX(max_run_log_bytes, size_t, 64u << 20, "max-run-log-bytes", "events retained per run for readers (oldest dropped)")          \
+    XX(max_retained_bytes, size_t, 256u << 20, "max-retained-bytes", "events of finished runs kept for resumption")                \
+    XX(run_retention_ms, unsigned, 300000, "run-retention-ms", "how long a finished run stays readable")                           \
     XX(max_reader_batch_bytes, size_t, 1u << 20, "max-reader-batch-bytes", "bytes of events handed to one socket write")           \
     XX(ping_interval_ms, unsigned, 5000, "ping-interval-ms", "interval of keep-alive `ping` events on a stream")                   \
+    XX(context_idle_ms, unsigned, 3600000, "context-idle-ms", "contexts idle this long are deleted")                               \
     XX(shutdown_grace_ms, unsigned, 2000, "shutdown-grace-ms", "grace before SIGTERM, then before SIGKILL, of a kernel")           \
-    XX(kernel_start_timeout_ms, unsigned, 60000, "kernel-start-timeout-ms", "a kernel not ready by then has failed")               \
-    XX(max_contexts, unsigned, 64, "max-contexts", "contexts (kernels) alive at once")
+    XX(kernel_start_timeout_ms, unsigned, 60000, "kernel-start-timeout-ms", "a kernel not ready by then has failed")
 
 typedef struct st_gw_config_t {
     char *listen_host; /* "127.0.0.1", "::1", "0.0.0.0" ... */

@@ -19,10 +19,11 @@ typedef struct st_gw_context_t {
     int64_t created_at_ms;
     int64_t last_activity_ms;
     int execution_count;
-    unsigned is_default : 1; /* the language's default context (POST /code with only a language) */
-    h2o_linklist_t link;     /* in server->contexts */
-    h2o_linklist_t waiters;  /* gw_context_waiter_t: POST /code/context answered once ready */
-    h2o_linklist_t runs;     /* gw_kernel_run_t in progress */
+    unsigned is_default : 1;   /* the language's default context (POST /code with only a language) */
+    unsigned is_ephemeral : 1; /* a stateless run's own kernel: not listed, deleted after its run */
+    h2o_linklist_t link;       /* in server->contexts */
+    h2o_linklist_t waiters;    /* gw_context_waiter_t: POST /code/context answered once ready */
+    h2o_linklist_t runs;       /* gw_kernel_run_t in progress */
 } gw_context_t;
 
 /**
@@ -31,6 +32,9 @@ typedef struct st_gw_context_t {
  */
 int gw_context_create(gw_server_t *server, const kmgr_kernelspec_t *spec, const char *cwd, json_t *env, int is_default,
                       gw_context_t **out);
+
+/** Deletes contexts idle (no run, no activity) for longer than config->context_idle_ms (server tick). */
+void gw_contexts_cull_idle(gw_server_t *server);
 
 /** Shuts the kernel down (in the background) and frees the context; waiters get 503. */
 void gw_context_destroy(gw_context_t *ctx);

@@ -16,6 +16,8 @@
     XX(CONTEXT_NOT_FOUND, 404)                                                                                                     \
     XX(EXECUTION_NOT_FOUND, 404)                                                                                                   \
     XX(METHOD_NOT_ALLOWED, 405)                                                                                                    \
+    XX(NO_INPUT_PENDING, 409)                                                                                                      \
+    XX(EVENTS_GONE, 410)                                                                                                           \
     XX(PAYLOAD_TOO_LARGE, 413)                                                                                                     \
     XX(TOO_MANY_CONTEXTS, 429)                                                                                                     \
     XX(QUEUE_FULL, 429)                                                                                                            \

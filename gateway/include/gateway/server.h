@@ -24,11 +24,11 @@ struct st_gw_server_t {
     h2o_timeout_t ping_timeout; /* config->ping_interval_ms: keep-alive events */
     h2o_timeout_entry_t tick_entry;
     h2o_timeout_entry_t kmgr_pending_entry;
-    h2o_timeout_entry_t release_entry; /* frees runs and contexts marked for release */
-    h2o_linklist_t contexts;           /* gw_context_t */
-    h2o_linklist_t runs;               /* gw_run_t, live */
-    h2o_linklist_t released_runs;
-    h2o_linklist_t shell_runs; /* gw_shell_t */
+    h2o_linklist_t contexts;      /* gw_context_t */
+    h2o_linklist_t runs;          /* gw_run_t, not finished */
+    h2o_linklist_t finished_runs; /* gw_run_t, finished and retained for resumption, oldest first */
+    size_t retained_bytes;        /* log bytes of finished_runs */
+    h2o_linklist_t shell_runs;    /* gw_shell_t */
     size_t num_contexts;
     int shutting_down;
 };

@@ -1,0 +1,102 @@
+/* Routes of /code/executions/{id}: state, resumable event stream, cancel, and stdin answers. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gateway/api.h"
+#include "gateway/http.h"
+#include "gateway/run.h"
+#include "gateway/server.h"
+
+/* The run named by the path parameter, or NULL after answering 404. */
+static gw_run_t *run_from_params(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)
+{
+    char id[64];
+    gw_run_t *run = NULL;
+
+    if (params->values[0].len < sizeof(id) && gw_percent_decode(params->values[0].base, params->values[0].len, id, 0) >= 0)
+        run = gw_run_find(server, id);
+    if (run == NULL)
+        gw_send_error(req, GW_ERR_EXECUTION_NOT_FOUND, "no execution with id \"%.*s\" (finished ones are kept for %u ms)",
+                      (int)(params->values[0].len > 64 ? 64 : params->values[0].len), params->values[0].base,
+                      server->config->run_retention_ms);
+    return run;
+}
+
+void gw_api_execution_get(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)
+{
+    gw_run_t *run = run_from_params(server, req, params);
+    if (run != NULL)
+        gw_send_json(req, 200, gw_run_to_json(run));
+}
+
+/* SSE's Last-Event-ID header, else ?last_event_id=; 0 when neither. -1 when malformed. */
+static long long resume_point(h2o_req_t *req)
+{
+    ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("last-event-id"), -1);
+    char buf[32], *end;
+    const char *value = NULL;
+    long long id;
+
+    if (i != -1) {
+        h2o_iovec_t v = req->headers.entries[i].value;
+        if (v.len == 0 || v.len >= sizeof(buf))
+            return v.len == 0 ? 0 : -1;
+        memcpy(buf, v.base, v.len);
+        buf[v.len] = '\0';
+        value = buf;
+    } else if ((value = gw_query_param(req, "last_event_id")) == NULL || value[0] == '\0') {
+        return 0;
+    }
+    errno = 0;
+    id = strtoll(value, &end, 10);
+    return errno != 0 || *end != '\0' || end == value || id < 0 ? -1 : id;
+}
+
+void gw_api_execution_events(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)
+{
+    gw_run_t *run = run_from_params(server, req, params);
+    long long after;
+
+    if (run == NULL)
+        return;
+    if ((after = resume_point(req)) < 0) {
+        gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "Last-Event-ID (or last_event_id) must be a non-negative integer");
+        return;
+    }
+    if (gw_run_attach_reader(run, req, (uint64_t)after) != 0)
+        gw_send_error(req, GW_ERR_EVENTS_GONE,
+                      "events after %lld are no longer retained (the run's log holds --max-run-log-bytes); GET the execution for "
+                      "first_retained_event_id",
+                      after);
+}
+
+void gw_api_execution_cancel(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)
+{
+    gw_run_t *run = run_from_params(server, req, params);
+
+    if (run == NULL)
+        return;
+    if (run->producer != NULL)
+        run->producer->stop(run);
+    gw_send_empty(req);
+}
+
+void gw_api_execution_input(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)
+{
+    gw_run_t *run = run_from_params(server, req, params);
+    json_t *body, *value;
+
+    if (run == NULL)
+        return;
+    if ((body = gw_parse_body(req)) == NULL)
+        return;
+    value = json_object_get(body, "value");
+    if (!json_is_string(value) || strlen(json_string_value(value)) != json_string_length(value)) {
+        gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "value must be a string (without NUL characters)");
+    } else if (run->producer == NULL || run->producer->input(run, json_string_value(value)) != 0) {
+        gw_send_error(req, GW_ERR_NO_INPUT_PENDING, "execution %s is not waiting for input", run->id);
+    } else {
+        gw_send_empty(req);
+    }
+    json_decref(body);
+}
