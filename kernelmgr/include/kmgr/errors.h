@@ -3,16 +3,17 @@
 #define KMGR_ERRORS_H
 
 /* XX(name, message): every error the kernelmgr module returns. */
-#define KMGR_ERRNO_MAP(XX)                                                                                                   \
-    XX(NOSPEC, "no such kernelspec")                                                                                         \
-    XX(BADSPEC, "kernelspec is not valid")                                                                                   \
-    XX(SPAWN, "cannot start the kernel process")                                                                             \
-    XX(ZMQ, "cannot open the kernel's channels")                                                                             \
-    XX(IO, "input/output error")                                                                                             \
-    XX(DIED, "kernel died")                                                                                                  \
-    XX(STARTTIMEOUT, "kernel did not become ready in time")                                                                 \
-    XX(SHUTDOWN, "kernel is shutting down")                                                                                  \
-    XX(NOINPUT, "no input is awaited")
+#define KMGR_ERRNO_MAP(XX)                                                                                                         \
+    XX(NOSPEC, "no such kernelspec")                                                                                               \
+    XX(BADSPEC, "kernelspec is not valid")                                                                                         \
+    XX(SPAWN, "cannot start the kernel process")                                                                                   \
+    XX(ZMQ, "cannot open the kernel's channels")                                                                                   \
+    XX(IO, "input/output error")                                                                                                   \
+    XX(DIED, "kernel died")                                                                                                        \
+    XX(STARTTIMEOUT, "kernel did not become ready in time")                                                                        \
+    XX(SHUTDOWN, "kernel is shutting down")                                                                                        \
+    XX(NOINPUT, "no input is awaited")                                                                                             \
+    XX(INVAL, "invalid argument")
 
 typedef enum {
     KMGR_OK = 0,

@@ -126,8 +126,8 @@ typedef struct st_kmgr_execute_options_t {
  * KMGR_EDIED (the kernel is DEAD; the callback will not be called). On success `cb` is called
  * later, never from inside this call, and ends with exactly one DONE or FAILED.
  */
-int kmgr_kernel_execute(kmgr_kernel_t *kernel, const char *code, const kmgr_execute_options_t *opts, kmgr_request_cb cb,
-                        void *data, kmgr_request_t **out);
+int kmgr_kernel_execute(kmgr_kernel_t *kernel, const char *code, const kmgr_execute_options_t *opts, kmgr_request_cb cb, void *data,
+                        kmgr_request_t **out);
 
 /**
  * Sends any shell request (`msg_type` with `content`, reference stolen) with the same routing and

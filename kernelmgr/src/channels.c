@@ -1,0 +1,200 @@
+/* kernelmgr/src/channels.c: the five ZMQ sockets of a kernel process: connect, send, drain, close. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <zmq.h>
+#include "wire/codec.h"
+#include "wire/errors.h"
+#include "kmgr/errors.h"
+#include "internal.h"
+
+static void on_readable(void *arg)
+{
+    kmgr_chan_t *chan = arg;
+    kmgr_proc_t *proc = chan->proc;
+
+    /* A capped batch leaves the rest for run_pending: the edge-triggered fd will not signal again. */
+    if (proc->kernel != NULL && kmgr_channels_drain(proc, chan->channel))
+        kmgr_manager_schedule(proc->mgr);
+}
+
+static int set_int(void *sock, int option, int value)
+{
+    return zmq_setsockopt(sock, option, &value, sizeof(value));
+}
+
+int kmgr_channels_open(kmgr_proc_t *proc)
+{
+    static const int types[WIRE_CHANNEL_COUNT] = {
+        [WIRE_CHANNEL_SHELL] = ZMQ_DEALER,   [WIRE_CHANNEL_IOPUB] = ZMQ_SUB, [WIRE_CHANNEL_STDIN] = ZMQ_DEALER,
+        [WIRE_CHANNEL_CONTROL] = ZMQ_DEALER, [WIRE_CHANNEL_HB] = ZMQ_DEALER,
+    };
+    kmgr_manager_t *mgr = proc->mgr;
+    char identity[WIRE_UUID_STRLEN + 1], endpoint[256];
+    int64_t maxmsg = KMGR_MAX_FRAME_BYTES;
+
+    /* stdin and shell must share one identity: the kernel routes input_request by the shell peer's. */
+    wire_uuid4(identity);
+    for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i) {
+        void *s;
+        if ((s = proc->sockets[i] = zmq_socket(mgr->zctx, types[i])) == NULL)
+            goto Error;
+        /* Linger 0: closing must never block the loop on a dead kernel's unsent messages. */
+        if (set_int(s, ZMQ_LINGER, 0) != 0 || zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg)) != 0)
+            goto Error;
+        /* Requests queued while the kernel starts must not hit the default send HWM; the callers bound
+         * how many they queue. A SUB drops at its HWM, and a lost status idle would hang a request. */
+        if (i != WIRE_CHANNEL_HB && (set_int(s, ZMQ_SNDHWM, 0) != 0 || set_int(s, ZMQ_RCVHWM, 0) != 0))
+            goto Error;
+        if ((i == WIRE_CHANNEL_SHELL || i == WIRE_CHANNEL_STDIN) &&
+            zmq_setsockopt(s, ZMQ_ROUTING_ID, identity, strlen(identity)) != 0)
+            goto Error;
+        if (i == WIRE_CHANNEL_IOPUB && zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0) != 0)
+            goto Error;
+        if (wire_connection_endpoint(&proc->conn, (wire_channel_t)i, endpoint, sizeof(endpoint)) < 0 ||
+            zmq_connect(s, endpoint) != 0)
+            goto Error;
+    }
+    for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i) {
+        int fd;
+        size_t fdlen = sizeof(fd);
+        if (zmq_getsockopt(proc->sockets[i], ZMQ_FD, &fd, &fdlen) != 0)
+            goto Error;
+        proc->chans[i].proc = proc;
+        proc->chans[i].channel = (wire_channel_t)i;
+        proc->watches[i] = mgr->ops->watch(mgr->loop, fd, on_readable, &proc->chans[i]);
+    }
+    return 0;
+
+Error:
+    kmgr_channels_close(proc, 0);
+    return KMGR_EZMQ;
+}
+
+void kmgr_channels_close(kmgr_proc_t *proc, int keep_control)
+{
+    for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i) {
+        if (proc->watches[i] != NULL) {
+            proc->mgr->ops->unwatch(proc->mgr->loop, proc->watches[i]);
+            proc->watches[i] = NULL;
+        }
+        if (proc->sockets[i] != NULL && !(keep_control && i == WIRE_CHANNEL_CONTROL)) {
+            zmq_close(proc->sockets[i]);
+            proc->sockets[i] = NULL;
+        }
+    }
+}
+
+/* After a send, a message that already arrived may have lost its fd signal (PLATFORM.md): re-drain. */
+static void after_send(kmgr_proc_t *proc)
+{
+    proc->redrain = 1;
+    kmgr_manager_schedule(proc->mgr);
+}
+
+int kmgr_channels_send(kmgr_proc_t *proc, wire_channel_t channel, const wire_msg_t *msg)
+{
+    void *s = proc->sockets[channel];
+    wire_frames_t frames;
+    int ret = 0;
+
+    if (s == NULL)
+        return KMGR_EZMQ;
+    wire_frames_init(&frames);
+    wire_encode(&proc->signer, msg, &frames);
+    for (size_t i = 0; i != frames.size; ++i) {
+        int flags = ZMQ_DONTWAIT | (i + 1 != frames.size ? ZMQ_SNDMORE : 0);
+        if (zmq_send(s, frames.entries[i].base, frames.entries[i].len, flags) < 0) {
+            ret = KMGR_EZMQ;
+            break;
+        }
+    }
+    wire_frames_dispose(&frames);
+    if (proc->watches[channel] != NULL)
+        after_send(proc);
+    return ret;
+}
+
+void kmgr_channels_ping(kmgr_proc_t *proc)
+{
+    void *s = proc->sockets[WIRE_CHANNEL_HB];
+
+    if (s == NULL)
+        return;
+    /* The empty delimiter makes the ping valid for a REP heartbeat as well as ipykernel's echo device;
+     * a DEALER avoids REQ's lockstep, which a lost pong would wedge. */
+    if (zmq_send(s, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
+        zmq_send(s, "ping", 4, ZMQ_DONTWAIT);
+    after_send(proc);
+}
+
+/* Receives one multipart message into `frames`. Returns 1 (got one), 0 (nothing), -1 (dropped). */
+static int recv_multipart(void *s, wire_frames_t *frames)
+{
+    int more, too_many = 0;
+
+    do {
+        zmq_msg_t part;
+        zmq_msg_init(&part);
+        if (zmq_msg_recv(&part, s, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&part);
+            /* Parts of one message arrive atomically, so this only happens before the first. */
+            return frames->size == 0 ? 0 : -1;
+        }
+        if (frames->size < KMGR_MAX_FRAMES)
+            wire_frames_push_copy(frames, zmq_msg_data(&part), zmq_msg_size(&part));
+        else
+            too_many = 1;
+        more = zmq_msg_more(&part);
+        zmq_msg_close(&part);
+    } while (more);
+    return too_many ? -1 : 1;
+}
+
+static void count_dropped(kmgr_proc_t *proc, const char *why)
+{
+    if (proc->dropped++ == 0)
+        fprintf(stderr, "kgate: kernel %s: dropped a message (%s); further drops are counted silently\n", proc->uuid, why);
+}
+
+int kmgr_channels_drain(kmgr_proc_t *proc, wire_channel_t channel)
+{
+    kmgr_kernel_t *kernel = proc->kernel;
+    uint64_t generation = kmgr_kernel_generation(kernel);
+
+    for (int n = 0; n != KMGR_DRAIN_BATCH; ++n) {
+        void *s = proc->sockets[channel];
+        wire_frames_t frames;
+        wire_msg_t *msg;
+        int events, got, ret;
+        size_t len = sizeof(events);
+
+        if (s == NULL || zmq_getsockopt(s, ZMQ_EVENTS, &events, &len) != 0 || (events & ZMQ_POLLIN) == 0)
+            return 0;
+        wire_frames_init(&frames);
+        got = recv_multipart(s, &frames);
+        if (got <= 0) {
+            wire_frames_dispose(&frames);
+            if (got == 0)
+                return 0;
+            count_dropped(proc, "too many frames");
+            continue;
+        }
+        if (channel == WIRE_CHANNEL_HB) {
+            wire_frames_dispose(&frames);
+            kmgr_kernel_on_pong(kernel);
+            continue;
+        }
+        ret = wire_decode(&proc->signer, frames.entries, frames.size, &msg);
+        wire_frames_dispose(&frames);
+        if (ret != 0) {
+            count_dropped(proc, wire_strerror(ret));
+            continue;
+        }
+        kmgr_kernel_on_message(kernel, channel, msg);
+        /* The callbacks may have restarted or destroyed the kernel; `proc` may then be detached. */
+        if (kmgr_kernel_generation(kernel) != generation)
+            return 0;
+    }
+    return 1;
+}

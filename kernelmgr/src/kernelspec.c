@@ -1,0 +1,238 @@
+/* kernelmgr/src/kernelspec.c: loading kernel.json files and discovering installed kernelspecs. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "wire/alloc.h"
+#include "kmgr/errors.h"
+#include "kmgr/kernelspec.h"
+
+/* kernel.json files are tiny; anything bigger is not a kernelspec (and must not be slurped). */
+#define KERNELSPEC_MAX_BYTES (1024 * 1024)
+
+static char *path_join(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    char *p = wire_malloc(la + lb + 2);
+    memcpy(p, a, la);
+    p[la] = '/';
+    memcpy(p + la + 1, b, lb + 1);
+    return p;
+}
+
+void kmgr_kernelspec_destroy(kmgr_kernelspec_t *spec)
+{
+    if (spec == NULL)
+        return;
+    free(spec->name);
+    free(spec->resource_dir);
+    free(spec->display_name);
+    free(spec->language);
+    if (spec->argv != NULL) {
+        for (size_t i = 0; i != spec->argc; ++i)
+            free(spec->argv[i]);
+        free(spec->argv);
+    }
+    json_decref(spec->env);
+    json_decref(spec->metadata);
+    free(spec);
+}
+
+static int parse_spec(const char *name, const char *resource_dir, json_t *root, kmgr_kernelspec_t **out)
+{
+    json_t *argv = json_object_get(root, "argv"), *language = json_object_get(root, "language");
+    json_t *display = json_object_get(root, "display_name"), *env = json_object_get(root, "env");
+    json_t *mode = json_object_get(root, "interrupt_mode"), *metadata = json_object_get(root, "metadata");
+    kmgr_kernelspec_t *spec;
+
+    if (!json_is_object(root) || !json_is_array(argv) || json_array_size(argv) == 0 || !json_is_string(language))
+        return KMGR_EBADSPEC;
+    for (size_t i = 0; i != json_array_size(argv); ++i)
+        if (!json_is_string(json_array_get(argv, i)))
+            return KMGR_EBADSPEC;
+    if (display != NULL && !json_is_string(display))
+        return KMGR_EBADSPEC;
+    if (env != NULL && !json_is_null(env)) {
+        const char *key;
+        json_t *value;
+        if (!json_is_object(env))
+            return KMGR_EBADSPEC;
+        json_object_foreach(env, key, value)
+        {
+            if (!json_is_string(value) || key[0] == '\0' || strchr(key, '=') != NULL)
+                return KMGR_EBADSPEC;
+        }
+    }
+    if (mode != NULL && !json_is_null(mode) &&
+        !(json_is_string(mode) &&
+          (strcmp(json_string_value(mode), "signal") == 0 || strcmp(json_string_value(mode), "message") == 0)))
+        return KMGR_EBADSPEC;
+    if (metadata != NULL && !json_is_null(metadata) && !json_is_object(metadata))
+        return KMGR_EBADSPEC;
+
+    spec = wire_calloc(1, sizeof(*spec));
+    spec->name = wire_strdup(name);
+    spec->resource_dir = wire_strdup(resource_dir);
+    spec->display_name = wire_strdup(display != NULL ? json_string_value(display) : name);
+    spec->language = wire_strdup(json_string_value(language));
+    spec->argc = json_array_size(argv);
+    spec->argv = wire_calloc(spec->argc + 1, sizeof(char *));
+    for (size_t i = 0; i != spec->argc; ++i)
+        spec->argv[i] = wire_strdup(json_string_value(json_array_get(argv, i)));
+    spec->env = json_is_object(env) ? json_incref(env) : NULL;
+    spec->interrupt_mode =
+        json_is_string(mode) && strcmp(json_string_value(mode), "message") == 0 ? KMGR_INTERRUPT_MESSAGE : KMGR_INTERRUPT_SIGNAL;
+    spec->metadata = json_is_object(metadata) ? json_incref(metadata) : NULL;
+    *out = spec;
+    return 0;
+}
+
+int kmgr_kernelspec_load(const char *name, const char *resource_dir, kmgr_kernelspec_t **out)
+{
+    char *path = path_join(resource_dir, "kernel.json");
+    struct stat st;
+    json_t *root;
+    int ret;
+
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ret = KMGR_EIO;
+        goto Exit;
+    }
+    if (st.st_size > KERNELSPEC_MAX_BYTES) {
+        ret = KMGR_EBADSPEC;
+        goto Exit;
+    }
+    if ((root = json_load_file(path, JSON_REJECT_DUPLICATES, NULL)) == NULL) {
+        ret = access(path, R_OK) == 0 ? KMGR_EBADSPEC : KMGR_EIO;
+        goto Exit;
+    }
+    ret = parse_spec(name, resource_dir, root, out);
+    json_decref(root);
+Exit:
+    free(path);
+    return ret;
+}
+
+const kmgr_kernelspec_t *kmgr_kernelspecs_find(const kmgr_kernelspecs_t *specs, const char *name)
+{
+    for (size_t i = 0; i != specs->size; ++i)
+        if (strcmp(specs->entries[i]->name, name) == 0)
+            return specs->entries[i];
+    return NULL;
+}
+
+/* Adds every valid spec of `<kernels_dir>/<name>/kernel.json` whose name is not taken yet. */
+static void scan_dir(const char *kernels_dir, kmgr_kernelspecs_t *out, size_t *capacity,
+                     void (*warn)(const char *path, const char *why))
+{
+    DIR *dir = opendir(kernels_dir);
+    struct dirent *ent;
+
+    if (dir == NULL)
+        return;
+    while ((ent = readdir(dir)) != NULL) {
+        char *resource_dir, *json_path;
+        kmgr_kernelspec_t *spec;
+        struct stat st;
+        int ret;
+
+        if (ent->d_name[0] == '.' || kmgr_kernelspecs_find(out, ent->d_name) != NULL)
+            continue;
+        resource_dir = path_join(kernels_dir, ent->d_name);
+        json_path = path_join(resource_dir, "kernel.json");
+        /* A directory without kernel.json is simply not a kernelspec: no warning. */
+        if (stat(resource_dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(json_path, F_OK) != 0)
+            goto Next;
+        if ((ret = kmgr_kernelspec_load(ent->d_name, resource_dir, &spec)) != 0) {
+            if (warn != NULL)
+                warn(json_path, kmgr_strerror(ret));
+            goto Next;
+        }
+        if (out->size == *capacity) {
+            *capacity = *capacity != 0 ? *capacity * 2 : 8;
+            out->entries = wire_realloc(out->entries, *capacity * sizeof(out->entries[0]));
+        }
+        out->entries[out->size++] = spec;
+    Next:
+        free(json_path);
+        free(resource_dir);
+    }
+    closedir(dir);
+}
+
+static int compare_specs(const void *a, const void *b)
+{
+    return strcmp((*(kmgr_kernelspec_t *const *)a)->name, (*(kmgr_kernelspec_t *const *)b)->name);
+}
+
+int kmgr_kernelspecs_discover(const char *const *extra_dirs, size_t n_extra, kmgr_kernelspecs_t *out,
+                              void (*warn)(const char *path, const char *why))
+{
+    static const char *const system_dirs[] = {"/usr/local/share/jupyter/kernels", "/usr/share/jupyter/kernels"};
+    size_t capacity = 0;
+    const char *env;
+
+    out->entries = NULL;
+    out->size = 0;
+
+    for (size_t i = 0; i != n_extra; ++i)
+        scan_dir(extra_dirs[i], out, &capacity, warn);
+
+    if ((env = getenv("JUPYTER_PATH")) != NULL) {
+        char *copy = wire_strdup(env), *save = NULL;
+        for (char *tok = strtok_r(copy, ":", &save); tok != NULL; tok = strtok_r(NULL, ":", &save)) {
+            char *d = path_join(tok, "kernels");
+            scan_dir(d, out, &capacity, warn);
+            free(d);
+        }
+        free(copy);
+    }
+
+    {
+        char *data_dir = NULL, *d;
+        if ((env = getenv("JUPYTER_DATA_DIR")) != NULL && env[0] != '\0')
+            data_dir = wire_strdup(env);
+        else if ((env = getenv("XDG_DATA_HOME")) != NULL && env[0] != '\0')
+            data_dir = path_join(env, "jupyter");
+        else if ((env = getenv("HOME")) != NULL && env[0] != '\0')
+            data_dir = path_join(env, ".local/share/jupyter");
+        if (data_dir != NULL) {
+            d = path_join(data_dir, "kernels");
+            scan_dir(d, out, &capacity, warn);
+            free(d);
+            free(data_dir);
+        }
+    }
+
+    for (size_t i = 0; i != sizeof(system_dirs) / sizeof(system_dirs[0]); ++i)
+        scan_dir(system_dirs[i], out, &capacity, warn);
+
+    if (out->size > 1)
+        qsort(out->entries, out->size, sizeof(out->entries[0]), compare_specs);
+    return 0;
+}
+
+void kmgr_kernelspecs_dispose(kmgr_kernelspecs_t *specs)
+{
+    for (size_t i = 0; i != specs->size; ++i)
+        kmgr_kernelspec_destroy(specs->entries[i]);
+    free(specs->entries);
+    specs->entries = NULL;
+    specs->size = 0;
+}
+
+const kmgr_kernelspec_t *kmgr_kernelspecs_resolve(const kmgr_kernelspecs_t *specs, const char *language)
+{
+    const kmgr_kernelspec_t *spec;
+
+    if ((spec = kmgr_kernelspecs_find(specs, language)) != NULL)
+        return spec;
+    for (size_t i = 0; i != specs->size; ++i)
+        if (strcasecmp(specs->entries[i]->language, language) == 0)
+            return specs->entries[i];
+    return NULL;
+}

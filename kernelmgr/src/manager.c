@@ -1,0 +1,265 @@
+/* kernelmgr/src/manager.c: the manager: runtime dir, ZMQ context, kernel list, shutdown sequences. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+#include "wire/alloc.h"
+#include "kmgr/errors.h"
+#include "internal.h"
+
+uint64_t kmgr_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void fill_defaults(kmgr_config_t *c)
+{
+    if (c->heartbeat_interval_ms == 0)
+        c->heartbeat_interval_ms = 500;
+    if (c->heartbeat_timeout_ms == 0)
+        c->heartbeat_timeout_ms = 1500;
+    if (c->startup_timeout_ms == 0)
+        c->startup_timeout_ms = 60000;
+    if (c->shutdown_grace_ms == 0)
+        c->shutdown_grace_ms = 2000;
+    if (c->kernel_info_retry_ms == 0)
+        c->kernel_info_retry_ms = 250;
+}
+
+static char *make_runtime_dir(const char *given, int *owns)
+{
+    struct stat st;
+    const char *tmp;
+    char *path;
+
+    if (given != NULL) {
+        *owns = 0;
+        if (mkdir(given, 0700) != 0 && errno != EEXIST)
+            return NULL;
+        if (stat(given, &st) != 0 || !S_ISDIR(st.st_mode))
+            return NULL;
+        return wire_strdup(given);
+    }
+    *owns = 1;
+    if ((tmp = getenv("TMPDIR")) == NULL || tmp[0] == '\0')
+        tmp = "/tmp";
+    path = wire_malloc(strlen(tmp) + sizeof("/kgate-XXXXXX"));
+    sprintf(path, "%s/kgate-XXXXXX", tmp);
+    /* mkdtemp creates the directory with mode 0700. */
+    if (mkdtemp(path) == NULL) {
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+int kmgr_manager_create(const kmgr_config_t *config, const kmgr_loop_ops_t *ops, void *loop, kmgr_manager_t **out)
+{
+    kmgr_manager_t *mgr = wire_calloc(1, sizeof(*mgr));
+
+    if (config != NULL)
+        mgr->config = *config;
+    fill_defaults(&mgr->config);
+    mgr->ops = ops;
+    mgr->loop = loop;
+    kmgr_list_init(&mgr->kernels);
+    kmgr_list_init(&mgr->shutting_down);
+    if ((mgr->runtime_dir = make_runtime_dir(mgr->config.runtime_dir, &mgr->owns_runtime_dir)) == NULL)
+        goto Error;
+    mgr->config.runtime_dir = mgr->runtime_dir;
+    if ((mgr->zctx = zmq_ctx_new()) == NULL)
+        goto Error;
+    *out = mgr;
+    return 0;
+
+Error:
+    if (mgr->runtime_dir != NULL && mgr->owns_runtime_dir)
+        rmdir(mgr->runtime_dir);
+    free(mgr->runtime_dir);
+    free(mgr);
+    return KMGR_EIO;
+}
+
+/* Frees kernels destroyed since the last sweep; only from the loop, outside every callback. */
+static void sweep_destroyed(kmgr_manager_t *mgr)
+{
+    kmgr_link_t *link, *next;
+
+    for (link = mgr->kernels.next; link != &mgr->kernels; link = next) {
+        kmgr_kernel_t *kernel = kmgr_kernel_from_link(link);
+        next = link->next;
+        if (kmgr_kernel_is_destroyed(kernel)) {
+            kmgr_link_unlink(link);
+            kmgr_kernel_free(kernel);
+        }
+    }
+}
+
+void kmgr_manager_destroy(kmgr_manager_t *mgr)
+{
+    kmgr_link_t *link;
+
+    if (mgr == NULL)
+        return;
+    kmgr_manager_shutdown_all(mgr);
+    sweep_destroyed(mgr);
+    /* No kernel may outlive the manager: whatever is still in its shutdown sequence dies now. */
+    while (!kmgr_list_empty(&mgr->shutting_down)) {
+        kmgr_proc_t *proc = KMGR_FROM_MEMBER(kmgr_proc_t, link, mgr->shutting_down.next);
+        kmgr_link_unlink(&proc->link);
+        if (proc->pid != 0) {
+            int status;
+            kmgr_proc_signal(proc, SIGKILL);
+            while (waitpid(proc->pid, &status, 0) < 0 && errno == EINTR)
+                ;
+            kill(-proc->pid, SIGKILL);
+            proc->pid = 0;
+        }
+        kmgr_proc_free(proc);
+    }
+    for (link = mgr->kernels.next; link != &mgr->kernels; link = mgr->kernels.next)
+        kmgr_link_unlink(link); /* unreachable: shutdown_all + sweep emptied it */
+    zmq_ctx_term(mgr->zctx);
+    if (mgr->owns_runtime_dir)
+        kmgr_rmtree(mgr->runtime_dir);
+    free(mgr->runtime_dir);
+    free(mgr);
+}
+
+void kmgr_manager_schedule(kmgr_manager_t *mgr)
+{
+    if (mgr->scheduled)
+        return;
+    mgr->scheduled = 1;
+    mgr->ops->schedule(mgr->loop);
+}
+
+static void send_shutdown_request(kmgr_proc_t *proc)
+{
+    char session[WIRE_UUID_STRLEN + 1];
+    wire_msg_t *msg;
+
+    wire_uuid4(session);
+    msg = wire_msg_create("shutdown_request", session, json_pack("{s:b}", "restart", 0));
+    kmgr_channels_send(proc, WIRE_CHANNEL_CONTROL, msg);
+    wire_msg_destroy(msg);
+}
+
+void kmgr_manager_adopt(kmgr_manager_t *mgr, kmgr_proc_t *proc, int polite)
+{
+    proc->kernel = NULL;
+    /* The control socket stays open (unwatched) to carry shutdown_request; it closes when the
+     * process is reaped. Closing the others now means no stale message can reach anyone. */
+    kmgr_channels_close(proc, 1);
+    kmgr_list_append(&mgr->shutting_down, &proc->link);
+    if (kmgr_proc_reap(proc))
+        return;
+    if (polite && proc->sockets[WIRE_CHANNEL_CONTROL] != NULL) {
+        send_shutdown_request(proc);
+        proc->phase = KMGR_PROC_SHUTDOWN;
+    } else {
+        kmgr_proc_signal(proc, SIGKILL);
+        proc->phase = KMGR_PROC_KILLED;
+    }
+    proc->deadline = kmgr_now_ms() + mgr->config.shutdown_grace_ms;
+}
+
+static void tick_shutdown(kmgr_manager_t *mgr, kmgr_proc_t *proc, uint64_t now)
+{
+    if (kmgr_proc_reap(proc)) {
+        kmgr_link_unlink(&proc->link);
+        kmgr_proc_free(proc);
+        return;
+    }
+    if (now < proc->deadline)
+        return;
+    switch (proc->phase) {
+    case KMGR_PROC_RUNNING:
+    case KMGR_PROC_SHUTDOWN:
+        kmgr_proc_signal(proc, SIGTERM);
+        proc->phase = KMGR_PROC_TERMED;
+        proc->deadline = now + mgr->config.shutdown_grace_ms;
+        break;
+    case KMGR_PROC_TERMED:
+        kmgr_proc_signal(proc, SIGKILL);
+        proc->phase = KMGR_PROC_KILLED;
+        proc->deadline = now + mgr->config.shutdown_grace_ms;
+        break;
+    case KMGR_PROC_KILLED:
+        /* Still not reaped (uninterruptible sleep?): keep killing it until it goes. */
+        kmgr_proc_signal(proc, SIGKILL);
+        proc->deadline = now + mgr->config.shutdown_grace_ms;
+        break;
+    }
+}
+
+void kmgr_manager_tick(kmgr_manager_t *mgr)
+{
+    uint64_t now = kmgr_now_ms();
+    kmgr_link_t *link, *next;
+
+    /* Destroyed kernels stay linked until the sweep, so `next` stays valid whatever callbacks do. */
+    for (link = mgr->kernels.next; link != &mgr->kernels; link = next) {
+        kmgr_kernel_t *kernel = kmgr_kernel_from_link(link);
+        next = link->next;
+        if (!kmgr_kernel_is_destroyed(kernel))
+            kmgr_kernel_tick(kernel, now);
+    }
+    for (link = mgr->shutting_down.next; link != &mgr->shutting_down; link = next) {
+        next = link->next;
+        tick_shutdown(mgr, KMGR_FROM_MEMBER(kmgr_proc_t, link, link), now);
+    }
+    sweep_destroyed(mgr);
+}
+
+void kmgr_manager_run_pending(kmgr_manager_t *mgr)
+{
+    kmgr_link_t *link, *next;
+
+    mgr->scheduled = 0;
+    for (link = mgr->kernels.next; link != &mgr->kernels; link = next) {
+        kmgr_kernel_t *kernel = kmgr_kernel_from_link(link);
+        next = link->next;
+        if (!kmgr_kernel_is_destroyed(kernel))
+            kmgr_kernel_run_pending(kernel);
+    }
+    sweep_destroyed(mgr);
+}
+
+void kmgr_manager_shutdown_all(kmgr_manager_t *mgr)
+{
+    kmgr_link_t *link;
+
+    for (link = mgr->kernels.next; link != &mgr->kernels; link = link->next) {
+        kmgr_kernel_t *kernel = kmgr_kernel_from_link(link);
+        if (!kmgr_kernel_is_destroyed(kernel))
+            kmgr_kernel_destroy(kernel);
+    }
+}
+
+size_t kmgr_manager_num_processes(const kmgr_manager_t *mgr)
+{
+    size_t n = 0;
+    const kmgr_link_t *link;
+
+    for (link = mgr->kernels.next; link != &mgr->kernels; link = link->next)
+        if (kmgr_kernel_pid(kmgr_kernel_from_link((kmgr_link_t *)link)) != 0)
+            ++n;
+    for (link = mgr->shutting_down.next; link != &mgr->shutting_down; link = link->next)
+        if (KMGR_FROM_MEMBER(kmgr_proc_t, link, link)->pid != 0)
+            ++n;
+    return n;
+}
+
+const char *kmgr_manager_runtime_dir(const kmgr_manager_t *mgr)
+{
+    return mgr->runtime_dir;
+}

@@ -1,0 +1,353 @@
+/* kernelmgr/src/process.c: spawning, signalling and reaping kernel processes; their directories. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "wire/alloc.h"
+#include "kmgr/errors.h"
+#include "internal.h"
+
+extern char **environ;
+
+/* A growable NULL-terminated vector of "KEY=VALUE" strings. */
+typedef struct st_envv_t {
+    char **entries;
+    size_t size, capacity;
+} envv_t;
+
+static void envv_set(envv_t *v, const char *key, const char *value)
+{
+    size_t keylen = strlen(key), vallen = strlen(value);
+    char *entry = wire_malloc(keylen + vallen + 2);
+
+    memcpy(entry, key, keylen);
+    entry[keylen] = '=';
+    memcpy(entry + keylen + 1, value, vallen + 1);
+    for (size_t i = 0; i != v->size; ++i) {
+        if (strncmp(v->entries[i], key, keylen) == 0 && v->entries[i][keylen] == '=') {
+            free(v->entries[i]);
+            v->entries[i] = entry;
+            return;
+        }
+    }
+    if (v->size + 2 > v->capacity) {
+        v->capacity = v->capacity != 0 ? v->capacity * 2 : 64;
+        v->entries = wire_realloc(v->entries, v->capacity * sizeof(char *));
+    }
+    v->entries[v->size++] = entry;
+    v->entries[v->size] = NULL;
+}
+
+static void envv_set_json(envv_t *v, json_t *obj)
+{
+    const char *key;
+    json_t *value;
+
+    if (!json_is_object(obj))
+        return;
+    json_object_foreach(obj, key, value)
+    {
+        if (json_is_string(value) && key[0] != '\0' && strchr(key, '=') == NULL)
+            envv_set(v, key, json_string_value(value));
+    }
+}
+
+static const char *envv_get(const envv_t *v, const char *key)
+{
+    size_t keylen = strlen(key);
+    for (size_t i = 0; i != v->size; ++i)
+        if (strncmp(v->entries[i], key, keylen) == 0 && v->entries[i][keylen] == '=')
+            return v->entries[i] + keylen + 1;
+    return NULL;
+}
+
+static void strv_free(char **v)
+{
+    if (v == NULL)
+        return;
+    for (char **p = v; *p != NULL; ++p)
+        free(*p);
+    free(v);
+}
+
+static char *path_join(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    char *p = wire_malloc(la + lb + 2);
+    memcpy(p, a, la);
+    p[la] = '/';
+    memcpy(p + la + 1, b, lb + 1);
+    return p;
+}
+
+/* Replaces every occurrence of `pattern` in `s` (owned, freed) with `value`. */
+static char *replace_all(char *s, const char *pattern, const char *value)
+{
+    size_t plen = strlen(pattern), vlen = strlen(value), n = 0;
+    char *out, *dst;
+    const char *src, *hit;
+
+    for (src = s; (hit = strstr(src, pattern)) != NULL; src = hit + plen)
+        ++n;
+    if (n == 0)
+        return s;
+    out = dst = wire_malloc(strlen(s) + n * vlen + 1);
+    for (src = s; (hit = strstr(src, pattern)) != NULL; src = hit + plen) {
+        memcpy(dst, src, hit - src);
+        dst += hit - src;
+        memcpy(dst, value, vlen);
+        dst += vlen;
+    }
+    strcpy(dst, src);
+    free(s);
+    return out;
+}
+
+/* Finds `prog` as execvp would, but on the PATH the kernel will see (like Python's subprocess). */
+static char *find_program(const char *prog, const char *path)
+{
+    char *copy, *save = NULL, *found = NULL;
+
+    if (strchr(prog, '/') != NULL)
+        return wire_strdup(prog);
+    copy = wire_strdup(path != NULL ? path : "/usr/local/bin:/usr/bin:/bin");
+    for (char *dir = strtok_r(copy, ":", &save); dir != NULL; dir = strtok_r(NULL, ":", &save)) {
+        char *candidate = path_join(dir, prog);
+        struct stat st;
+        if (stat(candidate, &st) == 0 && S_ISREG(st.st_mode) && access(candidate, X_OK) == 0) {
+            found = candidate;
+            break;
+        }
+        free(candidate);
+    }
+    free(copy);
+    return found;
+}
+
+static int write_connection(kmgr_proc_t *proc, const kmgr_kernelspec_t *spec)
+{
+    char key[2 * 32 + 1];
+
+    wire_random_hex(key, 32);
+    proc->conn.transport = wire_strdup("ipc");
+    proc->conn.ip = path_join(proc->dir, "ch");
+    for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i)
+        proc->conn.ports[i] = i + 1;
+    proc->conn.key = wire_strdup(key);
+    sodium_memzero(key, sizeof(key));
+    proc->conn.signature_scheme = wire_strdup("hmac-sha256");
+    proc->conn.kernel_name = wire_strdup(spec->name);
+    wire_signer_init(&proc->signer, proc->conn.key, strlen(proc->conn.key));
+    return wire_connection_write(&proc->conn, proc->conn_path) == 0 ? 0 : KMGR_EIO;
+}
+
+int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const char *cwd, json_t *env, kmgr_proc_t **out, char *why,
+                    size_t whylen)
+{
+    kmgr_proc_t *proc = wire_calloc(1, sizeof(*proc));
+    char **argv = NULL, *ipython_dir = NULL, *log_path = NULL, *program = NULL, pidbuf[32];
+    envv_t envv = {NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    sigset_t mask, defaults;
+    int ret, err;
+
+    if (why != NULL && whylen != 0)
+        why[0] = '\0';
+    proc->mgr = mgr;
+    kmgr_list_init(&proc->link);
+    wire_uuid4(proc->uuid);
+    proc->dir = path_join(mgr->runtime_dir, proc->uuid);
+    proc->conn_path = path_join(proc->dir, "connection.json");
+    /* ipc endpoints are unix socket paths: "<dir>/ch-5" must fit sun_path. */
+    if (strlen(proc->dir) + sizeof("/ch-5") > sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        snprintf(why, whylen, "runtime directory path too long for ipc sockets: %s", mgr->runtime_dir);
+        free(proc->dir);
+        proc->dir = NULL;
+        ret = KMGR_EIO;
+        goto Error;
+    }
+    if (mkdir(proc->dir, 0700) != 0) {
+        snprintf(why, whylen, "cannot create %s: %s", proc->dir, strerror(errno));
+        free(proc->dir);
+        proc->dir = NULL;
+        ret = KMGR_EIO;
+        goto Error;
+    }
+    if ((ret = write_connection(proc, spec)) != 0) {
+        snprintf(why, whylen, "cannot write %s", proc->conn_path);
+        goto Error;
+    }
+    /* A private IPython profile per kernel: a shared history.sqlite makes busy kernels stall on its lock. */
+    ipython_dir = path_join(proc->dir, "ipython");
+    if (mkdir(ipython_dir, 0700) != 0) {
+        snprintf(why, whylen, "cannot create %s: %s", ipython_dir, strerror(errno));
+        ret = KMGR_EIO;
+        goto Error;
+    }
+    log_path = path_join(proc->dir, "kernel.log");
+
+    argv = wire_calloc(spec->argc + 1, sizeof(char *));
+    for (size_t i = 0; i != spec->argc; ++i) {
+        argv[i] = replace_all(wire_strdup(spec->argv[i]), "{connection_file}", proc->conn_path);
+        argv[i] = replace_all(argv[i], "{resource_dir}", spec->resource_dir);
+    }
+
+    for (char **e = environ; e != NULL && *e != NULL; ++e) {
+        const char *eq = strchr(*e, '=');
+        if (eq != NULL && eq != *e) {
+            char *key = wire_strndup(*e, eq - *e);
+            envv_set(&envv, key, eq + 1);
+            free(key);
+        }
+    }
+    envv_set_json(&envv, spec->env);
+    envv_set_json(&envv, env);
+    snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
+    envv_set(&envv, "JPY_PARENT_PID", pidbuf);
+    envv_set(&envv, "PYDEVD_DISABLE_FILE_VALIDATION", "1");
+    envv_set(&envv, "IPYTHONDIR", ipython_dir);
+
+    if ((program = find_program(argv[0], envv_get(&envv, "PATH"))) == NULL) {
+        snprintf(why, whylen, "cannot execute %s: not found on PATH", argv[0]);
+        ret = KMGR_ESPAWN;
+        goto Error;
+    }
+
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    if (cwd != NULL)
+        posix_spawn_file_actions_addchdir_np(&fa, cwd);
+    /* Kernels must not inherit kgate's sockets, eventfds or client connections. */
+    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+    posix_spawnattr_init(&attr);
+    /* The host may block or ignore signals (SIGPIPE, SIGINT); ignored dispositions survive exec,
+     * and an ignored SIGINT would make interrupts silently do nothing. */
+    sigemptyset(&mask);
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGTERM);
+    sigaddset(&defaults, SIGPIPE);
+    sigaddset(&defaults, SIGHUP);
+    sigaddset(&defaults, SIGQUIT);
+    sigaddset(&defaults, SIGCHLD);
+    sigaddset(&defaults, SIGUSR1);
+    sigaddset(&defaults, SIGUSR2);
+    sigaddset(&defaults, SIGALRM);
+    posix_spawnattr_setsigmask(&attr, &mask);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    /* Its own session (and process group), so that signals reach the kernel and its children only. */
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    /* glibc's posix_spawn reports exec (and chdir/open) failures synchronously and reaps the child. */
+    err = posix_spawn(&proc->pid, program, &fa, &attr, argv, envv.entries);
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&fa);
+    if (err != 0) {
+        proc->pid = 0;
+        if (cwd != NULL && access(cwd, X_OK) != 0)
+            snprintf(why, whylen, "cannot change to directory %s: %s", cwd, strerror(err));
+        else
+            snprintf(why, whylen, "cannot execute %s: %s", program, strerror(err));
+        ret = KMGR_ESPAWN;
+        goto Error;
+    }
+    proc->phase = KMGR_PROC_RUNNING;
+    ret = 0;
+    *out = proc;
+    goto Exit;
+
+Error:
+    kmgr_proc_free(proc);
+Exit:
+    strv_free(argv);
+    strv_free(envv.entries);
+    free(program);
+    free(log_path);
+    free(ipython_dir);
+    return ret;
+}
+
+int kmgr_proc_reap(kmgr_proc_t *proc)
+{
+    int status;
+    pid_t r;
+
+    if (proc->pid == 0)
+        return 1;
+    do {
+        r = waitpid(proc->pid, &status, WNOHANG);
+    } while (r < 0 && errno == EINTR);
+    if (r == 0)
+        return 0;
+    /* ECHILD: somebody else reaped it (or SIGCHLD is ignored by the host); it is gone either way. */
+    proc->wstatus = r > 0 ? status : -1;
+    /* Strays the kernel left in its process group go with it; the group id cannot have been reused
+     * yet as long as one of them lives. */
+    kill(-proc->pid, SIGKILL);
+    proc->pid = 0;
+    return 1;
+}
+
+void kmgr_proc_signal(kmgr_proc_t *proc, int sig)
+{
+    if (proc->pid == 0)
+        return;
+    if (kill(-proc->pid, sig) != 0)
+        kill(proc->pid, sig);
+}
+
+void kmgr_proc_describe_exit(const kmgr_proc_t *proc, char *buf, size_t bufsize)
+{
+    if (proc->pid != 0 || proc->wstatus == -1) {
+        snprintf(buf, bufsize, "exited");
+    } else if (WIFEXITED(proc->wstatus)) {
+        snprintf(buf, bufsize, "exited with code %d", WEXITSTATUS(proc->wstatus));
+    } else if (WIFSIGNALED(proc->wstatus)) {
+        int sig = WTERMSIG(proc->wstatus);
+        const char *abbrev = sigabbrev_np(sig);
+        if (abbrev != NULL)
+            snprintf(buf, bufsize, "killed by signal %d (SIG%s)", sig, abbrev);
+        else
+            snprintf(buf, bufsize, "killed by signal %d", sig);
+    } else {
+        snprintf(buf, bufsize, "exited (status 0x%x)", (unsigned)proc->wstatus);
+    }
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+void kmgr_rmtree(const char *path)
+{
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+void kmgr_proc_free(kmgr_proc_t *proc)
+{
+    if (proc == NULL)
+        return;
+    kmgr_channels_close(proc, 0);
+    wire_signer_dispose(&proc->signer);
+    wire_connection_dispose(&proc->conn);
+    if (proc->dir != NULL)
+        kmgr_rmtree(proc->dir);
+    free(proc->conn_path);
+    free(proc->dir);
+    free(proc);
+}

@@ -1,0 +1,308 @@
+/* tests/kernelmgr/test_lifecycle.c: destroy, death, restart, heartbeats and start-up failures. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <criterion/criterion.h>
+#include "wire/alloc.h"
+#include "kmgr/errors.h"
+#include "kmgr_test.h"
+
+TestSuite(lifecycle, .init = kt_setup, .fini = kt_teardown, .timeout = 90);
+
+static char *dirname_of(const char *path)
+{
+    char *dir = wire_strdup(path);
+    *strrchr(dir, '/') = '\0';
+    return dir;
+}
+
+static int path_exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+Test(lifecycle, destroy_leaves_no_process_and_no_directory)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(NULL, &st);
+    pid_t pid = kmgr_kernel_pid(k);
+    char *dir = dirname_of(kmgr_kernel_connection_file(k));
+    char *rt = wire_strdup(kmgr_manager_runtime_dir(kt.mgr));
+    size_t notices = st.n;
+
+    cr_assert(path_exists(dir));
+    kmgr_kernel_destroy(k);
+    cr_expect_eq(kmgr_manager_num_processes(kt.mgr), 1, "still shutting down in the background");
+    cr_assert(kt_wait_no_process(10000));
+    cr_expect(!kt_pid_alive(pid));
+    cr_expect(!path_exists(dir), "kernel dir removed once reaped");
+    cr_expect_eq(st.n, notices, "no notice after destroy");
+    kmgr_manager_destroy(kt.mgr);
+    kt.mgr = NULL;
+    cr_expect(!path_exists(rt), "the runtime dir goes with the manager");
+    free(dir);
+    free(rt);
+}
+
+Test(lifecycle, manager_destroy_kills_what_is_left)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(NULL, &st);
+    pid_t pid = kmgr_kernel_pid(k);
+
+    kmgr_kernel_destroy(k);
+    kmgr_manager_destroy(kt.mgr); /* without waiting for the shutdown sequence */
+    kt.mgr = NULL;
+    cr_expect(!kt_pid_alive(pid));
+}
+
+Test(lifecycle, kill_9_makes_the_kernel_dead_and_fails_requests)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(NULL, &st);
+    kt_rec_t rec, late;
+    uint64_t t0;
+
+    kt_rec_init(&rec);
+    kt_rec_init(&late);
+    cr_assert_eq(kt_execute(k, "import time; time.sleep(30)", &rec), 0);
+    poll_loop_run_for(kt.loop, 300);
+    t0 = kmgr_now_ms();
+    cr_assert_eq(kill(kmgr_kernel_pid(k), SIGKILL), 0);
+    cr_assert(kt_wait_state(k, KMGR_KERNEL_DEAD, 2000), "dead within 2 s");
+    cr_expect_lt(kmgr_now_ms() - t0, 2000);
+    cr_expect_not_null(strstr(kmgr_kernel_exit_reason(k), "SIGKILL"), "reason: %s", kmgr_kernel_exit_reason(k));
+    cr_expect_eq(rec.n_failed, 1);
+    cr_expect_eq(rec.err, KMGR_EDIED);
+    cr_expect_eq(rec.n_done, 0);
+    cr_expect_eq(st.log[st.n - 1], KMGR_KERNEL_DEAD);
+    cr_expect_eq(kmgr_kernel_pid(k), 0);
+    cr_expect_eq(kmgr_kernel_execute(k, "1", NULL, kt_on_req, &late, NULL), KMGR_EDIED);
+    cr_expect_eq(kmgr_kernel_interrupt(k), KMGR_EDIED);
+    poll_loop_run_for(kt.loop, 100);
+    cr_expect_eq(late.n_done + late.n_failed, 0);
+    kt_rec_dispose(&rec);
+    kt_rec_dispose(&late);
+    kmgr_kernel_destroy(k);
+}
+
+Test(lifecycle, exit_code_is_reported)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(NULL, &st);
+    kt_rec_t rec;
+
+    kt_rec_init(&rec);
+    cr_assert_eq(kt_execute(k, "import os; os._exit(3)", &rec), 0);
+    cr_assert(kt_wait_state(k, KMGR_KERNEL_DEAD, 5000));
+    cr_expect_str_eq(kmgr_kernel_exit_reason(k), "exited with code 3");
+    cr_expect_eq(rec.n_failed, 1);
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
+Test(lifecycle, destroy_from_the_dead_notice)
+{
+    kt_states_t st = {.destroy_on_dead = 1};
+    kmgr_kernel_t *k = kt_start_ready(NULL, &st);
+
+    cr_assert_eq(kill(kmgr_kernel_pid(k), SIGKILL), 0);
+    cr_assert(kt_wait_no_process(5000));
+    poll_loop_run_for(kt.loop, 100);
+    cr_expect_eq(st.log[st.n - 1], KMGR_KERNEL_DEAD);
+}
+
+Test(lifecycle, heartbeat_loss_is_death)
+{
+    kt_teardown();
+    kmgr_config_t config = {.heartbeat_interval_ms = 100, .heartbeat_timeout_ms = 600};
+    kt_setup_config(&config);
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(NULL, &st);
+    pid_t pid = kmgr_kernel_pid(k);
+    kt_rec_t rec;
+
+    kt_rec_init(&rec);
+    /* Healthy kernels keep answering. */
+    poll_loop_run_for(kt.loop, 1000);
+    cr_assert_eq(kmgr_kernel_state(k), KMGR_KERNEL_IDLE);
+    cr_assert_eq(kt_execute(k, "import time; time.sleep(30)", &rec), 0);
+    poll_loop_run_for(kt.loop, 300);
+    cr_assert_eq(kill(pid, SIGSTOP), 0);
+    cr_assert(kt_wait_state(k, KMGR_KERNEL_DEAD, 3000));
+    cr_expect_str_eq(kmgr_kernel_exit_reason(k), "stopped answering heartbeats");
+    cr_expect_eq(rec.n_failed, 1);
+    cr_expect_eq(rec.err, KMGR_EDIED);
+    /* It was SIGKILLed (a stopped process dies of SIGKILL too) and gets reaped. */
+    cr_expect(kt_wait_no_process(3000));
+    cr_expect(!kt_pid_alive(pid));
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
+Test(lifecycle, restart_gives_a_fresh_namespace)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(NULL, &st);
+    pid_t old = kmgr_kernel_pid(k);
+    char *old_file = wire_strdup(kmgr_kernel_connection_file(k));
+    kt_rec_t a, pending, b;
+
+    kt_rec_init(&a);
+    kt_rec_init(&pending);
+    kt_rec_init(&b);
+    cr_assert_eq(kt_execute(k, "x = 42", &a), 0);
+    cr_assert(kt_wait_rec(&a, 10000));
+    cr_assert_eq(kt_execute(k, "import time; time.sleep(30)", &pending), 0);
+    poll_loop_run_for(kt.loop, 200);
+    cr_assert_eq(kmgr_kernel_restart(k), 0);
+    cr_expect_eq(kmgr_kernel_state(k), KMGR_KERNEL_RESTARTING);
+    cr_expect_eq(pending.n_failed, 0, "FAILED is delivered from the loop, not from restart");
+    cr_assert(kt_wait_state(k, KMGR_KERNEL_IDLE, 30000));
+    cr_expect_eq(pending.n_failed, 1);
+    cr_expect_eq(pending.err, KMGR_ESHUTDOWN);
+    cr_expect(kt_states_saw(&st, KMGR_KERNEL_RESTARTING));
+    cr_expect_neq(kmgr_kernel_pid(k), old);
+    cr_expect_str_neq(kmgr_kernel_connection_file(k), old_file);
+    cr_assert_eq(kt_execute(k, "x", &b), 0);
+    cr_assert(kt_wait_rec(&b, 10000));
+    cr_expect_str_eq(json_string_value(json_object_get(kt_iopub(&b, "error"), "ename")), "NameError");
+    cr_expect(poll_loop_run_until(kt.loop, (int (*)(void *))kt_rec_finished, &b, 1)); /* still finished */
+    cr_expect_eq(kmgr_manager_num_processes(kt.mgr), 1 + kt_pid_alive(old));
+    kt_rec_dispose(&a);
+    kt_rec_dispose(&pending);
+    kt_rec_dispose(&b);
+    free(old_file);
+    kmgr_kernel_destroy(k);
+    cr_expect(kt_wait_no_process(10000));
+    cr_expect(!kt_pid_alive(old));
+}
+
+Test(lifecycle, restart_a_dead_kernel)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(NULL, &st);
+    kt_rec_t rec;
+
+    kt_rec_init(&rec);
+    cr_assert_eq(kill(kmgr_kernel_pid(k), SIGKILL), 0);
+    cr_assert(kt_wait_state(k, KMGR_KERNEL_DEAD, 2000));
+    cr_assert_eq(kmgr_kernel_restart(k), 0);
+    cr_assert(kt_wait_state(k, KMGR_KERNEL_IDLE, 30000));
+    cr_expect_str_eq(kmgr_kernel_exit_reason(k), "");
+    cr_assert_eq(kt_execute(k, "6*7", &rec), 0);
+    cr_assert(kt_wait_rec(&rec, 10000));
+    cr_expect_str_eq(kt_result_text(&rec), "42");
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
+/* A spec of our own making, with `argv`. */
+static kmgr_kernelspec_t *fake_spec(const char *const *argv, size_t argc)
+{
+    kmgr_kernelspec_t *spec = wire_calloc(1, sizeof(*spec));
+
+    spec->name = wire_strdup("fake");
+    spec->resource_dir = wire_strdup("/");
+    spec->display_name = wire_strdup("fake");
+    spec->language = wire_strdup("fake");
+    spec->argc = argc;
+    spec->argv = wire_calloc(argc + 1, sizeof(char *));
+    for (size_t i = 0; i != argc; ++i)
+        spec->argv[i] = wire_strdup(argv[i]);
+    return spec;
+}
+
+static size_t runtime_entries(void)
+{
+    char cmd[600];
+    FILE *fp;
+    size_t n = 0;
+    char line[512];
+
+    snprintf(cmd, sizeof(cmd), "ls -A '%s'", kmgr_manager_runtime_dir(kt.mgr));
+    cr_assert_not_null(fp = popen(cmd, "r"));
+    while (fgets(line, sizeof(line), fp) != NULL)
+        ++n;
+    pclose(fp);
+    return n;
+}
+
+Test(lifecycle, nonexistent_program_is_espawn)
+{
+    static const char *const abs_argv[] = {"/nonexistent/kgate-no-such-kernel", "-f", "{connection_file}"};
+    static const char *const rel_argv[] = {"kgate-no-such-kernel-program", "-f", "{connection_file}"};
+    kmgr_kernelspec_t *s1 = fake_spec(abs_argv, 3), *s2 = fake_spec(rel_argv, 3);
+    kmgr_kernel_options_t opts = {.spec = s1};
+    kmgr_kernel_t *k = NULL;
+
+    cr_expect_eq(kmgr_kernel_start(kt.mgr, &opts, &k), KMGR_ESPAWN);
+    cr_expect_null(k);
+    opts.spec = s2;
+    cr_expect_eq(kmgr_kernel_start(kt.mgr, &opts, &k), KMGR_ESPAWN);
+    cr_expect_null(k);
+    cr_expect_eq(runtime_entries(), 0, "nothing left behind");
+    cr_expect_eq(kmgr_manager_num_processes(kt.mgr), 0);
+    kmgr_kernelspec_destroy(s1);
+    kmgr_kernelspec_destroy(s2);
+}
+
+Test(lifecycle, bad_cwd_is_espawn)
+{
+    kmgr_kernel_options_t opts = {.spec = kt.python, .cwd = "/nonexistent/kgate-dir"};
+    kmgr_kernel_t *k = NULL;
+
+    cr_expect_eq(kmgr_kernel_start(kt.mgr, &opts, &k), KMGR_ESPAWN);
+    cr_expect_eq(runtime_entries(), 0);
+}
+
+Test(lifecycle, program_that_exits_is_dead_with_reason)
+{
+    static const char *const argv[] = {"/bin/sh", "-c", "echo '{connection_file}' >&2; exit 7"};
+    kmgr_kernelspec_t *spec = fake_spec(argv, 3);
+    kt_states_t st = {0};
+    kmgr_kernel_options_t opts = {.spec = spec, .on_state = kt_on_state, .data = &st};
+    kmgr_kernel_t *k;
+    kt_rec_t rec;
+
+    kt_rec_init(&rec);
+    cr_assert_eq(kmgr_kernel_start(kt.mgr, &opts, &k), 0);
+    cr_assert_eq(kt_execute(k, "1", &rec), 0);
+    cr_assert(kt_wait_state(k, KMGR_KERNEL_DEAD, 5000));
+    cr_expect_str_eq(kmgr_kernel_exit_reason(k), "exited with code 7");
+    cr_expect_eq(st.n, 1);
+    cr_expect_eq(st.log[0], KMGR_KERNEL_DEAD);
+    cr_expect_eq(rec.n_failed, 1);
+    cr_expect_eq(rec.err, KMGR_EDIED);
+    kmgr_kernel_destroy(k);
+    kt_teardown();
+    kt_rec_dispose(&rec);
+    kmgr_kernelspec_destroy(spec);
+}
+
+Test(lifecycle, startup_timeout_is_dead_and_killed)
+{
+    kt_teardown();
+    kmgr_config_t config = {.startup_timeout_ms = 700};
+    kt_setup_config(&config);
+    static const char *const argv[] = {"/bin/sleep", "30"};
+    kmgr_kernelspec_t *spec = fake_spec(argv, 2);
+    kt_states_t st = {0};
+    kmgr_kernel_options_t opts = {.spec = spec, .on_state = kt_on_state, .data = &st};
+    kmgr_kernel_t *k;
+    pid_t pid;
+
+    cr_assert_eq(kmgr_kernel_start(kt.mgr, &opts, &k), 0);
+    pid = kmgr_kernel_pid(k);
+    cr_assert(kt_wait_state(k, KMGR_KERNEL_DEAD, 3000));
+    cr_expect_str_eq(kmgr_kernel_exit_reason(k), "did not become ready within 700 ms");
+    cr_expect(kt_wait_no_process(3000));
+    cr_expect(!kt_pid_alive(pid));
+    kmgr_kernel_destroy(k);
+    kt_teardown();
+    kmgr_kernelspec_destroy(spec);
+}
