@@ -118,9 +118,13 @@ static int is_loopback(const char *host)
 static int parse_number(const char *arg, unsigned long long max, unsigned long long *out)
 {
     char *end;
+
+    /* strtoull accepts leading spaces and a sign, and negates: " -1" would become the maximum */
+    if (arg[0] < '0' || arg[0] > '9')
+        return -1;
     errno = 0;
     *out = strtoull(arg, &end, 10);
-    return errno == 0 && end != arg && *end == '\0' && arg[0] != '-' && *out <= max ? 0 : -1;
+    return errno == 0 && *end == '\0' && *out <= max ? 0 : -1;
 }
 
 int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_fp, void *err_fp)

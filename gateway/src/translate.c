@@ -15,13 +15,15 @@ char *gw_strip_ansi(const char *s, size_t len, size_t *out_len)
             out[o++] = s[i++];
             continue;
         }
-        if (i + 1 >= len) {
+        /* Only ASCII bytes are ever swallowed after ESC: a malformed sequence must not cut a UTF-8
+         * character in half, since the result is stored as a JSON string without re-validation. */
+        if (i + 1 >= len || (unsigned char)s[i + 1] < 0x20 || (unsigned char)s[i + 1] > 0x7e) {
             ++i;
         } else if (s[i + 1] == '[') {
             /* CSI: parameter and intermediate bytes (0x20-0x3f), then one final byte (0x40-0x7e) */
             for (i += 2; i < len && (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] <= 0x3f; ++i)
                 ;
-            if (i < len)
+            if (i < len && (unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e)
                 ++i;
         } else if (s[i + 1] == ']') {
             /* OSC: ends with BEL or ST (ESC \) */
@@ -36,7 +38,11 @@ char *gw_strip_ansi(const char *s, size_t len, size_t *out_len)
                 }
             }
         } else {
-            i += 2;
+            /* ESC, intermediate bytes (0x20-0x2f, as in `ESC ( B` from tput sgr0), one final byte */
+            for (i += 1; i < len && (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] <= 0x2f; ++i)
+                ;
+            if (i < len && (unsigned char)s[i] >= 0x30 && (unsigned char)s[i] <= 0x7e)
+                ++i;
         }
     }
     out[o] = '\0';
