@@ -1,0 +1,113 @@
+/* tests/gateway/test_auth.c: the access token in its three header forms, compared by length then content. */
+#include <criterion/criterion.h>
+#include "gateway/auth.h"
+#include "gw_test.h"
+
+TestSuite(auth, .init = gw_test_init);
+
+#define TOKEN "s3cr3t-T0ken"
+
+Test(auth, token_equal_compares_length_and_content)
+{
+    cr_assert(gw_auth_token_equal(TOKEN, TOKEN, strlen(TOKEN)));
+    cr_assert_not(gw_auth_token_equal(TOKEN, "s3cr3t-T0ke", 11), "a prefix is not the token");
+    cr_assert_not(gw_auth_token_equal(TOKEN, TOKEN "x", strlen(TOKEN) + 1), "nor is a longer string");
+    cr_assert_not(gw_auth_token_equal(TOKEN, "s3cr3t-t0ken", strlen(TOKEN)), "tokens are case-sensitive");
+    cr_assert_not(gw_auth_token_equal(TOKEN, "x3cr3t-T0ken", strlen(TOKEN)));
+    cr_assert_not(gw_auth_token_equal(TOKEN, "s3cr3t-T0kex", strlen(TOKEN)));
+    cr_assert_not(gw_auth_token_equal(TOKEN, "", 0));
+    cr_assert(gw_auth_token_equal(TOKEN, TOKEN "trailing bytes not counted", strlen(TOKEN)), "only `len` bytes are read");
+}
+
+Test(auth, token_equal_reads_only_len_bytes)
+{
+    char *presented = gw_test_exact_copy(TOKEN, strlen(TOKEN)); /* not NUL-terminated: ASan sees an overread */
+
+    cr_assert(gw_auth_token_equal(TOKEN, presented, strlen(TOKEN)));
+    cr_assert_not(gw_auth_token_equal("s3cr3t-T0ken-longer", presented, strlen(TOKEN)));
+    free(presented);
+}
+
+/* Builds a request carrying the header `name: value` (name NULL: none) and checks it against `token`. */
+static int check(const char *token, const char *name, const char *value)
+{
+    gw_test_req_t t;
+    int ok;
+
+    gw_test_req_init(&t, "/code");
+    gw_test_req_add_header(&t, "Host", "127.0.0.1:44772");
+    if (name != NULL)
+        gw_test_req_add_header(&t, name, value);
+    gw_test_req_add_header(&t, "Content-Type", "application/json");
+    ok = gw_auth_check(&t.req, token);
+    gw_test_req_dispose(&t);
+    return ok;
+}
+
+Test(auth, execd_header)
+{
+    cr_assert(check(TOKEN, "X-EXECD-ACCESS-TOKEN", TOKEN));
+    cr_assert(check(TOKEN, "x-execd-access-token", TOKEN));
+    cr_assert_not(check(TOKEN, "X-EXECD-ACCESS-TOKEN", "wrong"));
+    cr_assert_not(check(TOKEN, "X-EXECD-ACCESS-TOKEN", ""));
+    cr_assert_not(check(TOKEN, "X-EXECD-ACCESS-TOKEN", "Bearer " TOKEN), "no scheme in execd's header");
+}
+
+Test(auth, bearer)
+{
+    cr_assert(check(TOKEN, "Authorization", "Bearer " TOKEN));
+    cr_assert(check(TOKEN, "Authorization", "bearer " TOKEN));
+    cr_assert(check(TOKEN, "Authorization", "BEARER " TOKEN));
+    cr_assert_not(check(TOKEN, "Authorization", "Bearer wrong"));
+    cr_assert_not(check(TOKEN, "Authorization", "Bearer"));
+    cr_assert_not(check(TOKEN, "Authorization", "Bearer "));
+    cr_assert_not(check(TOKEN, "Authorization", "Bearer " TOKEN "x"));
+    cr_assert_not(check(TOKEN, "Authorization", "Bearer" TOKEN), "the scheme needs its space");
+}
+
+Test(auth, jupyter_token)
+{
+    cr_assert(check(TOKEN, "Authorization", "token " TOKEN));
+    cr_assert(check(TOKEN, "Authorization", "Token " TOKEN));
+    cr_assert_not(check(TOKEN, "Authorization", "token nope"));
+}
+
+Test(auth, other_schemes_and_bare_tokens_are_refused)
+{
+    cr_assert_not(check(TOKEN, "Authorization", TOKEN));
+    cr_assert_not(check(TOKEN, "Authorization", "Basic " TOKEN));
+    cr_assert_not(check(TOKEN, "Authorization", "Bearerx " TOKEN));
+    cr_assert_not(check(TOKEN, "X-Access-Token", TOKEN));
+    cr_assert_not(check(TOKEN, "Cookie", "token=" TOKEN));
+}
+
+Test(auth, missing_token_is_refused)
+{
+    cr_assert_not(check(TOKEN, NULL, NULL));
+}
+
+Test(auth, null_token_admits_everyone)
+{
+    cr_assert(check(NULL, NULL, NULL));
+    cr_assert(check(NULL, "Authorization", "Bearer anything"));
+    cr_assert(check(NULL, "X-EXECD-ACCESS-TOKEN", "whatever"));
+}
+
+Test(auth, any_of_several_headers_may_carry_it)
+{
+    gw_test_req_t t;
+
+    gw_test_req_init(&t, "/code");
+    gw_test_req_add_header(&t, "Authorization", "Basic dXNlcjpwYXNz");
+    gw_test_req_add_header(&t, "X-EXECD-ACCESS-TOKEN", "stale");
+    cr_assert_not(gw_auth_check(&t.req, TOKEN));
+    gw_test_req_add_header(&t, "Authorization", "Bearer " TOKEN);
+    cr_assert(gw_auth_check(&t.req, TOKEN));
+    gw_test_req_dispose(&t);
+
+    gw_test_req_init(&t, "/code");
+    gw_test_req_add_header(&t, "X-EXECD-ACCESS-TOKEN", "stale");
+    gw_test_req_add_header(&t, "X-EXECD-ACCESS-TOKEN", TOKEN);
+    cr_assert(gw_auth_check(&t.req, TOKEN));
+    gw_test_req_dispose(&t);
+}
