@@ -225,7 +225,15 @@ void kmgr_kernelspecs_dispose(kmgr_kernelspecs_t *specs)
     specs->size = 0;
 }
 
-const kmgr_kernelspec_t *kmgr_kernelspecs_resolve(const kmgr_kernelspecs_t *specs, const char *language)
+/* The short names callers use for a language (README "Languages"). */
+static const struct {
+    const char *alias;
+    const char *language;
+} language_aliases[] = {
+    {"py", "python"}, {"js", "javascript"}, {"ts", "typescript"}, {"sh", "bash"}, {"shell", "bash"},
+};
+
+static const kmgr_kernelspec_t *resolve_exact(const kmgr_kernelspecs_t *specs, const char *language)
 {
     const kmgr_kernelspec_t *spec;
 
@@ -234,5 +242,17 @@ const kmgr_kernelspec_t *kmgr_kernelspecs_resolve(const kmgr_kernelspecs_t *spec
     for (size_t i = 0; i != specs->size; ++i)
         if (strcasecmp(specs->entries[i]->language, language) == 0)
             return specs->entries[i];
+    return NULL;
+}
+
+const kmgr_kernelspec_t *kmgr_kernelspecs_resolve(const kmgr_kernelspecs_t *specs, const char *language)
+{
+    const kmgr_kernelspec_t *spec;
+
+    if ((spec = resolve_exact(specs, language)) != NULL)
+        return spec;
+    for (size_t i = 0; i != sizeof(language_aliases) / sizeof(language_aliases[0]); ++i)
+        if (strcasecmp(language_aliases[i].alias, language) == 0)
+            return resolve_exact(specs, language_aliases[i].language);
     return NULL;
 }

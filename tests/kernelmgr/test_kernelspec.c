@@ -141,6 +141,12 @@ Test(kernelspec, resolve_by_name_then_language)
     cr_assert_not_null(s = kmgr_kernelspecs_resolve(&specs, "python"));
     cr_expect_str_eq(s->name, "beta");
     cr_expect_null(kmgr_kernelspecs_resolve(&specs, "cobol"));
+    /* Aliases stand for a language: py is python (beta, as above); js names no installed language. */
+    cr_assert_not_null(s = kmgr_kernelspecs_resolve(&specs, "py"));
+    cr_expect_str_eq(s->name, "beta");
+    cr_assert_not_null(s = kmgr_kernelspecs_resolve(&specs, "PY"));
+    cr_expect_str_eq(s->name, "beta");
+    cr_expect_null(kmgr_kernelspecs_resolve(&specs, "js"));
     kmgr_kernelspecs_dispose(&specs);
 }
 

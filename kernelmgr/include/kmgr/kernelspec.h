@@ -56,7 +56,9 @@ const kmgr_kernelspec_t *kmgr_kernelspecs_find(const kmgr_kernelspecs_t *specs, 
 
 /**
  * Resolves a caller's language: a spec whose name is `language`, else the first spec (by name)
- * whose spec.language equals it (case-insensitively). NULL when nothing matches.
+ * whose spec.language equals it (case-insensitively), else the same two steps for what an alias
+ * stands for (py: python, js: javascript, ts: typescript, sh and shell: bash). NULL when nothing
+ * matches.
  */
 const kmgr_kernelspec_t *kmgr_kernelspecs_resolve(const kmgr_kernelspecs_t *specs, const char *language);
 
