@@ -10,6 +10,7 @@ static const gw_route_t routes[] = {
     {"GET", "/healthz", gw_api_health, 1},
     {"GET", "/readyz", gw_api_ready, 1},
     {"GET", "/ping", gw_api_ping, 0},
+    {"GET", "/code/languages", gw_api_languages, 0},
     {"POST", "/code/context", gw_api_context_create, 0},
     {"GET", "/code/contexts", gw_api_context_list, 0},
     {"DELETE", "/code/contexts", gw_api_context_delete_by_language, 0},

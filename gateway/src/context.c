@@ -49,6 +49,8 @@ static void on_kernel_state(kmgr_kernel_t *kernel, void *data)
     gw_context_t *ctx = data;
     kmgr_kernel_state_t state = kmgr_kernel_state(kernel);
 
+    if (state == KMGR_KERNEL_IDLE && kmgr_kernel_info(kernel) != NULL)
+        gw_languages_note_kernel_info(ctx->server, ctx->spec, kmgr_kernel_info(kernel));
     if (state != KMGR_KERNEL_STARTING && state != KMGR_KERNEL_RESTARTING)
         answer_waiters(ctx);
     if (state == KMGR_KERNEL_DEAD) {

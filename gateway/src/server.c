@@ -193,4 +193,6 @@ void gw_server_dispose(gw_server_t *server)
     server->kmgr = NULL;
     gw_runs_dispose(server);
     kmgr_kernelspecs_dispose(&server->specs);
+    json_decref(server->language_info);
+    server->language_info = NULL;
 }

@@ -17,6 +17,7 @@ void gw_api_handle(gw_server_t *server, h2o_req_t *req);
 void gw_api_health(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
 void gw_api_ready(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
 void gw_api_ping(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
+void gw_api_languages(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
 void gw_api_context_create(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
 void gw_api_context_list(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
 void gw_api_context_get(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);

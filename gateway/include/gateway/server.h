@@ -30,6 +30,7 @@ struct st_gw_server_t {
     size_t retained_bytes;        /* log bytes of finished_runs */
     h2o_linklist_t shell_runs;    /* gw_shell_t */
     size_t num_contexts;
+    json_t *language_info; /* kernelspec name -> language_info of its first kernel_info_reply */
     int shutting_down;
 };
 
@@ -55,6 +56,9 @@ void gw_server_begin_shutdown(gw_server_t *server);
 int gw_server_is_drained(gw_server_t *server);
 /** Releases everything (kills what remains). */
 void gw_server_dispose(gw_server_t *server);
+
+/** Remembers the language_info of a kernel of `spec` that answered kernel_info (GET /code/languages). */
+void gw_languages_note_kernel_info(gw_server_t *server, const kmgr_kernelspec_t *spec, json_t *kernel_info);
 
 /** Schedules `entry` to run from the loop, later in this iteration (never inside the caller). */
 void gw_server_defer(gw_server_t *server, h2o_timeout_entry_t *entry);
