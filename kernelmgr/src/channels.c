@@ -13,6 +13,11 @@ static void on_readable(void *arg)
     kmgr_chan_t *chan = arg;
     kmgr_proc_t *proc = chan->proc;
 
+    if (chan->channel == WIRE_CHANNEL_COUNT) {
+        if (proc->kernel != NULL)
+            kmgr_channels_drain_monitor(proc);
+        return;
+    }
     /* A capped batch leaves the rest for run_pending: the edge-triggered fd will not signal again. */
     if (proc->kernel != NULL && kmgr_channels_drain(proc, chan->channel))
         kmgr_manager_schedule(proc->mgr);
@@ -55,6 +60,14 @@ int kmgr_channels_open(kmgr_proc_t *proc)
             zmq_connect(s, endpoint) != 0)
             goto Error;
     }
+    {
+        char monitor_endpoint[sizeof("inproc://kmgr-stdin-") + WIRE_UUID_STRLEN];
+        snprintf(monitor_endpoint, sizeof(monitor_endpoint), "inproc://kmgr-stdin-%s", proc->uuid);
+        if (zmq_socket_monitor(proc->sockets[WIRE_CHANNEL_STDIN], monitor_endpoint, ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0 ||
+            (proc->monitor = zmq_socket(mgr->zctx, ZMQ_PAIR)) == NULL || set_int(proc->monitor, ZMQ_LINGER, 0) != 0 ||
+            zmq_connect(proc->monitor, monitor_endpoint) != 0)
+            goto Error;
+    }
     for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i) {
         int fd;
         size_t fdlen = sizeof(fd);
@@ -64,6 +77,18 @@ int kmgr_channels_open(kmgr_proc_t *proc)
         proc->chans[i].channel = (wire_channel_t)i;
         proc->watches[i] = mgr->ops->watch(mgr->loop, fd, on_readable, &proc->chans[i]);
     }
+    {
+        int fd;
+        size_t fdlen = sizeof(fd);
+        if (zmq_getsockopt(proc->monitor, ZMQ_FD, &fd, &fdlen) != 0)
+            goto Error;
+        proc->monitor_chan.proc = proc;
+        proc->monitor_chan.channel = WIRE_CHANNEL_COUNT;
+        proc->monitor_watch = mgr->ops->watch(mgr->loop, fd, on_readable, &proc->monitor_chan);
+    }
+    /* The handshake may be done already (the monitor's fd then signalled before the watch). */
+    kmgr_manager_schedule(mgr);
+    proc->redrain = 1;
     return 0;
 
 Error:
@@ -73,6 +98,16 @@ Error:
 
 void kmgr_channels_close(kmgr_proc_t *proc, int keep_control)
 {
+    if (proc->monitor_watch != NULL) {
+        proc->mgr->ops->unwatch(proc->mgr->loop, proc->monitor_watch);
+        proc->monitor_watch = NULL;
+    }
+    if (proc->monitor != NULL) {
+        zmq_close(proc->monitor);
+        proc->monitor = NULL;
+    }
+    if (proc->sockets[WIRE_CHANNEL_STDIN] != NULL)
+        zmq_socket_monitor(proc->sockets[WIRE_CHANNEL_STDIN], NULL, 0);
     for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i) {
         if (proc->watches[i] != NULL) {
             proc->mgr->ops->unwatch(proc->mgr->loop, proc->watches[i]);
@@ -126,6 +161,39 @@ void kmgr_channels_ping(kmgr_proc_t *proc)
     if (zmq_send(s, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
         zmq_send(s, "ping", 4, ZMQ_DONTWAIT);
     after_send(proc);
+}
+
+void kmgr_channels_drain_monitor(kmgr_proc_t *proc)
+{
+    void *s = proc->monitor;
+    int events;
+    size_t len = sizeof(events);
+
+    while (s != NULL && !proc->stdin_connected && zmq_getsockopt(s, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN) != 0) {
+        zmq_msg_t part;
+        uint16_t event = 0;
+        int more;
+        /* A monitor event is two frames: uint16 event + uint32 value, then the endpoint. */
+        zmq_msg_init(&part);
+        if (zmq_msg_recv(&part, s, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&part);
+            return;
+        }
+        if (zmq_msg_size(&part) >= sizeof(event))
+            memcpy(&event, zmq_msg_data(&part), sizeof(event));
+        for (more = zmq_msg_more(&part); more; more = zmq_msg_more(&part)) {
+            zmq_msg_close(&part);
+            zmq_msg_init(&part);
+            if (zmq_msg_recv(&part, s, ZMQ_DONTWAIT) < 0)
+                break;
+        }
+        zmq_msg_close(&part);
+        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+            proc->stdin_connected = 1;
+            kmgr_kernel_on_stdin_connected(proc->kernel);
+            return;
+        }
+    }
 }
 
 /* Receives one multipart message into `frames`. Returns 1 (got one), 0 (nothing), -1 (dropped). */

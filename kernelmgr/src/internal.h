@@ -88,6 +88,13 @@ struct st_kmgr_proc_t {
     void *sockets[WIRE_CHANNEL_COUNT];
     void *watches[WIRE_CHANNEL_COUNT];
     kmgr_chan_t chans[WIRE_CHANNEL_COUNT];
+    /* A ROUTER drops messages for a peer whose handshake it has not seen, so an input_request sent
+     * before our stdin DEALER finished (re)connecting is lost and the kernel waits forever. A
+     * monitor of the stdin socket (a PAIR, channel WIRE_CHANNEL_COUNT) tells when it has. */
+    void *monitor;
+    void *monitor_watch;
+    kmgr_chan_t monitor_chan;
+    int stdin_connected;
     /* Messages dropped because they failed to verify or decode; logged once. */
     uint64_t dropped;
     /* Set by a send: the sockets must be drained again from run_pending. */
@@ -114,12 +121,14 @@ void kmgr_rmtree(const char *path);
 
 /* ---- channels.c: the five ZMQ sockets of an incarnation ---- */
 
-/** Opens and connects the five sockets and starts watching them. Returns 0 or KMGR_EZMQ. */
+/** Opens and connects the five sockets (and the stdin monitor) and watches them. Returns 0 or KMGR_EZMQ. */
 int kmgr_channels_open(kmgr_proc_t *proc);
 /** Stops watching and closes every socket (keep_control: leave the control socket open, unwatched). */
 void kmgr_channels_close(kmgr_proc_t *proc, int keep_control);
 /** Signs and sends `msg` on `channel` (no-op if that socket is closed). Returns 0 or KMGR_EZMQ. */
 int kmgr_channels_send(kmgr_proc_t *proc, wire_channel_t channel, const wire_msg_t *msg);
+/** Reads stdin monitor events; calls kmgr_kernel_on_stdin_connected once the handshake is done. */
+void kmgr_channels_drain_monitor(kmgr_proc_t *proc);
 /** Sends a heartbeat ping. */
 void kmgr_channels_ping(kmgr_proc_t *proc);
 /**
@@ -134,6 +143,8 @@ int kmgr_channels_drain(kmgr_proc_t *proc, wire_channel_t channel);
 
 /** A decoded message from the kernel's current incarnation (`msg` owned by the callee). */
 void kmgr_kernel_on_message(kmgr_kernel_t *kernel, wire_channel_t channel, wire_msg_t *msg);
+/** The stdin channel finished its handshake (readiness waits for it). */
+void kmgr_kernel_on_stdin_connected(kmgr_kernel_t *kernel);
 /** A heartbeat answer arrived. */
 void kmgr_kernel_on_pong(kmgr_kernel_t *kernel);
 /** An incremented generation means the drain must stop (restart, death, destroy). */

@@ -264,7 +264,8 @@ static void maybe_ready(kmgr_kernel_t *k)
     kmgr_link_t *link;
     uint64_t now;
 
-    if ((k->state != KMGR_KERNEL_STARTING && k->state != KMGR_KERNEL_RESTARTING) || !k->got_info_reply || !k->got_iopub)
+    if ((k->state != KMGR_KERNEL_STARTING && k->state != KMGR_KERNEL_RESTARTING) || !k->got_info_reply || !k->got_iopub ||
+        !k->proc->stdin_connected)
         return;
     now = kmgr_now_ms();
     k->state = KMGR_KERNEL_IDLE;
@@ -577,6 +578,12 @@ void kmgr_kernel_on_message(kmgr_kernel_t *k, wire_channel_t channel, wire_msg_t
             goto Exit;
         json_decref(req->input_header);
         req->input_header = json_incref(msg->header);
+        /* Nobody will answer a cancelled request, and the kernel would wait for input forever,
+         * wedging every later request: give it an empty line. */
+        if (req->cb == NULL) {
+            kmgr_request_input_reply(req, "");
+            break;
+        }
         deliver(req, KMGR_REQ_INPUT, msg, 0);
         break;
     default:
@@ -585,6 +592,13 @@ void kmgr_kernel_on_message(kmgr_kernel_t *k, wire_channel_t channel, wire_msg_t
     }
 Exit:
     wire_msg_destroy(msg);
+}
+
+void kmgr_kernel_on_stdin_connected(kmgr_kernel_t *k)
+{
+    flush_deferred(k);
+    if (!k->destroyed)
+        maybe_ready(k);
 }
 
 void kmgr_kernel_on_pong(kmgr_kernel_t *k)
@@ -604,6 +618,9 @@ static void drain_all(kmgr_kernel_t *k)
     int more = 0;
 
     proc->redrain = 0;
+    kmgr_channels_drain_monitor(proc);
+    if (k->generation != generation)
+        return;
     for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i) {
         more |= kmgr_channels_drain(proc, (wire_channel_t)i);
         if (k->generation != generation)

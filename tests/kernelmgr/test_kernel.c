@@ -323,3 +323,24 @@ Test(kernel, cancel_and_destroy_from_inside_callbacks)
     kt_rec_dispose(&c);
     kt_rec_dispose(&d);
 }
+
+Test(kernel, cancelled_input_request_gets_an_empty_line)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(NULL, &st);
+    kmgr_execute_options_t opts = {.store_history = 1, .allow_stdin = 1, .stop_on_error = 1};
+    kmgr_request_t *req;
+    kt_rec_t a, b;
+
+    kt_rec_init(&a);
+    kt_rec_init(&b);
+    cr_assert_eq(kmgr_kernel_execute(k, "x = input('?')", &opts, kt_on_req, &a, &req), 0);
+    kmgr_request_cancel(req);
+    cr_assert_eq(kt_execute(k, "len(x)", &b), 0);
+    cr_assert(kt_wait_rec(&b, 10000), "the kernel is not left waiting for input");
+    cr_expect_str_eq(kt_result_text(&b), "0");
+    cr_expect_eq(a.n_iopub + a.n_input + a.n_reply + a.n_done + a.n_failed, 0);
+    kt_rec_dispose(&a);
+    kt_rec_dispose(&b);
+    kmgr_kernel_destroy(k);
+}

@@ -12,8 +12,9 @@ typedef struct st_kmgr_kernel_t kmgr_kernel_t;
 typedef struct st_kmgr_request_t kmgr_request_t;
 
 /**
- * Kernel states. STARTING: spawned, not yet ready (ready = kernel_info_reply received and an iopub
- * message received, proving the SUB subscription is live). IDLE/BUSY: follow iopub execution_state
+ * Kernel states. STARTING: spawned, not yet ready (ready = kernel_info_reply received, an iopub
+ * message received, proving the SUB subscription is live, and the stdin channel connected, so that
+ * an input_request cannot be lost). IDLE/BUSY: follow iopub execution_state
  * of any request. RESTARTING: kmgr_kernel_restart in progress. DEAD: the process exited, stopped
  * answering heartbeats, or failed to start; see kmgr_kernel_exit_reason.
  */
@@ -148,7 +149,8 @@ int kmgr_request_input_reply(kmgr_request_t *req, const char *value);
 /**
  * Detaches the caller: no callback is called for `req` any more. The request itself lives on
  * inside kernelmgr until the kernel finishes it (so later messages still find their owner and are
- * dropped). The handle is invalid on return.
+ * dropped). The handle is invalid on return. An input_request that later arrives for it is answered
+ * with an empty line, so that the kernel does not wait for input forever.
  */
 void kmgr_request_cancel(kmgr_request_t *req);
 
