@@ -60,6 +60,7 @@ int main(int argc, char **argv)
     while (!gw_server_is_drained(&server) && kmgr_now_ms() < deadline)
         h2o_evloop_run(loop, 50);
     gw_server_dispose(&server);
+    h2o_evloop_destroy(loop);
     fprintf(stderr, "kgate: stopped\n");
     gw_config_dispose(&config);
     return 0;

@@ -195,4 +195,17 @@ void gw_server_dispose(gw_server_t *server)
     kmgr_kernelspecs_dispose(&server->specs);
     json_decref(server->language_info);
     server->language_info = NULL;
+    /* h2o's own state last: nothing of ours references its loop, timeouts or pools any more */
+    if (h2o_timeout_is_linked(&server->tick_entry))
+        h2o_timeout_unlink(&server->tick_entry);
+    if (h2o_timeout_is_linked(&server->kmgr_pending_entry))
+        h2o_timeout_unlink(&server->kmgr_pending_entry);
+    h2o_timeout_dispose(server->ctx.loop, &server->zero_timeout);
+    h2o_timeout_dispose(server->ctx.loop, &server->tick_timeout);
+    h2o_timeout_dispose(server->ctx.loop, &server->ping_timeout);
+    h2o_context_dispose(&server->ctx);
+    /* h2o 2.2.5's h2o_multithread_destroy_queue (called by h2o_context_dispose) frees the queue
+     * only under libuv: with evloop the struct itself is left to us */
+    free(server->ctx.queue);
+    h2o_config_dispose(&server->globalconf);
 }
