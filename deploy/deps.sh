@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # deploy/deps.sh: installs the Debian 12 packages kgate needs that are missing (a no-op when all are there).
 #
-# Usage: deploy/deps.sh [--with-r] [--with-bench] [--with-sandbox] [--with-shellcheck] [--dry-run]
+# Usage: deploy/deps.sh [--with-r] [--with-bench] [--with-sandbox] [--with-shellcheck] [--no-tslab] [--dry-run]
 # Needs root (or sudo) only when something is missing. Runs `apt-get update` at most once.
+# Also installs the tslab kernel (JavaScript, TypeScript) from npm into $KGATE_TSLAB_DIR
+# (default /usr/local/lib/kgate/tslab), pinned by kernels/tslab/package-lock.json.
 set -euo pipefail
 
 # What building kgate needs. pkg-config modules, not CMake configs: none of the -dev packages
@@ -11,11 +13,14 @@ set -euo pipefail
 build_pkgs=(cmake pkg-config gcc libc6-dev make libzmq3-dev libsodium-dev libjansson-dev libh2o-evloop-dev libssl-dev)
 # What the test suite needs: Criterion, a real Python kernel for /usr/bin/python3, curl for the
 # e2e tests, clang-format for the lint label.
-test_pkgs=(libcriterion-dev python3-ipykernel python3-jupyter-client curl clang-format)
+test_pkgs=(libcriterion-dev python3-ipykernel python3-jupyter-client python3-jupyter-kernel-test curl clang-format)
 
 # Optional groups: add a flag here and its packages to `groups` below.
 optional_pkgs=()
 dry_run=0
+with_tslab=1
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+tslab_dir=${KGATE_TSLAB_DIR:-/usr/local/lib/kgate/tslab}
 usage() {
     sed -n '4,5s/^# \{0,1\}//p' "$0"
 }
@@ -25,6 +30,7 @@ while [[ $# -gt 0 ]]; do
     --with-bench) optional_pkgs+=(wrk python3-jupyter-server) ;; # load generator; the server we compare with
     --with-sandbox) optional_pkgs+=(bubblewrap) ;;       # kernels without network (PLATFORM.md)
     --with-shellcheck) optional_pkgs+=(shellcheck) ;;    # lints deploy/*.sh and .ci/run
+    --no-tslab) with_tslab=0 ;;                           # no JavaScript/TypeScript kernel
     --dry-run) dry_run=1 ;;
     -h | --help)
         usage
@@ -40,6 +46,10 @@ while [[ $# -gt 0 ]]; do
 done
 
 wanted=("${build_pkgs[@]}" "${test_pkgs[@]}" "${optional_pkgs[@]}")
+# tslab needs node and npm; the machine image may have its own (not Debian's): use those if so.
+if [[ $with_tslab -eq 1 ]] && ! { command -v node && command -v npm; } >/dev/null 2>&1; then
+    wanted+=(nodejs npm)
+fi
 
 # One dpkg-query for all packages keeps the all-present case fast (well under a second). A
 # package dpkg has never heard of is absent from its output (and makes it exit 1), so check
@@ -57,27 +67,49 @@ for pkg in "${wanted[@]}"; do
     fi
 done
 
-if [[ ${#missing[@]} -eq 0 ]]; then
-    exit 0
-fi
-
-if [[ $dry_run -eq 1 ]]; then
-    echo "deps.sh: would install: ${missing[*]}"
-    exit 0
-fi
-echo "deps.sh: installing: ${missing[*]}" >&2
-
-sudo=()
-if [[ $(id -u) -ne 0 ]]; then
-    if command -v sudo >/dev/null 2>&1; then
-        sudo=(sudo)
-    else
-        echo "deps.sh: missing packages and not root (no sudo): ${missing[*]}" >&2
-        exit 1
+install_packages() {
+    if [[ ${#missing[@]} -eq 0 ]]; then
+        return 0
     fi
-fi
+    if [[ $dry_run -eq 1 ]]; then
+        echo "deps.sh: would install: ${missing[*]}"
+        return 0
+    fi
+    echo "deps.sh: installing: ${missing[*]}" >&2
 
-export DEBIAN_FRONTEND=noninteractive
-# stdin from /dev/null: CI has no terminal, and nothing here may wait for an answer.
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
+    sudo=()
+    if [[ $(id -u) -ne 0 ]]; then
+        if command -v sudo >/dev/null 2>&1; then
+            sudo=(sudo)
+        else
+            echo "deps.sh: missing packages and not root (no sudo): ${missing[*]}" >&2
+            exit 1
+        fi
+    fi
+
+    # stdin from /dev/null: CI has no terminal, and nothing here may wait for an answer.
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
+}
+
+# tslab from npm, pinned by the lock file; skipped when the installed lock is the same.
+install_tslab() {
+    local src=$repo/kernels/tslab
+    if [[ $with_tslab -eq 0 ]]; then
+        return 0
+    fi
+    if [[ -x $tslab_dir/node_modules/.bin/tslab ]] && cmp -s "$src/package-lock.json" "$tslab_dir/package-lock.json"; then
+        return 0
+    fi
+    if [[ $dry_run -eq 1 ]]; then
+        echo "deps.sh: would install tslab into $tslab_dir"
+        return 0
+    fi
+    echo "deps.sh: installing tslab (npm) into $tslab_dir" >&2
+    mkdir -p "$tslab_dir"
+    cp "$src/package.json" "$src/package-lock.json" "$tslab_dir/"
+    (cd "$tslab_dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
+}
+
+install_packages
+install_tslab
