@@ -190,6 +190,8 @@ void kmgr_channels_drain_monitor(kmgr_proc_t *proc)
         zmq_msg_close(&part);
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
             proc->stdin_connected = 1;
+            /* Later reconnects need no notice; do not let their events pile up unread. */
+            zmq_socket_monitor(proc->sockets[WIRE_CHANNEL_STDIN], NULL, 0);
             kmgr_kernel_on_stdin_connected(proc->kernel);
             return;
         }

@@ -59,6 +59,10 @@ void kt_on_state(kmgr_kernel_t *kernel, void *data)
         st->log[st->n++] = state;
     if (state == KMGR_KERNEL_DEAD && st->destroy_on_dead)
         kmgr_kernel_destroy(kernel);
+    if (state == KMGR_KERNEL_DEAD && st->restart_on_dead) {
+        st->restart_on_dead = 0;
+        kmgr_kernel_restart(kernel);
+    }
 }
 
 int kt_states_saw(const kt_states_t *st, kmgr_kernel_state_t state)

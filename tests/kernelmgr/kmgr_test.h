@@ -27,6 +27,7 @@ typedef struct st_kt_states_t {
     kmgr_kernel_state_t log[256];
     size_t n;
     int destroy_on_dead; /* destroy the kernel from inside the DEAD notice */
+    int restart_on_dead; /* restart it from inside the DEAD notice (once) */
 } kt_states_t;
 void kt_on_state(kmgr_kernel_t *kernel, void *data);
 int kt_states_saw(const kt_states_t *st, kmgr_kernel_state_t state);

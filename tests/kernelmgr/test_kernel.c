@@ -1,7 +1,9 @@
 /* tests/kernelmgr/test_kernel.c: a real ipykernel: readiness, execute, routing, interrupt, stdin. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <criterion/criterion.h>
 #include "wire/connfile.h"
 #include "kmgr/errors.h"
@@ -342,5 +344,61 @@ Test(kernel, cancelled_input_request_gets_an_empty_line)
     cr_expect_eq(a.n_iopub + a.n_input + a.n_reply + a.n_done + a.n_failed, 0);
     kt_rec_dispose(&a);
     kt_rec_dispose(&b);
+    kmgr_kernel_destroy(k);
+}
+
+Test(kernel, environment_cwd_and_argv_substitution)
+{
+    kmgr_kernelspec_t *spec;
+    kt_states_t st = {0};
+    kmgr_kernel_options_t opts = {.on_state = kt_on_state, .data = &st, .cwd = "/tmp"};
+    kmgr_kernel_t *k;
+    kt_rec_t rec;
+    char want[1024], *dir;
+
+    cr_assert_eq(kmgr_kernelspec_load("python3", kt.python->resource_dir, &spec), 0);
+    spec->env = json_pack("{s:s, s:s}", "KGATE_SPEC_VAR", "spec", "KGATE_BOTH", "spec");
+    /* {resource_dir} is substituted too: pass it through as an argument ipykernel ignores. */
+    spec->argv = realloc(spec->argv, (spec->argc + 2) * sizeof(char *));
+    spec->argv[spec->argc++] = strdup("--KernelApp.name={resource_dir}");
+    spec->argv[spec->argc] = NULL;
+    opts.spec = spec;
+    opts.env = json_pack("{s:s}", "KGATE_BOTH", "opts");
+    cr_assert_eq(kmgr_kernel_start(kt.mgr, &opts, &k), 0);
+    json_decref(opts.env); /* borrowed by start only */
+    cr_assert(kt_wait_state(k, KMGR_KERNEL_IDLE, 30000));
+    kt_rec_init(&rec);
+    cr_assert_eq(kt_execute(k,
+                            "import os, sys; print(os.environ['KGATE_SPEC_VAR'], os.environ['KGATE_BOTH'], os.getcwd(), "
+                            "os.environ['JPY_PARENT_PID'], os.environ['IPYTHONDIR'], sys.stdin.read(), sep='|')",
+                            &rec),
+                 0);
+    cr_assert(kt_wait_rec(&rec, 10000));
+    dir = strdup(kmgr_kernel_connection_file(k));
+    *strrchr(dir, '/') = '\0';
+    snprintf(want, sizeof(want), "spec|opts|/tmp|%d|%s/ipython|\n", (int)getpid(), dir);
+    cr_expect_str_eq(rec.out, want);
+    free(dir);
+    kt_rec_dispose(&rec);
+    kt_teardown(); /* the kernel borrows the spec */
+    kmgr_kernelspec_destroy(spec);
+}
+
+Test(kernel, generic_shell_request)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(NULL, &st);
+    kt_rec_t rec;
+
+    kt_rec_init(&rec);
+    cr_assert_eq(kmgr_kernel_request(k, "complete_request", json_pack("{s:s, s:i}", "code", "impo", "cursor_pos", 4), kt_on_req,
+                                     &rec, &rec.req),
+                 0);
+    cr_assert(kt_wait_rec(&rec, 10000));
+    cr_expect_eq(rec.n_done, 1);
+    cr_expect_eq(rec.n_reply, 1);
+    cr_expect_str_eq(json_string_value(json_object_get(rec.reply, "status")), "ok");
+    cr_expect_str_eq(json_string_value(json_array_get(json_object_get(rec.reply, "matches"), 0)), "import");
+    kt_rec_dispose(&rec);
     kmgr_kernel_destroy(k);
 }

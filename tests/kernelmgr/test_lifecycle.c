@@ -171,7 +171,6 @@ Test(lifecycle, restart_gives_a_fresh_namespace)
     cr_assert_eq(kt_execute(k, "x", &b), 0);
     cr_assert(kt_wait_rec(&b, 10000));
     cr_expect_str_eq(json_string_value(json_object_get(kt_iopub(&b, "error"), "ename")), "NameError");
-    cr_expect(poll_loop_run_until(kt.loop, (int (*)(void *))kt_rec_finished, &b, 1)); /* still finished */
     cr_expect_eq(kmgr_manager_num_processes(kt.mgr), 1 + kt_pid_alive(old));
     kt_rec_dispose(&a);
     kt_rec_dispose(&pending);
@@ -305,4 +304,45 @@ Test(lifecycle, startup_timeout_is_dead_and_killed)
     kmgr_kernel_destroy(k);
     kt_teardown();
     kmgr_kernelspec_destroy(spec);
+}
+
+Test(lifecycle, busy_kernel_keeps_answering_heartbeats)
+{
+    kt_teardown();
+    kmgr_config_t config = {.heartbeat_interval_ms = 100, .heartbeat_timeout_ms = 600};
+    kt_setup_config(&config);
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(NULL, &st);
+    kt_rec_t rec;
+
+    kt_rec_init(&rec);
+    /* Pure Python holding the GIL for 2 s: ipykernel's heartbeat is a C-level echo device. */
+    cr_assert_eq(kt_execute(k, "import time\nt = time.time()\nwhile time.time() - t < 2: pass", &rec), 0);
+    cr_assert(kt_wait_rec(&rec, 10000));
+    cr_expect_eq(rec.n_done, 1);
+    cr_expect(!kt_states_saw(&st, KMGR_KERNEL_DEAD));
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
+static int kt_states_saw_dead(void *arg)
+{
+    return kt_states_saw(arg, KMGR_KERNEL_DEAD);
+}
+
+Test(lifecycle, restart_from_the_dead_notice)
+{
+    kt_states_t st = {.restart_on_dead = 1};
+    kmgr_kernel_t *k = kt_start_ready(NULL, &st);
+    kt_rec_t rec;
+
+    kt_rec_init(&rec);
+    cr_assert_eq(kill(kmgr_kernel_pid(k), SIGKILL), 0);
+    cr_assert(poll_loop_run_until(kt.loop, kt_states_saw_dead, &st, 5000));
+    cr_assert(kt_wait_state(k, KMGR_KERNEL_IDLE, 30000));
+    cr_assert_eq(kt_execute(k, "'back'", &rec), 0);
+    cr_assert(kt_wait_rec(&rec, 10000));
+    cr_expect_str_eq(kt_result_text(&rec), "'back'");
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
 }
