@@ -204,3 +204,18 @@ int kt_pid_alive(pid_t pid)
 {
     return kill(pid, 0) == 0 || errno != ESRCH;
 }
+
+kmgr_kernelspec_t *kt_fake_spec(const char *const *argv, size_t argc)
+{
+    kmgr_kernelspec_t *spec = wire_calloc(1, sizeof(*spec));
+
+    spec->name = wire_strdup("fake");
+    spec->resource_dir = wire_strdup("/");
+    spec->display_name = wire_strdup("fake");
+    spec->language = wire_strdup("fake");
+    spec->argc = argc;
+    spec->argv = wire_calloc(argc + 1, sizeof(char *));
+    for (size_t i = 0; i != argc; ++i)
+        spec->argv[i] = wire_strdup(argv[i]);
+    return spec;
+}

@@ -32,6 +32,9 @@ typedef struct st_kt_states_t {
 void kt_on_state(kmgr_kernel_t *kernel, void *data);
 int kt_states_saw(const kt_states_t *st, kmgr_kernel_state_t state);
 
+/** A spec of our own making ("fake") running `argv` (release with kmgr_kernelspec_destroy). */
+kmgr_kernelspec_t *kt_fake_spec(const char *const *argv, size_t argc);
+
 /** Starts a kernel of `spec` (NULL: python3) and waits (30 s) until it is IDLE. */
 kmgr_kernel_t *kt_start_ready(const kmgr_kernelspec_t *spec, kt_states_t *st);
 

@@ -200,22 +200,6 @@ Test(lifecycle, restart_a_dead_kernel)
     kmgr_kernel_destroy(k);
 }
 
-/* A spec of our own making, with `argv`. */
-static kmgr_kernelspec_t *fake_spec(const char *const *argv, size_t argc)
-{
-    kmgr_kernelspec_t *spec = wire_calloc(1, sizeof(*spec));
-
-    spec->name = wire_strdup("fake");
-    spec->resource_dir = wire_strdup("/");
-    spec->display_name = wire_strdup("fake");
-    spec->language = wire_strdup("fake");
-    spec->argc = argc;
-    spec->argv = wire_calloc(argc + 1, sizeof(char *));
-    for (size_t i = 0; i != argc; ++i)
-        spec->argv[i] = wire_strdup(argv[i]);
-    return spec;
-}
-
 static size_t runtime_entries(void)
 {
     char cmd[600];
@@ -235,7 +219,7 @@ Test(lifecycle, nonexistent_program_is_espawn)
 {
     static const char *const abs_argv[] = {"/nonexistent/kgate-no-such-kernel", "-f", "{connection_file}"};
     static const char *const rel_argv[] = {"kgate-no-such-kernel-program", "-f", "{connection_file}"};
-    kmgr_kernelspec_t *s1 = fake_spec(abs_argv, 3), *s2 = fake_spec(rel_argv, 3);
+    kmgr_kernelspec_t *s1 = kt_fake_spec(abs_argv, 3), *s2 = kt_fake_spec(rel_argv, 3);
     kmgr_kernel_options_t opts = {.spec = s1};
     kmgr_kernel_t *k = NULL;
 
@@ -262,7 +246,7 @@ Test(lifecycle, bad_cwd_is_espawn)
 Test(lifecycle, program_that_exits_is_dead_with_reason)
 {
     static const char *const argv[] = {"/bin/sh", "-c", "echo '{connection_file}' >&2; exit 7"};
-    kmgr_kernelspec_t *spec = fake_spec(argv, 3);
+    kmgr_kernelspec_t *spec = kt_fake_spec(argv, 3);
     kt_states_t st = {0};
     kmgr_kernel_options_t opts = {.spec = spec, .on_state = kt_on_state, .data = &st};
     kmgr_kernel_t *k;
@@ -289,7 +273,7 @@ Test(lifecycle, startup_timeout_is_dead_and_killed)
     kmgr_config_t config = {.startup_timeout_ms = 700};
     kt_setup_config(&config);
     static const char *const argv[] = {"/bin/sleep", "30"};
-    kmgr_kernelspec_t *spec = fake_spec(argv, 2);
+    kmgr_kernelspec_t *spec = kt_fake_spec(argv, 2);
     kt_states_t st = {0};
     kmgr_kernel_options_t opts = {.spec = spec, .on_state = kt_on_state, .data = &st};
     kmgr_kernel_t *k;

@@ -1,0 +1,59 @@
+# tests/kernelmgr/fake_kernel.py: a scripted Jupyter kernel for kernelmgr tests (forged messages,
+# reply/idle order). Usage: /usr/bin/python3 fake_kernel.py CONNECTION_FILE
+import json
+import sys
+
+import zmq
+from jupyter_client.session import Session
+
+cfg = json.load(open(sys.argv[1]))
+ctx = zmq.Context()
+
+
+def bind(kind, name):
+    s = ctx.socket(kind)
+    s.bind("ipc://%s-%d" % (cfg["ip"], cfg[name + "_port"]))
+    return s
+
+
+shell = bind(zmq.ROUTER, "shell")
+iopub = bind(zmq.PUB, "iopub")
+stdin = bind(zmq.ROUTER, "stdin")
+control = bind(zmq.ROUTER, "control")
+hb = bind(zmq.ROUTER, "hb")
+good = Session(key=cfg["key"].encode(), signature_scheme="hmac-sha256")
+forger = Session(key=b"not the key", signature_scheme="hmac-sha256")
+poller = zmq.Poller()
+for s in (shell, control, hb):
+    poller.register(s, zmq.POLLIN)
+
+while True:
+    for s, _ in poller.poll():
+        if s is hb:
+            hb.send_multipart(hb.recv_multipart())
+            continue
+        idents, parts = good.feed_identities(s.recv_multipart())
+        msg = good.deserialize(parts)
+        kind = msg["header"]["msg_type"]
+        if s is control:
+            if kind == "shutdown_request":
+                good.send(control, "shutdown_reply", {"status": "ok", "restart": False}, parent=msg, ident=idents)
+                sys.exit(0)
+            continue
+        good.send(iopub, "status", {"execution_state": "busy"}, parent=msg)
+        if kind == "kernel_info_request":
+            good.send(shell, "kernel_info_reply",
+                      {"status": "ok", "protocol_version": "5.3", "implementation": "fake",
+                       "language_info": {"name": "fake"}}, parent=msg, ident=idents)
+        elif kind == "execute_request":
+            code = msg["content"]["code"]
+            # A message signed with the wrong key: the client must drop it.
+            forger.send(iopub, "stream", {"name": "stdout", "text": "forged\n"}, parent=msg)
+            good.send(iopub, "stream", {"name": "stdout", "text": "genuine\n"}, parent=msg)
+            reply = {"status": "ok", "execution_count": 1, "user_expressions": {}}
+            if code == "idle-first":
+                good.send(iopub, "status", {"execution_state": "idle"}, parent=msg)
+                good.send(shell, "execute_reply", reply, parent=msg, ident=idents)
+                continue
+            good.send(shell, "execute_reply", reply, parent=msg, ident=idents)
+        good.send(iopub, "status", {"execution_state": "idle"}, parent=msg)
