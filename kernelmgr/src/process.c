@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -132,15 +135,55 @@ static char *find_program(const char *prog, const char *path)
     return found;
 }
 
+/*
+ * Five free loopback ports, for kernels that cannot speak ipc. Holding all five sockets open at
+ * once makes them distinct; the kernel binds them a moment later, which is racy the way every
+ * Jupyter client's port choice is (PLATFORM.md) — hence ipc wherever a kernel allows it.
+ */
+static int pick_tcp_ports(int ports[WIRE_CHANNEL_COUNT])
+{
+    int fds[WIRE_CHANNEL_COUNT], i, ret = 0;
+
+    for (i = 0; i != WIRE_CHANNEL_COUNT; ++i) {
+        struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t len = sizeof(sin);
+        if ((fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 || bind(fds[i], (struct sockaddr *)&sin, len) != 0 ||
+            getsockname(fds[i], (struct sockaddr *)&sin, &len) != 0) {
+            ret = KMGR_EIO;
+            ++i;
+            break;
+        }
+        ports[i] = ntohs(sin.sin_port);
+    }
+    while (i-- > 0)
+        if (fds[i] != -1)
+            close(fds[i]);
+    return ret;
+}
+
+/* The transport a spec asks for in metadata.kgate.transport ("ipc" unless it says "tcp"). */
+static int spec_wants_tcp(const kmgr_kernelspec_t *spec)
+{
+    const char *transport = json_string_value(json_object_get(json_object_get(spec->metadata, "kgate"), "transport"));
+    return transport != NULL && strcmp(transport, "tcp") == 0;
+}
+
 static int write_connection(kmgr_proc_t *proc, const kmgr_kernelspec_t *spec)
 {
     char key[2 * 32 + 1];
 
+    if (spec_wants_tcp(spec)) {
+        proc->conn.transport = wire_strdup("tcp");
+        proc->conn.ip = wire_strdup("127.0.0.1");
+        if (pick_tcp_ports(proc->conn.ports) != 0)
+            return KMGR_EIO;
+    } else {
+        proc->conn.transport = wire_strdup("ipc");
+        proc->conn.ip = path_join(proc->dir, "ch");
+        for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i)
+            proc->conn.ports[i] = i + 1;
+    }
     wire_random_hex(key, 32);
-    proc->conn.transport = wire_strdup("ipc");
-    proc->conn.ip = path_join(proc->dir, "ch");
-    for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i)
-        proc->conn.ports[i] = i + 1;
     proc->conn.key = wire_strdup(key);
     sodium_memzero(key, sizeof(key));
     proc->conn.signature_scheme = wire_strdup("hmac-sha256");

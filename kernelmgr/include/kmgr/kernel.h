@@ -47,7 +47,8 @@ typedef struct st_kmgr_kernel_options_t {
 
 /**
  * Spawns a kernel: creates its private directory under the runtime dir (connection file mode 0600
- * with a fresh random key, ipc transport, a private IPYTHONDIR so kernels never share a history
+ * with a fresh random key, ipc transport (TCP on 127.0.0.1 for a spec whose metadata.kgate.transport
+ * is "tcp": kernels that build endpoints as ip:port), a private IPYTHONDIR so kernels never share a history
  * database), substitutes {connection_file} in argv, applies env, starts the process in its own
  * session (setsid), connects the five channels and begins the readiness handshake. Returns 0 and
  * stores the kernel (state STARTING) in `*out`, or KMGR_ESPAWN / KMGR_EZMQ / KMGR_EIO with nothing
