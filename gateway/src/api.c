@@ -10,6 +10,18 @@ static const gw_route_t routes[] = {
     {"GET", "/healthz", gw_api_health, 1},
     {"GET", "/readyz", gw_api_ready, 1},
     {"GET", "/ping", gw_api_ping, 0},
+    {"GET", "/files/info", gw_api_files_info, 0},
+    {"DELETE", "/files", gw_api_files_delete, 0},
+    {"POST", "/files/permissions", gw_api_files_permissions, 0},
+    {"POST", "/files/mv", gw_api_files_mv, 0},
+    {"GET", "/files/search", gw_api_files_search, 0},
+    {"POST", "/files/replace", gw_api_files_replace, 0},
+    {"POST", "/files/upload", gw_api_files_upload, 0},
+    {"GET", "/files/download", gw_api_files_download, 0},
+    {"GET", "/directories/list", gw_api_directories_list, 0},
+    {"POST", "/directories", gw_api_directories_create, 0},
+    {"DELETE", "/directories", gw_api_directories_delete, 0},
+    {"POST", "/editor", gw_api_editor, 0},
     {"GET", "/code/languages", gw_api_languages, 0},
     {"POST", "/code/context", gw_api_context_create, 0},
     {"GET", "/code/contexts", gw_api_context_list, 0},
@@ -45,6 +57,12 @@ void gw_api_handle(gw_server_t *server, h2o_req_t *req)
     }
     if (!route->is_public && !gw_auth_check(req, server->config->access_token)) {
         gw_send_error(req, GW_ERR_UNAUTHORIZED, "a valid access token is required (X-EXECD-ACCESS-TOKEN or Authorization: Bearer)");
+        return;
+    }
+    /* h2o's global limit admits uploads (--max-upload-bytes); every other route keeps --max-body-bytes */
+    if (req->entity.len > server->config->max_body_bytes && route->handler != gw_api_files_upload) {
+        gw_send_error(req, GW_ERR_PAYLOAD_TOO_LARGE, "the request body exceeds %zu bytes (--max-body-bytes)",
+                      server->config->max_body_bytes);
         return;
     }
     route->handler(server, req, &params);

@@ -17,6 +17,7 @@ enum {
     OPT_ALLOW_REMOTE,
     OPT_KEEP_ANSI,
     OPT_SHELL,
+    OPT_WORKSPACE_ROOT,
     OPT_HELP,
     OPT_VERSION,
 #define GW_XX_OPT(field, type, def, opt, help) OPT_LIMIT_##field,
@@ -46,6 +47,7 @@ void gw_config_dispose(gw_config_t *config)
     free(config->kernel_paths);
     free(config->runtime_dir);
     free(config->shell);
+    free(config->workspace_root);
     memset(config, 0, sizeof(*config));
 }
 
@@ -63,7 +65,9 @@ static void usage(FILE *fp)
                 "  --runtime-dir DIR           where connection files and per-kernel state live (default: a new\n"
                 "                              temporary directory, removed at exit)\n"
                 "  --keep-ansi                 keep ANSI colour codes in tracebacks\n"
-                "  --shell PATH                shell for stateless runs (default /bin/bash)\n");
+                "  --shell PATH                shell for stateless runs (default /bin/bash)\n"
+                "  --workspace-root DIR        files and editor routes work beneath DIR (default: the current\n"
+                "                              directory at start)\n");
 #define GW_XX_USAGE(field, type, def, opt, help)                                                                                   \
     fprintf(fp, "  --%-26s %s (default %llu)\n", opt " N", help, (unsigned long long)(def));
     GW_LIMITS_MAP(GW_XX_USAGE)
@@ -138,6 +142,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         {"allow-remote-without-token", no_argument, NULL, OPT_ALLOW_REMOTE},
         {"keep-ansi", no_argument, NULL, OPT_KEEP_ANSI},
         {"shell", required_argument, NULL, OPT_SHELL},
+        {"workspace-root", required_argument, NULL, OPT_WORKSPACE_ROOT},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
 #define GW_XX_LONGOPT(field, type, def, opt, help) {opt, required_argument, NULL, OPT_LIMIT_##field},
@@ -190,6 +195,10 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         case OPT_SHELL:
             free(config->shell);
             config->shell = wire_strdup(optarg);
+            break;
+        case OPT_WORKSPACE_ROOT:
+            free(config->workspace_root);
+            config->workspace_root = wire_strdup(optarg);
             break;
         case OPT_HELP:
             usage(out);

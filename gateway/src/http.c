@@ -24,6 +24,8 @@ static const char *reason_phrase(int status)
         return "Bad Request";
     case 401:
         return "Unauthorized";
+    case 403:
+        return "Forbidden";
     case 404:
         return "Not Found";
     case 405:
@@ -34,6 +36,8 @@ static const char *reason_phrase(int status)
         return "Gone";
     case 413:
         return "Payload Too Large";
+    case 416:
+        return "Range Not Satisfiable";
     case 429:
         return "Too Many Requests";
     case 503:

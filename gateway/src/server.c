@@ -11,6 +11,7 @@
 #include "kmgr/errors.h"
 #include "gateway/api.h"
 #include "gateway/context.h"
+#include "gateway/files_api.h"
 #include "gateway/kernel_run.h"
 #include "gateway/kmgr_loop.h"
 #include "gateway/run.h"
@@ -115,7 +116,9 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
 
     h2o_config_init(&server->globalconf);
     server->globalconf.server_name = h2o_iovec_init(H2O_STRLIT("kgate/" GW_VERSION));
-    server->globalconf.max_request_entity_size = config->max_body_bytes;
+    /* global in h2o: the larger of the two; gw_api_handle holds other routes to max_body_bytes */
+    server->globalconf.max_request_entity_size =
+        config->max_upload_bytes > config->max_body_bytes ? config->max_upload_bytes : config->max_body_bytes;
     hostconf = h2o_config_register_host(&server->globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     pathconf = h2o_config_register_path(hostconf, "/", 0);
     handler = (gw_handler_t *)h2o_create_handler(pathconf, sizeof(*handler));
@@ -128,6 +131,8 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     h2o_timeout_init(loop, &server->zero_timeout, 0);
     h2o_timeout_init(loop, &server->tick_timeout, KMGR_TICK_MS);
     h2o_timeout_init(loop, &server->ping_timeout, config->ping_interval_ms);
+    if (gw_files_init(server) != 0)
+        return -1;
 
     kmgr_kernelspecs_discover((const char *const *)config->kernel_paths, config->num_kernel_paths, &server->specs, warn_kernelspec);
     kconfig.runtime_dir = config->runtime_dir;
@@ -192,6 +197,7 @@ void gw_server_dispose(gw_server_t *server)
     kmgr_manager_destroy(server->kmgr);
     server->kmgr = NULL;
     gw_runs_dispose(server);
+    gw_files_dispose(server);
     kmgr_kernelspecs_dispose(&server->specs);
     json_decref(server->language_info);
     server->language_info = NULL;

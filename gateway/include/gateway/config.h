@@ -26,7 +26,13 @@
     XX(ping_interval_ms, unsigned, 5000, "ping-interval-ms", "interval of keep-alive `ping` events on a stream")                   \
     XX(context_idle_ms, unsigned, 3600000, "context-idle-ms", "contexts idle this long are deleted")                               \
     XX(shutdown_grace_ms, unsigned, 2000, "shutdown-grace-ms", "grace before SIGTERM, then before SIGKILL, of a kernel")           \
-    XX(kernel_start_timeout_ms, unsigned, 60000, "kernel-start-timeout-ms", "a kernel not ready by then has failed")
+    XX(kernel_start_timeout_ms, unsigned, 60000, "kernel-start-timeout-ms", "a kernel not ready by then has failed")               \
+    XX(max_upload_bytes, size_t, 1u << 30, "max-upload-bytes", "largest accepted POST /files/upload body")                         \
+    XX(body_mmap_threshold, size_t, 4u << 20, "body-mmap-threshold", "request bodies above this are buffered in a temporary file") \
+    XX(max_edit_file_bytes, size_t, 16u << 20, "max-edit-file-bytes", "largest file the editor and /files/replace load")           \
+    XX(max_undo_depth, unsigned, 10, "max-undo-depth", "versions kept per file for the editor's undo_edit")                        \
+    XX(max_undo_bytes, size_t, 64u << 20, "max-undo-bytes", "bytes of versions kept for undo_edit, all files together")            \
+    XX(max_list_entries, unsigned, 10000, "max-list-entries", "entries returned by /files/search and /directories/list")
 
 typedef struct st_gw_config_t {
     char *listen_host; /* "127.0.0.1", "::1", "0.0.0.0" ... */
@@ -39,6 +45,8 @@ typedef struct st_gw_config_t {
     int keep_ansi;     /* keep ANSI colour codes in tracebacks */
     char *runtime_dir; /* NULL: a fresh temporary directory */
     char *shell;       /* stateless runs: `<shell> -c <code>` */
+    /* files and editor routes: every path lives beneath it; NULL: the current directory at start */
+    char *workspace_root;
 #define GW_XX_FIELD(field, type, def, opt, help) type field;
     GW_LIMITS_MAP(GW_XX_FIELD)
 #undef GW_XX_FIELD

@@ -22,7 +22,22 @@
     XX(TOO_MANY_CONTEXTS, 429)                                                                                                     \
     XX(QUEUE_FULL, 429)                                                                                                            \
     XX(RUNTIME_ERROR, 500)                                                                                                         \
-    XX(KERNEL_UNAVAILABLE, 503)
+    XX(KERNEL_UNAVAILABLE, 503)                                                                                                    \
+    XX(INVALID_PARAMETER, 400)                                                                                                     \
+    XX(INVALID_FILE, 400)                                                                                                          \
+    XX(INVALID_FILE_METADATA, 400)                                                                                                 \
+    XX(INVALID_FILE_CONTENT, 400)                                                                                                  \
+    XX(NOT_A_DIRECTORY, 400)                                                                                                       \
+    XX(IS_A_DIRECTORY, 400)                                                                                                        \
+    XX(NO_MATCH, 400)                                                                                                              \
+    XX(MULTIPLE_MATCHES, 400)                                                                                                      \
+    XX(NO_EDIT_HISTORY, 400)                                                                                                       \
+    XX(PATH_OUTSIDE_WORKSPACE, 403)                                                                                                \
+    XX(PERMISSION_DENIED, 403)                                                                                                     \
+    XX(FILE_NOT_FOUND, 404)                                                                                                        \
+    XX(FILE_EXISTS, 409)                                                                                                           \
+    XX(FILE_TOO_LARGE, 413)                                                                                                        \
+    XX(RANGE_NOT_SATISFIABLE, 416)
 
 typedef enum {
 #define GW_XX_ENUM(name, status) GW_ERR_##name,

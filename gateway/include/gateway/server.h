@@ -18,6 +18,7 @@ struct st_gw_server_t {
     kmgr_manager_t *kmgr;
     kmgr_kernelspecs_t specs;
     gw_translate_opts_t translate;
+    struct st_gw_files_t *files; /* files_api.h: the workspace root, the editor's undo history */
     /* timers: h2o 2.2.5 has one h2o_timeout_t per fixed duration (PLATFORM.md) */
     h2o_timeout_t zero_timeout; /* "later in this loop iteration": deferred work */
     h2o_timeout_t tick_timeout; /* KMGR_TICK_MS: kernel manager and child processes */
