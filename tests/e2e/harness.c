@@ -496,6 +496,26 @@ int e2e_proc_alive(const e2e_proc_t *p)
     return p->starttime == 0 || st == p->starttime;
 }
 
+int64_t e2e_proc_cpu_ms(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    unsigned long long utime, stime;
+    if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+        return -1;
+    long hz = sysconf(_SC_CLK_TCK);
+    return hz > 0 ? (int64_t)((utime + stime) * 1000 / (unsigned long long)hz) : -1;
+}
+
 /* ---- connection ----------------------------------------------------------------------------- */
 
 typedef struct st_conn_t {

@@ -90,6 +90,9 @@ size_t e2e_descendants(pid_t root, e2e_proc_t *out, size_t max);
 /** 1 if that process (same PID and start time; starttime 0 = any) still exists and is not a zombie. */
 int e2e_proc_alive(const e2e_proc_t *p);
 
+/** CPU time (user + system) that process `pid` has used so far, in milliseconds, or -1 if unknown. */
+int64_t e2e_proc_cpu_ms(pid_t pid);
+
 /* ---- HTTP/1.1 client ------------------------------------------------------------------------ */
 
 typedef struct st_e2e_header_t {

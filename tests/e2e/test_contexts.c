@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "checks.h"
 #include "shared.h"
@@ -231,4 +232,25 @@ Test(contexts, default_context_by_language)
     json_decref(py);
     e2e_events_dispose(&a);
     e2e_events_dispose(&b);
+}
+
+Test(contexts, idle_context_costs_no_cpu)
+{
+    char *id = new_context();
+    e2e_events_t evs;
+    run_in(id, NULL, "1+1", &evs);
+    E2E_ASSERT_RUN(&evs, id, E2E_FRAMING_SSE);
+    e2e_events_dispose(&evs);
+    /* kgate with one live, idle context: nothing to do but wait for events. */
+    pid_t pid = e2e_shared()->pid;
+    struct timespec settle = {0, 500 * 1000000L}, window = {2, 0};
+    nanosleep(&settle, NULL);
+    int64_t cpu0 = e2e_proc_cpu_ms(pid), t0 = e2e_now_ms();
+    nanosleep(&window, NULL);
+    int64_t cpu1 = e2e_proc_cpu_ms(pid), t1 = e2e_now_ms();
+    cr_assert(cpu0 >= 0 && cpu1 >= 0, "cannot read kgate's CPU time from /proc/%d/stat", (int)pid);
+    cr_assert(cpu1 - cpu0 <= (t1 - t0) / 10,
+              "kgate used %lld ms of CPU in %lld ms while its only context was idle (expected <= 10%%: a busy loop?)",
+              (long long)(cpu1 - cpu0), (long long)(t1 - t0));
+    free(id);
 }
