@@ -35,6 +35,15 @@ static const gw_route_t routes[] = {
     {"DELETE", "/code/executions/{}", gw_api_execution_cancel, 0},
     {"GET", "/code/executions/{}/events", gw_api_execution_events, 0},
     {"POST", "/code/executions/{}/input", gw_api_execution_input, 0},
+    {"POST", "/command", gw_api_command_run, 0},
+    {"DELETE", "/command", gw_api_command_interrupt, 0},
+    {"GET", "/command/status/{}", gw_api_command_status, 0},
+    {"GET", "/command/{}/logs", gw_api_command_logs, 0},
+    {"POST", "/session", gw_api_session_create, 0},
+    {"POST", "/session/{}/run", gw_api_session_run, 0},
+    {"DELETE", "/session/{}", gw_api_session_delete, 0},
+    {"GET", "/metrics", gw_api_metrics, 0},
+    {"GET", "/metrics/watch", gw_api_metrics_watch, 0},
 };
 
 void gw_api_handle(gw_server_t *server, h2o_req_t *req)

@@ -177,3 +177,11 @@ char *gw_query_param(h2o_req_t *req, const char *name)
     }
     return NULL;
 }
+
+char *gw_path_param(h2o_req_t *req, const gw_route_params_t *params, size_t i)
+{
+    h2o_iovec_t value = params->values[i];
+    char *out = h2o_mem_alloc_pool(&req->pool, value.len + 1);
+
+    return gw_percent_decode(value.base, value.len, out, 0) < 0 ? NULL : out;
+}

@@ -17,6 +17,7 @@ typedef struct st_gw_kernel_run_t {
     unsigned timeout_ms;
     int64_t deadline_ms;       /* 0 while queued */
     int64_t grace_deadline_ms; /* after the timeout's interrupt */
+    json_t *reply_error;       /* the error the shell reply implies, sent at DONE unless iopub carried one */
     unsigned timed_out : 1;
     unsigned restarting : 1;
     unsigned input_pending : 1;
@@ -29,6 +30,7 @@ static void start_next(gw_context_t *ctx);
 static void kernel_run_free(gw_kernel_run_t *krun)
 {
     h2o_linklist_unlink(&krun->link);
+    json_decref(krun->reply_error);
     free(krun->code);
     free(krun);
 }
@@ -86,9 +88,10 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
         gw_run_append(run, event);
         break;
     case KMGR_REQ_REPLY:
-        if ((event = gw_translate_execute_reply(msg, run->saw_error || krun->timed_out, opts, &krun->execution_count)) != NULL) {
-            run->saw_error = 1;
-            gw_run_append(run, event);
+        /* the iopub error may still be on its way (shell and iopub are separate sockets): decide at DONE */
+        if ((event = gw_translate_execute_reply(msg, krun->timed_out, opts, &krun->execution_count)) != NULL) {
+            json_decref(krun->reply_error);
+            krun->reply_error = event;
         }
         break;
     case KMGR_REQ_INPUT:
@@ -109,6 +112,11 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
             append_timeout_error(krun);
             kernel_run_end(krun, "timeout");
         } else {
+            if (krun->reply_error != NULL && !run->saw_error) {
+                run->saw_error = 1;
+                gw_run_append(run, krun->reply_error);
+                krun->reply_error = NULL;
+            }
             kernel_run_end(krun, run->saw_error ? "error" : "ok");
         }
         break;
@@ -131,7 +139,9 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
 static void start_next(gw_context_t *ctx)
 {
     gw_kernel_run_t *krun;
-    kmgr_execute_options_t opts = {.silent = 0, .store_history = 1, .stop_on_error = 1};
+    /* runs are serialised here already; ipykernel's stop_on_error would abort the next run if it
+     * arrived within its abort window after an error */
+    kmgr_execute_options_t opts = {.silent = 0, .store_history = 1, .stop_on_error = 0};
 
     if (h2o_linklist_is_empty(&ctx->runs))
         return;

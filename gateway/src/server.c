@@ -1,6 +1,7 @@
 /* The server: h2o set-up, the listener, timers that drive the kernel manager, and orderly shutdown. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -10,10 +11,12 @@
 #include <unistd.h>
 #include "kmgr/errors.h"
 #include "gateway/api.h"
+#include "gateway/command.h"
 #include "gateway/context.h"
 #include "gateway/files_api.h"
 #include "gateway/kernel_run.h"
 #include "gateway/kmgr_loop.h"
+#include "gateway/metrics.h"
 #include "gateway/run.h"
 #include "gateway/server.h"
 #include "gateway/shell.h"
@@ -87,6 +90,8 @@ static void on_tick(h2o_timeout_entry_t *entry)
 
     kmgr_manager_tick(server->kmgr);
     gw_shell_tick(server);
+    gw_commands_tick(server);
+    gw_metrics_tick(server);
     gw_kernel_runs_tick(server);
     gw_contexts_cull_idle(server);
     gw_runs_collect(server);
@@ -96,6 +101,32 @@ static void on_tick(h2o_timeout_entry_t *entry)
 static void warn_kernelspec(const char *path, const char *why)
 {
     fprintf(stderr, "kgate: skipping kernelspec %s: %s\n", path, why);
+}
+
+/*
+ * Kernelspec directories: --kernel-path ones first, then kgate's own kernels next to the executable
+ * (`<exe dir>/../kernels/share/jupyter/kernels` in a build tree, `<exe dir>/../share/jupyter/kernels`
+ * once installed), so that kgate finds its bash kernel without flags.
+ */
+static void discover_kernelspecs(gw_server_t *server, const gw_config_t *config)
+{
+    static const char *const own[] = {"/../kernels/share/jupyter/kernels", "/../share/jupyter/kernels"};
+    const char *dirs[config->num_kernel_paths + 2];
+    char exe[PATH_MAX], paths[2][PATH_MAX + 64];
+    size_t n = 0, i;
+    ssize_t len;
+
+    for (i = 0; i != config->num_kernel_paths; ++i)
+        dirs[n++] = config->kernel_paths[i];
+    if ((len = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
+        exe[len] = '\0';
+        *strrchr(exe, '/') = '\0';
+        for (i = 0; i != 2; ++i) {
+            snprintf(paths[i], sizeof(paths[i]), "%s%s", exe, own[i]);
+            dirs[n++] = paths[i];
+        }
+    }
+    kmgr_kernelspecs_discover(dirs, n, &server->specs, warn_kernelspec);
 }
 
 int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t *loop)
@@ -113,6 +144,8 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     h2o_linklist_init_anchor(&server->contexts);
     h2o_linklist_init_anchor(&server->shell_runs);
     gw_runs_init(server);
+    gw_commands_init(server);
+    gw_metrics_init(server);
 
     h2o_config_init(&server->globalconf);
     server->globalconf.server_name = h2o_iovec_init(H2O_STRLIT("kgate/" GW_VERSION));
@@ -134,7 +167,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     if (gw_files_init(server) != 0)
         return -1;
 
-    kmgr_kernelspecs_discover((const char *const *)config->kernel_paths, config->num_kernel_paths, &server->specs, warn_kernelspec);
+    discover_kernelspecs(server, config);
     kconfig.runtime_dir = config->runtime_dir;
     kconfig.shutdown_grace_ms = config->shutdown_grace_ms;
     kconfig.startup_timeout_ms = config->kernel_start_timeout_ms;
@@ -183,12 +216,14 @@ void gw_server_begin_shutdown(gw_server_t *server)
         gw_context_destroy(H2O_STRUCT_FROM_MEMBER(gw_context_t, link, server->contexts.next));
     gw_shell_kill_all(server);
     gw_runs_shutdown(server);
+    gw_metrics_shutdown(server);
     kmgr_manager_shutdown_all(server->kmgr);
 }
 
 int gw_server_is_drained(gw_server_t *server)
 {
-    return kmgr_manager_num_processes(server->kmgr) == 0 && h2o_linklist_is_empty(&server->shell_runs);
+    return kmgr_manager_num_processes(server->kmgr) == 0 && h2o_linklist_is_empty(&server->shell_runs) &&
+           gw_metrics_is_drained(server);
 }
 
 void gw_server_dispose(gw_server_t *server)
@@ -197,6 +232,7 @@ void gw_server_dispose(gw_server_t *server)
     kmgr_manager_destroy(server->kmgr);
     server->kmgr = NULL;
     gw_runs_dispose(server);
+    gw_commands_dispose(server);
     gw_files_dispose(server);
     kmgr_kernelspecs_dispose(&server->specs);
     json_decref(server->language_info);

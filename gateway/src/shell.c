@@ -1,6 +1,7 @@
-/* Stateless runs: `bash -c <code>` in a fresh process group, its pipes read inside the event loop. */
+/* Processes run by `<shell> -c` in their own process group, their pipes read inside the event loop. */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "wire/alloc.h"
+#include "gateway/lines.h"
 #include "gateway/server.h"
 #include "gateway/shell.h"
 #include "gateway/translate.h"
@@ -16,20 +18,19 @@
 /* After the shell exits, output still in flight gets this long before the pipes are closed (a
  * background child may hold them open forever). */
 #define SHELL_DRAIN_MS 100
+/* A line longer than this is sent in pieces: no line makes kgate hold more of it. */
+#define SHELL_MAX_LINE (64u << 10)
 
-typedef struct st_gw_shell_t {
-    gw_server_t *server;
-    gw_run_t *run;
-    pid_t pid;
-    h2o_socket_t *pipes[2]; /* stdout, stderr; NULL once closed */
-    int exited;
-    int wait_status;
-    int64_t exited_at_ms;
-    int64_t deadline_ms;
-    unsigned timeout_ms;
-    int timed_out;
-    h2o_linklist_t link; /* in server->shell_runs */
-} gw_shell_t;
+extern char **environ;
+
+/* What the child reports through its status pipe when a set-up step fails before exec. */
+typedef struct st_child_failure_t {
+    int step; /* index into child_steps */
+    int err;
+} child_failure_t;
+
+static const char *const child_steps[] = {"chdir", "setgroups", "setgid", "setuid", "exec"};
+enum { STEP_CHDIR, STEP_SETGROUPS, STEP_SETGID, STEP_SETUID, STEP_EXEC };
 
 static void shell_close_pipe(gw_shell_t *shell, int index)
 {
@@ -48,49 +49,91 @@ static void shell_free(gw_shell_t *shell)
     free(shell);
 }
 
-/* Relays what the pipe has; keeps an incomplete UTF-8 character for the next read unless `final`. */
-static void relay_output(gw_shell_t *shell, h2o_socket_t *sock, int final)
+/* Appends `len` bytes of valid UTF-8 as a stdout (index 0) or stderr event. */
+static void append_event(gw_shell_t *shell, int index, const char *text, size_t len)
 {
-    h2o_buffer_t *input = sock->input;
+    json_t *ev = gw_event_new(index == 0 ? "stdout" : "stderr");
+
+    json_object_set_new(ev, "text", json_stringn_nocheck(text, len));
+    gw_run_append(shell->run, ev);
+}
+
+typedef struct st_line_ctx_t {
+    gw_shell_t *shell;
+    int index;
+} line_ctx_t;
+
+static void on_line(void *data, const char *line, size_t len)
+{
+    line_ctx_t *lc = data;
     char *text;
-    size_t text_len, consumed;
+    size_t text_len;
+
+    if (len == 0 && lc->shell->blank_as_newline) {
+        append_event(lc->shell, lc->index, "\n", 1);
+        return;
+    }
+    gw_utf8_sanitize(line, len, 1, &text, &text_len);
+    append_event(lc->shell, lc->index, text, text_len);
+    free(text);
+}
+
+/* Relays what the pipe holds; keeps an incomplete character (or line) for the next read unless `final`. */
+static void relay_output(gw_shell_t *shell, int index, int final)
+{
+    h2o_socket_t *sock = shell->pipes[index];
+    h2o_buffer_t *input = sock->input;
+    size_t consumed;
 
     if (input->size == 0)
         return;
-    consumed = gw_utf8_sanitize(input->bytes, input->size, final, &text, &text_len);
-    if (text_len != 0 && shell->run != NULL) {
-        json_t *ev = gw_event_new(sock == shell->pipes[0] ? "stdout" : "stderr");
-        json_object_set_new(ev, "text", json_stringn_nocheck(text, text_len));
-        gw_run_append(shell->run, ev);
+    if (shell->run == NULL) {
+        consumed = input->size;
+    } else if (shell->line_events) {
+        line_ctx_t lc = {shell, index};
+        consumed = gw_lines_split(input->bytes, input->size, final, SHELL_MAX_LINE, &shell->after_cr[index], on_line, &lc);
+    } else {
+        char *text;
+        size_t text_len;
+        consumed = gw_utf8_sanitize(input->bytes, input->size, final, &text, &text_len);
+        if (text_len != 0)
+            append_event(shell, index, text, text_len);
+        free(text);
     }
-    free(text);
     h2o_buffer_consume(&sock->input, consumed);
+}
+
+/* The run's error event for a shell that did not exit 0, or NULL. */
+static json_t *exit_error(gw_shell_t *shell)
+{
+    char evalue[32], why[128];
+    int code = WIFEXITED(shell->wait_status) ? WEXITSTATUS(shell->wait_status) : 128 + WTERMSIG(shell->wait_status);
+    json_t *ev;
+
+    snprintf(evalue, sizeof(evalue), "%d", code);
+    if (!shell->timed_out)
+        return code != 0 ? gw_error_event(shell->exit_ename, evalue) : NULL;
+    snprintf(why, sizeof(why), "the command exceeded its timeout of %u ms and was killed", shell->timeout_ms);
+    if (!shell->numeric_timeout_evalue)
+        return gw_error_event("TimeoutError", why);
+    ev = gw_error_event("TimeoutError", evalue);
+    json_array_append_new(json_object_get(json_object_get(ev, "error"), "traceback"), json_string(why));
+    return ev;
 }
 
 static void shell_maybe_finish(gw_shell_t *shell)
 {
     json_t *ev;
-    char evalue[32];
-    int code;
 
     if (!shell->exited || shell->pipes[0] != NULL || shell->pipes[1] != NULL)
         return;
+    if (shell->run != NULL && (ev = exit_error(shell)) != NULL)
+        gw_run_append(shell->run, ev);
+    if (shell->hooks != NULL && shell->hooks->on_exit != NULL)
+        shell->hooks->on_exit(shell);
     if (shell->run != NULL) {
-        if (WIFEXITED(shell->wait_status)) {
-            code = WEXITSTATUS(shell->wait_status);
-        } else {
-            code = 128 + WTERMSIG(shell->wait_status); /* as shells report it */
-        }
-        if (shell->timed_out) {
-            char why[96];
-            snprintf(why, sizeof(why), "the command exceeded its timeout of %u ms and was killed", shell->timeout_ms);
-            gw_run_append(shell->run, gw_error_event("TimeoutError", why));
-        } else if (code != 0) {
-            snprintf(evalue, sizeof(evalue), "%d", code);
-            ev = gw_error_event("CommandExitError", evalue);
-            gw_run_append(shell->run, ev);
-        }
-        gw_run_finish(shell->run, -1, shell->timed_out ? "timeout" : code != 0 ? "error" : "ok");
+        int failed = shell->timed_out || !WIFEXITED(shell->wait_status) || WEXITSTATUS(shell->wait_status) != 0;
+        gw_run_finish(shell->run, -1, shell->timed_out ? "timeout" : failed ? "error" : "ok");
     }
     shell_free(shell);
 }
@@ -99,8 +142,13 @@ static void on_pipe_read(h2o_socket_t *sock, const char *err)
 {
     gw_shell_t *shell = sock->data;
     int index = sock == shell->pipes[0] ? 0 : 1;
+    h2o_buffer_t *input = sock->input;
 
-    relay_output(shell, sock, err != NULL);
+    /* the hook sees each byte once: what the last read appended after the bytes kept back */
+    if (shell->hooks != NULL && shell->hooks->on_output != NULL && input->size > shell->kept[index])
+        shell->hooks->on_output(shell, index, input->bytes + shell->kept[index], input->size - shell->kept[index]);
+    relay_output(shell, index, err != NULL);
+    shell->kept[index] = sock->input->size;
     if (err != NULL) {
         shell_close_pipe(shell, index);
         shell_maybe_finish(shell);
@@ -117,16 +165,13 @@ static void on_run_cancel(gw_run_t *run)
 
 static void on_run_stop(gw_run_t *run)
 {
-    gw_shell_t *shell = run->producer_data;
-
-    if (!shell->exited)
-        kill(-shell->pid, SIGINT);
+    gw_shell_signal(run->producer_data, SIGINT);
 }
 
 static int on_run_input(gw_run_t *run, const char *value)
 {
     (void)run, (void)value;
-    return -1; /* a stateless command's stdin is /dev/null */
+    return -1; /* a shell's stdin is /dev/null */
 }
 
 static const gw_run_producer_t shell_producer = {on_run_cancel, on_run_stop, on_run_input};
@@ -139,52 +184,172 @@ static h2o_socket_t *watch_pipe(gw_shell_t *shell, int fd)
     return sock;
 }
 
-gw_run_t *gw_shell_start(gw_server_t *server, const char *code, const gw_run_limits_t *limits, unsigned timeout_ms)
+/* kgate's environment with `envs` added (replacing variables of the same name); NULL-terminated, wire_malloc'd. */
+static char **build_env(json_t *envs)
+{
+    size_t n = 0, i, o = 0;
+    char **envp;
+    const char *key;
+    json_t *value;
+
+    while (environ[n] != NULL)
+        ++n;
+    envp = wire_calloc(n + json_object_size(envs) + 1, sizeof(char *));
+    for (i = 0; i != n; ++i) {
+        const char *eq = strchr(environ[i], '=');
+        if (eq != NULL && envs != NULL && json_object_getn(envs, environ[i], (size_t)(eq - environ[i])) != NULL)
+            continue;
+        envp[o++] = wire_strdup(environ[i]);
+    }
+    json_object_foreach(envs, key, value)
+    {
+        size_t klen = strlen(key), vlen = strlen(json_string_value(value));
+        char *kv = wire_malloc(klen + vlen + 2);
+        memcpy(kv, key, klen);
+        kv[klen] = '=';
+        memcpy(kv + klen + 1, json_string_value(value), vlen + 1);
+        envp[o++] = kv;
+    }
+    return envp;
+}
+
+static void free_env(char **envp)
+{
+    size_t i;
+    for (i = 0; envp[i] != NULL; ++i)
+        free(envp[i]);
+    free(envp);
+}
+
+/* In the child, between fork and exec: only async-signal-safe calls (libzmq's threads exist in the parent). */
+static void child_fail(int status_fd, int step)
+{
+    child_failure_t failure = {step, errno};
+    ssize_t r = write(status_fd, &failure, sizeof(failure));
+    (void)r;
+    _exit(127);
+}
+
+static void child_exec(const gw_config_t *config, const gw_shell_options_t *opts, char **envp, int out, int err, int status_fd)
+{
+    int devnull = open("/dev/null", O_RDONLY);
+    sigset_t none;
+    char *argv[] = {config->shell, "-c", (char *)opts->code, NULL};
+
+    setsid();
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    dup2(devnull, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    if (opts->cwd != NULL && chdir(opts->cwd) != 0)
+        child_fail(status_fd, STEP_CHDIR);
+    if (opts->gid >= 0) {
+        gid_t gid = (gid_t)opts->gid;
+        if (setgroups(1, &gid) != 0)
+            child_fail(status_fd, STEP_SETGROUPS);
+        if (setgid(gid) != 0)
+            child_fail(status_fd, STEP_SETGID);
+    }
+    if (opts->uid >= 0 && setuid((uid_t)opts->uid) != 0)
+        child_fail(status_fd, STEP_SETUID);
+    execve(config->shell, argv, envp);
+    child_fail(status_fd, STEP_EXEC);
+}
+
+int gw_shell_spawn(gw_server_t *server, const gw_shell_options_t *opts, const gw_shell_hooks_t *hooks, void *data, gw_shell_t **out,
+                   char *err, size_t err_size)
 {
     const gw_config_t *config = server->config;
-    int out[2], err[2];
-    pid_t pid;
+    int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, status_pipe[2] = {-1, -1};
+    child_failure_t failure;
+    char **envp;
     gw_shell_t *shell;
+    ssize_t n;
+    pid_t pid;
 
-    if (pipe2(out, O_CLOEXEC) != 0)
-        return NULL;
-    if (pipe2(err, O_CLOEXEC) != 0) {
-        close(out[0]);
-        close(out[1]);
-        return NULL;
+    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0 || pipe2(status_pipe, O_CLOEXEC) != 0) {
+        snprintf(err, err_size, "cannot create pipes: %s", strerror(errno));
+        goto Error;
     }
-    if ((pid = fork()) == -1) {
-        close(out[0]), close(out[1]), close(err[0]), close(err[1]);
-        return NULL;
+    envp = build_env(opts->envs);
+    pid = fork();
+    if (pid == 0)
+        child_exec(config, opts, envp, out_pipe[1], err_pipe[1], status_pipe[1]);
+    free_env(envp);
+    if (pid == -1) {
+        snprintf(err, err_size, "cannot fork: %s", strerror(errno));
+        goto Error;
     }
-    if (pid == 0) {
-        int devnull = open("/dev/null", O_RDONLY);
-        setsid();
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        dup2(devnull, 0);
-        dup2(out[1], 1);
-        dup2(err[1], 2);
-        execl(config->shell, config->shell, "-c", code, (char *)NULL);
-        dprintf(2, "kgate: cannot run %s: %s\n", config->shell, strerror(errno));
-        _exit(127);
+    close(out_pipe[1]), close(err_pipe[1]), close(status_pipe[1]);
+    out_pipe[1] = err_pipe[1] = status_pipe[1] = -1;
+    /* the status pipe closes on exec (CLOEXEC): bytes on it mean a set-up step failed */
+    while ((n = read(status_pipe[0], &failure, sizeof(failure))) == -1 && errno == EINTR)
+        ;
+    if (n == (ssize_t)sizeof(failure)) {
+        snprintf(err, err_size, "%s%s%s: %s", child_steps[failure.step], failure.step == STEP_CHDIR ? " " : "",
+                 failure.step == STEP_CHDIR ? opts->cwd : "", strerror(failure.err));
+        while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
+            ;
+        goto Error;
     }
-    close(out[1]);
-    close(err[1]);
+    close(status_pipe[0]);
     shell = wire_calloc(1, sizeof(*shell));
     shell->server = server;
+    shell->hooks = hooks;
+    shell->data = data;
     shell->pid = pid;
+    shell->timeout_ms = opts->timeout_ms;
+    shell->deadline_ms = opts->timeout_ms != 0 ? gw_unix_ms() + opts->timeout_ms : 0;
+    shell->exit_ename = opts->exit_ename;
+    shell->line_events = opts->line_events;
+    shell->blank_as_newline = opts->blank_as_newline;
+    shell->numeric_timeout_evalue = opts->numeric_timeout_evalue;
+    shell->keep_group = opts->keep_group;
     h2o_linklist_insert(&server->shell_runs, &shell->link);
-    shell->timeout_ms = timeout_ms;
-    shell->deadline_ms = gw_unix_ms() + timeout_ms;
-    shell->run = gw_run_create(server, NULL, limits); /* init names the run itself: DELETE /code?id= takes it */
-    gw_run_mark_started(shell->run);
-    shell->pipes[0] = watch_pipe(shell, out[0]);
-    shell->pipes[1] = watch_pipe(shell, err[0]);
-    gw_run_set_producer(shell->run, &shell_producer, shell);
-    return shell->run;
+    shell->pipes[0] = watch_pipe(shell, out_pipe[0]);
+    shell->pipes[1] = watch_pipe(shell, err_pipe[0]);
+    *out = shell;
+    return 0;
+
+Error:
+    for (int i = 0; i != 2; ++i) {
+        if (out_pipe[i] != -1)
+            close(out_pipe[i]);
+        if (err_pipe[i] != -1)
+            close(err_pipe[i]);
+        if (status_pipe[i] != -1)
+            close(status_pipe[i]);
+    }
+    return -1;
+}
+
+void gw_shell_set_run(gw_shell_t *shell, gw_run_t *run)
+{
+    shell->run = run;
+    gw_run_mark_started(run);
+    gw_run_set_producer(run, &shell_producer, shell);
+}
+
+gw_run_t *gw_shell_start(gw_server_t *server, const char *code, const gw_run_limits_t *limits, unsigned timeout_ms)
+{
+    gw_shell_options_t opts = {.code = code, .uid = -1, .gid = -1, .timeout_ms = timeout_ms, .exit_ename = "CommandExitError"};
+    gw_shell_t *shell;
+    gw_run_t *run;
+    char err[256];
+
+    if (gw_shell_spawn(server, &opts, NULL, NULL, &shell, err, sizeof(err)) != 0)
+        return NULL;
+    run = gw_run_create(server, NULL, limits); /* init names the run itself: DELETE /code?id= takes it */
+    gw_shell_set_run(shell, run);
+    return run;
+}
+
+void gw_shell_signal(gw_shell_t *shell, int sig)
+{
+    if (!shell->exited)
+        kill(-shell->pid, sig);
 }
 
 static gw_shell_t *find_shell(gw_server_t *server, const char *run_id)
@@ -217,7 +382,7 @@ void gw_shell_tick(gw_server_t *server)
         gw_shell_t *shell = H2O_STRUCT_FROM_MEMBER(gw_shell_t, link, node);
         next = node->next;
         if (!shell->exited) {
-            if (!shell->timed_out && now >= shell->deadline_ms) {
+            if (!shell->timed_out && shell->deadline_ms != 0 && now >= shell->deadline_ms) {
                 shell->timed_out = 1;
                 kill(-shell->pid, SIGKILL);
             }
@@ -225,8 +390,9 @@ void gw_shell_tick(gw_server_t *server)
                 continue;
             shell->exited = 1;
             shell->exited_at_ms = now;
-            /* nothing of a stateless run persists: background children die with it */
-            kill(-shell->pid, SIGKILL);
+            /* a stateless run leaves nothing behind; a command's background children may stay */
+            if (!shell->keep_group)
+                kill(-shell->pid, SIGKILL);
         }
         if (now - shell->exited_at_ms >= SHELL_DRAIN_MS) {
             shell_close_pipe(shell, 0);
@@ -240,12 +406,17 @@ void gw_shell_kill_all(gw_server_t *server)
 {
     while (!h2o_linklist_is_empty(&server->shell_runs)) {
         gw_shell_t *shell = H2O_STRUCT_FROM_MEMBER(gw_shell_t, link, server->shell_runs.next);
-        if (!shell->exited) {
-            kill(-shell->pid, SIGKILL);
+        kill(-shell->pid, SIGKILL);
+        if (!shell->exited)
             waitpid(shell->pid, NULL, 0);
-        }
         if (shell->run != NULL)
             shell->run->producer = NULL;
+        shell->run = NULL;
+        if (shell->hooks != NULL && shell->hooks->on_exit != NULL) {
+            shell->exited = 1;
+            shell->wait_status = SIGKILL; /* as if killed: the owner records a final state */
+            shell->hooks->on_exit(shell);
+        }
         shell_free(shell);
     }
 }

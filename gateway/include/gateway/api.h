@@ -42,5 +42,14 @@ void gw_api_execution_get(gw_server_t *server, h2o_req_t *req, const gw_route_pa
 void gw_api_execution_events(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
 void gw_api_execution_cancel(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
 void gw_api_execution_input(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
+void gw_api_command_run(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
+void gw_api_command_interrupt(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
+void gw_api_command_status(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
+void gw_api_command_logs(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
+void gw_api_session_create(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
+void gw_api_session_run(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
+void gw_api_session_delete(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
+void gw_api_metrics(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
+void gw_api_metrics_watch(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params);
 
 #endif

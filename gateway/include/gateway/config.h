@@ -27,6 +27,11 @@
     XX(context_idle_ms, unsigned, 3600000, "context-idle-ms", "contexts idle this long are deleted")                               \
     XX(shutdown_grace_ms, unsigned, 2000, "shutdown-grace-ms", "grace before SIGTERM, then before SIGKILL, of a kernel")           \
     XX(kernel_start_timeout_ms, unsigned, 60000, "kernel-start-timeout-ms", "a kernel not ready by then has failed")               \
+    XX(max_commands, unsigned, 256, "max-commands", "command records kept, running or finished (oldest finished dropped first)")   \
+    XX(max_command_log_bytes, size_t, 8u << 20, "max-command-log-bytes", "output kept per command (a ring file: the newest kept)") \
+    XX(command_log_read_bytes, size_t, 4u << 20, "command-log-read-bytes", "largest body of one GET /command/{id}/logs")           \
+    XX(command_retention_ms, unsigned, 3600000, "command-retention-ms", "how long a finished command stays queryable")             \
+    XX(command_kill_grace_ms, unsigned, 3000, "command-kill-grace-ms", "DELETE /command: SIGTERM, then SIGKILL after this")        \
     XX(max_upload_bytes, size_t, 1u << 30, "max-upload-bytes", "largest accepted POST /files/upload body")                         \
     XX(body_mmap_threshold, size_t, 4u << 20, "body-mmap-threshold", "request bodies above this are buffered in a temporary file") \
     XX(max_edit_file_bytes, size_t, 16u << 20, "max-edit-file-bytes", "largest file the editor and /files/replace load")           \

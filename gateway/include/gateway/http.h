@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <jansson.h>
 #include <h2o.h>
+#include "gateway/router.h"
 
 /* XX(name, status, code): every error code of API.md section 0. */
 #define GW_ERROR_MAP(XX)                                                                                                           \
@@ -23,6 +24,10 @@
     XX(QUEUE_FULL, 429)                                                                                                            \
     XX(RUNTIME_ERROR, 500)                                                                                                         \
     XX(KERNEL_UNAVAILABLE, 503)                                                                                                    \
+    XX(FORBIDDEN, 403)                                                                                                             \
+    XX(COMMAND_NOT_FOUND, 404)                                                                                                     \
+    XX(SESSION_NOT_FOUND, 404)                                                                                                     \
+    XX(TOO_MANY_COMMANDS, 429)                                                                                                     \
     XX(INVALID_PARAMETER, 400)                                                                                                     \
     XX(INVALID_FILE, 400)                                                                                                          \
     XX(INVALID_FILE_METADATA, 400)                                                                                                 \
@@ -65,6 +70,12 @@ json_t *gw_parse_body(h2o_req_t *req);
  * allocated from the request's pool. Returns NULL when absent; "" when present but empty.
  */
 char *gw_query_param(h2o_req_t *req, const char *name);
+
+/**
+ * Percent-decodes path parameter `i` into a string allocated from the request's pool. Returns NULL
+ * when it is malformed (a bad escape, a decoded NUL byte).
+ */
+char *gw_path_param(h2o_req_t *req, const gw_route_params_t *params, size_t i);
 
 /**
  * Percent-decodes `len` bytes of `s` into `out` (which must hold len + 1 bytes) and

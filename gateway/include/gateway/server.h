@@ -7,6 +7,7 @@
 #include "kmgr/kernelspec.h"
 #include "kmgr/manager.h"
 #include "gateway/config.h"
+#include "gateway/metrics.h"
 #include "gateway/translate.h"
 
 struct st_gw_server_t {
@@ -31,7 +32,11 @@ struct st_gw_server_t {
     size_t retained_bytes;        /* log bytes of finished_runs */
     h2o_linklist_t shell_runs;    /* gw_shell_t */
     size_t num_contexts;
-    json_t *language_info; /* kernelspec name -> language_info of its first kernel_info_reply */
+    h2o_linklist_t commands; /* gw_command_t, oldest first */
+    size_t num_commands;
+    h2o_linklist_t metrics_watches; /* GET /metrics/watch responses */
+    gw_cpu_sample_t cpu_samples[2]; /* the tick's last two, about a second apart: GET /metrics measures since one */
+    json_t *language_info;          /* kernelspec name -> language_info of its first kernel_info_reply */
     int shutting_down;
 };
 
