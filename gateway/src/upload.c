@@ -129,6 +129,25 @@ static size_t find_windowed(const char *body, size_t len, size_t from, const cha
     return SIZE_MAX;
 }
 
+/* Like find_windowed, but only at a real delimiter: followed by "--" (the last) or by optional blanks and CRLF. */
+static size_t find_delimiter(const char *body, size_t len, size_t from, const char *delim, size_t dlen,
+                             gw_multipart_progress_cb progress, void *ctx)
+{
+    for (;;) {
+        size_t hit = find_windowed(body, len, from, delim, dlen, progress, ctx), p;
+        if (hit == SIZE_MAX)
+            return SIZE_MAX;
+        p = hit + dlen;
+        if (len - p >= 2 && memcmp(body + p, "--", 2) == 0)
+            return hit;
+        while (p < len && (body[p] == ' ' || body[p] == '\t'))
+            ++p;
+        if (len - p >= 2 && memcmp(body + p, "\r\n", 2) == 0)
+            return hit;
+        from = hit + 1;
+    }
+}
+
 int gw_multipart_parse(const char *body, size_t len, const char *boundary, gw_multipart_part_t *parts, size_t max_parts,
                        size_t *num_parts, gw_multipart_progress_cb progress, void *ctx)
 {
@@ -145,7 +164,7 @@ int gw_multipart_parse(const char *body, size_t len, const char *boundary, gw_mu
     if (len >= dlen - 2 && memcmp(body, delim + 2, dlen - 2) == 0) {
         pos = dlen - 2;
     } else {
-        if ((hit = find_windowed(body, len, 0, delim, dlen, progress, ctx)) == SIZE_MAX)
+        if ((hit = find_delimiter(body, len, 0, delim, dlen, progress, ctx)) == SIZE_MAX)
             return -GW_MULTIPART_EMALFORMED;
         pos = hit + dlen;
     }
@@ -175,7 +194,7 @@ int gw_multipart_parse(const char *body, size_t len, const char *boundary, gw_mu
         part = &parts[(*num_parts)++];
         memset(part, 0, sizeof(*part));
         parse_part_headers(body + pos, body + hdr_end, part);
-        if ((hit = find_windowed(body, len, data_off, delim, dlen, progress, ctx)) == SIZE_MAX)
+        if ((hit = find_delimiter(body, len, data_off, delim, dlen, progress, ctx)) == SIZE_MAX)
             return -GW_MULTIPART_EMALFORMED;
         part->data_off = data_off;
         part->data_len = hit - data_off;

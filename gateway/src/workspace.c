@@ -166,7 +166,8 @@ int gw_workspace_open(const gw_workspace_t *ws, const char *rel, int flags, mode
 
     memset(&how, 0, sizeof(how));
     how.flags = (unsigned long long)(flags | O_CLOEXEC);
-    how.mode = (flags & (O_CREAT | O_TMPFILE)) != 0 ? mode : 0;
+    /* O_TMPFILE contains O_DIRECTORY's bit: test it whole, or every directory open would pass a mode (EINVAL) */
+    how.mode = (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE ? mode : 0;
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
     ret = syscall(SYS_openat2, ws->root_fd, rel[0] != '\0' ? rel : ".", &how, sizeof(how));
     if (ret == -1 && errno == ENOSYS) {

@@ -1,0 +1,100 @@
+/* tests/gateway/test_upload.c: multipart/form-data splitting (every split point of the body's end, malformed bodies). */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gateway/upload.h"
+#include "gw_test.h"
+
+TestSuite(upload, .init = gw_test_init);
+
+Test(upload, boundary)
+{
+    char b[GW_MULTIPART_BOUNDARY_MAX + 1];
+    static const char *const bad[] = {"application/json", "multipart/form-data", "multipart/form-data; charset=x",
+                                      "text/plain; boundary=x"};
+    size_t i;
+
+    cr_assert_eq(gw_multipart_boundary(H2O_STRLIT("multipart/form-data; boundary=abc123"), b), 0);
+    cr_assert_str_eq(b, "abc123");
+    cr_assert_eq(gw_multipart_boundary(H2O_STRLIT("Multipart/Form-Data;charset=utf-8; boundary=\"a b\""), b), 0);
+    cr_assert_str_eq(b, "a b");
+    for (i = 0; i != sizeof(bad) / sizeof(bad[0]); ++i)
+        cr_assert_eq(gw_multipart_boundary(bad[i], strlen(bad[i]), b), -GW_MULTIPART_ENO_BOUNDARY, "%s", bad[i]);
+}
+
+#define BODY                                                                                                                       \
+    "preamble\r\n"                                                                                                                 \
+    "--XyZ\r\n"                                                                                                                    \
+    "Content-Disposition: form-data; name=\"metadata\"; filename=\"blob\"\r\n"                                                     \
+    "Content-Type: application/json\r\n"                                                                                           \
+    "\r\n"                                                                                                                         \
+    "{\"path\":\"a.txt\"}\r\n"                                                                                                     \
+    "--XyZ\r\n"                                                                                                                    \
+    "Content-Disposition: form-data; name=file; filename=\"a.txt\"\r\n"                                                            \
+    "\r\n"                                                                                                                         \
+    "line1\r\n--XyZnot a delimiter\r\nline2\r\n"                                                                                   \
+    "--XyZ--\r\n"                                                                                                                  \
+    "epilogue"
+
+static size_t progress_calls, progress_last;
+
+static void on_progress(void *ctx, size_t upto)
+{
+    (void)ctx;
+    cr_assert_geq(upto, progress_last, "progress goes forward");
+    progress_last = upto;
+    ++progress_calls;
+}
+
+Test(upload, parse)
+{
+    gw_multipart_part_t parts[4];
+    size_t n, len = strlen(BODY);
+    char *body = gw_test_exact_copy(BODY, len);
+
+    cr_assert_eq(gw_multipart_parse(body, len, "XyZ", parts, 4, &n, on_progress, NULL), 0);
+    cr_assert_eq(n, 2);
+    cr_assert_str_eq(parts[0].name, "metadata");
+    cr_assert(parts[0].has_filename);
+    cr_assert_eq(parts[0].data_len, strlen("{\"path\":\"a.txt\"}"));
+    cr_assert(memcmp(body + parts[0].data_off, "{\"path\":\"a.txt\"}", parts[0].data_len) == 0);
+    cr_assert_str_eq(parts[1].name, "file");
+    cr_assert_str_eq(parts[1].filename, "a.txt");
+    cr_assert_eq(parts[1].data_len, strlen("line1\r\n--XyZnot a delimiter\r\nline2"));
+    cr_assert(memcmp(body + parts[1].data_off, "line1\r\n--XyZnot", 15) == 0);
+    cr_assert_eq(progress_last, len);
+    free(body);
+}
+
+Test(upload, truncated_bodies_are_malformed)
+{
+    gw_multipart_part_t parts[4];
+    size_t n, len = strlen(BODY), cut;
+
+    /* every prefix that stops before the close delimiter is refused, and nothing reads past its end */
+    for (cut = 0; cut < (size_t)(strstr(BODY, "--XyZ--") - BODY) + 2; ++cut) {
+        char *body = gw_test_exact_copy(BODY, cut);
+        int ret = gw_multipart_parse(body, cut, "XyZ", parts, 4, &n, NULL, NULL);
+        cr_assert_neq(ret, 0, "a body cut at %zu of %zu was accepted", cut, len);
+        free(body);
+    }
+}
+
+Test(upload, too_many_parts)
+{
+    gw_multipart_part_t parts[1];
+    size_t n, len = strlen(BODY);
+
+    cr_assert_eq(gw_multipart_parse(BODY, len, "XyZ", parts, 1, &n, NULL, NULL), -GW_MULTIPART_ETOO_MANY_PARTS);
+}
+
+Test(upload, empty_file_part)
+{
+    static const char body[] = "--b\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\n\r\n--b--\r\n";
+    gw_multipart_part_t parts[2];
+    size_t n;
+
+    cr_assert_eq(gw_multipart_parse(body, sizeof(body) - 1, "b", parts, 2, &n, NULL, NULL), 0);
+    cr_assert_eq(n, 1);
+    cr_assert_eq(parts[0].data_len, 0);
+}
