@@ -96,8 +96,12 @@ Error:
     return KMGR_EZMQ;
 }
 
-void kmgr_channels_close(kmgr_proc_t *proc, int keep_control)
+/* The stdin monitor has one job (see kmgr_channels_open); once done, or when the kernel goes, it
+ * goes entirely: a watched ZMQ_FD nobody drains stays readable and spins the loop. */
+static void close_monitor(kmgr_proc_t *proc)
 {
+    if (proc->sockets[WIRE_CHANNEL_STDIN] != NULL)
+        zmq_socket_monitor(proc->sockets[WIRE_CHANNEL_STDIN], NULL, 0);
     if (proc->monitor_watch != NULL) {
         proc->mgr->ops->unwatch(proc->mgr->loop, proc->monitor_watch);
         proc->monitor_watch = NULL;
@@ -106,8 +110,11 @@ void kmgr_channels_close(kmgr_proc_t *proc, int keep_control)
         zmq_close(proc->monitor);
         proc->monitor = NULL;
     }
-    if (proc->sockets[WIRE_CHANNEL_STDIN] != NULL)
-        zmq_socket_monitor(proc->sockets[WIRE_CHANNEL_STDIN], NULL, 0);
+}
+
+void kmgr_channels_close(kmgr_proc_t *proc, int keep_control)
+{
+    close_monitor(proc);
     for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i) {
         if (proc->watches[i] != NULL) {
             proc->mgr->ops->unwatch(proc->mgr->loop, proc->watches[i]);
@@ -190,8 +197,8 @@ void kmgr_channels_drain_monitor(kmgr_proc_t *proc)
         zmq_msg_close(&part);
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
             proc->stdin_connected = 1;
-            /* Later reconnects need no notice; do not let their events pile up unread. */
-            zmq_socket_monitor(proc->sockets[WIRE_CHANNEL_STDIN], NULL, 0);
+            /* later reconnects need no notice */
+            close_monitor(proc);
             kmgr_kernel_on_stdin_connected(proc->kernel);
             return;
         }
