@@ -402,7 +402,7 @@ static void do_undo(gw_server_t *server, h2o_req_t *req, const gw_workspace_path
 
 void gw_api_editor(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)
 {
-    json_t *body = gw_parse_body(req);
+    json_t *body = gw_files_parse_body(req);
     gw_workspace_path_t *p = h2o_mem_alloc_pool(&req->pool, sizeof(*p));
     const char *command, *path;
     size_t path_len = 0;

@@ -363,6 +363,28 @@ json_t *gw_files_info_json(int dir_fd, const char *name, const char *abs, int *e
 
 /* ---- request parsing helpers ------------------------------------------------------------------ */
 
+json_t *gw_files_parse_body(h2o_req_t *req)
+{
+    json_error_t error;
+    json_t *body;
+
+    if (req->entity.base == NULL || req->entity.len == 0) {
+        gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "the request body must be a JSON object");
+        return NULL;
+    }
+    if ((body = json_loadb(req->entity.base, req->entity.len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &error)) == NULL) {
+        gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "malformed JSON at line %d, column %d: %s", error.line, error.column,
+                      error.text);
+        return NULL;
+    }
+    if (!json_is_object(body)) {
+        json_decref(body);
+        gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "the request body must be a JSON object");
+        return NULL;
+    }
+    return body;
+}
+
 /* Percent-decodes a query value; unlike gw_percent_decode it keeps NUL bytes (path checks refuse them with 403). */
 static long decode_query_value(const char *s, size_t len, char *out)
 {
@@ -650,7 +672,7 @@ void gw_api_files_delete(gw_server_t *server, h2o_req_t *req, const gw_route_par
 
 void gw_api_files_permissions(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)
 {
-    json_t *body = gw_parse_body(req);
+    json_t *body = gw_files_parse_body(req);
     const char **paths;
     size_t *lens;
     json_t **items;
@@ -724,7 +746,7 @@ void gw_api_files_mv(gw_server_t *server, h2o_req_t *req, const gw_route_params_
     (void)params;
 
     /* execd's body is an array; gw_parse_body wants an object */
-    if (req->entity.base == NULL || (body = json_loadb(req->entity.base, req->entity.len, 0, &error)) == NULL) {
+    if (req->entity.base == NULL || (body = json_loadb(req->entity.base, req->entity.len, JSON_ALLOW_NUL, &error)) == NULL) {
         gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "the body must be a JSON array of {\"src\",\"dest\"}");
         return;
     }
@@ -1035,7 +1057,7 @@ static size_t replace_all(const char *s, size_t len, const char *old, size_t old
 
 void gw_api_files_replace(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)
 {
-    json_t *body = gw_parse_body(req), *results = NULL;
+    json_t *body = gw_files_parse_body(req), *results = NULL;
     const char **paths;
     size_t *lens;
     json_t **items;
@@ -1101,7 +1123,7 @@ Exit:
 
 void gw_api_directories_create(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)
 {
-    json_t *body = gw_parse_body(req);
+    json_t *body = gw_files_parse_body(req);
     const char **paths;
     size_t *lens;
     json_t **items;
@@ -1573,7 +1595,7 @@ void gw_api_files_upload(gw_server_t *server, h2o_req_t *req, const gw_route_par
         json_t *meta, *jpath, *jmode;
         if (strcmp(parts[i].name, "metadata") != 0)
             continue;
-        if ((meta = json_loadb(req->entity.base + parts[i].data_off, parts[i].data_len, 0, &error)) == NULL ||
+        if ((meta = json_loadb(req->entity.base + parts[i].data_off, parts[i].data_len, JSON_ALLOW_NUL, &error)) == NULL ||
             !json_is_object(meta)) {
             json_decref(meta);
             gw_send_error(req, GW_ERR_INVALID_FILE_METADATA,

@@ -152,6 +152,8 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     /* global in h2o: the larger of the two; gw_api_handle holds other routes to max_body_bytes */
     server->globalconf.max_request_entity_size =
         config->max_upload_bytes > config->max_body_bytes ? config->max_upload_bytes : config->max_body_bytes;
+    /* h2o times the whole HTTP/1 request, body included, from its first byte: a large upload needs long enough */
+    server->globalconf.http1.req_timeout = config->request_timeout_ms;
     hostconf = h2o_config_register_host(&server->globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     pathconf = h2o_config_register_path(hostconf, "/", 0);
     handler = (gw_handler_t *)h2o_create_handler(pathconf, sizeof(*handler));

@@ -33,6 +33,13 @@ int gw_files_init(gw_server_t *server);
 void gw_files_dispose(gw_server_t *server);
 
 /**
+ * gw_parse_body, but a \u0000 inside a string is kept (json_string_length tells), so that a path
+ * holding a NUL byte reaches gw_files_resolve and is refused with 403 like any other escape, and
+ * str_replace/replace work on any bytes. NULL after answering 400.
+ */
+json_t *gw_files_parse_body(h2o_req_t *req);
+
+/**
  * Resolves a client path beneath the workspace root, or answers: 403 PATH_OUTSIDE_WORKSPACE (outside,
  * NUL byte), 400 INVALID_PARAMETER (empty, too long). Returns 0 or -1 (answered). `what` names the
  * field in messages.
