@@ -35,8 +35,8 @@ static void on_trim(h2o_timeout_entry_t *entry)
 {
     gw_files_t *files = H2O_STRUCT_FROM_MEMBER(gw_files_t, trim_entry, entry);
 
-    gw_body_buffers_trim();
-    h2o_timeout_link(files->loop, &files->trim_timeout, &files->trim_entry);
+    h2o_timeout_link(files->loop, gw_body_buffers_trim() ? &files->trim_active_timeout : &files->trim_idle_timeout,
+                     &files->trim_entry);
 }
 
 int gw_files_init(gw_server_t *server)
@@ -56,9 +56,10 @@ int gw_files_init(gw_server_t *server)
     if ((ret = gw_body_buffers_init(getenv("TMPDIR"), config->body_mmap_threshold)) != 0)
         fprintf(stderr, "kgate: cannot create a directory for large request bodies (%s); they stay in memory\n", strerror(-ret));
     files->loop = server->ctx.loop;
-    h2o_timeout_init(files->loop, &files->trim_timeout, GW_BODY_TRIM_MS);
+    h2o_timeout_init(files->loop, &files->trim_active_timeout, GW_BODY_TRIM_ACTIVE_MS);
+    h2o_timeout_init(files->loop, &files->trim_idle_timeout, GW_BODY_TRIM_IDLE_MS);
     files->trim_entry.cb = on_trim;
-    h2o_timeout_link(files->loop, &files->trim_timeout, &files->trim_entry);
+    h2o_timeout_link(files->loop, &files->trim_idle_timeout, &files->trim_entry);
     return 0;
 }
 
@@ -71,7 +72,8 @@ void gw_files_dispose(gw_server_t *server)
     if (files->loop != NULL) {
         if (h2o_timeout_is_linked(&files->trim_entry))
             h2o_timeout_unlink(&files->trim_entry);
-        h2o_timeout_dispose(files->loop, &files->trim_timeout);
+        h2o_timeout_dispose(files->loop, &files->trim_active_timeout);
+        h2o_timeout_dispose(files->loop, &files->trim_idle_timeout);
         gw_body_buffers_dispose();
     }
     gw_editor_history_destroy(files->history);

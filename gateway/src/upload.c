@@ -272,12 +272,12 @@ static int trim_mapping(void *ctx, char *start, char *end)
     return 0;
 }
 
-void gw_body_buffers_trim(void)
+int gw_body_buffers_trim(void)
 {
     struct stat st;
 
     if (body_dir[0] == '\0' || stat(body_dir, &st) != 0)
-        return;
+        return 0;
     /* h2o creates and unlinks each body file at once: the directory's mtime says a new one began */
     if (st.st_mtim.tv_sec != body_dir_mtime.tv_sec || st.st_mtim.tv_nsec != body_dir_mtime.tv_nsec) {
         body_dir_mtime = st.st_mtim;
@@ -285,6 +285,7 @@ void gw_body_buffers_trim(void)
     }
     if (body_trim_active && for_each_body_mapping(trim_mapping, NULL) == 0)
         body_trim_active = 0;
+    return body_trim_active;
 }
 
 typedef struct st_find_ctx_t {

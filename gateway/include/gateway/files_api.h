@@ -9,8 +9,12 @@
 
 typedef struct st_gw_server_t gw_server_t;
 
-/* How often received request bodies have their resident pages dropped (upload.h). */
-#define GW_BODY_TRIM_MS 5
+/*
+ * How often received request bodies have their resident pages dropped (upload.h): while one is
+ * being received, and when none is (then only a stat says whether one began: idle wake-ups stay few).
+ */
+#define GW_BODY_TRIM_ACTIVE_MS 5
+#define GW_BODY_TRIM_IDLE_MS 50
 
 /* Directory levels that recursive operations descend at most (rm -rf, search, list). */
 #define GW_FILES_MAX_DEPTH 64
@@ -19,7 +23,7 @@ typedef struct st_gw_files_t {
     gw_workspace_t ws;
     gw_editor_history_t *history; /* undo_edit */
     h2o_loop_t *loop;
-    h2o_timeout_t trim_timeout;
+    h2o_timeout_t trim_active_timeout, trim_idle_timeout;
     h2o_timeout_entry_t trim_entry;
 } gw_files_t;
 

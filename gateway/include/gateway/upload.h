@@ -70,9 +70,10 @@ void gw_body_buffers_dispose(void);
 
 /**
  * Releases the resident pages of every body buffer being received. Cheap when idle (one stat of
- * the private directory); call it often (every few ms) from a timer.
+ * the private directory); call it often from a timer. Returns 1 while some body buffer exists (call
+ * again soon: every few ms), 0 when none does.
  */
-void gw_body_buffers_trim(void);
+int gw_body_buffers_trim(void);
 
 /** The file-backed mapping holding a received body, if it is one of ours. */
 typedef struct st_gw_body_pages_t {
