@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "wire/alloc.h"
 #include "common.h"
 #include "direct_client.h"
@@ -59,7 +60,7 @@ static int find_kernel(const bench_case_t *self, bench_env_t *env, const char *c
         return BENCH_ENOKERNEL;
     }
     bench_outcome_t o;
-    int err = bench_kgate_execute(env->http, context_id, PY_CONNECTION_FILE_CODE, &o);
+    int err = bench_kgate_execute(env->http, context_id, PY_CONNECTION_FILE_CODE, 0, &o);
     if (err == 0) {
         size_t len = o.result_text != NULL ? strlen(o.result_text) : 0;
         if (len >= 2 && (o.result_text[0] == '\'' || o.result_text[0] == '"')) {
@@ -71,6 +72,25 @@ static int find_kernel(const bench_case_t *self, bench_env_t *env, const char *c
     }
     bench_outcome_dispose(&o);
     return err;
+}
+
+/* CPU time (user + system, ms) process `pid` has used so far, or -1 if /proc cannot tell. */
+static double process_cpu_ms(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* The command name may hold spaces and parentheses: fields are counted from the last ')'. */
+    const char *p = strrchr(buf, ')');
+    unsigned long long utime, stime;
+    if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+        return -1;
+    return (double)(utime + stime) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
 }
 
 /* Checks what a timed execute produced against the case's expectations. */
@@ -85,7 +105,8 @@ static int check_outcome(const bench_case_t *self, const char *who, const bench_
         return BENCH_ERUN;
     }
     if (self->expect_stdout_bytes != 0 && o->stdout_bytes != self->expect_stdout_bytes) {
-        bench_set_detail("%s: expected %zu bytes of stdout, got %zu", who, self->expect_stdout_bytes, o->stdout_bytes);
+        bench_set_detail("%s: expected %zu bytes of stdout, got %zu%s", who, self->expect_stdout_bytes, o->stdout_bytes,
+                         o->output_truncated ? " (kgate reported output_truncated)" : "");
         return BENCH_ERUN;
     }
     return 0;
@@ -104,6 +125,9 @@ static int run_execute_pair(const bench_case_t *self, bench_env_t *env, bench_re
     size_t samples = env->samples != 0 ? env->samples : self->default_samples;
     size_t warmup = env->warmup != SIZE_MAX ? env->warmup : self->default_warmup;
     size_t reconnects0;
+    /* kgate's CPU time during the timed executes of each client, and how many were measured. */
+    double cpu_ms[2] = {0, 0};
+    size_t cpu_n[2] = {0, 0};
     int err;
 
     memset(out, 0, sizeof(*out));
@@ -134,11 +158,23 @@ static int run_execute_pair(const bench_case_t *self, bench_env_t *env, bench_re
         for (size_t k = 0; k < 2; ++k) {
             int use_direct = (int)(k ^ (i & 1));
             bench_outcome_t o;
-            err = use_direct ? bench_direct_execute(&direct, self->code, &o) : bench_kgate_execute(env->http, ctx, self->code, &o);
+            double cpu0 = process_cpu_ms(env->kgate->pid);
+            err = use_direct ? bench_direct_execute(&direct, self->code, &o)
+                             : bench_kgate_execute(env->http, ctx, self->code, self->output_limit, &o);
             if (err == 0)
                 err = check_outcome(self, use_direct ? "direct" : "kgate", &o);
-            if (err == 0 && i >= warmup)
+            double cpu1 = process_cpu_ms(env->kgate->pid);
+            if (err == 0 && i >= warmup) {
                 bench_samples_add(use_direct ? &ds : &ks, o.ms);
+                if (cpu0 >= 0 && cpu1 >= 0) {
+                    cpu_ms[use_direct] += cpu1 - cpu0;
+                    ++cpu_n[use_direct];
+                }
+            }
+            if (err == 0 && env->verbose && self->expect_stdout_bytes != 0)
+                fprintf(stderr, "[%s] %s %s: %.3f ms, %zu stdout bytes in %zu stream messages/events, kgate CPU %.0f ms\n",
+                        self->name, i < warmup ? "warm-up" : "sample", use_direct ? "direct" : "kgate", o.ms, o.stdout_bytes,
+                        o.stream_messages, cpu1 - cpu0);
             bench_outcome_dispose(&o);
             if (err != 0)
                 goto Exit;
@@ -149,6 +185,8 @@ static int run_execute_pair(const bench_case_t *self, bench_env_t *env, bench_re
     bench_summarize(&ks, &out->kgate);
     bench_summarize(&ds, &out->direct);
     out->kgate_reconnects = env->http->reconnects - reconnects0;
+    out->kgate_cpu_ms_relaying = cpu_n[0] > 0 ? cpu_ms[0] / (double)cpu_n[0] : -1;
+    out->kgate_cpu_ms_listening = cpu_n[1] > 0 ? cpu_ms[1] / (double)cpu_n[1] : -1;
 
 Exit:
     bench_direct_close(&direct);
@@ -178,6 +216,27 @@ const bench_case_t bench_cases[] = {
         .expect_result = "2",
         .default_samples = 300,
         .default_warmup = 20,
+    },
+    {
+        /* 50 writes of 1 MB, each flushed: ipykernel's flush() waits until its IO thread has sent
+         * the message, so this is a real stream of 50 stream messages of 1 MB, produced far faster
+         * than 500,000 print-sized writes (where the kernel's own per-write cost dominates and the
+         * relay is hardly exercised), and without leaving all 50 MB to one message near kgate's
+         * 64 MiB frame bound. */
+        .name = "stream",
+        .description = "50 MB of stdout in python (50 flushed writes of 1 MB): throughput to completion",
+        .run = run_execute_pair,
+        .language = "python",
+        .code = "import sys\n"
+                "chunk = 'x' * 999999 + '\\n'\n"
+                "for _ in range(50):\n"
+                "    sys.stdout.write(chunk)\n"
+                "    sys.stdout.flush()\n",
+        .expect_stdout_bytes = 50000000,
+        .output_limit = (size_t)128 << 20,
+        .min_throughput_ratio = 0.95,
+        .default_samples = 5,
+        .default_warmup = 1,
     },
 };
 

@@ -30,6 +30,13 @@ typedef struct st_bench_result_t {
     bench_summary_t direct;
     /** HTTP connections kgate's client had to reopen during the case (each costs a handshake). */
     size_t kgate_reconnects;
+    /**
+     * kgate's own CPU time (user + system, ms) per timed execute, averaged: while it relayed its
+     * client's runs, and while the direct client ran (kgate then still verifies and decodes every
+     * iopub message of the shared kernel before dropping it by parent). -1 when unknown (no /proc).
+     */
+    double kgate_cpu_ms_relaying;
+    double kgate_cpu_ms_listening;
 } bench_result_t;
 
 typedef struct st_bench_case_t bench_case_t;
@@ -48,8 +55,16 @@ struct st_bench_case_t {
     const char *code;
     /** text/plain result both clients must see (checked on every execute), or NULL. */
     const char *expect_result;
-    /** stdout bytes both clients must receive on every execute (0: not checked). */
+    /**
+     * stdout bytes both clients must receive on every execute (0: not checked). When set, the
+     * figures are also reported as stdout throughput (these bytes per execute), against
+     * `min_throughput_ratio` instead of the latency overhead target.
+     */
     size_t expect_stdout_bytes;
+    /** `output_limit` sent with kgate's POST /code, so that nothing is truncated (0: kgate's default). */
+    size_t output_limit;
+    /** Throughput target for kgate relative to direct (e.g. 0.95); used when expect_stdout_bytes is set. */
+    double min_throughput_ratio;
     size_t default_samples;
     size_t default_warmup;
 };

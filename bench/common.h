@@ -47,6 +47,8 @@ typedef struct st_bench_outcome_t {
     size_t stdout_bytes;
     /** stdout/stderr messages (direct) or events (kgate) received. */
     size_t stream_messages;
+    /** kgate only: a `status: output_truncated` event arrived (the run's output_limit was hit). */
+    int output_truncated;
     /** text/plain of the first execute_result/display_data, owned; NULL if there was none. */
     char *result_text;
     /** "ename: evalue" when the run raised (or the reply was not ok), owned; NULL otherwise. */

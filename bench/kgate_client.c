@@ -125,6 +125,10 @@ static int on_event(const char *data, size_t len, bench_outcome_t *out)
         snprintf(buf, sizeof(buf), "%s: %s", ename ? ename : "?", evalue ? evalue : "");
         if (out->error == NULL)
             out->error = wire_strdup(buf);
+    } else if (strcmp(type, "status") == 0) {
+        const char *text = json_string_value(json_object_get(ev, "text"));
+        if (text != NULL && strcmp(text, "output_truncated") == 0)
+            out->output_truncated = 1;
     } else if (strcmp(type, "execution_complete") == 0) {
         complete = 1;
     }
@@ -165,10 +169,12 @@ static int on_line(sse_t *sse, bench_outcome_t *out)
     return 0;
 }
 
-int bench_kgate_execute(bench_http_t *c, const char *context_id, const char *code, bench_outcome_t *out)
+int bench_kgate_execute(bench_http_t *c, const char *context_id, const char *code, size_t output_limit, bench_outcome_t *out)
 {
     memset(out, 0, sizeof(*out));
     json_t *req = json_pack("{s{ss}ss}", "context", "id", context_id, "code", code);
+    if (output_limit != 0)
+        json_object_set_new(req, "output_limit", json_integer((json_int_t)output_limit));
     char *body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
 

@@ -22,7 +22,8 @@ int bench_kgate_delete_context(bench_http_t *c, const char *id);
 int bench_kgate_probe(bench_http_t *c, const char *path, int *status);
 
 /**
- * POST /code {"context":{"id": `context_id`}, "code": `code`} and reads the SSE stream (standard
+ * POST /code {"context":{"id": `context_id`}, "code": `code`[, "output_limit": `output_limit`]}
+ * (the limit is sent only when non-zero) and reads the SSE stream (standard
  * `data:` framing or execd's bare-JSON lines) up to the `execution_complete` event. `out->ms`
  * runs from just before the request is written to just after that event is parsed; the rest of
  * the stream is read afterwards, untimed, so that the connection can be reused. `out` is zeroed
@@ -31,6 +32,6 @@ int bench_kgate_probe(bench_http_t *c, const char *path, int *status);
  * execution_complete, or an event that is not JSON), BENCH_ETOOBIG (an event over 512 MiB), or a
  * transport error.
  */
-int bench_kgate_execute(bench_http_t *c, const char *context_id, const char *code, bench_outcome_t *out);
+int bench_kgate_execute(bench_http_t *c, const char *context_id, const char *code, size_t output_limit, bench_outcome_t *out);
 
 #endif

@@ -30,8 +30,8 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: kgate_bench_execute [options]\n"
-               "  --samples N        timed executes per client (default: per case, 300 for execute)\n"
-               "  --warmup N         untimed executes per client first (default: per case, 20)\n"
+               "  --samples N        timed executes per client (default: per case, 300 for execute, 5 for stream)\n"
+               "  --warmup N         untimed executes per client first (default: per case, 20 for execute, 1 for stream)\n"
                "  --case NAME        run only this case (repeatable; default: all)\n"
                "  --list             list the cases and exit\n"
                "  --json             print the figures as JSON instead of a table\n"
@@ -57,6 +57,40 @@ static double ratio_of(const bench_result_t *r)
     return r->direct.median > 0 ? r->kgate.median / r->direct.median : 0;
 }
 
+static int is_throughput_case(const bench_case_t *c)
+{
+    return c->expect_stdout_bytes != 0;
+}
+
+/* MB/s (10^6 bytes) of `bytes` delivered in `ms`. Throughput falls as time rises, so the median
+ * time gives the median throughput, and the max time the min throughput. */
+static double mb_per_s(size_t bytes, double ms)
+{
+    return ms > 0 ? (double)bytes / ms / 1000.0 : 0;
+}
+
+/* kgate's throughput relative to direct: the inverse of the ratio of median times. */
+static double throughput_ratio(const bench_result_t *r)
+{
+    return r->kgate.median > 0 ? r->direct.median / r->kgate.median : 0;
+}
+
+static void print_throughput(const bench_case_t *c, const bench_result_t *r)
+{
+    size_t b = c->expect_stdout_bytes;
+    double tr = throughput_ratio(r);
+    printf("throughput (%zu stdout bytes per execute, all verified): kgate %.1f MB/s (min-max %.1f-%.1f), direct %.1f MB/s "
+           "(%.1f-%.1f)\n",
+           b, mb_per_s(b, r->kgate.median), mb_per_s(b, r->kgate.max), mb_per_s(b, r->kgate.min), mb_per_s(b, r->direct.median),
+           mb_per_s(b, r->direct.max), mb_per_s(b, r->direct.min));
+    printf("throughput: kgate/direct = %.1f%%  [%s; target >= %.0f%%: %s]\n", tr * 100, c->name, c->min_throughput_ratio * 100,
+           tr >= c->min_throughput_ratio ? "met" : "NOT met");
+    if (r->kgate_cpu_ms_relaying >= 0 && r->kgate_cpu_ms_listening >= 0)
+        printf("kgate CPU per execute: %.0f ms relaying its client's run, %.0f ms during the direct client's run (decoding the "
+               "shared kernel's iopub)\n",
+               r->kgate_cpu_ms_relaying, r->kgate_cpu_ms_listening);
+}
+
 static void print_row(const char *name, const char *label, const bench_summary_t *s)
 {
     printf("%-10s %-30s %5zu %9.3f %9.3f %9.3f %9.3f %9.3f\n", name, label, s->n, s->median, s->p10, s->p90, s->min, s->max);
@@ -74,9 +108,15 @@ static void print_table(const bench_case_t **cases, const bench_result_t *result
     for (size_t i = 0; i < n; ++i) {
         const bench_result_t *r = &results[i];
         double ratio = ratio_of(r), pct = (ratio - 1) * 100;
-        printf("overhead: kgate/direct median ratio = %.2f (%+.1f%%)  [%s: %+.3f ms per execute; target < %.0f%%: %s]\n", ratio,
-               pct, cases[i]->name, r->kgate.median - r->direct.median, TARGET_OVERHEAD_PCT,
-               pct < TARGET_OVERHEAD_PCT ? "met" : "NOT met");
+        if (is_throughput_case(cases[i])) {
+            printf("overhead: kgate/direct median ratio = %.2f (%+.1f%%)  [%s: %+.3f ms per execute]\n", ratio, pct, cases[i]->name,
+                   r->kgate.median - r->direct.median);
+            print_throughput(cases[i], r);
+        } else {
+            printf("overhead: kgate/direct median ratio = %.2f (%+.1f%%)  [%s: %+.3f ms per execute; target < %.0f%%: %s]\n", ratio,
+                   pct, cases[i]->name, r->kgate.median - r->direct.median, TARGET_OVERHEAD_PCT,
+                   pct < TARGET_OVERHEAD_PCT ? "met" : "NOT met");
+        }
         if (r->kgate_reconnects > 0)
             printf("note: %s: kgate's HTTP connection was reopened %zu times while sampling (each adds a TCP handshake)\n",
                    cases[i]->name, r->kgate_reconnects);
@@ -101,6 +141,21 @@ static void print_json(const bench_case_t **cases, const bench_result_t *results
                            summary_json(r->direct_label, &r->direct), "ratio", ratio, "overhead_pct", pct, "overhead_ms",
                            r->kgate.median - r->direct.median, "target_pct", TARGET_OVERHEAD_PCT, "within_target",
                            pct < TARGET_OVERHEAD_PCT, "kgate_reconnects", (json_int_t)r->kgate_reconnects));
+        if (is_throughput_case(cases[i])) {
+            json_t *c = json_array_get(arr, json_array_size(arr) - 1);
+            size_t b = cases[i]->expect_stdout_bytes;
+            double tr = throughput_ratio(r);
+            /* For a throughput case the latency target does not apply: its verdict is the throughput's. */
+            json_object_set_new(c, "target_pct", json_null());
+            json_object_set_new(c, "within_target", json_boolean(tr >= cases[i]->min_throughput_ratio));
+            json_object_set_new(c, "throughput",
+                                json_pack("{sIs{sfsfsf}s{sfsfsf}sfsfsfsf}", "stdout_bytes", (json_int_t)b, "kgate", "median_mb_s",
+                                          mb_per_s(b, r->kgate.median), "min_mb_s", mb_per_s(b, r->kgate.max), "max_mb_s",
+                                          mb_per_s(b, r->kgate.min), "direct", "median_mb_s", mb_per_s(b, r->direct.median),
+                                          "min_mb_s", mb_per_s(b, r->direct.max), "max_mb_s", mb_per_s(b, r->direct.min), "ratio",
+                                          tr, "target_ratio", cases[i]->min_throughput_ratio, "kgate_cpu_ms_relaying",
+                                          r->kgate_cpu_ms_relaying, "kgate_cpu_ms_listening", r->kgate_cpu_ms_listening));
+        }
     }
     json_t *doc = json_pack("{ssso}", "benchmark", "kgate_bench_execute", "cases", arr);
     char *s = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
