@@ -4,6 +4,7 @@
 #include <string.h>
 #include "wire/alloc.h"
 #include "wire/codec.h"
+#include "wire/json_in.h"
 #include "wire/errors.h"
 
 #define DELIM_LEN (sizeof(WIRE_DELIMITER) - 1)
@@ -45,13 +46,12 @@ void wire_encode(const wire_signer_t *signer, const wire_msg_t *msg, wire_frames
 
 static json_t *parse_object(const wire_frame_t *frame)
 {
-    json_error_t error;
     json_t *json;
 
     if (frame->len == 0)
         return NULL;
-    /* JSON_ALLOW_NUL: kernels send "\u0000" inside stream text (jupyter_client accepts it). */
-    if ((json = json_loadb(frame->base, frame->len, JSON_ALLOW_NUL, &error)) == NULL)
+    /* "\u0000" is allowed: kernels send it inside stream text (jupyter_client accepts it). */
+    if ((json = wire_json_parse(frame->base, frame->len)) == NULL)
         return NULL;
     if (!json_is_object(json)) {
         json_decref(json);

@@ -1,0 +1,387 @@
+/* A recursive-descent JSON parser into jansson values, with bulk handling of plain string runs. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "wire/alloc.h"
+#include "wire/json_in.h"
+
+typedef struct st_parser_t {
+    const unsigned char *p, *end;
+    unsigned depth;
+} parser_t;
+
+static json_t *parse_value(parser_t *ps);
+
+/* Eight bytes at a time: true when none is a control character, '"' or '\\', nor is any byte above 0x7f (SWAR, as in
+ * "Bit Twiddling Hacks": a zero byte in v shows as a set high bit of (v - 0x01..) & ~v & 0x80..). */
+static inline int plain_word(const unsigned char *s)
+{
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t v, quote, backslash, control;
+
+    memcpy(&v, s, sizeof(v));
+    quote = v ^ (ones * '"');
+    backslash = v ^ (ones * '\\');
+    control = (v - ones * 0x20) & ~v;
+    return ((((quote - ones) & ~quote) | ((backslash - ones) & ~backslash) | control | v) & highs) == 0;
+}
+
+static void skip_ws(parser_t *ps)
+{
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
+        ++ps->p;
+}
+
+/* Length of the valid UTF-8 sequence (2-4 bytes) at `s`, 0 if invalid or truncated. */
+static size_t utf8_multibyte(const unsigned char *s, const unsigned char *end)
+{
+    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+    size_t need, i;
+
+    if (c >= 0xc2 && c <= 0xdf)
+        need = 2;
+    else if (c >= 0xe0 && c <= 0xef)
+        need = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    else if (c >= 0xf0 && c <= 0xf4)
+        need = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    else
+        return 0;
+    if ((size_t)(end - s) < need)
+        return 0;
+    for (i = 1; i < need; ++i)
+        if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xbf))
+            return 0;
+    return need;
+}
+
+static int hex4(const unsigned char *s, unsigned *out)
+{
+    unsigned v = 0;
+    for (int i = 0; i != 4; ++i) {
+        unsigned char c = s[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9')
+            v |= c - '0';
+        else if (c >= 'a' && c <= 'f')
+            v |= c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            v |= c - 'A' + 10;
+        else
+            return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static size_t put_utf8(char *out, unsigned cp)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xc0 | cp >> 6);
+        out[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xe0 | cp >> 12);
+        out[1] = (char)(0x80 | (cp >> 6 & 0x3f));
+        out[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | cp >> 18);
+    out[1] = (char)(0x80 | (cp >> 12 & 0x3f));
+    out[2] = (char)(0x80 | (cp >> 6 & 0x3f));
+    out[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+/*
+ * Parses a string (ps->p at the opening quote) into a malloc'd buffer (`*out`, `*out_len`), or
+ * returns -1. Plain runs are validated and copied in bulk; escapes are decoded in place.
+ */
+static int parse_string_raw(parser_t *ps, char **out, size_t *out_len)
+{
+    const unsigned char *start = ++ps->p, *s = start;
+    char *buf = NULL;
+    size_t len = 0;
+
+    /* first pass: find the closing quote and validate, noting whether there is any escape */
+    int escaped = 0;
+    while (s < ps->end && *s != '"') {
+        if (ps->end - s >= 8 && plain_word(s)) {
+            s += 8;
+            continue;
+        }
+        if (*s == '\\') {
+            escaped = 1;
+            s += 2;
+        } else if (*s < 0x20) {
+            return -1;
+        } else if (*s < 0x80) {
+            ++s;
+        } else {
+            size_t n = utf8_multibyte(s, ps->end);
+            if (n == 0)
+                return -1;
+            s += n;
+        }
+    }
+    if (s >= ps->end)
+        return -1;
+    /* the output is never longer than the input: an escape is at least as long as what it means */
+    buf = wire_malloc((size_t)(s - start) + 1);
+    if (!escaped) {
+        memcpy(buf, start, (size_t)(s - start));
+        len = (size_t)(s - start);
+    } else {
+        const unsigned char *q = start;
+        while (q < s) {
+            const unsigned char *run = q;
+            while (q < s && *q != '\\')
+                ++q;
+            memcpy(buf + len, run, (size_t)(q - run));
+            len += (size_t)(q - run);
+            if (q == s)
+                break;
+            switch (q[1]) {
+            case '"':
+            case '\\':
+            case '/':
+                buf[len++] = (char)q[1];
+                q += 2;
+                break;
+            case 'b':
+                buf[len++] = '\b', q += 2;
+                break;
+            case 'f':
+                buf[len++] = '\f', q += 2;
+                break;
+            case 'n':
+                buf[len++] = '\n', q += 2;
+                break;
+            case 'r':
+                buf[len++] = '\r', q += 2;
+                break;
+            case 't':
+                buf[len++] = '\t', q += 2;
+                break;
+            case 'u': {
+                unsigned cp, lo;
+                if (s - q < 6 || hex4(q + 2, &cp) != 0)
+                    goto Error;
+                q += 6;
+                if (cp >= 0xdc00 && cp <= 0xdfff)
+                    goto Error;
+                if (cp >= 0xd800 && cp <= 0xdbff) {
+                    if (s - q < 6 || q[0] != '\\' || q[1] != 'u' || hex4(q + 2, &lo) != 0 || lo < 0xdc00 || lo > 0xdfff)
+                        goto Error;
+                    q += 6;
+                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+                }
+                len += put_utf8(buf + len, cp);
+                break;
+            }
+            default:
+                goto Error;
+            }
+        }
+    }
+    buf[len] = '\0';
+    ps->p = s + 1;
+    *out = buf;
+    *out_len = len;
+    return 0;
+Error:
+    free(buf);
+    return -1;
+}
+
+static json_t *parse_string(parser_t *ps)
+{
+    char *s;
+    size_t len;
+    json_t *v;
+
+    if (parse_string_raw(ps, &s, &len) != 0)
+        return NULL;
+    v = json_stringn_nocheck(s, len);
+    free(s);
+    return v;
+}
+
+static json_t *parse_number(parser_t *ps)
+{
+    const unsigned char *start = ps->p, *s = ps->p;
+    int is_real = 0;
+    char buf[64], *end;
+
+    if (s < ps->end && *s == '-')
+        ++s;
+    if (s >= ps->end)
+        return NULL;
+    if (*s == '0') {
+        ++s;
+    } else if (*s >= '1' && *s <= '9') {
+        while (s < ps->end && *s >= '0' && *s <= '9')
+            ++s;
+    } else {
+        return NULL;
+    }
+    if (s < ps->end && *s == '.') {
+        is_real = 1;
+        if (++s >= ps->end || *s < '0' || *s > '9')
+            return NULL;
+        while (s < ps->end && *s >= '0' && *s <= '9')
+            ++s;
+    }
+    if (s < ps->end && (*s == 'e' || *s == 'E')) {
+        is_real = 1;
+        ++s;
+        if (s < ps->end && (*s == '+' || *s == '-'))
+            ++s;
+        if (s >= ps->end || *s < '0' || *s > '9')
+            return NULL;
+        while (s < ps->end && *s >= '0' && *s <= '9')
+            ++s;
+    }
+    if ((size_t)(s - start) >= sizeof(buf))
+        return NULL;
+    memcpy(buf, start, (size_t)(s - start));
+    buf[s - start] = '\0';
+    ps->p = s;
+    errno = 0;
+    if (!is_real) {
+        long long v = strtoll(buf, &end, 10);
+        return errno == ERANGE ? NULL : json_integer((json_int_t)v);
+    }
+    double d = strtod(buf, &end);
+    return errno == ERANGE && (d > 1 || d < -1) ? NULL : json_real(d);
+}
+
+static int literal(parser_t *ps, const char *word, size_t len)
+{
+    if ((size_t)(ps->end - ps->p) < len || memcmp(ps->p, word, len) != 0)
+        return -1;
+    ps->p += len;
+    return 0;
+}
+
+static json_t *parse_array(parser_t *ps)
+{
+    json_t *array = json_array(), *item;
+
+    ++ps->p;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == ']') {
+        ++ps->p;
+        return array;
+    }
+    for (;;) {
+        if ((item = parse_value(ps)) == NULL)
+            goto Error;
+        json_array_append_new(array, item);
+        skip_ws(ps);
+        if (ps->p >= ps->end)
+            goto Error;
+        if (*ps->p == ']') {
+            ++ps->p;
+            return array;
+        }
+        if (*ps->p++ != ',')
+            goto Error;
+    }
+Error:
+    json_decref(array);
+    return NULL;
+}
+
+static json_t *parse_object(parser_t *ps)
+{
+    json_t *object = json_object(), *value;
+    char *key;
+    size_t key_len;
+
+    ++ps->p;
+    skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == '}') {
+        ++ps->p;
+        return object;
+    }
+    for (;;) {
+        skip_ws(ps);
+        if (ps->p >= ps->end || *ps->p != '"' || parse_string_raw(ps, &key, &key_len) != 0)
+            goto Error;
+        skip_ws(ps);
+        if (ps->p >= ps->end || *ps->p++ != ':' || (value = parse_value(ps)) == NULL) {
+            free(key);
+            goto Error;
+        }
+        /* jansson keys are NUL-terminated: a key with "\u0000" inside is refused, as jansson does */
+        if (memchr(key, '\0', key_len) != NULL) {
+            free(key);
+            json_decref(value);
+            goto Error;
+        }
+        json_object_set_new_nocheck(object, key, value);
+        free(key);
+        skip_ws(ps);
+        if (ps->p >= ps->end)
+            goto Error;
+        if (*ps->p == '}') {
+            ++ps->p;
+            return object;
+        }
+        if (*ps->p++ != ',')
+            goto Error;
+    }
+Error:
+    json_decref(object);
+    return NULL;
+}
+
+static json_t *parse_value(parser_t *ps)
+{
+    json_t *v = NULL;
+
+    skip_ws(ps);
+    if (ps->p >= ps->end)
+        return NULL;
+    switch (*ps->p) {
+    case '{':
+    case '[':
+        if (ps->depth == WIRE_JSON_MAX_DEPTH)
+            return NULL;
+        ++ps->depth;
+        v = *ps->p == '{' ? parse_object(ps) : parse_array(ps);
+        --ps->depth;
+        return v;
+    case '"':
+        return parse_string(ps);
+    case 't':
+        return literal(ps, "true", 4) == 0 ? json_true() : NULL;
+    case 'f':
+        return literal(ps, "false", 5) == 0 ? json_false() : NULL;
+    case 'n':
+        return literal(ps, "null", 4) == 0 ? json_null() : NULL;
+    default:
+        return parse_number(ps);
+    }
+}
+
+json_t *wire_json_parse(const char *text, size_t len)
+{
+    parser_t ps = {(const unsigned char *)text, (const unsigned char *)text + len, 0};
+    json_t *v = parse_value(&ps);
+
+    if (v == NULL)
+        return NULL;
+    skip_ws(&ps);
+    if (ps.p != ps.end) {
+        json_decref(v);
+        return NULL;
+    }
+    return v;
+}
