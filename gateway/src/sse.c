@@ -5,21 +5,22 @@
 #include <string.h>
 #include <time.h>
 #include "wire/alloc.h"
+#include "gateway/json_out.h"
 #include "gateway/sse.h"
 
 gw_event_t *gw_event_render(const json_t *event, uint64_t id, int compat_execd)
 {
     char prefix[48];
     int prefix_len = compat_execd ? 0 : snprintf(prefix, sizeof(prefix), "id: %" PRIu64 "\ndata: ", id);
-    /* measure first, then dump in place: a 12 MB stream event is never copied a second time */
-    size_t json_len = json_dumpb(event, NULL, 0, JSON_COMPACT);
+    /* measure first, then render in place: a 12 MB stream event is never copied a second time */
+    size_t json_len = gw_json_render(event, NULL);
     gw_event_t *ev = wire_malloc(offsetof(gw_event_t, frame) + (size_t)prefix_len + json_len + 2);
 
     memset(ev, 0, offsetof(gw_event_t, frame));
     ev->id = id;
     ev->refcnt = 1;
     memcpy(ev->frame, prefix, (size_t)prefix_len);
-    json_dumpb(event, ev->frame + prefix_len, json_len, JSON_COMPACT);
+    gw_json_render(event, ev->frame + prefix_len);
     memcpy(ev->frame + prefix_len + json_len, "\n\n", 2);
     ev->len = (size_t)prefix_len + json_len + 2;
     return ev;

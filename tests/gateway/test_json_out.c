@@ -1,0 +1,53 @@
+/* gw_json_render must write exactly what jansson's JSON_COMPACT encoder writes, only faster. */
+#include <stdlib.h>
+#include <string.h>
+#include <criterion/criterion.h>
+#include "gateway/json_out.h"
+#include "gw_test.h"
+
+static void expect_same_as_jansson(json_t *value)
+{
+    char *want = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
+    size_t len = gw_json_render(value, NULL);
+    char *got = malloc(len + 1);
+
+    cr_assert_eq(gw_json_render(value, got), len);
+    got[len] = '\0';
+    cr_expect_eq(len, strlen(want), "length %zu, jansson %zu", len, strlen(want));
+    cr_expect_str_eq(got, want);
+    free(got);
+    free(want);
+    json_decref(value);
+}
+
+TestSuite(json_out, .init = gw_test_init);
+
+Test(json_out, every_kind_of_value)
+{
+    expect_same_as_jansson(json_pack("{s:s, s:I, s:b, s:b, s:n, s:f, s:[i, s, {}], s:{}}", "type", "stdout", "timestamp",
+                                     (json_int_t)1795323510458, "t", 1, "f", 0, "nothing", "real", 1.5, "list", -3, "x", "empty",
+                                     "obj"));
+    expect_same_as_jansson(json_integer(-9223372036854775807LL - 1));
+    expect_same_as_jansson(json_real(0.1));
+    expect_same_as_jansson(json_array());
+}
+
+Test(json_out, strings_escape_as_jansson_does)
+{
+    static const char every_control[] = "\x01\x02\x03\x04\x05\x06\x07\b\t\n\x0b\f\r\x0e\x0f\x10\x1f\x7f";
+    expect_same_as_jansson(json_string("quote \" backslash \\ slash / tab \t newline \n"));
+    expect_same_as_jansson(json_string(every_control));
+    expect_same_as_jansson(json_string("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xe2\x80\xa8"));
+    expect_same_as_jansson(json_stringn("nul\0inside", 10));
+    expect_same_as_jansson(json_pack("{s:s}", "key \"with\" \n escapes", "v"));
+}
+
+Test(json_out, a_large_stream_text)
+{
+    size_t n = 3 * 1024 * 1024;
+    char *text = malloc(n);
+    for (size_t i = 0; i != n; ++i)
+        text[i] = i % 100 == 99 ? '\n' : (char)('a' + i % 26);
+    expect_same_as_jansson(json_pack("{s:s, s:s%}", "type", "stdout", "text", text, n));
+    free(text);
+}
