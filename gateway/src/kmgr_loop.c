@@ -56,8 +56,11 @@ static void on_kmgr_pending(h2o_timeout_entry_t *entry)
 static void loop_schedule(void *loop)
 {
     gw_server_t *server = loop;
+    /* not the 0 ms timeout: h2o runs entries linked while it runs that one in the same pass, so a
+     * kernel printing at full speed would be drained forever without a write going out */
     server->kmgr_pending_entry.cb = on_kmgr_pending;
-    gw_server_defer(server, &server->kmgr_pending_entry);
+    if (!h2o_timeout_is_linked(&server->kmgr_pending_entry))
+        h2o_timeout_link(server->ctx.loop, &server->yield_timeout, &server->kmgr_pending_entry);
 }
 
 const kmgr_loop_ops_t gw_kmgr_loop_ops = {loop_watch, loop_unwatch, loop_schedule};

@@ -164,6 +164,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     server->accept_ctx.hosts = server->globalconf.hosts;
 
     h2o_timeout_init(loop, &server->zero_timeout, 0);
+    h2o_timeout_init(loop, &server->yield_timeout, 1);
     h2o_timeout_init(loop, &server->tick_timeout, KMGR_TICK_MS);
     h2o_timeout_init(loop, &server->ping_timeout, config->ping_interval_ms);
     if (gw_files_init(server) != 0)
@@ -245,6 +246,7 @@ void gw_server_dispose(gw_server_t *server)
     if (h2o_timeout_is_linked(&server->kmgr_pending_entry))
         h2o_timeout_unlink(&server->kmgr_pending_entry);
     h2o_timeout_dispose(server->ctx.loop, &server->zero_timeout);
+    h2o_timeout_dispose(server->ctx.loop, &server->yield_timeout);
     h2o_timeout_dispose(server->ctx.loop, &server->tick_timeout);
     h2o_timeout_dispose(server->ctx.loop, &server->ping_timeout);
     h2o_context_dispose(&server->ctx);

@@ -238,8 +238,9 @@ int kmgr_channels_drain(kmgr_proc_t *proc, wire_channel_t channel)
 {
     kmgr_kernel_t *kernel = proc->kernel;
     uint64_t generation = kmgr_kernel_generation(kernel);
+    size_t bytes = 0;
 
-    for (int n = 0; n != KMGR_DRAIN_BATCH; ++n) {
+    for (int n = 0; n != KMGR_DRAIN_BATCH && bytes < KMGR_DRAIN_BYTES; ++n) {
         void *s = proc->sockets[channel];
         wire_frames_t frames;
         wire_msg_t *msg;
@@ -262,6 +263,8 @@ int kmgr_channels_drain(kmgr_proc_t *proc, wire_channel_t channel)
             kmgr_kernel_on_pong(kernel);
             continue;
         }
+        for (size_t i = 0; i != frames.size; ++i)
+            bytes += frames.entries[i].len;
         ret = wire_decode(&proc->signer, frames.entries, frames.size, &msg);
         wire_frames_dispose(&frames);
         if (ret != 0) {

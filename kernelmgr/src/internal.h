@@ -17,8 +17,10 @@
 #define KMGR_MAX_FRAME_BYTES ((int64_t)64 * 1024 * 1024)
 /* Most frames one message may have (a kernel's buffers); the rest of a longer one is discarded. */
 #define KMGR_MAX_FRAMES 1024
-/* Messages drained from one socket per wakeup before yielding back to the loop (fairness). */
+/* Messages, and bytes, drained from one socket per wakeup before yielding back to the loop: a
+ * kernel printing at full speed must leave the loop time to write what it already relayed. */
 #define KMGR_DRAIN_BATCH 64
+#define KMGR_DRAIN_BYTES ((size_t)1024 * 1024)
 
 /* An intrusive doubly-linked list (h2o_linklist_t style); a list head is a link to itself. */
 typedef struct st_kmgr_link_t {

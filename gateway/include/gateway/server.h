@@ -21,9 +21,10 @@ struct st_gw_server_t {
     gw_translate_opts_t translate;
     struct st_gw_files_t *files; /* files_api.h: the workspace root, the editor's undo history */
     /* timers: h2o 2.2.5 has one h2o_timeout_t per fixed duration (PLATFORM.md) */
-    h2o_timeout_t zero_timeout; /* "later in this loop iteration": deferred work */
-    h2o_timeout_t tick_timeout; /* KMGR_TICK_MS: kernel manager and child processes */
-    h2o_timeout_t ping_timeout; /* config->ping_interval_ms: keep-alive events */
+    h2o_timeout_t zero_timeout;  /* "later in this loop iteration": deferred work */
+    h2o_timeout_t yield_timeout; /* 1 ms: after the next poll for I/O (kernelmgr's pending work) */
+    h2o_timeout_t tick_timeout;  /* KMGR_TICK_MS: kernel manager and child processes */
+    h2o_timeout_t ping_timeout;  /* config->ping_interval_ms: keep-alive events */
     h2o_timeout_entry_t tick_entry;
     h2o_timeout_entry_t kmgr_pending_entry;
     h2o_linklist_t contexts;      /* gw_context_t */

@@ -21,7 +21,9 @@ typedef struct st_kmgr_loop_ops_t {
     void (*unwatch)(void *loop, void *handle);
     /**
      * Asks the loop to call kmgr_manager_run_pending() soon, from the loop, never from inside this
-     * call. Several requests before it runs may be coalesced into one call.
+     * call, and not before the loop has polled for I/O again (kernelmgr yields this way when it
+     * caps a drain; running it in the same iteration would starve the host's sockets). Several
+     * requests before it runs may be coalesced into one call.
      */
     void (*schedule)(void *loop);
 } kmgr_loop_ops_t;
