@@ -1,6 +1,7 @@
 /* A run's bounded event log and its readers: SSE responses that each write at their own pace. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include "wire/alloc.h"
 #include "gateway/run.h"
 #include "gateway/server.h"
@@ -237,9 +238,28 @@ size_t gw_run_num_readers(const gw_run_t *run)
     return n;
 }
 
+/*
+ * A reader whose write is stuck (the client stopped reading) and whose next event was just trimmed
+ * can never catch up. Its h2o_send is still in flight, so it cannot be ended with another send:
+ * shut its socket down instead, which fails the write; h2o then closes the connection and
+ * disposes the request (on_reader_dispose). Over HTTP/2 this ends the whole connection.
+ */
+static void cut_off_stuck_reader(gw_reader_t *reader)
+{
+    h2o_conn_t *conn = reader->req->conn;
+    h2o_socket_t *sock = conn->callbacks->get_socket != NULL ? conn->callbacks->get_socket(conn) : NULL;
+
+    reader_detach(reader);
+    if (sock != NULL)
+        shutdown(h2o_socket_get_fd(sock), SHUT_RDWR);
+}
+
 static void trim_log(gw_run_t *run)
 {
     size_t limit = run->server->config->max_run_log_bytes;
+    h2o_linklist_t *node, *next;
+    uint64_t head_id;
+    int trimmed = 0;
 
     /* the newest event always stays, so a run can always be finished and read to its end */
     while (run->log_bytes > limit && run->log.next != run->log.prev) {
@@ -248,6 +268,17 @@ static void trim_log(gw_run_t *run)
         oldest->in_log = 0;
         run->log_bytes -= oldest->len;
         gw_event_release(oldest);
+        trimmed = 1;
+    }
+    if (!trimmed)
+        return;
+    head_id = H2O_STRUCT_FROM_MEMBER(gw_event_t, link, run->log.next)->id;
+    for (node = run->readers.next; node != &run->readers; node = next) {
+        gw_reader_t *reader = H2O_STRUCT_FROM_MEMBER(gw_reader_t, link, node);
+        uint64_t wanted = reader->last != NULL ? reader->last->id + 1 : reader->after_id + 1;
+        next = node->next;
+        if (reader->sending && wanted < head_id)
+            cut_off_stuck_reader(reader);
     }
 }
 
