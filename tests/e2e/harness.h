@@ -8,13 +8,14 @@
 #include <jansson.h>
 
 /* Every wait in the harness is bounded by one of these (milliseconds). */
-#define E2E_STARTUP_MS 10000     /* kgate answering /healthz */
-#define E2E_HEALTH_POLL_MS 20    /* /healthz polling period */
-#define E2E_STOP_GRACE_MS 10000  /* SIGTERM to exit, before SIGKILL */
-#define E2E_REQUEST_MS 30000     /* a plain request/response (a kernel start fits in it) */
-#define E2E_END_GRACE_MS 2000    /* after execution_complete, waiting for the end of the response */
-#define E2E_MAX_BODY (64u << 20) /* largest response body or SSE event accepted */
-#define E2E_MAX_EVENTS 200000    /* events collected from one stream */
+#define E2E_STARTUP_MS 10000      /* kgate answering /healthz */
+#define E2E_HEALTH_POLL_MS 20     /* /healthz polling period */
+#define E2E_STOP_GRACE_MS 10000   /* SIGTERM to exit, before SIGKILL */
+#define E2E_REQUEST_MS 30000      /* a plain request/response (a kernel start fits in it) */
+#define E2E_END_GRACE_MS 2000     /* after execution_complete, waiting for the end of the response */
+#define E2E_MAX_BODY (64u << 20)  /* largest response body or SSE event accepted */
+#define E2E_MAX_EVENTS 200000     /* events collected from one stream */
+#define E2E_MAX_TEXT (512u << 20) /* concatenated text of one stream (e2e_events_text) */
 
 /** Monotonic clock in milliseconds. */
 int64_t e2e_now_ms(void);
