@@ -238,6 +238,24 @@ const bench_case_t bench_cases[] = {
         .default_samples = 5,
         .default_warmup = 1,
     },
+    {
+        /* kgate's own bash kernel (C, one bash per context) against Debian's python3-metakernel
+         * BashKernel (ipykernel plus pexpect on a pty), whose kernelspec the bench generates. The
+         * pty turns the baseline's newline into CRLF: "hi\r\n" is 4 bytes, the native "hi\n" 3. */
+        .name = "bash",
+        .description = "`echo hi` in kgate's bash kernel against a metakernel bash kernel, both via POST /code",
+        .run = bench_run_kernel_pair,
+        .language = "bash",
+        .code = "echo hi",
+        .subject_stdout_bytes = 3,
+        .baseline_language = "metakernel_bash",
+        .baseline_missing = "python3-metakernel was not importable when cmake configured bench/ "
+                            "(deploy/deps.sh --with-bench installs it; then re-run cmake)",
+        .baseline_stdout_bytes = 4,
+        .min_speedup = 10,
+        .default_samples = 200,
+        .default_warmup = 10,
+    },
 };
 
 const size_t bench_num_cases = sizeof(bench_cases) / sizeof(bench_cases[0]);

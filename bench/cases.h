@@ -67,7 +67,24 @@ struct st_bench_case_t {
     double min_throughput_ratio;
     size_t default_samples;
     size_t default_warmup;
+    /*
+     * Cases run by bench_run_kernel_pair compare two kernelspecs of one language, both through
+     * kgate's API: `language` (the subject, reported in the `kgate` slot of bench_result_t) and
+     * `baseline_language` (reported in the `direct` slot). Both are kernelspec names.
+     */
+    const char *baseline_language;
+    /** Why the baseline's kernelspec may be missing and how to get it (the case is then skipped). */
+    const char *baseline_missing;
+    /** stdout bytes the subject and the baseline must produce on every execute (not expect_stdout_bytes,
+     *  which makes a throughput case). */
+    size_t subject_stdout_bytes;
+    size_t baseline_stdout_bytes;
+    /** Target: baseline median / subject median at least this (reported, never enforced). */
+    double min_speedup;
 };
+
+/** Runner of the kernel-against-kernel cases (case_kernels.c); BENCH_ESKIPPED when the baseline is not installed. */
+int bench_run_kernel_pair(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 
 extern const bench_case_t bench_cases[];
 extern const size_t bench_num_cases;

@@ -18,7 +18,8 @@
     XX(SPAWN, "cannot start kgate")                                                                                                \
     XX(NOKERNEL, "cannot find the context's kernel")                                                                               \
     XX(RUN, "the code did not run as expected")                                                                                    \
-    XX(INTERRUPTED, "interrupted by a signal")
+    XX(INTERRUPTED, "interrupted by a signal")                                                                                     \
+    XX(SKIPPED, "case skipped")
 
 typedef enum {
     BENCH_OK = 0,

@@ -27,7 +27,7 @@ usage() {
 while [[ $# -gt 0 ]]; do
     case "$1" in
     --with-r) optional_pkgs+=(r-cran-irkernel) ;;        # the R kernel (IRkernel)
-    --with-bench) optional_pkgs+=(wrk python3-jupyter-server) ;; # load generator; the server we compare with
+    --with-bench) optional_pkgs+=(wrk python3-jupyter-server python3-metakernel) ;; # load generator; the server and bash kernel we compare with
     --with-sandbox) optional_pkgs+=(bubblewrap) ;;       # kernels without network (PLATFORM.md)
     --with-shellcheck) optional_pkgs+=(shellcheck) ;;    # lints deploy/*.sh and .ci/run
     --no-tslab) with_tslab=0 ;;                           # no JavaScript/TypeScript kernel

@@ -1,0 +1,178 @@
+/* bench/case_kernels.c: two kernels of one language compared through kgate's HTTP API, execute by execute. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <jansson.h>
+#include "common.h"
+#include "kgate_client.h"
+#include "cases.h"
+
+#define JSON_BODY_MAX (1024 * 1024)
+
+/* GET `path` as JSON; a new reference in *out. */
+static int get_json(bench_http_t *c, const char *path, json_t **out)
+{
+    bench_http_response_t resp;
+    char *text = NULL;
+    int err = bench_http_request(c, "GET", path, NULL, &resp);
+    if (err != 0)
+        return err;
+    if ((err = bench_http_read_all(c, &resp, JSON_BODY_MAX, &text, NULL)) != 0)
+        return err;
+    if (resp.status != 200) {
+        bench_set_detail("GET %s: HTTP %d %.300s", path, resp.status, text);
+        free(text);
+        return BENCH_ESTATUS;
+    }
+    *out = json_loads(text, 0, NULL);
+    if (*out == NULL) {
+        bench_set_detail("GET %s: not JSON: %.300s", path, text);
+        err = BENCH_EPROTO;
+    }
+    free(text);
+    return err;
+}
+
+/* 1 if GET /code/languages lists a kernelspec named `kernel`, 0 if not; or a negative error. */
+static int kgate_has_kernel(bench_http_t *c, const char *kernel)
+{
+    json_t *list = NULL, *entry;
+    size_t i;
+    int err = get_json(c, "/code/languages", &list), found = 0;
+    if (err != 0)
+        return err;
+    json_array_foreach(list, i, entry)
+    {
+        const char *name = json_string_value(json_object_get(entry, "kernel"));
+        if (name != NULL && strcmp(name, kernel) == 0)
+            found = 1;
+    }
+    json_decref(list);
+    return found;
+}
+
+/* Creates a context for kernelspec `kernel` and checks that kgate resolved it to that very kernelspec. */
+static int create_context(bench_http_t *c, const char *kernel, char **id)
+{
+    json_t *ctx = NULL;
+    char path[256];
+    int err = bench_kgate_create_context(c, kernel, id);
+    if (err != 0)
+        return err;
+    snprintf(path, sizeof(path), "/code/contexts/%s", *id);
+    if ((err = get_json(c, path, &ctx)) != 0)
+        return err;
+    const char *got = json_string_value(json_object_get(ctx, "kernel"));
+    if (got == NULL || strcmp(got, kernel) != 0) {
+        bench_set_detail("language %s started kernelspec %s", kernel, got != NULL ? got : "(none)");
+        err = BENCH_ENOKERNEL;
+    }
+    json_decref(ctx);
+    return err;
+}
+
+static int check(const char *who, const bench_outcome_t *o, size_t stdout_bytes)
+{
+    if (o->error != NULL) {
+        bench_set_detail("%s: the code raised %s", who, o->error);
+        return BENCH_ERUN;
+    }
+    if (o->stdout_bytes != stdout_bytes) {
+        bench_set_detail("%s: expected %zu bytes of stdout, got %zu", who, stdout_bytes, o->stdout_bytes);
+        return BENCH_ERUN;
+    }
+    return 0;
+}
+
+static void delete_context(bench_http_t *c, const char *id)
+{
+    if (id == NULL)
+        return;
+    /* Keep the first error's detail: deleting is clean-up, its failure only a warning. */
+    char saved[512];
+    snprintf(saved, sizeof(saved), "%s", bench_detail());
+    int err = bench_kgate_delete_context(c, id);
+    if (err != 0)
+        fprintf(stderr, "warning: deleting context %s: %s (%s)\n", id, bench_strerror(err), bench_detail());
+    bench_set_detail("%s", saved);
+}
+
+int bench_run_kernel_pair(const bench_case_t *self, bench_env_t *env, bench_result_t *out)
+{
+    static char subject_label[64], baseline_label[64];
+    bench_samples_t ss = {0}, bs = {0};
+    char *subject = NULL, *baseline = NULL;
+    size_t samples = env->samples != 0 ? env->samples : self->default_samples;
+    size_t warmup = env->warmup != SIZE_MAX ? env->warmup : self->default_warmup;
+    size_t reconnects0;
+    int err;
+
+    memset(out, 0, sizeof(*out));
+    snprintf(subject_label, sizeof(subject_label), "%s via POST /code", self->language);
+    snprintf(baseline_label, sizeof(baseline_label), "%s via POST /code", self->baseline_language);
+    out->kgate_label = subject_label;
+    out->direct_label = baseline_label;
+
+    if ((err = kgate_has_kernel(env->http, self->language)) <= 0) {
+        if (err == 0) {
+            bench_set_detail("kgate has no `%s` kernelspec", self->language);
+            err = BENCH_ENOKERNEL;
+        }
+        goto Exit;
+    }
+    if ((err = kgate_has_kernel(env->http, self->baseline_language)) <= 0) {
+        if (err == 0) {
+            bench_set_detail("kgate has no `%s` kernelspec: %s", self->baseline_language, self->baseline_missing);
+            err = BENCH_ESKIPPED;
+        }
+        goto Exit;
+    }
+    if ((err = create_context(env->http, self->language, &subject)) != 0)
+        goto Exit;
+    if ((err = create_context(env->http, self->baseline_language, &baseline)) != 0)
+        goto Exit;
+    if (env->verbose)
+        fprintf(stderr, "[%s] contexts %s (%s), %s (%s)\n", self->name, subject, self->language, baseline, self->baseline_language);
+
+    bench_samples_init(&ss, samples);
+    bench_samples_init(&bs, samples);
+    reconnects0 = env->http->reconnects;
+    for (size_t i = 0; i < warmup + samples; ++i) {
+        if (*env->interrupted) {
+            bench_set_detail("stopped sampling");
+            err = BENCH_EINTERRUPTED;
+            goto Exit;
+        }
+        if (i == warmup)
+            reconnects0 = env->http->reconnects;
+        /* Alternate which kernel goes first, so that neither always follows the other. */
+        for (size_t k = 0; k < 2; ++k) {
+            int use_baseline = (int)(k ^ (i & 1));
+            bench_outcome_t o;
+            err = bench_kgate_execute(env->http, use_baseline ? baseline : subject, self->code, 0, &o);
+            if (err == 0)
+                err = use_baseline ? check(self->baseline_language, &o, self->baseline_stdout_bytes)
+                                   : check(self->language, &o, self->subject_stdout_bytes);
+            if (err == 0 && i >= warmup)
+                bench_samples_add(use_baseline ? &bs : &ss, o.ms);
+            bench_outcome_dispose(&o);
+            if (err != 0)
+                goto Exit;
+        }
+        if (env->verbose && i >= warmup && (i - warmup + 1) % 50 == 0)
+            fprintf(stderr, "[%s] %zu/%zu samples\n", self->name, i - warmup + 1, samples);
+    }
+    bench_summarize(&ss, &out->kgate);
+    bench_summarize(&bs, &out->direct);
+    out->kgate_reconnects = env->http->reconnects - reconnects0;
+
+Exit:
+    delete_context(env->http, subject);
+    delete_context(env->http, baseline);
+    bench_samples_dispose(&ss);
+    bench_samples_dispose(&bs);
+    free(subject);
+    free(baseline);
+    return err;
+}
