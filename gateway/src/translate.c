@@ -1,4 +1,5 @@
 /* Jupyter iopub/shell messages of one run -> the API's events (API.md section 1, the event table). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
@@ -157,9 +158,14 @@ json_t *gw_translate_execute_reply(const wire_msg_t *msg, int saw_error, const g
 
     if (json_is_integer(count) && execution_count != NULL)
         *execution_count = (int)json_integer_value(count);
-    if (strcmp(status, "aborted") == 0)
-        return gw_error_event("ExecutionAborted", "the kernel aborted this execution after an earlier error");
-    if (strcmp(status, "error") == 0 && !saw_error)
+    if (strcmp(status, "ok") == 0 || saw_error)
+        return NULL;
+    if (strcmp(status, "error") == 0)
         return error_from_content(content, opts);
-    return NULL;
+    /* "aborted" (ipykernel), "abort" (tslab) or anything else: never a silent success */
+    if (strncmp(status, "abort", 5) == 0)
+        return gw_error_event("ExecutionAborted", "the kernel aborted this execution after an earlier error");
+    char evalue[96];
+    snprintf(evalue, sizeof(evalue), "the kernel replied with status \"%.40s\"", status);
+    return gw_error_event("ExecutionFailed", evalue);
 }

@@ -266,6 +266,22 @@ Test(translate, reply_aborted_is_an_execution_aborted_error)
     json_decref(ev);
 }
 
+/* tslab answers "abort" where ipykernel says "aborted"; an unknown status is never a silent success. */
+Test(translate, reply_with_any_other_status_is_an_error)
+{
+    json_t *ev = reply(json_pack("{s:s}", "status", "abort"), 0, NULL);
+
+    cr_assert_not_null(ev);
+    cr_assert_str_eq(ev_str(json_object_get(ev, "error"), "ename"), "ExecutionAborted");
+    json_decref(ev);
+    ev = reply(json_pack("{s:s}", "status", "weird"), 0, NULL);
+    cr_assert_not_null(ev);
+    cr_assert_str_eq(ev_str(json_object_get(ev, "error"), "ename"), "ExecutionFailed");
+    cr_assert_not_null(strstr(ev_str(json_object_get(ev, "error"), "evalue"), "weird"));
+    json_decref(ev);
+    cr_assert_null(reply(json_pack("{s:s}", "status", "abort"), 1, NULL), "an error already reported is not repeated");
+}
+
 Test(translate, reply_error_without_iopub_error_is_reported)
 {
     json_t *content = traceback_content();

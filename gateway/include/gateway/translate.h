@@ -20,9 +20,11 @@ typedef struct st_gw_translate_opts_t {
 json_t *gw_translate_iopub(const wire_msg_t *msg, const gw_translate_opts_t *opts);
 
 /**
- * Translates the shell reply of an execute_request. Returns an `error` event when the reply says
- * `aborted` (ename "ExecutionAborted"), or says `error` and `saw_error` is 0 (the iopub error was
- * lost); NULL otherwise. Stores the reply's execution_count in `*execution_count` when present.
+ * Translates the shell reply of an execute_request. Unless the reply says `ok` or an error event
+ * was already seen (`saw_error`), it returns an `error` event: from the reply's content for
+ * `error`, ename "ExecutionAborted" for `aborted` (ipykernel) or `abort` (tslab), ename
+ * "ExecutionFailed" naming any other status; NULL otherwise. Stores the reply's execution_count in
+ * `*execution_count` when present.
  */
 json_t *gw_translate_execute_reply(const wire_msg_t *msg, int saw_error, const gw_translate_opts_t *opts, int *execution_count);
 
