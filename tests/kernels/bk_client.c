@@ -278,8 +278,11 @@ void bk_client_collect(bk_client_t *c, const char *msg_id, const char *const *in
             if (strcmp(wire_msg_type(m), "input_request") == 0 && strcmp(wire_msg_parent_id(m), msg_id) == 0) {
                 const char *value = inputs != NULL && inputs[next_input] != NULL ? inputs[next_input++] : "";
                 wire_msg_t *r = wire_msg_create("input_reply", c->session, json_pack("{ss}", "value", value));
-                json_decref(r->parent_header);
-                r->parent_header = json_incref(m->header);
+                /* Every other reply without a parent_header, as jupyter_client sends them. */
+                if (run->input_requests % 2 == 0) {
+                    json_decref(r->parent_header);
+                    r->parent_header = json_incref(m->header);
+                }
                 send_msg(c, WIRE_CHANNEL_STDIN, r);
                 wire_msg_destroy(r);
                 run->input_requests++;

@@ -445,3 +445,28 @@ Test(bash_kernel_tcp, binds_tcp_endpoints)
     bk_run_dispose(&r);
     bk_client_stop(&c);
 }
+
+Test(bash_kernel, interrupt_while_waiting_for_input)
+{
+    char *id = bk_client_start_run(&client, "read -r x; echo \"x=$x\"", 1);
+    wire_msg_t *m = bk_client_recv(&client, WIRE_CHANNEL_STDIN, 5000);
+    struct timespec t0;
+    bk_run_t r;
+
+    cr_assert_not_null(m, "no input_request");
+    cr_expect_str_eq(wire_msg_type(m), "input_request");
+    cr_expect_str_eq(wire_msg_parent_id(m), id);
+    wire_msg_destroy(m);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    free(bk_client_send(&client, WIRE_CHANNEL_CONTROL, "interrupt_request", NULL));
+    bk_client_collect(&client, id, NULL, 3000, &r);
+    cr_expect_lt(bk_ms_since(&t0), 1000);
+    cr_expect_str_eq(bk_run_status(&r), "error");
+    cr_expect_str_eq(r.out, "");
+    bk_run_dispose(&r);
+    free(id);
+
+    bk_client_run(&client, "echo next", NULL, 5000, &r);
+    cr_expect_str_eq(r.out, "next\n");
+    bk_run_dispose(&r);
+}

@@ -514,8 +514,11 @@ static void on_input_reply(bk_kernel_t *k, wire_msg_t *msg)
     const char *value = json_string_value(json_object_get(msg->content, "value"));
     size_t len = json_string_length(json_object_get(msg->content, "value"));
 
+    /* jupyter_client sends input_reply without a parent_header (ipykernel takes whatever comes next on
+     * stdin), so an empty parent is accepted; a reply to an older input_request is not. */
+    const char *parent = wire_msg_parent_id(msg);
     if (strcmp(wire_msg_type(msg), "input_reply") == 0 && k->input_req_id != NULL &&
-        strcmp(wire_msg_parent_id(msg), k->input_req_id) == 0 && value != NULL && len < MAX_INPUT_BYTES) {
+        (parent[0] == '\0' || strcmp(parent, k->input_req_id) == 0) && value != NULL && len < MAX_INPUT_BYTES) {
         char *line = wire_malloc(len + 1);
         memcpy(line, value, len);
         line[len] = '\n';
