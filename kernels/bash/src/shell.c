@@ -395,7 +395,7 @@ static ssize_t read_small(const char *path, char *buf, size_t size)
 /* Is thread `tid` of `pid` in read(2) (or readv/pread) on the FIFO `fifo`? */
 static int reads_fifo(pid_t pid, const char *tid, const struct stat *fifo)
 {
-    char path[128], buf[256];
+    char path[sizeof("/proc//task//syscall") + 11 + 256], buf[256]; /* tid: a d_name, up to 255 bytes */
     long nr;
     unsigned long fd;
     struct stat st;
