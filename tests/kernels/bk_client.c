@@ -208,6 +208,13 @@ void bk_client_stop(bk_client_t *c)
         zmq_ctx_term(c->zctx);
     wire_signer_dispose(&c->signer);
     unlink(c->conn_path);
+    /* ipc endpoint files stay behind when the kernel goes (removing them is the client's job, as in
+     * jupyter_client). */
+    for (int ch = 0; ch != WIRE_CHANNEL_COUNT; ++ch) {
+        char path[256];
+        snprintf(path, sizeof(path), "%s/k-%d", c->dir, c->conn.ports[ch]);
+        unlink(path);
+    }
     rmdir(c->dir);
     wire_connection_dispose(&c->conn);
 }
