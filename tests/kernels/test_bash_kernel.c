@@ -67,6 +67,12 @@ Test(bash_kernel, nonzero_status_is_an_error)
     cr_expect_str_eq(json_string_value(json_object_get(r.reply, "evalue")), "42");
     bk_run_dispose(&r);
 
+    /* $? carries over to the next cell, as at a terminal, and survives a completion request. */
+    free(bk_client_send(&client, WIRE_CHANNEL_SHELL, "complete_request", json_pack("{sssi}", "code", "ec", "cursor_pos", 2)));
+    bk_client_run(&client, "echo \"last=$?\"", NULL, 5000, &r);
+    cr_expect_str_eq(r.out, "last=42\n");
+    bk_run_dispose(&r);
+
     /* A syntax error is reported by bash and is an error too; the shell survives it. */
     bk_client_run(&client, "kg_y=1\nif true; then\n  echo \"unclosed\n", NULL, 5000, &r);
     cr_expect_str_eq(bk_run_status(&r), "error");

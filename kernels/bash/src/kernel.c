@@ -308,7 +308,7 @@ static void finish_job(bk_kernel_t *k, int status, int exited, const char *why)
     if (k->job == JOB_EXECUTE)
         finish_execute(k, status, exited, why);
     else if (k->job == JOB_COMPLETE)
-        finish_complete(k, status == 0 && !exited);
+        finish_complete(k, !exited); /* the status is the user's $?, restored after compgen */
 }
 
 static void interrupt(bk_kernel_t *k)

@@ -138,7 +138,8 @@ static char **make_env(const char *token)
     }
     env[k++] = wire_strdup("PS1=");
     env[k++] = wire_strdup("PS2=");
-    if (asprintf(&env[k++], "PROMPT_COMMAND=printf '%%s %%s %%d\\n' %s \"${__kgate_seq-0}\" \"$?\" >&3", token) < 0)
+    if (asprintf(&env[k++], "PROMPT_COMMAND=__kgate_rc=$?; printf '%%s %%s %%d\\n' %s \"${__kgate_seq-0}\" \"$__kgate_rc\" >&3",
+                 token) < 0)
         abort();
     env[k] = NULL;
     return env;
@@ -212,10 +213,12 @@ int bk_shell_ensure(bk_shell_t *sh)
     /*
      * Un-export what came through the environment (a nested interactive bash would print markers to
      * a closed fd 3), keep users from unsetting the marker, and keep history off disk and `!` literal.
+     * __kgate_status hands a cell the previous cell's $? (PROMPT_COMMAND keeps it in __kgate_rc).
      */
     if (asprintf(&setup,
                  "export -n PROMPT_COMMAND PS1 PS2; readonly PROMPT_COMMAND; set +o history +H; "
-                 "unset HISTFILE MAILCHECK; __kgate_seq=%lu\n",
+                 "unset HISTFILE MAILCHECK; __kgate_status() { return \"$1\"; }; readonly -f __kgate_status; "
+                 "__kgate_rc=0; __kgate_seq=%lu\n",
                  sh->ready_seq) < 0)
         abort();
     ret = write_all(sh->in_fd, setup, strlen(setup));
@@ -240,7 +243,7 @@ int bk_shell_submit(bk_shell_t *sh, const char *line, unsigned long *seq)
     if ((ret = bk_shell_ensure(sh)) != 0)
         return ret;
     *seq = ++sh->next_seq;
-    if (asprintf(&full, "__kgate_seq=%lu; %s\n", *seq, line) < 0)
+    if (asprintf(&full, "__kgate_seq=%lu; __kgate_status \"$__kgate_rc\"; %s\n", *seq, line) < 0)
         abort();
     if (!sh->ready) {
         free(sh->pending);

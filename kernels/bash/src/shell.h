@@ -22,7 +22,9 @@
  *   marker comes from the prompt, it also arrives after an interrupt (status 130) or a syntax
  *   error; a stale marker (a SIGINT racing the end of a command) carries an old <seq> and is
  *   ignored. If bash exits (`exit 3`, `set -e`), fd 3 closes and the kernel reaps it; the next
- *   command starts a fresh bash.
+ *   command starts a fresh bash. PROMPT_COMMAND also keeps $? in __kgate_rc, and each line first
+ *   runs `__kgate_status "$__kgate_rc"` (a readonly function that returns it), so that `$?` in a
+ *   cell is the previous cell's status, as at a terminal.
  *
  * - Code: each cell is written to a file in the kernel's private directory (mode 0700) and run with
  *   `. FILE`, so heredocs, multi-line constructs, `return` and syntax errors behave as in a script

@@ -115,16 +115,16 @@ char *bk_complete_command(const bk_complete_ctx_t *ctx, const char *code, const 
     /* The pipeline's loop runs in a subshell, so its variable never reaches the user's shell. */
     switch (ctx->kind) {
     case BK_COMPLETE_VARIABLE:
-        n = asprintf(&line, "compgen -v -- %s >%s 2>/dev/null", word, out);
+        n = asprintf(&line, "compgen -v -- %s >%s 2>/dev/null; __kgate_status \"$__kgate_rc\"", word, out);
         break;
     case BK_COMPLETE_COMMAND:
-        n = asprintf(&line, "compgen -c -- %s >%s 2>/dev/null", word, out);
+        n = asprintf(&line, "compgen -c -- %s >%s 2>/dev/null; __kgate_status \"$__kgate_rc\"", word, out);
         break;
     case BK_COMPLETE_FILE:
         n = asprintf(&line,
                      "compgen -f -- %s 2>/dev/null | while IFS= read -r __kgate_f; do "
                      "if [ -d \"$__kgate_f\" ]; then printf '%%s/\\n' \"$__kgate_f\"; "
-                     "else printf '%%s\\n' \"$__kgate_f\"; fi; done >%s",
+                     "else printf '%%s\\n' \"$__kgate_f\"; fi; done >%s; __kgate_status \"$__kgate_rc\"",
                      word, out);
         break;
     }
@@ -143,7 +143,7 @@ json_t *bk_complete_matches(const char *data, size_t len, const char *sigil, siz
     while (i < len && json_array_size(matches) < max) {
         const char *nl = memchr(data + i, '\n', len - i);
         size_t n = (nl != NULL ? (size_t)(nl - data) : len) - i;
-        if (n != 0) {
+        if (n != 0 && !(n >= 7 && memcmp(data + i, "__kgate", 7) == 0)) { /* the kernel's own names */
             char *m = NULL;
             if (asprintf(&m, "%s%.*s", sigil, (int)n, data + i) < 0)
                 abort();

@@ -32,11 +32,15 @@ void bk_complete_find(const char *code, size_t len, size_t cursor, bk_complete_c
 /**
  * Builds the bash command line that writes the candidates for `ctx` to `outpath`, one a line
  * (directories with a trailing "/"), for the persistent bash to run, so that its functions,
- * aliases, variables and working directory count. Returns a wire_malloc'd string.
+ * aliases, variables and working directory count; it leaves the user's $? as it was. Returns a
+ * wire_malloc'd string.
  */
 char *bk_complete_command(const bk_complete_ctx_t *ctx, const char *code, const char *outpath);
 
-/** Parses the candidates file: unique lines in order, each prefixed with the sigil, at most `max`. */
+/**
+ * Parses the candidates file: unique lines in order (minus the kernel's own __kgate names), each
+ * prefixed with the sigil, at most `max`.
+ */
 json_t *bk_complete_matches(const char *data, size_t len, const char *sigil, size_t max);
 
 /** `s` single-quoted for bash ('it'\''s'); a wire_malloc'd string. */
