@@ -48,8 +48,10 @@ int kmgr_channels_open(kmgr_proc_t *proc)
         if (set_int(s, ZMQ_LINGER, 0) != 0 || zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg)) != 0)
             goto Error;
         /* Requests queued while the kernel starts must not hit the default send HWM; the callers bound
-         * how many they queue. A SUB drops at its HWM, and a lost status idle would hang a request. */
-        if (i != WIRE_CHANNEL_HB && (set_int(s, ZMQ_SNDHWM, 0) != 0 || set_int(s, ZMQ_RCVHWM, 0) != 0))
+         * how many they queue. iopub is bounded: when kgate lags, the transport pushes back and the
+         * backlog waits in the kernel's PUB queue rather than in kgate (KMGR_IOPUB_RCVHWM). */
+        if (i != WIRE_CHANNEL_HB &&
+            (set_int(s, ZMQ_SNDHWM, 0) != 0 || set_int(s, ZMQ_RCVHWM, i == WIRE_CHANNEL_IOPUB ? KMGR_IOPUB_RCVHWM : 0) != 0))
             goto Error;
         if ((i == WIRE_CHANNEL_SHELL || i == WIRE_CHANNEL_STDIN) &&
             zmq_setsockopt(s, ZMQ_ROUTING_ID, identity, strlen(identity)) != 0)

@@ -21,6 +21,12 @@
  * kernel printing at full speed must leave the loop time to write what it already relayed. */
 #define KMGR_DRAIN_BATCH 64
 #define KMGR_DRAIN_BYTES ((size_t)1024 * 1024)
+/* Messages kgate's iopub socket queues before it stops reading from the kernel. Unbounded, a
+ * kernel printing faster than kgate relays grew kgate without limit; bounded, the backlog waits
+ * in the kernel's own PUB queue (which drops beyond its high-water mark: KMGR_IDLE_GRACE_MS). */
+#define KMGR_IOPUB_RCVHWM 16
+/* A request that has its reply but no status idle is finished after this much silence. */
+#define KMGR_IDLE_GRACE_MS 5000
 
 /* An intrusive doubly-linked list (h2o_linklist_t style); a list head is a link to itself. */
 typedef struct st_kmgr_link_t {

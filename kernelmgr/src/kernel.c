@@ -21,6 +21,8 @@ struct st_kmgr_request_t {
     kmgr_request_cb cb;
     void *data;
     int got_reply, got_idle;
+    /* When the reply or the request's last iopub message arrived (kmgr_now_ms): see KMGR_IDLE_GRACE_MS. */
+    uint64_t last_heard_at;
     /* Set while the final event is being delivered (the request is unlinked and freed after). */
     int finished;
     int fail_err;
@@ -551,6 +553,7 @@ void kmgr_kernel_on_message(kmgr_kernel_t *k, wire_channel_t channel, wire_msg_t
             goto Exit;
         }
         req->got_reply = 1;
+        req->last_heard_at = kmgr_now_ms();
         deliver(req, KMGR_REQ_REPLY, msg, 0);
         if (k->generation == generation && req->got_idle)
             finish(req, KMGR_REQ_DONE, 0);
@@ -569,6 +572,7 @@ void kmgr_kernel_on_message(kmgr_kernel_t *k, wire_channel_t channel, wire_msg_t
             if (state != NULL && strcmp(state, "idle") == 0)
                 req->got_idle = 1;
         }
+        req->last_heard_at = kmgr_now_ms();
         deliver(req, KMGR_REQ_IOPUB, msg, 0);
         if (k->generation == generation && req->got_idle && req->got_reply)
             finish(req, KMGR_REQ_DONE, 0);
@@ -632,6 +636,31 @@ static void drain_all(kmgr_kernel_t *k)
     }
 }
 
+/*
+ * A kernel's PUB socket drops messages when kgate falls more than its high-water mark behind
+ * (kgate bounds its own iopub queue: KMGR_IOPUB_RCVHWM). Should the lost one be a request's
+ * status idle, the request would never end: one that has its reply and has heard nothing for
+ * KMGR_IDLE_GRACE_MS is finished anyway. Any iopub message for it restarts the wait, so output
+ * still queued is never cut short.
+ */
+static void finish_replied_without_idle(kmgr_kernel_t *k, uint64_t now)
+{
+    uint64_t generation = k->generation;
+    kmgr_link_t *link, *next;
+
+    for (link = k->requests.next; link != &k->requests; link = next) {
+        kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, link);
+        next = link->next;
+        if (!req->got_reply || req->got_idle || now - req->last_heard_at < KMGR_IDLE_GRACE_MS)
+            continue;
+        finish(req, KMGR_REQ_DONE, 0);
+        /* the callback may have destroyed or restarted the kernel, and with it the list */
+        if (k->generation != generation || k->destroyed)
+            return;
+        next = k->requests.next;
+    }
+}
+
 void kmgr_kernel_tick(kmgr_kernel_t *k, uint64_t now)
 {
     const kmgr_config_t *config = &k->mgr->config;
@@ -679,6 +708,7 @@ void kmgr_kernel_tick(kmgr_kernel_t *k, uint64_t now)
             k->ping_sent_at = now;
             k->next_ping_at = now + config->heartbeat_interval_ms;
         }
+        finish_replied_without_idle(k, now);
         break;
     }
 }
