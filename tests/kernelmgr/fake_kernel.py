@@ -55,5 +55,9 @@ while True:
                 good.send(iopub, "status", {"execution_state": "idle"}, parent=msg)
                 good.send(shell, "execute_reply", reply, parent=msg, ident=idents)
                 continue
+            if code == "idle-lost":
+                # as if the kernel's PUB queue had dropped it: the reply comes, the idle never does
+                good.send(shell, "execute_reply", reply, parent=msg, ident=idents)
+                continue
             good.send(shell, "execute_reply", reply, parent=msg, ident=idents)
         good.send(iopub, "status", {"execution_state": "idle"}, parent=msg)

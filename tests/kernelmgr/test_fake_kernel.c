@@ -51,6 +51,26 @@ Test(fake_kernel, idle_before_reply_completes_on_the_reply)
     kmgr_kernel_destroy(k);
 }
 
+Test(fake_kernel, a_lost_idle_does_not_hang_the_request)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(fake, &st);
+    uint64_t t0;
+    kt_rec_t rec;
+
+    kt_rec_init(&rec);
+    t0 = kmgr_now_ms();
+    cr_assert_eq(kt_execute(k, "idle-lost", &rec), 0);
+    cr_assert(kt_wait_rec(&rec, 15000), "a request with its reply but no idle must end");
+    cr_expect_eq(rec.n_reply, 1);
+    cr_expect_eq(rec.n_done, 1);
+    cr_expect_str_eq(rec.out, "genuine\n");
+    /* ended by the grace period after the reply (5 s of silence), not at once */
+    cr_expect_geq(kmgr_now_ms() - t0, 4500);
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
 Test(fake_kernel, shutdown_request_ends_it_politely)
 {
     kt_states_t st = {0};
