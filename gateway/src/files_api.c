@@ -387,68 +387,22 @@ json_t *gw_files_parse_body(h2o_req_t *req)
     return body;
 }
 
-/* Percent-decodes a query value; unlike gw_percent_decode it keeps NUL bytes (path checks refuse them with 403). */
-static long decode_query_value(const char *s, size_t len, char *out)
-{
-    size_t i, o = 0;
-
-    for (i = 0; i < len; ++i) {
-        char c = s[i];
-        if (c == '%') {
-            unsigned char byte;
-            if (i + 2 >= len || h2o_hex_decode(&byte, s + i + 1, 2) != 0)
-                return -1;
-            c = (char)byte;
-            i += 2;
-        } else if (c == '+') {
-            c = ' ';
-        }
-        out[o++] = c;
-    }
-    out[o] = '\0';
-    return (long)o;
-}
-
-typedef struct st_query_value_t {
-    char *s;
-    size_t len;
-} query_value_t;
+typedef gw_query_value_t query_value_t;
 
 /* Every value of `name` in the query string (pool-allocated); -1 after answering 400 on a bad escape or too many values. */
 static long query_values(h2o_req_t *req, const char *name, query_value_t *values, size_t max)
 {
-    size_t name_len = strlen(name), n = 0;
-    const char *p, *end;
+    long n = gw_query_values(req, name, values, max);
 
-    if (req->query_at == SIZE_MAX)
-        return 0;
-    p = req->path.base + req->query_at + 1;
-    end = req->path.base + req->path.len;
-    while (p < end) {
-        const char *amp = memchr(p, '&', (size_t)(end - p));
-        const char *pair_end = amp != NULL ? amp : end;
-        const char *eq = memchr(p, '=', (size_t)(pair_end - p));
-        const char *key_end = eq != NULL ? eq : pair_end;
-        if ((size_t)(key_end - p) == name_len && memcmp(p, name, name_len) == 0) {
-            const char *value = eq != NULL ? eq + 1 : pair_end;
-            size_t value_len = (size_t)(pair_end - value);
-            char *out = h2o_mem_alloc_pool(&req->pool, value_len + 1);
-            long len = decode_query_value(value, value_len, out);
-            if (len < 0) {
-                gw_send_error(req, GW_ERR_INVALID_PARAMETER, "query parameter %s has a malformed percent-escape", name);
-                return -1;
-            }
-            if (n == max) {
-                gw_send_error(req, GW_ERR_INVALID_PARAMETER, "at most %zu %s parameters per request", max, name);
-                return -1;
-            }
-            values[n].s = out;
-            values[n].len = (size_t)len;
-            ++n;
-        }
-        p = pair_end + 1;
+    if (n < 0) {
+        gw_send_error(req, GW_ERR_INVALID_PARAMETER, "query parameter %s has a malformed percent-escape", name);
+        return -1;
     }
-    return (long)n;
+    if ((size_t)n > max) {
+        gw_send_error(req, GW_ERR_INVALID_PARAMETER, "at most %zu %s parameters per request", max, name);
+        return -1;
+    }
+    return n;
 }
 
 /* The single value of a query parameter, or NULL (after answering 400 MISSING_QUERY when `required`). */

@@ -128,7 +128,7 @@ static int hex_value(char c)
     return -1;
 }
 
-long gw_percent_decode(const char *s, size_t len, char *out, int plus_is_space)
+static long percent_decode(const char *s, size_t len, char *out, int plus_is_space, int allow_nul)
 {
     size_t i, o = 0;
 
@@ -145,7 +145,7 @@ long gw_percent_decode(const char *s, size_t len, char *out, int plus_is_space)
         } else if (c == '+' && plus_is_space) {
             c = ' ';
         }
-        if (c == '\0')
+        if (c == '\0' && !allow_nul)
             return -1;
         out[o++] = c;
     }
@@ -153,13 +153,18 @@ long gw_percent_decode(const char *s, size_t len, char *out, int plus_is_space)
     return (long)o;
 }
 
-char *gw_query_param(h2o_req_t *req, const char *name)
+long gw_percent_decode(const char *s, size_t len, char *out, int plus_is_space)
 {
-    size_t name_len = strlen(name);
+    return percent_decode(s, len, out, plus_is_space, 0);
+}
+
+long gw_query_values(h2o_req_t *req, const char *name, gw_query_value_t *values, size_t max)
+{
+    size_t name_len = strlen(name), n = 0;
     const char *p, *end;
 
     if (req->query_at == SIZE_MAX)
-        return NULL;
+        return 0;
     p = req->path.base + req->query_at + 1;
     end = req->path.base + req->path.len;
     while (p < end) {
@@ -168,14 +173,30 @@ char *gw_query_param(h2o_req_t *req, const char *name)
         const char *eq = memchr(p, '=', (size_t)(pair_end - p));
         const char *key_end = eq != NULL ? eq : pair_end;
         if ((size_t)(key_end - p) == name_len && memcmp(p, name, name_len) == 0) {
-            const char *value = eq != NULL ? eq + 1 : pair_end;
-            size_t value_len = (size_t)(pair_end - value);
-            char *out = h2o_mem_alloc_pool(&req->pool, value_len + 1);
-            return gw_percent_decode(value, value_len, out, 1) < 0 ? NULL : out;
+            if (n < max) {
+                const char *value = eq != NULL ? eq + 1 : pair_end;
+                size_t value_len = (size_t)(pair_end - value);
+                char *out = h2o_mem_alloc_pool(&req->pool, value_len + 1);
+                long len = percent_decode(value, value_len, out, 1, 1);
+                if (len < 0)
+                    return -1;
+                values[n].s = out;
+                values[n].len = (size_t)len;
+            }
+            ++n;
         }
         p = pair_end + 1;
     }
-    return NULL;
+    return (long)n;
+}
+
+char *gw_query_param(h2o_req_t *req, const char *name)
+{
+    gw_query_value_t value;
+
+    if (gw_query_values(req, name, &value, 1) <= 0 || memchr(value.s, '\0', value.len) != NULL)
+        return NULL;
+    return value.s;
 }
 
 char *gw_path_param(h2o_req_t *req, const gw_route_params_t *params, size_t i)

@@ -65,9 +65,23 @@ void gw_add_common_headers(h2o_req_t *req);
  */
 json_t *gw_parse_body(h2o_req_t *req);
 
+/** One value of a query parameter: decoded into the request's pool, NUL-terminated, `len` bytes. */
+typedef struct st_gw_query_value_t {
+    char *s;
+    size_t len;
+} gw_query_value_t;
+
 /**
- * Finds query parameter `name` in the request's query string and percent-decodes it into a string
- * allocated from the request's pool. Returns NULL when absent; "" when present but empty.
+ * Collects the values of every occurrence of query parameter `name` ('+' means a space), the
+ * first `max` of them into `values`. Decoded NUL bytes are kept (`len` counts them) so that the
+ * caller can refuse them in its own terms. Returns how many occurrences there are (which may
+ * exceed `max`), or -1 when one of the stored values has a malformed percent-escape.
+ */
+long gw_query_values(h2o_req_t *req, const char *name, gw_query_value_t *values, size_t max);
+
+/**
+ * The first value of query parameter `name`, percent-decoded into the request's pool. Returns
+ * NULL when absent, malformed or holding a NUL byte; "" when present but empty.
  */
 char *gw_query_param(h2o_req_t *req, const char *name);
 
