@@ -8,13 +8,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "wire/alloc.h"
+#include "wire/text.h"
 #include "gateway/api.h"
 #include "gateway/config.h"
 #include "gateway/editor.h"
 #include "gateway/files_api.h"
 #include "gateway/http.h"
 #include "gateway/server.h"
-#include "gateway/utf8.h"
 
 /* Levels of a directory view (the directory's entries, and theirs). */
 #define VIEW_DIR_DEPTH 2
@@ -70,7 +70,7 @@ static void send_output(h2o_req_t *req, const char *text, size_t len, int trunca
     json_t *out;
 
     /* JSON strings are UTF-8: bytes that are not become U+FFFD in what is shown (files are never rewritten here) */
-    gw_utf8_sanitize(text, len, 1, &clean, &clean_len);
+    wire_utf8_sanitize(text, len, 1, &clean, &clean_len);
     out = json_object();
     json_object_set_new(out, "output", json_stringn(clean, clean_len));
     if (truncated)

@@ -1,8 +1,8 @@
 /* Compact JSON rendering with run-length copies of unescaped bytes (the relay's hot path). */
 #include <inttypes.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include "wire/text.h"
 #include "gateway/json_out.h"
 
 /* 0: copy as is; otherwise the character after the backslash ('u' for \u00XX). */
@@ -12,20 +12,6 @@ static const char escape_table[256] = {
     [0x10] = 'u', [0x11] = 'u', [0x12] = 'u', [0x13] = 'u', [0x14] = 'u', [0x15] = 'u', [0x16] = 'u',  [0x17] = 'u', [0x18] = 'u',
     [0x19] = 'u', [0x1a] = 'u', [0x1b] = 'u', [0x1c] = 'u', [0x1d] = 'u', [0x1e] = 'u', [0x1f] = 'u',
 };
-
-/* Eight bytes at a time: true when none is a control character, '"' or '\\' (SWAR, as in
- * "Bit Twiddling Hacks": a zero byte in v shows as a set high bit of (v - 0x01..) & ~v & 0x80..). */
-static inline int plain_word(const unsigned char *s)
-{
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    uint64_t v, quote, backslash, control;
-
-    memcpy(&v, s, sizeof(v));
-    quote = v ^ (ones * '"');
-    backslash = v ^ (ones * '\\');
-    control = (v - ones * 0x20) & ~v;
-    return ((((quote - ones) & ~quote) | ((backslash - ones) & ~backslash) | control) & highs) == 0;
-}
 
 static size_t put(char *out, size_t at, const void *src, size_t len)
 {
@@ -40,7 +26,7 @@ static size_t render_string(const char *s, size_t len, char *out)
 
     n += put(out, n, "\"", 1);
     while (i < len) {
-        for (run = i; run + 8 <= len && plain_word((const unsigned char *)s + run); run += 8)
+        for (run = i; run + 8 <= len && wire_json_plain8((const unsigned char *)s + run, 1); run += 8)
             ;
         for (; run < len && escape_table[(unsigned char)s[run]] == 0; ++run)
             ;

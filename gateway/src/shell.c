@@ -9,11 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "wire/alloc.h"
+#include "wire/text.h"
 #include "gateway/lines.h"
 #include "gateway/server.h"
 #include "gateway/shell.h"
 #include "gateway/translate.h"
-#include "gateway/utf8.h"
 
 /* After the shell exits, output still in flight gets this long before the pipes are closed (a
  * background child may hold them open forever). */
@@ -73,7 +73,7 @@ static void on_line(void *data, const char *line, size_t len)
         append_event(lc->shell, lc->index, "\n", 1);
         return;
     }
-    gw_utf8_sanitize(line, len, 1, &text, &text_len);
+    wire_utf8_sanitize(line, len, 1, &text, &text_len);
     append_event(lc->shell, lc->index, text, text_len);
     free(text);
 }
@@ -95,7 +95,7 @@ static void relay_output(gw_shell_t *shell, int index, int final)
     } else {
         char *text;
         size_t text_len;
-        consumed = gw_utf8_sanitize(input->bytes, input->size, final, &text, &text_len);
+        consumed = wire_utf8_sanitize(input->bytes, input->size, final, &text, &text_len);
         if (text_len != 0)
             append_event(shell, index, text, text_len);
         free(text);

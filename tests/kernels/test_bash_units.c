@@ -1,4 +1,4 @@
-/* tests/kernels/test_bash_units.c: the bash kernel's pure parts (UTF-8 sanitising, completion words, is_complete verdicts). */
+/* tests/kernels/test_bash_units.c: the bash kernel's pure parts (code point offsets, completion words, is_complete verdicts). */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,58 +7,9 @@
 #include "syntax.h"
 #include "utf8.h"
 
-/* Feeds `in` cut at every split point, as a pipe may, and checks the concatenated output. */
-static void check_split(const char *in, size_t len, const char *expected)
+/* Stream sanitising is wire_utf8_sanitize (tests/wire/test_utf8.c); completion needs code point offsets. */
+Test(bash_units, utf8_code_point_offsets)
 {
-    for (size_t cut = 0; cut <= len; ++cut) {
-        unsigned char pending[64];
-        char out[256], part[256];
-        size_t plen = 0, olen = 0, n, used;
-
-        memcpy(pending, in, cut);
-        plen = cut;
-        used = bk_utf8_sanitize(pending, plen, 0, part, &n);
-        memcpy(out + olen, part, n);
-        olen += n;
-        memmove(pending, pending + used, plen - used);
-        plen -= used;
-        cr_assert_leq(plen, 3);
-        memcpy(pending + plen, in + cut, len - cut);
-        plen += len - cut;
-        used = bk_utf8_sanitize(pending, plen, 1, part, &n);
-        cr_assert_eq(used, plen);
-        memcpy(out + olen, part, n);
-        olen += n;
-        cr_assert_eq(olen, strlen(expected), "cut %zu", cut);
-        cr_assert(memcmp(out, expected, olen) == 0, "cut %zu", cut);
-    }
-}
-
-Test(bash_units, utf8_valid_text_survives_every_split)
-{
-    static const char text[] = "a\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 z";
-    check_split(text, sizeof(text) - 1, text);
-}
-
-Test(bash_units, utf8_invalid_bytes_become_replacement_characters)
-{
-    check_split("a\xff"
-                "b",
-                3,
-                "a\xef\xbf\xbd"
-                "b");
-    check_split("\xc0\xaf", 2, "\xef\xbf\xbd\xef\xbf\xbd");                 /* overlong */
-    check_split("\xed\xa0\x80", 3, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"); /* surrogate */
-    check_split("\xf4\x90\x80\x80", 4, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
-    check_split("x\xe2\x82", 3, "x\xef\xbf\xbd\xef\xbf\xbd"); /* truncated at the very end */
-}
-
-Test(bash_units, utf8_keeps_an_incomplete_tail)
-{
-    char out[32];
-    size_t n;
-    cr_expect_eq(bk_utf8_sanitize((const unsigned char *)"ab\xf0\x9f\x98", 5, 0, out, &n), 2);
-    cr_expect_eq(n, 2);
     cr_expect_eq(bk_utf8_count("a\xc3\xa9z", 4), 3);
     cr_expect_eq(bk_utf8_offset("a\xc3\xa9z", 4, 2), 3);
     cr_expect_eq(bk_utf8_offset("a\xc3\xa9z", 4, 9), 4);

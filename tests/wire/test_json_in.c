@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include "wire/alloc.h"
 #include "wire/json_in.h"
+#include "wire/text.h"
 
 static void init(void)
 {
@@ -157,4 +158,29 @@ Test(json_in, a_large_stream_message)
     json_decref(msg);
     free(dumped);
     free(text);
+}
+
+/* The shared UTF-8 check the parser (and the gateway's output sanitiser) rely on. */
+Test(json_in, utf8_sequences)
+{
+    static const struct {
+        const char *bytes;
+        size_t avail;
+        int want;
+    } cases[] = {
+        {"a", 1, 1},
+        {"\xc3\xa9", 2, 2},
+        {"\xe2\x82\xac", 3, 3},
+        {"\xf0\x9f\x98\x80", 4, 4},
+        {"\xc3", 1, -1},
+        {"\xf0\x9f\x98", 3, -1},
+        {"\xc0\xaf", 2, 0},
+        {"\xe0\x80\xaf", 3, 0},
+        {"\xed\xa0\x80", 3, 0},
+        {"\xf4\x90\x80\x80", 4, 0},
+        {"\x80", 1, 0},
+        {"\xff", 1, 0},
+    };
+    for (size_t i = 0; i != sizeof(cases) / sizeof(cases[0]); ++i)
+        cr_expect_eq(wire_utf8_sequence((const unsigned char *)cases[i].bytes, cases[i].avail), cases[i].want, "case %zu", i);
 }

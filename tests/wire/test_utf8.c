@@ -1,17 +1,17 @@
-/* tests/gateway/test_utf8.c: process output -> valid UTF-8, with characters split across reads kept whole. */
+/* tests/wire/test_utf8.c: process output -> valid UTF-8, with characters split across reads kept whole. */
 #include <criterion/criterion.h>
-#include "gateway/utf8.h"
-#include "gw_test.h"
+#include "wire/text.h"
+#include "wire_test.h"
 
-TestSuite(utf8, .init = gw_test_init);
+TestSuite(utf8, .init = wire_test_init);
 
 #define FFFD "\xef\xbf\xbd"
 
 /* Sanitizes an exact-size copy of `in` (ASan sees any read past the end). */
 static size_t sanitize(const char *in, size_t len, int final, char **out, size_t *out_len)
 {
-    char *copy = gw_test_exact_copy(in, len);
-    size_t consumed = gw_utf8_sanitize(copy, len, final, out, out_len);
+    char *copy = wire_test_exact_copy(in, len);
+    size_t consumed = wire_utf8_sanitize(copy, len, final, out, out_len);
 
     free(copy);
     cr_assert_leq(consumed, len);

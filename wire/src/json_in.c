@@ -1,10 +1,10 @@
 /* A recursive-descent JSON parser into jansson values, with bulk handling of plain string runs. */
 #include <errno.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
 #include "wire/json_in.h"
+#include "wire/text.h"
 
 typedef struct st_parser_t {
     const unsigned char *p, *end;
@@ -13,46 +13,10 @@ typedef struct st_parser_t {
 
 static json_t *parse_value(parser_t *ps);
 
-/* Eight bytes at a time: true when none is a control character, '"' or '\\', nor is any byte above 0x7f (SWAR, as in
- * "Bit Twiddling Hacks": a zero byte in v shows as a set high bit of (v - 0x01..) & ~v & 0x80..). */
-static inline int plain_word(const unsigned char *s)
-{
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    uint64_t v, quote, backslash, control;
-
-    memcpy(&v, s, sizeof(v));
-    quote = v ^ (ones * '"');
-    backslash = v ^ (ones * '\\');
-    control = (v - ones * 0x20) & ~v;
-    return ((((quote - ones) & ~quote) | ((backslash - ones) & ~backslash) | control | v) & highs) == 0;
-}
-
 static void skip_ws(parser_t *ps)
 {
     while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
         ++ps->p;
-}
-
-/* Length of the valid UTF-8 sequence (2-4 bytes) at `s`, 0 if invalid or truncated. */
-static size_t utf8_multibyte(const unsigned char *s, const unsigned char *end)
-{
-    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-    size_t need, i;
-
-    if (c >= 0xc2 && c <= 0xdf)
-        need = 2;
-    else if (c >= 0xe0 && c <= 0xef)
-        need = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-    else if (c >= 0xf0 && c <= 0xf4)
-        need = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-    else
-        return 0;
-    if ((size_t)(end - s) < need)
-        return 0;
-    for (i = 1; i < need; ++i)
-        if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xbf))
-            return 0;
-    return need;
 }
 
 static int hex4(const unsigned char *s, unsigned *out)
@@ -111,7 +75,7 @@ static int parse_string_raw(parser_t *ps, char **out, size_t *out_len)
     /* first pass: find the closing quote and validate, noting whether there is any escape */
     int escaped = 0;
     while (s < ps->end && *s != '"') {
-        if (ps->end - s >= 8 && plain_word(s)) {
+        if (ps->end - s >= 8 && wire_json_plain8(s, 0)) {
             s += 8;
             continue;
         }
@@ -123,8 +87,8 @@ static int parse_string_raw(parser_t *ps, char **out, size_t *out_len)
         } else if (*s < 0x80) {
             ++s;
         } else {
-            size_t n = utf8_multibyte(s, ps->end);
-            if (n == 0)
+            int n = wire_utf8_sequence(s, (size_t)(ps->end - s));
+            if (n <= 0)
                 return -1;
             s += n;
         }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <zmq.h>
 #include "wire/alloc.h"
+#include "wire/text.h"
 #include "wire/codec.h"
 #include "wire/errors.h"
 #include "wire/ids.h"
@@ -168,8 +169,7 @@ static void stream_flush(bk_kernel_t *k, int i, int final)
     s->flush_at = 0;
     if (s->len == 0)
         return;
-    text = wire_malloc(s->len * BK_UTF8_EXPANSION + 1);
-    used = bk_utf8_sanitize((const unsigned char *)s->buf, s->len, final, text, &text_len);
+    used = wire_utf8_sanitize(s->buf, s->len, final, &text, &text_len);
     if (text_len != 0 && !k->out_silent)
         publish(k, k->out_parent, "stream", json_pack("{s:s,s:s%}", "name", stream_names[i], "text", text, text_len));
     free(text);

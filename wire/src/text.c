@@ -1,14 +1,11 @@
-/* Arbitrary bytes -> valid UTF-8 (U+FFFD for invalid bytes), keeping characters split across reads. */
-#include <string.h>
+/* UTF-8 sequence validation (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF). */
 #include "wire/alloc.h"
-#include "gateway/utf8.h"
+#include "wire/text.h"
 
-/* Length of the valid sequence at `s` (1-4), 0 if invalid, -1 if valid so far but truncated. */
-static int sequence_length(const unsigned char *s, size_t avail)
+int wire_utf8_sequence(const unsigned char *s, size_t avail)
 {
-    unsigned char c = s[0];
-    int need, i;
-    unsigned char lo = 0x80, hi = 0xbf;
+    unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+    size_t need, i;
 
     if (c < 0x80)
         return 1;
@@ -21,22 +18,22 @@ static int sequence_length(const unsigned char *s, size_t avail)
     else
         return 0;
     for (i = 1; i < need; ++i) {
-        if ((size_t)i >= avail)
+        if (i >= avail)
             return -1;
         if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xbf))
             return 0;
     }
-    return need;
+    return (int)need;
 }
 
-size_t gw_utf8_sanitize(const char *in, size_t len, int final, char **out, size_t *out_len)
+size_t wire_utf8_sanitize(const char *in, size_t len, int final, char **out, size_t *out_len)
 {
     const unsigned char *s = (const unsigned char *)in;
     char *buf = wire_malloc(len * 3 + 1); /* worst case: every byte becomes the 3-byte U+FFFD */
     size_t i = 0, o = 0;
 
     while (i < len) {
-        int n = sequence_length(s + i, len - i);
+        int n = wire_utf8_sequence(s + i, len - i);
         if (n > 0) {
             memcpy(buf + o, s + i, (size_t)n);
             o += (size_t)n;
