@@ -1,5 +1,4 @@
 /* kgate's entry point: parse options, run the server's event loop, shut down cleanly on SIGINT/SIGTERM. */
-#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +25,6 @@ int main(int argc, char **argv)
     uint64_t deadline;
     int ret;
 
-    /* a fixed threshold (glibc otherwise raises it as big blocks are freed): buffers of big output
-     * are mmap'd and go back to the system when freed, so resident memory follows live data */
-    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     wire_global_init();
     gw_config_init(&config);
     if ((ret = gw_config_parse_args(&config, argc, argv, stdout, stderr)) != 0) {
