@@ -626,7 +626,17 @@ void gw_api_files_delete(gw_server_t *server, h2o_req_t *req, const gw_route_par
 
 /* ---- POST /files/permissions ------------------------------------------------------------------ */
 
-void gw_api_files_permissions(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)
+/* What applying one {path: {mode?, owner?, group?}} item does, once every item has been checked. */
+typedef int (*permission_apply_t)(gw_server_t *server, const gw_workspace_path_t *where, int has_mode, mode_t mode, uid_t uid,
+                                  gid_t gid);
+
+/*
+ * The shared body of POST /files/permissions and POST /directories: every item is parsed and
+ * resolved before anything is touched, then `apply` runs for each in turn. Answers the request
+ * (empty 200, or the first error, `failing` naming what failed) either way.
+ */
+static void apply_permission_items(gw_server_t *server, h2o_req_t *req, mode_t default_mode, const char *mode_example,
+                                   const char *failing, permission_apply_t apply)
 {
     json_t *body = gw_files_parse_body(req);
     const char **paths;
@@ -634,7 +644,6 @@ void gw_api_files_permissions(gw_server_t *server, h2o_req_t *req, const gw_rout
     json_t **items;
     gw_workspace_path_t *p = h2o_mem_alloc_pool(&req->pool, sizeof(*p));
     long n, i;
-    (void)params;
 
     if (body == NULL)
         return;
@@ -649,35 +658,49 @@ void gw_api_files_permissions(gw_server_t *server, h2o_req_t *req, const gw_rout
         uid_t uid;
         gid_t gid;
         if (jmode != NULL && parse_mode(jmode, &mode) != 0) {
-            gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "mode of \"%.200s\" must be octal digits as an integer (e.g. 644)",
-                          paths[i]);
+            gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "mode of \"%.200s\" must be octal digits as an integer (e.g. %s)",
+                          paths[i], mode_example);
             goto Exit;
         }
         if (parse_owner(req, items[i], &uid, &gid) != 0 || gw_files_resolve(server, req, "path", paths[i], lens[i], p) != 0)
             goto Exit;
     }
+    /* the path buffers are large: each item is resolved again rather than kept */
     for (i = 0; i != n; ++i) {
         json_t *jmode = json_object_get(items[i], "mode");
-        mode_t mode = 0;
+        mode_t mode = default_mode;
         uid_t uid;
         gid_t gid;
-        int fd, ret;
+        int ret;
         if (jmode != NULL)
             parse_mode(jmode, &mode);
         parse_owner(req, items[i], &uid, &gid);
         gw_files_resolve(server, req, "path", paths[i], lens[i], p);
-        if ((ret = gw_workspace_open(&server->files->ws, p->rel, O_PATH, 0, &fd)) == 0) {
-            ret = apply_permission(fd, jmode != NULL, mode, uid, gid);
-            close(fd);
-        }
-        if (ret != 0) {
-            gw_files_respond_errno(req, ret, "changing permissions of ", paths[i]);
+        if ((ret = apply(server, p, jmode != NULL, mode, uid, gid)) != 0) {
+            gw_files_respond_errno(req, ret, failing, paths[i]);
             goto Exit;
         }
     }
     gw_send_empty(req);
 Exit:
     json_decref(body);
+}
+
+static int apply_to_existing(gw_server_t *server, const gw_workspace_path_t *where, int has_mode, mode_t mode, uid_t uid, gid_t gid)
+{
+    int fd, ret;
+
+    if ((ret = gw_workspace_open(&server->files->ws, where->rel, O_PATH, 0, &fd)) == 0) {
+        ret = apply_permission(fd, has_mode, mode, uid, gid);
+        close(fd);
+    }
+    return ret;
+}
+
+void gw_api_files_permissions(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)
+{
+    (void)params;
+    apply_permission_items(server, req, 0, "644", "changing permissions of ", apply_to_existing);
 }
 
 /* ---- POST /files/mv --------------------------------------------------------------------------- */
@@ -1077,60 +1100,24 @@ Exit:
 
 /* ---- POST /directories and DELETE /directories ------------------------------------------------ */
 
+static int make_directory(gw_server_t *server, const gw_workspace_path_t *where, int has_mode, mode_t mode, uid_t uid, gid_t gid)
+{
+    int fd, ret;
+    (void)has_mode;
+
+    if ((ret = gw_workspace_mkdirs(&server->files->ws, where->rel, 0755)) == 0 &&
+        (ret = gw_workspace_open(&server->files->ws, where->rel, O_PATH | O_DIRECTORY, 0, &fd)) == 0) {
+        /* mkdir's mode passes through the umask; the requested mode is applied exactly */
+        ret = apply_permission(fd, 1, mode, uid, gid);
+        close(fd);
+    }
+    return ret;
+}
+
 void gw_api_directories_create(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)
 {
-    json_t *body = gw_files_parse_body(req);
-    const char **paths;
-    size_t *lens;
-    json_t **items;
-    gw_workspace_path_t *p = h2o_mem_alloc_pool(&req->pool, sizeof(*p));
-    long n, i;
     (void)params;
-
-    if (body == NULL)
-        return;
-    paths = h2o_mem_alloc_pool(&req->pool, sizeof(*paths) * MAX_ITEMS);
-    lens = h2o_mem_alloc_pool(&req->pool, sizeof(*lens) * MAX_ITEMS);
-    items = h2o_mem_alloc_pool(&req->pool, sizeof(*items) * MAX_ITEMS);
-    if ((n = collect_items(req, body, "path", paths, lens, items)) < 0)
-        goto Exit;
-    for (i = 0; i != n; ++i) {
-        json_t *jmode = json_object_get(items[i], "mode");
-        mode_t mode;
-        uid_t uid;
-        gid_t gid;
-        if (jmode != NULL && parse_mode(jmode, &mode) != 0) {
-            gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "mode of \"%.200s\" must be octal digits as an integer (e.g. 755)",
-                          paths[i]);
-            goto Exit;
-        }
-        if (parse_owner(req, items[i], &uid, &gid) != 0 || gw_files_resolve(server, req, "path", paths[i], lens[i], p) != 0)
-            goto Exit;
-    }
-    for (i = 0; i != n; ++i) {
-        json_t *jmode = json_object_get(items[i], "mode");
-        mode_t mode = 0755;
-        uid_t uid;
-        gid_t gid;
-        int fd, ret;
-        if (jmode != NULL)
-            parse_mode(jmode, &mode);
-        parse_owner(req, items[i], &uid, &gid);
-        gw_files_resolve(server, req, "path", paths[i], lens[i], p);
-        if ((ret = gw_workspace_mkdirs(&server->files->ws, p->rel, 0755)) == 0 &&
-            (ret = gw_workspace_open(&server->files->ws, p->rel, O_PATH | O_DIRECTORY, 0, &fd)) == 0) {
-            /* mkdir's mode passes through the umask; the requested mode is applied exactly */
-            ret = apply_permission(fd, 1, mode, uid, gid);
-            close(fd);
-        }
-        if (ret != 0) {
-            gw_files_respond_errno(req, ret, "creating directory ", paths[i]);
-            goto Exit;
-        }
-    }
-    gw_send_empty(req);
-Exit:
-    json_decref(body);
+    apply_permission_items(server, req, 0755, "755", "creating directory ", make_directory);
 }
 
 void gw_api_directories_delete(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)
