@@ -367,24 +367,7 @@ json_t *gw_files_info_json(int dir_fd, const char *name, const char *abs, int *e
 
 json_t *gw_files_parse_body(h2o_req_t *req)
 {
-    json_error_t error;
-    json_t *body;
-
-    if (req->entity.base == NULL || req->entity.len == 0) {
-        gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "the request body must be a JSON object");
-        return NULL;
-    }
-    if ((body = json_loadb(req->entity.base, req->entity.len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &error)) == NULL) {
-        gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "malformed JSON at line %d, column %d: %s", error.line, error.column,
-                      error.text);
-        return NULL;
-    }
-    if (!json_is_object(body)) {
-        json_decref(body);
-        gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "the request body must be a JSON object");
-        return NULL;
-    }
-    return body;
+    return gw_parse_body_with(req, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL);
 }
 
 typedef gw_query_value_t query_value_t;

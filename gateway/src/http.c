@@ -94,7 +94,7 @@ void gw_send_empty(h2o_req_t *req)
     send_body(req, 200, NULL, NULL, 0);
 }
 
-json_t *gw_parse_body(h2o_req_t *req)
+json_t *gw_parse_body_with(h2o_req_t *req, size_t flags)
 {
     json_error_t error;
     json_t *body;
@@ -103,7 +103,7 @@ json_t *gw_parse_body(h2o_req_t *req)
         gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "the request body must be a JSON object");
         return NULL;
     }
-    body = json_loadb(req->entity.base, req->entity.len, JSON_REJECT_DUPLICATES, &error);
+    body = json_loadb(req->entity.base, req->entity.len, flags, &error);
     if (body == NULL) {
         gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "malformed JSON at line %d, column %d: %s", error.line, error.column,
                       error.text);
@@ -115,6 +115,11 @@ json_t *gw_parse_body(h2o_req_t *req)
         return NULL;
     }
     return body;
+}
+
+json_t *gw_parse_body(h2o_req_t *req)
+{
+    return gw_parse_body_with(req, JSON_REJECT_DUPLICATES);
 }
 
 static int hex_value(char c)

@@ -61,6 +61,9 @@ static inline void kmgr_link_unlink(kmgr_link_t *link)
     link->prev = link->next = link;
 }
 
+/* "a/b" in a new string (wire_malloc). */
+char *kmgr_path_join(const char *a, const char *b);
+
 /* ---- process.c: one incarnation of a kernel process with its directory and channels ---- */
 
 typedef enum {

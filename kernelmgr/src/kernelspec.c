@@ -9,20 +9,11 @@
 #include <unistd.h>
 #include "wire/alloc.h"
 #include "kmgr/errors.h"
+#include "internal.h"
 #include "kmgr/kernelspec.h"
 
 /* kernel.json files are tiny; anything bigger is not a kernelspec (and must not be slurped). */
 #define KERNELSPEC_MAX_BYTES (1024 * 1024)
-
-static char *path_join(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    char *p = wire_malloc(la + lb + 2);
-    memcpy(p, a, la);
-    p[la] = '/';
-    memcpy(p + la + 1, b, lb + 1);
-    return p;
-}
 
 void kmgr_kernelspec_destroy(kmgr_kernelspec_t *spec)
 {
@@ -93,7 +84,7 @@ static int parse_spec(const char *name, const char *resource_dir, json_t *root, 
 
 int kmgr_kernelspec_load(const char *name, const char *resource_dir, kmgr_kernelspec_t **out)
 {
-    char *path = path_join(resource_dir, "kernel.json");
+    char *path = kmgr_path_join(resource_dir, "kernel.json");
     struct stat st;
     json_t *root;
     int ret;
@@ -142,8 +133,8 @@ static void scan_dir(const char *kernels_dir, kmgr_kernelspecs_t *out, size_t *c
 
         if (ent->d_name[0] == '.' || kmgr_kernelspecs_find(out, ent->d_name) != NULL)
             continue;
-        resource_dir = path_join(kernels_dir, ent->d_name);
-        json_path = path_join(resource_dir, "kernel.json");
+        resource_dir = kmgr_path_join(kernels_dir, ent->d_name);
+        json_path = kmgr_path_join(resource_dir, "kernel.json");
         /* A directory without kernel.json is simply not a kernelspec: no warning. */
         if (stat(resource_dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(json_path, F_OK) != 0)
             goto Next;
@@ -185,7 +176,7 @@ int kmgr_kernelspecs_discover(const char *const *extra_dirs, size_t n_extra, kmg
     if ((env = getenv("JUPYTER_PATH")) != NULL) {
         char *copy = wire_strdup(env), *save = NULL;
         for (char *tok = strtok_r(copy, ":", &save); tok != NULL; tok = strtok_r(NULL, ":", &save)) {
-            char *d = path_join(tok, "kernels");
+            char *d = kmgr_path_join(tok, "kernels");
             scan_dir(d, out, &capacity, warn);
             free(d);
         }
@@ -197,11 +188,11 @@ int kmgr_kernelspecs_discover(const char *const *extra_dirs, size_t n_extra, kmg
         if ((env = getenv("JUPYTER_DATA_DIR")) != NULL && env[0] != '\0')
             data_dir = wire_strdup(env);
         else if ((env = getenv("XDG_DATA_HOME")) != NULL && env[0] != '\0')
-            data_dir = path_join(env, "jupyter");
+            data_dir = kmgr_path_join(env, "jupyter");
         else if ((env = getenv("HOME")) != NULL && env[0] != '\0')
-            data_dir = path_join(env, ".local/share/jupyter");
+            data_dir = kmgr_path_join(env, ".local/share/jupyter");
         if (data_dir != NULL) {
-            d = path_join(data_dir, "kernels");
+            d = kmgr_path_join(data_dir, "kernels");
             scan_dir(d, out, &capacity, warn);
             free(d);
             free(data_dir);

@@ -263,3 +263,14 @@ const char *kmgr_manager_runtime_dir(const kmgr_manager_t *mgr)
 {
     return mgr->runtime_dir;
 }
+
+char *kmgr_path_join(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    char *p = wire_malloc(la + lb + 2);
+
+    memcpy(p, a, la);
+    p[la] = '/';
+    memcpy(p + la + 1, b, lb + 1);
+    return p;
+}

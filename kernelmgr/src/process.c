@@ -81,16 +81,6 @@ static void strv_free(char **v)
     free(v);
 }
 
-static char *path_join(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    char *p = wire_malloc(la + lb + 2);
-    memcpy(p, a, la);
-    p[la] = '/';
-    memcpy(p + la + 1, b, lb + 1);
-    return p;
-}
-
 /* Replaces every occurrence of `pattern` in `s` (owned, freed) with `value`. */
 static char *replace_all(char *s, const char *pattern, const char *value)
 {
@@ -123,7 +113,7 @@ static char *find_program(const char *prog, const char *path)
         return wire_strdup(prog);
     copy = wire_strdup(path != NULL ? path : "/usr/local/bin:/usr/bin:/bin");
     for (char *dir = strtok_r(copy, ":", &save); dir != NULL; dir = strtok_r(NULL, ":", &save)) {
-        char *candidate = path_join(dir, prog);
+        char *candidate = kmgr_path_join(dir, prog);
         struct stat st;
         if (stat(candidate, &st) == 0 && S_ISREG(st.st_mode) && access(candidate, X_OK) == 0) {
             found = candidate;
@@ -179,7 +169,7 @@ static int write_connection(kmgr_proc_t *proc, const kmgr_kernelspec_t *spec)
             return KMGR_EIO;
     } else {
         proc->conn.transport = wire_strdup("ipc");
-        proc->conn.ip = path_join(proc->dir, "ch");
+        proc->conn.ip = kmgr_path_join(proc->dir, "ch");
         for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i)
             proc->conn.ports[i] = i + 1;
     }
@@ -208,8 +198,8 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
     proc->mgr = mgr;
     kmgr_list_init(&proc->link);
     wire_uuid4(proc->uuid);
-    proc->dir = path_join(mgr->runtime_dir, proc->uuid);
-    proc->conn_path = path_join(proc->dir, "connection.json");
+    proc->dir = kmgr_path_join(mgr->runtime_dir, proc->uuid);
+    proc->conn_path = kmgr_path_join(proc->dir, "connection.json");
     /* ipc endpoints are unix socket paths: "<dir>/ch-5" must fit sun_path. */
     if (strlen(proc->dir) + sizeof("/ch-5") > sizeof(((struct sockaddr_un *)0)->sun_path)) {
         snprintf(why, whylen, "runtime directory path too long for ipc sockets: %s", mgr->runtime_dir);
@@ -230,13 +220,13 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
         goto Error;
     }
     /* A private IPython profile per kernel: a shared history.sqlite makes busy kernels stall on its lock. */
-    ipython_dir = path_join(proc->dir, "ipython");
+    ipython_dir = kmgr_path_join(proc->dir, "ipython");
     if (mkdir(ipython_dir, 0700) != 0) {
         snprintf(why, whylen, "cannot create %s: %s", ipython_dir, strerror(errno));
         ret = KMGR_EIO;
         goto Error;
     }
-    log_path = path_join(proc->dir, "kernel.log");
+    log_path = kmgr_path_join(proc->dir, "kernel.log");
 
     argv = wire_calloc(spec->argc + 1, sizeof(char *));
     for (size_t i = 0; i != spec->argc; ++i) {

@@ -65,6 +65,9 @@ void gw_add_common_headers(h2o_req_t *req);
  */
 json_t *gw_parse_body(h2o_req_t *req);
 
+/** gw_parse_body with jansson decoding `flags` of the caller's choice (JSON_ALLOW_NUL, ...). */
+json_t *gw_parse_body_with(h2o_req_t *req, size_t flags);
+
 /** One value of a query parameter: decoded into the request's pool, NUL-terminated, `len` bytes. */
 typedef struct st_gw_query_value_t {
     char *s;
