@@ -20,9 +20,10 @@ esac
 
 bash "$root/deploy/deps.sh"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DKGATE_TESTS=OFF >/dev/null
-cmake --build "$build" --target kgate -j"$(nproc)"
+cmake --build "$build" -j"$(nproc)"
 
-install -D -m 0755 "$build/gateway/kgate" "$destdir/usr/local/bin/kgate"
+# kgate, kgate-bash-kernel and the kernelspecs kgate ships (found beside the binary at run time)
+DESTDIR="$destdir" cmake --install "$build" --prefix /usr/local >/dev/null
 install -D -m 0644 "$root/deploy/kgate.service" "$destdir/etc/systemd/system/kgate.service"
 
 # The environment file holds the token: created once, never overwritten.

@@ -11,7 +11,8 @@ build="$root/build"
 bash "$root/deploy/deps.sh"
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DKGATE_TESTS=OFF >/dev/null
-cmake --build "$build" --target kgate -j"$(nproc)"
+# every target: kgate finds the kernels built beside it (kernels/bash, the tslab launcher)
+cmake --build "$build" -j"$(nproc)"
 
 # The Python kernelspec is Debian's (/usr/share/jupyter/kernels/python3, from python3-ipykernel),
 # which kgate discovers by itself; more come from --kernel-path.
