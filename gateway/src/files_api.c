@@ -560,26 +560,37 @@ void gw_api_files_info(gw_server_t *server, h2o_req_t *req, const gw_route_param
     gw_send_json(req, 200, result);
 }
 
+/*
+ * The `path` query values of a DELETE, at least one, each resolved inside the workspace (`p` is
+ * scratch) before anything is touched. Returns how many, or -1 after answering the error.
+ */
+static long required_paths(gw_server_t *server, h2o_req_t *req, query_value_t *values, gw_workspace_path_t *p)
+{
+    long n = query_values(req, "path", values, MAX_QUERY_VALUES), i;
+
+    if (n < 0)
+        return -1;
+    if (n == 0) {
+        gw_send_error(req, GW_ERR_MISSING_QUERY, "missing query parameter 'path'");
+        return -1;
+    }
+    for (i = 0; i != n; ++i)
+        if (gw_files_resolve(server, req, "path", values[i].s, values[i].len, p) != 0)
+            return -1;
+    return n;
+}
+
 /* ---- DELETE /files ---------------------------------------------------------------------------- */
 
 void gw_api_files_delete(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)
 {
     query_value_t values[MAX_QUERY_VALUES];
     gw_workspace_path_t *p = h2o_mem_alloc_pool(&req->pool, sizeof(*p));
-    long n = query_values(req, "path", values, MAX_QUERY_VALUES), i;
+    long n = required_paths(server, req, values, p), i;
     (void)params;
 
     if (n < 0)
         return;
-    if (n == 0) {
-        gw_send_error(req, GW_ERR_MISSING_QUERY, "missing query parameter 'path'");
-        return;
-    }
-    /* every path is checked before anything is removed */
-    for (i = 0; i != n; ++i) {
-        if (gw_files_resolve(server, req, "path", values[i].s, values[i].len, p) != 0)
-            return;
-    }
     for (i = 0; i != n; ++i) {
         struct stat st;
         int dir_fd, ret;
@@ -1107,18 +1118,13 @@ void gw_api_directories_delete(gw_server_t *server, h2o_req_t *req, const gw_rou
 {
     query_value_t values[MAX_QUERY_VALUES];
     gw_workspace_path_t *p = h2o_mem_alloc_pool(&req->pool, sizeof(*p));
-    long n = query_values(req, "path", values, MAX_QUERY_VALUES), i;
+    long n = required_paths(server, req, values, p), i;
     (void)params;
 
     if (n < 0)
         return;
-    if (n == 0) {
-        gw_send_error(req, GW_ERR_MISSING_QUERY, "missing query parameter 'path'");
-        return;
-    }
     for (i = 0; i != n; ++i) {
-        if (gw_files_resolve(server, req, "path", values[i].s, values[i].len, p) != 0)
-            return;
+        gw_files_resolve(server, req, "path", values[i].s, values[i].len, p);
         if (p->rel[0] == '\0') {
             gw_send_error(req, GW_ERR_PATH_OUTSIDE_WORKSPACE, "%.300s is the workspace root itself, which is never removed",
                           values[i].s);
