@@ -5,6 +5,7 @@
 #include <string.h>
 #include "gateway/config.h"
 #include "gateway/http.h"
+#include "gateway/json_out.h"
 
 static const struct {
     const char *code;
@@ -70,10 +71,10 @@ static void send_body(h2o_req_t *req, int status, const char *content_type, char
 
 void gw_send_json(h2o_req_t *req, int status, json_t *json)
 {
-    size_t len = json_dumpb(json, NULL, 0, JSON_COMPACT);
+    size_t len = gw_json_render(json, NULL);
     char *body = h2o_mem_alloc_pool(&req->pool, len + 1);
 
-    json_dumpb(json, body, len, JSON_COMPACT);
+    gw_json_render(json, body);
     json_decref(json);
     send_body(req, status, "application/json", body, len);
 }
