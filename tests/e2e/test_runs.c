@@ -437,3 +437,27 @@ Test(runs, unknown_executions_are_404_and_bad_resume_points_400)
     e2e_events_dispose(&evs);
     free(ctx);
 }
+
+/* API.md: a `ping` right after init, then every ping interval while the run lasts (they also reveal dead clients). */
+Test(runs, pings_keep_coming_while_a_run_lasts)
+{
+    static e2e_gateway_t gw;
+    const char *args[] = {"--ping-interval-ms", "200", NULL};
+    e2e_events_t evs;
+    size_t pings = 0, i;
+
+    xh_gateway_start(&gw, args);
+    char *ctx = xh_context_new(gw.port, NULL, NULL);
+    xh_run_ok(gw.port, ctx, "import time; time.sleep(1.5)", &evs);
+    for (i = 0; i != evs.n; ++i)
+        if (strcmp(evs.v[i].type, "ping") == 0) {
+            cr_assert_str_eq(xh_str(evs.v[i].json, "text"), "pong");
+            ++pings;
+        }
+    /* one after init, then one per 200 ms of a 1.5 s run: at least 5 even on a slow machine */
+    cr_assert_geq(pings, 5, "only %zu ping events during a 1.5 s run with --ping-interval-ms 200", pings);
+    cr_assert_str_eq(evs.v[1].type, "ping", "the second event is a ping");
+    e2e_events_dispose(&evs);
+    free(ctx);
+    xh_gateway_stop(&gw);
+}
