@@ -412,25 +412,33 @@ int e2e_gateway_parse(e2e_gateway_t *gw, const char *s)
 
 /* ---- processes ------------------------------------------------------------------------------ */
 
-static int read_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *starttime)
+/* Reads /proc/<pid>/stat into `buf` and returns where the fields after comm begin, or NULL. */
+static const char *stat_fields(pid_t pid, char *buf, size_t size)
 {
-    char path[64], buf[1024];
+    char path[64];
     snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        return NULL;
+    ssize_t n = read(fd, buf, size - 1);
     close(fd);
     if (n <= 0)
-        return -1;
+        return NULL;
     buf[n] = '\0';
     /* comm may contain spaces and parentheses: fields resume after the last ')'. */
     char *p = strrchr(buf, ')');
+    return p != NULL ? p + 1 : NULL;
+}
+
+static int read_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *starttime)
+{
+    char buf[1024];
+    const char *p = stat_fields(pid, buf, sizeof(buf));
     if (p == NULL)
         return -1;
     int ppid_i;
-    if (sscanf(p + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", state, &ppid_i,
-               starttime) != 3)
+    if (sscanf(p, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", state, &ppid_i, starttime) !=
+        3)
         return -1;
     *ppid = ppid_i;
     return 0;
@@ -498,19 +506,10 @@ int e2e_proc_alive(const e2e_proc_t *p)
 
 int64_t e2e_proc_cpu_ms(pid_t pid)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
+    char buf[1024];
+    const char *p = stat_fields(pid, buf, sizeof(buf));
     unsigned long long utime, stime;
-    if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+    if (p == NULL || sscanf(p, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
         return -1;
     long hz = sysconf(_SC_CLK_TCK);
     return hz > 0 ? (int64_t)((utime + stime) * 1000 / (unsigned long long)hz) : -1;
