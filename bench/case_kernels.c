@@ -98,14 +98,33 @@ static void delete_context(bench_http_t *c, const char *id)
     bench_set_detail("%s", saved);
 }
 
+/* The kernel pair's state: one context of each kernel, through the same kgate connection. */
+typedef struct st_kernel_pair_t {
+    const bench_case_t *self;
+    bench_env_t *env;
+    char *subject, *baseline;
+} kernel_pair_t;
+
+static int kernel_one(void *data, int use_baseline, int timed, bench_outcome_t *o)
+{
+    kernel_pair_t *pair = data;
+    const bench_case_t *self = pair->self;
+    int err = bench_kgate_execute(pair->env->http, use_baseline ? pair->baseline : pair->subject, self->code, 0, o);
+    (void)timed;
+
+    if (err == 0)
+        err = use_baseline ? check(self->baseline_language, o, self->baseline_stdout_bytes)
+                           : check(self->language, o, self->subject_stdout_bytes);
+    return err;
+}
+
 int bench_run_kernel_pair(const bench_case_t *self, bench_env_t *env, bench_result_t *out)
 {
     static char subject_label[64], baseline_label[64];
-    bench_samples_t ss = {0}, bs = {0};
-    char *subject = NULL, *baseline = NULL;
+    kernel_pair_t pair = {.self = self, .env = env};
+    bench_samples_t s[2] = {{0}, {0}};
     size_t samples = env->samples != 0 ? env->samples : self->default_samples;
     size_t warmup = env->warmup != SIZE_MAX ? env->warmup : self->default_warmup;
-    size_t reconnects0;
     int err;
 
     memset(out, 0, sizeof(*out));
@@ -128,51 +147,24 @@ int bench_run_kernel_pair(const bench_case_t *self, bench_env_t *env, bench_resu
         }
         goto Exit;
     }
-    if ((err = create_context(env->http, self->language, &subject)) != 0)
+    if ((err = create_context(env->http, self->language, &pair.subject)) != 0)
         goto Exit;
-    if ((err = create_context(env->http, self->baseline_language, &baseline)) != 0)
+    if ((err = create_context(env->http, self->baseline_language, &pair.baseline)) != 0)
         goto Exit;
     if (env->verbose)
-        fprintf(stderr, "[%s] contexts %s (%s), %s (%s)\n", self->name, subject, self->language, baseline, self->baseline_language);
-
-    bench_samples_init(&ss, samples);
-    bench_samples_init(&bs, samples);
-    reconnects0 = env->http->reconnects;
-    for (size_t i = 0; i < warmup + samples; ++i) {
-        if (*env->interrupted) {
-            bench_set_detail("stopped sampling");
-            err = BENCH_EINTERRUPTED;
-            goto Exit;
-        }
-        if (i == warmup)
-            reconnects0 = env->http->reconnects;
-        /* Alternate which kernel goes first, so that neither always follows the other. */
-        for (size_t k = 0; k < 2; ++k) {
-            int use_baseline = (int)(k ^ (i & 1));
-            bench_outcome_t o;
-            err = bench_kgate_execute(env->http, use_baseline ? baseline : subject, self->code, 0, &o);
-            if (err == 0)
-                err = use_baseline ? check(self->baseline_language, &o, self->baseline_stdout_bytes)
-                                   : check(self->language, &o, self->subject_stdout_bytes);
-            if (err == 0 && i >= warmup)
-                bench_samples_add(use_baseline ? &bs : &ss, o.ms);
-            bench_outcome_dispose(&o);
-            if (err != 0)
-                goto Exit;
-        }
-        if (env->verbose && i >= warmup && (i - warmup + 1) % 50 == 0)
-            fprintf(stderr, "[%s] %zu/%zu samples\n", self->name, i - warmup + 1, samples);
-    }
-    bench_summarize(&ss, &out->kgate);
-    bench_summarize(&bs, &out->direct);
-    out->kgate_reconnects = env->http->reconnects - reconnects0;
+        fprintf(stderr, "[%s] contexts %s (%s), %s (%s)\n", self->name, pair.subject, self->language, pair.baseline,
+                self->baseline_language);
+    if ((err = bench_alternate(env, self->name, warmup, samples, kernel_one, &pair, s, &out->kgate_reconnects)) != 0)
+        goto Exit;
+    bench_summarize(&s[0], &out->kgate);
+    bench_summarize(&s[1], &out->direct);
 
 Exit:
-    delete_context(env->http, subject);
-    delete_context(env->http, baseline);
-    bench_samples_dispose(&ss);
-    bench_samples_dispose(&bs);
-    free(subject);
-    free(baseline);
+    delete_context(env->http, pair.subject);
+    delete_context(env->http, pair.baseline);
+    bench_samples_dispose(&s[0]);
+    bench_samples_dispose(&s[1]);
+    free(pair.subject);
+    free(pair.baseline);
     return err;
 }

@@ -112,97 +112,119 @@ static int check_outcome(const bench_case_t *self, const char *who, const bench_
     return 0;
 }
 
+int bench_alternate(bench_env_t *env, const char *name, size_t warmup, size_t samples, bench_side_fn fn, void *ctx,
+                    bench_samples_t out[2], size_t *reconnects)
+{
+    size_t reconnects0 = env->http->reconnects;
+
+    bench_samples_init(&out[0], samples);
+    bench_samples_init(&out[1], samples);
+    for (size_t i = 0; i < warmup + samples; ++i) {
+        if (*env->interrupted) {
+            bench_set_detail("stopped sampling");
+            return BENCH_EINTERRUPTED;
+        }
+        if (i == warmup)
+            reconnects0 = env->http->reconnects;
+        for (size_t k = 0; k < 2; ++k) {
+            int side = (int)(k ^ (i & 1)), err;
+            bench_outcome_t o;
+            err = fn(ctx, side, i >= warmup, &o);
+            if (err == 0 && i >= warmup)
+                bench_samples_add(&out[side], o.ms);
+            bench_outcome_dispose(&o);
+            if (err != 0)
+                return err;
+        }
+        if (env->verbose && i >= warmup && (i - warmup + 1) % 50 == 0)
+            fprintf(stderr, "[%s] %zu/%zu samples\n", name, i - warmup + 1, samples);
+    }
+    *reconnects = env->http->reconnects - reconnects0;
+    return 0;
+}
+
+/* The execute pair's state: kgate's client and a direct client of the same kernel. */
+typedef struct st_execute_pair_t {
+    const bench_case_t *self;
+    bench_env_t *env;
+    bench_direct_t direct;
+    char *ctx;
+    /* kgate's CPU time during the timed executes of each client, and how many were measured */
+    double cpu_ms[2];
+    size_t cpu_n[2];
+} execute_pair_t;
+
+static int execute_one(void *data, int use_direct, int timed, bench_outcome_t *o)
+{
+    execute_pair_t *pair = data;
+    const bench_case_t *self = pair->self;
+    bench_env_t *env = pair->env;
+    double cpu0 = process_cpu_ms(env->kgate->pid), cpu1;
+    int err = use_direct ? bench_direct_execute(&pair->direct, self->code, o)
+                         : bench_kgate_execute(env->http, pair->ctx, self->code, self->output_limit, o);
+
+    if (err == 0)
+        err = check_outcome(self, use_direct ? "direct" : "kgate", o);
+    cpu1 = process_cpu_ms(env->kgate->pid);
+    if (err == 0 && timed && cpu0 >= 0 && cpu1 >= 0) {
+        pair->cpu_ms[use_direct] += cpu1 - cpu0;
+        ++pair->cpu_n[use_direct];
+    }
+    if (err == 0 && env->verbose && self->expect_stdout_bytes != 0)
+        fprintf(stderr, "[%s] %s %s: %.3f ms, %zu stdout bytes in %zu stream messages/events, kgate CPU %.0f ms\n", self->name,
+                timed ? "sample" : "warm-up", use_direct ? "direct" : "kgate", o->ms, o->stdout_bytes, o->stream_messages,
+                cpu1 - cpu0);
+    return err;
+}
+
 /*
  * The shared runner: one fresh context, kgate's client and a direct client of the same kernel,
- * executing the same code alternately. The order within each pair flips every pair, so neither
- * client always runs right after the other (a kernel just woken, caches just warmed).
+ * executing the same code alternately (bench_alternate).
  */
 static int run_execute_pair(const bench_case_t *self, bench_env_t *env, bench_result_t *out)
 {
-    bench_direct_t direct = {0};
-    bench_samples_t ks = {0}, ds = {0};
-    char *ctx = NULL, *conn_file = NULL;
+    execute_pair_t pair = {.self = self, .env = env};
+    bench_samples_t s[2] = {{0}, {0}};
+    char *conn_file = NULL;
     size_t samples = env->samples != 0 ? env->samples : self->default_samples;
     size_t warmup = env->warmup != SIZE_MAX ? env->warmup : self->default_warmup;
-    size_t reconnects0;
-    /* kgate's CPU time during the timed executes of each client, and how many were measured. */
-    double cpu_ms[2] = {0, 0};
-    size_t cpu_n[2] = {0, 0};
     int err;
 
     memset(out, 0, sizeof(*out));
     out->kgate_label = "kgate HTTP POST /code (SSE)";
     out->direct_label = "direct ZMQ, same kernel";
-    if ((err = bench_kgate_create_context(env->http, self->language, &ctx)) != 0)
+    if ((err = bench_kgate_create_context(env->http, self->language, &pair.ctx)) != 0)
         goto Exit;
-    if ((err = find_kernel(self, env, ctx, &conn_file)) != 0)
+    if ((err = find_kernel(self, env, pair.ctx, &conn_file)) != 0)
         goto Exit;
     if (env->verbose)
-        fprintf(stderr, "[%s] context %s, kernel %s\n", self->name, ctx, conn_file);
-    if ((err = bench_direct_open(&direct, conn_file, env->timeout_ms)) != 0)
+        fprintf(stderr, "[%s] context %s, kernel %s\n", self->name, pair.ctx, conn_file);
+    if ((err = bench_direct_open(&pair.direct, conn_file, env->timeout_ms)) != 0)
         goto Exit;
-    if ((err = bench_direct_wait_ready(&direct)) != 0)
+    if ((err = bench_direct_wait_ready(&pair.direct)) != 0)
         goto Exit;
-
-    bench_samples_init(&ks, samples);
-    bench_samples_init(&ds, samples);
-    reconnects0 = env->http->reconnects;
-    for (size_t i = 0; i < warmup + samples; ++i) {
-        if (*env->interrupted) {
-            bench_set_detail("stopped sampling");
-            err = BENCH_EINTERRUPTED;
-            goto Exit;
-        }
-        if (i == warmup)
-            reconnects0 = env->http->reconnects;
-        for (size_t k = 0; k < 2; ++k) {
-            int use_direct = (int)(k ^ (i & 1));
-            bench_outcome_t o;
-            double cpu0 = process_cpu_ms(env->kgate->pid);
-            err = use_direct ? bench_direct_execute(&direct, self->code, &o)
-                             : bench_kgate_execute(env->http, ctx, self->code, self->output_limit, &o);
-            if (err == 0)
-                err = check_outcome(self, use_direct ? "direct" : "kgate", &o);
-            double cpu1 = process_cpu_ms(env->kgate->pid);
-            if (err == 0 && i >= warmup) {
-                bench_samples_add(use_direct ? &ds : &ks, o.ms);
-                if (cpu0 >= 0 && cpu1 >= 0) {
-                    cpu_ms[use_direct] += cpu1 - cpu0;
-                    ++cpu_n[use_direct];
-                }
-            }
-            if (err == 0 && env->verbose && self->expect_stdout_bytes != 0)
-                fprintf(stderr, "[%s] %s %s: %.3f ms, %zu stdout bytes in %zu stream messages/events, kgate CPU %.0f ms\n",
-                        self->name, i < warmup ? "warm-up" : "sample", use_direct ? "direct" : "kgate", o.ms, o.stdout_bytes,
-                        o.stream_messages, cpu1 - cpu0);
-            bench_outcome_dispose(&o);
-            if (err != 0)
-                goto Exit;
-        }
-        if (env->verbose && i >= warmup && (i - warmup + 1) % 50 == 0)
-            fprintf(stderr, "[%s] %zu/%zu samples\n", self->name, i - warmup + 1, samples);
-    }
-    bench_summarize(&ks, &out->kgate);
-    bench_summarize(&ds, &out->direct);
-    out->kgate_reconnects = env->http->reconnects - reconnects0;
-    out->kgate_cpu_ms_relaying = cpu_n[0] > 0 ? cpu_ms[0] / (double)cpu_n[0] : -1;
-    out->kgate_cpu_ms_listening = cpu_n[1] > 0 ? cpu_ms[1] / (double)cpu_n[1] : -1;
+    if ((err = bench_alternate(env, self->name, warmup, samples, execute_one, &pair, s, &out->kgate_reconnects)) != 0)
+        goto Exit;
+    bench_summarize(&s[0], &out->kgate);
+    bench_summarize(&s[1], &out->direct);
+    out->kgate_cpu_ms_relaying = pair.cpu_n[0] > 0 ? pair.cpu_ms[0] / (double)pair.cpu_n[0] : -1;
+    out->kgate_cpu_ms_listening = pair.cpu_n[1] > 0 ? pair.cpu_ms[1] / (double)pair.cpu_n[1] : -1;
 
 Exit:
-    bench_direct_close(&direct);
-    if (ctx != NULL) {
+    bench_direct_close(&pair.direct);
+    if (pair.ctx != NULL) {
         /* Keep the first error's detail: deleting is clean-up, its failure only a warning. */
         char saved[512];
         snprintf(saved, sizeof(saved), "%s", bench_detail());
-        int derr = bench_kgate_delete_context(env->http, ctx);
+        int derr = bench_kgate_delete_context(env->http, pair.ctx);
         if (derr != 0)
-            fprintf(stderr, "warning: deleting context %s: %s (%s)\n", ctx, bench_strerror(derr), bench_detail());
+            fprintf(stderr, "warning: deleting context %s: %s (%s)\n", pair.ctx, bench_strerror(derr), bench_detail());
         bench_set_detail("%s", saved);
     }
-    bench_samples_dispose(&ks);
-    bench_samples_dispose(&ds);
+    bench_samples_dispose(&s[0]);
+    bench_samples_dispose(&s[1]);
     free(conn_file);
-    free(ctx);
+    free(pair.ctx);
     return err;
 }
 

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <stddef.h>
+#include "common.h"
 #include "http_client.h"
 #include "kgate_proc.h"
 #include "stats.h"
@@ -82,6 +83,22 @@ struct st_bench_case_t {
     /** Target: baseline median / subject median at least this (reported, never enforced). */
     double min_speedup;
 };
+
+/**
+ * One execute by one side of a pair (0: kgate or the subject kernel, 1: the baseline), checked.
+ * `timed` is 0 during the warm-up. Returns 0 or an error; the outcome is the sampler's to dispose.
+ */
+typedef int (*bench_side_fn)(void *ctx, int side, int timed, bench_outcome_t *o);
+
+/**
+ * The interleaved sampler every pair case uses: `warmup` + `samples` rounds, each running both
+ * sides, the order flipping every round so neither always follows the other (a kernel just woken,
+ * caches just warmed). Timed outcomes' durations go to `out[side]` (initialised here; the caller
+ * disposes them), and `*reconnects` counts kgate HTTP reconnects during timed rounds. Returns 0,
+ * the first error, or BENCH_EINTERRUPTED.
+ */
+int bench_alternate(bench_env_t *env, const char *name, size_t warmup, size_t samples, bench_side_fn fn, void *ctx,
+                    bench_samples_t out[2], size_t *reconnects);
 
 /** Runner of the kernel-against-kernel cases (case_kernels.c); BENCH_ESKIPPED when the baseline is not installed. */
 int bench_run_kernel_pair(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
