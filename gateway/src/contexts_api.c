@@ -150,14 +150,9 @@ void gw_api_context_list(gw_server_t *server, h2o_req_t *req, const gw_route_par
 /* The context named by the path parameter, or NULL after answering 404. */
 static gw_context_t *context_from_params(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)
 {
-    char id[64];
-    gw_context_t *ctx = NULL;
-    long len = -1;
+    const char *id = gw_path_param(req, params, 0);
+    gw_context_t *ctx = id != NULL ? gw_context_find(server, id) : NULL;
 
-    if (params->values[0].len < sizeof(id))
-        len = gw_percent_decode(params->values[0].base, params->values[0].len, id, 0);
-    if (len >= 0)
-        ctx = gw_context_find(server, id);
     if (ctx == NULL)
         gw_send_error(req, GW_ERR_CONTEXT_NOT_FOUND, "no context with id \"%.*s\"",
                       (int)(params->values[0].len > 64 ? 64 : params->values[0].len), params->values[0].base);

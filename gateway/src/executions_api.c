@@ -10,11 +10,9 @@
 /* The run named by the path parameter, or NULL after answering 404. */
 static gw_run_t *run_from_params(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)
 {
-    char id[64];
-    gw_run_t *run = NULL;
+    const char *id = gw_path_param(req, params, 0);
+    gw_run_t *run = id != NULL ? gw_run_find(server, id) : NULL;
 
-    if (params->values[0].len < sizeof(id) && gw_percent_decode(params->values[0].base, params->values[0].len, id, 0) >= 0)
-        run = gw_run_find(server, id);
     if (run == NULL)
         gw_send_error(req, GW_ERR_EXECUTION_NOT_FOUND, "no execution with id \"%.*s\" (finished ones are kept for %u ms)",
                       (int)(params->values[0].len > 64 ? 64 : params->values[0].len), params->values[0].base,
