@@ -542,3 +542,26 @@ Test(limits, request_bounds_and_the_default_timeout)
     free(ctx);
     xh_gateway_stop(&gw);
 }
+
+/* Request bodies are bounded (--max-body-bytes): beyond it a JSON 413 PAYLOAD_TOO_LARGE, and nothing runs. */
+Test(limits, request_bodies_beyond_the_bound_are_413)
+{
+    static e2e_gateway_t gw;
+    const char *args[] = {"--max-body-bytes", "1024", NULL};
+    char body[4096];
+    e2e_response_t r;
+
+    xh_gateway_start(&gw, args);
+    snprintf(body, sizeof(body), "{\"code\": \"echo %02000d\"}", 0);
+    e2e_http_request(gw.port, "POST", "/code", NULL, body, &r);
+    E2E_ASSERT_ERROR(&r, 413, "PAYLOAD_TOO_LARGE");
+    e2e_response_dispose(&r);
+    e2e_http_request(gw.port, "POST", "/code/context", NULL, body, &r);
+    E2E_ASSERT_ERROR(&r, 413, "PAYLOAD_TOO_LARGE");
+    e2e_response_dispose(&r);
+    /* a body within the bound still runs */
+    e2e_http_request(gw.port, "POST", "/code", NULL, "{\"code\": \"echo small\"}", &r);
+    cr_assert_eq(r.status, 200, "a 22-byte body got %d", r.status);
+    e2e_response_dispose(&r);
+    xh_gateway_stop(&gw);
+}
