@@ -18,9 +18,12 @@ static void on_readable(void *arg)
             kmgr_channels_drain_monitor(proc);
         return;
     }
-    /* A capped batch leaves the rest for run_pending: the edge-triggered fd will not signal again. */
-    if (proc->kernel != NULL && kmgr_channels_drain(proc, chan->channel))
+    /* A capped batch leaves the rest for run_pending: the edge-triggered fd will not signal again,
+     * and run_pending drains only a proc marked for it. */
+    if (proc->kernel != NULL && kmgr_channels_drain(proc, chan->channel)) {
+        proc->redrain = 1;
         kmgr_manager_schedule(proc->mgr);
+    }
 }
 
 static int set_int(void *sock, int option, int value)

@@ -2,6 +2,7 @@
 # reply/idle order). Usage: /usr/bin/python3 fake_kernel.py CONNECTION_FILE
 import json
 import sys
+import time
 
 import zmq
 from jupyter_client.session import Session
@@ -55,6 +56,13 @@ while True:
                 good.send(iopub, "status", {"execution_state": "idle"}, parent=msg)
                 good.send(shell, "execute_reply", reply, parent=msg, ident=idents)
                 continue
+            if code.startswith("burst "):
+                # After a pause, many big stream messages at once, more than one drain takes
+                # (KMGR_DRAIN_BYTES); after them nothing arrives that would wake the client's loop.
+                count, size, pause_ms = (int(x) for x in code.split()[1:4])
+                time.sleep(pause_ms / 1000)
+                for _ in range(count):
+                    good.send(iopub, "stream", {"name": "stdout", "text": "b" * size}, parent=msg)
             if code == "idle-lost":
                 # as if the kernel's PUB queue had dropped it: the reply comes, the idle never does
                 good.send(shell, "execute_reply", reply, parent=msg, ident=idents)

@@ -129,8 +129,10 @@ void kt_on_req(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, 
         json_array_append_new(rec->iopub, json_pack("{s:s, s:O}", "msg_type", type, "content", msg->content));
         if (strcmp(type, "stream") == 0) {
             const char *text = json_string_value(json_object_get(msg->content, "text"));
-            if (text != NULL)
+            if (text != NULL) {
                 strncat(rec->out, text, sizeof(rec->out) - strlen(rec->out) - 1);
+                rec->out_bytes += json_string_length(json_object_get(msg->content, "text"));
+            }
         }
         if (rec->cancel_on_iopub) {
             rec->cancel_on_iopub = 0;

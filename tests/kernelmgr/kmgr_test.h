@@ -43,7 +43,8 @@ typedef struct st_kt_rec_t {
     int n_iopub, n_reply, n_input, n_done, n_failed, err, after_final;
     json_t *iopub;      /* array of {"msg_type": ..., "content": ...} */
     json_t *reply;      /* content of the shell reply */
-    char out[16384];    /* stdout stream text */
+    char out[16384];    /* stdout stream text (its start) */
+    size_t out_bytes;   /* stdout stream text: every byte counted */
     const char *answer; /* answer to input_request (from inside the callback) */
     int input_ret;      /* what kmgr_request_input_reply returned */
     json_t *input_content;
