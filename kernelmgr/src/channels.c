@@ -1,8 +1,10 @@
 /* kernelmgr/src/channels.c: the five ZMQ sockets of a kernel process: connect, send, drain, close. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
+#include "wire/alloc.h"
 #include "wire/codec.h"
 #include "wire/errors.h"
 #include "kmgr/errors.h"
@@ -210,26 +212,96 @@ void kmgr_channels_drain_monitor(kmgr_proc_t *proc)
     }
 }
 
-/* Receives one multipart message into `frames`. Returns 1 (got one), 0 (nothing), -1 (dropped). */
-static int recv_multipart(void *s, wire_frames_t *frames)
+/* Frames a received message keeps without touching the heap; longer messages grow onto it. */
+#define RX_INLINE_PARTS 16
+
+/*
+ * One received multipart message. The bytes stay in ZMQ's messages, not copied: `frames` point
+ * into `parts` until rx_release. Small parts keep their bytes inside the zmq_msg_t itself, so
+ * `frames` are filled in only once every part is in place (rx_recv).
+ */
+typedef struct st_rx_t {
+    size_t n, capacity;
+    zmq_msg_t *parts;
+    wire_frame_t *frames;
+    zmq_msg_t inline_parts[RX_INLINE_PARTS];
+    wire_frame_t inline_frames[RX_INLINE_PARTS];
+} rx_t;
+
+static void rx_init(rx_t *rx)
+{
+    rx->n = 0;
+    rx->capacity = RX_INLINE_PARTS;
+    rx->parts = rx->inline_parts;
+    rx->frames = rx->inline_frames;
+}
+
+static void rx_release(rx_t *rx)
+{
+    for (size_t i = 0; i != rx->n; ++i)
+        zmq_msg_close(&rx->parts[i]);
+    rx->n = 0;
+}
+
+static void rx_dispose(rx_t *rx)
+{
+    rx_release(rx);
+    if (rx->parts != rx->inline_parts) {
+        free(rx->parts);
+        free(rx->frames);
+    }
+}
+
+/* zmq_msg_t must not be copied byte-wise: the parts move with zmq_msg_move. */
+static void rx_grow(rx_t *rx)
+{
+    size_t capacity = rx->capacity * 2;
+    zmq_msg_t *parts = wire_calloc(capacity, sizeof(*parts));
+
+    for (size_t i = 0; i != rx->n; ++i) {
+        zmq_msg_init(&parts[i]);
+        zmq_msg_move(&parts[i], &rx->parts[i]);
+        zmq_msg_close(&rx->parts[i]);
+    }
+    if (rx->parts != rx->inline_parts) {
+        free(rx->parts);
+        free(rx->frames);
+    }
+    rx->parts = parts;
+    rx->frames = wire_calloc(capacity, sizeof(*rx->frames));
+    rx->capacity = capacity;
+}
+
+/* Receives one multipart message into `rx` (empty). Returns 1 (got one), 0 (nothing), -1 (dropped). */
+static int rx_recv(void *s, rx_t *rx)
 {
     int more, too_many = 0;
 
     do {
-        zmq_msg_t part;
-        zmq_msg_init(&part);
-        if (zmq_msg_recv(&part, s, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&part);
-            /* Parts of one message arrive atomically, so this only happens before the first. */
-            return frames->size == 0 ? 0 : -1;
+        zmq_msg_t discard, *part = &discard;
+        if (rx->n != KMGR_MAX_FRAMES) {
+            if (rx->n == rx->capacity)
+                rx_grow(rx);
+            part = &rx->parts[rx->n];
         }
-        if (frames->size < KMGR_MAX_FRAMES)
-            wire_frames_push_copy(frames, zmq_msg_data(&part), zmq_msg_size(&part));
-        else
+        zmq_msg_init(part);
+        if (zmq_msg_recv(part, s, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(part);
+            /* Parts of one message arrive atomically, so this only happens before the first. */
+            return rx->n == 0 ? 0 : -1;
+        }
+        more = zmq_msg_more(part);
+        if (part == &discard) {
+            zmq_msg_close(part);
             too_many = 1;
-        more = zmq_msg_more(&part);
-        zmq_msg_close(&part);
+        } else {
+            ++rx->n;
+        }
     } while (more);
+    for (size_t i = 0; i != rx->n; ++i) {
+        rx->frames[i].base = zmq_msg_data(&rx->parts[i]);
+        rx->frames[i].len = zmq_msg_size(&rx->parts[i]);
+    }
     return too_many ? -1 : 1;
 }
 
@@ -244,42 +316,51 @@ int kmgr_channels_drain(kmgr_proc_t *proc, wire_channel_t channel)
     kmgr_kernel_t *kernel = proc->kernel;
     uint64_t generation = kmgr_kernel_generation(kernel);
     size_t bytes = 0;
+    int more = 1;
+    rx_t rx;
 
+    rx_init(&rx);
     for (int n = 0; n != KMGR_DRAIN_BATCH && bytes < KMGR_DRAIN_BYTES; ++n) {
         void *s = proc->sockets[channel];
-        wire_frames_t frames;
         wire_msg_t *msg;
         int events, got, ret;
         size_t len = sizeof(events);
 
-        if (s == NULL || zmq_getsockopt(s, ZMQ_EVENTS, &events, &len) != 0 || (events & ZMQ_POLLIN) == 0)
-            return 0;
-        wire_frames_init(&frames);
-        got = recv_multipart(s, &frames);
+        if (s == NULL || zmq_getsockopt(s, ZMQ_EVENTS, &events, &len) != 0 || (events & ZMQ_POLLIN) == 0) {
+            more = 0;
+            break;
+        }
+        got = rx_recv(s, &rx);
         if (got <= 0) {
-            wire_frames_dispose(&frames);
-            if (got == 0)
-                return 0;
+            rx_release(&rx);
+            if (got == 0) {
+                more = 0;
+                break;
+            }
             count_dropped(proc, "too many frames");
             continue;
         }
         if (channel == WIRE_CHANNEL_HB) {
-            wire_frames_dispose(&frames);
+            rx_release(&rx);
             kmgr_kernel_on_pong(kernel);
             continue;
         }
-        for (size_t i = 0; i != frames.size; ++i)
-            bytes += frames.entries[i].len;
-        ret = wire_decode(&proc->signer, frames.entries, frames.size, &msg);
-        wire_frames_dispose(&frames);
+        for (size_t i = 0; i != rx.n; ++i)
+            bytes += rx.frames[i].len;
+        /* wire_decode copies what it keeps, so the parts go before anyone sees the message. */
+        ret = wire_decode(&proc->signer, rx.frames, rx.n, &msg);
+        rx_release(&rx);
         if (ret != 0) {
             count_dropped(proc, wire_strerror(ret));
             continue;
         }
         kmgr_kernel_on_message(kernel, channel, msg);
         /* The callbacks may have restarted or destroyed the kernel; `proc` may then be detached. */
-        if (kmgr_kernel_generation(kernel) != generation)
-            return 0;
+        if (kmgr_kernel_generation(kernel) != generation) {
+            more = 0;
+            break;
+        }
     }
-    return 1;
+    rx_dispose(&rx);
+    return more;
 }

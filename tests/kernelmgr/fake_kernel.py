@@ -63,6 +63,11 @@ while True:
                 time.sleep(pause_ms / 1000)
                 for _ in range(count):
                     good.send(iopub, "stream", {"name": "stdout", "text": "b" * size}, parent=msg)
+            if code.startswith("buffers "):
+                # A message with many binary buffers (frames after the content); buffer i is i+1 bytes.
+                count = int(code.split()[1])
+                good.send(iopub, "display_data", {"data": {}, "metadata": {}}, parent=msg,
+                          buffers=[b"%c" % (65 + i % 26) * (i + 1) for i in range(count)])
             if code == "idle-lost":
                 # as if the kernel's PUB queue had dropped it: the reply comes, the idle never does
                 good.send(shell, "execute_reply", reply, parent=msg, ident=idents)

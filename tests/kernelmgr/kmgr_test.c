@@ -112,6 +112,7 @@ void kt_rec_init(kt_rec_t *rec)
 void kt_rec_dispose(kt_rec_t *rec)
 {
     json_decref(rec->iopub);
+    json_decref(rec->buffers);
     json_decref(rec->reply);
     json_decref(rec->input_content);
 }
@@ -127,6 +128,12 @@ void kt_on_req(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, 
         const char *type = wire_msg_type(msg);
         ++rec->n_iopub;
         json_array_append_new(rec->iopub, json_pack("{s:s, s:O}", "msg_type", type, "content", msg->content));
+        if (msg->buffers.size != 0) {
+            json_decref(rec->buffers);
+            rec->buffers = json_array();
+            for (size_t i = 0; i != msg->buffers.size; ++i)
+                json_array_append_new(rec->buffers, json_stringn(msg->buffers.entries[i].base, msg->buffers.entries[i].len));
+        }
         if (strcmp(type, "stream") == 0) {
             const char *text = json_string_value(json_object_get(msg->content, "text"));
             if (text != NULL) {

@@ -45,6 +45,7 @@ typedef struct st_kt_rec_t {
     json_t *reply;      /* content of the shell reply */
     char out[16384];    /* stdout stream text (its start) */
     size_t out_bytes;   /* stdout stream text: every byte counted */
+    json_t *buffers;    /* the binary buffers of the last iopub message that had any, as strings */
     const char *answer; /* answer to input_request (from inside the callback) */
     int input_ret;      /* what kmgr_request_input_reply returned */
     json_t *input_content;

@@ -115,3 +115,42 @@ Test(fake_kernel_quiet, a_burst_larger_than_one_drain_arrives_whole)
     kt_rec_dispose(&rec);
     kmgr_kernel_destroy(k);
 }
+
+Test(fake_kernel, a_message_with_many_buffers_arrives_whole)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(fake, &st);
+    kt_rec_t rec;
+
+    kt_rec_init(&rec);
+    /* 40 buffers: more frames than a received message holds before it grows onto the heap */
+    cr_assert_eq(kt_execute(k, "buffers 40", &rec), 0);
+    cr_assert(kt_wait_rec(&rec, 10000));
+    cr_assert_not_null(kt_iopub(&rec, "display_data"));
+    cr_assert_eq(json_array_size(rec.buffers), 40);
+    for (size_t i = 0; i != 40; ++i) {
+        json_t *b = json_array_get(rec.buffers, i);
+        cr_expect_eq(json_string_length(b), i + 1, "buffer %zu has its own length", i);
+        cr_expect_eq(json_string_value(b)[i], 'A' + (int)(i % 26), "buffer %zu has its own bytes", i);
+    }
+    cr_expect_str_eq(rec.out, "genuine\n");
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
+Test(fake_kernel, a_message_with_too_many_frames_is_dropped_and_the_rest_flows)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(fake, &st);
+    kt_rec_t rec;
+
+    kt_rec_init(&rec);
+    /* 1100 buffers exceed KMGR_MAX_FRAMES: that message goes, the stream and idle after it do not */
+    cr_assert_eq(kt_execute(k, "buffers 1100", &rec), 0);
+    cr_assert(kt_wait_rec(&rec, 10000));
+    cr_expect_null(kt_iopub(&rec, "display_data"));
+    cr_expect_str_eq(rec.out, "genuine\n");
+    cr_expect_eq(rec.n_done, 1);
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
