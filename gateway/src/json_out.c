@@ -26,10 +26,7 @@ static size_t render_string(const char *s, size_t len, char *out)
 
     n += put(out, n, "\"", 1);
     while (i < len) {
-        for (run = i; run + 8 <= len && wire_json_plain8((const unsigned char *)s + run, 1); run += 8)
-            ;
-        for (; run < len && escape_table[(unsigned char)s[run]] == 0; ++run)
-            ;
+        run = i + wire_json_plain_run((const unsigned char *)s + i, len - i, 1);
         n += put(out, n, s + i, run - i);
         if ((i = run) == len)
             break;

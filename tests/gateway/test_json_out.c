@@ -51,3 +51,18 @@ Test(json_out, a_large_stream_text)
     expect_same_as_jansson(json_pack("{s:s, s:s%}", "type", "stdout", "text", text, n));
     free(text);
 }
+
+Test(json_out, escapes_at_every_offset_of_a_bulk_scan)
+{
+    static const char *const specials[] = {"\n", "\"", "\\", "\x01", "\x1f", "\x7f", "\xc3\xa9", "\xe2\x80\xa8"};
+    char text[48];
+
+    for (size_t k = 0; k != sizeof(specials) / sizeof(specials[0]); ++k) {
+        size_t n = strlen(specials[k]);
+        for (size_t at = 0; at + n <= sizeof(text); ++at) {
+            memset(text, 'x', sizeof(text));
+            memcpy(text + at, specials[k], n);
+            expect_same_as_jansson(json_stringn(text, sizeof(text)));
+        }
+    }
+}

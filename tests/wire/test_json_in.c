@@ -184,3 +184,51 @@ Test(json_in, utf8_sequences)
     for (size_t i = 0; i != sizeof(cases) / sizeof(cases[0]); ++i)
         cr_expect_eq(wire_utf8_sequence((const unsigned char *)cases[i].bytes, cases[i].avail), cases[i].want, "case %zu", i);
 }
+
+/* The bulk scan both JSON codecs rely on, against a byte-at-a-time reference. */
+static size_t plain_run_reference(const unsigned char *s, size_t len, int allow_non_ascii)
+{
+    size_t i = 0;
+    while (i != len && s[i] >= 0x20 && s[i] != '"' && s[i] != '\\' && (allow_non_ascii || s[i] < 0x80))
+        ++i;
+    return i;
+}
+
+Test(json_in, plain_runs_stop_at_the_first_byte_that_needs_attention)
+{
+    static const unsigned char stops[] = {0x00, 0x01, 0x1f, '"', '\\', 0x80, 0xc3, 0xff};
+    static const unsigned char passes[] = {0x20, 0x7f, '/', 'x', 0x7e, 0x21};
+    unsigned char buf[80];
+
+    for (size_t len = 0; len <= sizeof(buf); ++len) {
+        for (size_t at = 0; at <= len; ++at) {
+            for (size_t k = 0; k != sizeof(stops) + sizeof(passes); ++k) {
+                unsigned char c = k < sizeof(stops) ? stops[k] : passes[k - sizeof(stops)];
+                unsigned char *exact = malloc(len != 0 ? len : 1); /* ASan: no read past the end */
+                memset(exact, 'a', len);
+                if (at < len)
+                    exact[at] = c;
+                for (int allow = 0; allow != 2; ++allow)
+                    cr_expect_eq(wire_json_plain_run(exact, len, allow), plain_run_reference(exact, len, allow),
+                                 "byte 0x%02x at %zu of %zu (non-ASCII %s)", c, at, len, allow ? "allowed" : "stops");
+                free(exact);
+            }
+        }
+    }
+}
+
+Test(json_in, escapes_and_utf8_at_every_offset_agree_with_jansson)
+{
+    static const char *const specials[] = {"\\n", "\\\"", "\\\\", "\\u00e9", "\\ud83d\\ude00", "\xc3\xa9", "\xf0\x9f\x98\x80",
+                                           "\x7f"};
+    char doc[128];
+
+    for (size_t s = 0; s != sizeof(specials) / sizeof(specials[0]); ++s) {
+        for (size_t at = 0; at != 40; ++at) {
+            int n = snprintf(doc, sizeof(doc), "{\"k%.*s%s\":\"%.*s%s%.*s\"}", (int)(at % 20), "aaaaaaaaaaaaaaaaaaaa", specials[s],
+                             (int)at, "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb", specials[s], (int)(39 - at),
+                             "cccccccccccccccccccccccccccccccccccccccc");
+            cr_expect(agree(doc, (size_t)n), "%s", doc);
+        }
+    }
+}

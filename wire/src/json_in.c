@@ -62,11 +62,19 @@ static size_t put_utf8(char *out, unsigned cp)
     return 4;
 }
 
+/* A parsed string: `base` and `len`, pointing into the input when it had no escape (`owned` NULL),
+ * else into `owned`, a NUL-terminated buffer of the decoded bytes that the holder frees. */
+typedef struct st_parsed_string_t {
+    const char *base;
+    size_t len;
+    char *owned;
+} parsed_string_t;
+
 /*
- * Parses a string (ps->p at the opening quote) into a malloc'd buffer (`*out`, `*out_len`), or
- * returns -1. Plain runs are validated and copied in bulk; escapes are decoded in place.
+ * Parses a string (ps->p at the opening quote) into `*out`, or returns -1. Plain runs are
+ * validated in bulk and, without escapes, not copied at all; escapes are decoded into a buffer.
  */
-static int parse_string_raw(parser_t *ps, char **out, size_t *out_len)
+static int parse_string_raw(parser_t *ps, parsed_string_t *out)
 {
     const unsigned char *start = ++ps->p, *s = start;
     char *buf = NULL;
@@ -75,8 +83,9 @@ static int parse_string_raw(parser_t *ps, char **out, size_t *out_len)
     /* first pass: find the closing quote and validate, noting whether there is any escape */
     int escaped = 0;
     while (s < ps->end && *s != '"') {
-        if (ps->end - s >= 8 && wire_json_plain8(s, 0)) {
-            s += 8;
+        size_t plain = wire_json_plain_run(s, (size_t)(ps->end - s), 0);
+        if (plain != 0) {
+            s += plain;
             continue;
         }
         if (*s == '\\') {
@@ -95,17 +104,18 @@ static int parse_string_raw(parser_t *ps, char **out, size_t *out_len)
     }
     if (s >= ps->end)
         return -1;
+    if (!escaped) {
+        ps->p = s + 1;
+        *out = (parsed_string_t){(const char *)start, (size_t)(s - start), NULL};
+        return 0;
+    }
     /* the output is never longer than the input: an escape is at least as long as what it means */
     buf = wire_malloc((size_t)(s - start) + 1);
-    if (!escaped) {
-        memcpy(buf, start, (size_t)(s - start));
-        len = (size_t)(s - start);
-    } else {
+    {
         const unsigned char *q = start;
         while (q < s) {
-            const unsigned char *run = q;
-            while (q < s && *q != '\\')
-                ++q;
+            const unsigned char *run = q, *backslash = memchr(q, '\\', (size_t)(s - q));
+            q = backslash != NULL ? backslash : s;
             memcpy(buf + len, run, (size_t)(q - run));
             len += (size_t)(q - run);
             if (q == s)
@@ -155,8 +165,7 @@ static int parse_string_raw(parser_t *ps, char **out, size_t *out_len)
     }
     buf[len] = '\0';
     ps->p = s + 1;
-    *out = buf;
-    *out_len = len;
+    *out = (parsed_string_t){buf, len, buf};
     return 0;
 Error:
     free(buf);
@@ -165,14 +174,13 @@ Error:
 
 static json_t *parse_string(parser_t *ps)
 {
-    char *s;
-    size_t len;
+    parsed_string_t str;
     json_t *v;
 
-    if (parse_string_raw(ps, &s, &len) != 0)
+    if (parse_string_raw(ps, &str) != 0)
         return NULL;
-    v = json_stringn_nocheck(s, len);
-    free(s);
+    v = json_stringn_nocheck(str.base, str.len);
+    free(str.owned);
     return v;
 }
 
@@ -265,8 +273,7 @@ Error:
 static json_t *parse_object(parser_t *ps)
 {
     json_t *object = json_object(), *value;
-    char *key;
-    size_t key_len;
+    parsed_string_t key;
 
     ++ps->p;
     skip_ws(ps);
@@ -276,21 +283,22 @@ static json_t *parse_object(parser_t *ps)
     }
     for (;;) {
         skip_ws(ps);
-        if (ps->p >= ps->end || *ps->p != '"' || parse_string_raw(ps, &key, &key_len) != 0)
+        if (ps->p >= ps->end || *ps->p != '"' || parse_string_raw(ps, &key) != 0)
             goto Error;
         skip_ws(ps);
         if (ps->p >= ps->end || *ps->p++ != ':' || (value = parse_value(ps)) == NULL) {
-            free(key);
+            free(key.owned);
             goto Error;
         }
-        /* jansson keys are NUL-terminated: a key with "\u0000" inside is refused, as jansson does */
-        if (memchr(key, '\0', key_len) != NULL) {
-            free(key);
+        /* a key with "\u0000" inside is refused, as jansson's own parser does (only an escape can
+         * put one there: raw control bytes are invalid) */
+        if (key.owned != NULL && memchr(key.base, '\0', key.len) != NULL) {
+            free(key.owned);
             json_decref(value);
             goto Error;
         }
-        json_object_set_new_nocheck(object, key, value);
-        free(key);
+        json_object_setn_new_nocheck(object, key.base, key.len, value);
+        free(key.owned);
         skip_ws(ps);
         if (ps->p >= ps->end)
             goto Error;
