@@ -74,28 +74,18 @@ int bench_kgate_probe(bench_http_t *c, const char *path, int *status)
     return bench_http_discard_body(c, &resp);
 }
 
-/* SSE parsing state: a growable line, and the `data` of the event being assembled. */
+/*
+ * The SSE stream as it arrives: body bytes are read straight into one growable buffer, and each
+ * event is parsed where it lies once its blank line is there (one copy of each byte, as a ZMQ
+ * client has: the direct client reads frames in place).
+ */
 typedef struct st_sse_t {
-    char *line;
-    size_t line_len, line_cap;
-    char *data;
-    size_t data_len, data_cap;
-    int has_data;
+    char *buf;
+    size_t start, end, capacity; /* unread bytes: [start, end) */
+    size_t scanned;              /* bytes from start already searched for an event's end */
+    char *joined;                /* scratch for an event of several data lines */
+    size_t joined_capacity;
 } sse_t;
-
-static void append(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
-{
-    if (*len + n + 1 > *cap) {
-        size_t ncap = *cap ? *cap : 4096;
-        while (ncap < *len + n + 1)
-            ncap *= 2;
-        *buf = wire_realloc(*buf, ncap);
-        *cap = ncap;
-    }
-    memcpy(*buf + *len, p, n);
-    *len += n;
-    (*buf)[*len] = '\0';
-}
 
 /* Handles one event's JSON; returns 1 when it was execution_complete, 0 otherwise, or an error. */
 static int on_event(const char *data, size_t len, bench_outcome_t *out)
@@ -137,37 +127,76 @@ static int on_event(const char *data, size_t len, bench_outcome_t *out)
     return complete;
 }
 
-/* One line of the stream (without its line end); returns as on_event, or 0 when nothing completed. */
-static int on_line(sse_t *sse, bench_outcome_t *out)
+/* One event's lines [p, e): its data lines, joined by newlines, are the event's JSON. As
+ * execd's compatibility framing sends bare JSON lines, those count as data lines too. */
+static int on_event_block(sse_t *sse, const char *p, const char *e, bench_outcome_t *out)
 {
-    const char *l = sse->line;
-    size_t n = sse->line_len;
-    if (n > 0 && l[n - 1] == '\r')
-        --n;
-    if (n == 0) {
-        int r = 0;
-        if (sse->has_data)
-            r = on_event(sse->data, sse->data_len, out);
-        sse->data_len = 0;
-        sse->has_data = 0;
-        return r;
+    const char *data = NULL;
+    size_t data_len = 0, lines = 0;
+
+    while (p < e) {
+        const char *nl = memchr(p, '\n', (size_t)(e - p)), *le = nl != NULL ? nl : e, *v = NULL;
+        size_t n = (size_t)(le - p);
+        if (n > 0 && p[n - 1] == '\r')
+            --n;
+        if (n >= 5 && memcmp(p, "data:", 5) == 0)
+            v = p + 5 + (n > 5 && p[5] == ' ');
+        else if (n > 0 && *p == '{')
+            v = p;
+        if (v != NULL) {
+            size_t vn = (size_t)(p + n - v);
+            if (lines++ == 0) {
+                data = v, data_len = vn;
+            } else {
+                if (lines == 2) { /* the first line moves into the scratch buffer */
+                    if (sse->joined_capacity < data_len + 1)
+                        sse->joined = wire_realloc(sse->joined, sse->joined_capacity = data_len + 1);
+                    memmove(sse->joined, data, data_len);
+                    data = sse->joined;
+                }
+                if (sse->joined_capacity < data_len + 1 + vn)
+                    sse->joined = wire_realloc(sse->joined, sse->joined_capacity = 2 * (data_len + 1 + vn));
+                sse->joined[data_len] = '\n';
+                memcpy(sse->joined + data_len + 1, v, vn);
+                data = sse->joined;
+                data_len += 1 + vn;
+            }
+        }
+        p = le + 1;
     }
-    if (n >= 5 && memcmp(l, "data:", 5) == 0) {
-        l += 5, n -= 5;
-        if (n > 0 && *l == ' ')
-            ++l, --n;
-    } else if (*l != '{') {
-        return 0; /* id:, event:, retry:, comments */
+    return lines != 0 ? on_event(data, data_len, out) : 0;
+}
+
+/* Handles every complete event in the buffer; returns 1 once execution_complete was seen. */
+static int on_events(sse_t *sse, bench_outcome_t *out)
+{
+    for (;;) {
+        /* an event ends at an empty line: "\n\n" (or "\n\r\n") */
+        char *p = sse->buf + sse->start, *end = sse->buf + sse->end, *q = p + sse->scanned, *blank = NULL;
+        while (q < end && (q = memchr(q, '\n', (size_t)(end - q))) != NULL) {
+            if (q + 1 < end && q[1] == '\n') {
+                blank = q + 1;
+                break;
+            }
+            if (q + 2 < end && q[1] == '\r' && q[2] == '\n') {
+                blank = q + 2;
+                break;
+            }
+            if (q + 2 >= end)
+                break; /* the blank line may still come */
+            ++q;
+        }
+        if (blank == NULL) {
+            /* resume the search a little before the end: its "\n" may pair with what comes */
+            sse->scanned = sse->end - sse->start > 2 ? sse->end - sse->start - 2 : 0;
+            return 0;
+        }
+        int r = on_event_block(sse, p, q, out);
+        sse->start = (size_t)(blank + 1 - sse->buf);
+        sse->scanned = 0;
+        if (r != 0)
+            return r;
     }
-    /* execd's compatibility framing sends bare JSON lines: treat them as data lines. */
-    if (sse->has_data) {
-        if (sse->data_len + 1 > SSE_EVENT_MAX)
-            return BENCH_ETOOBIG;
-        append(&sse->data, &sse->data_len, &sse->data_cap, "\n", 1);
-    }
-    append(&sse->data, &sse->data_len, &sse->data_cap, l, n);
-    sse->has_data = 1;
-    return 0;
 }
 
 int bench_kgate_execute(bench_http_t *c, const char *context_id, const char *code, size_t output_limit, bench_outcome_t *out)
@@ -181,7 +210,6 @@ int bench_kgate_execute(bench_http_t *c, const char *context_id, const char *cod
 
     bench_http_response_t resp;
     sse_t sse = {0};
-    char buf[65536];
     int err, complete = 0;
     double t0 = bench_now_ms();
     if ((err = bench_http_request(c, "POST", "/code", body, &resp)) != 0)
@@ -190,8 +218,24 @@ int bench_kgate_execute(bench_http_t *c, const char *context_id, const char *cod
         err = status_error(c, &resp, "POST /code");
         goto Exit;
     }
+    sse.capacity = 4 * 1024 * 1024;
+    sse.buf = wire_malloc(sse.capacity);
     while (!complete) {
-        ssize_t n = bench_http_read_body(c, &resp, buf, sizeof(buf));
+        if (sse.start > 0 && sse.capacity - sse.end < sse.capacity / 4) {
+            /* keep the unread part at the front, so the buffer grows only for a big event */
+            memmove(sse.buf, sse.buf + sse.start, sse.end - sse.start);
+            sse.end -= sse.start;
+            sse.start = 0;
+        }
+        if (sse.capacity - sse.end < 64 * 1024) {
+            if (sse.capacity >= SSE_EVENT_MAX) {
+                bench_set_detail("POST /code: an event exceeds %zu bytes", SSE_EVENT_MAX);
+                err = BENCH_ETOOBIG;
+                goto Exit;
+            }
+            sse.buf = wire_realloc(sse.buf, sse.capacity *= 2);
+        }
+        ssize_t n = bench_http_read_body(c, &resp, sse.buf + sse.end, sse.capacity - sse.end);
         if (n < 0) {
             err = (int)n;
             goto Exit;
@@ -201,27 +245,10 @@ int bench_kgate_execute(bench_http_t *c, const char *context_id, const char *cod
             err = BENCH_EPROTO;
             goto Exit;
         }
-        const char *p = buf, *end = buf + n;
-        while (p < end && !complete) {
-            const char *nl = memchr(p, '\n', (size_t)(end - p));
-            size_t take = (size_t)((nl != NULL ? nl : end) - p);
-            if (sse.line_len + take > SSE_EVENT_MAX) {
-                bench_set_detail("POST /code: an event exceeds %zu bytes", SSE_EVENT_MAX);
-                err = BENCH_ETOOBIG;
-                goto Exit;
-            }
-            append(&sse.line, &sse.line_len, &sse.line_cap, p, take);
-            p += take;
-            if (nl == NULL)
-                break;
-            ++p;
-            int r = on_line(&sse, out);
-            sse.line_len = 0;
-            if (r < 0) {
-                err = r;
-                goto Exit;
-            }
-            complete = r;
+        sse.end += (size_t)n;
+        if ((complete = on_events(&sse, out)) < 0) {
+            err = complete;
+            goto Exit;
         }
     }
     out->ms = bench_now_ms() - t0;
@@ -231,8 +258,8 @@ int bench_kgate_execute(bench_http_t *c, const char *context_id, const char *cod
 Exit:
     if (err != 0 && err != BENCH_ESTATUS)
         bench_http_close(c);
-    free(sse.line);
-    free(sse.data);
+    free(sse.buf);
+    free(sse.joined);
     free(body);
     return err;
 }
