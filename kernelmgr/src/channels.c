@@ -345,8 +345,16 @@ int kmgr_channels_drain(kmgr_proc_t *proc, wire_channel_t channel)
             kmgr_kernel_on_pong(kernel);
             continue;
         }
+        size_t msg_bytes = 0;
         for (size_t i = 0; i != rx.n; ++i)
-            bytes += rx.frames[i].len;
+            msg_bytes += rx.frames[i].len;
+        bytes += msg_bytes;
+        /* Nothing of it is read to decide: only its size and kgate's own state. */
+        if (channel == WIRE_CHANNEL_IOPUB && msg_bytes > KMGR_UNAWAITED_MAX_BYTES && !kmgr_kernel_awaits_iopub(kernel)) {
+            rx_release(&rx);
+            kmgr_kernel_on_unawaited(kernel);
+            continue;
+        }
         /* wire_decode copies what it keeps, so the parts go before anyone sees the message. */
         ret = wire_decode(&proc->signer, rx.frames, rx.n, &msg);
         rx_release(&rx);

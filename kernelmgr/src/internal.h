@@ -27,6 +27,10 @@
 #define KMGR_IOPUB_RCVHWM 16
 /* A request that has its reply but no status idle is finished after this much silence. */
 #define KMGR_IDLE_GRACE_MS 5000
+/* An iopub message larger than this that arrives while no request awaits anything is passed over
+ * unread (kmgr_channels_drain): verifying and parsing output nobody will see would cost as much as
+ * relaying it. Status messages, which track the kernel's state, are far smaller. */
+#define KMGR_UNAWAITED_MAX_BYTES ((size_t)64 * 1024)
 
 /* An intrusive doubly-linked list (h2o_linklist_t style); a list head is a link to itself. */
 typedef struct st_kmgr_link_t {
@@ -145,8 +149,8 @@ void kmgr_channels_ping(kmgr_proc_t *proc);
 /**
  * Receives at most KMGR_DRAIN_BATCH messages from `channel`, passing each verified message to
  * kmgr_kernel_on_message (ownership passes) and counting heartbeats through kmgr_kernel_on_pong.
- * Stops early when the kernel moves on to another incarnation or is destroyed. Returns 1 if the
- * batch was exhausted with more to read, else 0.
+ * Big iopub messages nobody awaits are passed over unread (KMGR_UNAWAITED_MAX_BYTES). Stops early when the kernel moves on to
+ * another incarnation or is destroyed. Returns 1 if the batch was exhausted with more to read, else 0.
  */
 int kmgr_channels_drain(kmgr_proc_t *proc, wire_channel_t channel);
 
@@ -158,6 +162,13 @@ void kmgr_kernel_on_message(kmgr_kernel_t *kernel, wire_channel_t channel, wire_
 void kmgr_kernel_on_stdin_connected(kmgr_kernel_t *kernel);
 /** A heartbeat answer arrived. */
 void kmgr_kernel_on_pong(kmgr_kernel_t *kernel);
+/**
+ * Whether an iopub message could matter to anyone: true while the kernel starts (any message proves
+ * iopub live) and while any request is registered. Otherwise only status messages matter.
+ */
+int kmgr_kernel_awaits_iopub(const kmgr_kernel_t *kernel);
+/** Counts a message passed over unread (KMGR_UNAWAITED_MAX_BYTES). */
+void kmgr_kernel_on_unawaited(kmgr_kernel_t *kernel);
 /** An incremented generation means the drain must stop (restart, death, destroy). */
 uint64_t kmgr_kernel_generation(const kmgr_kernel_t *kernel);
 /** Tick work of one kernel: readiness retries, timeouts, heartbeats, reaping. */

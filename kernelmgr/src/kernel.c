@@ -53,6 +53,8 @@ struct st_kmgr_kernel_t {
     uint64_t next_ping_at, ping_sent_at; /* ping_sent_at: 0 when no ping is outstanding */
     kmgr_link_t requests;
     kmgr_link_t failing;
+    /* iopub messages passed over unread: big, and nobody awaiting anything (KMGR_UNAWAITED_MAX_BYTES) */
+    uint64_t unawaited;
     /* msg_id -> request, chained; every registered request is in it. */
     kmgr_request_t **buckets;
     size_t nbuckets, nhashed;
@@ -608,6 +610,21 @@ void kmgr_kernel_on_stdin_connected(kmgr_kernel_t *k)
 void kmgr_kernel_on_pong(kmgr_kernel_t *k)
 {
     k->ping_sent_at = 0;
+}
+
+int kmgr_kernel_awaits_iopub(const kmgr_kernel_t *k)
+{
+    return (k->state != KMGR_KERNEL_IDLE && k->state != KMGR_KERNEL_BUSY) || !kmgr_list_empty(&k->requests);
+}
+
+void kmgr_kernel_on_unawaited(kmgr_kernel_t *k)
+{
+    ++k->unawaited;
+}
+
+uint64_t kmgr_kernel_unawaited_messages(const kmgr_kernel_t *k)
+{
+    return k->unawaited;
 }
 
 uint64_t kmgr_kernel_generation(const kmgr_kernel_t *k)

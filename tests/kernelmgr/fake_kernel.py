@@ -74,3 +74,11 @@ while True:
                 continue
             good.send(shell, "execute_reply", reply, parent=msg, ident=idents)
         good.send(iopub, "status", {"execution_state": "idle"}, parent=msg)
+        if kind == "execute_request" and msg["content"]["code"].startswith("afterwards "):
+            # Once the run is over: big output nobody awaits (as from a background thread), then a
+            # small status pair without a parent, which must still move the kernel's state.
+            time.sleep(0.5)
+            size = int(msg["content"]["code"].split()[1])
+            good.send(iopub, "stream", {"name": "stdout", "text": "a" * size}, parent=msg)
+            good.send(iopub, "status", {"execution_state": "busy"})
+            good.send(iopub, "status", {"execution_state": "idle"})

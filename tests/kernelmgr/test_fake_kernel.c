@@ -112,6 +112,7 @@ Test(fake_kernel_quiet, a_burst_larger_than_one_drain_arrives_whole)
     cr_assert(kt_wait_rec(&rec, 15000));
     cr_expect_eq(rec.n_done, 1);
     cr_expect_eq(rec.out_bytes, 8 * 524288 + strlen("genuine\n"), "every byte of the burst reached the request");
+    cr_expect_eq(kmgr_kernel_unawaited_messages(k), 0, "big messages of a request are never passed over");
     kt_rec_dispose(&rec);
     kmgr_kernel_destroy(k);
 }
@@ -151,6 +152,45 @@ Test(fake_kernel, a_message_with_too_many_frames_is_dropped_and_the_rest_flows)
     cr_expect_null(kt_iopub(&rec, "display_data"));
     cr_expect_str_eq(rec.out, "genuine\n");
     cr_expect_eq(rec.n_done, 1);
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
+static int passed_over_one(void *kernel)
+{
+    return kmgr_kernel_unawaited_messages(kernel) == 1;
+}
+
+typedef struct st_states_until_t {
+    const kt_states_t *st;
+    size_t n;
+} states_until_t;
+
+static int states_reached(void *arg)
+{
+    states_until_t *until = arg;
+    return until->st->n >= until->n;
+}
+
+Test(fake_kernel, big_output_nobody_awaits_is_passed_over_while_status_still_counts)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(fake, &st);
+    kt_rec_t rec;
+    size_t seen;
+
+    kt_rec_init(&rec);
+    cr_assert_eq(kt_execute(k, "afterwards 200000", &rec), 0);
+    cr_assert(kt_wait_rec(&rec, 10000));
+    cr_expect_eq(kmgr_kernel_unawaited_messages(k), 0);
+    seen = st.n;
+    /* 500 ms later: 200 KB of output for the finished run, then busy and idle without a parent */
+    cr_assert(poll_loop_run_until(kt.loop, passed_over_one, k, 10000), "the late output was passed over unread");
+    states_until_t until = {&st, seen + 2};
+    cr_assert(poll_loop_run_until(kt.loop, states_reached, &until, 10000), "the small status messages were still read");
+    cr_expect_eq(st.log[seen], KMGR_KERNEL_BUSY);
+    cr_expect_eq(st.log[seen + 1], KMGR_KERNEL_IDLE);
+    cr_expect_eq(rec.after_final, 0, "nothing reached the finished request");
     kt_rec_dispose(&rec);
     kmgr_kernel_destroy(k);
 }

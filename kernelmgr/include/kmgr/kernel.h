@@ -93,6 +93,11 @@ json_t *kmgr_kernel_info(const kmgr_kernel_t *kernel);
  * "stopped answering heartbeats", "did not become ready within 60000 ms". "" otherwise.
  */
 const char *kmgr_kernel_exit_reason(const kmgr_kernel_t *kernel);
+/**
+ * How many big iopub messages arrived while no request awaited anything (output of a kernel's
+ * background thread after its run, or of another client's request) and were passed over unread.
+ */
+uint64_t kmgr_kernel_unawaited_messages(const kmgr_kernel_t *kernel);
 
 /** What a request's callback is told. */
 typedef enum {
