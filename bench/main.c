@@ -98,7 +98,7 @@ static void print_throughput(const bench_case_t *c, const bench_result_t *r)
     printf("throughput: kgate/direct = %.1f%%  [%s; target >= %.0f%%: %s]\n", tr * 100, c->name, c->min_throughput_ratio * 100,
            tr >= c->min_throughput_ratio ? "met" : "NOT met");
     if (r->kgate_cpu_ms_relaying >= 0 && r->kgate_cpu_ms_listening >= 0)
-        printf("kgate CPU per execute: %.0f ms relaying its client's run, %.0f ms during the direct client's run (decoding the "
+        printf("kgate CPU per execute: %.0f ms relaying its client's run, %.0f ms during the direct client's run (receiving the "
                "shared kernel's iopub)\n",
                r->kgate_cpu_ms_relaying, r->kgate_cpu_ms_listening);
 }
