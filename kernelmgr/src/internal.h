@@ -149,8 +149,9 @@ void kmgr_channels_ping(kmgr_proc_t *proc);
 /**
  * Receives at most KMGR_DRAIN_BATCH messages from `channel`, passing each verified message to
  * kmgr_kernel_on_message (ownership passes) and counting heartbeats through kmgr_kernel_on_pong.
- * Big iopub messages nobody awaits are passed over unread (KMGR_UNAWAITED_MAX_BYTES). Stops early when the kernel moves on to
- * another incarnation or is destroyed. Returns 1 if the batch was exhausted with more to read, else 0.
+ * Big iopub messages nobody awaits are passed over unread (KMGR_UNAWAITED_MAX_BYTES). Stops
+ * early when the kernel moves on to another incarnation or is destroyed. Returns 1 if the batch
+ * was exhausted with more to read, else 0.
  */
 int kmgr_channels_drain(kmgr_proc_t *proc, wire_channel_t channel);
 
