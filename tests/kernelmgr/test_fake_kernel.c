@@ -7,11 +7,13 @@
 
 static kmgr_kernelspec_t *fake;
 
+static const char *const fake_argv[] = {"/usr/bin/python3", KGATE_SOURCE_DIR "/tests/kernelmgr/fake_kernel.py",
+                                        "{connection_file}"};
+
 static void setup(void)
 {
-    static const char *const argv[] = {"/usr/bin/python3", KGATE_SOURCE_DIR "/tests/kernelmgr/fake_kernel.py", "{connection_file}"};
     kt_setup();
-    fake = kt_fake_spec(argv, 3);
+    fake = kt_fake_spec(fake_argv, 3);
 }
 
 static void teardown(void)
@@ -87,10 +89,9 @@ Test(fake_kernel, shutdown_request_ends_it_politely)
 /* Heartbeats far apart: a ping wakes the loop and would hide a drain that stops early. */
 static void setup_quiet(void)
 {
-    static const char *const argv[] = {"/usr/bin/python3", KGATE_SOURCE_DIR "/tests/kernelmgr/fake_kernel.py", "{connection_file}"};
     kmgr_config_t config = {.heartbeat_interval_ms = 600000, .heartbeat_timeout_ms = 600000};
     kt_setup_config(&config);
-    fake = kt_fake_spec(argv, 3);
+    fake = kt_fake_spec(fake_argv, 3);
 }
 
 TestSuite(fake_kernel_quiet, .init = setup_quiet, .fini = teardown, .timeout = 60);
