@@ -1,10 +1,10 @@
 /* Routes of /command: run (streamed or in the background), stop, status, and incremental logs. */
-#include <errno.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "wire/text.h"
 #include "gateway/api.h"
 #include "gateway/command.h"
 #include "gateway/http.h"
@@ -190,17 +190,15 @@ void gw_api_command_logs(gw_server_t *server, h2o_req_t *req, const gw_route_par
 {
     gw_command_t *cmd = command_from_params(server, req, params);
     const char *cursor_param;
-    unsigned long long cursor = 0;
+    uint64_t cursor = 0;
     gw_cmdlog_span_t span;
-    char *buf, *end, header[32];
+    char *buf, header[32];
     int ret;
 
     if (cmd == NULL)
         return;
     if ((cursor_param = gw_query_param(req, "cursor")) != NULL && cursor_param[0] != '\0') {
-        errno = 0;
-        cursor = strtoull(cursor_param, &end, 10);
-        if (cursor_param[0] < '0' || cursor_param[0] > '9' || errno != 0 || *end != '\0') {
+        if (wire_parse_decimal(cursor_param, UINT64_MAX, &cursor) != 0) {
             gw_send_error(req, GW_ERR_INVALID_REQUEST_BODY, "cursor must be a byte offset (a non-negative integer)");
             return;
         }

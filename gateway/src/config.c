@@ -1,11 +1,11 @@
 /* Defaults and command-line parsing for every tunable of the gateway. */
 #include <arpa/inet.h>
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
+#include "wire/text.h"
 #include "gateway/config.h"
 
 enum {
@@ -80,8 +80,7 @@ static int parse_listen(gw_config_t *config, const char *arg)
 {
     const char *colon, *host = arg;
     size_t host_len;
-    char *end;
-    unsigned long port;
+    uint64_t port;
 
     if (arg[0] == '[') {
         const char *close = strchr(arg, ']');
@@ -95,9 +94,7 @@ static int parse_listen(gw_config_t *config, const char *arg)
             return -1;
         host_len = (size_t)(colon - arg);
     }
-    errno = 0;
-    port = strtoul(colon + 1, &end, 10);
-    if (errno != 0 || *end != '\0' || end == colon + 1 || port > 65535 || host_len == 0)
+    if (wire_parse_decimal(colon + 1, 65535, &port) != 0 || host_len == 0)
         return -1;
     free(config->listen_host);
     config->listen_host = wire_strndup(host, host_len);
@@ -117,18 +114,6 @@ static int is_loopback(const char *host)
     if (inet_pton(AF_INET6, host, &v6) == 1)
         return IN6_IS_ADDR_LOOPBACK(&v6);
     return 0;
-}
-
-static int parse_number(const char *arg, unsigned long long max, unsigned long long *out)
-{
-    char *end;
-
-    /* strtoull accepts leading spaces and a sign, and negates: " -1" would become the maximum */
-    if (arg[0] < '0' || arg[0] > '9')
-        return -1;
-    errno = 0;
-    *out = strtoull(arg, &end, 10);
-    return errno == 0 && *end == '\0' && *out <= max ? 0 : -1;
 }
 
 int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_fp, void *err_fp)
@@ -152,7 +137,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
     };
     FILE *out = out_fp, *err = err_fp;
     const char *env_token = getenv("KGATE_ACCESS_TOKEN");
-    unsigned long long n;
+    uint64_t n;
     int c;
 
     if (env_token != NULL && env_token[0] != '\0')
@@ -208,7 +193,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
             return 1;
 #define GW_XX_CASE(field, type, def, opt, help)                                                                                    \
     case OPT_LIMIT_##field:                                                                                                        \
-        if (parse_number(optarg, (type)-1, &n) != 0 || n == 0) {                                                                   \
+        if (wire_parse_decimal(optarg, (type)-1, &n) != 0 || n == 0) {                                                             \
             fprintf(err, "kgate: --%s wants a positive integer, got \"%s\"\n", opt, optarg);                                       \
             return -1;                                                                                                             \
         }                                                                                                                          \

@@ -1,7 +1,7 @@
 /* Routes of /code/executions/{id}: state, resumable event stream, cancel, and stdin answers. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "wire/text.h"
 #include "gateway/api.h"
 #include "gateway/http.h"
 #include "gateway/run.h"
@@ -31,9 +31,9 @@ void gw_api_execution_get(gw_server_t *server, h2o_req_t *req, const gw_route_pa
 static long long resume_point(h2o_req_t *req)
 {
     ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("last-event-id"), -1);
-    char buf[32], *end;
+    char buf[32];
     const char *value = NULL;
-    long long id;
+    uint64_t id;
 
     if (i != -1) {
         h2o_iovec_t v = req->headers.entries[i].value;
@@ -45,9 +45,7 @@ static long long resume_point(h2o_req_t *req)
     } else if ((value = gw_query_param(req, "last_event_id")) == NULL || value[0] == '\0') {
         return 0;
     }
-    errno = 0;
-    id = strtoll(value, &end, 10);
-    return errno != 0 || *end != '\0' || end == value || id < 0 ? -1 : id;
+    return wire_parse_decimal(value, INT64_MAX, &id) == 0 ? (long long)id : -1;
 }
 
 void gw_api_execution_events(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)

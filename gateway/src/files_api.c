@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "wire/alloc.h"
+#include "wire/text.h"
 #include "gateway/api.h"
 #include "gateway/config.h"
 #include "gateway/files_api.h"
@@ -427,35 +428,42 @@ static int parse_mode(json_t *jmode, mode_t *mode)
 }
 
 /* owner / group names (or numeric ids) of a Permission object; -1 after answering 400. */
-static int parse_owner(h2o_req_t *req, json_t *item, uid_t *uid, gid_t *gid)
+/* A user or group by number or name. (id_t)-1 means "unchanged" to chown, so no number names it. */
+static int lookup_id(const char *name, int is_group, id_t *out)
 {
-    const char *owner = json_string_value(json_object_get(item, "owner"));
-    const char *group = json_string_value(json_object_get(item, "group"));
-    char buf[4096], *end;
+    char buf[4096];
+    uint64_t n;
 
-    *uid = (uid_t)-1;
-    *gid = (gid_t)-1;
-    if (owner != NULL && owner[0] != '\0') {
+    if (wire_parse_decimal(name, (id_t)-2, &n) == 0) {
+        *out = (id_t)n;
+        return 0;
+    }
+    if (is_group) {
+        struct group gr, *res = NULL;
+        if (getgrnam_r(name, &gr, buf, sizeof(buf), &res) == 0 && res != NULL) {
+            *out = res->gr_gid;
+            return 0;
+        }
+    } else {
         struct passwd pw, *res = NULL;
-        unsigned long id = strtoul(owner, &end, 10);
-        if (*end == '\0')
-            *uid = (uid_t)id;
-        else if (getpwnam_r(owner, &pw, buf, sizeof(buf), &res) == 0 && res != NULL)
-            *uid = res->pw_uid;
-        else {
-            gw_send_error(req, GW_ERR_INVALID_PARAMETER, "unknown owner \"%.100s\"", owner);
-            return -1;
+        if (getpwnam_r(name, &pw, buf, sizeof(buf), &res) == 0 && res != NULL) {
+            *out = res->pw_uid;
+            return 0;
         }
     }
-    if (group != NULL && group[0] != '\0') {
-        struct group gr, *res = NULL;
-        unsigned long id = strtoul(group, &end, 10);
-        if (*end == '\0')
-            *gid = (gid_t)id;
-        else if (getgrnam_r(group, &gr, buf, sizeof(buf), &res) == 0 && res != NULL)
-            *gid = res->gr_gid;
-        else {
-            gw_send_error(req, GW_ERR_INVALID_PARAMETER, "unknown group \"%.100s\"", group);
+    return -1;
+}
+
+static int parse_owner(h2o_req_t *req, json_t *item, uid_t *uid, gid_t *gid)
+{
+    static const char *const keys[2] = {"owner", "group"};
+    id_t *ids[2] = {uid, gid};
+
+    for (int i = 0; i != 2; ++i) {
+        const char *name = json_string_value(json_object_get(item, keys[i]));
+        *ids[i] = (id_t)-1;
+        if (name != NULL && name[0] != '\0' && lookup_id(name, i, ids[i]) != 0) {
+            gw_send_error(req, GW_ERR_INVALID_PARAMETER, "unknown %s \"%.100s\"", keys[i], name);
             return -1;
         }
     }
@@ -965,14 +973,12 @@ void gw_api_directories_list(gw_server_t *server, h2o_req_t *req, const gw_route
     gw_workspace_path_t *p = h2o_mem_alloc_pool(&req->pool, sizeof(*p));
     walk_t *walk = h2o_mem_alloc_pool(&req->pool, sizeof(*walk));
     query_value_t v;
-    unsigned long depth = 1;
+    uint64_t depth = 1;
     int fd, failed;
     (void)params;
 
     if (query_one(req, "depth", 0, &v, &failed) != NULL) {
-        char *end;
-        depth = strtoul(v.s, &end, 10);
-        if (v.s[0] < '0' || v.s[0] > '9' || *end != '\0' || depth > GW_FILES_MAX_DEPTH) {
+        if (wire_parse_decimal(v.s, GW_FILES_MAX_DEPTH, &depth) != 0) {
             gw_send_error(req, GW_ERR_INVALID_PARAMETER, "depth must be an integer from 0 to %d", GW_FILES_MAX_DEPTH);
             return;
         }
@@ -1324,17 +1330,7 @@ static const char *content_disposition(h2o_req_t *req, const char *name)
 
 static int parse_positive(const query_value_t *v, uint64_t *out)
 {
-    char *end;
-    unsigned long long n;
-
-    if (v->s[0] < '0' || v->s[0] > '9')
-        return -1;
-    errno = 0;
-    n = strtoull(v->s, &end, 10);
-    if (errno != 0 || *end != '\0' || n == 0)
-        return -1;
-    *out = n;
-    return 0;
+    return wire_parse_decimal(v->s, UINT64_MAX, out) == 0 && *out != 0 ? 0 : -1;
 }
 
 void gw_api_files_download(gw_server_t *server, h2o_req_t *req, const gw_route_params_t *params)

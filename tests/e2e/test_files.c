@@ -249,6 +249,9 @@ Test(files, permissions)
     cr_assert_eq(st.st_mode & 0777, 0640);
     expect("POST", "/files/permissions", "{\"a.txt\":{\"mode\":999}}", 400, "INVALID_REQUEST_BODY");
     expect("POST", "/files/permissions", "{\"a.txt\":{\"mode\":644,\"owner\":\"no-such-user-kgate\"}}", 400, "INVALID_PARAMETER");
+    /* -1 would mean "leave unchanged" to chown: as a number it is refused, not silently ignored */
+    expect("POST", "/files/permissions", "{\"a.txt\":{\"mode\":644,\"owner\":\"-1\"}}", 400, "INVALID_PARAMETER");
+    expect("POST", "/files/permissions", "{\"a.txt\":{\"mode\":644,\"group\":\"4294967295\"}}", 400, "INVALID_PARAMETER");
     expect("POST", "/files/permissions", "{\"missing\":{\"mode\":644}}", 404, "FILE_NOT_FOUND");
     expect("POST", "/files/permissions", "not json", 400, "INVALID_REQUEST_BODY");
 }

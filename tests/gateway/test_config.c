@@ -122,6 +122,13 @@ Test(config, listen_host_port)
     cr_assert_eq(p.rc, 0, "all of 127/8 is loopback");
     cr_assert_str_eq(p.config.listen_host, "127.8.9.10");
     parsed_dispose(&p);
+
+    static const char *const bad_ports[] = {"127.0.0.1:65536", "127.0.0.1:+80", "127.0.0.1: 80", "127.0.0.1:-1", "127.0.0.1:"};
+    for (size_t i = 0; i != sizeof(bad_ports) / sizeof(bad_ports[0]); ++i) {
+        parse(&p, "--listen", bad_ports[i], NULL);
+        cr_expect_neq(p.rc, 0, "--listen %s is refused", bad_ports[i]);
+        parsed_dispose(&p);
+    }
 }
 
 Test(config, listen_ipv6)

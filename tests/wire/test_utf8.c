@@ -201,3 +201,24 @@ Test(utf8, output_is_always_valid)
         }
     }
 }
+
+/* Strict decimals: what query parameters, ids and options are read with. */
+Test(utf8, decimals_are_digits_only_and_bounded)
+{
+    uint64_t n = 7;
+
+    cr_expect_eq(wire_parse_decimal("0", 10, &n), 0);
+    cr_expect_eq(n, 0);
+    cr_expect_eq(wire_parse_decimal("65535", 65535, &n), 0);
+    cr_expect_eq(n, 65535);
+    cr_expect_eq(wire_parse_decimal("18446744073709551615", UINT64_MAX, &n), 0);
+    cr_expect_eq(n, UINT64_MAX);
+    n = 7;
+    static const char *const refused[] = {
+        "", "-1", "+1", " 1", "1 ", "1x", "0x10", "65536", "18446744073709551616", "99999999999999999999"};
+    for (size_t i = 0; i != sizeof(refused) / sizeof(refused[0]); ++i)
+        cr_expect_eq(wire_parse_decimal(refused[i], 65535, &n), -1, "\"%s\" is refused", refused[i]);
+    cr_expect_eq(wire_parse_decimal("5", 0, &n), -1, "beyond a maximum of 0");
+    cr_expect_eq(wire_parse_decimal("18446744073709551616", UINT64_MAX, &n), -1, "2^64 overflows");
+    cr_expect_eq(n, 7, "a refused number leaves the output alone");
+}

@@ -1,4 +1,5 @@
-/* UTF-8 sequence validation (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF). */
+/* Byte-level text: UTF-8 validation (RFC 3629: no overlong forms, no surrogates, nothing above
+ * U+10FFFF) and strict decimal numbers. */
 #include "wire/alloc.h"
 #include "wire/text.h"
 
@@ -50,4 +51,20 @@ size_t wire_utf8_sanitize(const char *in, size_t len, int final, char **out, siz
     *out = buf;
     *out_len = o;
     return i;
+}
+
+int wire_parse_decimal(const char *s, uint64_t max, uint64_t *out)
+{
+    uint64_t n = 0;
+
+    if (*s == '\0')
+        return -1;
+    for (; *s != '\0'; ++s) {
+        unsigned digit = (unsigned char)*s - '0';
+        if (digit > 9 || digit > max || n > (max - digit) / 10)
+            return -1;
+        n = n * 10 + digit;
+    }
+    *out = n;
+    return 0;
 }

@@ -25,6 +25,13 @@ int wire_utf8_sequence(const unsigned char *s, size_t avail);
 size_t wire_utf8_sanitize(const char *in, size_t len, int final, char **out, size_t *out_len);
 
 /**
+ * Parses `s` as a whole decimal number no larger than `max` into `*out`: digits only (no sign, no
+ * spaces, which strtoull would take, negating "-1" into its maximum). Returns 0, or -1 when `s`
+ * is empty, holds anything else, or is out of range.
+ */
+int wire_parse_decimal(const char *s, uint64_t max, uint64_t *out);
+
+/**
  * The length of the longest prefix of `s` (`len` bytes) in which no byte needs attention in a JSON
  * string: no control character, '"' or '\\', and, unless `allow_non_ascii`, no byte above 0x7f.
  * Lets the JSON codecs pass plain text in bulk: 16 bytes per step with SSE2 (every x86-64 has it),
