@@ -206,8 +206,30 @@ Test(code, stream_response_headers)
     cr_assert(ct != NULL && strncmp(ct, "text/event-stream", 17) == 0, "Content-Type: %s", ct ? ct : "(absent)");
     cr_assert(cc != NULL && strcmp(cc, "no-cache") == 0, "Cache-Control: %s", cc ? cc : "(absent)");
     cr_assert(xab != NULL && strcmp(xab, "no") == 0, "X-Accel-Buffering: %s", xab ? xab : "(absent)");
+    /* every kgate response names its version, streams included (the run stream once forgot it) */
+    const char *version = e2e_response_header(&r, "x-kgate-version");
+    cr_assert(version != NULL && version[0] != '\0', "x-kgate-version: %s", version ? version : "(absent)");
     E2E_ASSERT_RUN(&evs, id, E2E_FRAMING_SSE);
     e2e_response_dispose(&r);
+    e2e_events_dispose(&evs);
+    free(id);
+}
+
+/* `stateless: true` with a context id is refused, never quietly run in that context (its state untouched). */
+Test(code, stateless_with_a_context_id_is_refused)
+{
+    char *id = new_context();
+    e2e_events_t evs;
+    e2e_response_t r;
+    json_t *body = e2e_code_body(id, NULL, "marker = 'stateless leaked'");
+    json_object_set_new(body, "stateless", json_true());
+    e2e_post_json(port(), "/code", NULL, body, &r);
+    json_decref(body);
+    E2E_ASSERT_ERROR(&r, 400, "INVALID_REQUEST_BODY");
+    cr_assert(strstr(r.body, "stateless") != NULL, "the message says why: %.400s", r.body);
+    e2e_response_dispose(&r);
+    run(id, "print('marker' in globals())", &evs);
+    E2E_ASSERT_TEXT(&evs, "stdout", "False\n");
     e2e_events_dispose(&evs);
     free(id);
 }

@@ -1,6 +1,6 @@
 /* tests/gateway/test_auth.c: the access token in its three header forms, compared by length then content. */
 #include <criterion/criterion.h>
-#include "gateway/auth.h"
+#include "core/auth.h"
 #include "gw_test.h"
 
 TestSuite(auth, .init = gw_test_init);

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "gateway/cmdlog.h"
+#include "procs/cmdlog.h"
 #include "gw_test.h"
 
 TestSuite(cmdlog, .init = gw_test_init);

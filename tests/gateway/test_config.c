@@ -2,7 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <criterion/criterion.h>
-#include "gateway/config.h"
+#include "core/config.h"
 #include "gw_test.h"
 
 static void config_test_init(void)

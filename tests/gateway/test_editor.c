@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gateway/editor.h"
+#include "files/editor.h"
 #include "gw_test.h"
 
 TestSuite(editor, .init = gw_test_init);
@@ -30,11 +30,11 @@ static const view_case_t view_cases[] = {
     {"a\nb\nc\nd\n", 4, 4, 0, 0, "4: d", 0},
     {"a\nb\nc\nd\n", 2, 99, 0, 0, "2: b\n3: c\n4: d", 0}, /* an end past the last line is clamped */
     {"", 1, -1, 0, 0, "", 0},
-    {"a\nb\n", 0, -1, 0, -GW_EDITOR_EINVALID_RANGE, NULL, 0},
-    {"a\nb\n", 3, -1, 0, -GW_EDITOR_EINVALID_RANGE, NULL, 0},
-    {"a\nb\n", 2, 1, 0, -GW_EDITOR_EINVALID_RANGE, NULL, 0},
-    {"a\nb\n", 1, -2, 0, -GW_EDITOR_EINVALID_RANGE, NULL, 0},
-    {"", 2, -1, 0, -GW_EDITOR_EINVALID_RANGE, NULL, 0},
+    {"a\nb\n", 0, -1, 0, GW_EEDITOR_INVALIDRANGE, NULL, 0},
+    {"a\nb\n", 3, -1, 0, GW_EEDITOR_INVALIDRANGE, NULL, 0},
+    {"a\nb\n", 2, 1, 0, GW_EEDITOR_INVALIDRANGE, NULL, 0},
+    {"a\nb\n", 1, -2, 0, GW_EEDITOR_INVALIDRANGE, NULL, 0},
+    {"", 2, -1, 0, GW_EEDITOR_INVALIDRANGE, NULL, 0},
     /* max_characters counts characters of the rendered text, cut at a character boundary */
     {"abcdef\n", 1, -1, 5, 0, "1: ab", 1},
     {"abc\n", 1, -1, 6, 0, "1: abc", 0},
@@ -85,13 +85,13 @@ static const replace_case_t replace_cases[] = {
     {"abc", "b", "", 0, 1, "ac"},
     {"abc", "abc", "xyz", 0, 1, "xyz"},
     {"  indented\n", "indented", "moved", 0, 1, "  moved\n"},
-    {"abc", "x", "y", -GW_EDITOR_ENO_MATCH, 0, NULL},
-    {"a a a", "a", "b", -GW_EDITOR_EMULTIPLE_MATCHES, 3, NULL},
-    {"aaaa", "aa", "b", -GW_EDITOR_EMULTIPLE_MATCHES, 2, NULL}, /* counted without overlap */
+    {"abc", "x", "y", GW_EEDITOR_NOMATCH, 0, NULL},
+    {"a a a", "a", "b", GW_EEDITOR_MULTIPLEMATCHES, 3, NULL},
+    {"aaaa", "aa", "b", GW_EEDITOR_MULTIPLEMATCHES, 2, NULL}, /* counted without overlap */
     {"aaa", "aa", "b", 0, 1, "ba"},
     {"x  y", " y", "Y", 0, 1, "x Y"}, /* whitespace must match exactly */
-    {"x  y", "x y", "Y", -GW_EDITOR_ENO_MATCH, 0, NULL},
-    {"abc", "", "y", -GW_EDITOR_EEMPTY_OLD_STR, 0, NULL},
+    {"x  y", "x y", "Y", GW_EEDITOR_NOMATCH, 0, NULL},
+    {"abc", "", "y", GW_EEDITOR_EMPTYOLDSTR, 0, NULL},
 };
 
 Test(editor, str_replace_table)
@@ -104,7 +104,7 @@ Test(editor, str_replace_table)
         char *in = gw_test_exact_copy(c->content, len), *out = NULL;
         int ret =
             gw_editor_str_replace(in, len, c->old, strlen(c->old), c->new_, strlen(c->new_), NO_LIMIT, &out, &out_len, &matches);
-        cr_assert_eq(ret, c->expected, "case %zu: got %d (%s)", i, ret, gw_editor_strerror(ret));
+        cr_assert_eq(ret, c->expected, "case %zu: got %d (%s)", i, ret, gw_strerror(ret));
         cr_assert_eq(matches, c->matches, "case %zu: %zu matches", i, matches);
         if (ret == 0) {
             cr_assert_eq(out_len, strlen(c->output));
@@ -119,7 +119,7 @@ Test(editor, messages_are_the_tools)
 {
     char msg[256];
 
-    cr_assert_str_eq(gw_editor_strerror(-GW_EDITOR_ENO_MATCH),
+    cr_assert_str_eq(gw_strerror(GW_EEDITOR_NOMATCH),
                      "Error: No match found for replacement. Please check your text and try again.");
     gw_editor_multiple_matches_message(3, msg, sizeof(msg));
     cr_assert_str_eq(msg, "Error: Found 3 matches for replacement text. Please provide more context to make a unique match.");
@@ -130,7 +130,7 @@ Test(editor, str_replace_size_bound)
     char *out;
     size_t out_len, matches;
 
-    cr_assert_eq(gw_editor_str_replace("abc", 3, "b", 1, "0123456789", 10, 11, &out, &out_len, &matches), -GW_EDITOR_ETOO_LARGE);
+    cr_assert_eq(gw_editor_str_replace("abc", 3, "b", 1, "0123456789", 10, 11, &out, &out_len, &matches), GW_EEDITOR_TOOLARGE);
     cr_assert_eq(gw_editor_str_replace("abc", 3, "b", 1, "012345678", 9, 11, &out, &out_len, &matches), 0);
     free(out);
 }
@@ -155,9 +155,9 @@ static const insert_case_t insert_cases[] = {
     {"", 0, "first\n", 0, "first\n"},
     {"", 0, "first", 0, "first"},
     {"a\n", 0, "", 0, "\na\n"},
-    {"a\nb\n", 3, "x", -GW_EDITOR_EINVALID_LINE, NULL},
-    {"a\nb\n", -1, "x", -GW_EDITOR_EINVALID_LINE, NULL},
-    {"", 1, "x", -GW_EDITOR_EINVALID_LINE, NULL},
+    {"a\nb\n", 3, "x", GW_EEDITOR_INVALIDLINE, NULL},
+    {"a\nb\n", -1, "x", GW_EEDITOR_INVALIDLINE, NULL},
+    {"", 1, "x", GW_EEDITOR_INVALIDLINE, NULL},
 };
 
 Test(editor, insert_table)
@@ -220,7 +220,7 @@ Test(editor, undo_after_each_kind_of_edit)
     pop_expect(h, "f", "a\nB\n");
     pop_expect(h, "f", "a\nb\n");
     pop_expect(h, "f", NULL);
-    cr_assert_eq(gw_editor_history_pop(h, "f", &got, &len, &existed), -GW_EDITOR_ENO_HISTORY);
+    cr_assert_eq(gw_editor_history_pop(h, "f", &got, &len, &existed), GW_EEDITOR_NOHISTORY);
     cr_assert_eq(gw_editor_history_bytes(h), 0, "everything accounted for is released");
     free(v1);
     free(v2);
@@ -279,7 +279,7 @@ Test(editor, history_keys_are_independent)
     gw_editor_history_push(h, "a", "A", 1, 1);
     gw_editor_history_push(h, "b", "B", 1, 1);
     pop_expect(h, "a", "A");
-    cr_assert_eq(gw_editor_history_pop(h, "a", &got, &len, &existed), -GW_EDITOR_ENO_HISTORY);
+    cr_assert_eq(gw_editor_history_pop(h, "a", &got, &len, &existed), GW_EEDITOR_NOHISTORY);
     pop_expect(h, "b", "B");
     gw_editor_history_destroy(h);
     gw_editor_history_destroy(NULL);

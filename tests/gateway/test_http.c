@@ -1,6 +1,6 @@
 /* tests/gateway/test_http.c: percent-decoding and query parameters. */
 #include <criterion/criterion.h>
-#include "gateway/http.h"
+#include "core/http.h"
 #include "gw_test.h"
 
 TestSuite(http, .init = gw_test_init);

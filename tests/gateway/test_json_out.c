@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <criterion/criterion.h>
-#include "gateway/json_out.h"
+#include "core/json_out.h"
 #include "gw_test.h"
 
 static void expect_same_as_jansson(json_t *value)

@@ -1,7 +1,7 @@
 /* tests/gateway/test_lines.c: process output -> lines, blank ones kept, partial lines carried across reads. */
 #include <criterion/criterion.h>
 #include <stdio.h>
-#include "gateway/lines.h"
+#include "procs/lines.h"
 #include "gw_test.h"
 
 TestSuite(lines, .init = gw_test_init);

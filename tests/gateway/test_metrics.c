@@ -1,6 +1,6 @@
 /* tests/gateway/test_metrics.c: /proc/stat and /proc/meminfo parsing, CPU percentages, execd's field names. */
 #include <criterion/criterion.h>
-#include "gateway/metrics.h"
+#include "metrics/metrics.h"
 #include "gw_test.h"
 
 TestSuite(metrics, .init = gw_test_init);

@@ -2,7 +2,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <criterion/criterion.h>
-#include "gateway/sse.h"
+#include "core/event.h"
 #include "gw_test.h"
 
 TestSuite(sse, .init = gw_test_init);

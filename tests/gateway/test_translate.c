@@ -1,7 +1,7 @@
 /* tests/gateway/test_translate.c: iopub and execute_reply messages -> API events, and ANSI stripping. */
 #include <criterion/criterion.h>
-#include "gateway/sse.h"
-#include "gateway/translate.h"
+#include "core/event.h"
+#include "code/translate.h"
 #include "gw_test.h"
 
 TestSuite(translate, .init = gw_test_init);

@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gateway/upload.h"
+#include "files/upload.h"
 #include "gw_test.h"
 
 TestSuite(upload, .init = gw_test_init);
@@ -19,7 +19,7 @@ Test(upload, boundary)
     cr_assert_eq(gw_multipart_boundary(H2O_STRLIT("Multipart/Form-Data;charset=utf-8; boundary=\"a b\""), b), 0);
     cr_assert_str_eq(b, "a b");
     for (i = 0; i != sizeof(bad) / sizeof(bad[0]); ++i)
-        cr_assert_eq(gw_multipart_boundary(bad[i], strlen(bad[i]), b), -GW_MULTIPART_ENO_BOUNDARY, "%s", bad[i]);
+        cr_assert_eq(gw_multipart_boundary(bad[i], strlen(bad[i]), b), GW_EMULTIPART_NOBOUNDARY, "%s", bad[i]);
 }
 
 #define BODY                                                                                                                       \
@@ -85,7 +85,7 @@ Test(upload, too_many_parts)
     gw_multipart_part_t parts[1];
     size_t n, len = strlen(BODY);
 
-    cr_assert_eq(gw_multipart_parse(BODY, len, "XyZ", parts, 1, &n, NULL, NULL), -GW_MULTIPART_ETOO_MANY_PARTS);
+    cr_assert_eq(gw_multipart_parse(BODY, len, "XyZ", parts, 1, &n, NULL, NULL), GW_EMULTIPART_TOOMANYPARTS);
 }
 
 Test(upload, empty_file_part)

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "gateway/workspace.h"
+#include "files/workspace.h"
 #include "gw_test.h"
 
 TestSuite(workspace, .init = gw_test_init);
@@ -17,7 +17,7 @@ TestSuite(workspace, .init = gw_test_init);
 typedef struct st_lexical_case_t {
     const char *root;
     const char *path;
-    int expected; /* 0 or -GW_WORKSPACE_E* */
+    int expected; /* 0 or GW_EWORKSPACE_* */
     const char *rel;
     const char *abs;
 } lexical_case_t;
@@ -33,15 +33,15 @@ static const lexical_case_t lexical_cases[] = {
     {"/ws", "a/../b", 0, "b", "/ws/b"},
     {"/ws", "a/..", 0, "", "/ws"},
     {"/ws", "../ws/a", 0, "a", "/ws/a"}, /* lexically back inside */
-    {"/ws", "..", -GW_WORKSPACE_EOUTSIDE, NULL, NULL},
-    {"/ws", "../../etc/passwd", -GW_WORKSPACE_EOUTSIDE, NULL, NULL},
-    {"/ws", "a/../../b", -GW_WORKSPACE_EOUTSIDE, NULL, NULL},
-    {"/ws", "/etc/passwd", -GW_WORKSPACE_EOUTSIDE, NULL, NULL},
-    {"/ws", "/wsx/a", -GW_WORKSPACE_EOUTSIDE, NULL, NULL}, /* a sibling sharing the root's prefix */
-    {"/ws", "/", -GW_WORKSPACE_EOUTSIDE, NULL, NULL},
-    {"/ws", "/ws/../ws2", -GW_WORKSPACE_EOUTSIDE, NULL, NULL},
+    {"/ws", "..", GW_EWORKSPACE_OUTSIDE, NULL, NULL},
+    {"/ws", "../../etc/passwd", GW_EWORKSPACE_OUTSIDE, NULL, NULL},
+    {"/ws", "a/../../b", GW_EWORKSPACE_OUTSIDE, NULL, NULL},
+    {"/ws", "/etc/passwd", GW_EWORKSPACE_OUTSIDE, NULL, NULL},
+    {"/ws", "/wsx/a", GW_EWORKSPACE_OUTSIDE, NULL, NULL}, /* a sibling sharing the root's prefix */
+    {"/ws", "/", GW_EWORKSPACE_OUTSIDE, NULL, NULL},
+    {"/ws", "/ws/../ws2", GW_EWORKSPACE_OUTSIDE, NULL, NULL},
     {"/ws", "/../../ws/a", 0, "a", "/ws/a"}, /* "/.." is "/" */
-    {"/ws", "", -GW_WORKSPACE_EEMPTY, NULL, NULL},
+    {"/ws", "", GW_EWORKSPACE_EMPTY, NULL, NULL},
     {"/", "/etc/passwd", 0, "etc/passwd", "/etc/passwd"},
     {"/", "../..", 0, "", "/"},
     {"/", "x", 0, "x", "/x"},
@@ -55,8 +55,8 @@ Test(workspace, lexical_table)
         const lexical_case_t *c = &lexical_cases[i];
         gw_workspace_path_t p;
         int ret = gw_workspace_resolve_lexical(c->root, c->path, strlen(c->path), &p);
-        cr_assert_eq(ret, c->expected, "root %s path \"%s\": got %d (%s), expected %d", c->root, c->path, ret,
-                     gw_workspace_strerror(ret), c->expected);
+        cr_assert_eq(ret, c->expected, "root %s path \"%s\": got %d (%s), expected %d", c->root, c->path, ret, gw_strerror(ret),
+                     c->expected);
         if (ret != 0)
             continue;
         cr_assert_str_eq(p.rel, c->rel, "root %s path \"%s\"", c->root, c->path);
@@ -70,8 +70,8 @@ Test(workspace, nul_byte_refused)
     gw_workspace_path_t p;
     static const char path[] = "a\0/../../etc/passwd";
 
-    cr_assert_eq(gw_workspace_resolve_lexical("/ws", path, sizeof(path) - 1, &p), -GW_WORKSPACE_ENUL);
-    cr_assert_eq(gw_workspace_resolve_lexical("/ws", "a\0", 2, &p), -GW_WORKSPACE_ENUL);
+    cr_assert_eq(gw_workspace_resolve_lexical("/ws", path, sizeof(path) - 1, &p), GW_EWORKSPACE_NUL);
+    cr_assert_eq(gw_workspace_resolve_lexical("/ws", "a\0", 2, &p), GW_EWORKSPACE_NUL);
 }
 
 Test(workspace, too_long_refused)
@@ -81,7 +81,7 @@ Test(workspace, too_long_refused)
     char *path = malloc(len);
 
     memset(path, 'a', len);
-    cr_assert_eq(gw_workspace_resolve_lexical("/ws", path, len, &p), -GW_WORKSPACE_ETOO_LONG);
+    cr_assert_eq(gw_workspace_resolve_lexical("/ws", path, len, &p), GW_EWORKSPACE_TOOLONG);
     free(path);
 }
 

@@ -1,4 +1,5 @@
-/* tests/lint/test_layering.c: dependencies point one way (gateway -> kernelmgr -> wire), in #includes and in the link graph. */
+/* tests/lint/test_layering.c: dependencies point one way (gateway -> kernelmgr -> wire, and inside the gateway
+ * app -> front doors -> engine -> core), in #includes and in the link graph. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* strcasestr, open_memstream */
 #endif
@@ -25,6 +26,11 @@ typedef struct st_include_rule_t {
 #define WIRE_NO_SOCKET "wire touches no socket and no process"
 #define NOT_UPWARD "dependencies point one way: gateway -> kernelmgr -> wire"
 #define ONLY_GW_HTTP "only gateway knows HTTP and h2o"
+#define CORE_KNOWS_NO_STATE "gateway/core is HTTP plumbing: it knows no engine feature, front door or the app"
+#define ENGINE_NO_DOORS "the engine knows no front door and no app (only app/ composes features)"
+#define NO_SIBLING "an engine feature uses another only through its public header, and only one layer down"
+#define DOORS_THROUGH_ENGINE "a front door reaches kernels through the engine, never another door or the app"
+#define PRIVATE_HEADER "a folder's internal.h is its own"
 
 static const include_rule_t include_rules[] = {
     {"wire", "zmq*", WIRE_NO_SOCKET},
@@ -43,7 +49,73 @@ static const include_rule_t include_rules[] = {
     {"kernelmgr", "h2o/", ONLY_GW_HTTP},
     {"kernelmgr", "picohttpparser.h", ONLY_GW_HTTP},
     {"kernelmgr", "gateway/", NOT_UPWARD},
+    /* inside the gateway: core <- engine (runs <- code, procs; files; metrics) <- front doors <- app */
+    {"gateway/core", "runs/", CORE_KNOWS_NO_STATE},
+    {"gateway/core", "code/", CORE_KNOWS_NO_STATE},
+    {"gateway/core", "procs/", CORE_KNOWS_NO_STATE},
+    {"gateway/core", "files/", CORE_KNOWS_NO_STATE},
+    {"gateway/core", "metrics/", CORE_KNOWS_NO_STATE},
+    {"gateway/core", "execd/", CORE_KNOWS_NO_STATE},
+    {"gateway/core", "app/", CORE_KNOWS_NO_STATE},
+    {"gateway/runs", "code/", NO_SIBLING},
+    {"gateway/runs", "procs/", NO_SIBLING},
+    {"gateway/runs", "files/", NO_SIBLING},
+    {"gateway/runs", "metrics/", NO_SIBLING},
+    {"gateway/runs", "execd/", ENGINE_NO_DOORS},
+    {"gateway/runs", "app/", ENGINE_NO_DOORS},
+    {"gateway/code", "procs/", NO_SIBLING},
+    {"gateway/code", "files/", NO_SIBLING},
+    {"gateway/code", "metrics/", NO_SIBLING},
+    {"gateway/code", "execd/", ENGINE_NO_DOORS},
+    {"gateway/code", "app/", ENGINE_NO_DOORS},
+    {"gateway/procs", "code/", NO_SIBLING},
+    {"gateway/procs", "files/", NO_SIBLING},
+    {"gateway/procs", "metrics/", NO_SIBLING},
+    {"gateway/procs", "execd/", ENGINE_NO_DOORS},
+    {"gateway/procs", "app/", ENGINE_NO_DOORS},
+    {"gateway/files", "runs/", NO_SIBLING},
+    {"gateway/files", "code/", NO_SIBLING},
+    {"gateway/files", "procs/", NO_SIBLING},
+    {"gateway/files", "metrics/", NO_SIBLING},
+    {"gateway/files", "execd/", ENGINE_NO_DOORS},
+    {"gateway/files", "app/", ENGINE_NO_DOORS},
+    {"gateway/metrics", "runs/", NO_SIBLING},
+    {"gateway/metrics", "code/", NO_SIBLING},
+    {"gateway/metrics", "procs/", NO_SIBLING},
+    {"gateway/metrics", "files/", NO_SIBLING},
+    {"gateway/metrics", "execd/", ENGINE_NO_DOORS},
+    {"gateway/metrics", "app/", ENGINE_NO_DOORS},
+    {"gateway/execd", "app/", DOORS_THROUGH_ENGINE},
+    {"gateway/execd", "kmgr/kernel.h", DOORS_THROUGH_ENGINE},
+    {"gateway/execd", "kmgr/manager.h", DOORS_THROUGH_ENGINE},
+    {"gateway/execd", "zmq*", DOORS_THROUGH_ENGINE},
 };
+
+/* The engine's headers are its contract to every front door: they name no HTTP request or response. */
+static const char *const engine_modules[] = {"gateway/runs", "gateway/code", "gateway/procs", "gateway/files", "gateway/metrics"};
+static const char *const engine_header_tokens[] = {"h2o_req_t", "h2o_generator_t"};
+#define ENGINE_NO_HTTP "an engine header names no HTTP request type"
+
+static int is_engine_module(const char *module)
+{
+    for (size_t i = 0; i != sizeof(engine_modules) / sizeof(engine_modules[0]); ++i)
+        if (strcmp(engine_modules[i], module) == 0)
+            return 1;
+    return 0;
+}
+
+/* True when `header` is another folder's private header ("runs/internal.h" included from gateway/code). */
+static int is_foreign_internal(const char *module, const char *header)
+{
+    const char *slash = strchr(header, '/'), *folder = strrchr(module, '/');
+    size_t n;
+
+    if (slash == NULL || strcmp(slash, "/internal.h") != 0)
+        return 0;
+    folder = folder != NULL ? folder + 1 : module;
+    n = (size_t)(slash - header);
+    return !(strlen(folder) == n && strncmp(folder, header, n) == 0);
+}
 
 static int header_matches(const char *rule, const char *header)
 {
@@ -107,10 +179,23 @@ static void scan_file(scan_t *scan, const char *path)
     char *line = NULL, header[256];
     size_t cap = 0;
     unsigned lineno = 0;
+    size_t path_len = strlen(path);
+    int engine_header = is_engine_module(scan->module) && path_len > 2 && strcmp(path + path_len - 2, ".h") == 0;
     while (getline(&line, &cap, fp) != -1) {
         ++lineno;
+        for (size_t i = 0; engine_header && i != sizeof(engine_header_tokens) / sizeof(engine_header_tokens[0]); ++i) {
+            if (strstr(line, engine_header_tokens[i]) != NULL) {
+                fprintf(scan->report, "  %s:%u: names %s: %s\n", path + strlen(scan->root) + 1, lineno, engine_header_tokens[i],
+                        ENGINE_NO_HTTP);
+                ++scan->violations;
+            }
+        }
         if (!parse_include(line, header, sizeof(header)))
             continue;
+        if (is_foreign_internal(scan->module, header)) {
+            fprintf(scan->report, "  %s:%u: includes <%s>: %s\n", path + strlen(scan->root) + 1, lineno, header, PRIVATE_HEADER);
+            ++scan->violations;
+        }
         for (size_t i = 0; i != sizeof(include_rules) / sizeof(include_rules[0]); ++i) {
             const include_rule_t *rule = include_rules + i;
             if (strcmp(rule->module, scan->module) == 0 && header_matches(rule->header, header)) {
@@ -178,6 +263,14 @@ Test(layering, kernelmgr_includes_no_http_and_no_gateway)
     check_module("kernelmgr");
 }
 
+Test(layering, gateway_layers_point_down)
+{
+    static const char *const folders[] = {"gateway/core",  "gateway/runs",    "gateway/code",  "gateway/procs",
+                                          "gateway/files", "gateway/metrics", "gateway/execd", "gateway/app"};
+    for (size_t i = 0; i != sizeof(folders) / sizeof(folders[0]); ++i)
+        check_module(folders[i]);
+}
+
 static void write_file(const char *path, const char *text)
 {
     FILE *fp = fopen(path, "w");
@@ -228,6 +321,57 @@ Test(layering, scanner_reports_file_and_line)
     rmdir(root);
 }
 
+static void make_dirs(const char *root, const char *const *dirs, size_t n)
+{
+    char path[256];
+    for (size_t i = 0; i != n; ++i) {
+        snprintf(path, sizeof(path), "%s/%s", root, dirs[i]);
+        cr_assert_eq(mkdir(path, 0700), 0, "%s: %s", path, strerror(errno));
+    }
+}
+
+/* The gateway's rules fail on a planted tree too: upward, sideways, private and HTTP-typed includes. */
+Test(layering, gateway_rules_report_planted_violations)
+{
+    static const char *const dirs[] = {"gateway", "gateway/runs", "gateway/code", "gateway/execd"};
+    char root[] = "/tmp/kgate-lint-XXXXXX", path[256];
+    cr_assert_not_null(mkdtemp(root));
+    make_dirs(root, dirs, 4);
+    snprintf(path, sizeof(path), "%s/gateway/runs/bad.c", root);
+    write_file(path, "#include \"runs/internal.h\"\n#include \"execd/execd.h\"\n#include \"code/context.h\"\n");
+    snprintf(path, sizeof(path), "%s/gateway/code/bad.h", root);
+    write_file(path, "#include \"runs/run.h\"\n#include \"runs/internal.h\"\nvoid f(h2o_req_t *req);\n");
+    snprintf(path, sizeof(path), "%s/gateway/code/fine.c", root);
+    write_file(path, "#include \"code/internal.h\"\nstatic void g(h2o_req_t *req);\n"); /* .c files may use h2o */
+    snprintf(path, sizeof(path), "%s/gateway/execd/bad.c", root);
+    write_file(path, "#include \"runs/run.h\"\n#include \"app/server.h\"\n#include \"kmgr/kernel.h\"\n");
+
+    char *report = NULL;
+    scan_t scan = scan_module(root, "gateway/runs", &report);
+    cr_expect_eq(scan.violations, 2, "report:\n%s", report);
+    cr_expect_not_null(strstr(report, "gateway/runs/bad.c:2: includes <execd/execd.h>"), "report:\n%s", report);
+    cr_expect_not_null(strstr(report, "gateway/runs/bad.c:3: includes <code/context.h>"), "report:\n%s", report);
+    free(report);
+    scan = scan_module(root, "gateway/code", &report);
+    cr_expect_eq(scan.violations, 2, "report:\n%s", report);
+    cr_expect_not_null(strstr(report, "gateway/code/bad.h:2: includes <runs/internal.h>"), "report:\n%s", report);
+    cr_expect_not_null(strstr(report, "gateway/code/bad.h:3: names h2o_req_t"), "report:\n%s", report);
+    free(report);
+    scan = scan_module(root, "gateway/execd", &report);
+    cr_expect_eq(scan.violations, 2, "report:\n%s", report);
+    cr_expect_not_null(strstr(report, "gateway/execd/bad.c:2: includes <app/server.h>"), "report:\n%s", report);
+    cr_expect_not_null(strstr(report, "gateway/execd/bad.c:3: includes <kmgr/kernel.h>"), "report:\n%s", report);
+    free(report);
+
+    static const char *const files[] = {"gateway/runs/bad.c", "gateway/code/bad.h", "gateway/code/fine.c", "gateway/execd/bad.c",
+                                        "gateway/execd",      "gateway/code",       "gateway/runs",        "gateway"};
+    for (size_t i = 0; i != sizeof(files) / sizeof(files[0]); ++i) {
+        snprintf(path, sizeof(path), "%s/%s", root, files[i]);
+        cr_expect_eq(i < 4 ? unlink(path) : rmdir(path), 0, "%s: %s", path, strerror(errno));
+    }
+    rmdir(root);
+}
+
 /* The link graph: tests/lint/CMakeLists.txt writes one line per module library, "<target>\t<a;b;...>",
  * listing everything it links directly or transitively (targets and the libraries behind them). */
 typedef struct st_link_rule_t {
@@ -237,8 +381,31 @@ typedef struct st_link_rule_t {
 } link_rule_t;
 
 static const link_rule_t link_rules[] = {
-    {"kgate_wire", "zmq", WIRE_NO_SOCKET},  {"kgate_wire", "h2o", ONLY_GW_HTTP}, {"kgate_wire", "kgate_kmgr", NOT_UPWARD},
-    {"kgate_wire", "kgate_gw", NOT_UPWARD}, {"kgate_kmgr", "h2o", ONLY_GW_HTTP}, {"kgate_kmgr", "kgate_gw", NOT_UPWARD},
+    {"kgate_wire", "zmq", WIRE_NO_SOCKET},
+    {"kgate_wire", "h2o", ONLY_GW_HTTP},
+    {"kgate_wire", "kgate_kmgr", NOT_UPWARD},
+    {"kgate_wire", "kgate_gw", NOT_UPWARD},
+    {"kgate_kmgr", "h2o", ONLY_GW_HTTP},
+    {"kgate_kmgr", "kgate_gw", NOT_UPWARD},
+    {"kgate_gw_core", "kgate_gw_", CORE_KNOWS_NO_STATE},
+    {"kgate_gw_runs", "kgate_gw_code", NO_SIBLING},
+    {"kgate_gw_runs", "kgate_gw_procs", NO_SIBLING},
+    {"kgate_gw_runs", "kgate_gw_execd", ENGINE_NO_DOORS},
+    {"kgate_gw_runs", "kgate_gw_app", ENGINE_NO_DOORS},
+    {"kgate_gw_code", "kgate_gw_procs", NO_SIBLING},
+    {"kgate_gw_code", "kgate_gw_files", NO_SIBLING},
+    {"kgate_gw_code", "kgate_gw_execd", ENGINE_NO_DOORS},
+    {"kgate_gw_code", "kgate_gw_app", ENGINE_NO_DOORS},
+    {"kgate_gw_procs", "kgate_gw_code", NO_SIBLING},
+    {"kgate_gw_procs", "kgate_gw_files", NO_SIBLING},
+    {"kgate_gw_procs", "kgate_gw_execd", ENGINE_NO_DOORS},
+    {"kgate_gw_procs", "kgate_gw_app", ENGINE_NO_DOORS},
+    {"kgate_gw_files", "kgate_gw_runs", NO_SIBLING},
+    {"kgate_gw_files", "kgate_gw_execd", ENGINE_NO_DOORS},
+    {"kgate_gw_files", "kgate_gw_app", ENGINE_NO_DOORS},
+    {"kgate_gw_metrics", "kgate_gw_execd", ENGINE_NO_DOORS},
+    {"kgate_gw_metrics", "kgate_gw_app", ENGINE_NO_DOORS},
+    {"kgate_gw_execd", "kgate_gw_app", DOORS_THROUGH_ENGINE},
 };
 
 /* Returns a copy of `target`'s dependency list (caller frees), failing the test when it is absent. */

@@ -1,0 +1,66 @@
+/* kgate's entry point: parse options, run the server's event loop, shut down cleanly on SIGINT/SIGTERM. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "wire/alloc.h"
+#include "kmgr/manager.h"
+#include "core/config.h"
+#include "app/server.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int signo)
+{
+    (void)signo;
+    stop_requested = 1;
+}
+
+int main(int argc, char **argv)
+{
+    gw_config_t config;
+    gw_server_t server;
+    h2o_evloop_t *loop;
+    struct sigaction sa;
+    uint64_t deadline;
+    int ret;
+
+    wire_global_init();
+    gw_config_init(&config);
+    if ((ret = gw_config_parse_args(&config, argc, argv, stdout, stderr)) != 0) {
+        gw_config_dispose(&config);
+        return ret > 0 ? 0 : 2;
+    }
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sa.sa_handler = SIG_IGN;
+    sigaction(SIGPIPE, &sa, NULL);
+
+    loop = h2o_evloop_create();
+    if (gw_server_init(&server, &config, loop) != 0) {
+        gw_server_dispose(&server);
+        gw_config_dispose(&config);
+        return 1;
+    }
+    fprintf(stderr, "kgate %s: listening on %s%s%s:%u, %zu kernelspec(s), runtime dir %s%s\n", GW_VERSION,
+            strchr(config.listen_host, ':') != NULL ? "[" : "", config.listen_host,
+            strchr(config.listen_host, ':') != NULL ? "]" : "", gw_server_port(&server), server.languages.specs.size,
+            kmgr_manager_runtime_dir(server.kmgr), config.access_token != NULL ? ", access token required" : "");
+
+    while (!stop_requested)
+        h2o_evloop_run(loop, INT32_MAX);
+
+    /* kernels get their shutdown sequence (shutdown_request, SIGTERM, SIGKILL); the loop keeps
+     * serving their sockets and timers until every process is reaped */
+    gw_server_begin_shutdown(&server);
+    deadline = kmgr_now_ms() + 2 * (uint64_t)config.shutdown_grace_ms + 2000;
+    while (!gw_server_is_drained(&server) && kmgr_now_ms() < deadline)
+        h2o_evloop_run(loop, 50);
+    gw_server_dispose(&server);
+    h2o_evloop_destroy(loop);
+    fprintf(stderr, "kgate: stopped\n");
+    gw_config_dispose(&config);
+    return 0;
+}

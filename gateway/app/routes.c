@@ -1,0 +1,73 @@
+/* Dispatch through the composed route table; /healthz and /readyz. */
+#include "core/auth.h"
+#include "core/http.h"
+#include "app/routes.h"
+#include "app/server.h"
+
+static gw_server_t *server_of(gw_door_t *door)
+{
+    return H2O_STRUCT_FROM_MEMBER(gw_server_t, app_door, door);
+}
+
+static void on_health(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *params)
+{
+    (void)door, (void)params;
+    gw_send_json(req, 200, json_pack("{s:s, s:s}", "status", "ok", "version", GW_VERSION));
+}
+
+static void on_ready(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *params)
+{
+    gw_server_t *server = server_of(door);
+    (void)params;
+
+    if (server->host.shutting_down)
+        gw_send_error(req, GW_HTTP_KERNEL_UNAVAILABLE, "kgate is shutting down");
+    else if (server->languages.specs.size == 0)
+        gw_send_error(req, GW_HTTP_KERNEL_UNAVAILABLE, "no kernelspec is installed");
+    else
+        gw_send_json(req, 200, json_pack("{s:s, s:i}", "status", "ready", "kernelspecs", (int)server->languages.specs.size));
+}
+
+void gw_app_build_routes(gw_server_t *server)
+{
+    size_t max_body = server->host.config->max_body_bytes;
+    gw_route_t health = {"GET", "/healthz", on_health, 1, max_body, &server->app_door},
+               ready = {"GET", "/readyz", on_ready, 1, max_body, &server->app_door};
+
+    server->app_door.name = "app";
+    gw_route_table_add(&server->routes, &health);
+    gw_route_table_add(&server->routes, &ready);
+    gw_execd_add_routes(&server->execd, &server->routes);
+}
+
+void gw_app_dispatch(gw_server_t *server, h2o_req_t *req)
+{
+    h2o_iovec_t path = req->path_normalized;
+    const gw_route_t *route;
+    gw_route_params_t params;
+
+    switch (gw_route_match(server->routes.entries, server->routes.size, req->method, path, &route, &params)) {
+    case GW_ROUTE_NO_PATH:
+        gw_send_error(req, GW_HTTP_NOT_FOUND, "no route for %.*s", (int)(path.len > 200 ? 200 : path.len), path.base);
+        return;
+    case GW_ROUTE_NO_METHOD:
+        gw_send_error(req, GW_HTTP_METHOD_NOT_ALLOWED, "%.*s is not allowed on %.*s",
+                      (int)(req->method.len > 16 ? 16 : req->method.len), req->method.base, (int)(path.len > 200 ? 200 : path.len),
+                      path.base);
+        return;
+    case GW_ROUTE_FOUND:
+        break;
+    }
+    if (!route->is_public && !gw_auth_check(req, server->host.config->access_token)) {
+        gw_send_error(req, GW_HTTP_UNAUTHORIZED,
+                      "a valid access token is required (X-EXECD-ACCESS-TOKEN or Authorization: Bearer)");
+        return;
+    }
+    /* h2o's global limit is the largest route's; each route holds its own */
+    if (req->entity.len > route->max_body_bytes) {
+        gw_send_error(req, GW_HTTP_PAYLOAD_TOO_LARGE, "the request body exceeds %zu bytes (--max-body-bytes)",
+                      route->max_body_bytes);
+        return;
+    }
+    route->handler(route->door, req, &params);
+}

@@ -1,0 +1,244 @@
+/* The server: h2o set-up, the listener, the one scheduler tick, and orderly shutdown. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "kmgr/errors.h"
+#include "app/kmgr_loop.h"
+#include "app/routes.h"
+#include "app/server.h"
+
+typedef struct st_gw_handler_t {
+    h2o_handler_t super;
+    gw_server_t *server;
+} gw_handler_t;
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    gw_app_dispatch(((gw_handler_t *)self)->server, req);
+    return 0;
+}
+
+static void on_accept(h2o_socket_t *listener, const char *err)
+{
+    gw_server_t *server = listener->data;
+    h2o_socket_t *sock;
+    int on = 1;
+
+    if (err != NULL)
+        return;
+    /* accept a burst at once; h2o calls back again while the backlog is non-empty */
+    for (int i = 0; i < 16 && (sock = h2o_evloop_socket_accept(listener)) != NULL; ++i) {
+        /* small events must leave at once, not wait for Nagle and delayed ACKs (PLATFORM.md: +40 ms) */
+        setsockopt(h2o_socket_get_fd(sock), IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+        h2o_accept(&server->accept_ctx, sock);
+    }
+}
+
+static int open_listener(const gw_config_t *config)
+{
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    int fd, on = 1;
+
+    memset(&ss, 0, sizeof(ss));
+    if (inet_pton(AF_INET, config->listen_host, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
+        ((struct sockaddr_in *)&ss)->sin_family = AF_INET;
+        ((struct sockaddr_in *)&ss)->sin_port = htons(config->listen_port);
+        sslen = sizeof(struct sockaddr_in);
+    } else if (inet_pton(AF_INET6, config->listen_host, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
+        ((struct sockaddr_in6 *)&ss)->sin6_family = AF_INET6;
+        ((struct sockaddr_in6 *)&ss)->sin6_port = htons(config->listen_port);
+        sslen = sizeof(struct sockaddr_in6);
+    } else if (strcmp(config->listen_host, "localhost") == 0) {
+        ((struct sockaddr_in *)&ss)->sin_family = AF_INET;
+        ((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ((struct sockaddr_in *)&ss)->sin_port = htons(config->listen_port);
+        sslen = sizeof(struct sockaddr_in);
+    } else {
+        fprintf(stderr, "kgate: --listen host must be a numeric IPv4/IPv6 address or localhost, got \"%s\"\n", config->listen_host);
+        return -1;
+    }
+    if ((fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 || bind(fd, (struct sockaddr *)&ss, sslen) != 0 ||
+        listen(fd, SOMAXCONN) != 0) {
+        fprintf(stderr, "kgate: cannot listen on %s:%u: %s\n", config->listen_host, config->listen_port, strerror(errno));
+        if (fd != -1)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The one scheduler tick: every feature's periodic work, in one place. */
+static void on_tick(h2o_timeout_entry_t *entry)
+{
+    gw_server_t *server = H2O_STRUCT_FROM_MEMBER(gw_server_t, tick_entry, entry);
+
+    kmgr_manager_tick(server->kmgr);
+    gw_shells_tick(&server->shells);
+    gw_commands_tick(&server->commands);
+    gw_metrics_tick(&server->metrics);
+    gw_execd_tick(&server->execd);
+    gw_contexts_tick(&server->contexts);
+    gw_runs_collect(&server->runs);
+    h2o_timeout_link(server->ctx.loop, &server->tick_timeout, &server->tick_entry);
+}
+
+static void warn_kernelspec(const char *path, const char *why)
+{
+    fprintf(stderr, "kgate: skipping kernelspec %s: %s\n", path, why);
+}
+
+/*
+ * Kernelspec directories: --kernel-path ones first, then kgate's own kernels next to the executable
+ * (`<exe dir>/../kernels/share/jupyter/kernels` in a build tree, `<exe dir>/../share/jupyter/kernels`
+ * once installed), so that kgate finds its bash kernel without flags.
+ */
+static void discover_kernelspecs(gw_server_t *server, const gw_config_t *config)
+{
+    static const char *const own[] = {"/../kernels/share/jupyter/kernels", "/../share/jupyter/kernels"};
+    const char *dirs[config->num_kernel_paths + 2];
+    char exe[PATH_MAX], paths[2][PATH_MAX + 64];
+    size_t n = 0, i;
+    ssize_t len;
+
+    for (i = 0; i != config->num_kernel_paths; ++i)
+        dirs[n++] = config->kernel_paths[i];
+    if ((len = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) > 0) {
+        exe[len] = '\0';
+        *strrchr(exe, '/') = '\0';
+        for (i = 0; i != 2; ++i) {
+            snprintf(paths[i], sizeof(paths[i]), "%s%s", exe, own[i]);
+            dirs[n++] = paths[i];
+        }
+    }
+    kmgr_kernelspecs_discover(dirs, n, &server->languages.specs, warn_kernelspec);
+}
+
+int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t *loop)
+{
+    h2o_hostconf_t *hostconf;
+    h2o_pathconf_t *pathconf;
+    gw_handler_t *handler;
+    kmgr_config_t kconfig = {0};
+    int fd, ret;
+
+    memset(server, 0, sizeof(*server));
+    h2o_config_init(&server->globalconf);
+    server->globalconf.server_name = h2o_iovec_init(H2O_STRLIT("kgate/" GW_VERSION));
+    /* global in h2o: the larger of the two; each route holds its own (gw_app_dispatch) */
+    server->globalconf.max_request_entity_size =
+        config->max_upload_bytes > config->max_body_bytes ? config->max_upload_bytes : config->max_body_bytes;
+    /* h2o times the whole HTTP/1 request, body included, from its first byte: a large upload needs long enough */
+    server->globalconf.http1.req_timeout = config->request_timeout_ms;
+    hostconf = h2o_config_register_host(&server->globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    pathconf = h2o_config_register_path(hostconf, "/", 0);
+    handler = (gw_handler_t *)h2o_create_handler(pathconf, sizeof(*handler));
+    handler->super.on_req = on_req;
+    handler->server = server;
+    h2o_context_init(&server->ctx, loop, &server->globalconf);
+    server->accept_ctx.ctx = &server->ctx;
+    server->accept_ctx.hosts = server->globalconf.hosts;
+    gw_host_init(&server->host, loop, config);
+    h2o_timeout_init(loop, &server->tick_timeout, KMGR_TICK_MS);
+    server->initialised = 1;
+
+    gw_languages_init(&server->languages);
+    discover_kernelspecs(server, config);
+    kconfig.runtime_dir = config->runtime_dir;
+    kconfig.shutdown_grace_ms = config->shutdown_grace_ms;
+    kconfig.startup_timeout_ms = config->kernel_start_timeout_ms;
+    if ((ret = kmgr_manager_create(&kconfig, &gw_kmgr_loop_ops, server, &server->kmgr)) != 0) {
+        fprintf(stderr, "kgate: cannot create the kernel manager: %s\n", kmgr_strerror(ret));
+        return -1;
+    }
+    gw_runs_init(&server->runs, &server->host);
+    gw_contexts_init(&server->contexts, &server->host, &server->runs, &server->languages, server->kmgr);
+    gw_shells_init(&server->shells, &server->host, &server->runs);
+    gw_commands_init(&server->commands, &server->host, &server->runs, &server->shells, kmgr_manager_runtime_dir(server->kmgr));
+    gw_metrics_init(&server->metrics);
+    gw_execd_init(&server->execd, &server->host, &server->runs, &server->languages, &server->contexts, &server->shells,
+                  &server->commands, &server->files, &server->metrics);
+    if (gw_files_init(&server->files, &server->host) != 0)
+        return -1;
+    gw_app_build_routes(server);
+
+    server->tick_entry.cb = on_tick;
+    h2o_timeout_link(loop, &server->tick_timeout, &server->tick_entry);
+    if ((fd = open_listener(config)) == -1)
+        return -1;
+    server->listener = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
+    server->listener->data = server;
+    h2o_socket_read_start(server->listener, on_accept);
+    return 0;
+}
+
+uint16_t gw_server_port(const gw_server_t *server)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (server->listener == NULL || getsockname(h2o_socket_get_fd(server->listener), (struct sockaddr *)&ss, &len) != 0)
+        return 0;
+    return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
+}
+
+void gw_server_begin_shutdown(gw_server_t *server)
+{
+    if (server->host.shutting_down)
+        return;
+    server->host.shutting_down = 1;
+    if (server->listener != NULL) {
+        h2o_socket_read_stop(server->listener);
+        h2o_socket_close(server->listener);
+        server->listener = NULL;
+    }
+    gw_contexts_destroy_all(&server->contexts);
+    gw_shells_kill_all(&server->shells);
+    gw_runs_shutdown(&server->runs);
+    gw_execd_shutdown(&server->execd);
+    if (server->kmgr != NULL)
+        kmgr_manager_shutdown_all(server->kmgr);
+}
+
+int gw_server_is_drained(gw_server_t *server)
+{
+    return kmgr_manager_num_processes(server->kmgr) == 0 && gw_shells_is_empty(&server->shells) &&
+           gw_execd_is_drained(&server->execd);
+}
+
+void gw_server_dispose(gw_server_t *server)
+{
+    if (!server->initialised)
+        return;
+    if (server->kmgr != NULL) {
+        gw_server_begin_shutdown(server);
+        kmgr_manager_destroy(server->kmgr);
+        server->kmgr = NULL;
+        gw_runs_dispose(&server->runs);
+        gw_commands_dispose(&server->commands);
+    }
+    gw_files_dispose(&server->files);
+    gw_languages_dispose(&server->languages);
+    gw_route_table_dispose(&server->routes);
+    /* h2o's own state last: nothing of ours references its loop, timeouts or pools any more */
+    if (h2o_timeout_is_linked(&server->tick_entry))
+        h2o_timeout_unlink(&server->tick_entry);
+    if (h2o_timeout_is_linked(&server->kmgr_pending_entry))
+        h2o_timeout_unlink(&server->kmgr_pending_entry);
+    gw_host_dispose(&server->host);
+    h2o_timeout_dispose(server->ctx.loop, &server->tick_timeout);
+    h2o_context_dispose(&server->ctx);
+    /* h2o 2.2.5's h2o_multithread_destroy_queue (called by h2o_context_dispose) frees the queue
+     * only under libuv: with evloop the struct itself is left to us */
+    free(server->ctx.queue);
+    h2o_config_dispose(&server->globalconf);
+    server->initialised = 0;
+}

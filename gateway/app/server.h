@@ -1,0 +1,74 @@
+/* app/server.h: the kgate server: composes the engine features and the front doors on one h2o event loop. */
+#ifndef GW_SERVER_H
+#define GW_SERVER_H
+
+#include <h2o.h>
+#include "kmgr/manager.h"
+#include "core/config.h"
+#include "core/host.h"
+#include "core/router.h"
+#include "code/context.h"
+#include "code/languages.h"
+#include "execd/execd.h"
+#include "files/files.h"
+#include "metrics/metrics.h"
+#include "procs/command.h"
+#include "procs/shell.h"
+#include "runs/run.h"
+
+/**
+ * The only struct that knows every feature. Each feature owns its state (embedded here) and gets
+ * the pointers it needs at init; the front doors get the features they speak for; route handlers
+ * get their front door's state, never this.
+ */
+struct st_gw_server_t {
+    gw_host_t host;
+    h2o_globalconf_t globalconf;
+    h2o_context_t ctx;
+    h2o_accept_ctx_t accept_ctx;
+    h2o_socket_t *listener;
+    kmgr_manager_t *kmgr;
+    /* the engine */
+    gw_languages_t languages;
+    gw_runs_t runs;
+    gw_contexts_t contexts;
+    gw_shells_t shells;
+    gw_commands_t commands;
+    gw_files_t files;
+    gw_metrics_t metrics;
+    /* the front doors, and the app's own routes (health) */
+    gw_door_t app_door;
+    gw_execd_t execd;
+    gw_route_table_t routes;
+    /* timers of the app (the shared ones are the host's) */
+    h2o_timeout_t tick_timeout; /* KMGR_TICK_MS: kernel manager, child processes, retention */
+    h2o_timeout_entry_t tick_entry;
+    h2o_timeout_entry_t kmgr_pending_entry;
+    unsigned initialised : 1; /* gw_server_init got far enough for gw_server_dispose */
+};
+
+typedef struct st_gw_server_t gw_server_t;
+
+/**
+ * Sets the server up: discovers kernelspecs, creates the kernel manager inside `loop`'s h2o
+ * context, binds and listens on config's address (TCP_NODELAY on every accepted connection).
+ * Returns 0, or -1 after printing the reason to stderr (then call gw_server_dispose). `config`
+ * is borrowed for the server's life.
+ */
+int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t *loop);
+
+/** The port actually bound (useful when config asked for 0). */
+uint16_t gw_server_port(const gw_server_t *server);
+
+/**
+ * Begins an orderly shutdown: stops accepting, ends every stream, destroys every context (each
+ * kernel runs its shutdown sequence). Call gw_server_is_drained() from the loop to know when
+ * every kernel and child process is gone.
+ */
+void gw_server_begin_shutdown(gw_server_t *server);
+/** True once no kernel or shell process remains. */
+int gw_server_is_drained(gw_server_t *server);
+/** Releases everything (kills what remains). Safe after a failed gw_server_init. */
+void gw_server_dispose(gw_server_t *server);
+
+#endif

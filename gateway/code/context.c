@@ -1,0 +1,196 @@
+/* Contexts: the registry of kernels by context id, readiness waiters, idle expiry. */
+#include <stdlib.h>
+#include <string.h>
+#include "wire/alloc.h"
+#include "kmgr/errors.h"
+#include "core/errors.h"
+#include "code/context.h"
+#include "code/kernel_run.h"
+
+void gw_contexts_init(gw_contexts_t *contexts, gw_host_t *host, gw_runs_t *runs, gw_languages_t *languages, kmgr_manager_t *kmgr)
+{
+    memset(contexts, 0, sizeof(*contexts));
+    contexts->host = host;
+    contexts->runs = runs;
+    contexts->languages = languages;
+    contexts->kmgr = kmgr;
+    contexts->translate.compat_execd = host->config->compat_execd;
+    contexts->translate.keep_ansi = host->config->keep_ansi;
+    h2o_linklist_init_anchor(&contexts->list);
+}
+
+void gw_context_waiter_cancel(gw_context_waiter_t *waiter)
+{
+    if (waiter->ctx == NULL)
+        return;
+    h2o_linklist_unlink(&waiter->link);
+    waiter->ctx = NULL;
+}
+
+static void tell_waiters(gw_context_t *ctx)
+{
+    while (!h2o_linklist_is_empty(&ctx->waiters)) {
+        gw_context_waiter_t *waiter = H2O_STRUCT_FROM_MEMBER(gw_context_waiter_t, link, ctx->waiters.next);
+        gw_context_waiter_cancel(waiter);
+        if (ctx->kernel != NULL && kmgr_kernel_state(ctx->kernel) != KMGR_KERNEL_DEAD)
+            waiter->cb(waiter, ctx, NULL);
+        else
+            waiter->cb(waiter, ctx, ctx->kernel != NULL ? kmgr_kernel_exit_reason(ctx->kernel) : "context deleted");
+    }
+}
+
+static int is_starting(const gw_context_t *ctx)
+{
+    kmgr_kernel_state_t state = kmgr_kernel_state(ctx->kernel);
+    return state == KMGR_KERNEL_STARTING || state == KMGR_KERNEL_RESTARTING;
+}
+
+static void on_kernel_state(kmgr_kernel_t *kernel, void *data)
+{
+    gw_context_t *ctx = data;
+    kmgr_kernel_state_t state = kmgr_kernel_state(kernel);
+
+    if (state == KMGR_KERNEL_IDLE && kmgr_kernel_info(kernel) != NULL)
+        gw_languages_note_kernel_info(ctx->contexts->languages, ctx->spec, kmgr_kernel_info(kernel));
+    if (!is_starting(ctx))
+        tell_waiters(ctx);
+    if (state == KMGR_KERNEL_DEAD) {
+        /* the running run hears it from its request; queued ones would wait forever otherwise */
+        gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(kernel), "kernel_died");
+        if (ctx->is_ephemeral)
+            gw_context_destroy(ctx);
+    }
+}
+
+int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts, gw_context_t **out)
+{
+    kmgr_kernel_options_t kopts = {.spec = opts->spec, .cwd = opts->cwd, .env = opts->env, .on_state = on_kernel_state};
+    gw_context_t *ctx;
+    int ret;
+
+    if (contexts->host->shutting_down)
+        return GW_ESHUTTINGDOWN;
+    if (contexts->count >= contexts->host->config->max_contexts)
+        return GW_ETOOMANYCONTEXTS;
+    ctx = wire_calloc(1, sizeof(*ctx));
+    kopts.data = ctx;
+    if ((ret = kmgr_kernel_start(contexts->kmgr, &kopts, &ctx->kernel)) != 0) {
+        free(ctx);
+        return ret;
+    }
+    wire_uuid4(ctx->id);
+    ctx->contexts = contexts;
+    ctx->spec = opts->spec;
+    ctx->cwd = wire_strdup(opts->cwd);
+    ctx->created_at_ms = ctx->last_activity_ms = gw_unix_ms();
+    ctx->execution_count = 0;
+    ctx->is_default = opts->is_default;
+    ctx->is_ephemeral = opts->is_ephemeral;
+    h2o_linklist_init_anchor(&ctx->waiters);
+    h2o_linklist_init_anchor(&ctx->runs);
+    h2o_linklist_insert(&contexts->list, &ctx->link);
+    ++contexts->count;
+    *out = ctx;
+    return 0;
+}
+
+void gw_context_destroy(gw_context_t *ctx)
+{
+    kmgr_kernel_t *kernel = ctx->kernel;
+
+    h2o_linklist_unlink(&ctx->link);
+    --ctx->contexts->count;
+    /* the kernel goes first so waiters hear "context deleted", and its requests are dropped */
+    ctx->kernel = NULL;
+    kmgr_kernel_destroy(kernel);
+    tell_waiters(ctx);
+    gw_kernel_runs_abort(ctx, "ContextDeleted", "the context was deleted before this run ended", "cancelled");
+    free(ctx->cwd);
+    free(ctx);
+}
+
+void gw_contexts_destroy_all(gw_contexts_t *contexts)
+{
+    while (!h2o_linklist_is_empty(&contexts->list))
+        gw_context_destroy(H2O_STRUCT_FROM_MEMBER(gw_context_t, link, contexts->list.next));
+}
+
+void gw_contexts_tick(gw_contexts_t *contexts)
+{
+    int64_t now = gw_unix_ms();
+    h2o_linklist_t *node, *next;
+
+    gw_kernel_runs_tick(contexts);
+    for (node = contexts->list.next; node != &contexts->list; node = next) {
+        gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
+        next = node->next;
+        if (h2o_linklist_is_empty(&ctx->runs) && h2o_linklist_is_empty(&ctx->waiters) &&
+            now - ctx->last_activity_ms > (int64_t)contexts->host->config->context_idle_ms)
+            gw_context_destroy(ctx);
+    }
+}
+
+gw_context_t *gw_context_find(gw_contexts_t *contexts, const char *id)
+{
+    for (h2o_linklist_t *node = contexts->list.next; node != &contexts->list; node = node->next) {
+        gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
+        if (strcmp(ctx->id, id) == 0)
+            return ctx;
+    }
+    return NULL;
+}
+
+gw_context_t *gw_context_find_default(gw_contexts_t *contexts, const kmgr_kernelspec_t *spec)
+{
+    for (h2o_linklist_t *node = contexts->list.next; node != &contexts->list; node = node->next) {
+        gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
+        if (ctx->is_default && ctx->spec == spec)
+            return ctx;
+    }
+    return NULL;
+}
+
+int gw_context_is_dead(const gw_context_t *ctx)
+{
+    return kmgr_kernel_state(ctx->kernel) == KMGR_KERNEL_DEAD;
+}
+
+const char *gw_context_exit_reason(const gw_context_t *ctx)
+{
+    return kmgr_kernel_exit_reason(ctx->kernel);
+}
+
+void gw_context_wait_ready(gw_context_t *ctx, gw_context_waiter_t *waiter)
+{
+    waiter->ctx = ctx;
+    h2o_linklist_insert(&ctx->waiters, &waiter->link);
+    if (!is_starting(ctx))
+        tell_waiters(ctx);
+}
+
+int gw_context_interrupt(gw_context_t *ctx)
+{
+    return kmgr_kernel_interrupt(ctx->kernel);
+}
+
+int gw_context_restart(gw_context_t *ctx)
+{
+    int ret;
+
+    gw_kernel_runs_abort(ctx, "KernelRestarted", "the context was restarted; its state was lost", "cancelled");
+    if ((ret = kmgr_kernel_restart(ctx->kernel)) != 0)
+        return ret;
+    ctx->execution_count = 0;
+    return 0;
+}
+
+json_t *gw_context_to_json(const gw_context_t *ctx)
+{
+    const char *status = ctx->kernel != NULL ? kmgr_kernel_state_name(kmgr_kernel_state(ctx->kernel)) : "dead";
+    json_t *obj = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:i, s:b}", "id", ctx->id, "language", ctx->spec->language, "kernel",
+                            ctx->spec->name, "status", status, "created_at", (json_int_t)ctx->created_at_ms, "last_activity",
+                            (json_int_t)ctx->last_activity_ms, "execution_count", ctx->execution_count, "default", ctx->is_default);
+
+    json_object_set_new(obj, "cwd", ctx->cwd != NULL ? json_string(ctx->cwd) : json_null());
+    return obj;
+}

@@ -1,0 +1,118 @@
+/* code/context.h: contexts: a context id bound to one kernel whose state persists between runs. */
+#ifndef GW_CONTEXT_H
+#define GW_CONTEXT_H
+
+#include <stdint.h>
+#include <jansson.h>
+#include <h2o/linklist.h>
+#include "wire/ids.h"
+#include "kmgr/kernel.h"
+#include "kmgr/manager.h"
+#include "core/host.h"
+#include "code/languages.h"
+#include "code/translate.h"
+#include "runs/run.h"
+
+/** The registry of contexts, and what their runs need: the kernel manager, the runs, translation options. */
+typedef struct st_gw_contexts_t {
+    gw_host_t *host;
+    gw_runs_t *runs;
+    gw_languages_t *languages;
+    kmgr_manager_t *kmgr;
+    gw_translate_opts_t translate;
+    h2o_linklist_t list; /* gw_context_t */
+    size_t count;        /* bounded by config->max_contexts */
+} gw_contexts_t;
+
+/**
+ * One context. Its fields are read by anyone holding it and written by code/ only.
+ */
+typedef struct st_gw_context_t {
+    char id[WIRE_UUID_STRLEN + 1];
+    gw_contexts_t *contexts;
+    const kmgr_kernelspec_t *spec;
+    kmgr_kernel_t *kernel;
+    char *cwd;
+    int64_t created_at_ms;
+    int64_t last_activity_ms;
+    int execution_count;
+    unsigned is_default : 1;   /* the language's default context (POST /code with only a language) */
+    unsigned is_ephemeral : 1; /* a stateless run's own kernel: not listed, deleted after its run */
+    h2o_linklist_t link;       /* in contexts->list */
+    h2o_linklist_t waiters;    /* gw_context_waiter_t: told once the kernel is ready */
+    h2o_linklist_t runs;       /* gw_kernel_run_t queued or in progress */
+} gw_context_t;
+
+typedef struct st_gw_context_waiter_t gw_context_waiter_t;
+/**
+ * The kernel of `ctx` is past start-up: `failure` is NULL when it is ready, else why it is not (it
+ * failed to start, or the context was deleted: `ctx` is still readable during the call). The
+ * waiter is detached before the call.
+ */
+typedef void (*gw_context_waiter_cb)(gw_context_waiter_t *waiter, gw_context_t *ctx, const char *failure);
+
+struct st_gw_context_waiter_t {
+    gw_context_waiter_cb cb;
+    gw_context_t *ctx;   /* NULL once told or cancelled */
+    h2o_linklist_t link; /* in ctx->waiters */
+};
+
+/** How to create a context. */
+typedef struct st_gw_context_options_t {
+    const kmgr_kernelspec_t *spec;
+    const char *cwd; /* copied; NULL: kgate's own */
+    json_t *env;     /* {"K": "V"} added to the kernel's environment; borrowed; may be NULL */
+    unsigned is_default : 1;
+    unsigned is_ephemeral : 1;
+} gw_context_options_t;
+
+/** Initialises an empty registry; `kmgr` (borrowed) starts the kernels. */
+void gw_contexts_init(gw_contexts_t *contexts, gw_host_t *host, gw_runs_t *runs, gw_languages_t *languages, kmgr_manager_t *kmgr);
+
+/**
+ * Starts a kernel and registers a context for it. Returns 0 and the context in `*out`, or
+ * GW_ESHUTTINGDOWN, GW_ETOOMANYCONTEXTS (config->max_contexts alive) or a kmgr code (the kernel
+ * could not be started); nothing is registered then.
+ */
+int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts, gw_context_t **out);
+
+/** Shuts the kernel down (in the background) and frees the context; waiters are told, runs end. */
+void gw_context_destroy(gw_context_t *ctx);
+
+/** Destroys every context (server shutdown). */
+void gw_contexts_destroy_all(gw_contexts_t *contexts);
+
+/** Enforces run timeouts and deletes contexts idle for longer than config->context_idle_ms (server tick). */
+void gw_contexts_tick(gw_contexts_t *contexts);
+
+/** The context with `id`, or NULL. */
+gw_context_t *gw_context_find(gw_contexts_t *contexts, const char *id);
+/** The default context of `spec`, or NULL. */
+gw_context_t *gw_context_find_default(gw_contexts_t *contexts, const kmgr_kernelspec_t *spec);
+
+/** True when the context's kernel is dead (a restart brings it back). */
+int gw_context_is_dead(const gw_context_t *ctx);
+/** Why the kernel died or failed, for messages ("" while alive). */
+const char *gw_context_exit_reason(const gw_context_t *ctx);
+
+/**
+ * Tells `waiter` (its `cb` set by the caller) once the kernel is past start-up: at once, inside
+ * this call, when it already is; later otherwise. Exactly once, unless cancelled first.
+ */
+void gw_context_wait_ready(gw_context_t *ctx, gw_context_waiter_t *waiter);
+/** Forgets a waiter that has not been told yet (its owner is going away). Accepts a told one. */
+void gw_context_waiter_cancel(gw_context_waiter_t *waiter);
+
+/** Interrupts what the kernel runs (state is kept). Returns 0, or a kmgr code (the kernel is dead). */
+int gw_context_interrupt(gw_context_t *ctx);
+
+/**
+ * Restarts the kernel: runs queued or running end with KernelRestarted, the execution count goes
+ * back to 0. Returns 0 (wait with gw_context_wait_ready), or a kmgr code.
+ */
+int gw_context_restart(gw_context_t *ctx);
+
+/** The context object: id, language, kernel, status, cwd, created_at, last_activity, execution_count, default. */
+json_t *gw_context_to_json(const gw_context_t *ctx);
+
+#endif

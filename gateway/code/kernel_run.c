@@ -1,0 +1,298 @@
+/* Runs executed by a context's kernel: a per-context FIFO, timeouts, stdin, and kernel death. */
+#include <stdlib.h>
+#include <string.h>
+#include "wire/alloc.h"
+#include "kmgr/errors.h"
+#include "code/kernel_run.h"
+#include "core/errors.h"
+#include "code/translate.h"
+
+typedef struct st_gw_kernel_run_t {
+    gw_run_t *run;
+    gw_context_t *ctx;
+    kmgr_request_t *request; /* NULL while queued */
+    char *code;              /* until sent */
+    int execution_count;
+    int allow_stdin;
+    unsigned timeout_ms;
+    int64_t deadline_ms;       /* 0 while queued */
+    int64_t grace_deadline_ms; /* after the timeout's interrupt */
+    json_t *reply_error;       /* the error the shell reply implies, sent at DONE unless iopub carried one */
+    unsigned timed_out : 1;
+    unsigned saw_error : 1; /* an error event was relayed: the run's outcome is "error" */
+    unsigned restarting : 1;
+    unsigned input_pending : 1;
+    h2o_linklist_t link; /* in ctx->runs, arrival order: the head is the one sent to the kernel */
+} gw_kernel_run_t;
+
+static const gw_run_producer_t kernel_producer;
+static void start_next(gw_context_t *ctx);
+
+static void kernel_run_free(gw_kernel_run_t *krun)
+{
+    h2o_linklist_unlink(&krun->link);
+    json_decref(krun->reply_error);
+    free(krun->code);
+    free(krun);
+}
+
+/* Finishes the run and forgets it; the next queued run of the context starts. */
+static void kernel_run_end(gw_kernel_run_t *krun, const char *outcome)
+{
+    gw_context_t *ctx = krun->ctx;
+
+    if (krun->execution_count > 0)
+        ctx->execution_count = krun->execution_count;
+    gw_run_finish(krun->run, krun->execution_count, outcome);
+    kernel_run_free(krun);
+    ctx->last_activity_ms = gw_unix_ms();
+    if (ctx->is_ephemeral && h2o_linklist_is_empty(&ctx->runs)) {
+        gw_context_destroy(ctx);
+        return;
+    }
+    start_next(ctx);
+}
+
+static void append_timeout_error(gw_kernel_run_t *krun)
+{
+    char evalue[160];
+
+    if (krun->restarting)
+        snprintf(
+            evalue, sizeof(evalue),
+            "the run exceeded its timeout of %u ms and did not stop when interrupted; the kernel was restarted and its state lost",
+            krun->timeout_ms);
+    else
+        snprintf(evalue, sizeof(evalue), "the run exceeded its timeout of %u ms and was interrupted", krun->timeout_ms);
+    gw_run_append(krun->run, gw_error_event("TimeoutError", evalue));
+}
+
+static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, int err, void *data)
+{
+    gw_kernel_run_t *krun = data;
+    gw_run_t *run = krun->run;
+    const gw_translate_opts_t *opts = &krun->ctx->contexts->translate;
+    json_t *event;
+
+    krun->ctx->last_activity_ms = gw_unix_ms();
+    switch (ev) {
+    case KMGR_REQ_IOPUB:
+        if ((event = gw_translate_iopub(msg, opts)) == NULL)
+            break;
+        if (json_object_get(event, "error") != NULL) {
+            if (krun->timed_out) { /* the KeyboardInterrupt our own interrupt caused: TimeoutError says it */
+                json_decref(event);
+                break;
+            }
+            krun->saw_error = 1;
+        }
+        gw_run_append(run, event);
+        break;
+    case KMGR_REQ_REPLY:
+        /* the iopub error may still be on its way (shell and iopub are separate sockets): decide at DONE */
+        if ((event = gw_translate_execute_reply(msg, krun->saw_error, opts, &krun->execution_count)) != NULL) {
+            json_decref(krun->reply_error);
+            krun->reply_error = event;
+        }
+        break;
+    case KMGR_REQ_INPUT:
+        if (!krun->allow_stdin) {
+            /* the kernel asked although the run did not opt in: an empty line, never a hang */
+            kmgr_request_input_reply(req, "");
+            break;
+        }
+        krun->input_pending = 1;
+        event = gw_event_new("input_request");
+        json_object_set_new(event, "text", json_string(json_string_value(json_object_get(msg->content, "prompt")) ?: ""));
+        json_object_set_new(event, "password", json_boolean(json_is_true(json_object_get(msg->content, "password"))));
+        gw_run_append(run, event);
+        break;
+    case KMGR_REQ_DONE:
+        krun->request = NULL;
+        if (krun->timed_out) {
+            append_timeout_error(krun);
+            kernel_run_end(krun, "timeout");
+        } else {
+            if (krun->reply_error != NULL && !krun->saw_error) {
+                krun->saw_error = 1;
+                gw_run_append(run, krun->reply_error);
+                krun->reply_error = NULL;
+            }
+            kernel_run_end(krun, krun->saw_error ? "error" : "ok");
+        }
+        break;
+    case KMGR_REQ_FAILED:
+        krun->request = NULL;
+        if (krun->timed_out) {
+            append_timeout_error(krun);
+            kernel_run_end(krun, "timeout");
+        } else if (err == KMGR_EDIED) {
+            gw_run_append(run, gw_error_event("KernelDied", kmgr_kernel_exit_reason(krun->ctx->kernel)));
+            kernel_run_end(krun, "kernel_died");
+        } else {
+            gw_run_append(run, gw_error_event("KernelRestarted", "the kernel was restarted; its state was lost"));
+            kernel_run_end(krun, "error");
+        }
+        break;
+    }
+}
+
+static void start_next(gw_context_t *ctx)
+{
+    gw_kernel_run_t *krun;
+    /* runs are serialised here already; ipykernel's stop_on_error would abort the next run if it
+     * arrived within its abort window after an error */
+    kmgr_execute_options_t opts = {.silent = 0, .store_history = 1, .stop_on_error = 0};
+
+    if (h2o_linklist_is_empty(&ctx->runs))
+        return;
+    krun = H2O_STRUCT_FROM_MEMBER(gw_kernel_run_t, link, ctx->runs.next);
+    if (krun->request != NULL)
+        return;
+    opts.allow_stdin = krun->allow_stdin;
+    if (kmgr_kernel_execute(ctx->kernel, krun->code, &opts, on_request_event, krun, &krun->request) != 0) {
+        gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(ctx->kernel), "kernel_died");
+        return;
+    }
+    free(krun->code);
+    krun->code = NULL;
+    gw_run_mark_started(krun->run);
+    krun->deadline_ms = gw_unix_ms() + krun->timeout_ms;
+}
+
+int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts, gw_run_t **out)
+{
+    gw_kernel_run_t *krun;
+    gw_run_t *run;
+
+    if (gw_context_is_dead(ctx))
+        return GW_EKERNELDEAD;
+    if (gw_kernel_runs_count(ctx) > ctx->contexts->host->config->max_queue)
+        return GW_EQUEUEFULL;
+    run = gw_run_create(ctx->contexts->runs, ctx->id, ctx->id, &opts->limits);
+    krun = wire_calloc(1, sizeof(*krun));
+    krun->run = run;
+    krun->ctx = ctx;
+    krun->code = wire_strdup(opts->code);
+    krun->execution_count = -1;
+    krun->allow_stdin = opts->allow_stdin;
+    krun->timeout_ms = opts->timeout_ms;
+    ctx->last_activity_ms = gw_unix_ms();
+    gw_run_set_producer(run, &kernel_producer, krun);
+    h2o_linklist_insert(&ctx->runs, &krun->link);
+    if (krun->link.prev != &ctx->runs) {
+        json_t *ev = gw_event_new("status");
+        json_object_set_new(ev, "text", json_string("queued"));
+        json_object_set_new(ev, "position", json_integer((json_int_t)gw_kernel_runs_count(ctx) - 1));
+        gw_run_append(run, ev);
+    }
+    start_next(ctx);
+    *out = run;
+    return 0;
+}
+
+size_t gw_kernel_runs_count(const gw_context_t *ctx)
+{
+    size_t n = 0;
+    const h2o_linklist_t *node;
+    for (node = ctx->runs.next; node != &ctx->runs; node = node->next)
+        ++n;
+    return n;
+}
+
+void gw_kernel_runs_abort(gw_context_t *ctx, const char *ename, const char *evalue, const char *outcome)
+{
+    while (!h2o_linklist_is_empty(&ctx->runs)) {
+        gw_kernel_run_t *krun = H2O_STRUCT_FROM_MEMBER(gw_kernel_run_t, link, ctx->runs.next);
+        gw_run_t *run = krun->run;
+        /* a destroyed kernel drops its requests itself; a live one is told to stop calling back */
+        if (krun->request != NULL && ctx->kernel != NULL)
+            kmgr_request_cancel(krun->request);
+        gw_run_append(run, gw_error_event(ename, evalue));
+        gw_run_finish(run, -1, outcome);
+        kernel_run_free(krun);
+    }
+}
+
+static void restart_after_timeout(gw_kernel_run_t *krun)
+{
+    gw_context_t *ctx = krun->ctx;
+    h2o_linklist_t *node;
+
+    krun->restarting = 1;
+    /* every run of the context learns that state is about to be lost, queued ones included */
+    for (node = ctx->runs.next; node != &ctx->runs; node = node->next) {
+        json_t *ev = gw_event_new("status");
+        json_object_set_new(ev, "text", json_string("restarting"));
+        gw_run_append(H2O_STRUCT_FROM_MEMBER(gw_kernel_run_t, link, node)->run, ev);
+    }
+    ctx->execution_count = 0;
+    /* the running request ends with FAILED (maybe from inside this call): krun is gone afterwards */
+    if (kmgr_kernel_restart(ctx->kernel) != 0 && !h2o_linklist_is_empty(&ctx->runs))
+        gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(ctx->kernel), "kernel_died");
+}
+
+void gw_kernel_runs_tick(gw_contexts_t *contexts)
+{
+    int64_t now = gw_unix_ms();
+    h2o_linklist_t *node, *next;
+
+    for (node = contexts->list.next; node != &contexts->list; node = next) {
+        gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
+        gw_kernel_run_t *krun;
+        next = node->next;
+        if (h2o_linklist_is_empty(&ctx->runs))
+            continue;
+        krun = H2O_STRUCT_FROM_MEMBER(gw_kernel_run_t, link, ctx->runs.next);
+        if (krun->request == NULL || krun->restarting || now < krun->deadline_ms)
+            continue;
+        if (!krun->timed_out) {
+            krun->timed_out = 1;
+            krun->grace_deadline_ms = now + contexts->host->config->timeout_grace_ms;
+            kmgr_kernel_interrupt(ctx->kernel);
+        } else if (now >= krun->grace_deadline_ms) {
+            restart_after_timeout(krun);
+        }
+    }
+}
+
+/* --- the producer interface, as the run and the executions API see it --- */
+
+static void on_cancel(gw_run_t *run, void *data)
+{
+    gw_kernel_run_t *krun = data;
+    (void)run;
+
+    if (krun->request != NULL)
+        kmgr_request_cancel(krun->request);
+    kernel_run_free(krun);
+}
+
+static void on_stop(gw_run_t *run, void *data)
+{
+    gw_kernel_run_t *krun = data;
+    gw_context_t *ctx = krun->ctx;
+
+    if (krun->request != NULL) {
+        kmgr_kernel_interrupt(ctx->kernel);
+        return;
+    }
+    gw_run_append(run, gw_error_event("Cancelled", "the run was cancelled before it started"));
+    gw_run_finish(run, -1, "cancelled");
+    kernel_run_free(krun);
+    if (ctx->is_ephemeral && h2o_linklist_is_empty(&ctx->runs))
+        gw_context_destroy(ctx);
+}
+
+static int on_input(gw_run_t *run, void *data, const char *value)
+{
+    gw_kernel_run_t *krun = data;
+    (void)run;
+
+    if (!krun->input_pending || krun->request == NULL || kmgr_request_input_reply(krun->request, value) != 0)
+        return GW_ENOINPUT;
+    krun->input_pending = 0;
+    return 0;
+}
+
+static const gw_run_producer_t kernel_producer = {on_cancel, on_stop, on_input};

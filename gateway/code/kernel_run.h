@@ -1,0 +1,37 @@
+/* code/kernel_run.h: runs executed by a context's kernel, one at a time, in arrival order. */
+#ifndef GW_KERNEL_RUN_H
+#define GW_KERNEL_RUN_H
+
+#include "code/context.h"
+#include "runs/run.h"
+
+typedef struct st_gw_kernel_run_options_t {
+    const char *code;    /* copied */
+    unsigned timeout_ms; /* > 0 */
+    int allow_stdin;     /* input() becomes an input_request event, answered with gw_run_input */
+    gw_run_limits_t limits;
+} gw_kernel_run_options_t;
+
+/**
+ * Queues a run on `ctx`: returns 0 and the run in `*out` (its `init` event, and a `status: queued`
+ * one when it waits, already in its log), or GW_EKERNELDEAD (the kernel is dead) or GW_EQUEUEFULL
+ * (config->max_queue runs already wait). Runs of one context execute one at a time in arrival
+ * order. Past `timeout_ms` the run is interrupted; if the kernel is not idle timeout_grace_ms
+ * later it is restarted (`status: restarting`). Either way the run ends with an `error` whose
+ * ename is "TimeoutError".
+ */
+int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts, gw_run_t **out);
+
+/** Runs queued or running on `ctx`. */
+size_t gw_kernel_runs_count(const gw_context_t *ctx);
+
+/**
+ * Ends every run queued or running on `ctx` with an `error` event (`ename`, `evalue`) and
+ * execution_complete (`outcome` recorded); their kernel requests are abandoned.
+ */
+void gw_kernel_runs_abort(gw_context_t *ctx, const char *ename, const char *evalue, const char *outcome);
+
+/** Enforces run timeouts on every context (gw_contexts_tick). */
+void gw_kernel_runs_tick(gw_contexts_t *contexts);
+
+#endif

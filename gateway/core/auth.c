@@ -1,0 +1,48 @@
+/* The access token, accepted in execd's, OAuth's and Jupyter's header forms, compared in constant time. */
+#include <string.h>
+#include <sodium.h>
+#include "core/auth.h"
+
+int gw_auth_token_equal(const char *token, const char *presented, size_t len)
+{
+    size_t token_len = strlen(token);
+
+    /* the length is not secret (it is the same for every guess); the bytes are */
+    if (len != token_len)
+        return 0;
+    return sodium_memcmp(token, presented, len) == 0;
+}
+
+/* `Authorization: <scheme> <token>` with the scheme compared case-insensitively. */
+static int authorization_matches(const char *token, h2o_iovec_t value)
+{
+    static const char *const schemes[] = {"bearer ", "token "};
+    size_t i;
+
+    for (i = 0; i != sizeof(schemes) / sizeof(schemes[0]); ++i) {
+        size_t slen = strlen(schemes[i]);
+        if (value.len > slen && h2o_lcstris(value.base, slen, schemes[i], slen)) {
+            const char *t = value.base + slen;
+            size_t tlen = value.len - slen;
+            while (tlen > 0 && *t == ' ')
+                ++t, --tlen;
+            return gw_auth_token_equal(token, t, tlen);
+        }
+    }
+    return 0;
+}
+
+int gw_auth_check(h2o_req_t *req, const char *token)
+{
+    ssize_t i;
+
+    if (token == NULL)
+        return 1;
+    for (i = -1; (i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-execd-access-token"), i)) != -1;)
+        if (gw_auth_token_equal(token, req->headers.entries[i].value.base, req->headers.entries[i].value.len))
+            return 1;
+    for (i = -1; (i = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, i)) != -1;)
+        if (authorization_matches(token, req->headers.entries[i].value))
+            return 1;
+    return 0;
+}

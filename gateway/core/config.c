@@ -1,0 +1,221 @@
+/* Defaults and command-line parsing for every tunable of the gateway. */
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "wire/alloc.h"
+#include "wire/text.h"
+#include "core/config.h"
+
+enum {
+    OPT_LISTEN = 256,
+    OPT_ACCESS_TOKEN,
+    OPT_KERNEL_PATH,
+    OPT_COMPAT,
+    OPT_RUNTIME_DIR,
+    OPT_ALLOW_REMOTE,
+    OPT_KEEP_ANSI,
+    OPT_SHELL,
+    OPT_WORKSPACE_ROOT,
+    OPT_HELP,
+    OPT_VERSION,
+#define GW_XX_OPT(field, type, def, opt, help) OPT_LIMIT_##field,
+    GW_LIMITS_MAP(GW_XX_OPT)
+#undef GW_XX_OPT
+};
+
+void gw_config_init(gw_config_t *config)
+{
+    memset(config, 0, sizeof(*config));
+    config->listen_host = wire_strdup("127.0.0.1");
+    config->listen_port = 44772;
+    config->shell = wire_strdup("/bin/bash");
+#define GW_XX_DEFAULT(field, type, def, opt, help) config->field = (type)(def);
+    GW_LIMITS_MAP(GW_XX_DEFAULT)
+#undef GW_XX_DEFAULT
+}
+
+void gw_config_dispose(gw_config_t *config)
+{
+    size_t i;
+
+    free(config->listen_host);
+    free(config->access_token);
+    for (i = 0; i != config->num_kernel_paths; ++i)
+        free(config->kernel_paths[i]);
+    free(config->kernel_paths);
+    free(config->runtime_dir);
+    free(config->shell);
+    free(config->workspace_root);
+    memset(config, 0, sizeof(*config));
+}
+
+static void usage(FILE *fp)
+{
+    fprintf(fp, "Usage: kgate [OPTION]...\n"
+                "An HTTP gateway to Jupyter kernels: persistent REPL contexts, results streamed as Server-Sent Events.\n\n"
+                "  --listen HOST:PORT          address to serve on (default 127.0.0.1:44772; IPv6 as [::1]:PORT)\n"
+                "  --access-token TOKEN        require TOKEN on every route but /healthz and /readyz\n"
+                "                              (also KGATE_ACCESS_TOKEN)\n"
+                "  --allow-remote-without-token  listen on a non-loopback address without a token\n"
+                "  --kernel-path DIR           extra kernelspec directory holding NAME/kernel.json (repeatable;\n"
+                "                              searched before JUPYTER_PATH and the standard directories)\n"
+                "  --compat execd              execd's exact stream framing (`<json>\\n\\n`) and results.text\n"
+                "  --runtime-dir DIR           where connection files and per-kernel state live (default: a new\n"
+                "                              temporary directory, removed at exit)\n"
+                "  --keep-ansi                 keep ANSI colour codes in tracebacks\n"
+                "  --shell PATH                shell for stateless runs (default /bin/bash)\n"
+                "  --workspace-root DIR        files and editor routes work beneath DIR (default: the current\n"
+                "                              directory at start)\n");
+#define GW_XX_USAGE(field, type, def, opt, help)                                                                                   \
+    fprintf(fp, "  --%-26s %s (default %llu)\n", opt " N", help, (unsigned long long)(def));
+    GW_LIMITS_MAP(GW_XX_USAGE)
+#undef GW_XX_USAGE
+    fprintf(fp, "  --help, --version\n");
+}
+
+/* Splits HOST:PORT or [HOST]:PORT. */
+static int parse_listen(gw_config_t *config, const char *arg)
+{
+    const char *colon, *host = arg;
+    size_t host_len;
+    uint64_t port;
+
+    if (arg[0] == '[') {
+        const char *close = strchr(arg, ']');
+        if (close == NULL || close[1] != ':')
+            return -1;
+        host = arg + 1;
+        host_len = (size_t)(close - host);
+        colon = close + 1;
+    } else {
+        if ((colon = strrchr(arg, ':')) == NULL)
+            return -1;
+        host_len = (size_t)(colon - arg);
+    }
+    if (wire_parse_decimal(colon + 1, 65535, &port) != 0 || host_len == 0)
+        return -1;
+    free(config->listen_host);
+    config->listen_host = wire_strndup(host, host_len);
+    config->listen_port = (uint16_t)port;
+    return 0;
+}
+
+static int is_loopback(const char *host)
+{
+    struct in_addr v4;
+    struct in6_addr v6;
+
+    if (strcmp(host, "localhost") == 0)
+        return 1;
+    if (inet_pton(AF_INET, host, &v4) == 1)
+        return (ntohl(v4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, host, &v6) == 1)
+        return IN6_IS_ADDR_LOOPBACK(&v6);
+    return 0;
+}
+
+int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_fp, void *err_fp)
+{
+    static const struct option options[] = {
+        {"listen", required_argument, NULL, OPT_LISTEN},
+        {"access-token", required_argument, NULL, OPT_ACCESS_TOKEN},
+        {"kernel-path", required_argument, NULL, OPT_KERNEL_PATH},
+        {"compat", required_argument, NULL, OPT_COMPAT},
+        {"runtime-dir", required_argument, NULL, OPT_RUNTIME_DIR},
+        {"allow-remote-without-token", no_argument, NULL, OPT_ALLOW_REMOTE},
+        {"keep-ansi", no_argument, NULL, OPT_KEEP_ANSI},
+        {"shell", required_argument, NULL, OPT_SHELL},
+        {"workspace-root", required_argument, NULL, OPT_WORKSPACE_ROOT},
+        {"help", no_argument, NULL, OPT_HELP},
+        {"version", no_argument, NULL, OPT_VERSION},
+#define GW_XX_LONGOPT(field, type, def, opt, help) {opt, required_argument, NULL, OPT_LIMIT_##field},
+        GW_LIMITS_MAP(GW_XX_LONGOPT)
+#undef GW_XX_LONGOPT
+            {NULL, 0, NULL, 0},
+    };
+    FILE *out = out_fp, *err = err_fp;
+    const char *env_token = getenv("KGATE_ACCESS_TOKEN");
+    uint64_t n;
+    int c;
+
+    if (env_token != NULL && env_token[0] != '\0')
+        config->access_token = wire_strdup(env_token);
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        switch (c) {
+        case OPT_LISTEN:
+            if (parse_listen(config, optarg) != 0) {
+                fprintf(err, "kgate: --listen wants HOST:PORT or [HOST]:PORT, got \"%s\"\n", optarg);
+                return -1;
+            }
+            break;
+        case OPT_ACCESS_TOKEN:
+            free(config->access_token);
+            config->access_token = optarg[0] != '\0' ? wire_strdup(optarg) : NULL;
+            break;
+        case OPT_KERNEL_PATH:
+            config->kernel_paths = wire_realloc(config->kernel_paths, sizeof(char *) * (config->num_kernel_paths + 1));
+            config->kernel_paths[config->num_kernel_paths++] = wire_strdup(optarg);
+            break;
+        case OPT_COMPAT:
+            if (strcmp(optarg, "execd") != 0) {
+                fprintf(err, "kgate: --compat knows only \"execd\", got \"%s\"\n", optarg);
+                return -1;
+            }
+            config->compat_execd = 1;
+            break;
+        case OPT_RUNTIME_DIR:
+            free(config->runtime_dir);
+            config->runtime_dir = wire_strdup(optarg);
+            break;
+        case OPT_ALLOW_REMOTE:
+            config->allow_remote_without_token = 1;
+            break;
+        case OPT_KEEP_ANSI:
+            config->keep_ansi = 1;
+            break;
+        case OPT_SHELL:
+            free(config->shell);
+            config->shell = wire_strdup(optarg);
+            break;
+        case OPT_WORKSPACE_ROOT:
+            free(config->workspace_root);
+            config->workspace_root = wire_strdup(optarg);
+            break;
+        case OPT_HELP:
+            usage(out);
+            return 1;
+        case OPT_VERSION:
+            fprintf(out, "kgate %s\n", GW_VERSION);
+            return 1;
+#define GW_XX_CASE(field, type, def, opt, help)                                                                                    \
+    case OPT_LIMIT_##field:                                                                                                        \
+        if (wire_parse_decimal(optarg, (type)-1, &n) != 0 || n == 0) {                                                             \
+            fprintf(err, "kgate: --%s wants a positive integer, got \"%s\"\n", opt, optarg);                                       \
+            return -1;                                                                                                             \
+        }                                                                                                                          \
+        config->field = (type)n;                                                                                                   \
+        break;
+            GW_LIMITS_MAP(GW_XX_CASE)
+#undef GW_XX_CASE
+        default:
+            fprintf(err, "kgate: unknown or incomplete option \"%s\" (see --help)\n", argv[optind - 1]);
+            return -1;
+        }
+    }
+    if (optind != argc) {
+        fprintf(err, "kgate: unexpected argument \"%s\" (see --help)\n", argv[optind]);
+        return -1;
+    }
+    if (config->access_token == NULL && !is_loopback(config->listen_host) && !config->allow_remote_without_token) {
+        fprintf(err,
+                "kgate: refusing to serve %s without an access token: anyone who can reach it could run code.\n"
+                "       Set --access-token (or KGATE_ACCESS_TOKEN), or pass --allow-remote-without-token.\n",
+                config->listen_host);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,50 @@
+/* core/errors.h: error codes of the gateway's engine (negative integers, one table), and gw_strerror. */
+#ifndef GW_ERRORS_H
+#define GW_ERRORS_H
+
+/*
+ * XX(name, message): every error a gateway engine function returns besides -errno (file system
+ * calls) and kmgr codes (kernels). The table starts at -300, below every errno and below wire's and
+ * kernelmgr's ranges (-100, -200), so that one int can carry any of them without ambiguity.
+ * Front doors map these codes to their protocol's errors (execd: API.md section 0).
+ */
+#define GW_ERRNO_MAP(XX)                                                                                                           \
+    XX(SHUTTINGDOWN, "kgate is shutting down")                                                                                     \
+    XX(TOOMANYCONTEXTS, "the maximum number of contexts is alive")                                                                 \
+    XX(TOOMANYCOMMANDS, "every command record is taken by a running command")                                                      \
+    XX(QUEUEFULL, "the context's run queue is full")                                                                               \
+    XX(KERNELDEAD, "the context's kernel is dead")                                                                                 \
+    XX(EVENTSGONE, "the events after that id are no longer retained")                                                              \
+    XX(NOINPUT, "no input is awaited")                                                                                             \
+    XX(SPAWN, "cannot start the process")                                                                                          \
+    XX(NOTFOUND, "no such object")                                                                                                 \
+    XX(WORKSPACE_EMPTY, "the path is empty")                                                                                       \
+    XX(WORKSPACE_NUL, "the path contains a NUL byte")                                                                              \
+    XX(WORKSPACE_TOOLONG, "the path is too long")                                                                                  \
+    XX(WORKSPACE_OUTSIDE, "the path is outside the workspace root")                                                                \
+    XX(MULTIPART_NOBOUNDARY, "the Content-Type is not multipart/form-data with a boundary")                                        \
+    XX(MULTIPART_MALFORMED, "the multipart body is malformed")                                                                     \
+    XX(MULTIPART_TOOMANYPARTS, "the multipart body has too many parts")                                                            \
+    XX(EDITOR_NOMATCH, "Error: No match found for replacement. Please check your text and try again.")                             \
+    XX(EDITOR_MULTIPLEMATCHES,                                                                                                     \
+       "Error: Found several matches for replacement text. Please provide more context to make a unique match.")                   \
+    XX(EDITOR_EMPTYOLDSTR, "Error: old_str must not be empty.")                                                                    \
+    XX(EDITOR_INVALIDRANGE, "Error: Invalid view_range.")                                                                          \
+    XX(EDITOR_INVALIDLINE, "Error: Invalid insert_line.")                                                                          \
+    XX(EDITOR_NOHISTORY, "Error: No edit history found for this file.")                                                            \
+    XX(EDITOR_TOOLARGE, "Error: The file would exceed the editor's size limit.")
+
+typedef enum {
+    GW_OK = 0,
+#define GW_XX_ENUM(name, msg) GW_E##name,
+    GW__ERR_FIRST = -300,
+    GW_ERRNO_MAP(GW_XX_ENUM)
+#undef GW_XX_ENUM
+} gw_err_t;
+
+/**
+ * A static description of `err`: a gateway code, a kernelmgr (or wire) code, or -errno.
+ */
+const char *gw_strerror(int err);
+
+#endif

@@ -1,0 +1,57 @@
+/* Events rendered once as SSE frames and shared, by reference, by every reader of a run. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "wire/alloc.h"
+#include "core/json_out.h"
+#include "core/event.h"
+
+gw_event_t *gw_event_render(const json_t *event, uint64_t id, int compat_execd)
+{
+    char prefix[48];
+    int prefix_len = compat_execd ? 0 : snprintf(prefix, sizeof(prefix), "id: %" PRIu64 "\ndata: ", id);
+    /* measure first, then render in place: a 12 MB stream event is never copied a second time */
+    size_t json_len = gw_json_render(event, NULL);
+    gw_event_t *ev = wire_malloc(offsetof(gw_event_t, frame) + (size_t)prefix_len + json_len + 2);
+
+    memset(ev, 0, offsetof(gw_event_t, frame));
+    ev->id = id;
+    ev->refcnt = 1;
+    memcpy(ev->frame, prefix, (size_t)prefix_len);
+    gw_json_render(event, ev->frame + prefix_len);
+    memcpy(ev->frame + prefix_len + json_len, "\n\n", 2);
+    ev->len = (size_t)prefix_len + json_len + 2;
+    return ev;
+}
+
+void gw_event_addref(gw_event_t *ev)
+{
+    ++ev->refcnt;
+}
+
+void gw_event_release(gw_event_t *ev)
+{
+    if (ev != NULL && --ev->refcnt == 0)
+        free(ev);
+}
+
+int64_t gw_unix_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+json_t *gw_event_new(const char *type)
+{
+    return json_pack("{s:s, s:I}", "type", type, "timestamp", (json_int_t)gw_unix_ms());
+}
+
+json_t *gw_error_event(const char *ename, const char *evalue)
+{
+    json_t *ev = gw_event_new("error");
+    json_object_set_new(ev, "error", json_pack("{s:s, s:s, s:[]}", "ename", ename, "evalue", evalue, "traceback"));
+    return ev;
+}

@@ -1,0 +1,45 @@
+/* core/event.h: events as immutable, reference-counted, pre-rendered Server-Sent Events frames. */
+#ifndef GW_SSE_H
+#define GW_SSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <h2o/linklist.h>
+
+/**
+ * One event of a run, rendered once and shared by every reader. `frame` holds the bytes that go
+ * on the wire: `id: <id>\ndata: <json>\n\n` (standard SSE) or `<json>\n\n` (execd framing).
+ * The run's log holds one reference; a reader holds one while the frame is being written.
+ */
+typedef struct st_gw_event_t {
+    uint64_t id;
+    unsigned refcnt;
+    unsigned in_log : 1; /* still linked in its run's log (a reader behind a trimmed event has lost data) */
+    h2o_linklist_t link; /* in the run's log */
+    size_t len;
+    char frame[];
+} gw_event_t;
+
+/**
+ * Renders `event` (a JSON object; borrowed) as event number `id`. The JSON is compact, so it is
+ * one line. Returns a new event with refcnt 1.
+ */
+gw_event_t *gw_event_render(const json_t *event, uint64_t id, int compat_execd);
+/** Takes a reference. */
+void gw_event_addref(gw_event_t *ev);
+/** Drops a reference; frees the event at zero. Accepts NULL. */
+void gw_event_release(gw_event_t *ev);
+
+/** Wall-clock Unix time in milliseconds (the `timestamp` of every event). */
+int64_t gw_unix_ms(void);
+
+/**
+ * Creates `{"type": type, "timestamp": now}`; the caller adds fields. (Convenience for producers.)
+ */
+json_t *gw_event_new(const char *type);
+
+/** Builds an `error` event {error: {ename, evalue, traceback: []}}. */
+json_t *gw_error_event(const char *ename, const char *evalue);
+
+#endif

@@ -1,0 +1,95 @@
+/* execd/execd.h: the execd front door: OpenSandbox execd's HTTP API (API.md Parts 1-3) over the engine. */
+#ifndef GW_EXECD_H
+#define GW_EXECD_H
+
+#include <h2o.h>
+#include "core/host.h"
+#include "core/router.h"
+#include "code/context.h"
+#include "code/languages.h"
+#include "files/files.h"
+#include "metrics/metrics.h"
+#include "procs/command.h"
+#include "procs/shell.h"
+#include "runs/run.h"
+
+/**
+ * The door's state: the engine features it speaks for (borrowed from the server) and its own
+ * streams. Its route handlers get this, never the server.
+ */
+typedef struct st_gw_execd_t {
+    gw_door_t super;
+    gw_host_t *host;
+    gw_runs_t *runs;
+    gw_languages_t *languages;
+    gw_contexts_t *contexts;
+    gw_shells_t *shells;
+    gw_commands_t *commands;
+    gw_files_t *files;
+    gw_metrics_t *metrics;
+    h2o_linklist_t metrics_watches; /* GET /metrics/watch responses */
+} gw_execd_t;
+
+/** Initialises the door over the given engine features (all borrowed for the door's life). */
+void gw_execd_init(gw_execd_t *execd, gw_host_t *host, gw_runs_t *runs, gw_languages_t *languages, gw_contexts_t *contexts,
+                   gw_shells_t *shells, gw_commands_t *commands, gw_files_t *files, gw_metrics_t *metrics);
+/** Appends the door's routes to `table` (body limits from the configuration). */
+void gw_execd_add_routes(gw_execd_t *execd, gw_route_table_t *table);
+/** Writes due lines of /metrics/watch streams (server tick). */
+void gw_execd_tick(gw_execd_t *execd);
+/** Ends the door's own streams (server shutdown); runs end with the engine. */
+void gw_execd_shutdown(gw_execd_t *execd);
+/** True once every stream of the door's own has been disposed (after gw_execd_shutdown). */
+int gw_execd_is_drained(gw_execd_t *execd);
+
+/* Route handlers, grouped by file. */
+#define GW_EXECD_HANDLER(name) void gw_execd_##name(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *params)
+GW_EXECD_HANDLER(ping);
+GW_EXECD_HANDLER(files_info);
+GW_EXECD_HANDLER(files_delete);
+GW_EXECD_HANDLER(files_permissions);
+GW_EXECD_HANDLER(files_mv);
+GW_EXECD_HANDLER(files_search);
+GW_EXECD_HANDLER(files_replace);
+GW_EXECD_HANDLER(files_upload);
+GW_EXECD_HANDLER(files_download);
+GW_EXECD_HANDLER(directories_list);
+GW_EXECD_HANDLER(directories_create);
+GW_EXECD_HANDLER(directories_delete);
+GW_EXECD_HANDLER(editor);
+GW_EXECD_HANDLER(languages);
+GW_EXECD_HANDLER(context_create);
+GW_EXECD_HANDLER(context_list);
+GW_EXECD_HANDLER(context_get);
+GW_EXECD_HANDLER(context_delete);
+GW_EXECD_HANDLER(context_delete_by_language);
+GW_EXECD_HANDLER(context_restart);
+GW_EXECD_HANDLER(code_execute);
+GW_EXECD_HANDLER(code_interrupt);
+GW_EXECD_HANDLER(execution_get);
+GW_EXECD_HANDLER(execution_events);
+GW_EXECD_HANDLER(execution_cancel);
+GW_EXECD_HANDLER(execution_input);
+GW_EXECD_HANDLER(command_run);
+GW_EXECD_HANDLER(command_interrupt);
+GW_EXECD_HANDLER(command_status);
+GW_EXECD_HANDLER(command_logs);
+GW_EXECD_HANDLER(session_create);
+GW_EXECD_HANDLER(session_run);
+GW_EXECD_HANDLER(session_delete);
+GW_EXECD_HANDLER(metrics);
+GW_EXECD_HANDLER(metrics_watch);
+
+/** The door's state from a handler's `door` argument. */
+static inline gw_execd_t *gw_execd_from(gw_door_t *door)
+{
+    return H2O_STRUCT_FROM_MEMBER(gw_execd_t, super, door);
+}
+
+/**
+ * Streams `run` as the response to `req` from the event after `after_id`, with the
+ * x-kgate-execution-id header. Returns 0, or GW_EEVENTSGONE (nothing sent).
+ */
+int gw_execd_stream_run(gw_execd_t *execd, h2o_req_t *req, gw_run_t *run, uint64_t after_id);
+
+#endif

@@ -1,0 +1,100 @@
+/* Routes of /code/executions/{id}: state, resumable event stream, cancel, and stdin answers. */
+#include <stdlib.h>
+#include <string.h>
+#include "wire/text.h"
+#include "execd/execd.h"
+#include "core/http.h"
+#include "runs/run.h"
+
+/* The run named by the path parameter, or NULL after answering 404. */
+static gw_run_t *run_from_params(gw_execd_t *execd, h2o_req_t *req, const gw_route_params_t *params)
+{
+    const char *id = gw_path_param(req, params, 0);
+    gw_run_t *run = id != NULL ? gw_run_find(execd->runs, id) : NULL;
+
+    if (run == NULL)
+        gw_send_error(req, GW_HTTP_EXECUTION_NOT_FOUND, "no execution with id \"%.*s\" (finished ones are kept for %u ms)",
+                      (int)(params->values[0].len > 64 ? 64 : params->values[0].len), params->values[0].base,
+                      execd->host->config->run_retention_ms);
+    return run;
+}
+
+GW_EXECD_HANDLER(execution_get)
+{
+    gw_execd_t *execd = gw_execd_from(door);
+    gw_run_t *run = run_from_params(execd, req, params);
+    if (run != NULL)
+        gw_send_json(req, 200, gw_run_to_json(run));
+}
+
+/* SSE's Last-Event-ID header, else ?last_event_id=; 0 when neither. -1 when malformed. */
+static long long resume_point(h2o_req_t *req)
+{
+    ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("last-event-id"), -1);
+    char buf[32];
+    const char *value = NULL;
+    uint64_t id;
+
+    if (i != -1) {
+        h2o_iovec_t v = req->headers.entries[i].value;
+        if (v.len == 0 || v.len >= sizeof(buf))
+            return v.len == 0 ? 0 : -1;
+        memcpy(buf, v.base, v.len);
+        buf[v.len] = '\0';
+        value = buf;
+    } else if ((value = gw_query_param(req, "last_event_id")) == NULL || value[0] == '\0') {
+        return 0;
+    }
+    return wire_parse_decimal(value, INT64_MAX, &id) == 0 ? (long long)id : -1;
+}
+
+GW_EXECD_HANDLER(execution_events)
+{
+    gw_execd_t *execd = gw_execd_from(door);
+    gw_run_t *run = run_from_params(execd, req, params);
+    long long after;
+
+    if (run == NULL)
+        return;
+    if ((after = resume_point(req)) < 0) {
+        gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "Last-Event-ID (or last_event_id) must be a non-negative integer");
+        return;
+    }
+    if (gw_execd_stream_run(execd, req, run, (uint64_t)after) != 0)
+        gw_send_error(req, GW_HTTP_EVENTS_GONE,
+                      "events after %lld are no longer retained (the run's log holds --max-run-log-bytes); GET the execution for "
+                      "first_retained_event_id",
+                      after);
+}
+
+GW_EXECD_HANDLER(execution_cancel)
+{
+    gw_execd_t *execd = gw_execd_from(door);
+    gw_run_t *run = run_from_params(execd, req, params);
+
+    if (run == NULL)
+        return;
+    gw_run_stop(run);
+    gw_send_empty(req);
+}
+
+GW_EXECD_HANDLER(execution_input)
+{
+    gw_execd_t *execd = gw_execd_from(door);
+    gw_run_t *run = run_from_params(execd, req, params);
+    json_t *body, *value;
+
+    if (run == NULL)
+        return;
+    if ((body = gw_parse_body(req)) == NULL)
+        return;
+    value = json_object_get(body, "value");
+    if (!json_is_string(value) || strlen(json_string_value(value)) != json_string_length(value)) {
+        gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "value must be a string (without NUL characters)");
+    } else if (gw_run_input(run, json_string_value(value)) != 0) {
+        gw_send_error(req, GW_HTTP_NO_INPUT_PENDING, "execution %s is not waiting for input", gw_run_id(run));
+    } else {
+        gw_send_empty(req);
+    }
+    json_decref(body);
+}

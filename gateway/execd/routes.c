@@ -1,0 +1,97 @@
+/* The execd door's route table, its set-up, and the run streams every execution route answers with. */
+#include <string.h>
+#include "core/errors.h"
+#include "core/http.h"
+#include "core/stream.h"
+#include "execd/execd.h"
+
+void gw_execd_init(gw_execd_t *execd, gw_host_t *host, gw_runs_t *runs, gw_languages_t *languages, gw_contexts_t *contexts,
+                   gw_shells_t *shells, gw_commands_t *commands, gw_files_t *files, gw_metrics_t *metrics)
+{
+    memset(execd, 0, sizeof(*execd));
+    execd->super.name = "execd";
+    execd->host = host;
+    execd->runs = runs;
+    execd->languages = languages;
+    execd->contexts = contexts;
+    execd->shells = shells;
+    execd->commands = commands;
+    execd->files = files;
+    execd->metrics = metrics;
+    h2o_linklist_init_anchor(&execd->metrics_watches);
+}
+
+void gw_execd_add_routes(gw_execd_t *execd, gw_route_table_t *table)
+{
+    const gw_config_t *config = execd->host->config;
+    /* uploads are the one route allowed past --max-body-bytes, up to --max-upload-bytes */
+    const struct {
+        const char *method, *pattern;
+        gw_route_handler_t handler;
+        int is_upload;
+    } rows[] = {
+        {"GET", "/ping", gw_execd_ping, 0},
+        {"GET", "/files/info", gw_execd_files_info, 0},
+        {"DELETE", "/files", gw_execd_files_delete, 0},
+        {"POST", "/files/permissions", gw_execd_files_permissions, 0},
+        {"POST", "/files/mv", gw_execd_files_mv, 0},
+        {"GET", "/files/search", gw_execd_files_search, 0},
+        {"POST", "/files/replace", gw_execd_files_replace, 0},
+        {"POST", "/files/upload", gw_execd_files_upload, 1},
+        {"GET", "/files/download", gw_execd_files_download, 0},
+        {"GET", "/directories/list", gw_execd_directories_list, 0},
+        {"POST", "/directories", gw_execd_directories_create, 0},
+        {"DELETE", "/directories", gw_execd_directories_delete, 0},
+        {"POST", "/editor", gw_execd_editor, 0},
+        {"GET", "/code/languages", gw_execd_languages, 0},
+        {"POST", "/code/context", gw_execd_context_create, 0},
+        {"GET", "/code/contexts", gw_execd_context_list, 0},
+        {"DELETE", "/code/contexts", gw_execd_context_delete_by_language, 0},
+        {"GET", "/code/contexts/{}", gw_execd_context_get, 0},
+        {"DELETE", "/code/contexts/{}", gw_execd_context_delete, 0},
+        {"POST", "/code/contexts/{}/restart", gw_execd_context_restart, 0},
+        {"POST", "/code", gw_execd_code_execute, 0},
+        {"DELETE", "/code", gw_execd_code_interrupt, 0},
+        {"GET", "/code/executions/{}", gw_execd_execution_get, 0},
+        {"DELETE", "/code/executions/{}", gw_execd_execution_cancel, 0},
+        {"GET", "/code/executions/{}/events", gw_execd_execution_events, 0},
+        {"POST", "/code/executions/{}/input", gw_execd_execution_input, 0},
+        {"POST", "/command", gw_execd_command_run, 0},
+        {"DELETE", "/command", gw_execd_command_interrupt, 0},
+        {"GET", "/command/status/{}", gw_execd_command_status, 0},
+        {"GET", "/command/{}/logs", gw_execd_command_logs, 0},
+        {"POST", "/session", gw_execd_session_create, 0},
+        {"POST", "/session/{}/run", gw_execd_session_run, 0},
+        {"DELETE", "/session/{}", gw_execd_session_delete, 0},
+        {"GET", "/metrics", gw_execd_metrics, 0},
+        {"GET", "/metrics/watch", gw_execd_metrics_watch, 0},
+    };
+
+    for (size_t i = 0; i != sizeof(rows) / sizeof(rows[0]); ++i) {
+        gw_route_t route = {rows[i].method,
+                            rows[i].pattern,
+                            rows[i].handler,
+                            0,
+                            rows[i].is_upload ? config->max_upload_bytes : config->max_body_bytes,
+                            &execd->super};
+        gw_route_table_add(table, &route);
+    }
+}
+
+GW_EXECD_HANDLER(ping)
+{
+    (void)door, (void)params;
+    gw_send_empty(req);
+}
+
+/* A run stream: the run's cursor lives in the request's pool; the writer closes it. */
+int gw_execd_stream_run(gw_execd_t *execd, h2o_req_t *req, gw_run_t *run, uint64_t after_id)
+{
+    gw_run_cursor_t *cursor = h2o_mem_alloc_pool(&req->pool, sizeof(*cursor));
+    int ret;
+
+    if ((ret = gw_run_cursor_open(run, cursor, after_id)) != 0)
+        return ret;
+    gw_sse_stream_start(req, &cursor->super, execd->host->config->max_reader_batch_bytes, "x-kgate-execution-id", gw_run_id(run));
+    return 0;
+}

@@ -1,0 +1,133 @@
+/* runs/run.h: runs: each an ordered, bounded, resumable log of events, read through cursors. */
+#ifndef GW_RUN_H
+#define GW_RUN_H
+
+#include <stdint.h>
+#include <jansson.h>
+#include <h2o/linklist.h>
+#include "core/event.h"
+#include "core/host.h"
+#include "core/stream.h"
+
+typedef struct st_gw_run_t gw_run_t;
+
+/**
+ * The registry of runs: live ones, and finished ones retained for resumption (oldest first). The
+ * bounds come from the host's configuration: max_run_log_bytes per run, max_retained_bytes and
+ * run_retention_ms for finished runs, ping_interval_ms for keep-alive events.
+ */
+typedef struct st_gw_runs_t {
+    gw_host_t *host;
+    h2o_linklist_t live;     /* gw_run_t, not finished */
+    h2o_linklist_t finished; /* gw_run_t, finished and retained, oldest first */
+    size_t retained_bytes;   /* log bytes of `finished` */
+} gw_runs_t;
+
+/** What produces a run's events (a kernel request or a shell process), seen from the run. */
+typedef struct st_gw_run_producer_t {
+    /** The run is being finished from outside (server shutdown): stop calling back into it. Called
+     * at most once; the producer is detached afterwards. */
+    void (*cancel)(gw_run_t *run, void *data);
+    /** gw_run_stop: cancel the run if it is queued, interrupt it if it runs. */
+    void (*stop)(gw_run_t *run, void *data);
+    /** gw_run_input: answers the run's pending input_request with `value`. Returns 0 or GW_ENOINPUT. */
+    int (*input)(gw_run_t *run, void *data, const char *value);
+} gw_run_producer_t;
+
+/** Where a run is in its life. */
+typedef enum { GW_RUN_QUEUED, GW_RUN_RUNNING, GW_RUN_FINISHED } gw_run_state_t;
+
+/** Per-run output bounds (API.md Part 2): stream text and the size of each rich result. */
+typedef struct st_gw_run_limits_t {
+    size_t output_bytes; /* stdout + stderr text kept; the rest is dropped and reported */
+    size_t result_bytes; /* one result's MIME bundle, serialised; larger ones are dropped and reported */
+} gw_run_limits_t;
+
+/**
+ * A reader's position in one run's log: an event source (core/stream.h) that a front door's
+ * writer pulls from. The cursor's memory belongs to the reader (a request's pool, usually); it is
+ * linked into the run from gw_run_cursor_open until its source's `close` (which the writer calls
+ * exactly once) or until the run goes away (then it reads as detached: no more events, no end).
+ */
+typedef struct st_gw_run_cursor_t {
+    gw_event_source_t super;
+    gw_run_t *run;       /* NULL once detached */
+    h2o_linklist_t link; /* in the run's cursors while attached */
+    uint64_t after_id;   /* the first event wanted is after_id + 1 */
+} gw_run_cursor_t;
+
+/** Initialises the registry (lists empty). */
+void gw_runs_init(gw_runs_t *runs, gw_host_t *host);
+/** Collects finished runs past their retention or over the retained-bytes budget (server tick). */
+void gw_runs_collect(gw_runs_t *runs);
+/** Ends every live run now (server shutdown): producers cancelled, readers finished. */
+void gw_runs_shutdown(gw_runs_t *runs);
+/** Frees every run (after the loop has stopped); cursors still attached are detached. */
+void gw_runs_dispose(gw_runs_t *runs);
+
+/**
+ * Creates a run registered with `runs` and appends its `init` event (`text`: `init_text`, the id
+ * DELETE /code?id= takes; NULL: the run's own id) and a first `ping`. `context_id` (copied) is the
+ * context it runs in, NULL for none. Pings follow every ping interval until the run finishes.
+ * Events are rendered in execd's framing when the configuration's compat_execd says so.
+ *
+ * Lifetime: a run is registered (gw_run_find) from creation until it is collected: finished,
+ * without cursors, and either older than run_retention_ms or evicted because finished runs hold
+ * more than max_retained_bytes. Collection happens from the server tick only, never inside a
+ * callback that may still use the run.
+ */
+gw_run_t *gw_run_create(gw_runs_t *runs, const char *context_id, const char *init_text, const gw_run_limits_t *limits);
+
+/** The registered run with `id` (live or retained), or NULL. */
+gw_run_t *gw_run_find(gw_runs_t *runs, const char *id);
+
+/** The run's id (a UUID string, valid for the run's life). */
+const char *gw_run_id(const gw_run_t *run);
+/** Where the run is in its life. */
+gw_run_state_t gw_run_state(const gw_run_t *run);
+
+/** Marks a queued run as started: execution_time counts from here. */
+void gw_run_mark_started(gw_run_t *run);
+
+/** Makes `producer` (with `data`) the run's event source, until gw_run_finish or its cancel. */
+void gw_run_set_producer(gw_run_t *run, const gw_run_producer_t *producer, void *data);
+
+/**
+ * Appends an event (steals the reference to `event`, adds `timestamp` if absent) and wakes the
+ * cursors. Ignored once the run has finished. `stdout`/`stderr` text beyond the run's output
+ * limit and `result` bundles beyond its result limit are dropped here; the first drop appends one
+ * `status` event with text `output_truncated`. The log keeps at most max_run_log_bytes of frames:
+ * when full the oldest events are dropped, and a reader that still needed them is cut off (it
+ * has fallen behind; it is never allowed to grow memory; it may resume later).
+ */
+void gw_run_append(gw_run_t *run, json_t *event);
+
+/**
+ * Appends `execution_complete` (with execution_time in ms, `execution_count` when >= 0, and
+ * `dropped` {output_bytes, results} when the limits dropped anything) as the last event, records
+ * `outcome` (a static string: "ok", "error", "timeout", "cancelled", "kernel_died"), detaches the
+ * producer and lets readers end their responses after it. No-op on a finished run.
+ */
+void gw_run_finish(gw_run_t *run, int execution_count, const char *outcome);
+
+/** Asks the producer to stop the run (cancel it if queued, interrupt it if running); no-op once finished. */
+void gw_run_stop(gw_run_t *run);
+
+/** Answers the run's pending input_request. Returns 0, or GW_ENOINPUT when none is pending. */
+int gw_run_input(gw_run_t *run, const char *value);
+
+/** The run's state for GET /code/executions/{id}. */
+json_t *gw_run_to_json(gw_run_t *run);
+
+/**
+ * Attaches `cursor` to `run`, positioned after event `after_id` (0: from the start; an id past the
+ * last event waits for the next one). Returns 0, or GW_EEVENTSGONE when the events right after
+ * `after_id` are no longer retained (nothing attached). The caller then hands &cursor->super to a
+ * writer, which sets its on_ready before the loop runs again.
+ */
+int gw_run_cursor_open(gw_run_t *run, gw_run_cursor_t *cursor, uint64_t after_id);
+
+/** Number of cursors attached (tests, metrics). */
+size_t gw_run_num_cursors(const gw_run_t *run);
+
+#endif
