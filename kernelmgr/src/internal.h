@@ -12,6 +12,7 @@
 #include "wire/signer.h"
 #include "kmgr/kernel.h"
 #include "kmgr/manager.h"
+#include "util_private.h"
 
 /* Largest inbound frame accepted from a kernel (ZMQ_MAXMSGSIZE); a bigger one drops the peer. */
 #define KMGR_MAX_FRAME_BYTES ((int64_t)64 * 1024 * 1024)
@@ -31,42 +32,6 @@
  * unread (kmgr_channels_drain): verifying and parsing output nobody will see would cost as much as
  * relaying it. Status messages, which track the kernel's state, are far smaller. */
 #define KMGR_UNAWAITED_MAX_BYTES ((size_t)64 * 1024)
-
-/* An intrusive doubly-linked list (h2o_linklist_t style); a list head is a link to itself. */
-typedef struct st_kmgr_link_t {
-    struct st_kmgr_link_t *prev, *next;
-} kmgr_link_t;
-
-#define KMGR_FROM_MEMBER(type, member, ptr) ((type *)((char *)(ptr)-offsetof(type, member)))
-
-static inline void kmgr_list_init(kmgr_link_t *head)
-{
-    head->prev = head->next = head;
-}
-static inline int kmgr_list_empty(const kmgr_link_t *head)
-{
-    return head->next == head;
-}
-static inline int kmgr_link_linked(const kmgr_link_t *link)
-{
-    return link->next != NULL && link->next != link;
-}
-static inline void kmgr_list_append(kmgr_link_t *head, kmgr_link_t *link)
-{
-    link->prev = head->prev;
-    link->next = head;
-    head->prev->next = link;
-    head->prev = link;
-}
-static inline void kmgr_link_unlink(kmgr_link_t *link)
-{
-    link->prev->next = link->next;
-    link->next->prev = link->prev;
-    link->prev = link->next = link;
-}
-
-/* "a/b" in a new string (wire_malloc). */
-char *kmgr_path_join(const char *a, const char *b);
 
 /* ---- process.c: one incarnation of a kernel process with its directory and channels ---- */
 

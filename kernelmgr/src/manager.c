@@ -6,19 +6,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 #include "wire/alloc.h"
 #include "kmgr/errors.h"
 #include "internal.h"
-
-uint64_t kmgr_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void fill_defaults(kmgr_config_t *c)
 {
@@ -262,15 +254,4 @@ size_t kmgr_manager_num_processes(const kmgr_manager_t *mgr)
 const char *kmgr_manager_runtime_dir(const kmgr_manager_t *mgr)
 {
     return mgr->runtime_dir;
-}
-
-char *kmgr_path_join(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    char *p = wire_malloc(la + lb + 2);
-
-    memcpy(p, a, la);
-    p[la] = '/';
-    memcpy(p + la + 1, b, lb + 1);
-    return p;
 }
