@@ -12,26 +12,11 @@
 #include "wire/signer.h"
 #include "kmgr/kernel.h"
 #include "kmgr/manager.h"
+#include "channels.h"
 #include "util_private.h"
 
-/* Largest inbound frame accepted from a kernel (ZMQ_MAXMSGSIZE); a bigger one drops the peer. */
-#define KMGR_MAX_FRAME_BYTES ((int64_t)64 * 1024 * 1024)
-/* Most frames one message may have (a kernel's buffers); the rest of a longer one is discarded. */
-#define KMGR_MAX_FRAMES 1024
-/* Messages, and bytes, drained from one socket per wakeup before yielding back to the loop: a
- * kernel printing at full speed must leave the loop time to write what it already relayed. */
-#define KMGR_DRAIN_BATCH 64
-#define KMGR_DRAIN_BYTES ((size_t)1024 * 1024)
-/* Messages kgate's iopub socket queues before it stops reading from the kernel. Unbounded, a
- * kernel printing faster than kgate relays grew kgate without limit; bounded, the backlog waits
- * in the kernel's own PUB queue (which drops beyond its high-water mark: KMGR_IDLE_GRACE_MS). */
-#define KMGR_IOPUB_RCVHWM 16
 /* A request that has its reply but no status idle is finished after this much silence. */
 #define KMGR_IDLE_GRACE_MS 5000
-/* An iopub message larger than this that arrives while no request awaits anything is passed over
- * unread (kmgr_channels_drain): verifying and parsing output nobody will see would cost as much as
- * relaying it. Status messages, which track the kernel's state, are far smaller. */
-#define KMGR_UNAWAITED_MAX_BYTES ((size_t)64 * 1024)
 
 /* ---- process.c: one incarnation of a kernel process with its directory and channels ---- */
 
@@ -44,16 +29,7 @@ typedef enum {
 
 typedef struct st_kmgr_proc_t kmgr_proc_t;
 
-/* The watch argument of one socket: which process and which channel signalled. */
-typedef struct st_kmgr_chan_t {
-    kmgr_proc_t *proc;
-    wire_channel_t channel;
-} kmgr_chan_t;
-
 struct st_kmgr_proc_t {
-    kmgr_manager_t *mgr;
-    /* The kernel this is the current incarnation of; NULL once it moved to the shutdown list. */
-    kmgr_kernel_t *kernel;
     /* Link in mgr->shutting_down once detached. */
     kmgr_link_t link;
     char uuid[WIRE_UUID_STRLEN + 1];
@@ -65,25 +41,13 @@ struct st_kmgr_proc_t {
     int wstatus; /* valid once reaped */
     kmgr_proc_phase_t phase;
     uint64_t deadline;
-    void *sockets[WIRE_CHANNEL_COUNT];
-    void *watches[WIRE_CHANNEL_COUNT];
-    kmgr_chan_t chans[WIRE_CHANNEL_COUNT];
-    /* A ROUTER drops messages for a peer whose handshake it has not seen, so an input_request sent
-     * before our stdin DEALER finished (re)connecting is lost and the kernel waits forever. A
-     * monitor of the stdin socket (a PAIR, channel WIRE_CHANNEL_COUNT) tells when it has. */
-    void *monitor;
-    void *monitor_watch;
-    kmgr_chan_t monitor_chan;
-    int stdin_connected;
-    /* Messages dropped because they failed to verify or decode; logged once. */
-    uint64_t dropped;
-    /* Set by a send: the sockets must be drained again from run_pending. */
-    int redrain;
+    /* Opened by the kernel that owns this incarnation, closed (but for control) once detached. */
+    kmgr_channels_t channels;
 };
 
 /**
  * Creates the directory, connection file and IPython dir of a new incarnation and spawns it.
- * Returns 0 with `*out` set (phase RUNNING, no sockets yet), or KMGR_EIO / KMGR_ESPAWN; on error
+ * Returns 0 with `*out` set (phase RUNNING, its channels initialised but closed), or KMGR_EIO / KMGR_ESPAWN; on error
  * nothing is left behind and `why` (if non-NULL, `whylen` bytes) says what failed.
  */
 int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const char *cwd, json_t *env, kmgr_proc_t **out, char *why,
@@ -99,44 +63,8 @@ void kmgr_proc_free(kmgr_proc_t *proc);
 /** Removes a directory tree (no symlinks followed); best effort. */
 void kmgr_rmtree(const char *path);
 
-/* ---- channels.c: the five ZMQ sockets of an incarnation ---- */
+/* ---- kernel.c: what the manager drives ---- */
 
-/** Opens and connects the five sockets (and the stdin monitor) and watches them. Returns 0 or KMGR_EZMQ. */
-int kmgr_channels_open(kmgr_proc_t *proc);
-/** Stops watching and closes every socket (keep_control: leave the control socket open, unwatched). */
-void kmgr_channels_close(kmgr_proc_t *proc, int keep_control);
-/** Signs and sends `msg` on `channel` (no-op if that socket is closed). Returns 0 or KMGR_EZMQ. */
-int kmgr_channels_send(kmgr_proc_t *proc, wire_channel_t channel, const wire_msg_t *msg);
-/** Reads stdin monitor events; calls kmgr_kernel_on_stdin_connected once the handshake is done. */
-void kmgr_channels_drain_monitor(kmgr_proc_t *proc);
-/** Sends a heartbeat ping. */
-void kmgr_channels_ping(kmgr_proc_t *proc);
-/**
- * Receives at most KMGR_DRAIN_BATCH messages from `channel`, passing each verified message to
- * kmgr_kernel_on_message (ownership passes) and counting heartbeats through kmgr_kernel_on_pong.
- * Big iopub messages nobody awaits are passed over unread (KMGR_UNAWAITED_MAX_BYTES). Stops
- * early when the kernel moves on to another incarnation or is destroyed. Returns 1 if the batch
- * was exhausted with more to read, else 0.
- */
-int kmgr_channels_drain(kmgr_proc_t *proc, wire_channel_t channel);
-
-/* ---- kernel.c: callbacks from channels into the state machine ---- */
-
-/** A decoded message from the kernel's current incarnation (`msg` owned by the callee). */
-void kmgr_kernel_on_message(kmgr_kernel_t *kernel, wire_channel_t channel, wire_msg_t *msg);
-/** The stdin channel finished its handshake (readiness waits for it). */
-void kmgr_kernel_on_stdin_connected(kmgr_kernel_t *kernel);
-/** A heartbeat answer arrived. */
-void kmgr_kernel_on_pong(kmgr_kernel_t *kernel);
-/**
- * Whether an iopub message could matter to anyone: true while the kernel starts (any message proves
- * iopub live) and while any request is registered. Otherwise only status messages matter.
- */
-int kmgr_kernel_awaits_iopub(const kmgr_kernel_t *kernel);
-/** Counts a message passed over unread (KMGR_UNAWAITED_MAX_BYTES). */
-void kmgr_kernel_on_unawaited(kmgr_kernel_t *kernel);
-/** An incremented generation means the drain must stop (restart, death, destroy). */
-uint64_t kmgr_kernel_generation(const kmgr_kernel_t *kernel);
 /** Tick work of one kernel: readiness retries, timeouts, heartbeats, reaping. */
 void kmgr_kernel_tick(kmgr_kernel_t *kernel, uint64_t now);
 /** Deferred work of one kernel: re-drain after sends, deferred failures and state notices. */

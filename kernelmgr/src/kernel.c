@@ -214,7 +214,7 @@ static void flush_deferred(kmgr_kernel_t *k)
 
 static int send_msg(kmgr_kernel_t *k, wire_channel_t channel, wire_msg_t *msg)
 {
-    int ret = k->proc != NULL ? kmgr_channels_send(k->proc, channel, msg) : KMGR_EZMQ;
+    int ret = k->proc != NULL ? kmgr_channels_send(&k->proc->channels, channel, msg) : KMGR_EZMQ;
     wire_msg_destroy(msg);
     return ret;
 }
@@ -224,37 +224,13 @@ static void send_kernel_info(kmgr_kernel_t *k)
     send_msg(k, WIRE_CHANNEL_SHELL, wire_msg_create("kernel_info_request", k->session, NULL));
 }
 
-/* Spawns a new incarnation and starts its handshake. No callbacks. */
-static int launch(kmgr_kernel_t *k, char *why, size_t whylen)
-{
-    kmgr_proc_t *proc;
-    int ret;
-
-    if ((ret = kmgr_proc_spawn(k->mgr, k->spec, k->cwd, k->env, &proc, why, whylen)) != 0)
-        return ret;
-    if ((ret = kmgr_channels_open(proc)) != 0) {
-        snprintf(why, whylen, "cannot open the kernel's channels");
-        kmgr_manager_adopt(k->mgr, proc, 0);
-        return ret;
-    }
-    proc->kernel = k;
-    k->proc = proc;
-    k->got_info_reply = 0;
-    k->got_iopub = 0;
-    k->started_at = kmgr_now_ms();
-    k->next_info_at = k->started_at + k->mgr->config.kernel_info_retry_ms;
-    k->ping_sent_at = 0;
-    send_kernel_info(k);
-    return 0;
-}
-
 /* Loop context: the kernel is gone (or as good as). Fails its requests, then tells the owner. */
 static void die(kmgr_kernel_t *k, const char *reason, int kill_it)
 {
     ++k->generation;
     snprintf(k->exit_reason, sizeof(k->exit_reason), "%s", reason);
     if (k->proc != NULL) {
-        kmgr_channels_close(k->proc, 0);
+        kmgr_channels_close(&k->proc->channels, 0);
         if (kill_it)
             kmgr_proc_signal(k->proc, SIGKILL);
     }
@@ -269,7 +245,7 @@ static void maybe_ready(kmgr_kernel_t *k)
     uint64_t now;
 
     if ((k->state != KMGR_KERNEL_STARTING && k->state != KMGR_KERNEL_RESTARTING) || !k->got_info_reply || !k->got_iopub ||
-        !k->proc->stdin_connected)
+        !k->proc->channels.stdin_connected)
         return;
     now = kmgr_now_ms();
     k->state = KMGR_KERNEL_IDLE;
@@ -278,12 +254,168 @@ static void maybe_ready(kmgr_kernel_t *k)
     for (link = k->requests.next; link != &k->requests; link = link->next) {
         kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, link);
         if (req->unsent != NULL) {
-            kmgr_channels_send(k->proc, WIRE_CHANNEL_SHELL, req->unsent);
+            kmgr_channels_send(&k->proc->channels, WIRE_CHANNEL_SHELL, req->unsent);
             wire_msg_destroy(req->unsent);
             req->unsent = NULL;
         }
     }
     flush_state(k);
+}
+
+/* ---- what the channels report ---- */
+
+static void on_status(kmgr_kernel_t *k, const wire_msg_t *msg)
+{
+    const char *state = json_string_value(json_object_get(msg->content, "execution_state"));
+
+    if (state == NULL || (k->state != KMGR_KERNEL_IDLE && k->state != KMGR_KERNEL_BUSY))
+        return;
+    if (strcmp(state, "busy") == 0)
+        k->state = KMGR_KERNEL_BUSY;
+    else if (strcmp(state, "idle") == 0)
+        k->state = KMGR_KERNEL_IDLE;
+    flush_state(k);
+}
+
+static void on_message(void *data, wire_channel_t channel, wire_msg_t *msg)
+{
+    kmgr_kernel_t *k = data;
+    uint64_t generation = k->generation;
+    const char *type = wire_msg_type(msg);
+    kmgr_request_t *req;
+
+    /* Deferred events (a restart's FAILED, its state notice) go out before anything newer. */
+    flush_deferred(k);
+    if (k->generation != generation)
+        goto Exit;
+
+    switch (channel) {
+    case WIRE_CHANNEL_SHELL:
+        req = hash_find(k, wire_msg_parent_id(msg));
+        if (req == NULL) {
+            /* A reply to one of our own handshake requests. */
+            if (strcmp(type, "kernel_info_reply") == 0 &&
+                (k->state == KMGR_KERNEL_STARTING || k->state == KMGR_KERNEL_RESTARTING)) {
+                if (k->info == NULL)
+                    k->info = json_incref(msg->content);
+                k->got_info_reply = 1;
+                maybe_ready(k);
+            }
+            goto Exit;
+        }
+        req->got_reply = 1;
+        req->last_heard_at = kmgr_now_ms();
+        deliver(req, KMGR_REQ_REPLY, msg, 0);
+        if (k->generation == generation && req->got_idle)
+            finish(req, KMGR_REQ_DONE, 0);
+        break;
+    case WIRE_CHANNEL_IOPUB:
+        k->got_iopub = 1;
+        if (k->state == KMGR_KERNEL_STARTING || k->state == KMGR_KERNEL_RESTARTING) {
+            maybe_ready(k);
+        } else if (strcmp(type, "status") == 0) {
+            on_status(k, msg);
+        }
+        if (k->generation != generation || (req = hash_find(k, wire_msg_parent_id(msg))) == NULL)
+            goto Exit;
+        if (strcmp(type, "status") == 0) {
+            const char *state = json_string_value(json_object_get(msg->content, "execution_state"));
+            if (state != NULL && strcmp(state, "idle") == 0)
+                req->got_idle = 1;
+        }
+        req->last_heard_at = kmgr_now_ms();
+        deliver(req, KMGR_REQ_IOPUB, msg, 0);
+        if (k->generation == generation && req->got_idle && req->got_reply)
+            finish(req, KMGR_REQ_DONE, 0);
+        break;
+    case WIRE_CHANNEL_STDIN:
+        if (strcmp(type, "input_request") != 0 || (req = hash_find(k, wire_msg_parent_id(msg))) == NULL)
+            goto Exit;
+        json_decref(req->input_header);
+        req->input_header = json_incref(msg->header);
+        /* Nobody will answer a cancelled request, and the kernel would wait for input forever,
+         * wedging every later request: give it an empty line. */
+        if (req->cb == NULL) {
+            kmgr_request_input_reply(req, "");
+            break;
+        }
+        deliver(req, KMGR_REQ_INPUT, msg, 0);
+        break;
+    default:
+        /* control replies (interrupt_reply) concern nobody. */
+        break;
+    }
+Exit:
+    wire_msg_destroy(msg);
+}
+
+static void on_stdin_connected(void *data)
+{
+    kmgr_kernel_t *k = data;
+
+    flush_deferred(k);
+    if (!k->destroyed)
+        maybe_ready(k);
+}
+
+static void on_pong(void *data)
+{
+    kmgr_kernel_t *k = data;
+
+    k->ping_sent_at = 0;
+}
+
+/*
+ * An iopub message could matter to someone while the kernel starts (any message proves iopub live)
+ * and while any request is registered; otherwise only status messages matter, and a big message
+ * is not one.
+ */
+static int pass_over_iopub(void *data)
+{
+    kmgr_kernel_t *k = data;
+
+    if ((k->state != KMGR_KERNEL_IDLE && k->state != KMGR_KERNEL_BUSY) || !kmgr_list_empty(&k->requests))
+        return 0;
+    ++k->unawaited;
+    return 1;
+}
+
+static void on_redrain(void *data)
+{
+    kmgr_kernel_t *k = data;
+
+    kmgr_manager_schedule(k->mgr);
+}
+
+static const kmgr_channels_ops_t channel_ops = {
+    .on_message = on_message,
+    .on_stdin_connected = on_stdin_connected,
+    .on_pong = on_pong,
+    .pass_over_iopub = pass_over_iopub,
+    .on_redrain = on_redrain,
+};
+
+/* Spawns a new incarnation and starts its handshake. No callbacks. */
+static int launch(kmgr_kernel_t *k, char *why, size_t whylen)
+{
+    kmgr_proc_t *proc;
+    int ret;
+
+    if ((ret = kmgr_proc_spawn(k->mgr, k->spec, k->cwd, k->env, &proc, why, whylen)) != 0)
+        return ret;
+    if ((ret = kmgr_channels_open(&proc->channels, &channel_ops, k)) != 0) {
+        snprintf(why, whylen, "cannot open the kernel's channels");
+        kmgr_manager_adopt(k->mgr, proc, 0);
+        return ret;
+    }
+    k->proc = proc;
+    k->got_info_reply = 0;
+    k->got_iopub = 0;
+    k->started_at = kmgr_now_ms();
+    k->next_info_at = k->started_at + k->mgr->config.kernel_info_retry_ms;
+    k->ping_sent_at = 0;
+    send_kernel_info(k);
+    return 0;
 }
 
 /* ---- lifecycle ---- */
@@ -445,7 +577,7 @@ int kmgr_kernel_request(kmgr_kernel_t *k, const char *msg_type, json_t *content,
     req->cb = cb;
     req->data = data;
     if (k->state == KMGR_KERNEL_IDLE || k->state == KMGR_KERNEL_BUSY) {
-        int ret = kmgr_channels_send(k->proc, WIRE_CHANNEL_SHELL, msg);
+        int ret = kmgr_channels_send(&k->proc->channels, WIRE_CHANNEL_SHELL, msg);
         wire_msg_destroy(msg);
         if (ret != 0) {
             request_free(req);
@@ -516,141 +648,9 @@ void kmgr_request_cancel(kmgr_request_t *req)
 
 /* ---- from the loop ---- */
 
-static void on_status(kmgr_kernel_t *k, const wire_msg_t *msg)
-{
-    const char *state = json_string_value(json_object_get(msg->content, "execution_state"));
-
-    if (state == NULL || (k->state != KMGR_KERNEL_IDLE && k->state != KMGR_KERNEL_BUSY))
-        return;
-    if (strcmp(state, "busy") == 0)
-        k->state = KMGR_KERNEL_BUSY;
-    else if (strcmp(state, "idle") == 0)
-        k->state = KMGR_KERNEL_IDLE;
-    flush_state(k);
-}
-
-void kmgr_kernel_on_message(kmgr_kernel_t *k, wire_channel_t channel, wire_msg_t *msg)
-{
-    uint64_t generation = k->generation;
-    const char *type = wire_msg_type(msg);
-    kmgr_request_t *req;
-
-    /* Deferred events (a restart's FAILED, its state notice) go out before anything newer. */
-    flush_deferred(k);
-    if (k->generation != generation)
-        goto Exit;
-
-    switch (channel) {
-    case WIRE_CHANNEL_SHELL:
-        req = hash_find(k, wire_msg_parent_id(msg));
-        if (req == NULL) {
-            /* A reply to one of our own handshake requests. */
-            if (strcmp(type, "kernel_info_reply") == 0 &&
-                (k->state == KMGR_KERNEL_STARTING || k->state == KMGR_KERNEL_RESTARTING)) {
-                if (k->info == NULL)
-                    k->info = json_incref(msg->content);
-                k->got_info_reply = 1;
-                maybe_ready(k);
-            }
-            goto Exit;
-        }
-        req->got_reply = 1;
-        req->last_heard_at = kmgr_now_ms();
-        deliver(req, KMGR_REQ_REPLY, msg, 0);
-        if (k->generation == generation && req->got_idle)
-            finish(req, KMGR_REQ_DONE, 0);
-        break;
-    case WIRE_CHANNEL_IOPUB:
-        k->got_iopub = 1;
-        if (k->state == KMGR_KERNEL_STARTING || k->state == KMGR_KERNEL_RESTARTING) {
-            maybe_ready(k);
-        } else if (strcmp(type, "status") == 0) {
-            on_status(k, msg);
-        }
-        if (k->generation != generation || (req = hash_find(k, wire_msg_parent_id(msg))) == NULL)
-            goto Exit;
-        if (strcmp(type, "status") == 0) {
-            const char *state = json_string_value(json_object_get(msg->content, "execution_state"));
-            if (state != NULL && strcmp(state, "idle") == 0)
-                req->got_idle = 1;
-        }
-        req->last_heard_at = kmgr_now_ms();
-        deliver(req, KMGR_REQ_IOPUB, msg, 0);
-        if (k->generation == generation && req->got_idle && req->got_reply)
-            finish(req, KMGR_REQ_DONE, 0);
-        break;
-    case WIRE_CHANNEL_STDIN:
-        if (strcmp(type, "input_request") != 0 || (req = hash_find(k, wire_msg_parent_id(msg))) == NULL)
-            goto Exit;
-        json_decref(req->input_header);
-        req->input_header = json_incref(msg->header);
-        /* Nobody will answer a cancelled request, and the kernel would wait for input forever,
-         * wedging every later request: give it an empty line. */
-        if (req->cb == NULL) {
-            kmgr_request_input_reply(req, "");
-            break;
-        }
-        deliver(req, KMGR_REQ_INPUT, msg, 0);
-        break;
-    default:
-        /* control replies (interrupt_reply) concern nobody. */
-        break;
-    }
-Exit:
-    wire_msg_destroy(msg);
-}
-
-void kmgr_kernel_on_stdin_connected(kmgr_kernel_t *k)
-{
-    flush_deferred(k);
-    if (!k->destroyed)
-        maybe_ready(k);
-}
-
-void kmgr_kernel_on_pong(kmgr_kernel_t *k)
-{
-    k->ping_sent_at = 0;
-}
-
-int kmgr_kernel_awaits_iopub(const kmgr_kernel_t *k)
-{
-    return (k->state != KMGR_KERNEL_IDLE && k->state != KMGR_KERNEL_BUSY) || !kmgr_list_empty(&k->requests);
-}
-
-void kmgr_kernel_on_unawaited(kmgr_kernel_t *k)
-{
-    ++k->unawaited;
-}
-
 uint64_t kmgr_kernel_unawaited_messages(const kmgr_kernel_t *k)
 {
     return k->unawaited;
-}
-
-uint64_t kmgr_kernel_generation(const kmgr_kernel_t *k)
-{
-    return k->generation;
-}
-
-static void drain_all(kmgr_kernel_t *k)
-{
-    uint64_t generation = k->generation;
-    kmgr_proc_t *proc = k->proc;
-    int more = 0;
-
-    proc->redrain = 0;
-    kmgr_channels_drain_monitor(proc);
-    if (k->generation != generation)
-        return;
-    for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i) {
-        more |= kmgr_channels_drain(proc, (wire_channel_t)i);
-        if (k->generation != generation)
-            return;
-    }
-    if (more) {
-        proc->redrain = 1;
-        kmgr_manager_schedule(k->mgr);
-    }
 }
 
 /*
@@ -693,7 +693,7 @@ void kmgr_kernel_tick(kmgr_kernel_t *k, uint64_t now)
     if (kmgr_proc_reap(k->proc)) {
         uint64_t generation = k->generation;
         /* What it said before exiting (a last reply, its output) still belongs to its requests. */
-        drain_all(k);
+        kmgr_channels_drain_all(&k->proc->channels);
         if (k->generation != generation || k->destroyed)
             return;
         kmgr_proc_describe_exit(k->proc, reason, sizeof(reason));
@@ -714,14 +714,14 @@ void kmgr_kernel_tick(kmgr_kernel_t *k, uint64_t now)
     default:
         if (k->ping_sent_at != 0) {
             /* A stalled loop must not read as a dead kernel: collect pongs that already arrived. */
-            kmgr_channels_drain(k->proc, WIRE_CHANNEL_HB);
+            kmgr_channels_drain(&k->proc->channels, WIRE_CHANNEL_HB);
             if (k->ping_sent_at != 0 && now - k->ping_sent_at >= config->heartbeat_timeout_ms) {
                 die(k, "stopped answering heartbeats", 1);
                 return;
             }
         }
         if (k->ping_sent_at == 0 && now >= k->next_ping_at) {
-            kmgr_channels_ping(k->proc);
+            kmgr_channels_ping(&k->proc->channels);
             k->ping_sent_at = now;
             k->next_ping_at = now + config->heartbeat_interval_ms;
         }
@@ -733,9 +733,9 @@ void kmgr_kernel_tick(kmgr_kernel_t *k, uint64_t now)
 void kmgr_kernel_run_pending(kmgr_kernel_t *k)
 {
     flush_deferred(k);
-    if (k->destroyed || k->proc == NULL || !k->proc->redrain)
+    if (k->destroyed || k->proc == NULL || !k->proc->channels.redrain)
         return;
-    drain_all(k);
+    kmgr_channels_drain_all(&k->proc->channels);
 }
 
 int kmgr_kernel_is_destroyed(const kmgr_kernel_t *k)

@@ -141,20 +141,19 @@ static void send_shutdown_request(kmgr_proc_t *proc)
 
     wire_uuid4(session);
     msg = wire_msg_create("shutdown_request", session, json_pack("{s:b}", "restart", 0));
-    kmgr_channels_send(proc, WIRE_CHANNEL_CONTROL, msg);
+    kmgr_channels_send(&proc->channels, WIRE_CHANNEL_CONTROL, msg);
     wire_msg_destroy(msg);
 }
 
 void kmgr_manager_adopt(kmgr_manager_t *mgr, kmgr_proc_t *proc, int polite)
 {
-    proc->kernel = NULL;
     /* The control socket stays open (unwatched) to carry shutdown_request; it closes when the
      * process is reaped. Closing the others now means no stale message can reach anyone. */
-    kmgr_channels_close(proc, 1);
+    kmgr_channels_close(&proc->channels, 1);
     kmgr_list_append(&mgr->shutting_down, &proc->link);
     if (kmgr_proc_reap(proc))
         return;
-    if (polite && proc->sockets[WIRE_CHANNEL_CONTROL] != NULL) {
+    if (polite && proc->channels.sockets[WIRE_CHANNEL_CONTROL] != NULL) {
         send_shutdown_request(proc);
         proc->phase = KMGR_PROC_SHUTDOWN;
     } else {
