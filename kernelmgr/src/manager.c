@@ -10,7 +10,7 @@
 #include <zmq.h>
 #include "wire/alloc.h"
 #include "kmgr/errors.h"
-#include "internal.h"
+#include "manager_private.h"
 
 static void fill_defaults(kmgr_config_t *c)
 {

@@ -16,7 +16,8 @@
 #include <unistd.h>
 #include "wire/alloc.h"
 #include "kmgr/errors.h"
-#include "internal.h"
+#include "manager_private.h"
+#include "process.h"
 
 extern char **environ;
 
