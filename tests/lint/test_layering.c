@@ -17,7 +17,7 @@
 
 /* A header ending in '/' or '*' forbids every header with that prefix. */
 typedef struct st_include_rule_t {
-    const char *module; /* top-level directory the rule applies to */
+    const char *where; /* the files the rule applies to: a prefix of their path from the source root */
     const char *header;
     const char *why;
 } include_rule_t;
@@ -25,24 +25,31 @@ typedef struct st_include_rule_t {
 #define WIRE_NO_SOCKET "wire touches no socket and no process"
 #define NOT_UPWARD "dependencies point one way: gateway -> kernelmgr -> wire"
 #define ONLY_GW_HTTP "only gateway knows HTTP and h2o"
+#define CHANNELS_LEAF "kernelmgr's channels are a leaf transport: they know no kernel, request, process or manager"
 
 static const include_rule_t include_rules[] = {
-    {"wire", "zmq*", WIRE_NO_SOCKET},
-    {"wire", "sys/socket.h", WIRE_NO_SOCKET},
-    {"wire", "sys/un.h", WIRE_NO_SOCKET},
-    {"wire", "netinet/", WIRE_NO_SOCKET},
-    {"wire", "arpa/", WIRE_NO_SOCKET},
-    {"wire", "netdb.h", WIRE_NO_SOCKET},
-    {"wire", "spawn.h", WIRE_NO_SOCKET},
-    {"wire", "sys/wait.h", WIRE_NO_SOCKET},
-    {"wire", "h2o.h", ONLY_GW_HTTP},
-    {"wire", "h2o/", ONLY_GW_HTTP},
-    {"wire", "kmgr/", NOT_UPWARD},
-    {"wire", "gateway/", NOT_UPWARD},
-    {"kernelmgr", "h2o.h", ONLY_GW_HTTP},
-    {"kernelmgr", "h2o/", ONLY_GW_HTTP},
-    {"kernelmgr", "picohttpparser.h", ONLY_GW_HTTP},
-    {"kernelmgr", "gateway/", NOT_UPWARD},
+    {"wire/", "zmq*", WIRE_NO_SOCKET},
+    {"wire/", "sys/socket.h", WIRE_NO_SOCKET},
+    {"wire/", "sys/un.h", WIRE_NO_SOCKET},
+    {"wire/", "netinet/", WIRE_NO_SOCKET},
+    {"wire/", "arpa/", WIRE_NO_SOCKET},
+    {"wire/", "netdb.h", WIRE_NO_SOCKET},
+    {"wire/", "spawn.h", WIRE_NO_SOCKET},
+    {"wire/", "sys/wait.h", WIRE_NO_SOCKET},
+    {"wire/", "h2o.h", ONLY_GW_HTTP},
+    {"wire/", "h2o/", ONLY_GW_HTTP},
+    {"wire/", "kmgr/", NOT_UPWARD},
+    {"wire/", "gateway/", NOT_UPWARD},
+    {"kernelmgr/", "h2o.h", ONLY_GW_HTTP},
+    {"kernelmgr/", "h2o/", ONLY_GW_HTTP},
+    {"kernelmgr/", "picohttpparser.h", ONLY_GW_HTTP},
+    {"kernelmgr/", "gateway/", NOT_UPWARD},
+    /* channels.c and channels.h: the state machine consumes what they report, never the reverse */
+    {"kernelmgr/src/channels.", "kernel_private.h", CHANNELS_LEAF},
+    {"kernelmgr/src/channels.", "manager_private.h", CHANNELS_LEAF},
+    {"kernelmgr/src/channels.", "process.h", CHANNELS_LEAF},
+    {"kernelmgr/src/channels.", "kmgr/kernel.h", CHANNELS_LEAF},
+    {"kernelmgr/src/channels.", "kmgr/manager.h", CHANNELS_LEAF},
 };
 
 static int header_matches(const char *rule, const char *header)
@@ -86,8 +93,7 @@ static int parse_include(const char *line, char *out, size_t outsz)
 }
 
 typedef struct st_scan_t {
-    const char *root; /* source root; reports name files relative to it */
-    const char *module;
+    const char *root; /* source root; rules and reports name files relative to it */
     FILE *report;
     size_t files;
     size_t violations;
@@ -104,6 +110,7 @@ static void scan_file(scan_t *scan, const char *path)
     FILE *fp = fopen(path, "r");
     cr_assert_not_null(fp, "cannot open %s: %s", path, strerror(errno));
     ++scan->files;
+    const char *rel = path + strlen(scan->root) + 1;
     char *line = NULL, header[256];
     size_t cap = 0;
     unsigned lineno = 0;
@@ -113,8 +120,8 @@ static void scan_file(scan_t *scan, const char *path)
             continue;
         for (size_t i = 0; i != sizeof(include_rules) / sizeof(include_rules[0]); ++i) {
             const include_rule_t *rule = include_rules + i;
-            if (strcmp(rule->module, scan->module) == 0 && header_matches(rule->header, header)) {
-                fprintf(scan->report, "  %s:%u: includes <%s>: %s\n", path + strlen(scan->root) + 1, lineno, header, rule->why);
+            if (strncmp(rel, rule->where, strlen(rule->where)) == 0 && header_matches(rule->header, header)) {
+                fprintf(scan->report, "  %s:%u: includes <%s>: %s\n", rel, lineno, header, rule->why);
                 ++scan->violations;
             }
         }
@@ -149,7 +156,7 @@ static void scan_dir(scan_t *scan, const char *dir)
 static scan_t scan_module(const char *root, const char *module, char **report)
 {
     size_t report_len;
-    scan_t scan = {root, module, open_memstream(report, &report_len), 0, 0};
+    scan_t scan = {root, open_memstream(report, &report_len), 0, 0};
     cr_assert_not_null(scan.report);
     char dir[4096];
     snprintf(dir, sizeof(dir), "%s/%s", root, module);
@@ -186,46 +193,99 @@ static void write_file(const char *path, const char *text)
     fclose(fp);
 }
 
+typedef struct st_planted_file_t {
+    const char *path, *text; /* path from the planted root */
+} planted_file_t;
+
+/* Creates a root from the mkdtemp template `root` holding `files`, with every directory on their paths. */
+static void plant(char *root, const planted_file_t *files, size_t n)
+{
+    char path[256];
+    cr_assert_not_null(mkdtemp(root));
+    for (size_t i = 0; i != n; ++i) {
+        snprintf(path, sizeof(path), "%s/%s", root, files[i].path);
+        for (char *slash = path + strlen(root) + 1; (slash = strchr(slash, '/')) != NULL; ++slash) {
+            *slash = '\0';
+            cr_assert(mkdir(path, 0700) == 0 || errno == EEXIST, "%s: %s", path, strerror(errno));
+            *slash = '/';
+        }
+        write_file(path, files[i].text);
+    }
+}
+
+/* Removes what plant made. */
+static void unplant(const char *root, const planted_file_t *files, size_t n)
+{
+    char path[256], *slash;
+    for (size_t i = 0; i != n; ++i) {
+        snprintf(path, sizeof(path), "%s/%s", root, files[i].path);
+        unlink(path);
+        /* a directory still holding another planted file stays until that file goes */
+        while ((slash = strrchr(path, '/')) != NULL && slash > path + strlen(root)) {
+            *slash = '\0';
+            rmdir(path);
+        }
+    }
+    rmdir(root);
+}
+
+#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Scans `root`/`module` expecting `nfiles` files, exactly the violations `expected` (a substring of each report line),
+ * and none in a file whose name contains `clean` (unless NULL). */
+static void scan_expect(const char *root, const char *module, size_t nfiles, const char *const *expected, size_t nexpected,
+                        const char *clean)
+{
+    char *report = NULL;
+    scan_t scan = scan_module(root, module, &report);
+    cr_expect_eq(scan.files, nfiles);
+    cr_expect_eq(scan.violations, nexpected, "report:\n%s", report);
+    for (size_t i = 0; i != nexpected; ++i)
+        cr_expect_not_null(strstr(report, expected[i]), "no \"%s\" in the report:\n%s", expected[i], report);
+    if (clean != NULL)
+        cr_expect_null(strstr(report, clean), "report:\n%s", report);
+    free(report);
+}
+
 /* The check above passing proves nothing unless the scanner can fail: feed it a planted tree. */
 Test(layering, scanner_reports_file_and_line)
 {
-    char root[] = "/tmp/kgate-lint-XXXXXX", path[256];
-    cr_assert_not_null(mkdtemp(root));
-    snprintf(path, sizeof(path), "%s/wire", root);
-    cr_assert_eq(mkdir(path, 0700), 0);
-    snprintf(path, sizeof(path), "%s/wire/src", root);
-    cr_assert_eq(mkdir(path, 0700), 0);
-    snprintf(path, sizeof(path), "%s/wire/src/bad.c", root);
-    write_file(path, "/* bad */\n#include <stdio.h>\n#include <zmq.h>\n// #include <h2o.h>\n  #  include \"kmgr/manager.h\"\n"
-                     "#include <sys/socket.h>\n");
-    snprintf(path, sizeof(path), "%s/wire/src/good.h", root);
-    write_file(path, "#include \"wire/alloc.h\"\n#include <sodium.h>\n#include <sys/stat.h>\n");
-
-    char *report = NULL;
-    scan_t scan = scan_module(root, "wire", &report);
-    cr_expect_eq(scan.files, 2);
-    cr_expect_eq(scan.violations, 3, "report:\n%s", report);
-    cr_expect_not_null(strstr(report, "wire/src/bad.c:3: includes <zmq.h>"), "report:\n%s", report);
-    cr_expect_not_null(strstr(report, "wire/src/bad.c:5: includes <kmgr/manager.h>"), "report:\n%s", report);
-    cr_expect_not_null(strstr(report, "wire/src/bad.c:6: includes <sys/socket.h>"), "report:\n%s", report);
-    cr_expect_null(strstr(report, "good.h"), "report:\n%s", report);
-    free(report);
-
+    static const planted_file_t files[] = {
+        {"wire/src/bad.c", "/* bad */\n#include <stdio.h>\n#include <zmq.h>\n// #include <h2o.h>\n  #  include \"kmgr/manager.h\"\n"
+                           "#include <sys/socket.h>\n"},
+        {"wire/src/good.h", "#include \"wire/alloc.h\"\n#include <sodium.h>\n#include <sys/stat.h>\n"},
+    };
+    static const char *const expected[] = {
+        "wire/src/bad.c:3: includes <zmq.h>",
+        "wire/src/bad.c:5: includes <kmgr/manager.h>",
+        "wire/src/bad.c:6: includes <sys/socket.h>",
+    };
+    char root[] = "/tmp/kgate-lint-XXXXXX";
+    plant(root, files, NELEMS(files));
+    scan_expect(root, "wire", 2, expected, NELEMS(expected), "good.h");
     /* the same tree is clean for kernelmgr's rules, which do not forbid zmq */
-    report = NULL;
-    scan = scan_module(root, "kernelmgr", &report);
-    cr_expect_eq(scan.violations, 0);
-    free(report);
+    scan_expect(root, "kernelmgr", 0, NULL, 0, NULL);
+    unplant(root, files, NELEMS(files));
+}
 
-    snprintf(path, sizeof(path), "%s/wire/src/bad.c", root);
-    unlink(path);
-    snprintf(path, sizeof(path), "%s/wire/src/good.h", root);
-    unlink(path);
-    snprintf(path, sizeof(path), "%s/wire/src", root);
-    rmdir(path);
-    snprintf(path, sizeof(path), "%s/wire", root);
-    rmdir(path);
-    rmdir(root);
+/* The rules on kernelmgr's channels must be able to fail too: a planted tree where they reach up. */
+Test(layering, channels_include_nothing_above_them)
+{
+    static const planted_file_t files[] = {
+        {"kernelmgr/src/channels.c",
+         "#include <zmq.h>\n#include \"kmgr/errors.h\"\n#include \"channels.h\"\n#include \"kernel_private.h\"\n"},
+        {"kernelmgr/src/channels.h", "#include \"kmgr/loop.h\"\n#include \"process.h\"\n"},
+        /* the same includes are fine anywhere else */
+        {"kernelmgr/src/kernel.c", "#include \"kernel_private.h\"\n#include \"process.h\"\n#include \"channels.h\"\n"},
+    };
+    static const char *const expected[] = {
+        "kernelmgr/src/channels.c:4: includes <kernel_private.h>",
+        "kernelmgr/src/channels.h:2: includes <process.h>",
+    };
+    char root[] = "/tmp/kgate-lint-XXXXXX";
+    plant(root, files, NELEMS(files));
+    scan_expect(root, "kernelmgr", 3, expected, NELEMS(expected), "kernel.c");
+    unplant(root, files, NELEMS(files));
 }
 
 /* The link graph: tests/lint/CMakeLists.txt writes one line per module library, "<target>\t<a;b;...>",
