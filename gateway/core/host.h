@@ -3,7 +3,7 @@
 #define GW_HOST_H
 
 #include <h2o.h>
-#include "kmgr/manager.h"
+#include "kmgr/util.h"
 #include "core/config.h"
 
 /**

@@ -1,4 +1,4 @@
-/* kernelmgr/src/channels.c: the five ZMQ sockets of a kernel process: connect, send, drain, close. */
+/* kernelmgr/src/channels.c: the five ZMQ sockets of a kernel process: connect, send, drain, close; a leaf. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,25 +7,33 @@
 #include "wire/alloc.h"
 #include "wire/codec.h"
 #include "wire/errors.h"
+#include "wire/ids.h"
 #include "kmgr/errors.h"
-#include "internal.h"
+#include "channels.h"
+
+static void mark_redrain(kmgr_channels_t *ch)
+{
+    ch->redrain = 1;
+    if (ch->ops != NULL)
+        ch->ops->on_redrain(ch->data);
+}
+
+static void drain_monitor(kmgr_channels_t *ch);
 
 static void on_readable(void *arg)
 {
     kmgr_chan_t *chan = arg;
-    kmgr_proc_t *proc = chan->proc;
+    kmgr_channels_t *ch = chan->channels;
 
     if (chan->channel == WIRE_CHANNEL_COUNT) {
-        if (proc->kernel != NULL)
-            kmgr_channels_drain_monitor(proc);
+        if (ch->ops != NULL)
+            drain_monitor(ch);
         return;
     }
-    /* A capped batch leaves the rest for run_pending: the edge-triggered fd will not signal again,
-     * and run_pending drains only a proc marked for it. */
-    if (proc->kernel != NULL && kmgr_channels_drain(proc, chan->channel)) {
-        proc->redrain = 1;
-        kmgr_manager_schedule(proc->mgr);
-    }
+    /* A capped batch leaves the rest for kmgr_channels_drain_all: the edge-triggered fd will not
+     * signal again, and the owner drains only channels marked for it. */
+    if (ch->ops != NULL && kmgr_channels_drain(ch, chan->channel))
+        mark_redrain(ch);
 }
 
 static int set_int(void *sock, int option, int value)
@@ -33,21 +41,34 @@ static int set_int(void *sock, int option, int value)
     return zmq_setsockopt(sock, option, &value, sizeof(value));
 }
 
-int kmgr_channels_open(kmgr_proc_t *proc)
+void kmgr_channels_init(kmgr_channels_t *ch, void *zctx, const kmgr_loop_ops_t *loop_ops, void *loop, const wire_connection_t *conn,
+                        const wire_signer_t *signer, const char *uuid)
+{
+    memset(ch, 0, sizeof(*ch));
+    ch->zctx = zctx;
+    ch->loop_ops = loop_ops;
+    ch->loop = loop;
+    ch->conn = conn;
+    ch->signer = signer;
+    ch->uuid = uuid;
+}
+
+int kmgr_channels_open(kmgr_channels_t *ch, const kmgr_channels_ops_t *ops, void *data)
 {
     static const int types[WIRE_CHANNEL_COUNT] = {
         [WIRE_CHANNEL_SHELL] = ZMQ_DEALER,   [WIRE_CHANNEL_IOPUB] = ZMQ_SUB, [WIRE_CHANNEL_STDIN] = ZMQ_DEALER,
         [WIRE_CHANNEL_CONTROL] = ZMQ_DEALER, [WIRE_CHANNEL_HB] = ZMQ_DEALER,
     };
-    kmgr_manager_t *mgr = proc->mgr;
     char identity[WIRE_UUID_STRLEN + 1], endpoint[256];
     int64_t maxmsg = KMGR_MAX_FRAME_BYTES;
 
+    ch->ops = ops;
+    ch->data = data;
     /* stdin and shell must share one identity: the kernel routes input_request by the shell peer's. */
     wire_uuid4(identity);
     for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i) {
         void *s;
-        if ((s = proc->sockets[i] = zmq_socket(mgr->zctx, types[i])) == NULL)
+        if ((s = ch->sockets[i] = zmq_socket(ch->zctx, types[i])) == NULL)
             goto Error;
         /* Linger 0: closing must never block the loop on a dead kernel's unsent messages. */
         if (set_int(s, ZMQ_LINGER, 0) != 0 || zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg)) != 0)
@@ -63,94 +84,88 @@ int kmgr_channels_open(kmgr_proc_t *proc)
             goto Error;
         if (i == WIRE_CHANNEL_IOPUB && zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0) != 0)
             goto Error;
-        if (wire_connection_endpoint(&proc->conn, (wire_channel_t)i, endpoint, sizeof(endpoint)) < 0 ||
-            zmq_connect(s, endpoint) != 0)
+        if (wire_connection_endpoint(ch->conn, (wire_channel_t)i, endpoint, sizeof(endpoint)) < 0 || zmq_connect(s, endpoint) != 0)
             goto Error;
     }
     {
         char monitor_endpoint[sizeof("inproc://kmgr-stdin-") + WIRE_UUID_STRLEN];
-        snprintf(monitor_endpoint, sizeof(monitor_endpoint), "inproc://kmgr-stdin-%s", proc->uuid);
-        if (zmq_socket_monitor(proc->sockets[WIRE_CHANNEL_STDIN], monitor_endpoint, ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0 ||
-            (proc->monitor = zmq_socket(mgr->zctx, ZMQ_PAIR)) == NULL || set_int(proc->monitor, ZMQ_LINGER, 0) != 0 ||
-            zmq_connect(proc->monitor, monitor_endpoint) != 0)
+        snprintf(monitor_endpoint, sizeof(monitor_endpoint), "inproc://kmgr-stdin-%s", ch->uuid);
+        if (zmq_socket_monitor(ch->sockets[WIRE_CHANNEL_STDIN], monitor_endpoint, ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0 ||
+            (ch->monitor = zmq_socket(ch->zctx, ZMQ_PAIR)) == NULL || set_int(ch->monitor, ZMQ_LINGER, 0) != 0 ||
+            zmq_connect(ch->monitor, monitor_endpoint) != 0)
             goto Error;
     }
     for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i) {
         int fd;
         size_t fdlen = sizeof(fd);
-        if (zmq_getsockopt(proc->sockets[i], ZMQ_FD, &fd, &fdlen) != 0)
+        if (zmq_getsockopt(ch->sockets[i], ZMQ_FD, &fd, &fdlen) != 0)
             goto Error;
-        proc->chans[i].proc = proc;
-        proc->chans[i].channel = (wire_channel_t)i;
-        proc->watches[i] = mgr->ops->watch(mgr->loop, fd, on_readable, &proc->chans[i]);
+        ch->chans[i].channels = ch;
+        ch->chans[i].channel = (wire_channel_t)i;
+        ch->watches[i] = ch->loop_ops->watch(ch->loop, fd, on_readable, &ch->chans[i]);
     }
     {
         int fd;
         size_t fdlen = sizeof(fd);
-        if (zmq_getsockopt(proc->monitor, ZMQ_FD, &fd, &fdlen) != 0)
+        if (zmq_getsockopt(ch->monitor, ZMQ_FD, &fd, &fdlen) != 0)
             goto Error;
-        proc->monitor_chan.proc = proc;
-        proc->monitor_chan.channel = WIRE_CHANNEL_COUNT;
-        proc->monitor_watch = mgr->ops->watch(mgr->loop, fd, on_readable, &proc->monitor_chan);
+        ch->monitor_chan.channels = ch;
+        ch->monitor_chan.channel = WIRE_CHANNEL_COUNT;
+        ch->monitor_watch = ch->loop_ops->watch(ch->loop, fd, on_readable, &ch->monitor_chan);
     }
     /* The handshake may be done already (the monitor's fd then signalled before the watch). */
-    kmgr_manager_schedule(mgr);
-    proc->redrain = 1;
+    mark_redrain(ch);
     return 0;
 
 Error:
-    kmgr_channels_close(proc, 0);
+    kmgr_channels_close(ch, 0);
     return KMGR_EZMQ;
 }
 
 /* The stdin monitor has one job (see kmgr_channels_open); once done, or when the kernel goes, it
  * goes entirely: a watched ZMQ_FD nobody drains stays readable and spins the loop. */
-static void close_monitor(kmgr_proc_t *proc)
+static void close_monitor(kmgr_channels_t *ch)
 {
-    if (proc->sockets[WIRE_CHANNEL_STDIN] != NULL)
-        zmq_socket_monitor(proc->sockets[WIRE_CHANNEL_STDIN], NULL, 0);
-    if (proc->monitor_watch != NULL) {
-        proc->mgr->ops->unwatch(proc->mgr->loop, proc->monitor_watch);
-        proc->monitor_watch = NULL;
+    if (ch->sockets[WIRE_CHANNEL_STDIN] != NULL)
+        zmq_socket_monitor(ch->sockets[WIRE_CHANNEL_STDIN], NULL, 0);
+    if (ch->monitor_watch != NULL) {
+        ch->loop_ops->unwatch(ch->loop, ch->monitor_watch);
+        ch->monitor_watch = NULL;
     }
-    if (proc->monitor != NULL) {
-        zmq_close(proc->monitor);
-        proc->monitor = NULL;
+    if (ch->monitor != NULL) {
+        zmq_close(ch->monitor);
+        ch->monitor = NULL;
     }
 }
 
-void kmgr_channels_close(kmgr_proc_t *proc, int keep_control)
+void kmgr_channels_close(kmgr_channels_t *ch, int keep_control)
 {
-    close_monitor(proc);
+    /* Forgetting the owner first is what stops a drain that a callback closed the channels from. */
+    ch->ops = NULL;
+    ch->data = NULL;
+    close_monitor(ch);
     for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i) {
-        if (proc->watches[i] != NULL) {
-            proc->mgr->ops->unwatch(proc->mgr->loop, proc->watches[i]);
-            proc->watches[i] = NULL;
+        if (ch->watches[i] != NULL) {
+            ch->loop_ops->unwatch(ch->loop, ch->watches[i]);
+            ch->watches[i] = NULL;
         }
-        if (proc->sockets[i] != NULL && !(keep_control && i == WIRE_CHANNEL_CONTROL)) {
-            zmq_close(proc->sockets[i]);
-            proc->sockets[i] = NULL;
+        if (ch->sockets[i] != NULL && !(keep_control && i == WIRE_CHANNEL_CONTROL)) {
+            zmq_close(ch->sockets[i]);
+            ch->sockets[i] = NULL;
         }
     }
 }
 
-/* After a send, a message that already arrived may have lost its fd signal (PLATFORM.md): re-drain. */
-static void after_send(kmgr_proc_t *proc)
+int kmgr_channels_send(kmgr_channels_t *ch, wire_channel_t channel, const wire_msg_t *msg)
 {
-    proc->redrain = 1;
-    kmgr_manager_schedule(proc->mgr);
-}
-
-int kmgr_channels_send(kmgr_proc_t *proc, wire_channel_t channel, const wire_msg_t *msg)
-{
-    void *s = proc->sockets[channel];
+    void *s = ch->sockets[channel];
     wire_frames_t frames;
     int ret = 0;
 
     if (s == NULL)
         return KMGR_EZMQ;
     wire_frames_init(&frames);
-    wire_encode(&proc->signer, msg, &frames);
+    wire_encode(ch->signer, msg, &frames);
     for (size_t i = 0; i != frames.size; ++i) {
         int flags = ZMQ_DONTWAIT | (i + 1 != frames.size ? ZMQ_SNDMORE : 0);
         if (zmq_send(s, frames.entries[i].base, frames.entries[i].len, flags) < 0) {
@@ -159,14 +174,15 @@ int kmgr_channels_send(kmgr_proc_t *proc, wire_channel_t channel, const wire_msg
         }
     }
     wire_frames_dispose(&frames);
-    if (proc->watches[channel] != NULL)
-        after_send(proc);
+    /* A message that already arrived may have lost its fd signal to this send (PLATFORM.md). */
+    if (ch->watches[channel] != NULL)
+        mark_redrain(ch);
     return ret;
 }
 
-void kmgr_channels_ping(kmgr_proc_t *proc)
+void kmgr_channels_ping(kmgr_channels_t *ch)
 {
-    void *s = proc->sockets[WIRE_CHANNEL_HB];
+    void *s = ch->sockets[WIRE_CHANNEL_HB];
 
     if (s == NULL)
         return;
@@ -174,16 +190,17 @@ void kmgr_channels_ping(kmgr_proc_t *proc)
      * a DEALER avoids REQ's lockstep, which a lost pong would wedge. */
     if (zmq_send(s, "", 0, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
         zmq_send(s, "ping", 4, ZMQ_DONTWAIT);
-    after_send(proc);
+    mark_redrain(ch);
 }
 
-void kmgr_channels_drain_monitor(kmgr_proc_t *proc)
+/* Reads stdin monitor events until the handshake is done; the monitor then goes (close_monitor). */
+static void drain_monitor(kmgr_channels_t *ch)
 {
-    void *s = proc->monitor;
+    void *s = ch->monitor;
     int events;
     size_t len = sizeof(events);
 
-    while (s != NULL && !proc->stdin_connected && zmq_getsockopt(s, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN) != 0) {
+    while (s != NULL && !ch->stdin_connected && zmq_getsockopt(s, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN) != 0) {
         zmq_msg_t part;
         uint16_t event = 0;
         int more;
@@ -203,10 +220,10 @@ void kmgr_channels_drain_monitor(kmgr_proc_t *proc)
         }
         zmq_msg_close(&part);
         if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
-            proc->stdin_connected = 1;
+            ch->stdin_connected = 1;
             /* later reconnects need no notice */
-            close_monitor(proc);
-            kmgr_kernel_on_stdin_connected(proc->kernel);
+            close_monitor(ch);
+            ch->ops->on_stdin_connected(ch->data);
             return;
         }
     }
@@ -305,28 +322,26 @@ static int rx_recv(void *s, rx_t *rx)
     return too_many ? -1 : 1;
 }
 
-static void count_dropped(kmgr_proc_t *proc, const char *why)
+static void count_dropped(kmgr_channels_t *ch, const char *why)
 {
-    if (proc->dropped++ == 0)
-        fprintf(stderr, "kgate: kernel %s: dropped a message (%s); further drops are counted silently\n", proc->uuid, why);
+    if (ch->dropped++ == 0)
+        fprintf(stderr, "kgate: kernel %s: dropped a message (%s); further drops are counted silently\n", ch->uuid, why);
 }
 
-int kmgr_channels_drain(kmgr_proc_t *proc, wire_channel_t channel)
+int kmgr_channels_drain(kmgr_channels_t *ch, wire_channel_t channel)
 {
-    kmgr_kernel_t *kernel = proc->kernel;
-    uint64_t generation = kmgr_kernel_generation(kernel);
     size_t bytes = 0;
     int more = 1;
     rx_t rx;
 
     rx_init(&rx);
     for (int n = 0; n != KMGR_DRAIN_BATCH && bytes < KMGR_DRAIN_BYTES; ++n) {
-        void *s = proc->sockets[channel];
+        void *s = ch->sockets[channel];
         wire_msg_t *msg;
         int events, got, ret;
         size_t len = sizeof(events);
 
-        if (s == NULL || zmq_getsockopt(s, ZMQ_EVENTS, &events, &len) != 0 || (events & ZMQ_POLLIN) == 0) {
+        if (s == NULL || ch->ops == NULL || zmq_getsockopt(s, ZMQ_EVENTS, &events, &len) != 0 || (events & ZMQ_POLLIN) == 0) {
             more = 0;
             break;
         }
@@ -337,38 +352,45 @@ int kmgr_channels_drain(kmgr_proc_t *proc, wire_channel_t channel)
                 more = 0;
                 break;
             }
-            count_dropped(proc, "too many frames");
+            count_dropped(ch, "too many frames");
             continue;
         }
         if (channel == WIRE_CHANNEL_HB) {
             rx_release(&rx);
-            kmgr_kernel_on_pong(kernel);
+            ch->ops->on_pong(ch->data);
             continue;
         }
         size_t msg_bytes = 0;
         for (size_t i = 0; i != rx.n; ++i)
             msg_bytes += rx.frames[i].len;
         bytes += msg_bytes;
-        /* Nothing of it is read to decide: only its size and kgate's own state. */
-        if (channel == WIRE_CHANNEL_IOPUB && msg_bytes > KMGR_UNAWAITED_MAX_BYTES && !kmgr_kernel_awaits_iopub(kernel)) {
+        /* Nothing of it is read to decide: only its size and the owner's own state. */
+        if (channel == WIRE_CHANNEL_IOPUB && msg_bytes > KMGR_UNAWAITED_MAX_BYTES && ch->ops->pass_over_iopub(ch->data)) {
             rx_release(&rx);
-            kmgr_kernel_on_unawaited(kernel);
             continue;
         }
         /* wire_decode copies what it keeps, so the parts go before anyone sees the message. */
-        ret = wire_decode(&proc->signer, rx.frames, rx.n, &msg);
+        ret = wire_decode(ch->signer, rx.frames, rx.n, &msg);
         rx_release(&rx);
         if (ret != 0) {
-            count_dropped(proc, wire_strerror(ret));
+            count_dropped(ch, wire_strerror(ret));
             continue;
         }
-        kmgr_kernel_on_message(kernel, channel, msg);
-        /* The callbacks may have restarted or destroyed the kernel; `proc` may then be detached. */
-        if (kmgr_kernel_generation(kernel) != generation) {
-            more = 0;
-            break;
-        }
+        ch->ops->on_message(ch->data, channel, msg);
     }
     rx_dispose(&rx);
-    return more;
+    /* A callback may have closed these channels (the owner restarted or destroyed the kernel). */
+    return more && ch->ops != NULL;
+}
+
+void kmgr_channels_drain_all(kmgr_channels_t *ch)
+{
+    int more = 0;
+
+    ch->redrain = 0;
+    drain_monitor(ch);
+    for (int i = 0; i != WIRE_CHANNEL_COUNT && ch->ops != NULL; ++i)
+        more |= kmgr_channels_drain(ch, (wire_channel_t)i);
+    if (more && ch->ops != NULL)
+        mark_redrain(ch);
 }

@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include "wire/alloc.h"
 #include "kmgr/errors.h"
-#include "internal.h"
+#include "util_private.h"
 #include "kmgr/kernelspec.h"
 
 /* kernel.json files are tiny; anything bigger is not a kernelspec (and must not be slurped). */

@@ -6,19 +6,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 #include "wire/alloc.h"
 #include "kmgr/errors.h"
-#include "internal.h"
-
-uint64_t kmgr_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+#include "manager_private.h"
 
 static void fill_defaults(kmgr_config_t *c)
 {
@@ -149,20 +141,19 @@ static void send_shutdown_request(kmgr_proc_t *proc)
 
     wire_uuid4(session);
     msg = wire_msg_create("shutdown_request", session, json_pack("{s:b}", "restart", 0));
-    kmgr_channels_send(proc, WIRE_CHANNEL_CONTROL, msg);
+    kmgr_channels_send(&proc->channels, WIRE_CHANNEL_CONTROL, msg);
     wire_msg_destroy(msg);
 }
 
 void kmgr_manager_adopt(kmgr_manager_t *mgr, kmgr_proc_t *proc, int polite)
 {
-    proc->kernel = NULL;
     /* The control socket stays open (unwatched) to carry shutdown_request; it closes when the
      * process is reaped. Closing the others now means no stale message can reach anyone. */
-    kmgr_channels_close(proc, 1);
+    kmgr_channels_close(&proc->channels, 1);
     kmgr_list_append(&mgr->shutting_down, &proc->link);
     if (kmgr_proc_reap(proc))
         return;
-    if (polite && proc->sockets[WIRE_CHANNEL_CONTROL] != NULL) {
+    if (polite && proc->channels.sockets[WIRE_CHANNEL_CONTROL] != NULL) {
         send_shutdown_request(proc);
         proc->phase = KMGR_PROC_SHUTDOWN;
     } else {
@@ -262,15 +253,4 @@ size_t kmgr_manager_num_processes(const kmgr_manager_t *mgr)
 const char *kmgr_manager_runtime_dir(const kmgr_manager_t *mgr)
 {
     return mgr->runtime_dir;
-}
-
-char *kmgr_path_join(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    char *p = wire_malloc(la + lb + 2);
-
-    memcpy(p, a, la);
-    p[la] = '/';
-    memcpy(p + la + 1, b, lb + 1);
-    return p;
 }

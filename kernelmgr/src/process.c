@@ -16,7 +16,8 @@
 #include <unistd.h>
 #include "wire/alloc.h"
 #include "kmgr/errors.h"
-#include "internal.h"
+#include "manager_private.h"
+#include "process.h"
 
 extern char **environ;
 
@@ -195,9 +196,9 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
 
     if (why != NULL && whylen != 0)
         why[0] = '\0';
-    proc->mgr = mgr;
     kmgr_list_init(&proc->link);
     wire_uuid4(proc->uuid);
+    kmgr_channels_init(&proc->channels, mgr->zctx, mgr->ops, mgr->loop, &proc->conn, &proc->signer, proc->uuid);
     proc->dir = kmgr_path_join(mgr->runtime_dir, proc->uuid);
     proc->conn_path = kmgr_path_join(proc->dir, "connection.json");
     /* ipc endpoints are unix socket paths: "<dir>/ch-5" must fit sun_path. */
@@ -375,7 +376,7 @@ void kmgr_proc_free(kmgr_proc_t *proc)
 {
     if (proc == NULL)
         return;
-    kmgr_channels_close(proc, 0);
+    kmgr_channels_close(&proc->channels, 0);
     wire_signer_dispose(&proc->signer);
     wire_connection_dispose(&proc->conn);
     if (proc->dir != NULL)

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include "kmgr/kernelspec.h"
 #include "kmgr/loop.h"
+#include "kmgr/util.h" /* kmgr_now_ms: the clock of the deadlines below */
 
 typedef struct st_kmgr_manager_t kmgr_manager_t;
 
@@ -49,8 +50,5 @@ size_t kmgr_manager_num_processes(const kmgr_manager_t *mgr);
 
 /** The runtime directory in use. */
 const char *kmgr_manager_runtime_dir(const kmgr_manager_t *mgr);
-
-/** Milliseconds of CLOCK_MONOTONIC; the clock every kernelmgr deadline uses. */
-uint64_t kmgr_now_ms(void);
 
 #endif

@@ -1,0 +1,116 @@
+/* kernelmgr/src/kernel_private.h: a kernel's insides, shared by its state machine, its requests and their table. */
+#ifndef KMGR_KERNEL_PRIVATE_H
+#define KMGR_KERNEL_PRIVATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "wire/ids.h"
+#include "wire/message.h"
+#include "kmgr/kernel.h"
+#include "process.h"
+#include "util_private.h"
+
+/* A request that has its reply but no status idle is finished after this much silence. */
+#define KMGR_IDLE_GRACE_MS 5000
+
+/* ---- reqtable.c: msg_id -> request, to route a kernel's messages by their parent's msg_id ---- */
+
+/** Chained; every registered request of a kernel is in it. Zeroed is empty. */
+typedef struct st_kmgr_reqtable_t {
+    kmgr_request_t **buckets;
+    size_t nbuckets, size;
+} kmgr_reqtable_t;
+
+/** Adds `req` (not in the table) under its msg_id. */
+void kmgr_reqtable_insert(kmgr_reqtable_t *t, kmgr_request_t *req);
+/** The request whose msg_id is `msg_id`, or NULL (always for ""). */
+kmgr_request_t *kmgr_reqtable_find(const kmgr_reqtable_t *t, const char *msg_id);
+/** Removes `req` if it is in the table. */
+void kmgr_reqtable_remove(kmgr_reqtable_t *t, kmgr_request_t *req);
+/** Frees the buckets (not the requests); the table is empty afterwards. */
+void kmgr_reqtable_dispose(kmgr_reqtable_t *t);
+
+/* ---- request.c: requests, routing what comes back, completion on reply + idle ---- */
+
+struct st_kmgr_request_t {
+    /* In kernel->requests while registered, in kernel->failing while its FAILED is deferred. */
+    kmgr_link_t link;
+    kmgr_request_t *hash_next;
+    int hashed;
+    kmgr_kernel_t *kernel;
+    char *msg_id;
+    /* The request while the kernel is not ready yet; NULL once sent. */
+    wire_msg_t *unsent;
+    /* NULL once cancelled or dropped: later messages are routed here and discarded. */
+    kmgr_request_cb cb;
+    void *data;
+    int got_reply, got_idle;
+    /* When the reply or the request's last iopub message arrived (kmgr_now_ms): see KMGR_IDLE_GRACE_MS. */
+    uint64_t last_heard_at;
+    /* Set while the final event is being delivered (the request is unlinked and freed after). */
+    int finished;
+    int fail_err;
+    /* Header of the pending input_request (the parent of our input_reply), or NULL. */
+    json_t *input_header;
+};
+
+/*
+ * Routing (loop context; `msg` borrowed). Each delivers to the request whose msg_id is the
+ * message's parent, and finishes it (DONE) once it has both its reply and its iopub status idle,
+ * in either order; the callbacks may destroy or restart the kernel.
+ */
+/** A shell reply. Returns 1 if a request took it, 0 if none is its parent (a handshake reply). */
+int kmgr_requests_on_reply(kmgr_kernel_t *k, const wire_msg_t *msg);
+/** An iopub message. */
+void kmgr_requests_on_iopub(kmgr_kernel_t *k, const wire_msg_t *msg);
+/** A stdin message: an input_request goes to its request (answered "" if it was cancelled). */
+void kmgr_requests_on_input(kmgr_kernel_t *k, const wire_msg_t *msg);
+/** Finishes (DONE) requests that have their reply and heard nothing for KMGR_IDLE_GRACE_MS. Loop context. */
+void kmgr_requests_finish_replied_without_idle(kmgr_kernel_t *k, uint64_t now);
+
+/** Sends the requests queued while the kernel was not ready (it is now). */
+void kmgr_requests_send_unsent(kmgr_kernel_t *k);
+/** Unregisters every request and queues its FAILED (`err`) for kmgr_requests_process_failing. No callbacks. */
+void kmgr_requests_fail_all(kmgr_kernel_t *k, int err);
+/** Delivers the queued FAILED events (loop context; stops once the kernel is destroyed). */
+void kmgr_requests_process_failing(kmgr_kernel_t *k);
+/** Detaches every request's callback (kmgr_kernel_destroy); the requests live on until kmgr_requests_free_all. */
+void kmgr_requests_silence(kmgr_kernel_t *k);
+/** Frees every request, registered or failing, and the table (kmgr_kernel_free). */
+void kmgr_requests_free_all(kmgr_kernel_t *k);
+
+/* ---- kernel.c: the state machine ---- */
+
+struct st_kmgr_kernel_t {
+    kmgr_link_t link; /* in mgr->kernels */
+    kmgr_manager_t *mgr;
+    const kmgr_kernelspec_t *spec;
+    char *cwd;
+    json_t *env;
+    void (*on_state)(kmgr_kernel_t *kernel, void *data);
+    void *data;
+    kmgr_kernel_state_t state;
+    /* What on_state last reported; a notice is due whenever it differs from `state`. */
+    kmgr_kernel_state_t notified_state;
+    int destroyed;
+    /* Bumped whenever the current incarnation stops being current (its channels are closed then,
+     * which stops their drain): dispatch stops. */
+    uint64_t generation;
+    char exit_reason[256];
+    kmgr_proc_t *proc;
+    char session[WIRE_UUID_STRLEN + 1];
+    json_t *info;
+    int got_info_reply, got_iopub;
+    uint64_t started_at, next_info_at;
+    uint64_t next_ping_at, ping_sent_at; /* ping_sent_at: 0 when no ping is outstanding */
+    kmgr_link_t requests;
+    kmgr_link_t failing;
+    /* iopub messages passed over unread: big, and nobody awaiting anything (KMGR_UNAWAITED_MAX_BYTES) */
+    uint64_t unawaited;
+    kmgr_reqtable_t table;
+};
+
+/** Sends `msg` (owned by the callee) on the current incarnation's `channel`. Returns 0 or KMGR_EZMQ. */
+int kmgr_kernel_send(kmgr_kernel_t *k, wire_channel_t channel, wire_msg_t *msg);
+
+#endif

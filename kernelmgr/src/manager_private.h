@@ -1,0 +1,51 @@
+/* kernelmgr/src/manager_private.h: the manager's insides, and what it drives in each kernel. */
+#ifndef KMGR_MANAGER_PRIVATE_H
+#define KMGR_MANAGER_PRIVATE_H
+
+#include <stdint.h>
+#include "kmgr/kernel.h"
+#include "kmgr/loop.h"
+#include "kmgr/manager.h"
+#include "process.h"
+#include "util_private.h"
+
+/* ---- manager.c ---- */
+
+struct st_kmgr_manager_t {
+    kmgr_config_t config; /* defaults filled in */
+    char *runtime_dir;
+    int owns_runtime_dir;
+    const kmgr_loop_ops_t *ops;
+    void *loop;
+    void *zctx;
+    /* Every kernel handle, including destroyed ones waiting to be freed from the loop. */
+    kmgr_link_t kernels;
+    /* Detached incarnations in their shutdown sequence (kmgr_proc_t.link). */
+    kmgr_link_t shutting_down;
+    /* Set between ops->schedule and the kmgr_manager_run_pending it asked for. */
+    int scheduled;
+};
+
+/** Asks the loop for a kmgr_manager_run_pending (coalesced). */
+void kmgr_manager_schedule(kmgr_manager_t *mgr);
+/**
+ * Takes ownership of a detached incarnation and runs its shutdown sequence: shutdown_request on
+ * control (if `polite` and it still runs), SIGTERM and SIGKILL after grace periods, then reaping.
+ */
+void kmgr_manager_adopt(kmgr_manager_t *mgr, kmgr_proc_t *proc, int polite);
+
+/* ---- kernel.c: what the manager drives (declared here: the manager never sees a kernel's insides) ---- */
+
+/** Tick work of one kernel: readiness retries, timeouts, heartbeats, reaping. */
+void kmgr_kernel_tick(kmgr_kernel_t *kernel, uint64_t now);
+/** Deferred work of one kernel: re-drain after sends, deferred failures and state notices. */
+void kmgr_kernel_run_pending(kmgr_kernel_t *kernel);
+/** Whether the kernel was destroyed and is waiting to be freed. */
+int kmgr_kernel_is_destroyed(const kmgr_kernel_t *kernel);
+/** Frees a destroyed kernel (only from the loop, never from inside its callbacks). */
+void kmgr_kernel_free(kmgr_kernel_t *kernel);
+/** Link of a kernel in mgr->kernels. */
+kmgr_link_t *kmgr_kernel_link(kmgr_kernel_t *kernel);
+kmgr_kernel_t *kmgr_kernel_from_link(kmgr_link_t *link);
+
+#endif

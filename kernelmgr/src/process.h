@@ -1,0 +1,60 @@
+/* kernelmgr/src/process.h: one incarnation of a kernel process with its directory, key and channels. */
+#ifndef KMGR_PROCESS_H
+#define KMGR_PROCESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <jansson.h>
+#include "wire/connfile.h"
+#include "wire/ids.h"
+#include "wire/signer.h"
+#include "kmgr/kernelspec.h"
+#include "kmgr/manager.h"
+#include "channels.h"
+#include "util_private.h"
+
+typedef enum {
+    KMGR_PROC_RUNNING,  /* owned by a kernel, alive (as far as we know) */
+    KMGR_PROC_SHUTDOWN, /* shutdown_request sent; SIGTERM at the deadline */
+    KMGR_PROC_TERMED,   /* SIGTERM sent; SIGKILL at the deadline */
+    KMGR_PROC_KILLED,   /* SIGKILL sent; waiting to reap */
+} kmgr_proc_phase_t;
+
+typedef struct st_kmgr_proc_t kmgr_proc_t;
+
+struct st_kmgr_proc_t {
+    /* Link in mgr->shutting_down once detached. */
+    kmgr_link_t link;
+    char uuid[WIRE_UUID_STRLEN + 1];
+    char *dir;       /* <runtime_dir>/<uuid> */
+    char *conn_path; /* <dir>/connection.json */
+    wire_connection_t conn;
+    wire_signer_t signer;
+    pid_t pid;   /* 0 once reaped */
+    int wstatus; /* valid once reaped */
+    kmgr_proc_phase_t phase;
+    uint64_t deadline;
+    /* Opened by the kernel that owns this incarnation, closed (but for control) once detached. */
+    kmgr_channels_t channels;
+};
+
+/**
+ * Creates the directory, connection file and IPython dir of a new incarnation and spawns it.
+ * Returns 0 with `*out` set (phase RUNNING, its channels initialised but closed), or KMGR_EIO /
+ * KMGR_ESPAWN; on error nothing is left behind and `why` (if non-NULL, `whylen` bytes) says what failed.
+ */
+int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const char *cwd, json_t *env, kmgr_proc_t **out, char *why,
+                    size_t whylen);
+/** Reaps the process if it has exited (WNOHANG). Returns 1 when it is (now or already) reaped. */
+int kmgr_proc_reap(kmgr_proc_t *proc);
+/** Sends `sig` to the process group (no-op once reaped). */
+void kmgr_proc_signal(kmgr_proc_t *proc, int sig);
+/** Formats why a reaped process ended: "exited with code 1", "killed by signal 9 (SIGKILL)". */
+void kmgr_proc_describe_exit(const kmgr_proc_t *proc, char *buf, size_t bufsize);
+/** Closes sockets, wipes the key, removes the directory and frees. The process must be reaped. */
+void kmgr_proc_free(kmgr_proc_t *proc);
+/** Removes a directory tree (no symlinks followed); best effort. */
+void kmgr_rmtree(const char *path);
+
+#endif

@@ -1,0 +1,263 @@
+/* kernelmgr/src/request.c: a kernel's requests: sending, routing what comes back, completion on reply + idle, failure. */
+#include <stdlib.h>
+#include <string.h>
+#include "wire/alloc.h"
+#include "kmgr/errors.h"
+#include "kernel_private.h"
+
+static void request_free(kmgr_request_t *req)
+{
+    wire_msg_destroy(req->unsent);
+    json_decref(req->input_header);
+    free(req->msg_id);
+    free(req);
+}
+
+static void deliver(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, int err)
+{
+    if (req->cb != NULL)
+        req->cb(req, ev, msg, err, req->data);
+}
+
+/* Delivers the final event of a request; it is unlinked first so that nothing can free it twice. */
+static void finish(kmgr_request_t *req, kmgr_req_event_t ev, int err)
+{
+    kmgr_reqtable_remove(&req->kernel->table, req);
+    kmgr_link_unlink(&req->link);
+    req->finished = 1;
+    deliver(req, ev, NULL, err);
+    request_free(req);
+}
+
+/* ---- the public calls ---- */
+
+int kmgr_kernel_request(kmgr_kernel_t *k, const char *msg_type, json_t *content, kmgr_request_cb cb, void *data,
+                        kmgr_request_t **out)
+{
+    kmgr_request_t *req;
+    wire_msg_t *msg;
+
+    if (k->destroyed || k->state == KMGR_KERNEL_DEAD) {
+        json_decref(content);
+        return KMGR_EDIED;
+    }
+    msg = wire_msg_create(msg_type, k->session, content);
+    req = wire_calloc(1, sizeof(*req));
+    req->kernel = k;
+    req->msg_id = wire_strdup(wire_msg_id(msg));
+    req->cb = cb;
+    req->data = data;
+    if (k->state == KMGR_KERNEL_IDLE || k->state == KMGR_KERNEL_BUSY) {
+        int ret = kmgr_channels_send(&k->proc->channels, WIRE_CHANNEL_SHELL, msg);
+        wire_msg_destroy(msg);
+        if (ret != 0) {
+            request_free(req);
+            return ret;
+        }
+    } else {
+        req->unsent = msg;
+    }
+    kmgr_list_append(&k->requests, &req->link);
+    kmgr_reqtable_insert(&k->table, req);
+    if (out != NULL)
+        *out = req;
+    return 0;
+}
+
+int kmgr_kernel_execute(kmgr_kernel_t *k, const char *code, const kmgr_execute_options_t *opts, kmgr_request_cb cb, void *data,
+                        kmgr_request_t **out)
+{
+    static const kmgr_execute_options_t defaults = {.silent = 0, .store_history = 1, .allow_stdin = 0, .stop_on_error = 1};
+    json_t *jcode = json_string(code);
+
+    if (jcode == NULL)
+        return KMGR_EINVAL; /* not UTF-8 */
+    if (opts == NULL)
+        opts = &defaults;
+    return kmgr_kernel_request(k, "execute_request",
+                               json_pack("{s:o, s:b, s:b, s:{}, s:b, s:b}", "code", jcode, "silent", opts->silent, "store_history",
+                                         opts->store_history, "user_expressions", "allow_stdin", opts->allow_stdin, "stop_on_error",
+                                         opts->stop_on_error),
+                               cb, data, out);
+}
+
+const char *kmgr_request_msg_id(const kmgr_request_t *req)
+{
+    return req->msg_id;
+}
+
+int kmgr_request_input_reply(kmgr_request_t *req, const char *value)
+{
+    kmgr_kernel_t *k = req->kernel;
+    json_t *jvalue;
+    wire_msg_t *msg;
+
+    if (req->finished || req->input_header == NULL || k->destroyed || k->proc == NULL || k->state == KMGR_KERNEL_DEAD)
+        return KMGR_ENOINPUT;
+    if ((jvalue = json_string(value)) == NULL)
+        return KMGR_EINVAL;
+    msg = wire_msg_create("input_reply", k->session, json_pack("{s:o}", "value", jvalue));
+    json_decref(msg->parent_header);
+    msg->parent_header = req->input_header;
+    req->input_header = NULL;
+    kmgr_kernel_send(k, WIRE_CHANNEL_STDIN, msg);
+    return 0;
+}
+
+void kmgr_request_cancel(kmgr_request_t *req)
+{
+    kmgr_kernel_t *k = req->kernel;
+
+    req->cb = NULL;
+    /* Never sent: nothing can arrive for it, so it can go now (it has had no callback to be inside). */
+    if (!req->finished && req->unsent != NULL && !k->destroyed) {
+        kmgr_reqtable_remove(&k->table, req);
+        kmgr_link_unlink(&req->link);
+        request_free(req);
+    }
+}
+
+/* ---- routing: what the kernel sent back, by its parent's msg_id ---- */
+
+int kmgr_requests_on_reply(kmgr_kernel_t *k, const wire_msg_t *msg)
+{
+    uint64_t generation = k->generation;
+    kmgr_request_t *req = kmgr_reqtable_find(&k->table, wire_msg_parent_id(msg));
+
+    if (req == NULL)
+        return 0;
+    req->got_reply = 1;
+    req->last_heard_at = kmgr_now_ms();
+    deliver(req, KMGR_REQ_REPLY, msg, 0);
+    if (k->generation == generation && req->got_idle)
+        finish(req, KMGR_REQ_DONE, 0);
+    return 1;
+}
+
+void kmgr_requests_on_iopub(kmgr_kernel_t *k, const wire_msg_t *msg)
+{
+    uint64_t generation = k->generation;
+    kmgr_request_t *req = kmgr_reqtable_find(&k->table, wire_msg_parent_id(msg));
+
+    if (req == NULL)
+        return;
+    if (strcmp(wire_msg_type(msg), "status") == 0) {
+        const char *state = json_string_value(json_object_get(msg->content, "execution_state"));
+        if (state != NULL && strcmp(state, "idle") == 0)
+            req->got_idle = 1;
+    }
+    req->last_heard_at = kmgr_now_ms();
+    deliver(req, KMGR_REQ_IOPUB, msg, 0);
+    if (k->generation == generation && req->got_idle && req->got_reply)
+        finish(req, KMGR_REQ_DONE, 0);
+}
+
+void kmgr_requests_on_input(kmgr_kernel_t *k, const wire_msg_t *msg)
+{
+    kmgr_request_t *req;
+
+    if (strcmp(wire_msg_type(msg), "input_request") != 0 || (req = kmgr_reqtable_find(&k->table, wire_msg_parent_id(msg))) == NULL)
+        return;
+    json_decref(req->input_header);
+    req->input_header = json_incref(msg->header);
+    /* Nobody will answer a cancelled request, and the kernel would wait for input forever,
+     * wedging every later request: give it an empty line. */
+    if (req->cb == NULL) {
+        kmgr_request_input_reply(req, "");
+        return;
+    }
+    deliver(req, KMGR_REQ_INPUT, msg, 0);
+}
+
+/*
+ * A kernel's PUB socket drops messages when kgate falls more than its high-water mark behind
+ * (kgate bounds its own iopub queue: KMGR_IOPUB_RCVHWM). Should the lost one be a request's
+ * status idle, the request would never end: one that has its reply and has heard nothing for
+ * KMGR_IDLE_GRACE_MS is finished anyway. Any iopub message for it restarts the wait, so output
+ * still queued is never cut short.
+ */
+void kmgr_requests_finish_replied_without_idle(kmgr_kernel_t *k, uint64_t now)
+{
+    uint64_t generation = k->generation;
+    kmgr_link_t *link, *next;
+
+    for (link = k->requests.next; link != &k->requests; link = next) {
+        kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, link);
+        next = link->next;
+        if (!req->got_reply || req->got_idle || now - req->last_heard_at < KMGR_IDLE_GRACE_MS)
+            continue;
+        finish(req, KMGR_REQ_DONE, 0);
+        /* the callback may have destroyed or restarted the kernel, and with it the list */
+        if (k->generation != generation || k->destroyed)
+            return;
+        next = k->requests.next;
+    }
+}
+
+/* ---- the kernel's state machine acting on all its requests ---- */
+
+void kmgr_requests_send_unsent(kmgr_kernel_t *k)
+{
+    kmgr_link_t *link;
+
+    for (link = k->requests.next; link != &k->requests; link = link->next) {
+        kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, link);
+        if (req->unsent != NULL) {
+            kmgr_channels_send(&k->proc->channels, WIRE_CHANNEL_SHELL, req->unsent);
+            wire_msg_destroy(req->unsent);
+            req->unsent = NULL;
+        }
+    }
+}
+
+void kmgr_requests_fail_all(kmgr_kernel_t *k, int err)
+{
+    while (!kmgr_list_empty(&k->requests)) {
+        kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, k->requests.next);
+        kmgr_reqtable_remove(&k->table, req);
+        kmgr_link_unlink(&req->link);
+        wire_msg_destroy(req->unsent);
+        req->unsent = NULL;
+        req->fail_err = err;
+        kmgr_list_append(&k->failing, &req->link);
+    }
+}
+
+/* One at a time, since each callback may destroy or restart the kernel. */
+void kmgr_requests_process_failing(kmgr_kernel_t *k)
+{
+    while (!k->destroyed && !kmgr_list_empty(&k->failing)) {
+        kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, k->failing.next);
+        kmgr_link_unlink(&req->link);
+        req->finished = 1;
+        deliver(req, KMGR_REQ_FAILED, NULL, req->fail_err);
+        request_free(req);
+    }
+}
+
+/* Requests stay allocated (freed with the kernel) so that a handle held by a callback further up
+ * the stack stays valid until the loop frees the kernel. */
+void kmgr_requests_silence(kmgr_kernel_t *k)
+{
+    kmgr_link_t *link;
+
+    for (link = k->requests.next; link != &k->requests; link = link->next)
+        KMGR_FROM_MEMBER(kmgr_request_t, link, link)->cb = NULL;
+    for (link = k->failing.next; link != &k->failing; link = link->next)
+        KMGR_FROM_MEMBER(kmgr_request_t, link, link)->cb = NULL;
+}
+
+void kmgr_requests_free_all(kmgr_kernel_t *k)
+{
+    while (!kmgr_list_empty(&k->requests)) {
+        kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, k->requests.next);
+        kmgr_link_unlink(&req->link);
+        request_free(req);
+    }
+    while (!kmgr_list_empty(&k->failing)) {
+        kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, k->failing.next);
+        kmgr_link_unlink(&req->link);
+        request_free(req);
+    }
+    kmgr_reqtable_dispose(&k->table);
+}
