@@ -1,4 +1,9 @@
-/* wire_json_parse must accept exactly what jansson accepts and build equal values. */
+/* wire_json_parse must accept what jansson accepts and build identical values (one documented exception). */
+#include <ctype.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <criterion/criterion.h>
@@ -18,18 +23,65 @@ static json_t *jansson(const char *text, size_t len)
     return json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 }
 
+/* Identical values: json_equal, and reals bit for bit (json_equal counts -0.0 equal to 0.0). */
+static int identical(json_t *a, json_t *b)
+{
+    const char *key;
+    json_t *v;
+
+    if (!json_equal(a, b))
+        return 0;
+    switch (json_typeof(a)) {
+    case JSON_REAL: {
+        double x = json_real_value(a), y = json_real_value(b);
+        return memcmp(&x, &y, sizeof(x)) == 0;
+    }
+    case JSON_ARRAY:
+        for (size_t i = 0; i != json_array_size(a); ++i)
+            if (!identical(json_array_get(a, i), json_array_get(b, i)))
+                return 0;
+        return 1;
+    case JSON_OBJECT:
+        json_object_foreach(a, key, v)
+        {
+            if (!identical(v, json_object_get(b, key)))
+                return 0;
+        }
+        return 1;
+    default:
+        return 1;
+    }
+}
+
 /*
- * Both parsers agree on `len` bytes of `text`: both refuse, or both accept equal values. One
- * deliberate difference: jansson reads a raw NUL byte as the end of its input (and then accepts
- * "4\0junk" as 4); wire_json_parse refuses any raw NUL, which JSON never allows.
+ * The one thing jansson accepts that wire_json_parse rightly refuses (wire/json_in.h): a NUL byte
+ * right after a number or a bare word, which jansson's one-byte lookahead loses. Returns a copy of
+ * `text` without the NUL bytes that follow a letter or a digit, or NULL if another NUL would stay.
+ */
+static char *without_lost_nuls(const char *text, size_t len, size_t *outlen)
+{
+    char *out = malloc(len != 0 ? len : 1);
+    size_t n = 0;
+
+    for (size_t i = 0; i != len; ++i) {
+        if (text[i] != '\0') {
+            out[n++] = text[i];
+        } else if (i == 0 || !isalnum((unsigned char)text[i - 1])) {
+            free(out);
+            return NULL;
+        }
+    }
+    *outlen = n;
+    return out;
+}
+
+/*
+ * Both parsers agree on `len` bytes of `text`: both refuse, or both accept identical values. With a
+ * raw NUL byte in the text, wire_json_parse must refuse, and jansson may accept only through the
+ * quirk above: as it would the text without the lost NULs.
  */
 static int agree(const char *text, size_t len)
 {
-    if (memchr(text, '\0', len) != NULL) {
-        json_t *got = wire_json_parse(text, len);
-        json_decref(got);
-        return got == NULL;
-    }
     char *exact = malloc(len != 0 ? len : 1); /* exact size: ASan catches a read past the end */
     json_t *want, *got;
     int same;
@@ -37,7 +89,19 @@ static int agree(const char *text, size_t len)
     memcpy(exact, text, len);
     want = jansson(exact, len);
     got = wire_json_parse(exact, len);
-    same = (want == NULL) == (got == NULL) && (want == NULL || json_equal(want, got));
+    if (memchr(text, '\0', len) == NULL) {
+        same = (want == NULL) == (got == NULL) && (want == NULL || identical(want, got));
+    } else {
+        same = got == NULL;
+        if (same && want != NULL) {
+            size_t n = 0;
+            char *stripped = without_lost_nuls(text, len, &n);
+            json_t *explained = stripped != NULL ? jansson(stripped, n) : NULL;
+            same = explained != NULL && identical(want, explained);
+            json_decref(explained);
+            free(stripped);
+        }
+    }
     json_decref(want);
     json_decref(got);
     free(exact);
@@ -55,6 +119,7 @@ static const char *const valid[] = {
     "{\"dup\":1,\"dup\":2}",
     "{\"big\":9223372036854775807,\"small\":-9223372036854775808}",
     "{\"r\":1e308,\"tiny\":1e-400}",
+    "[1.00000000000000000000000000000000000000000000000000000000000000000000000000000000001,-0.0,-0]",
     "[[[[[[[[[[{}]]]]]]]]]]",
     "\"top-level string\"",
     "42",
@@ -84,6 +149,7 @@ static const char *const invalid[] = {
     "{\"a\":\"surrogate \xed\xa0\x80\"}",
     "{\"too\":9223372036854775808}",
     "{\"r\":1e400}",
+    "[1234567890123456789012345678901234567890123456789012345678901234567890123456789012]",
     "{\"k\\u0000ey\":1}",
     "{} trailing",
     "{}{}",
@@ -230,5 +296,332 @@ Test(json_in, escapes_and_utf8_at_every_offset_agree_with_jansson)
                              "cccccccccccccccccccccccccccccccccccccccc");
             cr_expect(agree(doc, (size_t)n), "%s", doc);
         }
+    }
+}
+
+/* ---- numbers: every length, against jansson ---- */
+
+typedef enum { EXPECT_EITHER, EXPECT_ACCEPT, EXPECT_REFUSE } verdict_t;
+
+/* Agreement with jansson, and (unless EITHER) the verdict worked out independently, so that a
+ * case both parsers got wrong the same way would still show. */
+static void check_number(const char *doc, size_t len, verdict_t expect)
+{
+    cr_expect(agree(doc, len), "differs from jansson on %zu bytes: %.60s%s", len, doc, len > 60 ? "..." : "");
+    if (expect != EXPECT_EITHER) {
+        json_t *got = wire_json_parse(doc, len);
+        cr_expect((got != NULL) == (expect == EXPECT_ACCEPT), "%s %zu bytes: %.60s%s", got != NULL ? "accepted" : "refused", len,
+                  doc, len > 60 ? "..." : "");
+        json_decref(got);
+    }
+}
+
+/* `n` digits, the first nonzero: 10^(n-1), all nines, or pseudo-random. */
+static void digits(char *out, size_t n, int pattern, unsigned seed)
+{
+    for (size_t i = 0; i != n; ++i) {
+        seed = seed * 1103515245u + 12345u;
+        out[i] = pattern == 0 ? (i == 0 ? '1' : '0') : pattern == 1 ? '9' : (char)('0' + (seed >> 16) % 10);
+    }
+    if (out[0] == '0')
+        out[0] = '7';
+    out[n] = '\0';
+}
+
+/* An integer of `n` digits `d` fits json_int_t: jansson's strtoll limits, worked out by length. */
+static verdict_t integer_verdict(const char *d, size_t n, int negative)
+{
+    if (n != 19)
+        return n < 19 ? EXPECT_ACCEPT : EXPECT_REFUSE;
+    return strcmp(d, negative ? "9223372036854775808" : "9223372036854775807") <= 0 ? EXPECT_ACCEPT : EXPECT_REFUSE;
+}
+
+#define MAX_SWEEP_DIGITS 330 /* past 309, where reals of that many integer digits overflow */
+
+Test(json_in, numbers_of_every_length_agree_with_jansson, .timeout = 120)
+{
+    char d[MAX_SWEEP_DIGITS + 1], zeros[MAX_SWEEP_DIGITS + 1];
+    size_t cap = 4 * MAX_SWEEP_DIGITS + 64;
+    char *doc = malloc(cap);
+
+    memset(zeros, '0', MAX_SWEEP_DIGITS);
+    zeros[MAX_SWEEP_DIGITS] = '\0';
+    for (size_t n = 1; n <= MAX_SWEEP_DIGITS; ++n) {
+        for (int pattern = 0; pattern != 3; ++pattern) {
+            digits(d, n, pattern, (unsigned)n);
+            verdict_t big_real = n <= 308 ? EXPECT_ACCEPT : n >= 310 ? EXPECT_REFUSE : EXPECT_EITHER;
+            verdict_t exp_real = n > 3 ? EXPECT_REFUSE : atoi(d) <= 308 ? EXPECT_ACCEPT : EXPECT_REFUSE;
+            int len;
+#define CHECK(expect, ...)                                                                                                         \
+    do {                                                                                                                           \
+        len = snprintf(doc, cap, __VA_ARGS__);                                                                                     \
+        cr_assert(len > 0 && (size_t)len < cap);                                                                                   \
+        check_number(doc, (size_t)len, expect);                                                                                    \
+    } while (0)
+            CHECK(integer_verdict(d, n, 0), "%s", d);
+            CHECK(integer_verdict(d, n, 1), "-%s", d);
+            CHECK(big_real, "%s.%s", d, d);
+            CHECK(big_real, "-%s.0", d);
+            CHECK(big_real, "%se0", d);
+            CHECK(EXPECT_ACCEPT, "-0.%s", d);
+            CHECK(EXPECT_ACCEPT, "%s.5e-%zu", d, n);                   /* between 0.1 and 1 */
+            CHECK(EXPECT_ACCEPT, "%sE-%zu", d, 3 * n);                 /* subnormal, then zero, as n grows */
+            CHECK(EXPECT_ACCEPT, "0.%.*s%se%zu", (int)n, zeros, d, n); /* leading zeros, scaled back */
+            CHECK(exp_real, "1e%s", d);
+            CHECK(exp_real, "-1.5E+%s", d);
+            CHECK(EXPECT_ACCEPT, "1e-%s", d);
+            CHECK(EXPECT_ACCEPT, "-0.0e%s", d);
+            CHECK(EXPECT_ACCEPT, "1E+%.*s308", (int)n, zeros); /* leading zeros in the exponent */
+            CHECK(EXPECT_REFUSE, "1e%.*s309", (int)n, zeros);
+            CHECK(EXPECT_EITHER, " [%s, -0.%s, {\"k\": %s.%se-%zu}] ", d, d, d, d, n);
+#undef CHECK
+        }
+    }
+    free(doc);
+}
+
+Test(json_in, integers_at_the_limits_of_json_int_t)
+{
+    static const struct {
+        const char *text;
+        verdict_t expect;
+    } cases[] = {
+        {"9223372036854775807", EXPECT_ACCEPT},
+        {"9223372036854775808", EXPECT_REFUSE},
+        {"-9223372036854775808", EXPECT_ACCEPT},
+        {"-9223372036854775809", EXPECT_REFUSE},
+        {"18446744073709551615", EXPECT_REFUSE},
+        {"18446744073709551616", EXPECT_REFUSE},
+        {"99999999999999999999", EXPECT_REFUSE},
+        {"-0", EXPECT_ACCEPT},
+        {"0", EXPECT_ACCEPT},
+        {"-", EXPECT_REFUSE},
+        {"00", EXPECT_REFUSE},
+        {"-01", EXPECT_REFUSE},
+        {"+1", EXPECT_REFUSE},
+        {"1.", EXPECT_REFUSE},
+        {"1e+", EXPECT_REFUSE},
+        {".1", EXPECT_REFUSE},
+    };
+    for (size_t i = 0; i != sizeof(cases) / sizeof(cases[0]); ++i)
+        check_number(cases[i].text, strlen(cases[i].text), cases[i].expect);
+
+    json_t *v = wire_json_parse("-9223372036854775808", 20);
+    cr_assert_not_null(v);
+    cr_expect(json_is_integer(v) && json_integer_value(v) == LLONG_MIN);
+    json_decref(v);
+    v = wire_json_parse("-0", 2);
+    cr_assert_not_null(v);
+    cr_expect(json_is_integer(v) && json_integer_value(v) == 0);
+    json_decref(v);
+}
+
+/* Decimal digits of base^exp (base <= 10), most significant first. */
+static char *decimal_power(unsigned base, unsigned exp)
+{
+    unsigned char *le = calloc(exp + 2, 1);
+    size_t n = 1;
+    char *out;
+
+    le[0] = 1;
+    for (unsigned e = 0; e != exp; ++e) {
+        unsigned carry = 0;
+        for (size_t i = 0; i != n; ++i) {
+            unsigned v = le[i] * base + carry;
+            le[i] = (unsigned char)(v % 10);
+            carry = v / 10;
+        }
+        if (carry != 0)
+            le[n++] = (unsigned char)carry;
+    }
+    out = malloc(n + 1);
+    for (size_t i = 0; i != n; ++i)
+        out[i] = (char)('0' + le[n - 1 - i]);
+    out[n] = '\0';
+    free(le);
+    return out;
+}
+
+/* a - b, for decimal strings with a >= b. */
+static char *decimal_sub(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b), skip = 0;
+    char *out = malloc(na + 1);
+    int borrow = 0;
+
+    for (size_t i = 0; i != na; ++i) {
+        int v = a[na - 1 - i] - '0' - borrow - (i < nb ? b[nb - 1 - i] - '0' : 0);
+        borrow = v < 0;
+        out[na - 1 - i] = (char)('0' + (v < 0 ? v + 10 : v));
+    }
+    out[na] = '\0';
+    while (out[skip] == '0' && out[skip + 1] != '\0')
+        ++skip;
+    memmove(out, out + skip, na + 1 - skip);
+    return out;
+}
+
+/* Builds a document from printf-style pieces, any length. */
+static char *docf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *docf(const char *fmt, ...)
+{
+    va_list ap, again;
+    char *out;
+    int n;
+
+    va_start(ap, fmt);
+    va_copy(again, ap);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    out = malloc((size_t)n + 1);
+    vsnprintf(out, (size_t)n + 1, fmt, again);
+    va_end(again);
+    va_end(ap);
+    return out;
+}
+
+static char *repeat(char c, size_t n)
+{
+    char *out = malloc(n + 1);
+    memset(out, c, n);
+    out[n] = '\0';
+    return out;
+}
+
+/* Accepted by both parsers as exactly `want` (bit for bit), or refused by both if `refuse`. */
+static void check_real(char *doc, int refuse, double want)
+{
+    size_t len = strlen(doc);
+    check_number(doc, len, refuse ? EXPECT_REFUSE : EXPECT_ACCEPT);
+    if (!refuse) {
+        json_t *got = wire_json_parse(doc, len);
+        double v = got != NULL ? json_real_value(got) : NAN;
+        cr_expect(got != NULL && json_is_real(got) && memcmp(&v, &want, sizeof(v)) == 0, "%.60s... (%zu bytes): got %a, want %a",
+                  doc, len, v, want);
+        json_decref(got);
+    }
+    free(doc);
+}
+
+/*
+ * Rounding that depends on a digit far past the 800 the parser keeps: halfway cases between two
+ * doubles (ties go to the even one), the overflow threshold and the underflow to zero, each with a
+ * nonzero digit hundreds of digits further on.
+ */
+Test(json_in, long_reals_round_like_jansson)
+{
+    char *z100 = repeat('0', 100), *z1000 = repeat('0', 1000), *z2000 = repeat('0', 2000), *n1000 = repeat('9', 1000);
+
+    /* 2^53 + 1 is halfway between 2^53 and 2^53 + 2 */
+    check_real(docf("9007199254740993.0"), 0, 9007199254740992.0);
+    check_real(docf("9007199254740993.%s1", z2000), 0, 9007199254740994.0);
+    check_real(docf("9007199254740993%s1e-1001", z1000), 0, 9007199254740994.0);
+    check_real(docf("-9007199254740992.%s1", z2000), 0, -9007199254740992.0);
+
+    /* 2^-1075 = 5^1075 / 10^1075 (752 digits) is halfway between 0 and the smallest subnormal */
+    char *half_min = decimal_power(5, 1075), *zeros323 = repeat('0', 1075 - strlen(half_min));
+    cr_assert_eq(strlen(half_min), 752);
+    check_real(docf("0.%s%s", zeros323, half_min), 0, 0.0);
+    check_real(docf("-0.%s%s", zeros323, half_min), 0, -0.0);
+    check_real(docf("0.%s%s%s1", zeros323, half_min, z100), 0, 0x1p-1074);
+    check_real(docf("-0.%s%s%s1e0", zeros323, half_min, z100), 0, -0x1p-1074);
+    check_real(docf("%s%s1e-%d", half_min, z100, 1075 + 101), 0, 0x1p-1074);
+
+    /* (2^53 - 1) * 2^-1075, halfway between the largest subnormal and DBL_MIN, has 768 significant
+     * digits, the most any rounding boundary of a double has: (5^1022 * 10^53 - 5^1075) / 10^1075 */
+    char *p5_1022 = decimal_power(5, 1022), *scaled = docf("%s%.53d", p5_1022, 0), *tie = decimal_sub(scaled, half_min);
+    char *under = decimal_sub(tie, "1");
+    cr_assert_eq(strlen(tie), 768);
+    check_real(docf("%se-1075", tie), 0, 0x1p-1022);
+    check_real(docf("%se-1075", under), 0, 0x0.fffffffffffffp-1022);
+    check_real(docf("0.%.307d%s%s1", 0, tie, z100), 0, 0x1p-1022);
+    free(p5_1022);
+    free(scaled);
+    free(tie);
+    free(under);
+
+    /* 2^1024 - 2^970 is halfway between DBL_MAX and 2^1024: a tie rounds to 2^1024, an overflow */
+    char *p1024 = decimal_power(2, 1024), *p970 = decimal_power(2, 970), *limit = decimal_sub(p1024, p970);
+    char *below = decimal_sub(limit, "1");
+    cr_assert_eq(strlen(limit), 309);
+    check_real(docf("%s.0", limit), 1, 0);
+    check_real(docf("-%se0", limit), 1, 0);
+    check_real(docf("%s.%s1", limit, z1000), 1, 0);
+    check_real(docf("%s.%s", below, n1000), 0, 0x1.fffffffffffffp+1023);
+    check_real(docf("-%s.%s", below, n1000), 0, -0x1.fffffffffffffp+1023);
+    check_real(docf("%s", limit), 1, 0); /* an integer: too big for json_int_t */
+
+    free(half_min);
+    free(zeros323);
+    free(p1024);
+    free(p970);
+    free(limit);
+    free(below);
+    free(z100);
+    free(z1000);
+    free(z2000);
+    free(n1000);
+}
+
+/* Integer parts, fractions and exponents of 100,000 digits (the parser keeps 800 of them at most). */
+Test(json_in, very_long_numbers, .timeout = 120)
+{
+    size_t n = 100000;
+    char *zeros = repeat('0', n), *nines = repeat('9', n), *mixed = malloc(n + 1);
+
+    digits(mixed, n, 2, 42);
+    check_real(docf("1%se-%zu", zeros, n), 0, 1.0);
+    check_real(docf("0.%s1e%zu", zeros, n + 1), 0, 1.0);
+    check_real(docf("1%s.5", zeros), 1, 0);
+    check_real(docf("-0.%s1", zeros), 0, -0.0);
+    check_real(docf("1e%s1", zeros), 0, 10.0);
+    check_real(docf("1e%s", nines), 1, 0);
+    check_real(docf("1e-%s", nines), 0, 0.0);
+    check_real(docf("0e%s", nines), 0, 0.0);
+    check_real(docf("0.%se-%s", nines, nines), 0, 0.0);
+    check_real(docf("%s.%se-%s", zeros, nines, nines), 1, 0); /* a leading zero, then more digits */
+    char *doc = docf("%se-%zu", mixed, n - 10);
+    check_number(doc, strlen(doc), EXPECT_ACCEPT); /* about 10^10, rounded from 100,000 digits */
+    free(doc);
+    doc = docf("[%s]", mixed);
+    check_number(doc, strlen(doc), EXPECT_REFUSE);
+    free(doc);
+    free(zeros);
+    free(nines);
+    free(mixed);
+}
+
+/* The documented difference (wire/json_in.h): jansson loses a NUL byte right after a number or a
+ * bare word; wire_json_parse refuses it. If jansson stops doing so, the header must change. */
+Test(json_in, a_nul_after_a_number_jansson_loses_is_refused)
+{
+    static const struct {
+        const char *text;
+        size_t len;
+        const char *as; /* what jansson makes of it, or NULL if it refuses too */
+    } cases[] = {
+        {"1\0", 2, "1"},
+        {"[1\0]", 4, "[1]"},
+        {"{\"a\":-2.5e3\0}", 13, "{\"a\":-2500.0}"},
+        {"true\0", 5, "true"},
+        {"[false\0,null\0]", 14, "[false,null]"},
+        {"1\0 ", 3, "1"},
+        {"1\0\0", 3, NULL},
+        {"4\0junk", 6, NULL},
+        {"\"a\"\0", 4, NULL},
+        {"[1,\0 2]", 7, NULL},
+        {"\0", 1, NULL},
+        {"1.\0", 3, NULL},
+        {"tru\0", 4, NULL},
+    };
+    for (size_t i = 0; i != sizeof(cases) / sizeof(cases[0]); ++i) {
+        json_t *want = jansson(cases[i].text, cases[i].len), *got = wire_json_parse(cases[i].text, cases[i].len);
+        json_t *as = cases[i].as != NULL ? json_loads(cases[i].as, JSON_DECODE_ANY, NULL) : NULL;
+
+        cr_expect_null(got, "case %zu: wire_json_parse accepted a raw NUL", i);
+        cr_expect(cases[i].as != NULL ? want != NULL && identical(want, as) : want == NULL, "case %zu: jansson 2.14 changed", i);
+        cr_expect(agree(cases[i].text, cases[i].len), "case %zu", i);
+        json_decref(want);
+        json_decref(got);
+        json_decref(as);
     }
 }

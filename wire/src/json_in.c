@@ -1,5 +1,8 @@
 /* A recursive-descent JSON parser into jansson values, with bulk handling of plain string runs. */
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
@@ -184,53 +187,130 @@ static json_t *parse_string(parser_t *ps)
     return v;
 }
 
+_Static_assert(sizeof(json_int_t) == sizeof(long long), "jansson's json_int_t is long long (strtoll) on this platform");
+
+/* Integers: JSON allows no leading zero, so more than 19 digits is always outside json_int_t (as in
+ * jansson, whose strtoll reports "too big integer"); no copy of the text is needed. */
+static json_t *make_integer(int negative, const unsigned char *digits, size_t n)
+{
+    const unsigned long long limit = negative ? (unsigned long long)LLONG_MAX + 1 : (unsigned long long)LLONG_MAX;
+    unsigned long long v = 0;
+
+    if (n > 19)
+        return NULL;
+    for (size_t i = 0; i != n; ++i)
+        v = v * 10 + (unsigned)(digits[i] - '0');
+    if (v > limit)
+        return NULL;
+    /* -(v - 1) - 1: -2^63 has no positive counterpart to negate */
+    return json_integer(!negative || v == 0 ? (json_int_t)v : -(json_int_t)(v - 1) - 1);
+}
+
+/*
+ * Reals are rewritten as "[-]<significant digits>e<exponent>" for strtod, whatever their length:
+ * leading zeros dropped, at most REAL_DIGITS_KEPT significant digits, then a single 1 standing for
+ * any nonzero digit dropped after them. Every rounding boundary of a double (a halfway point
+ * between neighbours, the overflow threshold) has at most 768 significant digits, so the rewritten
+ * number rounds exactly as the original does (Go's strconv keeps 800 digits and a "truncated" flag
+ * for the same reason). An exponent beyond +-REAL_EXPONENT_CLAMP means overflow or zero for any
+ * kept digits, so it is clamped. The text strtod sees has no '.', so LC_NUMERIC cannot change it.
+ */
+#define REAL_DIGITS_KEPT 800
+#define REAL_EXPONENT_CLAMP 100000
+#define REAL_EXPONENT_SATURATE 1000000000000000LL /* 10^15: far beyond the clamp, far from overflow */
+
+static json_t *make_real(int negative, const unsigned char *intpart, size_t nint, const unsigned char *frac, size_t nfrac,
+                         long long exponent)
+{
+    char buf[1 + REAL_DIGITS_KEPT + 1 + sizeof("e-18446744073709551615")], *out = buf, *end;
+    size_t kept = 0, skipped = 0; /* significant digits kept; zeros before the first of them */
+    int sticky = 0;
+
+    if (negative)
+        *out++ = '-';
+    for (size_t i = 0; i != nint + nfrac; ++i) {
+        unsigned char c = i < nint ? intpart[i] : frac[i - nint];
+        if (kept == 0 && c == '0') {
+            ++skipped;
+        } else if (kept != REAL_DIGITS_KEPT) {
+            out[kept++] = (char)c;
+        } else if (c != '0') {
+            sticky = 1;
+            break;
+        }
+    }
+    if (kept == 0) {
+        *out++ = '0';
+    } else {
+        /* the value is out[0..kept) * 10^(exponent + nint - skipped - kept), plus the sticky digit */
+        long long e = exponent + (long long)nint - (long long)skipped - (long long)kept;
+        out += kept;
+        if (sticky) {
+            *out++ = '1';
+            --e;
+        }
+        if (e > REAL_EXPONENT_CLAMP)
+            e = REAL_EXPONENT_CLAMP;
+        else if (e < -REAL_EXPONENT_CLAMP)
+            e = -REAL_EXPONENT_CLAMP;
+        out += snprintf(out, sizeof(buf) - (size_t)(out - buf), "e%lld", e);
+    }
+    *out = '\0';
+    errno = 0;
+    double d = strtod(buf, &end);
+    /* jansson refuses only overflow ("real number overflow"); underflow yields zero or a subnormal */
+    if ((d == HUGE_VAL || d == -HUGE_VAL) && errno == ERANGE)
+        return NULL;
+    return json_real(d);
+}
+
+static const unsigned char *skip_digits(const unsigned char *s, const unsigned char *end)
+{
+    while (s < end && *s >= '0' && *s <= '9')
+        ++s;
+    return s;
+}
+
 static json_t *parse_number(parser_t *ps)
 {
-    const unsigned char *start = ps->p, *s = ps->p;
-    int is_real = 0;
-    char buf[64], *end;
+    const unsigned char *s = ps->p, *intpart, *frac = NULL;
+    size_t nint, nfrac = 0;
+    long long exponent = 0;
+    int negative = 0, is_real = 0;
 
-    if (s < ps->end && *s == '-')
+    if (s < ps->end && *s == '-') {
+        negative = 1;
         ++s;
-    if (s >= ps->end)
-        return NULL;
-    if (*s == '0') {
-        ++s;
-    } else if (*s >= '1' && *s <= '9') {
-        while (s < ps->end && *s >= '0' && *s <= '9')
-            ++s;
-    } else {
-        return NULL;
     }
+    if (s >= ps->end || *s < '0' || *s > '9')
+        return NULL;
+    intpart = s;
+    s = *s == '0' ? s + 1 : skip_digits(s, ps->end);
+    nint = (size_t)(s - intpart);
     if (s < ps->end && *s == '.') {
         is_real = 1;
-        if (++s >= ps->end || *s < '0' || *s > '9')
+        frac = ++s;
+        if (s >= ps->end || *s < '0' || *s > '9')
             return NULL;
-        while (s < ps->end && *s >= '0' && *s <= '9')
-            ++s;
+        s = skip_digits(s, ps->end);
+        nfrac = (size_t)(s - frac);
     }
     if (s < ps->end && (*s == 'e' || *s == 'E')) {
+        int exponent_negative = 0;
         is_real = 1;
         ++s;
         if (s < ps->end && (*s == '+' || *s == '-'))
-            ++s;
+            exponent_negative = *s++ == '-';
         if (s >= ps->end || *s < '0' || *s > '9')
             return NULL;
-        while (s < ps->end && *s >= '0' && *s <= '9')
-            ++s;
+        for (; s < ps->end && *s >= '0' && *s <= '9'; ++s)
+            if (exponent < REAL_EXPONENT_SATURATE)
+                exponent = exponent * 10 + (*s - '0');
+        if (exponent_negative)
+            exponent = -exponent;
     }
-    if ((size_t)(s - start) >= sizeof(buf))
-        return NULL;
-    memcpy(buf, start, (size_t)(s - start));
-    buf[s - start] = '\0';
     ps->p = s;
-    errno = 0;
-    if (!is_real) {
-        long long v = strtoll(buf, &end, 10);
-        return errno == ERANGE ? NULL : json_integer((json_int_t)v);
-    }
-    double d = strtod(buf, &end);
-    return errno == ERANGE && (d > 1 || d < -1) ? NULL : json_real(d);
+    return is_real ? make_real(negative, intpart, nint, frac, nfrac, exponent) : make_integer(negative, intpart, nint);
 }
 
 static int literal(parser_t *ps, const char *word, size_t len)
