@@ -17,9 +17,12 @@ typedef struct st_gw_kernel_run_t {
     unsigned timeout_ms;
     int64_t deadline_ms;       /* 0 while queued */
     int64_t grace_deadline_ms; /* after the timeout's interrupt */
-    json_t *reply_error;       /* the error the shell reply implies, sent at DONE unless iopub carried one */
+    int64_t input_deadline_ms; /* while input_pending: an unanswered input() ends the run then */
+    unsigned stdin_timeout_ms;
+    json_t *reply_error; /* the error the shell reply implies, sent at DONE unless iopub carried one */
     unsigned timed_out : 1;
-    unsigned saw_error : 1; /* an error event was relayed: the run's outcome is "error" */
+    unsigned stdin_timed_out : 1; /* the timeout was the stdin wait's */
+    unsigned saw_error : 1;       /* an error event was relayed: the run's outcome is "error" */
     unsigned restarting : 1;
     unsigned input_pending : 1;
     h2o_linklist_t link; /* in ctx->runs, arrival order: the head is the one sent to the kernel */
@@ -55,15 +58,17 @@ static void kernel_run_end(gw_kernel_run_t *krun, const char *outcome)
 
 static void append_timeout_error(gw_kernel_run_t *krun)
 {
-    char evalue[160];
+    const char *state =
+        krun->restarting ? "did not stop when interrupted; the kernel was restarted and its state lost" : "was interrupted";
+    char evalue[200];
 
-    if (krun->restarting)
-        snprintf(
-            evalue, sizeof(evalue),
-            "the run exceeded its timeout of %u ms and did not stop when interrupted; the kernel was restarted and its state lost",
-            krun->timeout_ms);
-    else
-        snprintf(evalue, sizeof(evalue), "the run exceeded its timeout of %u ms and was interrupted", krun->timeout_ms);
+    if (krun->stdin_timed_out) {
+        snprintf(evalue, sizeof(evalue), "no input arrived within %u ms of the input request; the run %s", krun->stdin_timeout_ms,
+                 state);
+        gw_run_append(krun->run, gw_error_event("StdinTimeout", evalue));
+        return;
+    }
+    snprintf(evalue, sizeof(evalue), "the run exceeded its timeout of %u ms and %s", krun->timeout_ms, state);
     gw_run_append(krun->run, gw_error_event("TimeoutError", evalue));
 }
 
@@ -102,6 +107,7 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
             break;
         }
         krun->input_pending = 1;
+        krun->input_deadline_ms = gw_unix_ms() + krun->stdin_timeout_ms;
         event = gw_event_new("input_request");
         json_object_set_new(event, "text", json_string(json_string_value(json_object_get(msg->content, "prompt")) ?: ""));
         json_object_set_new(event, "password", json_boolean(json_is_true(json_object_get(msg->content, "password"))));
@@ -177,6 +183,7 @@ int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts,
     krun->execution_count = -1;
     krun->allow_stdin = opts->allow_stdin;
     krun->timeout_ms = opts->timeout_ms;
+    krun->stdin_timeout_ms = opts->stdin_timeout_ms != 0 ? opts->stdin_timeout_ms : ctx->contexts->host->config->stdin_timeout_ms;
     ctx->last_activity_ms = gw_unix_ms();
     gw_run_set_producer(run, &kernel_producer, krun);
     h2o_linklist_insert(&ctx->runs, &krun->link);
@@ -244,9 +251,15 @@ void gw_kernel_runs_tick(gw_contexts_t *contexts)
         if (h2o_linklist_is_empty(&ctx->runs))
             continue;
         krun = H2O_STRUCT_FROM_MEMBER(gw_kernel_run_t, link, ctx->runs.next);
-        if (krun->request == NULL || krun->restarting || now < krun->deadline_ms)
+        if (krun->request == NULL || krun->restarting)
             continue;
         if (!krun->timed_out) {
+            int stdin_expired = krun->input_pending && now >= krun->input_deadline_ms;
+            if (now < krun->deadline_ms && !stdin_expired)
+                continue;
+            /* an abandoned input() holds the context no longer than the stdin wait: interrupted like a timeout */
+            krun->stdin_timed_out = now < krun->deadline_ms;
+            krun->input_pending = 0;
             krun->timed_out = 1;
             krun->grace_deadline_ms = now + contexts->host->config->timeout_grace_ms;
             kmgr_kernel_interrupt(ctx->kernel);

@@ -18,6 +18,7 @@ enum {
     OPT_KEEP_ANSI,
     OPT_SHELL,
     OPT_WORKSPACE_ROOT,
+    OPT_ALLOW_HARDLINKS,
     OPT_HELP,
     OPT_VERSION,
 #define GW_XX_OPT(field, type, def, opt, help) OPT_LIMIT_##field,
@@ -67,7 +68,9 @@ static void usage(FILE *fp)
                 "  --keep-ansi                 keep ANSI colour codes in tracebacks\n"
                 "  --shell PATH                shell for stateless runs (default /bin/bash)\n"
                 "  --workspace-root DIR        files and editor routes work beneath DIR (default: the current\n"
-                "                              directory at start)\n");
+                "                              directory at start)\n"
+                "  --allow-hardlinks           let the files routes read and chmod regular files with several\n"
+                "                              hard links (refused by default: one may be outside the root)\n");
 #define GW_XX_USAGE(field, type, def, opt, help)                                                                                   \
     fprintf(fp, "  --%-26s %s (default %llu)\n", opt " N", help, (unsigned long long)(def));
     GW_LIMITS_MAP(GW_XX_USAGE)
@@ -128,6 +131,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         {"keep-ansi", no_argument, NULL, OPT_KEEP_ANSI},
         {"shell", required_argument, NULL, OPT_SHELL},
         {"workspace-root", required_argument, NULL, OPT_WORKSPACE_ROOT},
+        {"allow-hardlinks", no_argument, NULL, OPT_ALLOW_HARDLINKS},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
 #define GW_XX_LONGOPT(field, type, def, opt, help) {opt, required_argument, NULL, OPT_LIMIT_##field},
@@ -184,6 +188,9 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         case OPT_WORKSPACE_ROOT:
             free(config->workspace_root);
             config->workspace_root = wire_strdup(optarg);
+            break;
+        case OPT_ALLOW_HARDLINKS:
+            config->allow_hardlinks = 1;
             break;
         case OPT_HELP:
             usage(out);

@@ -38,7 +38,8 @@
     XX(max_edit_file_bytes, size_t, 16u << 20, "max-edit-file-bytes", "largest file the editor and /files/replace load")           \
     XX(max_undo_depth, unsigned, 10, "max-undo-depth", "versions kept per file for the editor's undo_edit")                        \
     XX(max_undo_bytes, size_t, 64u << 20, "max-undo-bytes", "bytes of versions kept for undo_edit, all files together")            \
-    XX(max_list_entries, unsigned, 10000, "max-list-entries", "entries returned by /files/search and /directories/list")
+    XX(max_list_entries, unsigned, 10000, "max-list-entries", "entries returned by /files/search and /directories/list")           \
+    XX(stdin_timeout_ms, unsigned, 120000, "stdin-timeout-ms", "an input() unanswered this long ends its run (StdinTimeout)")
 
 typedef struct st_gw_config_t {
     char *listen_host; /* "127.0.0.1", "::1", "0.0.0.0" ... */
@@ -53,6 +54,7 @@ typedef struct st_gw_config_t {
     char *shell;       /* stateless runs: `<shell> -c <code>` */
     /* files and editor routes: every path lives beneath it; NULL: the current directory at start */
     char *workspace_root;
+    int allow_hardlinks; /* files routes serve regular files with several hard links (one may live outside the root) */
 #define GW_XX_FIELD(field, type, def, opt, help) type field;
     GW_LIMITS_MAP(GW_XX_FIELD)
 #undef GW_XX_FIELD

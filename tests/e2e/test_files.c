@@ -211,6 +211,30 @@ Test(files, escapes_refused_and_nothing_touched)
     cr_assert(!exists(path), "an upload wrote outside the root");
 }
 
+/* A hard link to a file outside the root (any code in a context can make one) is not served: not read, chmod'ed or rewritten. */
+Test(files, hardlinked_outside_file_refused)
+{
+    char path[1200], victim[600];
+    struct stat st;
+
+    snprintf(victim, sizeof(victim), "%s/secret", outside);
+    sh("ln '%s' '%s/hard'", victim, root);
+    expect("GET", "/files/download?path=hard", NULL, 403, "PATH_OUTSIDE_WORKSPACE");
+    expect("POST", "/files/permissions", "{\"hard\":{\"mode\":777}}", 403, "PATH_OUTSIDE_WORKSPACE");
+    expect("POST", "/files/replace", "{\"hard\":{\"old\":\"secret\",\"new\":\"pwned\"}}", 403, "PATH_OUTSIDE_WORKSPACE");
+    expect("POST", "/editor", "{\"command\":\"view\",\"path\":\"hard\"}", 403, "PATH_OUTSIDE_WORKSPACE");
+    cr_assert_eq(stat(victim, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0644, "the secret's mode changed through its hard link");
+    cr_assert_str_eq(read_file(victim), "secret");
+    /* removing the link is harmless (the outside name stays), so it is allowed */
+    expect("DELETE", "/files?path=hard", NULL, 200, NULL);
+    cr_assert(exists(victim));
+    snprintf(path, sizeof(path), "%s/hard", root);
+    cr_assert(!exists(path));
+    /* a file with one name downloads as before */
+    expect("GET", "/files/download?path=a.txt", NULL, 200, NULL);
+}
+
 Test(files, nul_byte_refused)
 {
     expect("GET", "/files/info?path=a.txt%00", NULL, 403, "PATH_OUTSIDE_WORKSPACE");

@@ -203,6 +203,12 @@ Test(http, access_token_flag)
     expect_status("GET", "/code/contexts", "Authorization: token s3cret", 200, NULL);
     expect_status("GET", "/ping", "X-EXECD-ACCESS-TOKEN: s3cret", 200, NULL);
     expect_status("GET", "/healthz", NULL, 200, NULL);
+    expect_status("GET", "/readyz", NULL, 200, NULL);
+    /* the route table is not mapped without the token: unknown routes and wrong methods say 401 too */
+    expect_status("GET", "/nonexistent", NULL, 401, "UNAUTHORIZED");
+    expect_status("PUT", "/code", NULL, 401, "UNAUTHORIZED");
+    expect_status("GET", "/nonexistent", "X-EXECD-ACCESS-TOKEN: s3cret", 404, "NOT_FOUND");
+    expect_status("PUT", "/code", "X-EXECD-ACCESS-TOKEN: s3cret", 405, "METHOD_NOT_ALLOWED");
     stop_own();
 }
 

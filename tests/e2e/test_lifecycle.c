@@ -73,6 +73,31 @@ Test(lifecycle, input_round_trip_with_stdin)
     free(ctx);
 }
 
+/* An input() nobody answers holds its context only for the stdin timeout, then the context works again. */
+Test(lifecycle, abandoned_input_frees_the_context)
+{
+    char *ctx = xh_context_new(port(), NULL, NULL);
+    json_t *body = xh_body(ctx, "input('anyone there? ')");
+    json_object_set_new(body, "stdin", json_true());
+    json_object_set_new(body, "stdin_timeout", json_integer(1500));
+    int64_t t0 = e2e_now_ms();
+    e2e_events_t evs;
+    xh_run(port(), body, t0 + XH_RUN_MS, &evs);
+    json_decref(body);
+    E2E_ASSERT_RUN(&evs, ctx, E2E_FRAMING_SSE);
+    cr_assert_eq(e2e_events_count(&evs, "input_request"), 1);
+    const e2e_event_t *err = xh_error_event(&evs, "StdinTimeout");
+    cr_assert(strstr(err->data, "1500 ms") != NULL, "the error names the stdin timeout: %s", err->data);
+    cr_assert_eq(e2e_events_count(&evs, "error"), 1,
+                 "one error: the interrupt kgate caused is not reported as a KeyboardInterrupt");
+    cr_assert(evs.end_ms - t0 < 6000, "the abandoned input() held the context for %lld ms", (long long)(evs.end_ms - t0));
+    e2e_events_dispose(&evs);
+    xh_run_ok(port(), ctx, "print('ok')", &evs);
+    E2E_ASSERT_TEXT(&evs, "stdout", "ok\n");
+    e2e_events_dispose(&evs);
+    free(ctx);
+}
+
 Test(lifecycle, input_without_opt_in_fails_fast)
 {
     char *ctx = xh_context_new(port(), NULL, NULL);
