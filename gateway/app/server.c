@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "kmgr/errors.h"
 #include "app/kmgr_loop.h"
+#include "app/listener.h"
 #include "app/routes.h"
 #include "app/server.h"
 
@@ -23,57 +24,6 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     gw_app_dispatch(((gw_handler_t *)self)->server, req);
     return 0;
-}
-
-static void on_accept(h2o_socket_t *listener, const char *err)
-{
-    gw_server_t *server = listener->data;
-    h2o_socket_t *sock;
-    int on = 1;
-
-    if (err != NULL)
-        return;
-    /* accept a burst at once; h2o calls back again while the backlog is non-empty */
-    for (int i = 0; i < 16 && (sock = h2o_evloop_socket_accept(listener)) != NULL; ++i) {
-        /* small events must leave at once, not wait for Nagle and delayed ACKs (PLATFORM.md: +40 ms) */
-        setsockopt(h2o_socket_get_fd(sock), IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-        h2o_accept(&server->accept_ctx, sock);
-    }
-}
-
-static int open_listener(const gw_config_t *config)
-{
-    struct sockaddr_storage ss;
-    socklen_t sslen;
-    int fd, on = 1;
-
-    memset(&ss, 0, sizeof(ss));
-    if (inet_pton(AF_INET, config->listen_host, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
-        ((struct sockaddr_in *)&ss)->sin_family = AF_INET;
-        ((struct sockaddr_in *)&ss)->sin_port = htons(config->listen_port);
-        sslen = sizeof(struct sockaddr_in);
-    } else if (inet_pton(AF_INET6, config->listen_host, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
-        ((struct sockaddr_in6 *)&ss)->sin6_family = AF_INET6;
-        ((struct sockaddr_in6 *)&ss)->sin6_port = htons(config->listen_port);
-        sslen = sizeof(struct sockaddr_in6);
-    } else if (strcmp(config->listen_host, "localhost") == 0) {
-        ((struct sockaddr_in *)&ss)->sin_family = AF_INET;
-        ((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ((struct sockaddr_in *)&ss)->sin_port = htons(config->listen_port);
-        sslen = sizeof(struct sockaddr_in);
-    } else {
-        fprintf(stderr, "kgate: --listen host must be a numeric IPv4/IPv6 address or localhost, got \"%s\"\n", config->listen_host);
-        return -1;
-    }
-    if ((fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1 ||
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 || bind(fd, (struct sockaddr *)&ss, sslen) != 0 ||
-        listen(fd, SOMAXCONN) != 0) {
-        fprintf(stderr, "kgate: cannot listen on %s:%u: %s\n", config->listen_host, config->listen_port, strerror(errno));
-        if (fd != -1)
-            close(fd);
-        return -1;
-    }
-    return fd;
 }
 
 /* The one scheduler tick: every feature's periodic work, in one place. */
@@ -128,7 +78,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     h2o_pathconf_t *pathconf;
     gw_handler_t *handler;
     kmgr_config_t kconfig = {0};
-    int fd, ret;
+    int ret;
 
     memset(server, 0, sizeof(*server));
     h2o_config_init(&server->globalconf);
@@ -172,22 +122,13 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
 
     server->tick_entry.cb = on_tick;
     h2o_timeout_link(loop, &server->tick_timeout, &server->tick_entry);
-    if ((fd = open_listener(config)) == -1)
-        return -1;
-    server->listener = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
-    server->listener->data = server;
-    h2o_socket_read_start(server->listener, on_accept);
-    return 0;
+    server->listener_open = 1;
+    return gw_listener_open(&server->listener, config, loop, &server->accept_ctx);
 }
 
 uint16_t gw_server_port(const gw_server_t *server)
 {
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-
-    if (server->listener == NULL || getsockname(h2o_socket_get_fd(server->listener), (struct sockaddr *)&ss, &len) != 0)
-        return 0;
-    return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
+    return gw_listener_port(&server->listener);
 }
 
 void gw_server_begin_shutdown(gw_server_t *server)
@@ -195,11 +136,7 @@ void gw_server_begin_shutdown(gw_server_t *server)
     if (server->host.shutting_down)
         return;
     server->host.shutting_down = 1;
-    if (server->listener != NULL) {
-        h2o_socket_read_stop(server->listener);
-        h2o_socket_close(server->listener);
-        server->listener = NULL;
-    }
+    gw_listener_close(&server->listener);
     gw_contexts_destroy_all(&server->contexts);
     gw_shells_kill_all(&server->shells);
     gw_runs_shutdown(&server->runs);
@@ -233,6 +170,8 @@ void gw_server_dispose(gw_server_t *server)
         h2o_timeout_unlink(&server->tick_entry);
     if (h2o_timeout_is_linked(&server->kmgr_pending_entry))
         h2o_timeout_unlink(&server->kmgr_pending_entry);
+    if (server->listener_open)
+        gw_listener_dispose(&server->listener, server->ctx.loop);
     gw_host_dispose(&server->host);
     h2o_timeout_dispose(server->ctx.loop, &server->tick_timeout);
     h2o_context_dispose(&server->ctx);

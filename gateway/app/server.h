@@ -7,6 +7,7 @@
 #include "core/config.h"
 #include "core/host.h"
 #include "core/router.h"
+#include "app/listener.h"
 #include "code/context.h"
 #include "code/languages.h"
 #include "execd/execd.h"
@@ -26,7 +27,7 @@ struct st_gw_server_t {
     h2o_globalconf_t globalconf;
     h2o_context_t ctx;
     h2o_accept_ctx_t accept_ctx;
-    h2o_socket_t *listener;
+    gw_listener_t listener;
     kmgr_manager_t *kmgr;
     /* the engine */
     gw_languages_t languages;
@@ -44,7 +45,8 @@ struct st_gw_server_t {
     h2o_timeout_t tick_timeout; /* KMGR_TICK_MS: kernel manager, child processes, retention */
     h2o_timeout_entry_t tick_entry;
     h2o_timeout_entry_t kmgr_pending_entry;
-    unsigned initialised : 1; /* gw_server_init got far enough for gw_server_dispose */
+    unsigned initialised : 1;   /* gw_server_init got far enough for gw_server_dispose */
+    unsigned listener_open : 1; /* the listener's timer exists */
 };
 
 typedef struct st_gw_server_t gw_server_t;

@@ -39,6 +39,9 @@
     XX(max_undo_depth, unsigned, 10, "max-undo-depth", "versions kept per file for the editor's undo_edit")                        \
     XX(max_undo_bytes, size_t, 64u << 20, "max-undo-bytes", "bytes of versions kept for undo_edit, all files together")            \
     XX(max_list_entries, unsigned, 10000, "max-list-entries", "entries returned by /files/search and /directories/list")           \
+    XX(max_connections, unsigned, 4096, "max-connections",                                                                         \
+       "client connections at once (also bounded by RLIMIT_NOFILE - fd-reserve)")                                                  \
+    XX(fd_reserve, unsigned, 128, "fd-reserve", "file descriptors kept free of client connections, for kernels and files")         \
     XX(stdin_timeout_ms, unsigned, 120000, "stdin-timeout-ms", "an input() unanswered this long ends its run (StdinTimeout)")
 
 typedef struct st_gw_config_t {

@@ -5,7 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "checks.h"
 #include "shared.h"
@@ -335,4 +340,67 @@ Test(http, sigterm_stops_everything)
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "kgate did not exit 0 on SIGTERM (wait status %#x%s)", st,
               WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT ? ": SIGABRT, e.g. a sanitizer report at exit, see its log" : "");
     cr_log_info("kgate stopped with two live kernels in %lld ms", (long long)took);
+}
+
+/* ---- connection limits ---------------------------------------------------------------------- */
+
+/* Opens a TCP connection to 127.0.0.1:port that sends nothing; -1 on failure. */
+static int silent_connection(unsigned short p)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(p), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd != -1 && connect(fd, (struct sockaddr *)&sin, sizeof(sin)) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return (x > y) - (x < y);
+}
+
+/* 400 silent connections to a kgate limited to 256 fds: it keeps answering at once and does not spin. */
+Test(http, silent_connections_beyond_the_fd_limit, .timeout = 120)
+{
+    enum { NCONN = 400, NPROBE = 5 };
+    static int fds[NCONN];
+    struct rlimit saved, low;
+    long long took[NPROBE];
+    size_t opened = 0;
+
+    cr_assert_eq(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    low = saved;
+    low.rlim_cur = 256;
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+    start_own(NULL, NULL); /* inherits the 256-fd limit */
+    cr_assert_eq(setrlimit(RLIMIT_NOFILE, &saved), 0);
+    for (size_t i = 0; i != NCONN; ++i)
+        if ((fds[i] = silent_connection(own.port)) != -1)
+            ++opened;
+    cr_assert_eq(opened, (size_t)NCONN, "only %zu of %d connections were opened", opened, NCONN);
+    usleep(300 * 1000);
+
+    int64_t cpu0 = e2e_proc_cpu_ms(own.pid), t0 = e2e_now_ms();
+    for (int i = 0; i != NPROBE; ++i) {
+        e2e_response_t r;
+        int64_t start = e2e_now_ms();
+        e2e_http_request(own.port, "GET", "/healthz", NULL, NULL, &r);
+        took[i] = e2e_now_ms() - start;
+        cr_assert_eq(r.status, 200, "/healthz with %d silent connections open: HTTP %d (%s)", NCONN, r.status, r.error);
+        e2e_response_dispose(&r);
+    }
+    usleep(1000 * 1000);
+    int64_t cpu_ms = e2e_proc_cpu_ms(own.pid) - cpu0, wall_ms = e2e_now_ms() - t0;
+    qsort(took, NPROBE, sizeof(took[0]), cmp_ll);
+    cr_log_info(
+        "/healthz beside %d silent connections under a 256-fd limit: median %lld ms, max %lld ms; kgate CPU %lld ms in %lld ms",
+        NCONN, took[NPROBE / 2], took[NPROBE - 1], (long long)cpu_ms, (long long)wall_ms);
+    cr_expect_lt(took[NPROBE / 2], 100, "/healthz took %lld ms (median) beside silent connections", took[NPROBE / 2]);
+    cr_expect_lt(cpu_ms * 4, wall_ms, "kgate used %lld ms of CPU in %lld ms: it spins", (long long)cpu_ms, (long long)wall_ms);
+    for (size_t i = 0; i != NCONN; ++i)
+        close(fds[i]);
+    stop_own();
 }
