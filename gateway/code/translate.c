@@ -5,6 +5,7 @@
 #include "wire/alloc.h"
 #include "core/event.h"
 #include "code/translate.h"
+#include "core/json_out.h"
 
 char *gw_strip_ansi(const char *s, size_t len, size_t *out_len)
 {
@@ -91,22 +92,41 @@ static json_t *error_from_content(json_t *content, const gw_translate_opts_t *op
     return ev;
 }
 
+/* A MIME value as Go's execd SDK can read it (a map of strings): its compact JSON text. */
+static json_t *as_json_text(const json_t *value)
+{
+    size_t len = gw_json_render(value, NULL);
+    char *text = wire_malloc(len + 1);
+    json_t *str;
+
+    gw_json_render(value, text);
+    str = json_stringn_nocheck(text, len);
+    free(text);
+    return str;
+}
+
 static json_t *result_from_content(json_t *content, const gw_translate_opts_t *opts)
 {
-    json_t *data = json_object_get(content, "data");
+    json_t *data = json_object_get(content, "data"), *plain, *results, *value;
+    const char *mime;
     json_t *ev;
 
     if (!json_is_object(data))
         return NULL;
     ev = gw_event_new("result");
-    if (opts->compat_execd && json_is_string(json_object_get(data, "text/plain"))) {
-        /* execd SDKs (Kotlin) read results.text: a shallow copy keeps the kernel's bundle intact */
-        json_t *results = json_copy(data);
-        json_object_set(results, "text", json_object_get(data, "text/plain"));
-        json_object_set_new(ev, "results", results);
-    } else {
-        json_object_set(ev, "results", data);
+    /* every SDK finds the plain text: Python and Kotlin read results.text, Go text/plain (API.md
+     * Part 1). A shallow copy: the values are shared with the kernel's message, never copied. */
+    results = json_copy(data);
+    if (json_is_string(plain = json_object_get(data, "text/plain")))
+        json_object_set(results, "text", plain);
+    if (opts->compat_execd) {
+        json_object_foreach(data, mime, value)
+        {
+            if (!json_is_string(value))
+                json_object_set_new(results, mime, as_json_text(value));
+        }
     }
+    json_object_set_new(ev, "results", results);
     return ev;
 }
 

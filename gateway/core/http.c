@@ -41,6 +41,8 @@ static const char *reason_phrase(int status)
         return "Range Not Satisfiable";
     case 429:
         return "Too Many Requests";
+    case 501:
+        return "Not Implemented";
     case 503:
         return "Service Unavailable";
     default:

@@ -42,7 +42,8 @@
     XX(FILE_NOT_FOUND, 404)                                                                                                        \
     XX(FILE_EXISTS, 409)                                                                                                           \
     XX(FILE_TOO_LARGE, 413)                                                                                                        \
-    XX(RANGE_NOT_SATISFIABLE, 416)
+    XX(RANGE_NOT_SATISFIABLE, 416)                                                                                                 \
+    XX(NOT_SUPPORTED, 501)
 
 typedef enum {
 #define GW_XX_ENUM(name, status) GW_HTTP_##name,

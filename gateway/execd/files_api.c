@@ -212,6 +212,19 @@ static int mv_fields(json_t *item, json_t **src, json_t **dest)
     return json_is_string(*src) && json_is_string(*dest) ? 0 : -1;
 }
 
+/* mkdir -p of the directory holding `p` (nothing for a name at the root). 0 or -errno. */
+static int make_parents(gw_execd_t *execd, const gw_workspace_path_t *p)
+{
+    const char *slash = strrchr(p->rel, '/');
+    char parent[GW_WORKSPACE_PATH_MAX + 1];
+
+    if (slash == NULL)
+        return 0;
+    memcpy(parent, p->rel, (size_t)(slash - p->rel));
+    parent[slash - p->rel] = '\0';
+    return gw_workspace_mkdirs(&execd->files->ws, parent, 0755);
+}
+
 GW_EXECD_HANDLER(files_mv)
 {
     gw_execd_t *execd = gw_execd_from(door);
@@ -256,15 +269,26 @@ GW_EXECD_HANDLER(files_mv)
         mv_fields(item, &src, &dest);
         gw_files_resolve(execd, req, "src", json_string_value(src), json_string_length(src), ps);
         gw_files_resolve(execd, req, "dest", json_string_value(dest), json_string_length(dest), pd);
+        const char *failed = json_string_value(src);
+        struct stat st;
         if ((ret = gw_workspace_open_parent(&execd->files->ws, ps, &sfd)) == 0 &&
-            (ret = gw_workspace_open_parent(&execd->files->ws, pd, &dfd)) == 0 && renameat(sfd, ps->name, dfd, pd->name) != 0)
+            fstatat(sfd, ps->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
             ret = -errno;
+        if (ret == 0) {
+            /* execd creates the destination's missing parents (0755) and never replaces an existing dest */
+            failed = json_string_value(dest);
+            if ((ret = make_parents(execd, pd)) == 0 && (ret = gw_workspace_open_parent(&execd->files->ws, pd, &dfd)) == 0 &&
+                renameat2(sfd, ps->name, dfd, pd->name, RENAME_NOREPLACE) != 0)
+                ret = -errno;
+            if (ret == -ENOENT && fstatat(sfd, ps->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+                failed = json_string_value(src); /* the source went away meanwhile */
+        }
         if (sfd != -1)
             close(sfd);
         if (dfd != -1)
             close(dfd);
         if (ret != 0) {
-            gw_files_respond_errno(req, ret, "moving ", json_string_value(src));
+            gw_files_respond_errno(req, ret, failed == json_string_value(src) ? "moving " : "moving to ", failed);
             goto Exit;
         }
     }

@@ -148,6 +148,7 @@ json_t *gw_command_to_json(const gw_command_t *cmd)
     if (cmd->running) {
         json_object_set_new(obj, "exit_code", json_null());
         json_object_set_new(obj, "finished_at", json_null());
+        json_object_set_new(obj, "error", json_null());
         return obj;
     }
     json_object_set_new(obj, "exit_code", json_integer(cmd->exit_code));
@@ -156,6 +157,8 @@ json_t *gw_command_to_json(const gw_command_t *cmd)
         json_object_set_new(obj, "error", json_string("the command exceeded its timeout and was killed"));
     else if (cmd->exit_code != 0)
         json_object_set_new(obj, "error", json_sprintf("exit status %d", cmd->exit_code));
+    else
+        json_object_set_new(obj, "error", json_null());
     return obj;
 }
 

@@ -72,7 +72,7 @@ void gw_command_terminate(gw_command_t *cmd);
 
 /**
  * The status object: id, command (also as execd's `content`), background, running, exit_code (null
- * while running), error (when it failed), started_at, finished_at (RFC 3339 UTC, null while
+ * while running), error (why it failed; null while running or after exit 0), started_at, finished_at (RFC 3339 UTC, null while
  * running), pid, log_bytes (its log's end offset).
  */
 json_t *gw_command_to_json(const gw_command_t *cmd);

@@ -75,6 +75,9 @@ Test(code, expression_result_and_execution_count)
     json_t *plain = json_object_get(json_object_get(res->json, "results"), "text/plain");
     cr_assert(json_is_string(plain) && strcmp(json_string_value(plain), "2") == 0, "results[\"text/plain\"] is not \"2\": %.400s",
               res->data);
+    /* the Python and Kotlin SDKs read results.text: it is there by default, the same string */
+    json_t *text = json_object_get(json_object_get(res->json, "results"), "text");
+    cr_assert(json_is_string(text) && strcmp(json_string_value(text), "2") == 0, "results.text is not \"2\": %.400s", res->data);
     long i = e2e_events_find(&evs, "execution_count", 0);
     cr_assert(i >= 0, "no execution_count event; %s", e2e_events_summary(&evs, sum, sizeof(sum)));
     json_t *count = json_object_get(evs.v[i].json, "execution_count");

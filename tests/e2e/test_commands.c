@@ -138,10 +138,28 @@ Test(commands, status_of_a_finished_command)
     status = wait_finished(command_id(&evs), 5000);
     cr_assert_str_eq(json_string_value(json_object_get(status, "id")), command_id(&evs));
     cr_assert_str_eq(json_string_value(json_object_get(status, "command")), "exit 4");
+    cr_assert_str_eq(json_string_value(json_object_get(status, "content")), "exit 4", "execd's SDKs read `content`");
+    cr_assert(json_is_false(json_object_get(status, "running")));
     cr_assert_eq(json_integer_value(json_object_get(status, "exit_code")), 4);
+    cr_assert(json_is_string(json_object_get(status, "error")), "a failed command says why: %s", json_dumps(status, 0));
     cr_assert(json_is_string(json_object_get(status, "started_at")) && json_is_string(json_object_get(status, "finished_at")),
               "started_at and finished_at are RFC 3339 strings");
     json_decref(status);
+    /* while it runs: running true, and exit_code, finished_at and error present as null */
+    e2e_events_t bg;
+    ch_stream("/command", command_body("sleep 5", json_pack("{s:b}", "background", 1)), &bg);
+    snprintf(path, sizeof(path), "/command/status/%s", command_id(&bg));
+    status = get_json(path, 200);
+    cr_assert(json_is_true(json_object_get(status, "running")));
+    cr_assert(json_is_null(json_object_get(status, "exit_code")) && json_is_null(json_object_get(status, "finished_at")) &&
+                  json_is_null(json_object_get(status, "error")),
+              "a running command's exit_code, finished_at and error are null");
+    json_decref(status);
+    snprintf(path, sizeof(path), "/command?id=%s", command_id(&bg));
+    e2e_response_t r;
+    e2e_http_request(e2e_shared()->port, "DELETE", path, NULL, NULL, &r);
+    e2e_response_dispose(&r);
+    e2e_events_dispose(&bg);
     snprintf(path, sizeof(path), "/command/status/%s", "00000000-0000-4000-8000-000000000000");
     missing = get_json(path, 404);
     cr_assert_str_eq(json_string_value(json_object_get(missing, "code")), "COMMAND_NOT_FOUND");

@@ -291,8 +291,36 @@ Test(files, mv)
     snprintf(path, sizeof(path), "%s/b.txt", root);
     cr_assert(exists(path));
     expect("POST", "/files/mv", "{\"src\":\"b.txt\",\"dest\":\"c.txt\"}", 200, NULL);
-    expect("POST", "/files/mv", "[{\"src\":\"missing\",\"dest\":\"x\"}]", 404, "FILE_NOT_FOUND");
-    expect("POST", "/files/mv", "[{\"src\":\"c.txt\",\"dest\":\"no/such/dir/x\"}]", 404, "FILE_NOT_FOUND");
+    {
+        /* a missing source is named in the 404 */
+        e2e_response_t r;
+        req("POST", "/files/mv", "[{\"src\":\"missing\",\"dest\":\"x\"}]", &r);
+        E2E_ASSERT_ERROR(&r, 404, "FILE_NOT_FOUND");
+        cr_assert(strstr(r.body, "missing") != NULL, "the 404 names the source: %s", r.body);
+        e2e_response_dispose(&r);
+    }
+    /* execd creates the destination's missing parents (0755) */
+    expect("POST", "/files/mv", "[{\"src\":\"c.txt\",\"dest\":\"new/deep/dir/x\"}]", 200, NULL);
+    snprintf(path, sizeof(path), "%s/new/deep/dir/x", root);
+    cr_assert(exists(path), "mv into a new directory did not create it");
+    {
+        struct stat st;
+        snprintf(path, sizeof(path), "%s/new/deep", root);
+        cr_assert_eq(stat(path, &st), 0);
+        cr_assert_eq(st.st_mode & 0777, 0755 & ~(mode_t)022, "a created parent's mode: %o", st.st_mode & 0777);
+    }
+    /* and never replaces an existing destination: 409 naming it, both files untouched */
+    {
+        e2e_response_t r;
+        req("POST", "/files/mv", "[{\"src\":\"new/deep/dir/x\",\"dest\":\"dir/sub/a2.txt\"}]", &r);
+        E2E_ASSERT_ERROR(&r, 409, "FILE_EXISTS");
+        cr_assert(strstr(r.body, "dir/sub/a2.txt") != NULL, "the 409 names the destination: %s", r.body);
+        e2e_response_dispose(&r);
+    }
+    snprintf(path, sizeof(path), "%s/dir/sub/a2.txt", root);
+    cr_assert_str_eq(read_file(path), "one\ntwo\nthree\n");
+    snprintf(path, sizeof(path), "%s/new/deep/dir/x", root);
+    cr_assert(exists(path));
     expect("POST", "/files/mv", "[{\"src\":\"c.txt\"}]", 400, "INVALID_REQUEST_BODY");
     expect("POST", "/files/mv", "[{\"src\":\".\",\"dest\":\"x\"}]", 400, "INVALID_PARAMETER");
 }

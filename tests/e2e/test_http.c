@@ -252,6 +252,22 @@ Test(http, compat_execd_framing)
     cr_assert(json_is_string(plain) && strcmp(json_string_value(plain), "2") == 0, "results[\"text/plain\"] is not \"2\": %.400s",
               res->data);
     e2e_events_dispose(&evs);
+
+    /* Go's SDK reads results as a map of strings: a JSON value arrives as its JSON text */
+    st = e2e_run_code(own.port, NULL, id, NULL, "from IPython.display import JSON, display\ndisplay(JSON({'a': [1, 2]}))", RUN_MS,
+                      &evs, &r);
+    cr_assert_eq(st, 200, "POST /code: HTTP %d (%s) %.600s", st, evs.error, r.body ? r.body : "");
+    e2e_response_dispose(&r);
+    res = e2e_find_result(&evs, "application/json");
+    cr_assert_not_null(res, "no result with application/json; %s", e2e_events_summary(&evs, sum, sizeof(sum)));
+    json_t *value = json_object_get(json_object_get(res->json, "results"), "application/json");
+    cr_assert(json_is_string(value), "application/json is not a string under --compat execd: %.400s", res->data);
+    json_t *parsed = json_loads(json_string_value(value), 0, NULL);
+    json_t *expected = json_pack("{s:[i,i]}", "a", 1, 2);
+    cr_assert(json_equal(parsed, expected), "application/json's text is not the value: %.400s", res->data);
+    json_decref(parsed);
+    json_decref(expected);
+    e2e_events_dispose(&evs);
     cr_assert_eq(e2e_context_delete(own.port, NULL, id), 200);
     free(id);
     stop_own();
