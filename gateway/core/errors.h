@@ -18,6 +18,8 @@
     XX(NOINPUT, "no input is awaited")                                                                                             \
     XX(SPAWN, "cannot start the process")                                                                                          \
     XX(NOTFOUND, "no such object")                                                                                                 \
+    XX(WSCLOSED, "the WebSocket is closing")                                                                                       \
+    XX(WSFULL, "the WebSocket's peer is not reading: its send queue is full")                                                      \
     XX(WORKSPACE_EMPTY, "the path is empty")                                                                                       \
     XX(WORKSPACE_NUL, "the path contains a NUL byte")                                                                              \
     XX(WORKSPACE_TOOLONG, "the path is too long")                                                                                  \
