@@ -9,6 +9,7 @@
 #include "kmgr/kernel.h"
 #include "kmgr/manager.h"
 #include "core/host.h"
+#include "core/idmap.h"
 #include "code/languages.h"
 #include "code/translate.h"
 #include "runs/run.h"
@@ -22,6 +23,7 @@ typedef struct st_gw_contexts_t {
     gw_translate_opts_t translate;
     h2o_linklist_t list; /* gw_context_t */
     size_t count;        /* bounded by config->max_contexts */
+    gw_idmap_t by_id;
 } gw_contexts_t;
 
 /**
@@ -39,6 +41,7 @@ typedef struct st_gw_context_t {
     unsigned is_default : 1;   /* the language's default context (POST /code with only a language) */
     unsigned is_ephemeral : 1; /* a stateless run's own kernel: not listed, deleted after its run */
     h2o_linklist_t link;       /* in contexts->list */
+    gw_idmap_entry_t by_id;    /* in contexts->by_id */
     h2o_linklist_t waiters;    /* gw_context_waiter_t: told once the kernel is ready */
     h2o_linklist_t runs;       /* gw_kernel_run_t queued or in progress */
 } gw_context_t;

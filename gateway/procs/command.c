@@ -12,6 +12,7 @@
 static void command_free(gw_command_t *cmd)
 {
     h2o_linklist_unlink(&cmd->link);
+    gw_idmap_remove(&cmd->commands->by_id, &cmd->by_id);
     --cmd->commands->count;
     gw_cmdlog_dispose(&cmd->log);
     free(cmd->command);
@@ -96,6 +97,7 @@ int gw_command_start(gw_commands_t *commands, const gw_command_options_t *opts, 
     snprintf(path, sizeof(path), "%s/command-%s.log", commands->log_dir, cmd->id);
     gw_cmdlog_open(&cmd->log, path, config->max_command_log_bytes); /* without a file the log only counts bytes */
     h2o_linklist_insert(&commands->list, &cmd->link);
+    gw_idmap_insert(&commands->by_id, &cmd->by_id, cmd->id);
     ++commands->count;
     if (!cmd->background) {
         *run = gw_run_create(commands->runs, NULL, cmd->id, &opts->limits);
@@ -107,13 +109,8 @@ int gw_command_start(gw_commands_t *commands, const gw_command_options_t *opts, 
 
 gw_command_t *gw_command_find(gw_commands_t *commands, const char *id)
 {
-    h2o_linklist_t *node;
-    for (node = commands->list.next; node != &commands->list; node = node->next) {
-        gw_command_t *cmd = H2O_STRUCT_FROM_MEMBER(gw_command_t, link, node);
-        if (strcmp(cmd->id, id) == 0)
-            return cmd;
-    }
-    return NULL;
+    gw_idmap_entry_t *e = gw_idmap_find(&commands->by_id, id);
+    return e != NULL ? H2O_STRUCT_FROM_MEMBER(gw_command_t, by_id, e) : NULL;
 }
 
 void gw_command_terminate(gw_command_t *cmd)
@@ -170,6 +167,7 @@ void gw_commands_init(gw_commands_t *commands, gw_host_t *host, gw_runs_t *runs,
     commands->log_dir = log_dir;
     h2o_linklist_init_anchor(&commands->list);
     commands->count = 0;
+    gw_idmap_init(&commands->by_id);
 }
 
 void gw_commands_tick(gw_commands_t *commands)
@@ -199,4 +197,5 @@ void gw_commands_dispose(gw_commands_t *commands)
             cmd->shell->data = NULL, cmd->shell->hooks = NULL;
         command_free(cmd);
     }
+    gw_idmap_dispose(&commands->by_id);
 }

@@ -8,6 +8,7 @@
 #include <h2o.h>
 #include "wire/ids.h"
 #include "procs/cmdlog.h"
+#include "core/idmap.h"
 #include "runs/run.h"
 #include "procs/shell.h"
 
@@ -19,6 +20,7 @@ typedef struct st_gw_commands_t {
     const char *log_dir; /* borrowed: where the log files go (kgate's runtime directory) */
     h2o_linklist_t list; /* gw_command_t, oldest first */
     size_t count;        /* bounded by config->max_commands */
+    gw_idmap_t by_id;
 } gw_commands_t;
 
 /**
@@ -41,7 +43,8 @@ typedef struct st_gw_command_t {
     int64_t finished_at_ms; /* 0 while running */
     int64_t kill_at_ms;     /* after DELETE: SIGKILL to the group then, unless it is gone; 0: none */
     gw_cmdlog_t log;
-    h2o_linklist_t link; /* in commands->list, oldest first */
+    h2o_linklist_t link;    /* in commands->list, oldest first */
+    gw_idmap_entry_t by_id; /* in commands->by_id */
 } gw_command_t;
 
 typedef struct st_gw_command_options_t {

@@ -18,6 +18,7 @@ struct st_gw_run_t {
     uint64_t last_event_id;
     h2o_linklist_t cursors;   /* gw_run_cursor_t */
     h2o_linklist_t link;      /* in runs->live or runs->finished (oldest first) */
+    gw_idmap_entry_t by_id;   /* in runs->by_id */
     h2o_timeout_entry_t ping; /* keep-alive events while running */
     int64_t created_at_ms;
     int64_t started_at_ms;  /* when it left the queue (== created_at for unqueued runs) */

@@ -9,29 +9,21 @@ void gw_runs_init(gw_runs_t *runs, gw_host_t *host)
     h2o_linklist_init_anchor(&runs->live);
     h2o_linklist_init_anchor(&runs->finished);
     runs->retained_bytes = 0;
+    gw_idmap_init(&runs->by_id);
 }
 
 void gw_run_free(gw_run_t *run)
 {
+    gw_idmap_remove(&run->runs->by_id, &run->by_id);
     h2o_linklist_unlink(&run->link);
     gw_run_clear_log(run);
     free(run);
 }
 
-static gw_run_t *find_in(h2o_linklist_t *list, const char *id)
-{
-    for (h2o_linklist_t *node = list->next; node != list; node = node->next) {
-        gw_run_t *run = H2O_STRUCT_FROM_MEMBER(gw_run_t, link, node);
-        if (strcmp(run->id, id) == 0)
-            return run;
-    }
-    return NULL;
-}
-
 gw_run_t *gw_run_find(gw_runs_t *runs, const char *id)
 {
-    gw_run_t *run = find_in(&runs->live, id);
-    return run != NULL ? run : find_in(&runs->finished, id);
+    gw_idmap_entry_t *e = gw_idmap_find(&runs->by_id, id);
+    return e != NULL ? H2O_STRUCT_FROM_MEMBER(gw_run_t, by_id, e) : NULL;
 }
 
 void gw_runs_collect(gw_runs_t *runs)
@@ -74,4 +66,5 @@ void gw_runs_dispose(gw_runs_t *runs)
         gw_run_free(run);
     }
     runs->retained_bytes = 0;
+    gw_idmap_dispose(&runs->by_id);
 }

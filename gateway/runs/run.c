@@ -31,6 +31,7 @@ gw_run_t *gw_run_create(gw_runs_t *runs, const char *context_id, const char *ini
     h2o_linklist_init_anchor(&run->log);
     h2o_linklist_init_anchor(&run->cursors);
     h2o_linklist_insert(&runs->live, &run->link);
+    gw_idmap_insert(&runs->by_id, &run->by_id, run->id);
     run->created_at_ms = run->started_at_ms = gw_unix_ms();
     run->ping.cb = on_ping;
 

@@ -7,6 +7,7 @@
 #include <h2o/linklist.h>
 #include "core/event.h"
 #include "core/host.h"
+#include "core/idmap.h"
 #include "core/stream.h"
 
 typedef struct st_gw_run_t gw_run_t;
@@ -21,6 +22,7 @@ typedef struct st_gw_runs_t {
     h2o_linklist_t live;     /* gw_run_t, not finished */
     h2o_linklist_t finished; /* gw_run_t, finished and retained, oldest first */
     size_t retained_bytes;   /* log bytes of `finished` */
+    gw_idmap_t by_id;        /* every registered run, live or finished */
 } gw_runs_t;
 
 /** What produces a run's events (a kernel request or a shell process), seen from the run. */
