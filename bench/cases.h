@@ -4,15 +4,16 @@
 
 #include <signal.h>
 #include <stddef.h>
+#include "support/gateway.h"
+#include "support/http.h"
 #include "common.h"
-#include "http_client.h"
-#include "kgate_proc.h"
 #include "stats.h"
 
 /** What every case is given: the running kgate, an HTTP client of it, and the run's settings. */
 typedef struct st_bench_env_t {
-    bench_kgate_proc_t *kgate;
-    bench_http_t *http;
+    ts_gateway_t *kgate;
+    /** One keep-alive connection to kgate; every request on it is bounded by timeout_ms. */
+    ts_http_t *http;
     /** Timed samples per client (0: the case's default). */
     size_t samples;
     /** Untimed executions per client before sampling (SIZE_MAX: the case's default). */

@@ -10,10 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 #include "wire/alloc.h"
+#include "support/gateway.h"
+#include "support/http.h"
 #include "common.h"
 #include "cases.h"
-#include "http_client.h"
-#include "kgate_proc.h"
 
 /* The overhead kgate aims for; reported, never enforced (benchmarks do not fail on timings). */
 #define TARGET_OVERHEAD_PCT 5.0
@@ -319,15 +319,20 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    bench_kgate_proc_t kgate;
-    bench_http_t http;
-    if ((err = bench_kgate_proc_start(&kgate, kgate_path, extra_args, 15000)) != 0) {
-        fprintf(stderr, "kgate_bench_execute: %s: %s\n", bench_strerror(err), bench_detail());
+    ts_gateway_t kgate;
+    ts_http_t http;
+    ts_gateway_opts_t opts = {.exe = kgate_path,
+                              .args = (const char *const *)extra_args,
+                              .label = "bench",
+                              .keep_env = "KGATE_BENCH_KEEP",
+                              .startup_ms = 15000};
+    if ((err = ts_gateway_start(&kgate, &opts)) != 0) {
+        fprintf(stderr, "kgate_bench_execute: %s: %s\n", bench_strerror(err), kgate.error);
         goto Exit;
     }
     if (verbose)
         fprintf(stderr, "kgate pid %d on 127.0.0.1:%u, runtime dir %s\n", (int)kgate.pid, kgate.port, kgate.runtime_dir);
-    bench_http_init(&http, "127.0.0.1", kgate.port, timeout_ms);
+    ts_http_init(&http, kgate.port, 1);
     bench_env_t env = {.kgate = &kgate,
                        .http = &http,
                        .samples = samples,
@@ -349,10 +354,11 @@ int main(int argc, char **argv)
         }
         ran[nresults++] = selected[i];
     }
-    bench_http_dispose(&http);
-    int status = bench_kgate_proc_stop(&kgate, 10000);
+    ts_http_dispose(&http);
+    if (ts_gateway_stop(&kgate, NULL) != 0)
+        fprintf(stderr, "kgate_bench_execute: warning: %s\n", kgate.error);
     if (verbose)
-        fprintf(stderr, "kgate stopped (wait status %d)\n", status);
+        fprintf(stderr, "kgate stopped (wait status %d)\n", kgate.exit_status);
     if (nresults > 0) {
         if (json_out)
             print_json(ran, results, nresults);

@@ -14,13 +14,16 @@
 #include <unistd.h>
 
 #include "checks.h"
-#include "harness.h"
+#include "support/base.h"
+#include "support/gateway.h"
+#include "support/http.h"
+#include "support/proc.h"
 
 /* The 1 GiB transfer: kgate's resident memory must stay below this while it moves through. */
 #define BIG_SIZE ((size_t)1 << 30)
 #define RSS_LIMIT_KB (64 * 1024)
 
-static e2e_gateway_t gw;
+static ts_gateway_t gw;
 static char tmp[256], root[300], outside[300];
 
 static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -71,44 +74,45 @@ static void start(void)
        " && ln -s '%s/secret' '%s/out_file' && ln -s a.txt '%s/in_link' && chmod 644 '%s/a.txt' '%s/secret'",
        root, outside, root, root, root, outside, outside, root, outside, root, root, root, outside);
     (void)path;
-    cr_assert_eq(e2e_gateway_start(&gw, e2e_kgate_path(KGATE_BINARY_DIR), args, env), 0, "kgate did not start: %s", gw.error);
+    ts_gateway_opts_t opts = {.exe = ts_kgate_path(KGATE_BINARY_DIR), .args = args, .env = env};
+    cr_assert_eq(ts_gateway_start(&gw, &opts), 0, "kgate did not start: %s", gw.error);
 }
 
 static void stop(void)
 {
     size_t survivors = 0;
-    int rc = e2e_gateway_stop_keep(&gw, &survivors);
+    int rc = ts_gateway_stop_keep(&gw, &survivors);
     if (rc != 0)
-        e2e_gateway_dump_log(&gw, 8192);
-    e2e_gateway_cleanup(&gw);
+        ts_gateway_dump_log(&gw, 8192);
+    ts_gateway_cleanup(&gw);
     sh("rm -rf '%s'", tmp);
     cr_assert_eq(rc, 0, "kgate did not stop cleanly: %s", gw.error);
 }
 
 TestSuite(files, .init = start, .fini = stop, .timeout = 120);
 
-static int req(const char *method, const char *path, const char *body, e2e_response_t *r)
+static int req(const char *method, const char *path, const char *body, ts_response_t *r)
 {
-    return e2e_http_request(gw.port, method, path, NULL, body, r);
+    return ts_http_request(gw.port, method, path, NULL, body, r);
 }
 
 static void expect(const char *method, const char *path, const char *body, int status, const char *code)
 {
-    e2e_response_t r;
+    ts_response_t r;
 
     req(method, path, body, &r);
     if (code != NULL || status >= 400)
         E2E_ASSERT_ERROR(&r, status, code);
     else
         E2E_ASSERT_STATUS(&r, status);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 }
 
 /* ---- info ------------------------------------------------------------------------------------- */
 
 Test(files, info_map_of_fileinfo)
 {
-    e2e_response_t r;
+    ts_response_t r;
     json_t *a, *d;
     char abs[600];
 
@@ -130,7 +134,7 @@ Test(files, info_map_of_fileinfo)
     cr_assert(json_is_string(json_object_get(a, "created_at")));
     cr_assert_str_eq(json_string_value(json_object_get(d, "type")), "directory");
     cr_assert_str_eq(json_string_value(json_object_get(json_object_get(r.json, "in_link"), "type")), "symlink");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     /* absolute paths inside the root work too */
     snprintf(abs, sizeof(abs), "/files/info?path=%s/dir/b.txt", root);
     expect("GET", abs, NULL, 200, NULL);
@@ -138,7 +142,7 @@ Test(files, info_map_of_fileinfo)
     req("GET", "/files/info", NULL, &r);
     E2E_ASSERT_STATUS(&r, 200);
     cr_assert(json_is_object(r.json) && json_object_size(r.json) == 0, "execd answers {} without paths: %s", r.body);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 }
 
 /* ---- escapes: refused with 403 and nothing touched ------------------------------------------- */
@@ -202,10 +206,10 @@ Test(files, escapes_refused_and_nothing_touched)
              "--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\nbad\r\n--B--\r\n");
     {
         const char *headers[] = {"Content-Type: multipart/form-data; boundary=B", NULL};
-        e2e_response_t r;
-        e2e_http_request(gw.port, "POST", "/files/upload", headers, body, &r);
+        ts_response_t r;
+        ts_http_request(gw.port, "POST", "/files/upload", headers, body, &r);
         cr_assert(r.status == 403, "status %d: %s", r.status, r.body);
-        e2e_response_dispose(&r);
+        ts_response_dispose(&r);
     }
     snprintf(path, sizeof(path), "%s/dropped", outside);
     cr_assert(!exists(path), "an upload wrote outside the root");
@@ -293,11 +297,11 @@ Test(files, mv)
     expect("POST", "/files/mv", "{\"src\":\"b.txt\",\"dest\":\"c.txt\"}", 200, NULL);
     {
         /* a missing source is named in the 404 */
-        e2e_response_t r;
+        ts_response_t r;
         req("POST", "/files/mv", "[{\"src\":\"missing\",\"dest\":\"x\"}]", &r);
         E2E_ASSERT_ERROR(&r, 404, "FILE_NOT_FOUND");
         cr_assert(strstr(r.body, "missing") != NULL, "the 404 names the source: %s", r.body);
-        e2e_response_dispose(&r);
+        ts_response_dispose(&r);
     }
     /* execd creates the destination's missing parents (0755) */
     expect("POST", "/files/mv", "[{\"src\":\"c.txt\",\"dest\":\"new/deep/dir/x\"}]", 200, NULL);
@@ -311,11 +315,11 @@ Test(files, mv)
     }
     /* and never replaces an existing destination: 409 naming it, both files untouched */
     {
-        e2e_response_t r;
+        ts_response_t r;
         req("POST", "/files/mv", "[{\"src\":\"new/deep/dir/x\",\"dest\":\"dir/sub/a2.txt\"}]", &r);
         E2E_ASSERT_ERROR(&r, 409, "FILE_EXISTS");
         cr_assert(strstr(r.body, "dir/sub/a2.txt") != NULL, "the 409 names the destination: %s", r.body);
-        e2e_response_dispose(&r);
+        ts_response_dispose(&r);
     }
     snprintf(path, sizeof(path), "%s/dir/sub/a2.txt", root);
     cr_assert_str_eq(read_file(path), "one\ntwo\nthree\n");
@@ -343,29 +347,29 @@ static int has_path(json_t *arr, const char *suffix)
 
 Test(files, search)
 {
-    e2e_response_t r;
+    ts_response_t r;
 
     req("GET", "/files/search?path=.&pattern=*.txt", NULL, &r);
     E2E_ASSERT_STATUS(&r, 200);
     cr_assert(json_is_array(r.json), "%s", r.body);
     cr_assert(has_path(r.json, "/a.txt") && has_path(r.json, "/dir/b.txt"), "%s", r.body);
     cr_assert(!has_path(r.json, "/c.md") && !has_path(r.json, "/dir"), "%s", r.body);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     req("GET", "/files/search?path=dir", NULL, &r); /* default pattern ** */
     E2E_ASSERT_STATUS(&r, 200);
     cr_assert_eq(json_array_size(r.json), 2, "%s", r.body);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     req("GET", "/files/search?path=.&pattern=dir/*/*.md", NULL, &r);
     E2E_ASSERT_STATUS(&r, 200);
     cr_assert_eq(json_array_size(r.json), 1, "%s", r.body);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     expect("GET", "/files/search?pattern=*", NULL, 400, "MISSING_QUERY");
     expect("GET", "/files/search?path=nope", NULL, 404, "FILE_NOT_FOUND");
 }
 
 Test(files, directories_list)
 {
-    e2e_response_t r;
+    ts_response_t r;
     json_t *first;
 
     req("GET", "/directories/list?path=.", NULL, &r);
@@ -374,13 +378,13 @@ Test(files, directories_list)
     first = json_array_get(r.json, 0);
     cr_assert(has_path(r.json, "/out_dir") && !has_path(r.json, "/out_dir/secret"), "links are listed, never followed");
     cr_assert_str_eq(strrchr(json_string_value(json_object_get(first, "path")), '/'), "/a.txt", "lexical order");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     req("GET", "/directories/list?path=dir&depth=2", NULL, &r);
     E2E_ASSERT_STATUS(&r, 200);
     cr_assert_eq(json_array_size(r.json), 3, "b.txt sub sub/c.md: %s", r.body);
     cr_assert_str_eq(strrchr(json_string_value(json_object_get(json_array_get(r.json, 2), "path")), '/'), "/c.md",
                      "descendants follow their parent");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     expect("GET", "/directories/list?path=out_dir", NULL, 400, "INVALID_PARAMETER");
     expect("GET", "/directories/list?path=a.txt", NULL, 400, "NOT_A_DIRECTORY");
     expect("GET", "/directories/list?path=.&depth=x", NULL, 400, "INVALID_PARAMETER");
@@ -391,7 +395,7 @@ Test(files, directories_list)
 
 Test(files, replace)
 {
-    e2e_response_t r;
+    ts_response_t r;
     char path[600];
 
     expect("POST", "/files/replace", "{\"a.txt\":{\"old\":\"o\",\"new\":\"0\"}}", 200, NULL);
@@ -400,7 +404,7 @@ Test(files, replace)
     req("POST", "/files/replace?verbose=true", "{\"path\":\"a.txt\",\"old\":\"e\",\"new\":\"E\"}", &r);
     E2E_ASSERT_STATUS(&r, 200);
     cr_assert_eq(json_integer_value(json_object_get(json_object_get(r.json, "a.txt"), "replacedCount")), 3, "%s", r.body);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     expect("POST", "/files/replace", "{\"a.txt\":{\"old\":\"\",\"new\":\"x\"}}", 400, "INVALID_REQUEST_BODY");
     expect("POST", "/files/replace", "{\"missing\":{\"old\":\"a\",\"new\":\"b\"}}", 404, "FILE_NOT_FOUND");
 }
@@ -439,14 +443,14 @@ Test(files, upload_pairs)
                        "------kgateB\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"path\":\"two.txt\"}\r\n"
                        "------kgateB\r\nContent-Disposition: form-data; name=\"file\"; filename=\"two.txt\"\r\n\r\nsecond\r\n"
                        "------kgateB--\r\n";
-    e2e_response_t r;
+    ts_response_t r;
     char path[600];
     struct stat st;
 
-    e2e_http_request(gw.port, "POST", "/files/upload", headers, body, &r);
+    ts_http_request(gw.port, "POST", "/files/upload", headers, body, &r);
     E2E_ASSERT_STATUS(&r, 200);
     cr_assert_eq(r.body_len, 0);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     snprintf(path, sizeof(path), "%s/up/one.txt", root);
     cr_assert_str_eq(read_file(path), "first file\n");
     cr_assert_eq(stat(path, &st), 0);
@@ -454,27 +458,27 @@ Test(files, upload_pairs)
     snprintf(path, sizeof(path), "%s/two.txt", root);
     cr_assert_str_eq(read_file(path), "second");
 
-    e2e_http_request(gw.port, "POST", "/files/upload", NULL, "x", &r);
+    ts_http_request(gw.port, "POST", "/files/upload", NULL, "x", &r);
     E2E_ASSERT_ERROR(&r, 400, "INVALID_FILE");
-    e2e_response_dispose(&r);
-    e2e_http_request(gw.port, "POST", "/files/upload", headers,
-                     "------kgateB\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nx\r\n------kgateB--\r\n", &r);
+    ts_response_dispose(&r);
+    ts_http_request(gw.port, "POST", "/files/upload", headers,
+                    "------kgateB\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nx\r\n------kgateB--\r\n", &r);
     E2E_ASSERT_ERROR(&r, 400, "INVALID_FILE_METADATA");
-    e2e_response_dispose(&r);
-    e2e_http_request(gw.port, "POST", "/files/upload", headers,
-                     "------kgateB\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{}\r\n"
-                     "------kgateB\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nx\r\n------kgateB--\r\n",
-                     &r);
+    ts_response_dispose(&r);
+    ts_http_request(gw.port, "POST", "/files/upload", headers,
+                    "------kgateB\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{}\r\n"
+                    "------kgateB\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nx\r\n------kgateB--\r\n",
+                    &r);
     E2E_ASSERT_ERROR(&r, 400, "INVALID_FILE_METADATA");
-    e2e_response_dispose(&r);
-    e2e_http_request(gw.port, "POST", "/files/upload", headers, "------kgateB\r\nno end", &r);
+    ts_response_dispose(&r);
+    ts_http_request(gw.port, "POST", "/files/upload", headers, "------kgateB\r\nno end", &r);
     E2E_ASSERT_ERROR(&r, 400, "INVALID_FILE");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 }
 
 Test(files, download_whole_range_lines)
 {
-    e2e_response_t r;
+    ts_response_t r;
     const char *range5[] = {"Range: bytes=4-6", NULL}, *suffix[] = {"Range: bytes=-6", NULL},
                *open_end[] = {"Range: bytes=8-", NULL};
     const char *bad[] = {"Range: bytes=100-200", NULL}, *junk[] = {"Range: lines=1-2", NULL};
@@ -482,78 +486,62 @@ Test(files, download_whole_range_lines)
     req("GET", "/files/download?path=a.txt", NULL, &r);
     E2E_ASSERT_STATUS(&r, 200);
     cr_assert_str_eq(r.body, "one\ntwo\nthree\n");
-    cr_assert_str_eq(e2e_response_header(&r, "content-type"), "application/octet-stream");
-    cr_assert_not_null(strstr(e2e_response_header(&r, "content-disposition"), "filename=\"a.txt\""));
-    cr_assert_str_eq(e2e_response_header(&r, "content-length"), "14");
-    e2e_response_dispose(&r);
+    cr_assert_str_eq(ts_response_header(&r, "content-type"), "application/octet-stream");
+    cr_assert_not_null(strstr(ts_response_header(&r, "content-disposition"), "filename=\"a.txt\""));
+    cr_assert_str_eq(ts_response_header(&r, "content-length"), "14");
+    ts_response_dispose(&r);
 
-    e2e_http_request(gw.port, "GET", "/files/download?path=a.txt", range5, NULL, &r);
+    ts_http_request(gw.port, "GET", "/files/download?path=a.txt", range5, NULL, &r);
     E2E_ASSERT_STATUS(&r, 206);
     cr_assert_str_eq(r.body, "two");
-    cr_assert_str_eq(e2e_response_header(&r, "content-range"), "bytes 4-6/14");
-    e2e_response_dispose(&r);
-    e2e_http_request(gw.port, "GET", "/files/download?path=a.txt", suffix, NULL, &r);
+    cr_assert_str_eq(ts_response_header(&r, "content-range"), "bytes 4-6/14");
+    ts_response_dispose(&r);
+    ts_http_request(gw.port, "GET", "/files/download?path=a.txt", suffix, NULL, &r);
     E2E_ASSERT_STATUS(&r, 206);
     cr_assert_str_eq(r.body, "three\n");
-    e2e_response_dispose(&r);
-    e2e_http_request(gw.port, "GET", "/files/download?path=a.txt", open_end, NULL, &r);
+    ts_response_dispose(&r);
+    ts_http_request(gw.port, "GET", "/files/download?path=a.txt", open_end, NULL, &r);
     E2E_ASSERT_STATUS(&r, 206);
     cr_assert_str_eq(r.body, "three\n");
-    cr_assert_str_eq(e2e_response_header(&r, "content-range"), "bytes 8-13/14");
-    e2e_response_dispose(&r);
-    e2e_http_request(gw.port, "GET", "/files/download?path=a.txt", bad, NULL, &r);
+    cr_assert_str_eq(ts_response_header(&r, "content-range"), "bytes 8-13/14");
+    ts_response_dispose(&r);
+    ts_http_request(gw.port, "GET", "/files/download?path=a.txt", bad, NULL, &r);
     E2E_ASSERT_ERROR(&r, 416, "RANGE_NOT_SATISFIABLE");
-    cr_assert_str_eq(e2e_response_header(&r, "content-range"), "bytes */14");
-    e2e_response_dispose(&r);
-    e2e_http_request(gw.port, "GET", "/files/download?path=a.txt", junk, NULL, &r);
+    cr_assert_str_eq(ts_response_header(&r, "content-range"), "bytes */14");
+    ts_response_dispose(&r);
+    ts_http_request(gw.port, "GET", "/files/download?path=a.txt", junk, NULL, &r);
     E2E_ASSERT_ERROR(&r, 416, "RANGE_NOT_SATISFIABLE");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 
     req("GET", "/files/download?path=a.txt&offset=2&limit=1", NULL, &r);
     E2E_ASSERT_STATUS(&r, 200);
     cr_assert_str_eq(r.body, "two\n");
-    cr_assert_not_null(strstr(e2e_response_header(&r, "content-type"), "text/plain"));
-    e2e_response_dispose(&r);
+    cr_assert_not_null(strstr(ts_response_header(&r, "content-type"), "text/plain"));
+    ts_response_dispose(&r);
     req("GET", "/files/download?path=a.txt&offset=2&limit=10", NULL, &r);
     cr_assert_str_eq(r.body, "two\nthree\n");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     req("GET", "/files/download?path=dir/b.txt&offset=1&limit=1", NULL, &r);
     cr_assert_str_eq(r.body, "x\n", "every returned line ends with a newline (execd)");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     req("GET", "/files/download?path=a.txt&offset=9&limit=1", NULL, &r);
     E2E_ASSERT_STATUS(&r, 200);
     cr_assert_eq(r.body_len, 0);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     expect("GET", "/files/download?path=a.txt&offset=0&limit=1", NULL, 400, "INVALID_PARAMETER");
-    e2e_http_request(gw.port, "GET", "/files/download?path=a.txt&offset=1&limit=1", range5, NULL, &r);
+    ts_http_request(gw.port, "GET", "/files/download?path=a.txt&offset=1&limit=1", range5, NULL, &r);
     E2E_ASSERT_ERROR(&r, 400, "INVALID_PARAMETER");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     expect("GET", "/files/download?path=dir", NULL, 400, "IS_A_DIRECTORY");
     expect("GET", "/files/download?path=missing", NULL, 404, "FILE_NOT_FOUND");
     expect("GET", "/files/download", NULL, 400, "MISSING_QUERY");
     req("GET", "/files/download?path=in_link", NULL, &r);
     E2E_ASSERT_STATUS(&r, 200);
     cr_assert_str_eq(r.body, "one\ntwo\nthree\n", "a link inside the root is followed");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 }
 
 /* ---- 1 GiB through kgate, resident memory measured -------------------------------------------- */
-
-static long rss_kb(pid_t pid)
-{
-    char path[64], line[256];
-    long kb = -1;
-    FILE *fp;
-
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    if ((fp = fopen(path, "r")) == NULL)
-        return -1;
-    while (fgets(line, sizeof(line), fp) != NULL)
-        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-            break;
-    fclose(fp);
-    return kb;
-}
 
 typedef struct st_sampler_t {
     pid_t pid;
@@ -566,7 +554,7 @@ static void *sample(void *arg)
 {
     sampler_t *s = arg;
     while (!s->stop) {
-        long kb = rss_kb(s->pid);
+        long kb = ts_proc_rss_kb(s->pid);
         if (kb > s->peak_kb)
             s->peak_kb = kb;
         usleep(5000);
@@ -621,7 +609,7 @@ Test(files, one_gib_upload_and_download_in_bounded_memory, .timeout = 600)
     unsigned char *buf = malloc(chunk), *expect_buf = malloc(chunk);
     char head[512], resp[4096], path[600];
     sampler_t s = {gw.pid, 0, 0, 0};
-    long idle_kb = rss_kb(gw.pid), upload_peak, download_peak;
+    long idle_kb = ts_proc_rss_kb(gw.pid), upload_peak, download_peak;
     int64_t t0, t1, t2;
     struct stat st;
     size_t got = 0, expect_off = 0;
@@ -629,7 +617,7 @@ Test(files, one_gib_upload_and_download_in_bounded_memory, .timeout = 600)
     int fd;
 
     pthread_create(&s.thread, NULL, sample, &s);
-    t0 = e2e_now_ms();
+    t0 = ts_now_ms();
     fd = connect_kgate();
     snprintf(head, sizeof(head),
              "POST /files/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
@@ -646,7 +634,7 @@ Test(files, one_gib_upload_and_download_in_bounded_memory, .timeout = 600)
     cr_assert_gt(n, 0);
     resp[n] = '\0';
     close(fd);
-    t1 = e2e_now_ms();
+    t1 = ts_now_ms();
     s.stop = 1;
     pthread_join(s.thread, NULL);
     upload_peak = s.peak_kb;
@@ -686,7 +674,7 @@ Test(files, one_gib_upload_and_download_in_bounded_memory, .timeout = 600)
         }
     }
     close(fd);
-    t2 = e2e_now_ms();
+    t2 = ts_now_ms();
     s.stop = 1;
     pthread_join(s.thread, NULL);
     download_peak = s.peak_kb;

@@ -1,5 +1,6 @@
 /* tests/lint/test_layering.c: dependencies point one way (gateway -> kernelmgr -> wire, and inside the gateway
- * app -> front doors -> engine -> core), in #includes and in the link graph. */
+ * app -> front doors -> engine -> core), and tests/support needs no Criterion and no kgate module, in #includes and in
+ * the link graph. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* strcasestr, open_memstream */
 #endif
@@ -32,6 +33,8 @@ typedef struct st_include_rule_t {
 #define DOORS_THROUGH_ENGINE "a front door reaches kernels through the engine, never another door or the app"
 #define PRIVATE_HEADER "a folder's internal.h is its own"
 #define CHANNELS_LEAF "kernelmgr's channels are a leaf transport: they know no kernel, request, process or manager"
+#define TS_NO_CRITERION "the benchmark links tests/support in builds without the tests: no Criterion there"
+#define TS_OUTSIDE "tests/support drives kgate from outside: over HTTP and by PID, knowing none of its modules"
 
 static const include_rule_t include_rules[] = {
     {"wire/", "zmq*", WIRE_NO_SOCKET},
@@ -96,6 +99,15 @@ static const include_rule_t include_rules[] = {
     {"gateway/execd/", "kmgr/kernel.h", DOORS_THROUGH_ENGINE},
     {"gateway/execd/", "kmgr/manager.h", DOORS_THROUGH_ENGINE},
     {"gateway/execd/", "zmq*", DOORS_THROUGH_ENGINE},
+    /* tests/support: its own tests (test/) are Criterion tests like any other */
+    {"tests/support/src/", "criterion/", TS_NO_CRITERION},
+    {"tests/support/include/", "criterion/", TS_NO_CRITERION},
+    {"tests/support/", "wire/", TS_OUTSIDE},
+    {"tests/support/", "kmgr/", TS_OUTSIDE},
+    {"tests/support/", "gateway/", TS_OUTSIDE},
+    {"tests/support/", "h2o.h", TS_OUTSIDE},
+    {"tests/support/", "h2o/", TS_OUTSIDE},
+    {"tests/support/", "zmq*", TS_OUTSIDE},
 };
 
 /* The engine's headers are its contract to every front door: they name no HTTP request or response. */
@@ -278,6 +290,11 @@ Test(layering, gateway_layers_point_down)
     check_module("gateway");
 }
 
+Test(layering, test_support_includes_no_criterion_and_no_kgate_module)
+{
+    check_module("tests/support");
+}
+
 static void write_file(const char *path, const char *text)
 {
     FILE *fp = fopen(path, "w");
@@ -404,6 +421,27 @@ Test(layering, gateway_rules_report_planted_violations)
     unplant(root, files, NELEMS(files));
 }
 
+/* The library under tests/support may not include Criterion, its tests may; neither may include a kgate module. */
+Test(layering, test_support_rules_report_planted_violations)
+{
+    static const planted_file_t files[] = {
+        {"tests/support/src/bad.c", "#include <jansson.h>\n#include <criterion/criterion.h>\n#include \"wire/codec.h\"\n"},
+        {"tests/support/include/support/bad.h", "#include <criterion/hooks.h>\n"},
+        {"tests/support/test/test_fine.c", "#include <criterion/criterion.h>\n#include \"support/sse.h\"\n"},
+        {"tests/support/test/test_bad.c", "#include \"kmgr/kernel.h\"\n"},
+    };
+    static const char *const expected[] = {
+        "tests/support/src/bad.c:2: includes <criterion/criterion.h>",
+        "tests/support/src/bad.c:3: includes <wire/codec.h>",
+        "tests/support/include/support/bad.h:1: includes <criterion/hooks.h>",
+        "tests/support/test/test_bad.c:1: includes <kmgr/kernel.h>",
+    };
+    char root[] = "/tmp/kgate-lint-XXXXXX";
+    plant(root, files, NELEMS(files));
+    scan_expect(root, "tests/support", 4, expected, NELEMS(expected), "test_fine.c");
+    unplant(root, files, NELEMS(files));
+}
+
 /* The link graph: tests/lint/CMakeLists.txt writes one line per module library, "<target>\t<a;b;...>",
  * listing everything it links directly or transitively (targets and the libraries behind them). */
 typedef struct st_link_rule_t {
@@ -438,6 +476,12 @@ static const link_rule_t link_rules[] = {
     {"kgate_gw_metrics", "kgate_gw_execd", ENGINE_NO_DOORS},
     {"kgate_gw_metrics", "kgate_gw_app", ENGINE_NO_DOORS},
     {"kgate_gw_execd", "kgate_gw_app", DOORS_THROUGH_ENGINE},
+    {"kgate_test_support", "criterion", TS_NO_CRITERION},
+    {"kgate_test_support", "kgate_wire", TS_OUTSIDE},
+    {"kgate_test_support", "kgate_kmgr", TS_OUTSIDE},
+    {"kgate_test_support", "kgate_gw", TS_OUTSIDE},
+    {"kgate_test_support", "zmq", TS_OUTSIDE},
+    {"kgate_test_support", "h2o", TS_OUTSIDE},
 };
 
 /* Returns a copy of `target`'s dependency list (caller frees), failing the test when it is absent. */
@@ -485,11 +529,13 @@ Test(layering, link_graph_points_one_way)
 /* Proves the graph file is the real one: each module's own dependencies must be in it. */
 Test(layering, link_graph_is_populated)
 {
-    char *wire = graph_deps("kgate_wire"), *kmgr = graph_deps("kgate_kmgr");
+    char *wire = graph_deps("kgate_wire"), *kmgr = graph_deps("kgate_kmgr"), *support = graph_deps("kgate_test_support");
     cr_expect_not_null(strcasestr(wire, "sodium"), "kgate_wire's links lack libsodium: %s", wire);
     cr_expect_not_null(strcasestr(wire, "jansson"), "kgate_wire's links lack jansson: %s", wire);
     cr_expect_not_null(strstr(kmgr, "kgate_wire"), "kgate_kmgr does not link kgate_wire: %s", kmgr);
     cr_expect_not_null(strcasestr(kmgr, "zmq"), "kgate_kmgr does not link libzmq: %s", kmgr);
+    cr_expect_not_null(strcasestr(support, "jansson"), "kgate_test_support's links lack jansson: %s", support);
     free(wire);
     free(kmgr);
+    free(support);
 }

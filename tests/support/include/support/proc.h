@@ -1,0 +1,27 @@
+/* support/proc.h: what /proc tells about processes: descendants, liveness, CPU time, resident memory. */
+#ifndef KGATE_SUPPORT_PROC_H
+#define KGATE_SUPPORT_PROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/** A process, named so that a reused PID is not mistaken for it. */
+typedef struct st_ts_proc_t {
+    pid_t pid;
+    unsigned long long starttime; /* /proc/<pid>/stat field 22; 0 matches any process with that PID */
+} ts_proc_t;
+
+/** Collects every live descendant of `root` (not `root` itself) into `out` (at most `max`); returns how many. */
+size_t ts_descendants(pid_t root, ts_proc_t *out, size_t max);
+
+/** 1 if that process (same PID and start time) still exists and is not a zombie, else 0. */
+int ts_proc_alive(const ts_proc_t *p);
+
+/** CPU time (user + system) that process `pid` has used so far, in milliseconds, or -1 if /proc cannot tell. */
+int64_t ts_proc_cpu_ms(pid_t pid);
+
+/** The resident set size of process `pid` (VmRSS of /proc/<pid>/status) in KiB, or -1 if unknown. */
+long long ts_proc_rss_kb(pid_t pid);
+
+#endif
