@@ -19,6 +19,7 @@ enum {
     OPT_SHELL,
     OPT_WORKSPACE_ROOT,
     OPT_ALLOW_HARDLINKS,
+    OPT_AS_EXECD,
     OPT_HELP,
     OPT_VERSION,
 #define GW_XX_OPT(field, type, def, opt, help) OPT_LIMIT_##field,
@@ -69,6 +70,8 @@ static void usage(FILE *fp)
                 "  --shell PATH                shell for stateless runs (default /bin/bash)\n"
                 "  --workspace-root DIR        files and editor routes work beneath DIR (default: the current\n"
                 "                              directory at start)\n"
+                "  --as-execd                  be a sandbox's execd: files routes serve the whole filesystem\n"
+                "                              (unless --workspace-root), commands start in kgate's cwd\n"
                 "  --allow-hardlinks           let the files routes read and chmod regular files with several\n"
                 "                              hard links (refused by default: one may be outside the root)\n");
 #define GW_XX_USAGE(field, type, def, opt, help)                                                                                   \
@@ -132,6 +135,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         {"shell", required_argument, NULL, OPT_SHELL},
         {"workspace-root", required_argument, NULL, OPT_WORKSPACE_ROOT},
         {"allow-hardlinks", no_argument, NULL, OPT_ALLOW_HARDLINKS},
+        {"as-execd", no_argument, NULL, OPT_AS_EXECD},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
 #define GW_XX_LONGOPT(field, type, def, opt, help) {opt, required_argument, NULL, OPT_LIMIT_##field},
@@ -192,6 +196,9 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         case OPT_ALLOW_HARDLINKS:
             config->allow_hardlinks = 1;
             break;
+        case OPT_AS_EXECD:
+            config->as_execd = 1;
+            break;
         case OPT_HELP:
             usage(out);
             return 1;
@@ -224,5 +231,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
                 config->listen_host);
         return -1;
     }
+    if (config->as_execd && config->workspace_root == NULL)
+        config->workspace_root = wire_strdup("/");
     return 0;
 }

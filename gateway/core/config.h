@@ -58,6 +58,10 @@ typedef struct st_gw_config_t {
     /* files and editor routes: every path lives beneath it; NULL: the current directory at start */
     char *workspace_root;
     int allow_hardlinks; /* files routes serve regular files with several hard links (one may live outside the root) */
+    /* kgate is a sandbox's execd (its container is the boundary): the files routes serve the whole
+     * filesystem unless --workspace-root says otherwise, and commands and sessions start in kgate's
+     * own working directory */
+    int as_execd;
 #define GW_XX_FIELD(field, type, def, opt, help) type field;
     GW_LIMITS_MAP(GW_XX_FIELD)
 #undef GW_XX_FIELD
