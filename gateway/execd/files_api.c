@@ -80,43 +80,64 @@ static long required_paths(gw_execd_t *execd, h2o_req_t *req, query_value_t *val
     return n;
 }
 
-/* ---- DELETE /files ---------------------------------------------------------------------------- */
+/* ---- DELETE /files and DELETE /directories ----------------------------------------------------- */
 
-GW_EXECD_HANDLER(files_delete)
+/*
+ * DELETE /files and DELETE /directories: every path is resolved and checked first (the root is
+ * never removed), then each is removed: a file or link (not a directory) for /files, a whole tree
+ * for /directories, where a missing one counts as removed (execd's os.RemoveAll).
+ */
+static void delete_paths(gw_execd_t *execd, h2o_req_t *req, int trees)
 {
-    gw_execd_t *execd = gw_execd_from(door);
     query_value_t values[MAX_QUERY_VALUES];
     gw_workspace_path_t *p = h2o_mem_alloc_pool(&req->pool, sizeof(*p));
     long n = required_paths(execd, req, values, p), i;
-    (void)params;
 
     if (n < 0)
         return;
     for (i = 0; i != n; ++i) {
+        gw_files_resolve(execd, req, "path", values[i].s, values[i].len, p);
+        if (p->rel[0] != '\0')
+            continue;
+        if (trees)
+            gw_send_error(req, GW_HTTP_PATH_OUTSIDE_WORKSPACE, "%.300s is the workspace root itself, which is never removed",
+                          values[i].s);
+        else
+            gw_send_error(req, GW_HTTP_IS_A_DIRECTORY, "%.300s is the workspace root; DELETE /directories removes directories",
+                          values[i].s);
+        return;
+    }
+    for (i = 0; i != n; ++i) {
         struct stat st;
         int dir_fd, ret;
         gw_files_resolve(execd, req, "path", values[i].s, values[i].len, p);
-        if (p->rel[0] == '\0') {
-            gw_send_error(req, GW_HTTP_IS_A_DIRECTORY, "%.300s is the workspace root; DELETE /directories removes directories",
-                          values[i].s);
-            return;
-        }
         if ((ret = gw_workspace_open_parent(&execd->files->ws, p, &dir_fd)) == 0) {
             if (fstatat(dir_fd, p->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
                 ret = -errno;
+            else if (trees)
+                ret = S_ISDIR(st.st_mode) ? gw_workspace_remove_tree(dir_fd, p->name, GW_FILES_MAX_DEPTH) : -ENOTDIR;
             else if (S_ISDIR(st.st_mode))
                 ret = -EISDIR;
             else if (unlinkat(dir_fd, p->name, 0) != 0)
                 ret = -errno;
             close(dir_fd);
         }
-        if (ret != 0) {
-            gw_files_respond_errno(req, ret, ret == -EISDIR ? "DELETE /files removes files only (DELETE /directories): " : "",
+        if (ret != 0 && !(trees && ret == -ENOENT)) {
+            gw_files_respond_errno(req, ret,
+                                   trees            ? "removing "
+                                   : ret == -EISDIR ? "DELETE /files removes files only (DELETE /directories): "
+                                                    : "",
                                    values[i].s);
             return;
         }
     }
     gw_send_empty(req);
+}
+
+GW_EXECD_HANDLER(files_delete)
+{
+    (void)params;
+    delete_paths(gw_execd_from(door), req, 0);
 }
 
 /* ---- POST /files/permissions ------------------------------------------------------------------ */
@@ -418,40 +439,6 @@ GW_EXECD_HANDLER(directories_create)
 
 GW_EXECD_HANDLER(directories_delete)
 {
-    gw_execd_t *execd = gw_execd_from(door);
-    query_value_t values[MAX_QUERY_VALUES];
-    gw_workspace_path_t *p = h2o_mem_alloc_pool(&req->pool, sizeof(*p));
-    long n = required_paths(execd, req, values, p), i;
     (void)params;
-
-    if (n < 0)
-        return;
-    for (i = 0; i != n; ++i) {
-        gw_files_resolve(execd, req, "path", values[i].s, values[i].len, p);
-        if (p->rel[0] == '\0') {
-            gw_send_error(req, GW_HTTP_PATH_OUTSIDE_WORKSPACE, "%.300s is the workspace root itself, which is never removed",
-                          values[i].s);
-            return;
-        }
-    }
-    for (i = 0; i != n; ++i) {
-        struct stat st;
-        int dir_fd, ret;
-        gw_files_resolve(execd, req, "path", values[i].s, values[i].len, p);
-        if ((ret = gw_workspace_open_parent(&execd->files->ws, p, &dir_fd)) == 0) {
-            if (fstatat(dir_fd, p->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-                ret = -errno;
-            else if (!S_ISDIR(st.st_mode))
-                ret = -ENOTDIR;
-            else
-                ret = gw_workspace_remove_tree(dir_fd, p->name, GW_FILES_MAX_DEPTH);
-            close(dir_fd);
-        }
-        /* execd (os.RemoveAll) treats a missing directory as removed */
-        if (ret != 0 && ret != -ENOENT) {
-            gw_files_respond_errno(req, ret, "removing ", values[i].s);
-            return;
-        }
-    }
-    gw_send_empty(req);
+    delete_paths(gw_execd_from(door), req, 1);
 }
