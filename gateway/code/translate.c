@@ -130,10 +130,26 @@ static json_t *result_from_content(json_t *content, const gw_translate_opts_t *o
     return ev;
 }
 
+/* What kgate could not decode of a kernel's message is said, never dropped silently. */
+static json_t *undecodable_notice(const char *type)
+{
+    json_t *ev = gw_event_new("status");
+    json_object_set_new(ev, "text", json_string("message_undecodable"));
+    json_object_set_new(ev, "msg_type", json_string(type));
+    json_object_set_new(ev, "reason",
+                        json_string("the kernel sent content that cannot be decoded (malformed JSON, or a number "
+                                    "JSON parsers cannot represent, such as an integer beyond 64 bits); it was "
+                                    "dropped"));
+    return ev;
+}
+
 json_t *gw_translate_iopub(const wire_msg_t *msg, const gw_translate_opts_t *opts)
 {
     const char *type = wire_msg_type(msg);
     json_t *content = msg->content, *ev;
+
+    if (msg->content_undecodable)
+        return strcmp(type, "status") == 0 || strcmp(type, "execute_input") == 0 ? NULL : undecodable_notice(type);
 
     if (strcmp(type, "stream") == 0) {
         json_t *text = json_object_get(content, "text");
@@ -171,6 +187,9 @@ json_t *gw_translate_execute_reply(const wire_msg_t *msg, int saw_error, const g
 
     if (json_is_integer(count) && execution_count != NULL)
         *execution_count = (int)json_integer_value(count);
+    if (msg->content_undecodable)
+        return saw_error ? NULL
+                         : gw_error_event("ExecutionFailed", "the kernel's reply could not be decoded; the outcome is unknown");
     if (strcmp(status, "ok") == 0 || saw_error)
         return NULL;
     if (strcmp(status, "error") == 0)

@@ -18,6 +18,8 @@ typedef struct st_gw_translate_opts_t {
  *   bundle, plus `text` beside a string `text/plain`);
  *   error -> error {error: {ename, evalue, traceback[]}}; execute_input -> execution_count;
  *   status busy -> status {text: "busy"}; everything else (idle, clear_output, comms) -> NULL.
+ *   A message whose content could not be decoded (msg->content_undecodable) becomes a `status`
+ *   event {text: "message_undecodable", msg_type, reason} instead of vanishing.
  */
 json_t *gw_translate_iopub(const wire_msg_t *msg, const gw_translate_opts_t *opts);
 

@@ -432,3 +432,28 @@ Test(translate, a_traceback_with_a_stray_escape_still_renders)
     gw_event_release(frame);
     json_decref(ev);
 }
+
+/* Content kgate could not decode is reported where it was awaited: a notice for output, an error for a reply. */
+Test(translate, undecodable_content_is_reported)
+{
+    wire_msg_t *msg = msg_new("display_data", json_object());
+    json_t *ev;
+
+    msg->content_undecodable = 1;
+    ev = gw_translate_iopub(msg, &plain_opts);
+    cr_assert_not_null(ev, "an undecodable display_data vanished");
+    cr_assert_str_eq(ev_type(ev), "status");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "text")), "message_undecodable");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "msg_type")), "display_data");
+    json_decref(ev);
+    wire_msg_destroy(msg);
+
+    msg = msg_new("execute_reply", json_object());
+    msg->content_undecodable = 1;
+    ev = gw_translate_execute_reply(msg, 0, &plain_opts, NULL);
+    cr_assert_not_null(ev);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "error"), "ename")), "ExecutionFailed");
+    json_decref(ev);
+    cr_assert_null(gw_translate_execute_reply(msg, 1, &plain_opts, NULL), "an error already seen is not repeated");
+    wire_msg_destroy(msg);
+}
