@@ -31,8 +31,7 @@ static size_t list_connection_files(const char *runtime_dir, glob_t *g)
     return g->gl_pathc;
 }
 
-/* Finds the connection file of `context_id`'s kernel; stores a new string in `*path`. */
-static int find_kernel(const bench_case_t *self, bench_env_t *env, const char *context_id, char **path)
+int bench_find_kernel(const bench_case_t *self, bench_env_t *env, const char *context_id, char **path)
 {
     glob_t g = {0};
     size_t n = 0;
@@ -170,7 +169,7 @@ static int run_execute_pair(const bench_case_t *self, bench_env_t *env, bench_re
     out->direct_label = "direct ZMQ, same kernel";
     if ((err = bench_kgate_create_context(env->http, env->timeout_ms, self->language, &pair.ctx)) != 0)
         goto Exit;
-    if ((err = find_kernel(self, env, pair.ctx, &conn_file)) != 0)
+    if ((err = bench_find_kernel(self, env, pair.ctx, &conn_file)) != 0)
         goto Exit;
     if (env->verbose)
         fprintf(stderr, "[%s] context %s, kernel %s\n", self->name, pair.ctx, conn_file);
@@ -244,6 +243,21 @@ const bench_case_t bench_cases[] = {
         .min_speedup = 10,
         .default_samples = 200,
         .default_warmup = 10,
+    },
+    {
+        /* 8 clients on 8 kernels (PLATFORM.md's reference load): kgate must keep up with all of them
+         * at once, not just one; rounds of each side alternate so the machine's drift hits both. */
+        .name = "concurrency",
+        .description = "8 clients on 8 python kernels running `1+1` in a loop: executes/s, through kgate and directly",
+        .run = bench_run_concurrency,
+        .language = "python",
+        .code = "1+1",
+        .expect_result = "2",
+        .min_throughput_ratio = 0.95,
+        .clients = 8,
+        .round_ms = 5000,
+        .rounds = 3,
+        .default_warmup = 5,
     },
 };
 
