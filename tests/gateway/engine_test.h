@@ -56,6 +56,13 @@ void engine_teardown(void);
 void engine_reset_host(void);
 
 /**
+ * Steps the machine's wall clock (CLOCK_REALTIME, what gw_unix_ms reads) by `seconds`, as NTP or an
+ * administrator may; the monotonic clock does not move. engine_test.c defines clock_gettime for
+ * the whole binary to do it: every other clock reads as it should.
+ */
+void engine_step_wall_clock(int64_t seconds);
+
+/**
  * Runs the loop until `done(arg)` is true or `timeout_ms` passed; returns whether it became true.
  * With `tick`, each turn also runs the server tick's engine part (gw_contexts_tick).
  */
