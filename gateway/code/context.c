@@ -82,7 +82,8 @@ int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts,
     ctx->contexts = contexts;
     ctx->spec = opts->spec;
     ctx->cwd = wire_strdup(opts->cwd);
-    ctx->created_at_ms = ctx->last_activity_ms = gw_unix_ms();
+    ctx->created_at_ms = gw_unix_ms();
+    gw_context_touch(ctx);
     ctx->execution_count = 0;
     ctx->is_default = opts->is_default;
     ctx->is_ephemeral = opts->is_ephemeral;
@@ -120,7 +121,7 @@ void gw_contexts_destroy_all(gw_contexts_t *contexts)
 
 void gw_contexts_tick(gw_contexts_t *contexts)
 {
-    int64_t now = gw_unix_ms();
+    int64_t now = gw_now_ms();
     h2o_linklist_t *node, *next;
 
     gw_kernel_runs_tick(contexts);
@@ -128,7 +129,7 @@ void gw_contexts_tick(gw_contexts_t *contexts)
         gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
         next = node->next;
         if (h2o_linklist_is_empty(&ctx->runs) && h2o_linklist_is_empty(&ctx->waiters) &&
-            now - ctx->last_activity_ms > (int64_t)contexts->host->config->context_idle_ms)
+            now - ctx->last_activity_mono_ms > (int64_t)contexts->host->config->context_idle_ms)
             gw_context_destroy(ctx);
     }
 }
@@ -147,6 +148,12 @@ gw_context_t *gw_context_find_default(gw_contexts_t *contexts, const kmgr_kernel
             return ctx;
     }
     return NULL;
+}
+
+void gw_context_touch(gw_context_t *ctx)
+{
+    ctx->last_activity_ms = gw_unix_ms();
+    ctx->last_activity_mono_ms = gw_now_ms();
 }
 
 int gw_context_is_dead(const gw_context_t *ctx)

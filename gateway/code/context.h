@@ -36,7 +36,8 @@ typedef struct st_gw_context_t {
     kmgr_kernel_t *kernel;
     char *cwd;
     int64_t created_at_ms;
-    int64_t last_activity_ms;
+    int64_t last_activity_ms;      /* wall clock, for clients */
+    int64_t last_activity_mono_ms; /* the same on the gw_now_ms clock, which no clock step moves: idle expiry */
     int execution_count;
     unsigned is_default : 1;   /* the language's default context (POST /code with only a language) */
     unsigned is_ephemeral : 1; /* a stateless run's own kernel: not listed, deleted after its run */
@@ -92,6 +93,9 @@ void gw_contexts_tick(gw_contexts_t *contexts);
 gw_context_t *gw_context_find(gw_contexts_t *contexts, const char *id);
 /** The default context of `spec`, or NULL. */
 gw_context_t *gw_context_find_default(gw_contexts_t *contexts, const kmgr_kernelspec_t *spec);
+
+/** Records activity on the context now (its runs' events): last_activity, and the idle clock. */
+void gw_context_touch(gw_context_t *ctx);
 
 /** True when the context's kernel is dead (a restart brings it back). */
 int gw_context_is_dead(const gw_context_t *ctx);

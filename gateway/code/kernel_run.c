@@ -15,9 +15,9 @@ typedef struct st_gw_kernel_run_t {
     int execution_count;
     int allow_stdin;
     unsigned timeout_ms;
-    int64_t deadline_ms;       /* 0 while queued */
-    int64_t grace_deadline_ms; /* after the timeout's interrupt */
-    int64_t input_deadline_ms; /* while input_pending: an unanswered input() ends the run then */
+    int64_t deadline_ms;       /* gw_now_ms clock (a wall-clock step must not time a run out); 0 while queued */
+    int64_t grace_deadline_ms; /* after the timeout's interrupt, same clock */
+    int64_t input_deadline_ms; /* while input_pending: an unanswered input() ends the run then; same clock */
     unsigned stdin_timeout_ms;
     json_t *reply_error; /* the error the shell reply implies, sent at DONE unless iopub carried one */
     unsigned timed_out : 1;
@@ -48,7 +48,7 @@ static void kernel_run_end(gw_kernel_run_t *krun, const char *outcome)
         ctx->execution_count = krun->execution_count;
     gw_run_finish(krun->run, krun->execution_count, outcome);
     kernel_run_free(krun);
-    ctx->last_activity_ms = gw_unix_ms();
+    gw_context_touch(ctx);
     if (ctx->is_ephemeral && h2o_linklist_is_empty(&ctx->runs)) {
         gw_context_destroy(ctx);
         return;
@@ -79,7 +79,7 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
     const gw_translate_opts_t *opts = &krun->ctx->contexts->translate;
     json_t *event;
 
-    krun->ctx->last_activity_ms = gw_unix_ms();
+    gw_context_touch(krun->ctx);
     switch (ev) {
     case KMGR_REQ_IOPUB:
         if ((event = gw_translate_iopub(msg, opts)) == NULL)
@@ -107,7 +107,7 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
             break;
         }
         krun->input_pending = 1;
-        krun->input_deadline_ms = gw_unix_ms() + krun->stdin_timeout_ms;
+        krun->input_deadline_ms = gw_now_ms() + krun->stdin_timeout_ms;
         event = gw_event_new("input_request");
         json_object_set_new(event, "text", json_string(json_string_value(json_object_get(msg->content, "prompt")) ?: ""));
         json_object_set_new(event, "password", json_boolean(json_is_true(json_object_get(msg->content, "password"))));
@@ -163,7 +163,7 @@ static void start_next(gw_context_t *ctx)
     free(krun->code);
     krun->code = NULL;
     gw_run_mark_started(krun->run);
-    krun->deadline_ms = gw_unix_ms() + krun->timeout_ms;
+    krun->deadline_ms = gw_now_ms() + krun->timeout_ms;
 }
 
 int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts, gw_run_t **out)
@@ -184,7 +184,7 @@ int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts,
     krun->allow_stdin = opts->allow_stdin;
     krun->timeout_ms = opts->timeout_ms;
     krun->stdin_timeout_ms = opts->stdin_timeout_ms != 0 ? opts->stdin_timeout_ms : ctx->contexts->host->config->stdin_timeout_ms;
-    ctx->last_activity_ms = gw_unix_ms();
+    gw_context_touch(ctx);
     gw_run_set_producer(run, &kernel_producer, krun);
     h2o_linklist_insert(&ctx->runs, &krun->link);
     if (krun->link.prev != &ctx->runs) {
@@ -241,7 +241,7 @@ static void restart_after_timeout(gw_kernel_run_t *krun)
 
 void gw_kernel_runs_tick(gw_contexts_t *contexts)
 {
-    int64_t now = gw_unix_ms();
+    int64_t now = gw_now_ms();
     h2o_linklist_t *node, *next;
 
     for (node = contexts->list.next; node != &contexts->list; node = next) {

@@ -29,7 +29,7 @@ gw_run_t *gw_run_find(gw_runs_t *runs, const char *id)
 void gw_runs_collect(gw_runs_t *runs)
 {
     const gw_config_t *config = runs->host->config;
-    int64_t now = gw_unix_ms();
+    int64_t now = gw_now_ms();
     h2o_linklist_t *node, *next;
 
     for (node = runs->finished.next; node != &runs->finished; node = next) {
@@ -37,7 +37,7 @@ void gw_runs_collect(gw_runs_t *runs)
         next = node->next;
         if (!h2o_linklist_is_empty(&run->cursors))
             continue; /* still being written out; collected once its readers are gone */
-        if (!runs->host->shutting_down && now - run->finished_at_ms < (int64_t)config->run_retention_ms &&
+        if (!runs->host->shutting_down && now - run->finished_mono_ms < (int64_t)config->run_retention_ms &&
             runs->retained_bytes <= config->max_retained_bytes)
             break; /* oldest first: every later run is younger */
         runs->retained_bytes -= run->log_bytes;

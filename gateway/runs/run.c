@@ -33,6 +33,7 @@ gw_run_t *gw_run_create(gw_runs_t *runs, const char *context_id, const char *ini
     h2o_linklist_insert(&runs->live, &run->link);
     gw_idmap_insert(&runs->by_id, &run->by_id, run->id);
     run->created_at_ms = run->started_at_ms = gw_unix_ms();
+    run->started_mono_ms = gw_now_ms();
     run->ping.cb = on_ping;
 
     ev = gw_event_new("init");
@@ -58,6 +59,7 @@ void gw_run_mark_started(gw_run_t *run)
     if (run->state == GW_RUN_QUEUED) {
         run->state = GW_RUN_RUNNING;
         run->started_at_ms = gw_unix_ms();
+        run->started_mono_ms = gw_now_ms();
     }
 }
 
@@ -88,7 +90,7 @@ void gw_run_finish(gw_run_t *run, int execution_count, const char *outcome)
     if (run->state == GW_RUN_FINISHED)
         return;
     ev = gw_event_new("execution_complete");
-    json_object_set_new(ev, "execution_time", json_integer(gw_unix_ms() - run->started_at_ms));
+    json_object_set_new(ev, "execution_time", json_integer(gw_now_ms() - run->started_mono_ms));
     if (execution_count >= 0)
         json_object_set_new(ev, "execution_count", json_integer(execution_count));
     if (run->output_dropped_bytes != 0 || run->results_dropped != 0)
@@ -99,6 +101,7 @@ void gw_run_finish(gw_run_t *run, int execution_count, const char *outcome)
     run->state = GW_RUN_FINISHED;
     run->outcome = outcome;
     run->finished_at_ms = gw_unix_ms();
+    run->finished_mono_ms = gw_now_ms();
     run->producer = NULL;
     run->producer_data = NULL;
     if (h2o_timeout_is_linked(&run->ping))
