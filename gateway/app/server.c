@@ -33,6 +33,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
 
     kmgr_manager_tick(server->kmgr);
     gw_shells_tick(&server->shells);
+    gw_ptys_tick(&server->ptys);
     gw_commands_tick(&server->commands);
     gw_metrics_tick(&server->metrics);
     gw_execd_tick(&server->execd);
@@ -113,9 +114,10 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     gw_contexts_init(&server->contexts, &server->host, &server->runs, &server->languages, server->kmgr);
     gw_shells_init(&server->shells, &server->host, &server->runs);
     gw_commands_init(&server->commands, &server->host, &server->runs, &server->shells, kmgr_manager_runtime_dir(server->kmgr));
+    gw_ptys_init(&server->ptys, &server->host);
     gw_metrics_init(&server->metrics);
     gw_execd_init(&server->execd, &server->host, &server->runs, &server->languages, &server->contexts, &server->shells,
-                  &server->commands, &server->files, &server->metrics);
+                  &server->commands, &server->files, &server->metrics, &server->ptys);
     if (gw_files_init(&server->files, &server->host) != 0)
         return -1;
     gw_app_build_routes(server);
@@ -141,6 +143,7 @@ void gw_server_begin_shutdown(gw_server_t *server)
     gw_shells_kill_all(&server->shells);
     gw_runs_shutdown(&server->runs);
     gw_execd_shutdown(&server->execd);
+    gw_ptys_kill_all(&server->ptys);
     if (server->kmgr != NULL)
         kmgr_manager_shutdown_all(server->kmgr);
 }
@@ -148,7 +151,7 @@ void gw_server_begin_shutdown(gw_server_t *server)
 int gw_server_is_drained(gw_server_t *server)
 {
     return kmgr_manager_num_processes(server->kmgr) == 0 && gw_shells_is_empty(&server->shells) &&
-           gw_execd_is_drained(&server->execd);
+           gw_ptys_is_empty(&server->ptys) && gw_execd_is_drained(&server->execd);
 }
 
 void gw_server_dispose(gw_server_t *server)

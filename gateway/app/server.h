@@ -14,6 +14,7 @@
 #include "files/files.h"
 #include "metrics/metrics.h"
 #include "procs/command.h"
+#include "procs/pty.h"
 #include "procs/shell.h"
 #include "runs/run.h"
 
@@ -35,6 +36,7 @@ struct st_gw_server_t {
     gw_contexts_t contexts;
     gw_shells_t shells;
     gw_commands_t commands;
+    gw_ptys_t ptys;
     gw_files_t files;
     gw_metrics_t metrics;
     /* the front doors, and the app's own routes (health) */

@@ -42,7 +42,13 @@
     XX(max_connections, unsigned, 4096, "max-connections",                                                                         \
        "client connections at once (also bounded by RLIMIT_NOFILE - fd-reserve)")                                                  \
     XX(fd_reserve, unsigned, 128, "fd-reserve", "file descriptors kept free of client connections, for kernels and files")         \
-    XX(stdin_timeout_ms, unsigned, 120000, "stdin-timeout-ms", "an input() unanswered this long ends its run (StdinTimeout)")
+    XX(stdin_timeout_ms, unsigned, 120000, "stdin-timeout-ms", "an input() unanswered this long ends its run (StdinTimeout)")      \
+    XX(max_ptys, unsigned, 64, "max-ptys", "PTY sessions alive at once; beyond: 429 TOO_MANY_SESSIONS")                            \
+    XX(pty_ring_bytes, size_t, 1u << 20, "pty-ring-bytes", "output kept per PTY session for replay (the newest bytes)")            \
+    XX(pty_idle_ms, unsigned, 1800000, "pty-idle-ms", "PTY sessions with no client and no output this long are deleted")           \
+    XX(pty_send_queue_bytes, size_t, 4u << 20, "pty-send-queue-bytes",                                                             \
+       "live output queued for a PTY client beyond its replay; beyond: the client is cut off")                                     \
+    XX(pty_stdin_bytes, size_t, 1u << 20, "pty-stdin-bytes", "stdin queued for a PTY session's shell; beyond: STDIN_WRITE_FAILED")
 
 typedef struct st_gw_config_t {
     char *listen_host; /* "127.0.0.1", "::1", "0.0.0.0" ... */

@@ -35,7 +35,12 @@
     XX(EDITOR_INVALIDRANGE, "Error: Invalid view_range.")                                                                          \
     XX(EDITOR_INVALIDLINE, "Error: Invalid insert_line.")                                                                          \
     XX(EDITOR_NOHISTORY, "Error: No edit history found for this file.")                                                            \
-    XX(EDITOR_TOOLARGE, "Error: The file would exceed the editor's size limit.")
+    XX(EDITOR_TOOLARGE, "Error: The file would exceed the editor's size limit.")                                                   \
+    XX(TOOMANYPTYS, "the maximum number of PTY sessions is alive")                                                                 \
+    XX(PTYBUSY, "another client is attached to the PTY session")                                                                   \
+    XX(NOTRUNNING, "the session's shell is not running")                                                                           \
+    XX(STDINFULL, "the shell's stdin queue is full")                                                                               \
+    XX(NOTTY, "the session has no terminal (pipe mode)")
 
 typedef enum {
     GW_OK = 0,

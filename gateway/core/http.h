@@ -43,7 +43,9 @@
     XX(FILE_EXISTS, 409)                                                                                                           \
     XX(FILE_TOO_LARGE, 413)                                                                                                        \
     XX(RANGE_NOT_SATISFIABLE, 416)                                                                                                 \
-    XX(NOT_SUPPORTED, 501)
+    XX(NOT_SUPPORTED, 501)                                                                                                         \
+    XX(ALREADY_CONNECTED, 409)                                                                                                     \
+    XX(TOO_MANY_SESSIONS, 429)
 
 typedef enum {
 #define GW_XX_ENUM(name, status) GW_HTTP_##name,

@@ -22,8 +22,11 @@ struct st_gw_ws_t {
     h2o_timeout_entry_t flush_entry; /* h2o_websocket_proceed from the loop */
     h2o_timeout_entry_t ping_entry;  /* keep-alive, silence, and the closing handshake's grace */
     h2o_timeout_entry_t cut_entry;   /* ends the connection from the loop (cut off, grace over) */
+    h2o_timeout_entry_t drain_entry; /* gw_ws_close waiting for the queued messages to leave */
     uint16_t cut_code;
-    unsigned closing : 1; /* a close frame is queued or was received: no more messages */
+    uint8_t close_reason[123];
+    size_t close_reason_len;
+    unsigned closing : 1; /* gw_ws_close was called or a close frame was received: no more messages */
     unsigned closed : 1;  /* on_close was called */
 };
 
@@ -80,6 +83,7 @@ static void finish(gw_ws_t *ws, uint16_t code)
     unlink_entry(&ws->flush_entry);
     unlink_entry(&ws->ping_entry);
     unlink_entry(&ws->cut_entry);
+    unlink_entry(&ws->drain_entry);
     if (ws->conn != NULL) {
         h2o_websocket_close(ws->conn);
         ws->conn = NULL;
@@ -170,6 +174,28 @@ static void on_h2o_message(h2o_websocket_conn_t *conn, const struct wslay_event_
     }
 }
 
+/*
+ * wslay sends a queued control frame before any queued message, and nothing after a close frame:
+ * the close frame waits until the messages queued before it have left, checked once per loop
+ * iteration (their writes complete inside h2o, which tells nobody).
+ */
+static void queue_close(gw_ws_t *ws)
+{
+    if (ws->conn == NULL)
+        return;
+    if (wslay_event_get_queued_msg_count(ws->conn->ws_ctx) != 0) {
+        h2o_timeout_link(ws->host->loop, &ws->host->yield_timeout, &ws->drain_entry);
+        return;
+    }
+    wslay_event_queue_close(ws->conn->ws_ctx, ws->cut_code, ws->close_reason, ws->close_reason_len);
+    schedule_flush(ws);
+}
+
+static void on_drain(h2o_timeout_entry_t *entry)
+{
+    queue_close(H2O_STRUCT_FROM_MEMBER(gw_ws_t, drain_entry, entry));
+}
+
 gw_ws_t *gw_ws_upgrade(h2o_req_t *req, gw_host_t *host, const char *subprotocol, const gw_ws_limits_t *limits,
                        const gw_ws_callbacks_t *callbacks, void *data)
 {
@@ -189,6 +215,7 @@ gw_ws_t *gw_ws_upgrade(h2o_req_t *req, gw_host_t *host, const char *subprotocol,
     ws->flush_entry.cb = on_flush;
     ws->ping_entry.cb = on_ping;
     ws->cut_entry.cb = on_cut;
+    ws->drain_entry.cb = on_drain;
     if (subprotocol != NULL)
         h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("sec-websocket-protocol"), 0, NULL, subprotocol,
                               strlen(subprotocol));
@@ -249,9 +276,11 @@ void gw_ws_close(gw_ws_t *ws, uint16_t code, const char *reason)
         return;
     ws->closing = 1;
     ws->cut_code = code;
-    wslay_event_queue_close(ws->conn->ws_ctx, code, (const uint8_t *)reason, len > 123 ? 123 : len);
-    schedule_flush(ws);
-    /* the peer has one ping interval to answer; on_ping ends it otherwise */
+    ws->close_reason_len = len < sizeof(ws->close_reason) ? len : sizeof(ws->close_reason);
+    if (ws->close_reason_len != 0)
+        memcpy(ws->close_reason, reason, ws->close_reason_len);
+    queue_close(ws);
+    /* the peer has one ping interval to take the queued messages and answer; on_ping ends it otherwise */
     unlink_entry(&ws->ping_entry);
     h2o_timeout_link(ws->host->loop, &ws->host->ping_timeout, &ws->ping_entry);
 }

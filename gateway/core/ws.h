@@ -74,8 +74,9 @@ int gw_ws_sendv(gw_ws_t *ws, int is_binary, const h2o_iovec_t *bufs, size_t n);
 size_t gw_ws_queued_bytes(gw_ws_t *ws);
 
 /**
- * Starts the closing handshake with `code` and `reason` (at most 123 bytes); on_close follows once
- * the peer answers, or after a short grace if it does not. No-op when already closing.
+ * Starts the closing handshake with `code` and `reason` (at most 123 bytes): the close frame leaves
+ * after the messages queued before it, and no message is accepted afterwards. on_close follows
+ * once the peer answers, or after a ping interval if it does not. No-op when already closing.
  */
 void gw_ws_close(gw_ws_t *ws, uint16_t code, const char *reason);
 

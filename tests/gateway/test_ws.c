@@ -39,6 +39,12 @@ static void on_echo_message(gw_ws_t *ws, int is_binary, const uint8_t *data, siz
         gw_ws_close(ws, 4001, "bye");
         return;
     }
+    if (!is_binary && len == 9 && memcmp(data, "last word", 9) == 0) {
+        /* a message and the close right after it: wslay would send the close frame first */
+        gw_ws_send(ws, 0, "over", 4);
+        gw_ws_close(ws, 4002, "out");
+        return;
+    }
     gw_ws_send(ws, is_binary, data, len);
 }
 
@@ -216,6 +222,25 @@ Test(ws, the_server_closing_sends_its_code_and_reason)
     /* this client never answers the close frame: the server ends it after a ping interval anyway */
     cr_assert_eq(wait_close_code(wsc_now_ms() + WAIT_MS), 4001);
     wsc_close(&ws);
+}
+
+Test(ws, messages_queued_before_the_close_arrive_before_it)
+{
+    wsc_msg_t m;
+    wsc_t ws;
+
+    connect_ok(&ws, "/echo", NULL);
+    cr_assert_eq(wsc_send(&ws, WSC_TEXT, "last word", 9), 0);
+    cr_assert_eq(wsc_recv(&ws, wsc_now_ms() + WAIT_MS, &m), 0, "%s", ws.error);
+    cr_assert(m.opcode == WSC_TEXT && m.len == 4 && memcmp(m.data, "over", 4) == 0, "opcode %d: %.*s", m.opcode, (int)m.len,
+              m.data);
+    free(m.data);
+    cr_assert_eq(wsc_recv(&ws, wsc_now_ms() + WAIT_MS, &m), 0, "%s", ws.error);
+    cr_assert_eq(m.opcode, WSC_CLOSE);
+    cr_assert_eq(m.close_code, 4002);
+    free(m.data);
+    wsc_close(&ws);
+    cr_assert_eq(wait_close_code(wsc_now_ms() + WAIT_MS), 4002);
 }
 
 Test(ws, a_silent_peer_is_closed_after_three_unanswered_pings)

@@ -1,0 +1,36 @@
+/* procs/spawn.h: a child started in its own session, its set-up (cwd, credentials, terminal, exec) checked before the caller goes
+ * on. */
+#ifndef GW_SPAWN_H
+#define GW_SPAWN_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <jansson.h>
+
+/** What the child becomes. Every pointer is borrowed for the call. */
+typedef struct st_gw_spawn_options_t {
+    const char *path;             /* the executable */
+    char *const *argv;            /* NULL-terminated */
+    char *const *envp;            /* NULL-terminated (gw_spawn_env) */
+    const char *cwd;              /* NULL: kgate's working directory */
+    long uid, gid;                /* >= 0: the child switches to them (setgroups, setgid, setuid); -1: kgate's own */
+    int fds[3];                   /* become the child's stdin, stdout, stderr; -1: /dev/null (they are never closed here) */
+    unsigned controlling_tty : 1; /* fds[0] is a terminal's slave side: it becomes the session's controlling terminal */
+    unsigned die_with_parent : 1; /* PR_SET_PDEATHSIG(SIGKILL): the child never outlives kgate */
+} gw_spawn_options_t;
+
+/**
+ * Forks a child that starts a new session (it leads its own process group), takes `fds` as 0, 1
+ * and 2 with every signal unblocked and SIGPIPE at its default, changes directory and credentials,
+ * and execs `path`. The child's set-up is checked before this returns: 0 with the child's pid in
+ * `*pid` (the caller reaps it), or GW_ESPAWN with the failed step and its reason in `err` (the child,
+ * if any, is reaped already).
+ */
+int gw_spawn(const gw_spawn_options_t *opts, pid_t *pid, char *err, size_t err_size);
+
+/** kgate's environment with `envs` ({"K": "V"}, may be NULL) added, replacing variables of the same name; NULL-terminated. */
+char **gw_spawn_env(json_t *envs);
+/** Frees what gw_spawn_env returned. */
+void gw_spawn_env_free(char **envp);
+
+#endif
