@@ -7,13 +7,16 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "checks.h"
+#include "support/base.h"
+#include "support/http.h"
+#include "support/proc.h"
 #include "pty_client.h"
 
 #define PT_WAIT_MS 15000 /* one shell round trip, generous for a loaded machine */
 
 static inline int64_t pt_deadline(void)
 {
-    return e2e_now_ms() + PT_WAIT_MS;
+    return ts_now_ms() + PT_WAIT_MS;
 }
 
 /* POST /pty; the session id (caller frees). */
@@ -51,16 +54,16 @@ static inline json_t *pt_expect_text(ptc_t *c, const char *type)
 static inline int pt_request(unsigned short port, const char *method, const char *id, json_t **json)
 {
     char path[128];
-    e2e_response_t r;
+    ts_response_t r;
     int status;
 
     snprintf(path, sizeof(path), "/pty/%s", id);
-    status = e2e_http_request(port, method, path, NULL, NULL, &r);
+    status = ts_http_request(port, method, path, NULL, NULL, &r);
     if (status == 404)
         E2E_ASSERT_ERROR(&r, 404, "SESSION_NOT_FOUND");
     if (json != NULL)
         *json = json_incref(r.json);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     return status;
 }
 
@@ -77,15 +80,15 @@ static inline uint64_t pt_offset(unsigned short port, const char *id)
 }
 
 /* Waits until none of `procs` is alive. */
-static inline void pt_expect_dead(const e2e_proc_t *procs, size_t n, const char *after)
+static inline void pt_expect_dead(const ts_proc_t *procs, size_t n, const char *after)
 {
     for (int64_t end = pt_deadline();; usleep(50 * 1000)) {
         size_t alive = 0;
         for (size_t i = 0; i != n; ++i)
-            alive += (size_t)e2e_proc_alive(&procs[i]);
+            alive += (size_t)ts_proc_alive(&procs[i]);
         if (alive == 0)
             return;
-        cr_assert_lt(e2e_now_ms(), end, "%zu process(es) survived %s", alive, after);
+        cr_assert_lt(ts_now_ms(), end, "%zu process(es) survived %s", alive, after);
     }
 }
 

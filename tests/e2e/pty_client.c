@@ -5,7 +5,11 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
-#include "harness.h"
+#include "support/api.h"
+#include "support/base.h"
+#include "support/gateway.h"
+#include "support/http.h"
+#include "support/proc.h"
 #include "pty_client.h"
 
 #define DISCONNECT_MS 2000
@@ -191,14 +195,14 @@ char *ptc_create(unsigned short port, const char *token, const char *body, int *
 {
     char auth[256];
     const char *headers[] = {"Content-Type: application/json", token != NULL ? auth : NULL, NULL};
-    e2e_response_t r;
+    ts_response_t r;
     char *id = NULL;
 
     snprintf(auth, sizeof(auth), "X-EXECD-ACCESS-TOKEN: %s", token != NULL ? token : "");
-    *status = e2e_http_request(port, "POST", "/pty", headers, body, &r);
+    *status = ts_http_request(port, "POST", "/pty", headers, body, &r);
     if (*status == 201 && json_is_string(json_object_get(r.json, "session_id")))
         id = strdup(json_string_value(json_object_get(r.json, "session_id")));
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     return id;
 }
 

@@ -8,15 +8,16 @@
 #include <unistd.h>
 
 #include "pty_asserts.h"
+#include "support/gateway.h"
 
 #define TOKEN "s3cret"
 #define MIB 1024L
 
-static e2e_gateway_t own;
+static ts_gateway_t own;
 
 static void fini(void)
 {
-    e2e_gateway_stop(&own, NULL);
+    ts_gateway_stop(&own, NULL);
 }
 
 TestSuite(pty_limits, .fini = fini, .timeout = 180);
@@ -30,7 +31,8 @@ int __lsan_is_turned_off(void)
 
 static void start_own(const char *const *args, const char *const *env)
 {
-    cr_assert_eq(e2e_gateway_start(&own, e2e_kgate_path(KGATE_BINARY_DIR), args, env), 0, "kgate did not start: %s", own.error);
+    cr_assert_eq(ts_gateway_start(&own, &(ts_gateway_opts_t){.exe = ts_kgate_path(KGATE_BINARY_DIR), .args = args, .env = env}), 0,
+                 "kgate did not start: %s", own.error);
 }
 
 static char *create(const char *token)
@@ -56,11 +58,11 @@ static int get(const char *id)
 /* Waits until no process that descends from kgate is alive. */
 static void expect_no_descendants(void)
 {
-    e2e_proc_t procs[64];
+    ts_proc_t procs[64];
     size_t n = 0;
 
-    for (int64_t end = pt_deadline(); e2e_now_ms() < end; usleep(50 * 1000))
-        if ((n = e2e_descendants(own.pid, procs, 64)) == 0)
+    for (int64_t end = pt_deadline(); ts_now_ms() < end; usleep(50 * 1000))
+        if ((n = ts_descendants(own.pid, procs, 64)) == 0)
             return;
     cr_assert_fail("%zu process(es) of kgate are still alive (first: %d)", n, (int)procs[0].pid);
 }
@@ -68,14 +70,14 @@ static void expect_no_descendants(void)
 Test(pty_limits, no_token_no_session_and_no_upgrade)
 {
     static const char *const args[] = {"--access-token", TOKEN, NULL};
-    e2e_response_t r;
+    ts_response_t r;
     char *id;
     ptc_t c;
 
     start_own(args, NULL);
-    e2e_http_request(own.port, "POST", "/pty", NULL, "{}", &r);
+    ts_http_request(own.port, "POST", "/pty", NULL, "{}", &r);
     E2E_ASSERT_ERROR(&r, 401, "UNAUTHORIZED");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     id = create(TOKEN);
     cr_assert_eq(ptc_connect(&c, own.port, id, "", NULL, pt_deadline()), -1);
     cr_assert_eq(c.ws.status, 401, "%s", c.error);
@@ -94,7 +96,7 @@ Test(pty_limits, no_token_no_session_and_no_upgrade)
 
 Test(pty_limits, delete_kills_every_process_of_the_session)
 {
-    e2e_proc_t before[64];
+    ts_proc_t before[64];
     size_t n = 0;
     char *id;
     ptc_t c;
@@ -105,7 +107,7 @@ Test(pty_limits, delete_kills_every_process_of_the_session)
     /* background jobs (their own process groups under job control), one deaf to SIGHUP, and a foreground one */
     ptc_stdin(&c, "sleep 1001 & sleep 1002 & (trap '' HUP INT TERM; sleep 1003; true) & echo started-$((2*2)); sleep 1004\n");
     expect_output(&c, "started-4");
-    for (int64_t end = pt_deadline(); e2e_now_ms() < end && (n = e2e_descendants(own.pid, before, 64)) < 6; usleep(50 * 1000))
+    for (int64_t end = pt_deadline(); ts_now_ms() < end && (n = ts_descendants(own.pid, before, 64)) < 6; usleep(50 * 1000))
         ;
     cr_assert_geq(n, 6, "expected bash, a subshell and four sleeps; found %zu processes", n);
     cr_assert_eq(pt_request(own.port, "DELETE", id, NULL), 200);
@@ -167,7 +169,7 @@ Test(pty_limits, a_client_that_stops_reading_is_cut_off_and_memory_stays_bounded
     cr_assert_lt(peak - base, 48 * MIB, "kgate grew by %ld KiB", peak - base);
     cr_assert_gt(offset_later, 16 * MIB * 1024, "`yes` wrote only %lld bytes: the test proves nothing", offset_later);
     /* reading now: whatever the socket still holds, then the end */
-    cr_assert_eq(ptc_wait_close(&c, e2e_now_ms() + 30000), 0, "the client was never cut off: %s", c.error);
+    cr_assert_eq(ptc_wait_close(&c, ts_now_ms() + 30000), 0, "the client was never cut off: %s", c.error);
     cr_assert(c.close_code == 0 || c.close_code == 1008, "closed with %u", c.close_code);
     cr_assert_eq(pt_request(own.port, "DELETE", id, NULL), 200);
     expect_no_descendants();
@@ -208,7 +210,7 @@ Test(pty_limits, bounded_sessions_ring_and_idle_time)
     ptc_dispose(&c);
 
     /* neither a detached shell nor a never-started session outlives the idle time */
-    for (int64_t end = pt_deadline(); e2e_now_ms() < end && (get(id) != 404 || get(spare) != 404); usleep(100 * 1000))
+    for (int64_t end = pt_deadline(); ts_now_ms() < end && (get(id) != 404 || get(spare) != 404); usleep(100 * 1000))
         ;
     cr_assert_eq(get(id), 404);
     cr_assert_eq(get(spare), 404);
@@ -218,7 +220,7 @@ Test(pty_limits, bounded_sessions_ring_and_idle_time)
 }
 
 /* True when one of `procs` is a sleep leading the foreground process group of its terminal. */
-static int foreground_sleep(const e2e_proc_t *procs, size_t n)
+static int foreground_sleep(const ts_proc_t *procs, size_t n)
 {
     for (size_t i = 0; i != n; ++i) {
         char path[64], stat[512] = "", *p;
@@ -240,7 +242,7 @@ static int foreground_sleep(const e2e_proc_t *procs, size_t n)
 
 Test(pty_limits, no_process_outlives_kgate)
 {
-    e2e_proc_t procs[64];
+    ts_proc_t procs[64];
     size_t n = 0, survivors = 99;
     char *id;
     ptc_t c;
@@ -252,11 +254,11 @@ Test(pty_limits, no_process_outlives_kgate)
     attach(&c, id, "", NULL);
     ptc_stdin(&c, "sleep 1001 & echo bg-$((1+5)); sleep 1002\n");
     expect_output(&c, "bg-6");
-    rc = e2e_gateway_stop_keep(&own, &survivors);
+    rc = ts_gateway_stop_keep(&own, &survivors);
     cr_assert_eq(rc, 0, "SIGTERM: %s", own.error);
     cr_assert_eq(survivors, 0, "%zu process(es) survived kgate's shutdown", survivors);
     cr_assert(WIFEXITED(own.exit_status) && WEXITSTATUS(own.exit_status) == 0, "wait status %#x", own.exit_status);
-    e2e_gateway_cleanup(&own);
+    ts_gateway_cleanup(&own);
     ptc_dispose(&c);
     free(id);
 
@@ -268,13 +270,13 @@ Test(pty_limits, no_process_outlives_kgate)
     ptc_stdin(&c, "echo fg-$((3+4)); sleep 1003\n");
     expect_output(&c, "fg-7");
     /* until sleep is the terminal's foreground job (bash hands the terminal over after forking it) */
-    for (int64_t end = pt_deadline(); e2e_now_ms() < end && !foreground_sleep(procs, n); usleep(50 * 1000))
-        n = e2e_descendants(own.pid, procs, 64);
+    for (int64_t end = pt_deadline(); ts_now_ms() < end && !foreground_sleep(procs, n); usleep(50 * 1000))
+        n = ts_descendants(own.pid, procs, 64);
     cr_assert(foreground_sleep(procs, n), "sleep never became the foreground job (%zu processes)", n);
-    cr_assert_eq(e2e_gateway_signal(&own, SIGKILL), 0);
-    cr_assert_eq(e2e_gateway_wait(&own, pt_deadline()), 0);
+    cr_assert_eq(ts_gateway_signal(&own, SIGKILL), 0);
+    cr_assert_eq(ts_gateway_wait(&own, pt_deadline()), 0);
     pt_expect_dead(procs, n, "a SIGKILLed kgate");
-    e2e_gateway_cleanup(&own);
+    ts_gateway_cleanup(&own);
     ptc_dispose(&c);
     free(id);
 }
