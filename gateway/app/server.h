@@ -15,6 +15,7 @@
 #include "metrics/metrics.h"
 #include "procs/command.h"
 #include "procs/shell.h"
+#include "proxy/proxy.h"
 #include "runs/run.h"
 
 /**
@@ -40,6 +41,7 @@ struct st_gw_server_t {
     /* the front doors, and the app's own routes (health) */
     gw_door_t app_door;
     gw_execd_t execd;
+    gw_proxy_t proxy;
     gw_route_table_t routes;
     /* timers of the app (the shared ones are the host's) */
     h2o_timeout_t tick_timeout; /* KMGR_TICK_MS: kernel manager, child processes, retention */

@@ -42,7 +42,12 @@
     XX(max_connections, unsigned, 4096, "max-connections",                                                                         \
        "client connections at once (also bounded by RLIMIT_NOFILE - fd-reserve)")                                                  \
     XX(fd_reserve, unsigned, 128, "fd-reserve", "file descriptors kept free of client connections, for kernels and files")         \
-    XX(stdin_timeout_ms, unsigned, 120000, "stdin-timeout-ms", "an input() unanswered this long ends its run (StdinTimeout)")
+    XX(stdin_timeout_ms, unsigned, 120000, "stdin-timeout-ms", "an input() unanswered this long ends its run (StdinTimeout)")      \
+    XX(proxy_timeout_ms, unsigned, 120000, "proxy-timeout-ms",                                                                     \
+       "/proxy: an upstream silent this long (connecting, answering, mid-body) gets 504 or is cut")                                \
+    XX(max_proxy_connections, unsigned, 256, "max-proxy-connections",                                                              \
+       "/proxy: requests and WebSockets relayed at once; beyond: 429 TOO_MANY_PROXY_CONNECTIONS")                                  \
+    XX(max_proxy_body_bytes, size_t, 1u << 30, "max-proxy-body-bytes", "largest request body relayed by /proxy")
 
 typedef struct st_gw_config_t {
     char *listen_host; /* "127.0.0.1", "::1", "0.0.0.0" ... */
