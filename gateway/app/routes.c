@@ -38,6 +38,7 @@ void gw_app_build_routes(gw_server_t *server)
     gw_route_table_add(&server->routes, &health);
     gw_route_table_add(&server->routes, &ready);
     gw_execd_add_routes(&server->execd, &server->routes);
+    gw_proxy_add_routes(&server->proxy, &server->routes);
 }
 
 void gw_app_dispatch(gw_server_t *server, h2o_req_t *req)

@@ -87,6 +87,8 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     /* global in h2o: the larger of the two; each route holds its own (gw_app_dispatch) */
     server->globalconf.max_request_entity_size =
         config->max_upload_bytes > config->max_body_bytes ? config->max_upload_bytes : config->max_body_bytes;
+    if (config->max_proxy_body_bytes > server->globalconf.max_request_entity_size)
+        server->globalconf.max_request_entity_size = config->max_proxy_body_bytes;
     /* h2o times the whole HTTP/1 request, body included, from its first byte: a large upload needs long enough */
     server->globalconf.http1.req_timeout = config->request_timeout_ms;
     hostconf = h2o_config_register_host(&server->globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
@@ -99,6 +101,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     server->accept_ctx.hosts = server->globalconf.hosts;
     gw_host_init(&server->host, loop, config);
     h2o_timeout_init(loop, &server->tick_timeout, KMGR_TICK_MS);
+    gw_proxy_init(&server->proxy, &server->host);
     server->initialised = 1;
 
     gw_languages_init(&server->languages);
@@ -125,7 +128,10 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     server->tick_entry.cb = on_tick;
     h2o_timeout_link(loop, &server->tick_timeout, &server->tick_entry);
     server->listener_open = 1;
-    return gw_listener_open(&server->listener, config, loop, &server->accept_ctx);
+    if (gw_listener_open(&server->listener, config, loop, &server->accept_ctx) != 0)
+        return -1;
+    gw_proxy_set_own_port(&server->proxy, gw_server_port(server));
+    return 0;
 }
 
 uint16_t gw_server_port(const gw_server_t *server)
@@ -144,6 +150,7 @@ void gw_server_begin_shutdown(gw_server_t *server)
     gw_runs_shutdown(&server->runs);
     gw_execd_shutdown(&server->execd);
     gw_ptys_kill_all(&server->ptys);
+    gw_proxy_shutdown(&server->proxy);
     if (server->kmgr != NULL)
         kmgr_manager_shutdown_all(server->kmgr);
 }
@@ -151,7 +158,7 @@ void gw_server_begin_shutdown(gw_server_t *server)
 int gw_server_is_drained(gw_server_t *server)
 {
     return kmgr_manager_num_processes(server->kmgr) == 0 && gw_shells_is_empty(&server->shells) &&
-           gw_ptys_is_empty(&server->ptys) && gw_execd_is_drained(&server->execd);
+           gw_ptys_is_empty(&server->ptys) && gw_execd_is_drained(&server->execd) && gw_proxy_is_drained(&server->proxy);
 }
 
 void gw_server_dispose(gw_server_t *server)
@@ -175,6 +182,7 @@ void gw_server_dispose(gw_server_t *server)
         h2o_timeout_unlink(&server->kmgr_pending_entry);
     if (server->listener_open)
         gw_listener_dispose(&server->listener, server->ctx.loop);
+    gw_proxy_dispose(&server->proxy);
     gw_host_dispose(&server->host);
     h2o_timeout_dispose(server->ctx.loop, &server->tick_timeout);
     h2o_context_dispose(&server->ctx);

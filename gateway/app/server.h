@@ -16,6 +16,7 @@
 #include "procs/command.h"
 #include "procs/pty.h"
 #include "procs/shell.h"
+#include "proxy/proxy.h"
 #include "runs/run.h"
 
 /**
@@ -42,6 +43,7 @@ struct st_gw_server_t {
     /* the front doors, and the app's own routes (health) */
     gw_door_t app_door;
     gw_execd_t execd;
+    gw_proxy_t proxy;
     gw_route_table_t routes;
     /* timers of the app (the shared ones are the host's) */
     h2o_timeout_t tick_timeout; /* KMGR_TICK_MS: kernel manager, child processes, retention */

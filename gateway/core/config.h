@@ -48,7 +48,12 @@
     XX(pty_idle_ms, unsigned, 1800000, "pty-idle-ms", "PTY sessions with no client and no output this long are deleted")           \
     XX(pty_send_queue_bytes, size_t, 4u << 20, "pty-send-queue-bytes",                                                             \
        "live output queued for a PTY client beyond its replay; beyond: the client is cut off")                                     \
-    XX(pty_stdin_bytes, size_t, 1u << 20, "pty-stdin-bytes", "stdin queued for a PTY session's shell; beyond: STDIN_WRITE_FAILED")
+    XX(pty_stdin_bytes, size_t, 1u << 20, "pty-stdin-bytes", "stdin queued for a PTY session's shell; beyond: STDIN_WRITE_FAILED") \
+    XX(proxy_timeout_ms, unsigned, 120000, "proxy-timeout-ms",                                                                     \
+       "/proxy: an upstream silent this long (connecting, answering, mid-body) gets 504 or is cut")                                \
+    XX(max_proxy_connections, unsigned, 256, "max-proxy-connections",                                                              \
+       "/proxy: requests and WebSockets relayed at once; beyond: 429 TOO_MANY_PROXY_CONNECTIONS")                                  \
+    XX(max_proxy_body_bytes, size_t, 1u << 30, "max-proxy-body-bytes", "largest request body relayed by /proxy")
 
 typedef struct st_gw_config_t {
     char *listen_host; /* "127.0.0.1", "::1", "0.0.0.0" ... */

@@ -45,8 +45,12 @@ static const char *reason_phrase(int status)
         return "Too Many Requests";
     case 501:
         return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
     case 503:
         return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
     default:
         return status < 500 ? "Error" : "Internal Server Error";
     }

@@ -45,7 +45,10 @@
     XX(RANGE_NOT_SATISFIABLE, 416)                                                                                                 \
     XX(NOT_SUPPORTED, 501)                                                                                                         \
     XX(ALREADY_CONNECTED, 409)                                                                                                     \
-    XX(TOO_MANY_SESSIONS, 429)
+    XX(TOO_MANY_SESSIONS, 429)                                                                                                     \
+    XX(TOO_MANY_PROXY_CONNECTIONS, 429)                                                                                            \
+    XX(BAD_GATEWAY, 502)                                                                                                           \
+    XX(GATEWAY_TIMEOUT, 504)
 
 typedef enum {
 #define GW_XX_ENUM(name, status) GW_HTTP_##name,

@@ -126,3 +126,32 @@ long long ts_proc_rss_kb(pid_t pid)
     fclose(f);
     return kb;
 }
+
+static void *sample_rss(void *arg)
+{
+    ts_rss_sampler_t *s = arg;
+
+    while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+        long long kb = ts_proc_rss_kb(s->pid);
+        if (kb > s->peak_kb)
+            s->peak_kb = kb;
+        ts_sleep_ms(s->period_ms);
+    }
+    return NULL;
+}
+
+int ts_rss_sampler_start(ts_rss_sampler_t *s, pid_t pid, int period_ms)
+{
+    s->pid = pid;
+    s->period_ms = period_ms;
+    s->stop = 0;
+    s->peak_kb = -1;
+    return pthread_create(&s->thread, NULL, sample_rss, s) == 0 ? 0 : TS_EIO;
+}
+
+long long ts_rss_sampler_stop(ts_rss_sampler_t *s)
+{
+    __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(s->thread, NULL);
+    return s->peak_kb;
+}

@@ -2,6 +2,7 @@
 #ifndef KGATE_SUPPORT_PROC_H
 #define KGATE_SUPPORT_PROC_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -23,5 +24,20 @@ int64_t ts_proc_cpu_ms(pid_t pid);
 
 /** The resident set size of process `pid` (VmRSS of /proc/<pid>/status) in KiB, or -1 if unknown. */
 long long ts_proc_rss_kb(pid_t pid);
+
+/** Samples a process's VmRSS on a thread of its own, keeping the peak: a memory bound measured while the process works. */
+typedef struct st_ts_rss_sampler_t {
+    pid_t pid;
+    int period_ms;
+    int stop;          /* set by ts_rss_sampler_stop (atomically) */
+    long long peak_kb; /* the largest VmRSS seen so far, -1 before any */
+    pthread_t thread;
+} ts_rss_sampler_t;
+
+/** Starts sampling `pid` every `period_ms`. 0, or TS_EIO when the thread cannot be started. */
+int ts_rss_sampler_start(ts_rss_sampler_t *s, pid_t pid, int period_ms);
+
+/** Stops the sampling (waits for its thread) and returns the peak in KiB, -1 when no sample could be read. */
+long long ts_rss_sampler_stop(ts_rss_sampler_t *s);
 
 #endif
