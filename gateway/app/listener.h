@@ -9,7 +9,7 @@
 
 /**
  * Accepts client connections into `accept_ctx`, at most `max_conns` at once: min(--max-connections,
- * RLIMIT_NOFILE - --fd-reserve), so that kernels (about 15 fds each), files and logs always find
+ * RLIMIT_NOFILE - --fd-reserve), so that kernels (about 22 fds each), files and logs always find
  * descriptors. At the bound, a new connection takes the place of the oldest one that has not sent
  * a byte (a silent client must not lock everyone out); when there is none, accepting pauses until
  * a connection closes. When accept fails for want of descriptors (EMFILE, ENFILE), accepting

@@ -25,7 +25,9 @@ typedef struct st_gw_kernel_run_t {
     unsigned saw_error : 1;       /* an error event was relayed: the run's outcome is "error" */
     unsigned restarting : 1;
     unsigned input_pending : 1;
-    h2o_linklist_t link; /* in ctx->runs, arrival order: the head is the one sent to the kernel */
+    unsigned got_reply : 1;
+    unsigned saw_oversized : 1; /* a kernel message over the cap was dropped meanwhile */
+    h2o_linklist_t link;        /* in ctx->runs, arrival order: the head is the one sent to the kernel */
 } gw_kernel_run_t;
 
 static const gw_run_producer_t kernel_producer;
@@ -72,6 +74,13 @@ static void append_timeout_error(gw_kernel_run_t *krun)
     gw_run_append(krun->run, gw_error_event("TimeoutError", evalue));
 }
 
+static void append_reply_lost_error(gw_kernel_run_t *krun)
+{
+    gw_run_append(krun->run,
+                  gw_error_event("MessageDropped", "the kernel's reply to this run was dropped with a message over the "
+                                                   "message cap (--max-message-bytes); whether the run succeeded is unknown"));
+}
+
 static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, int err, void *data)
 {
     gw_kernel_run_t *krun = data;
@@ -93,7 +102,12 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
         }
         gw_run_append(run, event);
         break;
+    case KMGR_REQ_DROPPED:
+        krun->saw_oversized = 1;
+        gw_run_report_oversized_message(run);
+        break;
     case KMGR_REQ_REPLY:
+        krun->got_reply = 1;
         /* the iopub error may still be on its way (shell and iopub are separate sockets): decide at DONE */
         if ((event = gw_translate_execute_reply(msg, krun->saw_error, opts, &krun->execution_count)) != NULL) {
             json_decref(krun->reply_error);
@@ -118,6 +132,11 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
         if (krun->timed_out) {
             append_timeout_error(krun);
             kernel_run_end(krun, "timeout");
+        } else if (!krun->got_reply && krun->saw_oversized) {
+            /* the kernel has dealt with the run, but its answer is lost: unless an error was relayed, say so */
+            if (!krun->saw_error)
+                append_reply_lost_error(krun);
+            kernel_run_end(krun, "error");
         } else {
             if (krun->reply_error != NULL && !krun->saw_error) {
                 krun->saw_error = 1;

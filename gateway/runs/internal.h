@@ -30,8 +30,10 @@ struct st_gw_run_t {
     size_t output_bytes;         /* stream text relayed so far */
     size_t output_dropped_bytes; /* stream text dropped by the limit */
     size_t results_dropped;      /* results dropped by the limit */
+    size_t messages_dropped;     /* kernel messages over max_message_bytes while the run was in flight */
     const char *outcome;         /* once finished */
     unsigned truncation_reported : 1;
+    unsigned oversized_reported : 1;
 };
 
 /** Wakes every cursor's writer (log.c, run.c). */

@@ -105,8 +105,16 @@ void gw_run_set_producer(gw_run_t *run, const gw_run_producer_t *producer, void 
 void gw_run_append(gw_run_t *run, json_t *event);
 
 /**
+ * A kernel message larger than max_message_bytes was dropped while the run was in flight (its
+ * output, or its reply, may be among what was lost). The first time appends a `status` event with
+ * text `output_truncated`, `message_limit` and a `reason` naming the cap; each time counts one in
+ * `dropped.messages`. Ignored once the run has finished.
+ */
+void gw_run_report_oversized_message(gw_run_t *run);
+
+/**
  * Appends `execution_complete` (with execution_time in ms, `execution_count` when >= 0, and
- * `dropped` {output_bytes, results} when the limits dropped anything) as the last event, records
+ * `dropped` {output_bytes, results, messages} when anything was dropped) as the last event, records
  * `outcome` (a static string: "ok", "error", "timeout", "cancelled", "kernel_died"), detaches the
  * producer and lets readers end their responses after it. No-op on a finished run.
  */

@@ -24,6 +24,8 @@ static void fill_defaults(kmgr_config_t *c)
         c->shutdown_grace_ms = 2000;
     if (c->kernel_info_retry_ms == 0)
         c->kernel_info_retry_ms = 250;
+    if (c->max_message_bytes == 0 || c->max_message_bytes > INT64_MAX)
+        c->max_message_bytes = KMGR_DEFAULT_MAX_MESSAGE_BYTES;
 }
 
 static char *make_runtime_dir(const char *given, int *owns)
@@ -69,6 +71,12 @@ int kmgr_manager_create(const kmgr_config_t *config, const kmgr_loop_ops_t *ops,
     mgr->config.runtime_dir = mgr->runtime_dir;
     if ((mgr->zctx = zmq_ctx_new()) == NULL)
         goto Error;
+    /* Each kernel holds eleven sockets (five channels, three monitors of two sockets each):
+     * libzmq's default of 1023 per context would cap kgate below a hundred kernels. */
+    {
+        int limit = zmq_ctx_get(mgr->zctx, ZMQ_SOCKET_LIMIT);
+        zmq_ctx_set(mgr->zctx, ZMQ_MAX_SOCKETS, limit > 0 && limit < KMGR_MAX_SOCKETS ? limit : KMGR_MAX_SOCKETS);
+    }
     *out = mgr;
     return 0;
 

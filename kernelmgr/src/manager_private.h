@@ -11,6 +11,9 @@
 
 /* ---- manager.c ---- */
 
+/* ZMQ sockets the manager's context may hold (ZMQ_MAX_SOCKETS), unless libzmq allows fewer. */
+#define KMGR_MAX_SOCKETS 8192
+
 struct st_kmgr_manager_t {
     kmgr_config_t config; /* defaults filled in */
     char *runtime_dir;

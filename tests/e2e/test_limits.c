@@ -1,4 +1,5 @@
-/* tests/e2e/test_limits.c: output and result bounds, the bounded run log (slow readers, EVENTS_GONE), queue and request bounds. */
+/* tests/e2e/test_limits.c: output and result bounds, the message cap, the bounded run log (slow readers, EVENTS_GONE), queue and
+ * request bounds. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
 #include <errno.h>
@@ -369,6 +370,104 @@ Test(limits, a_reader_that_keeps_up_gets_every_byte_through_a_small_log, .timeou
     ts_events_dispose(&evs);
     free(ctx);
     xh_gateway_stop(gw);
+}
+
+/* 1 if kgate's log (stdout and stderr) holds `needle`. */
+static int log_contains(const ts_gateway_t *gw, const char *needle)
+{
+    FILE *f = fopen(gw->log_path, "r");
+    char line[1024];
+    int found = 0;
+    if (f == NULL)
+        return 0;
+    while (!found && fgets(line, sizeof(line), f) != NULL)
+        found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
+/*
+ * One kernel message over --max-message-bytes (64 MiB): a 70 MB line of stdout is one iopub message. libzmq reads its size,
+ * drops the connection it came on and never reconnects it; before the fix every later run of the context lost its output
+ * and waited 5 s for a status idle that never came. Now the run reports the loss, and the context works at once.
+ */
+Test(limits, a_message_over_the_cap_is_reported_and_the_context_works_on, .timeout = 600)
+{
+    static ts_gateway_t gw;
+    xh_gateway_start(&gw, NULL);
+    char *ctx = xh_context_new(gw.port, NULL, NULL);
+    ts_events_t evs;
+    xh_run_ok(gw.port, ctx, "print('warm')", &evs);
+    ts_events_dispose(&evs);
+    ts_sleep_ms(200);
+    long long baseline = xh_rss_bytes(gw.pid);
+    cr_assert(baseline > 0);
+
+    json_t *body = xh_body(ctx, "print('x' * 70_000_000)");
+    int64_t t0 = ts_now_ms(), deadline = t0 + XH_BIG_RUN_MS;
+    ts_stream_t *s = xh_open(gw.port, body, deadline);
+    json_decref(body);
+    memset(&evs, 0, sizeof(evs));
+    xh_wait_event(s, &evs, "init", 0, deadline);
+    char exec_id[64];
+    snprintf(exec_id, sizeof(exec_id), "%s", xh_execution_id(&evs));
+    /* kgate's memory while the kernel sends the 70 MB: the message is never read, so it never grows by it */
+    long long peak = baseline;
+    for (;;) {
+        long long rss = xh_rss_bytes(gw.pid);
+        if (rss > peak)
+            peak = rss;
+        json_t *ex = xh_execution(gw.port, exec_id);
+        int finished = strcmp(xh_str(ex, "state"), "finished") == 0;
+        json_decref(ex);
+        if (finished)
+            break;
+        cr_assert(ts_now_ms() < deadline, "the 70 MB print did not finish in %d ms", XH_BIG_RUN_MS);
+        ts_sleep_ms(20);
+    }
+    ts_stream_collect(s, deadline, 0, &evs);
+    ts_stream_close(s);
+    int64_t took = ts_now_ms() - t0;
+    char sum[E2E_MSG_SIZE];
+    ts_events_summary(&evs, sum, sizeof(sum));
+    cr_log_info("70 MB line: %lld ms, RSS baseline %lld MiB, peak %lld MiB; %s", (long long)took, baseline >> 20, peak >> 20, sum);
+    E2E_ASSERT_RUN(&evs, ctx, E2E_FRAMING_SSE);
+    cr_assert_eq(xh_status_count(&evs, "output_truncated"), 1, "the dropped message is reported once; %s", sum);
+    const ts_event_t *notice = NULL;
+    for (size_t i = 0; i < evs.n; i++)
+        if (strcmp(evs.v[i].type, "status") == 0 && json_object_get(evs.v[i].json, "message_limit") != NULL)
+            notice = &evs.v[i];
+    cr_assert_not_null(notice, "no output_truncated status names the message cap; %s", sum);
+    cr_assert_eq(xh_int(notice->json, "message_limit"), 64ll << 20, "%s", notice->data);
+    cr_assert_not_null(strstr(xh_str(notice->json, "reason"), "--max-message-bytes"), "%s", notice->data);
+    cr_assert_eq(ts_events_count(&evs, "stdout"), 0, "%s", sum);
+    json_t *dropped = json_object_get(evs.v[evs.n - 1].json, "dropped");
+    cr_assert_eq(xh_int(dropped, "messages"), 1, "execution_complete: %s", evs.v[evs.n - 1].data);
+    cr_assert(peak - baseline < (32ll << 20), "kgate's RSS grew by %lld MiB while a 70 MB message went by unread",
+              (peak - baseline) >> 20);
+    cr_assert(log_contains(&gw, "larger than the message cap"), "kgate logged no line about the dropped message");
+    ts_events_dispose(&evs);
+
+    /* The context works on, at once: output flows, and the run does not wait out a 5 s grace for a lost idle. */
+    t0 = ts_now_ms();
+    xh_run_ok(gw.port, ctx, "print('ok')", &evs);
+    took = ts_now_ms() - t0;
+    E2E_ASSERT_TEXT(&evs, "stdout", "ok\n");
+    cr_assert(took < 4000, "the next run took %lld ms", (long long)took);
+    ts_events_dispose(&evs);
+    json_t *info = NULL;
+    int64_t idle_deadline = ts_now_ms() + 5000;
+    for (;;) {
+        cr_assert_eq(xh_context_get(gw.port, ctx, &info), 200);
+        if (strcmp(xh_str(info, "status"), "idle") == 0 || ts_now_ms() >= idle_deadline)
+            break;
+        json_decref(info);
+        ts_sleep_ms(50);
+    }
+    cr_assert_str_eq(xh_str(info, "status"), "idle", "the context's kernel state is idle again");
+    json_decref(info);
+    free(ctx);
+    xh_gateway_stop(&gw);
 }
 
 Test(limits, trimmed_events_are_gone_and_finished_runs_expire)

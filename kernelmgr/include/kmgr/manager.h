@@ -9,6 +9,9 @@
 
 typedef struct st_kmgr_manager_t kmgr_manager_t;
 
+/** The default of kmgr_config_t.max_message_bytes. */
+#define KMGR_DEFAULT_MAX_MESSAGE_BYTES ((size_t)64 << 20)
+
 /** Tunables; zero fields take the documented default. */
 typedef struct st_kmgr_config_t {
     /** Directory for connection files and per-kernel state; NULL: a new mkdtemp dir under $TMPDIR (or /tmp). */
@@ -23,6 +26,13 @@ typedef struct st_kmgr_config_t {
     unsigned shutdown_grace_ms;
     /** Interval between kernel_info_request retries while starting (default 250 ms). */
     unsigned kernel_info_retry_ms;
+    /**
+     * Largest frame a kernel may send (ZMQ_MAXMSGSIZE; default KMGR_DEFAULT_MAX_MESSAGE_BYTES). A
+     * bigger one is never buffered: it is dropped, and with it the connection it came on and what
+     * else was in flight there; kernelmgr reopens the connection, logs one line, tells the requests
+     * in flight (KMGR_REQ_DROPPED) and ends them once the kernel has dealt with them.
+     */
+    size_t max_message_bytes;
 } kmgr_config_t;
 
 /**
