@@ -209,6 +209,18 @@ void gw_listener_close(gw_listener_t *listener)
     listener->sock = NULL;
 }
 
+size_t gw_listener_shutdown_conns(gw_listener_t *listener)
+{
+    for (h2o_linklist_t *node = listener->conns.next; node != &listener->conns; node = node->next)
+        shutdown(h2o_socket_get_fd(H2O_STRUCT_FROM_MEMBER(gw_listener_conn_t, link, node)->sock), SHUT_RDWR);
+    return listener->num_conns;
+}
+
+size_t gw_listener_num_conns(const gw_listener_t *listener)
+{
+    return listener->num_conns;
+}
+
 void gw_listener_dispose(gw_listener_t *listener, h2o_loop_t *loop)
 {
     gw_listener_close(listener);

@@ -40,6 +40,17 @@ int gw_listener_open(gw_listener_t *listener, const gw_config_t *config, h2o_loo
 uint16_t gw_listener_port(const gw_listener_t *listener);
 /** Stops accepting and closes the listening socket; connections already accepted stay. */
 void gw_listener_close(gw_listener_t *listener);
+/**
+ * Shuts down the socket of every connection still open (an idle keep-alive, a reader stuck on a
+ * full socket): h2o then fails its next read or write and closes the connection itself, disposing
+ * its requests. Returns how many were open. For the end of shutdown, after streams had their
+ * chance to finish.
+ */
+size_t gw_listener_shutdown_conns(gw_listener_t *listener);
+
+/** Connections accepted and not yet closed. */
+size_t gw_listener_num_conns(const gw_listener_t *listener);
+
 /** Releases the timer (after the loop has stopped; connections are h2o's to close). */
 void gw_listener_dispose(gw_listener_t *listener, h2o_loop_t *loop);
 

@@ -58,6 +58,11 @@ int main(int argc, char **argv)
     deadline = kmgr_now_ms() + 2 * (uint64_t)config.shutdown_grace_ms + 2000;
     while (!gw_server_is_drained(&server) && kmgr_now_ms() < deadline)
         h2o_evloop_run(loop, 50);
+    /* connections still open (idle keep-alives, readers that stopped reading) are ended, so that
+     * h2o releases their requests and what they hold before the server goes */
+    deadline = kmgr_now_ms() + 1000;
+    while (gw_server_close_connections(&server) != 0 && kmgr_now_ms() < deadline)
+        h2o_evloop_run(loop, 10);
     gw_server_dispose(&server);
     h2o_evloop_destroy(loop);
     fprintf(stderr, "kgate: stopped\n");

@@ -162,6 +162,11 @@ int gw_server_is_drained(gw_server_t *server)
            gw_ptys_is_empty(&server->ptys) && gw_execd_is_drained(&server->execd) && gw_proxy_is_drained(&server->proxy);
 }
 
+size_t gw_server_close_connections(gw_server_t *server)
+{
+    return server->listener_open ? gw_listener_shutdown_conns(&server->listener) : 0;
+}
+
 void gw_server_dispose(gw_server_t *server)
 {
     if (!server->initialised)

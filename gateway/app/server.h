@@ -74,6 +74,13 @@ uint16_t gw_server_port(const gw_server_t *server);
 void gw_server_begin_shutdown(gw_server_t *server);
 /** True once no kernel or shell process remains. */
 int gw_server_is_drained(gw_server_t *server);
+/**
+ * Ends the client connections still open once the engine is drained (idle keep-alives, readers
+ * stuck on a full socket), so that h2o disposes their requests before gw_server_dispose. Returns
+ * how many are still open; run the loop until 0 (or a short deadline).
+ */
+size_t gw_server_close_connections(gw_server_t *server);
+
 /** Releases everything (kills what remains). Safe after a failed gw_server_init. */
 void gw_server_dispose(gw_server_t *server);
 

@@ -253,7 +253,7 @@ static void restart_after_timeout(gw_kernel_run_t *krun)
         gw_run_append(H2O_STRUCT_FROM_MEMBER(gw_kernel_run_t, link, node)->run, ev);
     }
     ctx->execution_count = 0;
-    /* the running request ends with FAILED (maybe from inside this call): krun is gone afterwards */
+    /* the running request ends with FAILED, later, from the loop (kernelmgr never calls back inside restart) */
     if (kmgr_kernel_restart(ctx->kernel) != 0 && !h2o_linklist_is_empty(&ctx->runs))
         gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(ctx->kernel), "kernel_died");
 }

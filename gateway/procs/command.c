@@ -52,6 +52,7 @@ static void on_shell_exit(gw_shell_t *shell)
     cmd->timed_out = shell->timed_out;
     cmd->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     cmd->finished_at_ms = gw_unix_ms();
+    cmd->finished_mono_ms = gw_now_ms();
 }
 
 static const gw_shell_hooks_t command_hooks = {on_shell_output, on_shell_exit};
@@ -119,7 +120,7 @@ void gw_command_terminate(gw_command_t *cmd)
         return;
     gw_shell_signal(cmd->shell, SIGTERM);
     if (cmd->kill_at_ms == 0)
-        cmd->kill_at_ms = gw_unix_ms() + cmd->commands->host->config->command_kill_grace_ms;
+        cmd->kill_at_ms = gw_now_ms() + cmd->commands->host->config->command_kill_grace_ms;
 }
 
 static json_t *rfc3339(int64_t ms)
@@ -173,7 +174,7 @@ void gw_commands_init(gw_commands_t *commands, gw_host_t *host, gw_runs_t *runs,
 void gw_commands_tick(gw_commands_t *commands)
 {
     const gw_config_t *config = commands->host->config;
-    int64_t now = gw_unix_ms();
+    int64_t now = gw_now_ms(); /* deadlines on the monotonic clock; the *_at_ms shown to clients stay wall time */
     h2o_linklist_t *node, *next;
 
     for (node = commands->list.next; node != &commands->list; node = next) {
@@ -184,7 +185,7 @@ void gw_commands_tick(gw_commands_t *commands)
             kill(-cmd->pid, SIGKILL);
             cmd->kill_at_ms = 0;
         }
-        if (!cmd->running && cmd->kill_at_ms == 0 && now - cmd->finished_at_ms >= (int64_t)config->command_retention_ms)
+        if (!cmd->running && cmd->kill_at_ms == 0 && now - cmd->finished_mono_ms >= (int64_t)config->command_retention_ms)
             command_free(cmd);
     }
 }

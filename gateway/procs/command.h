@@ -40,8 +40,9 @@ typedef struct st_gw_command_t {
     unsigned timed_out : 1;
     int exit_code; /* once not running: the exit status, 128+N for signal N */
     int64_t started_at_ms;
-    int64_t finished_at_ms; /* 0 while running */
-    int64_t kill_at_ms;     /* after DELETE: SIGKILL to the group then, unless it is gone; 0: none */
+    int64_t finished_at_ms;   /* 0 while running */
+    int64_t finished_mono_ms; /* the same on gw_now_ms's clock: retention counts from it */
+    int64_t kill_at_ms;       /* after DELETE (gw_now_ms's clock): SIGKILL to the group then, unless it is gone; 0: none */
     gw_cmdlog_t log;
     h2o_linklist_t link;    /* in commands->list, oldest first */
     gw_idmap_entry_t by_id; /* in commands->by_id */

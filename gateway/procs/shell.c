@@ -203,7 +203,7 @@ int gw_shell_spawn(gw_shells_t *shells, const gw_shell_options_t *opts, const gw
     shell->data = data;
     shell->pid = pid;
     shell->timeout_ms = opts->timeout_ms;
-    shell->deadline_ms = opts->timeout_ms != 0 ? gw_unix_ms() + opts->timeout_ms : 0;
+    shell->deadline_ms = opts->timeout_ms != 0 ? gw_now_ms() + opts->timeout_ms : 0;
     shell->exit_ename = opts->exit_ename;
     shell->line_events = opts->line_events;
     shell->blank_as_newline = opts->blank_as_newline;
@@ -276,7 +276,7 @@ int gw_shell_interrupt(gw_shells_t *shells, const char *run_id)
 void gw_shells_tick(gw_shells_t *shells)
 {
     h2o_linklist_t *node, *next;
-    int64_t now = gw_unix_ms();
+    int64_t now = gw_now_ms(); /* deadlines on the monotonic clock: a step of the wall clock times nothing out */
 
     for (node = shells->list.next; node != &shells->list; node = next) {
         gw_shell_t *shell = H2O_STRUCT_FROM_MEMBER(gw_shell_t, link, node);

@@ -52,8 +52,8 @@ struct st_gw_shell_t {
     size_t kept[2];         /* bytes left in each pipe's input buffer by the last read (already hooked) */
     int exited;
     int wait_status;
-    int64_t exited_at_ms;
-    int64_t deadline_ms; /* 0: no timeout */
+    int64_t exited_at_ms; /* gw_now_ms clock */
+    int64_t deadline_ms;  /* gw_now_ms clock; 0: no timeout */
     unsigned timeout_ms;
     const char *exit_ename;
     unsigned timed_out : 1;
