@@ -202,15 +202,21 @@ Exit:
     json_decref(body);
 }
 
-static int apply_to_existing(gw_execd_t *execd, const gw_workspace_path_t *where, int has_mode, mode_t mode, uid_t uid, gid_t gid)
+/* Mode and owner of what `where` names (opened with `flags` beneath the root). 0 or -errno. */
+static int apply_at(gw_execd_t *execd, const gw_workspace_path_t *where, int flags, int has_mode, mode_t mode, uid_t uid, gid_t gid)
 {
     int fd, ret;
 
-    if ((ret = gw_workspace_open(&execd->files->ws, where->rel, O_PATH, 0, &fd)) == 0) {
+    if ((ret = gw_workspace_open(&execd->files->ws, where->rel, O_PATH | flags, 0, &fd)) == 0) {
         ret = gw_files_apply_permission(fd, has_mode, mode, uid, gid);
         close(fd);
     }
     return ret;
+}
+
+static int apply_to_existing(gw_execd_t *execd, const gw_workspace_path_t *where, int has_mode, mode_t mode, uid_t uid, gid_t gid)
+{
+    return apply_at(execd, where, 0, has_mode, mode, uid, gid);
 }
 
 GW_EXECD_HANDLER(files_permissions)
@@ -418,16 +424,11 @@ Exit:
 
 static int make_directory(gw_execd_t *execd, const gw_workspace_path_t *where, int has_mode, mode_t mode, uid_t uid, gid_t gid)
 {
-    int fd, ret;
+    int ret = gw_workspace_mkdirs(&execd->files->ws, where->rel, 0755);
     (void)has_mode;
 
-    if ((ret = gw_workspace_mkdirs(&execd->files->ws, where->rel, 0755)) == 0 &&
-        (ret = gw_workspace_open(&execd->files->ws, where->rel, O_PATH | O_DIRECTORY, 0, &fd)) == 0) {
-        /* mkdir's mode passes through the umask; the requested mode is applied exactly */
-        ret = gw_files_apply_permission(fd, 1, mode, uid, gid);
-        close(fd);
-    }
-    return ret;
+    /* mkdir's mode passes through the umask; the requested mode is applied exactly */
+    return ret != 0 ? ret : apply_at(execd, where, O_DIRECTORY, 1, mode, uid, gid);
 }
 
 GW_EXECD_HANDLER(directories_create)
