@@ -198,7 +198,8 @@ int gw_pty_start(gw_pty_t *pty, int pipe_mode, char *err, size_t err_size)
     const char *shell = pty->ptys->host->config->shell, *base = strrchr(shell, '/');
     char *argv[6];
     size_t argc = 0;
-    gw_spawn_options_t spawn = {shell, argv, NULL, pty->cwd, -1, -1, {-1, -1, -1}, !pipe_mode, 1};
+    gw_spawn_options_t spawn = {
+        .path = shell, .argv = argv, .cwd = pty->cwd, .uid = -1, .gid = -1, .fds = {-1, -1, -1}, .controlling_tty = !pipe_mode};
     /* ours: the terminal's master side, or stdin's write end and stdout's and stderr's read ends; theirs: the other sides */
     int ours[3] = {-1, -1, -1}, theirs[3] = {-1, -1, -1}, ret = 0, i;
     char **envp;

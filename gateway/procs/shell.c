@@ -179,7 +179,8 @@ int gw_shell_spawn(gw_shells_t *shells, const gw_shell_options_t *opts, const gw
 {
     const gw_config_t *config = shells->host->config;
     char *argv[] = {config->shell, "-c", (char *)opts->code, NULL};
-    gw_spawn_options_t spawn = {config->shell, argv, NULL, opts->cwd, opts->uid, opts->gid, {-1, -1, -1}, 0, 0};
+    gw_spawn_options_t spawn = {
+        .path = config->shell, .argv = argv, .cwd = opts->cwd, .uid = opts->uid, .gid = opts->gid, .fds = {-1, -1, -1}};
     int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, ret;
     gw_shell_t *shell;
     char **envp;

@@ -66,9 +66,10 @@ struct st_gw_shell_t {
 
 /**
  * Starts `<config->shell> -c <code>` in a new session (its own process group; stdin /dev/null,
- * stdout and stderr piped into the loop). The child's set-up (chdir, credentials, exec) is checked
- * before this returns. Returns 0 and the process in `*out`, or GW_ESPAWN with the reason in `err`
- * (nothing started). The process belongs to `shells` until it is reaped (gw_shells_tick).
+ * stdout and stderr piped into the loop) that dies with kgate (gw_spawn). The child's set-up
+ * (chdir, credentials, exec) is checked before this returns. Returns 0 and the process in `*out`,
+ * or GW_ESPAWN with the reason in `err` (nothing started). The process belongs to `shells` until
+ * it is reaped (gw_shells_tick).
  */
 int gw_shell_spawn(gw_shells_t *shells, const gw_shell_options_t *opts, const gw_shell_hooks_t *hooks, void *data, gw_shell_t **out,
                    char *err, size_t err_size);

@@ -1,5 +1,5 @@
 /* procs/spawn.h: a child started in its own session, its set-up (cwd, credentials, terminal, exec) checked before the caller goes
- * on. */
+ * on, and dying with kgate. */
 #ifndef GW_SPAWN_H
 #define GW_SPAWN_H
 
@@ -16,15 +16,14 @@ typedef struct st_gw_spawn_options_t {
     long uid, gid;                /* >= 0: the child switches to them (setgroups, setgid, setuid); -1: kgate's own */
     int fds[3];                   /* become the child's stdin, stdout, stderr; -1: /dev/null (they are never closed here) */
     unsigned controlling_tty : 1; /* fds[0] is a terminal's slave side: it becomes the session's controlling terminal */
-    unsigned die_with_parent : 1; /* PR_SET_PDEATHSIG(SIGKILL): the child never outlives kgate */
 } gw_spawn_options_t;
 
 /**
- * Forks a child that starts a new session (it leads its own process group), takes `fds` as 0, 1
- * and 2 with every signal unblocked and SIGPIPE at its default, changes directory and credentials,
- * and execs `path`. The child's set-up is checked before this returns: 0 with the child's pid in
- * `*pid` (the caller reaps it), or GW_ESPAWN with the failed step and its reason in `err` (the child,
- * if any, is reaped already).
+ * Starts a child with kmgr_spawn: a new session (it leads its own process group), `fds` as 0, 1 and
+ * 2 and no other descriptor, every signal unblocked and at its default, the directory and
+ * credentials changed, then `path` executed; it gets SIGKILL when kgate dies. The child's set-up is
+ * checked before this returns: 0 with the child's pid in `*pid` (the caller reaps it), or GW_ESPAWN
+ * with the failed step and its reason in `err` (the child, if any, is reaped already).
  */
 int gw_spawn(const gw_spawn_options_t *opts, pid_t *pid, char *err, size_t err_size);
 

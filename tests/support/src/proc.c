@@ -89,16 +89,22 @@ size_t ts_descendants(pid_t root, ts_proc_t *out, size_t max)
     return count;
 }
 
-int ts_proc_alive(const ts_proc_t *p)
+int ts_proc_get(pid_t pid, ts_proc_t *out)
 {
     char state;
     pid_t ppid;
     unsigned long long st;
-    if (read_stat(p->pid, &state, &ppid, &st) != 0)
-        return 0;
-    if (state == 'Z')
-        return 0;
-    return p->starttime == 0 || st == p->starttime;
+    if (read_stat(pid, &state, &ppid, &st) != 0 || state == 'Z')
+        return TS_EIO;
+    out->pid = pid;
+    out->starttime = st;
+    return 0;
+}
+
+int ts_proc_alive(const ts_proc_t *p)
+{
+    ts_proc_t now;
+    return ts_proc_get(p->pid, &now) == 0 && (p->starttime == 0 || now.starttime == p->starttime);
 }
 
 int64_t ts_proc_cpu_ms(pid_t pid)

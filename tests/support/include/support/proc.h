@@ -19,6 +19,9 @@ size_t ts_descendants(pid_t root, ts_proc_t *out, size_t max);
 /** 1 if that process (same PID and start time) still exists and is not a zombie, else 0. */
 int ts_proc_alive(const ts_proc_t *p);
 
+/** The live process (not a zombie) that holds `pid` now, with its start time, in `*out`: 0, or TS_EIO when there is none. */
+int ts_proc_get(pid_t pid, ts_proc_t *out);
+
 /** CPU time (user + system) that process `pid` has used so far, in milliseconds, or -1 if /proc cannot tell. */
 int64_t ts_proc_cpu_ms(pid_t pid);
 
