@@ -48,6 +48,9 @@ int main(int argc, char **argv)
             strchr(config.listen_host, ':') != NULL ? "[" : "", config.listen_host,
             strchr(config.listen_host, ':') != NULL ? "]" : "", gw_server_port(&server), server.languages.specs.size,
             kmgr_manager_runtime_dir(server.kmgr), config.access_token != NULL ? ", access token required" : "");
+    if (kmgr_manager_swept(server.kmgr) != 0)
+        fprintf(stderr, "kgate: killed %zu process(es) left running by an earlier kgate that died with this runtime dir\n",
+                kmgr_manager_swept(server.kmgr));
 
     while (!stop_requested)
         h2o_evloop_run(loop, INT32_MAX);

@@ -114,6 +114,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
         fprintf(stderr, "kgate: cannot create the kernel manager: %s\n", kmgr_strerror(ret));
         return -1;
     }
+    server->host.instance_env = kmgr_manager_instance_env(server->kmgr);
     gw_runs_init(&server->runs, &server->host);
     gw_contexts_init(&server->contexts, &server->host, &server->runs, &server->languages, server->kmgr);
     gw_shells_init(&server->shells, &server->host, &server->runs);

@@ -185,10 +185,10 @@ static int open_terminal(int *master, int *slave, char *err, size_t err_size)
 }
 
 /* The shell's environment: kgate's, with a TERM for a terminal when kgate has none. */
-static char **shell_env(int pipe_mode)
+static char **shell_env(const gw_host_t *host, int pipe_mode)
 {
     json_t *extra = !pipe_mode && getenv("TERM") == NULL ? json_pack("{s:s}", "TERM", "xterm-256color") : NULL;
-    char **envp = gw_spawn_env(extra);
+    char **envp = gw_spawn_env(extra, host->instance_env);
     json_decref(extra);
     return envp;
 }
@@ -233,7 +233,7 @@ int gw_pty_start(gw_pty_t *pty, int pipe_mode, char *err, size_t err_size)
             return ret;
         spawn.fds[0] = spawn.fds[1] = spawn.fds[2] = theirs[0];
     }
-    spawn.envp = envp = shell_env(pipe_mode);
+    spawn.envp = envp = shell_env(pty->ptys->host, pipe_mode);
     ret = gw_spawn(&spawn, &pty->pid, err, err_size);
     gw_spawn_env_free(envp);
     if (ret != 0)

@@ -191,7 +191,7 @@ int gw_shell_spawn(gw_shells_t *shells, const gw_shell_options_t *opts, const gw
         ret = GW_ESPAWN;
         goto Exit;
     }
-    spawn.envp = envp = gw_spawn_env(opts->envs);
+    spawn.envp = envp = gw_spawn_env(opts->envs, shells->host->instance_env);
     spawn.fds[1] = out_pipe[1];
     spawn.fds[2] = err_pipe[1];
     ret = gw_spawn(&spawn, &pid, err, err_size);

@@ -9,31 +9,43 @@
 
 extern char **environ;
 
-char **gw_spawn_env(json_t *envs)
+/* Whether "NAME=value" `entry` is the variable named by the first `len` bytes of `name`. */
+static int is_variable(const char *entry, const char *name, size_t len)
 {
-    size_t n = 0, i, o = 0;
+    return strncmp(entry, name, len) == 0 && entry[len] == '=';
+}
+
+char **gw_spawn_env(json_t *envs, const char *mark)
+{
+    size_t n = 0, i, o = 0, mark_len = mark != NULL ? strcspn(mark, "=") : 0;
     char **envp;
     const char *key;
     json_t *value;
 
     while (environ[n] != NULL)
         ++n;
-    envp = wire_calloc(n + json_object_size(envs) + 1, sizeof(char *));
+    envp = wire_calloc(n + json_object_size(envs) + 2, sizeof(char *));
     for (i = 0; i != n; ++i) {
         const char *eq = strchr(environ[i], '=');
-        if (eq != NULL && envs != NULL && json_object_getn(envs, environ[i], (size_t)(eq - environ[i])) != NULL)
+        if ((eq != NULL && envs != NULL && json_object_getn(envs, environ[i], (size_t)(eq - environ[i])) != NULL) ||
+            (mark != NULL && is_variable(environ[i], mark, mark_len)))
             continue;
         envp[o++] = wire_strdup(environ[i]);
     }
     json_object_foreach(envs, key, value)
     {
         size_t klen = strlen(key), vlen = strlen(json_string_value(value));
-        char *kv = wire_malloc(klen + vlen + 2);
+        char *kv;
+        if (mark != NULL && klen == mark_len && strncmp(key, mark, mark_len) == 0)
+            continue;
+        kv = wire_malloc(klen + vlen + 2);
         memcpy(kv, key, klen);
         kv[klen] = '=';
         memcpy(kv + klen + 1, json_string_value(value), vlen + 1);
         envp[o++] = kv;
     }
+    if (mark != NULL)
+        envp[o] = wire_strdup(mark);
     return envp;
 }
 

@@ -27,8 +27,13 @@ typedef struct st_gw_spawn_options_t {
  */
 int gw_spawn(const gw_spawn_options_t *opts, pid_t *pid, char *err, size_t err_size);
 
-/** kgate's environment with `envs` ({"K": "V"}, may be NULL) added, replacing variables of the same name; NULL-terminated. */
-char **gw_spawn_env(json_t *envs);
+/**
+ * kgate's environment with `envs` ({"K": "V"}, may be NULL) added, replacing variables of the same
+ * name, and `mark` ("NAME=value": kgate's instance mark, kmgr_manager_instance_env; NULL: none) last,
+ * replacing any variable of its name, from `envs` too: the mark is what proves a leftover kgate's once
+ * kgate is gone. NULL-terminated.
+ */
+char **gw_spawn_env(json_t *envs, const char *mark);
 /** Frees what gw_spawn_env returned. */
 void gw_spawn_env_free(char **envp);
 

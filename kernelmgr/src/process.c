@@ -249,6 +249,7 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
     envv_set(&envv, "JPY_PARENT_PID", pidbuf);
     envv_set(&envv, "PYDEVD_DISABLE_FILE_VALIDATION", "1");
     envv_set(&envv, "IPYTHONDIR", ipython_dir);
+    envv_set(&envv, KMGR_INSTANCE_VAR, mgr->instance.token);
 
     if ((program = find_program(argv[0], envv_get(&envv, "PATH"))) == NULL) {
         snprintf(why, whylen, "cannot execute %s: not found on PATH", argv[0]);

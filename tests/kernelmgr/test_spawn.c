@@ -1,4 +1,4 @@
-/* tests/kernelmgr/test_spawn.c: kmgr_spawn's set-up and parent-death signal. */
+/* tests/kernelmgr/test_spawn.c: kmgr_spawn's set-up and parent-death signal; the sweeps of the instance record. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +32,18 @@ static int wait_gone(ts_proc_t p, int ms)
     for (int waited = 0; waited < ms && ts_proc_alive(&p); waited += 10)
         ts_sleep_ms(10);
     return !ts_proc_alive(&p);
+}
+
+/* Starts `sleep 100` through kmgr_spawn with `env` as its whole environment (NULL: none). */
+static ts_proc_t spawn_sleeper(const char *env)
+{
+    char *argv[] = {"/bin/sleep", "100", NULL}, *envp[] = {(char *)env, NULL};
+    kmgr_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .fds = {KMGR_SPAWN_DEVNULL, 2, 2}};
+    kmgr_spawn_failure_t failure;
+    pid_t pid;
+
+    cr_assert_eq(kmgr_spawn(&opts, &pid, &failure), 0, "spawn: %s: %s", failure.step, strerror(failure.err));
+    return proc_id(pid);
 }
 
 static void kill_and_reap(ts_proc_t p)
@@ -193,4 +205,189 @@ Test(spawn, child_dies_with_its_parent)
     cr_assert_eq(waitpid(middle, &status, 0), middle);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     cr_assert(wait_gone(child, 2000), "the child of a dead parent (pid %d) still runs", (int)pid);
+}
+
+/* ---- the instance record and its sweeps ---- */
+
+static char sweep_dir[] = "/tmp/kgate-kmgr-sweep-XXXXXX";
+
+static void touch(const char *name)
+{
+    char path[256];
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/%s", sweep_dir, name);
+    cr_assert_neq(fd = open(path, O_WRONLY | O_CREAT, 0600), -1, "%s: %s", path, strerror(errno));
+    close(fd);
+}
+
+static void unlink_entry(const char *name)
+{
+    char path[256];
+
+    snprintf(path, sizeof(path), "%s/%s", sweep_dir, name);
+    cr_assert_eq(unlink(path), 0, "%s: %s", path, strerror(errno));
+}
+
+static int exists(const char *name)
+{
+    char path[256];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "%s/%s", sweep_dir, name);
+    return lstat(path, &st) == 0;
+}
+
+/* The pid namespace of this process (the inode of /proc/self/ns/pid). */
+static unsigned long long pid_ns(void)
+{
+    struct stat st;
+    cr_assert_eq(stat("/proc/self/ns/pid", &st), 0);
+    return (unsigned long long)st.st_ino;
+}
+
+/* A record as kgate writes it, of the kgate `pid` started at `starttime` on boot `boot_id` (NULL: this boot) in pid namespace `ns`.
+ */
+static void write_record(const char *token, pid_t pid, unsigned long long starttime, const char *boot_id, unsigned long long ns)
+{
+    char path[256], this_boot[37] = "";
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+
+    cr_assert_not_null(f);
+    cr_assert_eq(fread(this_boot, 1, 36, f), 36);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/kgate-%s.instance", sweep_dir, token);
+    cr_assert_not_null(f = fopen(path, "w"));
+    fprintf(f, "%d %llu %s %llu %s\n", (int)pid, starttime, boot_id != NULL ? boot_id : this_boot, ns, token);
+    fclose(f);
+}
+
+/* A kgate that has died: a process that ran, and was reaped, before the leftovers started. */
+static ts_proc_t dead_process(void)
+{
+    int fds[2];
+    char c;
+    ts_proc_t p;
+
+    cr_assert_eq(pipe(fds), 0);
+    if ((p.pid = fork()) == 0) {
+        ssize_t r;
+        close(fds[1]);
+        r = read(fds[0], &c, 1);
+        _exit(r < 0);
+    }
+    close(fds[0]);
+    p = proc_id(p.pid);
+    close(fds[1]);
+    waitpid(p.pid, NULL, 0);
+    return p;
+}
+
+static void make_stale_files(void)
+{
+    char path[256];
+
+    cr_assert_not_null(mkdtemp(sweep_dir));
+    snprintf(path, sizeof(path), "%s/0d4e3a1c-5b2f-4c6d-8e9f-0a1b2c3d4e5f", sweep_dir);
+    cr_assert_eq(mkdir(path, 0700), 0);
+    touch("0d4e3a1c-5b2f-4c6d-8e9f-0a1b2c3d4e5f/connection.json");
+    touch("command-1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d.log");
+    touch("notes.txt");
+}
+
+static void remove_sweep_dir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", sweep_dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+#define DEAD_TOKEN "0123456789abcdef0123456789abcdef"
+#define OTHER_TOKEN "fedcba9876543210fedcba9876543210"
+
+Test(spawn, a_new_manager_kills_what_a_dead_kgate_left_and_only_that)
+{
+    kmgr_config_t config = {0};
+    ts_proc_t dead = dead_process(), marked, other, unmarked;
+
+    make_stale_files();
+    marked = spawn_sleeper("KGATE_INSTANCE=" DEAD_TOKEN);
+    other = spawn_sleeper("KGATE_INSTANCE=" OTHER_TOKEN);
+    unmarked = spawn_sleeper(NULL);
+    write_record(DEAD_TOKEN, dead.pid, dead.starttime, NULL, pid_ns());
+    config.runtime_dir = sweep_dir;
+    kt_setup_config(&config);
+
+    cr_expect(!ts_proc_alive(&marked), "the dead kgate's leftover survived");
+    cr_expect(ts_proc_alive(&other), "a process marked by another kgate was killed");
+    cr_expect(ts_proc_alive(&unmarked), "an unmarked process was killed");
+    cr_expect_eq(kmgr_manager_swept(kt.mgr), 1);
+    cr_expect(!exists("kgate-" DEAD_TOKEN ".instance"), "the dead kgate's record is still there");
+    cr_expect(!exists("0d4e3a1c-5b2f-4c6d-8e9f-0a1b2c3d4e5f"), "a stale kernel directory is still there");
+    cr_expect(!exists("command-1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d.log"), "a stale command log is still there");
+    cr_expect(exists("notes.txt"), "a file kgate did not name was removed");
+
+    kt_teardown();
+    kill_and_reap(marked);
+    kill_and_reap(other);
+    kill_and_reap(unmarked);
+    remove_sweep_dir();
+}
+
+Test(spawn, a_live_kgate_and_a_shared_directory_are_left_alone)
+{
+    kmgr_config_t config = {0};
+    ts_proc_t self = proc_id(getpid()), dead = dead_process(), marked;
+
+    make_stale_files();
+    config.runtime_dir = sweep_dir;
+    /* a record of a live kgate (this very process): its processes and the directory's files stay */
+    marked = spawn_sleeper("KGATE_INSTANCE=" OTHER_TOKEN);
+    write_record(OTHER_TOKEN, self.pid, self.starttime, NULL, pid_ns());
+    kt_setup_config(&config);
+    cr_expect(ts_proc_alive(&marked), "a live kgate's process was killed");
+    cr_expect(exists("kgate-" OTHER_TOKEN ".instance"), "a live kgate's record was removed");
+    cr_expect(exists("command-1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d.log"), "a file of a live kgate was removed");
+    kt_teardown();
+    kill_and_reap(marked);
+    unlink_entry("kgate-" OTHER_TOKEN ".instance");
+
+    /* a dead pid of another pid namespace says nothing about the kgate there: it counts as live */
+    marked = spawn_sleeper("KGATE_INSTANCE=" DEAD_TOKEN);
+    write_record(DEAD_TOKEN, dead.pid, dead.starttime, NULL, pid_ns() + 1);
+    kt_setup_config(&config);
+    cr_expect(ts_proc_alive(&marked), "the process of a kgate in another pid namespace was killed");
+    cr_expect(exists("kgate-" DEAD_TOKEN ".instance"), "the record of a kgate in another pid namespace was removed");
+    kt_teardown();
+
+    /* after a reboot a record only goes: a process now carrying its token cannot be its */
+    write_record(DEAD_TOKEN, dead.pid, dead.starttime, "00000000-0000-4000-8000-000000000000", pid_ns());
+    kt_setup_config(&config);
+    cr_expect(ts_proc_alive(&marked), "a process was killed for the record of an earlier boot");
+    cr_expect(!exists("kgate-" DEAD_TOKEN ".instance"), "the record of an earlier boot is still there");
+    kt_teardown();
+
+    /* a directory others may write to proves nothing: its records are not acted upon */
+    cr_assert_eq(chmod(sweep_dir, 0770), 0);
+    write_record(DEAD_TOKEN, dead.pid, dead.starttime, NULL, pid_ns());
+    kt_setup_config(&config);
+    cr_expect(ts_proc_alive(&marked), "a record in a group-writable directory was acted upon");
+    cr_expect_eq(kmgr_manager_swept(kt.mgr), 0);
+    kt_teardown();
+    kill_and_reap(marked);
+    remove_sweep_dir();
+}
+
+Test(spawn, a_manager_kills_its_own_escaped_descendants_when_destroyed)
+{
+    ts_proc_t escaped, unmarked;
+
+    kt_setup();
+    escaped = spawn_sleeper(kmgr_manager_instance_env(kt.mgr));
+    unmarked = spawn_sleeper(NULL);
+    kt_teardown();
+    cr_expect(!ts_proc_alive(&escaped), "a process carrying the manager's mark outlived it");
+    cr_expect(ts_proc_alive(&unmarked), "an unmarked process was killed");
+    kill_and_reap(escaped);
+    kill_and_reap(unmarked);
 }
