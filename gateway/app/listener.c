@@ -20,6 +20,7 @@ typedef struct st_gw_listener_conn_t {
     h2o_linklist_t link; /* in listener->conns, oldest first */
     h2o_socket_t *sock;
     gw_listener_t *listener;
+    unsigned evicted : 1; /* shut down to make room; its slot frees when h2o closes it */
 } gw_listener_conn_t;
 
 static void on_accept(h2o_socket_t *sock, const char *err);
@@ -47,6 +48,7 @@ static void on_conn_close(void *data)
 
     h2o_linklist_unlink(&conn->link);
     --listener->num_conns;
+    listener->num_evicting -= conn->evicted;
     free(conn);
     if (!h2o_timeout_is_linked(&listener->pause_entry))
         start_reading(listener);
@@ -60,10 +62,9 @@ static int evict_silent(gw_listener_t *listener)
 {
     for (h2o_linklist_t *node = listener->conns.next; node != &listener->conns; node = node->next) {
         gw_listener_conn_t *conn = H2O_STRUCT_FROM_MEMBER(gw_listener_conn_t, link, node);
-        if (conn->sock->bytes_read == 0 && conn->sock->input->size == 0) {
-            /* moved to the back so that the next eviction does not pick it again before h2o closes it */
-            h2o_linklist_unlink(&conn->link);
-            h2o_linklist_insert(&listener->conns, &conn->link);
+        if (!conn->evicted && conn->sock->bytes_read == 0 && conn->sock->input->size == 0) {
+            conn->evicted = 1;
+            ++listener->num_evicting;
             shutdown(h2o_socket_get_fd(conn->sock), SHUT_RDWR);
             return 0;
         }
@@ -86,7 +87,8 @@ static void on_accept(h2o_socket_t *sock, const char *err)
     if (err != NULL)
         return;
     for (int i = 0; i != ACCEPT_BURST; ++i) {
-        if (listener->num_conns >= listener->max_conns && evict_silent(listener) != 0) {
+        /* a connection being evicted still holds its descriptor until h2o closes it, but no slot */
+        if (listener->num_conns - listener->num_evicting >= listener->max_conns && evict_silent(listener) != 0) {
             /* every slot holds a talking client: wait for one to close rather than spin on a readable listener */
             stop_reading(listener);
             return;

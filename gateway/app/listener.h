@@ -21,6 +21,7 @@ typedef struct st_gw_listener_t {
     h2o_accept_ctx_t *accept_ctx;
     h2o_linklist_t conns; /* gw_listener_conn_t, oldest first */
     size_t num_conns;
+    size_t num_evicting; /* of num_conns, those shut down to make room and not closed yet */
     size_t max_conns;
     h2o_timeout_t pause_timeout;
     h2o_timeout_entry_t pause_entry;
