@@ -13,8 +13,11 @@ set -euo pipefail
 # WebSockets (h2o/websocket.h needs it; libh2o-evloop-dev does not pull it in).
 build_pkgs=(cmake pkg-config gcc libc6-dev make libzmq3-dev libsodium-dev libjansson-dev libh2o-evloop-dev libssl-dev libwslay-dev)
 # What the test suite needs: Criterion, a real Python kernel for /usr/bin/python3, curl for the
-# e2e tests, clang-format for the lint label.
-test_pkgs=(libcriterion-dev python3-ipykernel python3-jupyter-client python3-jupyter-kernel-test curl clang-format)
+# e2e tests, clang-format for the lint label, and clang for the fuzz label: libFuzzer
+# (-fsanitize=fuzzer) exists only in clang. Debian 12 ships it, with clang's sanitizer runtimes, in
+# libclang-rt-14-dev, which clang only recommends (libclang-rt-dev names the default version's).
+test_pkgs=(libcriterion-dev python3-ipykernel python3-jupyter-client python3-jupyter-kernel-test curl clang-format
+    clang libclang-rt-dev)
 
 # Optional groups: add a flag here and its packages to `groups` below.
 optional_pkgs=()

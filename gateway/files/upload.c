@@ -13,8 +13,11 @@
 #include <h2o.h>
 #include "files/upload.h"
 
-/* Bytes searched between two progress reports (and so at most resident at once while parsing). */
-#define SEARCH_WINDOW (8u << 20)
+/* Bytes searched between two progress reports (and so at most resident at once while parsing). The
+ * fuzz target (tests/fuzz/fuzz_multipart.c) builds this file again with a window of a few bytes. */
+#ifndef GW_MULTIPART_SEARCH_WINDOW
+#define GW_MULTIPART_SEARCH_WINDOW (8u << 20)
+#endif
 
 /* Reads a parameter value (token or quoted-string) starting at *p; copies at most size - 1 bytes. */
 static void read_param_value(const char **p, const char *end, char *out, size_t size)
@@ -101,13 +104,13 @@ static size_t find_windowed(const char *body, size_t len, size_t from, const cha
                             gw_multipart_progress_cb progress, void *ctx)
 {
     while (from < len) {
-        size_t chunk_end = len - from > SEARCH_WINDOW + plen ? from + SEARCH_WINDOW + plen - 1 : len;
+        size_t chunk_end = len - from > GW_MULTIPART_SEARCH_WINDOW + plen ? from + GW_MULTIPART_SEARCH_WINDOW + plen - 1 : len;
         const char *hit = memmem(body + from, chunk_end - from, pat, plen);
         if (hit != NULL)
             return (size_t)(hit - body);
         if (chunk_end == len)
             break;
-        from += SEARCH_WINDOW;
+        from += GW_MULTIPART_SEARCH_WINDOW;
         if (progress != NULL)
             progress(ctx, from);
     }

@@ -62,7 +62,8 @@ int gw_workspace_resolve_lexical(const char *root, const char *path, size_t len,
     } else {
         if (used < root_len || memcmp(abs, root, root_len) != 0 || (used > root_len && abs[root_len] != '/'))
             return GW_EWORKSPACE_OUTSIDE;
-        if (used - root_len > GW_WORKSPACE_PATH_MAX)
+        /* rel is what follows the root and its '/' */
+        if (used > root_len && used - root_len - 1 > GW_WORKSPACE_PATH_MAX)
             return GW_EWORKSPACE_TOOLONG;
         snprintf(out->rel, sizeof(out->rel), "%s", used > root_len ? abs + root_len + 1 : "");
     }

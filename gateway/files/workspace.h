@@ -25,7 +25,7 @@ typedef struct st_gw_workspace_path_t {
  * Pure: resolves `path` (`len` bytes; may contain NUL bytes, which are refused) against `root` (an
  * absolute, canonical path without a trailing '/', or "/"). Relative paths are relative to the root;
  * absolute paths must lie beneath it once "." and ".." are applied ("/.." stays "/"). Returns 0, or
- * -GW_EWORKSPACE_{EMPTY,NUL,TOO_LONG,OUTSIDE}. Symbolic links are not looked at here: the *at
+ * GW_EWORKSPACE_{EMPTY,NUL,TOOLONG,OUTSIDE}. Symbolic links are not looked at here: the *at
  * functions below confine them.
  */
 int gw_workspace_resolve_lexical(const char *root, const char *path, size_t len, gw_workspace_path_t *out);

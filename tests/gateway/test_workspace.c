@@ -85,6 +85,25 @@ Test(workspace, too_long_refused)
     free(path);
 }
 
+/* The longest client path is accepted, and resolves to a relative path just as long (found by
+ * tests/fuzz/fuzz_workspace.c: it was refused as too long under any root but "/"). */
+Test(workspace, longest_path_accepted)
+{
+    static const char *const roots[] = {"/ws", "/", "/a/b"};
+    gw_workspace_path_t p;
+    size_t len = GW_WORKSPACE_PATH_MAX;
+    char *path = malloc(len + 1);
+
+    memset(path, 'a', len);
+    path[len] = '\0';
+    for (size_t i = 0; i != sizeof(roots) / sizeof(roots[0]); ++i) {
+        cr_assert_eq(gw_workspace_resolve_lexical(roots[i], path, len, &p), 0, "root %s", roots[i]);
+        cr_assert_str_eq(p.rel, path, "root %s", roots[i]);
+        cr_assert_eq(p.name, p.rel);
+    }
+    free(path);
+}
+
 /* ---- the root, symbolic links, *at operations ------------------------------------------------- */
 
 static char tmp[256], root[300], outside[300];

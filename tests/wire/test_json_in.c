@@ -12,6 +12,7 @@
 #include "wire/alloc.h"
 #include "wire/json_in.h"
 #include "wire/text.h"
+#include "json_agree.h"
 
 static void init(void)
 {
@@ -20,94 +21,10 @@ static void init(void)
 
 TestSuite(json_in, .init = init);
 
-static json_t *jansson(const char *text, size_t len)
-{
-    return json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-}
-
-/* Identical values: json_equal, and reals bit for bit (json_equal counts -0.0 equal to 0.0). */
-static int identical(json_t *a, json_t *b)
-{
-    const char *key;
-    json_t *v;
-
-    if (!json_equal(a, b))
-        return 0;
-    switch (json_typeof(a)) {
-    case JSON_REAL: {
-        double x = json_real_value(a), y = json_real_value(b);
-        return memcmp(&x, &y, sizeof(x)) == 0;
-    }
-    case JSON_ARRAY:
-        for (size_t i = 0; i != json_array_size(a); ++i)
-            if (!identical(json_array_get(a, i), json_array_get(b, i)))
-                return 0;
-        return 1;
-    case JSON_OBJECT:
-        json_object_foreach(a, key, v)
-        {
-            if (!identical(v, json_object_get(b, key)))
-                return 0;
-        }
-        return 1;
-    default:
-        return 1;
-    }
-}
-
-/*
- * The one thing jansson accepts that wire_json_parse rightly refuses (wire/json_in.h): a NUL byte
- * right after a number or a bare word, which jansson's one-byte lookahead loses. Returns a copy of
- * `text` without the NUL bytes that follow a letter or a digit, or NULL if another NUL would stay.
- */
-static char *without_lost_nuls(const char *text, size_t len, size_t *outlen)
-{
-    char *out = malloc(len != 0 ? len : 1);
-    size_t n = 0;
-
-    for (size_t i = 0; i != len; ++i) {
-        if (text[i] != '\0') {
-            out[n++] = text[i];
-        } else if (i == 0 || !isalnum((unsigned char)text[i - 1])) {
-            free(out);
-            return NULL;
-        }
-    }
-    *outlen = n;
-    return out;
-}
-
-/*
- * Both parsers agree on `len` bytes of `text`: both refuse, or both accept identical values. With a
- * raw NUL byte in the text, wire_json_parse must refuse, and jansson may accept only through the
- * quirk above: as it would the text without the lost NULs.
- */
+/* Both parsers agree on `len` bytes of `text` (json_agree.h says how, NUL bytes included). */
 static int agree(const char *text, size_t len)
 {
-    char *exact = malloc(len != 0 ? len : 1); /* exact size: ASan catches a read past the end */
-    json_t *want, *got;
-    int same;
-
-    memcpy(exact, text, len);
-    want = jansson(exact, len);
-    got = wire_json_parse(exact, len);
-    if (memchr(text, '\0', len) == NULL) {
-        same = (want == NULL) == (got == NULL) && (want == NULL || identical(want, got));
-    } else {
-        same = got == NULL;
-        if (same && want != NULL) {
-            size_t n = 0;
-            char *stripped = without_lost_nuls(text, len, &n);
-            json_t *explained = stripped != NULL ? jansson(stripped, n) : NULL;
-            same = explained != NULL && identical(want, explained);
-            json_decref(explained);
-            free(stripped);
-        }
-    }
-    json_decref(want);
-    json_decref(got);
-    free(exact);
-    return same;
+    return json_agree(text, len) == NULL;
 }
 
 static const char *const valid[] = {
@@ -616,11 +533,12 @@ Test(json_in, a_nul_after_a_number_jansson_loses_is_refused)
         {"tru\0", 4, NULL},
     };
     for (size_t i = 0; i != sizeof(cases) / sizeof(cases[0]); ++i) {
-        json_t *want = jansson(cases[i].text, cases[i].len), *got = wire_json_parse(cases[i].text, cases[i].len);
+        json_t *want = json_agree_jansson(cases[i].text, cases[i].len), *got = wire_json_parse(cases[i].text, cases[i].len);
         json_t *as = cases[i].as != NULL ? json_loads(cases[i].as, JSON_DECODE_ANY, NULL) : NULL;
 
         cr_expect_null(got, "case %zu: wire_json_parse accepted a raw NUL", i);
-        cr_expect(cases[i].as != NULL ? want != NULL && identical(want, as) : want == NULL, "case %zu: jansson 2.14 changed", i);
+        cr_expect(cases[i].as != NULL ? want != NULL && json_agree_identical(want, as) : want == NULL,
+                  "case %zu: jansson 2.14 changed", i);
         cr_expect(agree(cases[i].text, cases[i].len), "case %zu", i);
         json_decref(want);
         json_decref(got);

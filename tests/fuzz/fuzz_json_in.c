@@ -1,0 +1,20 @@
+/* tests/fuzz/fuzz_json_in.c: wire_json_parse against jansson on any bytes (the verdict of tests/wire/json_agree.h). */
+#include "fuzz.h"
+#include "wire/alloc.h"
+#include "json_agree.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    wire_global_init();
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *why = json_agree((const char *)data, size);
+
+    FUZZ_CHECK(why == NULL, "%s (%zu bytes)", why, size);
+    return 0;
+}
