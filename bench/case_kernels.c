@@ -4,42 +4,40 @@
 #include <stdlib.h>
 #include <string.h>
 #include <jansson.h>
+#include "support/base.h"
 #include "common.h"
 #include "kgate_client.h"
 #include "cases.h"
 
 #define JSON_BODY_MAX (1024 * 1024)
 
-/* GET `path` as JSON; a new reference in *out. */
-static int get_json(bench_http_t *c, const char *path, json_t **out)
+/* GET `path` on the bench's connection, as JSON; a new reference in *out. */
+static int get_json(bench_env_t *env, const char *path, json_t **out)
 {
-    bench_http_response_t resp;
-    char *text = NULL;
-    int err = bench_http_request(c, "GET", path, NULL, &resp);
+    ts_response_t resp;
+    int64_t deadline = ts_now_ms() + env->timeout_ms;
+    int err = ts_http_start(env->http, "GET", path, NULL, NULL, deadline, &resp);
+    if (err == 0)
+        err = ts_http_read_all(env->http, &resp, JSON_BODY_MAX, deadline);
     if (err != 0)
-        return err;
-    if ((err = bench_http_read_all(c, &resp, JSON_BODY_MAX, &text, NULL)) != 0)
-        return err;
-    if (resp.status != 200) {
-        bench_set_detail("GET %s: HTTP %d %.300s", path, resp.status, text);
-        free(text);
-        return BENCH_ESTATUS;
-    }
-    *out = json_loads(text, 0, NULL);
-    if (*out == NULL) {
-        bench_set_detail("GET %s: not JSON: %.300s", path, text);
+        bench_set_detail("GET %s: %s", path, resp.error);
+    else if (resp.status != 200) {
+        bench_set_detail("GET %s: HTTP %d %.300s", path, resp.status, resp.body);
+        err = BENCH_ESTATUS;
+    } else if ((*out = json_incref(resp.json)) == NULL) {
+        bench_set_detail("GET %s: not JSON: %.300s", path, resp.body);
         err = BENCH_EPROTO;
     }
-    free(text);
+    ts_response_dispose(&resp);
     return err;
 }
 
 /* 1 if GET /code/languages lists a kernelspec named `kernel`, 0 if not; or a negative error. */
-static int kgate_has_kernel(bench_http_t *c, const char *kernel)
+static int kgate_has_kernel(bench_env_t *env, const char *kernel)
 {
     json_t *list = NULL, *entry;
     size_t i;
-    int err = get_json(c, "/code/languages", &list), found = 0;
+    int err = get_json(env, "/code/languages", &list), found = 0;
     if (err != 0)
         return err;
     json_array_foreach(list, i, entry)
@@ -53,15 +51,15 @@ static int kgate_has_kernel(bench_http_t *c, const char *kernel)
 }
 
 /* Creates a context for kernelspec `kernel` and checks that kgate resolved it to that very kernelspec. */
-static int create_context(bench_http_t *c, const char *kernel, char **id)
+static int create_context(bench_env_t *env, const char *kernel, char **id)
 {
     json_t *ctx = NULL;
     char path[256];
-    int err = bench_kgate_create_context(c, kernel, id);
+    int err = bench_kgate_create_context(env->http, env->timeout_ms, kernel, id);
     if (err != 0)
         return err;
     snprintf(path, sizeof(path), "/code/contexts/%s", *id);
-    if ((err = get_json(c, path, &ctx)) != 0)
+    if ((err = get_json(env, path, &ctx)) != 0)
         return err;
     const char *got = json_string_value(json_object_get(ctx, "kernel"));
     if (got == NULL || strcmp(got, kernel) != 0) {
@@ -85,19 +83,6 @@ static int check(const char *who, const bench_outcome_t *o, size_t stdout_bytes)
     return 0;
 }
 
-static void delete_context(bench_http_t *c, const char *id)
-{
-    if (id == NULL)
-        return;
-    /* Keep the first error's detail: deleting is clean-up, its failure only a warning. */
-    char saved[512];
-    snprintf(saved, sizeof(saved), "%s", bench_detail());
-    int err = bench_kgate_delete_context(c, id);
-    if (err != 0)
-        fprintf(stderr, "warning: deleting context %s: %s (%s)\n", id, bench_strerror(err), bench_detail());
-    bench_set_detail("%s", saved);
-}
-
 /* The kernel pair's state: one context of each kernel, through the same kgate connection. */
 typedef struct st_kernel_pair_t {
     const bench_case_t *self;
@@ -109,7 +94,8 @@ static int kernel_one(void *data, int use_baseline, int timed, bench_outcome_t *
 {
     kernel_pair_t *pair = data;
     const bench_case_t *self = pair->self;
-    int err = bench_kgate_execute(pair->env->http, use_baseline ? pair->baseline : pair->subject, self->code, 0, o);
+    int err = bench_kgate_execute(pair->env->http, pair->env->timeout_ms, use_baseline ? pair->baseline : pair->subject, self->code,
+                                  0, o);
     (void)timed;
 
     if (err == 0)
@@ -133,23 +119,23 @@ int bench_run_kernel_pair(const bench_case_t *self, bench_env_t *env, bench_resu
     out->kgate_label = subject_label;
     out->direct_label = baseline_label;
 
-    if ((err = kgate_has_kernel(env->http, self->language)) <= 0) {
+    if ((err = kgate_has_kernel(env, self->language)) <= 0) {
         if (err == 0) {
             bench_set_detail("kgate has no `%s` kernelspec", self->language);
             err = BENCH_ENOKERNEL;
         }
         goto Exit;
     }
-    if ((err = kgate_has_kernel(env->http, self->baseline_language)) <= 0) {
+    if ((err = kgate_has_kernel(env, self->baseline_language)) <= 0) {
         if (err == 0) {
             bench_set_detail("kgate has no `%s` kernelspec: %s", self->baseline_language, self->baseline_missing);
             err = BENCH_ESKIPPED;
         }
         goto Exit;
     }
-    if ((err = create_context(env->http, self->language, &pair.subject)) != 0)
+    if ((err = create_context(env, self->language, &pair.subject)) != 0)
         goto Exit;
-    if ((err = create_context(env->http, self->baseline_language, &pair.baseline)) != 0)
+    if ((err = create_context(env, self->baseline_language, &pair.baseline)) != 0)
         goto Exit;
     if (env->verbose)
         fprintf(stderr, "[%s] contexts %s (%s), %s (%s)\n", self->name, pair.subject, self->language, pair.baseline,
@@ -160,8 +146,8 @@ int bench_run_kernel_pair(const bench_case_t *self, bench_env_t *env, bench_resu
     bench_summarize(&s[1], &out->direct);
 
 Exit:
-    delete_context(env->http, pair.subject);
-    delete_context(env->http, pair.baseline);
+    bench_kgate_drop_context(env->http, env->timeout_ms, pair.subject);
+    bench_kgate_drop_context(env->http, env->timeout_ms, pair.baseline);
     bench_samples_dispose(&s[0]);
     bench_samples_dispose(&s[1]);
     free(pair.subject);

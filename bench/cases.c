@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 #include "wire/alloc.h"
+#include "support/base.h"
+#include "support/proc.h"
 #include "common.h"
 #include "direct_client.h"
 #include "kgate_client.h"
@@ -31,14 +31,7 @@ static size_t list_connection_files(const char *runtime_dir, glob_t *g)
     return g->gl_pathc;
 }
 
-static void sleep_ms(unsigned ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* Finds the connection file of `context_id`'s kernel; stores a new string in `*path`. */
-static int find_kernel(const bench_case_t *self, bench_env_t *env, const char *context_id, char **path)
+int bench_find_kernel(const bench_case_t *self, bench_env_t *env, const char *context_id, char **path)
 {
     glob_t g = {0};
     size_t n = 0;
@@ -47,7 +40,7 @@ static int find_kernel(const bench_case_t *self, bench_env_t *env, const char *c
             bench_set_detail("no %s/*/connection.json appeared within %u ms", env->kgate->runtime_dir, KERNEL_FILE_WAIT_MS);
             return BENCH_ENOKERNEL;
         }
-        sleep_ms(50);
+        ts_sleep_ms(50);
     }
     if (n == 1) {
         *path = wire_strdup(g.gl_pathv[0]);
@@ -60,7 +53,7 @@ static int find_kernel(const bench_case_t *self, bench_env_t *env, const char *c
         return BENCH_ENOKERNEL;
     }
     bench_outcome_t o;
-    int err = bench_kgate_execute(env->http, context_id, PY_CONNECTION_FILE_CODE, 0, &o);
+    int err = bench_kgate_execute(env->http, env->timeout_ms, context_id, PY_CONNECTION_FILE_CODE, 0, &o);
     if (err == 0) {
         size_t len = o.result_text != NULL ? strlen(o.result_text) : 0;
         if (len >= 2 && (o.result_text[0] == '\'' || o.result_text[0] == '"')) {
@@ -72,25 +65,6 @@ static int find_kernel(const bench_case_t *self, bench_env_t *env, const char *c
     }
     bench_outcome_dispose(&o);
     return err;
-}
-
-/* CPU time (user + system, ms) process `pid` has used so far, or -1 if /proc cannot tell. */
-static double process_cpu_ms(pid_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    /* The command name may hold spaces and parentheses: fields are counted from the last ')'. */
-    const char *p = strrchr(buf, ')');
-    unsigned long long utime, stime;
-    if (p == NULL || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
-        return -1;
-    return (double)(utime + stime) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
 }
 
 /* Checks what a timed execute produced against the case's expectations. */
@@ -159,13 +133,13 @@ static int execute_one(void *data, int use_direct, int timed, bench_outcome_t *o
     execute_pair_t *pair = data;
     const bench_case_t *self = pair->self;
     bench_env_t *env = pair->env;
-    double cpu0 = process_cpu_ms(env->kgate->pid), cpu1;
+    double cpu0 = (double)ts_proc_cpu_ms(env->kgate->pid), cpu1;
     int err = use_direct ? bench_direct_execute(&pair->direct, self->code, o)
-                         : bench_kgate_execute(env->http, pair->ctx, self->code, self->output_limit, o);
+                         : bench_kgate_execute(env->http, env->timeout_ms, pair->ctx, self->code, self->output_limit, o);
 
     if (err == 0)
         err = check_outcome(self, use_direct ? "direct" : "kgate", o);
-    cpu1 = process_cpu_ms(env->kgate->pid);
+    cpu1 = (double)ts_proc_cpu_ms(env->kgate->pid);
     if (err == 0 && timed && cpu0 >= 0 && cpu1 >= 0) {
         pair->cpu_ms[use_direct] += cpu1 - cpu0;
         ++pair->cpu_n[use_direct];
@@ -193,9 +167,9 @@ static int run_execute_pair(const bench_case_t *self, bench_env_t *env, bench_re
     memset(out, 0, sizeof(*out));
     out->kgate_label = "kgate HTTP POST /code (SSE)";
     out->direct_label = "direct ZMQ, same kernel";
-    if ((err = bench_kgate_create_context(env->http, self->language, &pair.ctx)) != 0)
+    if ((err = bench_kgate_create_context(env->http, env->timeout_ms, self->language, &pair.ctx)) != 0)
         goto Exit;
-    if ((err = find_kernel(self, env, pair.ctx, &conn_file)) != 0)
+    if ((err = bench_find_kernel(self, env, pair.ctx, &conn_file)) != 0)
         goto Exit;
     if (env->verbose)
         fprintf(stderr, "[%s] context %s, kernel %s\n", self->name, pair.ctx, conn_file);
@@ -212,15 +186,7 @@ static int run_execute_pair(const bench_case_t *self, bench_env_t *env, bench_re
 
 Exit:
     bench_direct_close(&pair.direct);
-    if (pair.ctx != NULL) {
-        /* Keep the first error's detail: deleting is clean-up, its failure only a warning. */
-        char saved[512];
-        snprintf(saved, sizeof(saved), "%s", bench_detail());
-        int derr = bench_kgate_delete_context(env->http, pair.ctx);
-        if (derr != 0)
-            fprintf(stderr, "warning: deleting context %s: %s (%s)\n", pair.ctx, bench_strerror(derr), bench_detail());
-        bench_set_detail("%s", saved);
-    }
+    bench_kgate_drop_context(env->http, env->timeout_ms, pair.ctx);
     bench_samples_dispose(&s[0]);
     bench_samples_dispose(&s[1]);
     free(conn_file);
@@ -277,6 +243,21 @@ const bench_case_t bench_cases[] = {
         .min_speedup = 10,
         .default_samples = 200,
         .default_warmup = 10,
+    },
+    {
+        /* 8 clients on 8 kernels (PLATFORM.md's reference load): kgate must keep up with all of them
+         * at once, not just one; rounds of each side alternate so the machine's drift hits both. */
+        .name = "concurrency",
+        .description = "8 clients on 8 python kernels running `1+1` in a loop: executes/s, through kgate and directly",
+        .run = bench_run_concurrency,
+        .language = "python",
+        .code = "1+1",
+        .expect_result = "2",
+        .min_throughput_ratio = 0.95,
+        .clients = 8,
+        .round_ms = 5000,
+        .rounds = 3,
+        .default_warmup = 5,
     },
 };
 

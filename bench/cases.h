@@ -4,15 +4,16 @@
 
 #include <signal.h>
 #include <stddef.h>
+#include "support/gateway.h"
+#include "support/http.h"
 #include "common.h"
-#include "http_client.h"
-#include "kgate_proc.h"
 #include "stats.h"
 
 /** What every case is given: the running kgate, an HTTP client of it, and the run's settings. */
 typedef struct st_bench_env_t {
-    bench_kgate_proc_t *kgate;
-    bench_http_t *http;
+    ts_gateway_t *kgate;
+    /** One keep-alive connection to kgate; every request on it is bounded by timeout_ms. */
+    ts_http_t *http;
     /** Timed samples per client (0: the case's default). */
     size_t samples;
     /** Untimed executions per client before sampling (SIZE_MAX: the case's default). */
@@ -38,6 +39,12 @@ typedef struct st_bench_result_t {
      */
     double kgate_cpu_ms_relaying;
     double kgate_cpu_ms_listening;
+    /** Concurrency cases: executes per second of all clients together, the median over rounds. */
+    double kgate_executes_per_s;
+    double direct_executes_per_s;
+    /** Concurrency cases: the 99th percentile of every execute's latency (ms). */
+    double kgate_p99_ms;
+    double direct_p99_ms;
 } bench_result_t;
 
 typedef struct st_bench_case_t bench_case_t;
@@ -82,6 +89,15 @@ struct st_bench_case_t {
     size_t baseline_stdout_bytes;
     /** Target: baseline median / subject median at least this (reported, never enforced). */
     double min_speedup;
+    /*
+     * Cases run by bench_run_concurrency: `clients` clients on as many kernels (one context each),
+     * every client executing `code` in a loop, through kgate and directly in alternating rounds of
+     * `round_ms` (`rounds` of each). Target: kgate's executes/s at least `min_throughput_ratio` of
+     * direct's.
+     */
+    unsigned clients;
+    unsigned round_ms;
+    unsigned rounds;
 };
 
 /**
@@ -99,6 +115,12 @@ typedef int (*bench_side_fn)(void *ctx, int side, int timed, bench_outcome_t *o)
  */
 int bench_alternate(bench_env_t *env, const char *name, size_t warmup, size_t samples, bench_side_fn fn, void *ctx,
                     bench_samples_t out[2], size_t *reconnects);
+
+/** Finds the connection file of `context_id`'s kernel in kgate's runtime dir; stores a new string in `*path`. */
+int bench_find_kernel(const bench_case_t *self, bench_env_t *env, const char *context_id, char **path);
+
+/** Runner of the concurrency cases (case_concurrency.c). */
+int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 
 /** Runner of the kernel-against-kernel cases (case_kernels.c); BENCH_ESKIPPED when the baseline is not installed. */
 int bench_run_kernel_pair(const bench_case_t *self, bench_env_t *env, bench_result_t *out);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "support/base.h"
 #include "common.h"
 
 static char detail[512];
@@ -16,7 +17,7 @@ const char *bench_strerror(int err)
         BENCH_ERRNO_MAP(BENCH_XX_STR)
 #undef BENCH_XX_STR
     default:
-        return "unknown error";
+        return ts_strerror(err);
     }
 }
 

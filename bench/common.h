@@ -4,18 +4,16 @@
 
 #include <stddef.h>
 
-/* XX(name, message): every error a bench function returns (negative, one table, as in wire/). */
+/* XX(name, message): every error the bench itself returns (negative, one table, as in wire/). Talking
+ * to kgate over HTTP and running it are the test-support library's (tests/support), whose TS_E*
+ * codes (-99 and up) pass through bench functions unchanged; bench_strerror names them too. */
 #define BENCH_ERRNO_MAP(XX)                                                                                                        \
     XX(TIMEDOUT, "timed out")                                                                                                      \
-    XX(CONNECT, "cannot connect")                                                                                                  \
     XX(IO, "input/output error")                                                                                                   \
-    XX(CLOSED, "connection closed by the peer")                                                                                    \
     XX(PROTO, "the peer broke its protocol")                                                                                       \
-    XX(TOOBIG, "a response exceeds its size bound")                                                                                \
     XX(STATUS, "unexpected HTTP status")                                                                                           \
     XX(ZMQ, "ZeroMQ error")                                                                                                        \
     XX(WIRE, "bad kernel message")                                                                                                 \
-    XX(SPAWN, "cannot start kgate")                                                                                                \
     XX(NOKERNEL, "cannot find the context's kernel")                                                                               \
     XX(RUN, "the code did not run as expected")                                                                                    \
     XX(INTERRUPTED, "interrupted by a signal")                                                                                     \
@@ -29,7 +27,7 @@ typedef enum {
 #undef BENCH_XX_ENUM
 } bench_err_t;
 
-/** A static description of a bench error code (or "unknown error"). */
+/** A static description of a bench error code or of a TS_E* code (or "unknown error"). */
 const char *bench_strerror(int err);
 
 /**

@@ -5,87 +5,62 @@
 #include <jansson.h>
 #include "wire/json_in.h"
 #include "wire/alloc.h"
+#include "support/api.h"
+#include "support/base.h"
+#include "support/stream.h"
 #include "stats.h"
 #include "kgate_client.h"
 
 #define JSON_BODY_MAX (1024 * 1024)
+#define SSE_BUFFER_INITIAL ((size_t)4 * 1024 * 1024)
 #define SSE_EVENT_MAX ((size_t)512 * 1024 * 1024)
 
-/* Reads a non-200 response's body into the detail, so that errors say what kgate said. */
-static int status_error(bench_http_t *c, bench_http_response_t *resp, const char *what)
+static int64_t deadline_after(unsigned timeout_ms)
 {
-    char *body = NULL;
-    int status = resp->status;
-    if (bench_http_read_all(c, resp, JSON_BODY_MAX, &body, NULL) != 0)
-        body = NULL;
-    bench_set_detail("%s: HTTP %d %.300s", what, status, body != NULL ? body : "");
-    free(body);
+    return ts_now_ms() + timeout_ms;
+}
+
+/* The detail of a request that got status `st` (negative: a transport error) where 200 was due. */
+static int request_error(const char *what, int st, const ts_response_t *resp)
+{
+    if (st < 0) {
+        bench_set_detail("%s: %s", what, resp->error);
+        return st;
+    }
+    bench_set_detail("%s: HTTP %d %.300s", what, st, resp->body != NULL ? resp->body : "");
     return BENCH_ESTATUS;
 }
 
-int bench_kgate_create_context(bench_http_t *c, const char *language, char **id)
+int bench_kgate_create_context(ts_http_t *c, unsigned timeout_ms, const char *language, char **id)
 {
-    bench_http_response_t resp;
-    json_t *req = json_pack("{ss}", "language", language);
-    char *body = json_dumps(req, JSON_COMPACT);
-    json_decref(req);
-    int err = bench_http_request(c, "POST", "/code/context", body, &resp);
-    free(body);
-    if (err != 0)
-        return err;
-    if (resp.status != 200)
-        return status_error(c, &resp, "POST /code/context");
-    char *text;
-    if ((err = bench_http_read_all(c, &resp, JSON_BODY_MAX, &text, NULL)) != 0)
-        return err;
-    json_t *obj = json_loads(text, 0, NULL);
-    const char *s = json_string_value(json_object_get(obj, "id"));
-    if (s == NULL) {
-        bench_set_detail("POST /code/context: no id in %.300s", text);
+    ts_response_t resp;
+    int st = ts_context_create_until(c->port, NULL, language, deadline_after(timeout_ms), id, &resp), err = 0;
+    if (st != 200)
+        err = request_error("POST /code/context", st, &resp);
+    else if (*id == NULL) {
+        bench_set_detail("POST /code/context: no id in %.300s", resp.body);
         err = BENCH_EPROTO;
-    } else {
-        *id = wire_strdup(s);
     }
-    json_decref(obj);
-    free(text);
+    ts_response_dispose(&resp);
     return err;
 }
 
-int bench_kgate_delete_context(bench_http_t *c, const char *id)
+void bench_kgate_drop_context(ts_http_t *c, unsigned timeout_ms, const char *id)
 {
-    bench_http_response_t resp;
-    char path[512];
-    snprintf(path, sizeof(path), "/code/contexts/%s", id);
-    int err = bench_http_request(c, "DELETE", path, NULL, &resp);
-    if (err != 0)
-        return err;
-    if (resp.status != 200)
-        return status_error(c, &resp, "DELETE /code/contexts");
-    return bench_http_discard_body(c, &resp);
+    if (id == NULL)
+        return;
+    /* Keep the first error's detail: deleting is clean-up, its failure only a warning. */
+    char saved[512];
+    snprintf(saved, sizeof(saved), "%s", bench_detail());
+    ts_response_t resp;
+    int st = ts_context_delete_until(c->port, NULL, id, deadline_after(timeout_ms), &resp);
+    if (st != 200) {
+        int err = request_error("DELETE /code/contexts", st, &resp);
+        fprintf(stderr, "warning: deleting context %s: %s (%s)\n", id, bench_strerror(err), bench_detail());
+    }
+    ts_response_dispose(&resp);
+    bench_set_detail("%s", saved);
 }
-
-int bench_kgate_probe(bench_http_t *c, const char *path, int *status)
-{
-    bench_http_response_t resp;
-    int err = bench_http_request(c, "GET", path, NULL, &resp);
-    if (err != 0)
-        return err;
-    *status = resp.status;
-    return bench_http_discard_body(c, &resp);
-}
-
-/*
- * The SSE stream as it arrives: body bytes are read straight into one growable buffer, and each
- * event is parsed where it lies once its blank line is there (one copy of each byte, as a ZMQ
- * client has: the direct client reads frames in place).
- */
-typedef struct st_sse_t {
-    char *buf;
-    size_t start, end, capacity; /* unread bytes: [start, end) */
-    size_t scanned;              /* bytes from start already searched for an event's end */
-    char *joined;                /* scratch for an event of several data lines */
-    size_t joined_capacity;
-} sse_t;
 
 /* Handles one event's JSON; returns 1 when it was execution_complete, 0 otherwise, or an error. */
 static int on_event(const char *data, size_t len, bench_outcome_t *out)
@@ -93,7 +68,7 @@ static int on_event(const char *data, size_t len, bench_outcome_t *out)
     /* the parser the direct client's wire_decode uses: both sides pay the same for JSON */
     json_t *ev = wire_json_parse(data, len);
     if (!json_is_object(ev)) {
-        bench_set_detail("SSE event is not a JSON object: %.100s", data);
+        bench_set_detail("SSE event is not a JSON object: %.*s", (int)(len < 100 ? len : 100), data);
         json_decref(ev);
         return BENCH_EPROTO;
     }
@@ -127,139 +102,60 @@ static int on_event(const char *data, size_t len, bench_outcome_t *out)
     return complete;
 }
 
-/* One event's lines [p, e): its data lines, joined by newlines, are the event's JSON. As
- * execd's compatibility framing sends bare JSON lines, those count as data lines too. */
-static int on_event_block(sse_t *sse, const char *p, const char *e, bench_outcome_t *out)
-{
-    const char *data = NULL;
-    size_t data_len = 0, lines = 0;
-
-    while (p < e) {
-        const char *nl = memchr(p, '\n', (size_t)(e - p)), *le = nl != NULL ? nl : e, *v = NULL;
-        size_t n = (size_t)(le - p);
-        if (n > 0 && p[n - 1] == '\r')
-            --n;
-        if (n >= 5 && memcmp(p, "data:", 5) == 0)
-            v = p + 5 + (n > 5 && p[5] == ' ');
-        else if (n > 0 && *p == '{')
-            v = p;
-        if (v != NULL) {
-            size_t vn = (size_t)(p + n - v);
-            if (lines++ == 0) {
-                data = v, data_len = vn;
-            } else {
-                if (lines == 2) { /* the first line moves into the scratch buffer */
-                    if (sse->joined_capacity < data_len + 1)
-                        sse->joined = wire_realloc(sse->joined, sse->joined_capacity = data_len + 1);
-                    memmove(sse->joined, data, data_len);
-                    data = sse->joined;
-                }
-                if (sse->joined_capacity < data_len + 1 + vn)
-                    sse->joined = wire_realloc(sse->joined, sse->joined_capacity = 2 * (data_len + 1 + vn));
-                sse->joined[data_len] = '\n';
-                memcpy(sse->joined + data_len + 1, v, vn);
-                data = sse->joined;
-                data_len += 1 + vn;
-            }
-        }
-        p = le + 1;
-    }
-    return lines != 0 ? on_event(data, data_len, out) : 0;
-}
-
-/* Handles every complete event in the buffer; returns 1 once execution_complete was seen. */
-static int on_events(sse_t *sse, bench_outcome_t *out)
-{
-    for (;;) {
-        /* an event ends at an empty line: "\n\n" (or "\n\r\n") */
-        char *p = sse->buf + sse->start, *end = sse->buf + sse->end, *q = p + sse->scanned, *blank = NULL;
-        while (q < end && (q = memchr(q, '\n', (size_t)(end - q))) != NULL) {
-            if (q + 1 < end && q[1] == '\n') {
-                blank = q + 1;
-                break;
-            }
-            if (q + 2 < end && q[1] == '\r' && q[2] == '\n') {
-                blank = q + 2;
-                break;
-            }
-            if (q + 2 >= end)
-                break; /* the blank line may still come */
-            ++q;
-        }
-        if (blank == NULL) {
-            /* resume the search a little before the end: its "\n" may pair with what comes */
-            sse->scanned = sse->end - sse->start > 2 ? sse->end - sse->start - 2 : 0;
-            return 0;
-        }
-        int r = on_event_block(sse, p, q, out);
-        sse->start = (size_t)(blank + 1 - sse->buf);
-        sse->scanned = 0;
-        if (r != 0)
-            return r;
-    }
-}
-
-int bench_kgate_execute(bench_http_t *c, const char *context_id, const char *code, size_t output_limit, bench_outcome_t *out)
+int bench_kgate_execute(ts_http_t *c, unsigned timeout_ms, const char *context_id, const char *code, size_t output_limit,
+                        bench_outcome_t *out)
 {
     memset(out, 0, sizeof(*out));
-    json_t *req = json_pack("{s{ss}ss}", "context", "id", context_id, "code", code);
+    json_t *req = ts_code_body(context_id, NULL, code);
     if (output_limit != 0)
         json_object_set_new(req, "output_limit", json_integer((json_int_t)output_limit));
     char *body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
 
-    bench_http_response_t resp;
-    sse_t sse = {0};
+    ts_response_t resp;
+    ts_sse_reader_t sse;
+    ts_sse_event_t ev;
     int err, complete = 0;
+    ts_sse_reader_init(&sse, SSE_BUFFER_INITIAL, SSE_EVENT_MAX);
+    int64_t deadline = deadline_after(timeout_ms);
     double t0 = bench_now_ms();
-    if ((err = bench_http_request(c, "POST", "/code", body, &resp)) != 0)
-        goto Exit;
-    if (resp.status != 200) {
-        err = status_error(c, &resp, "POST /code");
+    if ((err = ts_http_start(c, "POST", "/code", NULL, body, deadline, &resp)) != 0) {
+        bench_set_detail("POST /code: %s", resp.error);
         goto Exit;
     }
-    sse.capacity = 4 * 1024 * 1024;
-    sse.buf = wire_malloc(sse.capacity);
+    if (resp.status != 200) {
+        /* the body says why; without it (it could not be read) the status alone does */
+        ts_http_read_all(c, &resp, JSON_BODY_MAX, deadline);
+        err = request_error("POST /code", resp.status, &resp);
+        goto Exit;
+    }
     while (!complete) {
-        if (sse.start > 0 && sse.capacity - sse.end < sse.capacity / 4) {
-            /* keep the unread part at the front, so the buffer grows only for a big event */
-            memmove(sse.buf, sse.buf + sse.start, sse.end - sse.start);
-            sse.end -= sse.start;
-            sse.start = 0;
-        }
-        if (sse.capacity - sse.end < 64 * 1024) {
-            if (sse.capacity >= SSE_EVENT_MAX) {
-                bench_set_detail("POST /code: an event exceeds %zu bytes", SSE_EVENT_MAX);
-                err = BENCH_ETOOBIG;
-                goto Exit;
-            }
-            sse.buf = wire_realloc(sse.buf, sse.capacity *= 2);
-        }
-        ssize_t n = bench_http_read_body(c, &resp, sse.buf + sse.end, sse.capacity - sse.end);
-        if (n < 0) {
-            err = (int)n;
+        int got = ts_sse_reader_next(&sse, c, &resp, deadline, &ev);
+        if (got < 0) {
+            bench_set_detail("POST /code: %s", resp.error);
+            err = got;
             goto Exit;
         }
-        if (n == 0) {
+        if (got == 0) {
             bench_set_detail("POST /code: the stream ended without execution_complete");
             err = BENCH_EPROTO;
             goto Exit;
         }
-        sse.end += (size_t)n;
-        if ((complete = on_events(&sse, out)) < 0) {
+        if ((complete = on_event(ev.data, ev.len, out)) < 0) {
             err = complete;
             goto Exit;
         }
     }
     out->ms = bench_now_ms() - t0;
     /* Whatever follows the last event (the chunked terminator) is read outside the timing. */
-    err = bench_http_discard_body(c, &resp);
+    if ((err = ts_http_discard_body(c, &resp, deadline)) != 0)
+        bench_set_detail("POST /code: %s", resp.error);
 
 Exit:
     if (err != 0 && err != BENCH_ESTATUS)
-        bench_http_close(c);
-    free(sse.buf);
-    free(sse.joined);
+        ts_http_close(c);
+    ts_sse_reader_dispose(&sse);
+    ts_response_dispose(&resp);
     free(body);
     return err;
 }

@@ -9,8 +9,9 @@ set -euo pipefail
 
 # What building kgate needs. pkg-config modules, not CMake configs: none of the -dev packages
 # ships one. libssl-dev is needed by h2o's headers but not pulled in by libh2o-evloop-dev.
-# libc6-dev is only a Recommends of gcc, and we install without recommends.
-build_pkgs=(cmake pkg-config gcc libc6-dev make libzmq3-dev libsodium-dev libjansson-dev libh2o-evloop-dev libssl-dev)
+# libc6-dev is only a Recommends of gcc, and we install without recommends. libwslay-dev frames h2o's
+# WebSockets (h2o/websocket.h needs it; libh2o-evloop-dev does not pull it in).
+build_pkgs=(cmake pkg-config gcc libc6-dev make libzmq3-dev libsodium-dev libjansson-dev libh2o-evloop-dev libssl-dev libwslay-dev)
 # What the test suite needs: Criterion, a real Python kernel for /usr/bin/python3, curl for the
 # e2e tests, clang-format for the lint label, and clang for the fuzz label: libFuzzer
 # (-fsanitize=fuzzer) exists only in clang. Debian 12 ships it, with clang's sanitizer runtimes, in

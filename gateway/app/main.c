@@ -48,6 +48,9 @@ int main(int argc, char **argv)
             strchr(config.listen_host, ':') != NULL ? "[" : "", config.listen_host,
             strchr(config.listen_host, ':') != NULL ? "]" : "", gw_server_port(&server), server.languages.specs.size,
             kmgr_manager_runtime_dir(server.kmgr), config.access_token != NULL ? ", access token required" : "");
+    if (kmgr_manager_swept(server.kmgr) != 0)
+        fprintf(stderr, "kgate: killed %zu process(es) left running by an earlier kgate that died with this runtime dir\n",
+                kmgr_manager_swept(server.kmgr));
 
     while (!stop_requested)
         h2o_evloop_run(loop, INT32_MAX);
@@ -58,6 +61,11 @@ int main(int argc, char **argv)
     deadline = kmgr_now_ms() + 2 * (uint64_t)config.shutdown_grace_ms + 2000;
     while (!gw_server_is_drained(&server) && kmgr_now_ms() < deadline)
         h2o_evloop_run(loop, 50);
+    /* connections still open (idle keep-alives, readers that stopped reading) are ended, so that
+     * h2o releases their requests and what they hold before the server goes */
+    deadline = kmgr_now_ms() + 1000;
+    while (gw_server_close_connections(&server) != 0 && kmgr_now_ms() < deadline)
+        h2o_evloop_run(loop, 10);
     gw_server_dispose(&server);
     h2o_evloop_destroy(loop);
     fprintf(stderr, "kgate: stopped\n");

@@ -38,15 +38,24 @@ void gw_app_build_routes(gw_server_t *server)
     gw_route_table_add(&server->routes, &health);
     gw_route_table_add(&server->routes, &ready);
     gw_execd_add_routes(&server->execd, &server->routes);
+    gw_proxy_add_routes(&server->proxy, &server->routes);
 }
 
 void gw_app_dispatch(gw_server_t *server, h2o_req_t *req)
 {
     h2o_iovec_t path = req->path_normalized;
-    const gw_route_t *route;
+    const gw_route_t *route = NULL;
     gw_route_params_t params;
+    gw_route_result_t found = gw_route_match(server->routes.entries, server->routes.size, req->method, path, &route, &params);
 
-    switch (gw_route_match(server->routes.entries, server->routes.size, req->method, path, &route, &params)) {
+    /* the token before anything else: without it only the public routes answer, and a 404 or 405
+     * would tell a stranger which routes exist */
+    if (!(found == GW_ROUTE_FOUND && route->is_public) && !gw_auth_check(req, server->host.config->access_token)) {
+        gw_send_error(req, GW_HTTP_UNAUTHORIZED,
+                      "a valid access token is required (X-EXECD-ACCESS-TOKEN or Authorization: Bearer)");
+        return;
+    }
+    switch (found) {
     case GW_ROUTE_NO_PATH:
         gw_send_error(req, GW_HTTP_NOT_FOUND, "no route for %.*s", (int)(path.len > 200 ? 200 : path.len), path.base);
         return;
@@ -57,11 +66,6 @@ void gw_app_dispatch(gw_server_t *server, h2o_req_t *req)
         return;
     case GW_ROUTE_FOUND:
         break;
-    }
-    if (!route->is_public && !gw_auth_check(req, server->host.config->access_token)) {
-        gw_send_error(req, GW_HTTP_UNAUTHORIZED,
-                      "a valid access token is required (X-EXECD-ACCESS-TOKEN or Authorization: Bearer)");
-        return;
     }
     /* h2o's global limit is the largest route's; each route holds its own */
     if (req->entity.len > route->max_body_bytes) {

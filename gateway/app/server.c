@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "kmgr/errors.h"
 #include "app/kmgr_loop.h"
+#include "app/listener.h"
 #include "app/routes.h"
 #include "app/server.h"
 
@@ -25,57 +26,6 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     return 0;
 }
 
-static void on_accept(h2o_socket_t *listener, const char *err)
-{
-    gw_server_t *server = listener->data;
-    h2o_socket_t *sock;
-    int on = 1;
-
-    if (err != NULL)
-        return;
-    /* accept a burst at once; h2o calls back again while the backlog is non-empty */
-    for (int i = 0; i < 16 && (sock = h2o_evloop_socket_accept(listener)) != NULL; ++i) {
-        /* small events must leave at once, not wait for Nagle and delayed ACKs (PLATFORM.md: +40 ms) */
-        setsockopt(h2o_socket_get_fd(sock), IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-        h2o_accept(&server->accept_ctx, sock);
-    }
-}
-
-static int open_listener(const gw_config_t *config)
-{
-    struct sockaddr_storage ss;
-    socklen_t sslen;
-    int fd, on = 1;
-
-    memset(&ss, 0, sizeof(ss));
-    if (inet_pton(AF_INET, config->listen_host, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
-        ((struct sockaddr_in *)&ss)->sin_family = AF_INET;
-        ((struct sockaddr_in *)&ss)->sin_port = htons(config->listen_port);
-        sslen = sizeof(struct sockaddr_in);
-    } else if (inet_pton(AF_INET6, config->listen_host, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
-        ((struct sockaddr_in6 *)&ss)->sin6_family = AF_INET6;
-        ((struct sockaddr_in6 *)&ss)->sin6_port = htons(config->listen_port);
-        sslen = sizeof(struct sockaddr_in6);
-    } else if (strcmp(config->listen_host, "localhost") == 0) {
-        ((struct sockaddr_in *)&ss)->sin_family = AF_INET;
-        ((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ((struct sockaddr_in *)&ss)->sin_port = htons(config->listen_port);
-        sslen = sizeof(struct sockaddr_in);
-    } else {
-        fprintf(stderr, "kgate: --listen host must be a numeric IPv4/IPv6 address or localhost, got \"%s\"\n", config->listen_host);
-        return -1;
-    }
-    if ((fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1 ||
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 || bind(fd, (struct sockaddr *)&ss, sslen) != 0 ||
-        listen(fd, SOMAXCONN) != 0) {
-        fprintf(stderr, "kgate: cannot listen on %s:%u: %s\n", config->listen_host, config->listen_port, strerror(errno));
-        if (fd != -1)
-            close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 /* The one scheduler tick: every feature's periodic work, in one place. */
 static void on_tick(h2o_timeout_entry_t *entry)
 {
@@ -83,6 +33,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
 
     kmgr_manager_tick(server->kmgr);
     gw_shells_tick(&server->shells);
+    gw_ptys_tick(&server->ptys);
     gw_commands_tick(&server->commands);
     gw_metrics_tick(&server->metrics);
     gw_execd_tick(&server->execd);
@@ -128,7 +79,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     h2o_pathconf_t *pathconf;
     gw_handler_t *handler;
     kmgr_config_t kconfig = {0};
-    int fd, ret;
+    int ret;
 
     memset(server, 0, sizeof(*server));
     h2o_config_init(&server->globalconf);
@@ -136,6 +87,8 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     /* global in h2o: the larger of the two; each route holds its own (gw_app_dispatch) */
     server->globalconf.max_request_entity_size =
         config->max_upload_bytes > config->max_body_bytes ? config->max_upload_bytes : config->max_body_bytes;
+    if (config->max_proxy_body_bytes > server->globalconf.max_request_entity_size)
+        server->globalconf.max_request_entity_size = config->max_proxy_body_bytes;
     /* h2o times the whole HTTP/1 request, body included, from its first byte: a large upload needs long enough */
     server->globalconf.http1.req_timeout = config->request_timeout_ms;
     hostconf = h2o_config_register_host(&server->globalconf, h2o_iovec_init(H2O_STRLIT("default")), 65535);
@@ -148,6 +101,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     server->accept_ctx.hosts = server->globalconf.hosts;
     gw_host_init(&server->host, loop, config);
     h2o_timeout_init(loop, &server->tick_timeout, KMGR_TICK_MS);
+    gw_proxy_init(&server->proxy, &server->host);
     server->initialised = 1;
 
     gw_languages_init(&server->languages);
@@ -155,39 +109,36 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     kconfig.runtime_dir = config->runtime_dir;
     kconfig.shutdown_grace_ms = config->shutdown_grace_ms;
     kconfig.startup_timeout_ms = config->kernel_start_timeout_ms;
+    kconfig.max_message_bytes = config->max_message_bytes;
     if ((ret = kmgr_manager_create(&kconfig, &gw_kmgr_loop_ops, server, &server->kmgr)) != 0) {
         fprintf(stderr, "kgate: cannot create the kernel manager: %s\n", kmgr_strerror(ret));
         return -1;
     }
+    server->host.instance_env = kmgr_manager_instance_env(server->kmgr);
     gw_runs_init(&server->runs, &server->host);
     gw_contexts_init(&server->contexts, &server->host, &server->runs, &server->languages, server->kmgr);
     gw_shells_init(&server->shells, &server->host, &server->runs);
     gw_commands_init(&server->commands, &server->host, &server->runs, &server->shells, kmgr_manager_runtime_dir(server->kmgr));
+    gw_ptys_init(&server->ptys, &server->host);
     gw_metrics_init(&server->metrics);
     gw_execd_init(&server->execd, &server->host, &server->runs, &server->languages, &server->contexts, &server->shells,
-                  &server->commands, &server->files, &server->metrics);
+                  &server->commands, &server->files, &server->metrics, &server->ptys);
     if (gw_files_init(&server->files, &server->host) != 0)
         return -1;
     gw_app_build_routes(server);
 
     server->tick_entry.cb = on_tick;
     h2o_timeout_link(loop, &server->tick_timeout, &server->tick_entry);
-    if ((fd = open_listener(config)) == -1)
+    server->listener_open = 1;
+    if (gw_listener_open(&server->listener, config, loop, &server->accept_ctx) != 0)
         return -1;
-    server->listener = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
-    server->listener->data = server;
-    h2o_socket_read_start(server->listener, on_accept);
+    gw_proxy_set_own_port(&server->proxy, gw_server_port(server));
     return 0;
 }
 
 uint16_t gw_server_port(const gw_server_t *server)
 {
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-
-    if (server->listener == NULL || getsockname(h2o_socket_get_fd(server->listener), (struct sockaddr *)&ss, &len) != 0)
-        return 0;
-    return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
+    return gw_listener_port(&server->listener);
 }
 
 void gw_server_begin_shutdown(gw_server_t *server)
@@ -195,15 +146,13 @@ void gw_server_begin_shutdown(gw_server_t *server)
     if (server->host.shutting_down)
         return;
     server->host.shutting_down = 1;
-    if (server->listener != NULL) {
-        h2o_socket_read_stop(server->listener);
-        h2o_socket_close(server->listener);
-        server->listener = NULL;
-    }
+    gw_listener_close(&server->listener);
     gw_contexts_destroy_all(&server->contexts);
     gw_shells_kill_all(&server->shells);
     gw_runs_shutdown(&server->runs);
     gw_execd_shutdown(&server->execd);
+    gw_ptys_kill_all(&server->ptys);
+    gw_proxy_shutdown(&server->proxy);
     if (server->kmgr != NULL)
         kmgr_manager_shutdown_all(server->kmgr);
 }
@@ -211,7 +160,12 @@ void gw_server_begin_shutdown(gw_server_t *server)
 int gw_server_is_drained(gw_server_t *server)
 {
     return kmgr_manager_num_processes(server->kmgr) == 0 && gw_shells_is_empty(&server->shells) &&
-           gw_execd_is_drained(&server->execd);
+           gw_ptys_is_empty(&server->ptys) && gw_execd_is_drained(&server->execd) && gw_proxy_is_drained(&server->proxy);
+}
+
+size_t gw_server_close_connections(gw_server_t *server)
+{
+    return server->listener_open ? gw_listener_shutdown_conns(&server->listener) : 0;
 }
 
 void gw_server_dispose(gw_server_t *server)
@@ -233,6 +187,9 @@ void gw_server_dispose(gw_server_t *server)
         h2o_timeout_unlink(&server->tick_entry);
     if (h2o_timeout_is_linked(&server->kmgr_pending_entry))
         h2o_timeout_unlink(&server->kmgr_pending_entry);
+    if (server->listener_open)
+        gw_listener_dispose(&server->listener, server->ctx.loop);
+    gw_proxy_dispose(&server->proxy);
     gw_host_dispose(&server->host);
     h2o_timeout_dispose(server->ctx.loop, &server->tick_timeout);
     h2o_context_dispose(&server->ctx);

@@ -7,13 +7,16 @@
 #include "core/config.h"
 #include "core/host.h"
 #include "core/router.h"
+#include "app/listener.h"
 #include "code/context.h"
 #include "code/languages.h"
 #include "execd/execd.h"
 #include "files/files.h"
 #include "metrics/metrics.h"
 #include "procs/command.h"
+#include "procs/pty.h"
 #include "procs/shell.h"
+#include "proxy/proxy.h"
 #include "runs/run.h"
 
 /**
@@ -26,7 +29,7 @@ struct st_gw_server_t {
     h2o_globalconf_t globalconf;
     h2o_context_t ctx;
     h2o_accept_ctx_t accept_ctx;
-    h2o_socket_t *listener;
+    gw_listener_t listener;
     kmgr_manager_t *kmgr;
     /* the engine */
     gw_languages_t languages;
@@ -34,17 +37,20 @@ struct st_gw_server_t {
     gw_contexts_t contexts;
     gw_shells_t shells;
     gw_commands_t commands;
+    gw_ptys_t ptys;
     gw_files_t files;
     gw_metrics_t metrics;
     /* the front doors, and the app's own routes (health) */
     gw_door_t app_door;
     gw_execd_t execd;
+    gw_proxy_t proxy;
     gw_route_table_t routes;
     /* timers of the app (the shared ones are the host's) */
     h2o_timeout_t tick_timeout; /* KMGR_TICK_MS: kernel manager, child processes, retention */
     h2o_timeout_entry_t tick_entry;
     h2o_timeout_entry_t kmgr_pending_entry;
-    unsigned initialised : 1; /* gw_server_init got far enough for gw_server_dispose */
+    unsigned initialised : 1;   /* gw_server_init got far enough for gw_server_dispose */
+    unsigned listener_open : 1; /* the listener's timer exists */
 };
 
 typedef struct st_gw_server_t gw_server_t;
@@ -68,6 +74,13 @@ uint16_t gw_server_port(const gw_server_t *server);
 void gw_server_begin_shutdown(gw_server_t *server);
 /** True once no kernel or shell process remains. */
 int gw_server_is_drained(gw_server_t *server);
+/**
+ * Ends the client connections still open once the engine is drained (idle keep-alives, readers
+ * stuck on a full socket), so that h2o disposes their requests before gw_server_dispose. Returns
+ * how many are still open; run the loop until 0 (or a short deadline).
+ */
+size_t gw_server_close_connections(gw_server_t *server);
+
 /** Releases everything (kills what remains). Safe after a failed gw_server_init. */
 void gw_server_dispose(gw_server_t *server);
 

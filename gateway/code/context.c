@@ -82,13 +82,15 @@ int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts,
     ctx->contexts = contexts;
     ctx->spec = opts->spec;
     ctx->cwd = wire_strdup(opts->cwd);
-    ctx->created_at_ms = ctx->last_activity_ms = gw_unix_ms();
+    ctx->created_at_ms = gw_unix_ms();
+    gw_context_touch(ctx);
     ctx->execution_count = 0;
     ctx->is_default = opts->is_default;
     ctx->is_ephemeral = opts->is_ephemeral;
     h2o_linklist_init_anchor(&ctx->waiters);
     h2o_linklist_init_anchor(&ctx->runs);
     h2o_linklist_insert(&contexts->list, &ctx->link);
+    gw_idmap_insert(&contexts->by_id, &ctx->by_id, ctx->id);
     ++contexts->count;
     *out = ctx;
     return 0;
@@ -99,6 +101,7 @@ void gw_context_destroy(gw_context_t *ctx)
     kmgr_kernel_t *kernel = ctx->kernel;
 
     h2o_linklist_unlink(&ctx->link);
+    gw_idmap_remove(&ctx->contexts->by_id, &ctx->by_id);
     --ctx->contexts->count;
     /* the kernel goes first so waiters hear "context deleted", and its requests are dropped */
     ctx->kernel = NULL;
@@ -113,11 +116,12 @@ void gw_contexts_destroy_all(gw_contexts_t *contexts)
 {
     while (!h2o_linklist_is_empty(&contexts->list))
         gw_context_destroy(H2O_STRUCT_FROM_MEMBER(gw_context_t, link, contexts->list.next));
+    gw_idmap_dispose(&contexts->by_id);
 }
 
 void gw_contexts_tick(gw_contexts_t *contexts)
 {
-    int64_t now = gw_unix_ms();
+    int64_t now = gw_now_ms();
     h2o_linklist_t *node, *next;
 
     gw_kernel_runs_tick(contexts);
@@ -125,19 +129,15 @@ void gw_contexts_tick(gw_contexts_t *contexts)
         gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
         next = node->next;
         if (h2o_linklist_is_empty(&ctx->runs) && h2o_linklist_is_empty(&ctx->waiters) &&
-            now - ctx->last_activity_ms > (int64_t)contexts->host->config->context_idle_ms)
+            now - ctx->last_activity_mono_ms > (int64_t)contexts->host->config->context_idle_ms)
             gw_context_destroy(ctx);
     }
 }
 
 gw_context_t *gw_context_find(gw_contexts_t *contexts, const char *id)
 {
-    for (h2o_linklist_t *node = contexts->list.next; node != &contexts->list; node = node->next) {
-        gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
-        if (strcmp(ctx->id, id) == 0)
-            return ctx;
-    }
-    return NULL;
+    gw_idmap_entry_t *e = gw_idmap_find(&contexts->by_id, id);
+    return e != NULL ? H2O_STRUCT_FROM_MEMBER(gw_context_t, by_id, e) : NULL;
 }
 
 gw_context_t *gw_context_find_default(gw_contexts_t *contexts, const kmgr_kernelspec_t *spec)
@@ -148,6 +148,12 @@ gw_context_t *gw_context_find_default(gw_contexts_t *contexts, const kmgr_kernel
             return ctx;
     }
     return NULL;
+}
+
+void gw_context_touch(gw_context_t *ctx)
+{
+    ctx->last_activity_ms = gw_unix_ms();
+    ctx->last_activity_mono_ms = gw_now_ms();
 }
 
 int gw_context_is_dead(const gw_context_t *ctx)

@@ -9,6 +9,7 @@
 #include "kmgr/kernel.h"
 #include "kmgr/manager.h"
 #include "core/host.h"
+#include "core/idmap.h"
 #include "code/languages.h"
 #include "code/translate.h"
 #include "runs/run.h"
@@ -22,6 +23,7 @@ typedef struct st_gw_contexts_t {
     gw_translate_opts_t translate;
     h2o_linklist_t list; /* gw_context_t */
     size_t count;        /* bounded by config->max_contexts */
+    gw_idmap_t by_id;
 } gw_contexts_t;
 
 /**
@@ -34,11 +36,13 @@ typedef struct st_gw_context_t {
     kmgr_kernel_t *kernel;
     char *cwd;
     int64_t created_at_ms;
-    int64_t last_activity_ms;
+    int64_t last_activity_ms;      /* wall clock, for clients */
+    int64_t last_activity_mono_ms; /* the same on the gw_now_ms clock, which no clock step moves: idle expiry */
     int execution_count;
     unsigned is_default : 1;   /* the language's default context (POST /code with only a language) */
     unsigned is_ephemeral : 1; /* a stateless run's own kernel: not listed, deleted after its run */
     h2o_linklist_t link;       /* in contexts->list */
+    gw_idmap_entry_t by_id;    /* in contexts->by_id */
     h2o_linklist_t waiters;    /* gw_context_waiter_t: told once the kernel is ready */
     h2o_linklist_t runs;       /* gw_kernel_run_t queued or in progress */
 } gw_context_t;
@@ -89,6 +93,9 @@ void gw_contexts_tick(gw_contexts_t *contexts);
 gw_context_t *gw_context_find(gw_contexts_t *contexts, const char *id);
 /** The default context of `spec`, or NULL. */
 gw_context_t *gw_context_find_default(gw_contexts_t *contexts, const kmgr_kernelspec_t *spec);
+
+/** Records activity on the context now (its runs' events): last_activity, and the idle clock. */
+void gw_context_touch(gw_context_t *ctx);
 
 /** True when the context's kernel is dead (a restart brings it back). */
 int gw_context_is_dead(const gw_context_t *ctx);

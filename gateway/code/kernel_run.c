@@ -15,14 +15,19 @@ typedef struct st_gw_kernel_run_t {
     int execution_count;
     int allow_stdin;
     unsigned timeout_ms;
-    int64_t deadline_ms;       /* 0 while queued */
-    int64_t grace_deadline_ms; /* after the timeout's interrupt */
-    json_t *reply_error;       /* the error the shell reply implies, sent at DONE unless iopub carried one */
+    int64_t deadline_ms;       /* gw_now_ms clock (a wall-clock step must not time a run out); 0 while queued */
+    int64_t grace_deadline_ms; /* after the timeout's interrupt, same clock */
+    int64_t input_deadline_ms; /* while input_pending: an unanswered input() ends the run then; same clock */
+    unsigned stdin_timeout_ms;
+    json_t *reply_error; /* the error the shell reply implies, sent at DONE unless iopub carried one */
     unsigned timed_out : 1;
-    unsigned saw_error : 1; /* an error event was relayed: the run's outcome is "error" */
+    unsigned stdin_timed_out : 1; /* the timeout was the stdin wait's */
+    unsigned saw_error : 1;       /* an error event was relayed: the run's outcome is "error" */
     unsigned restarting : 1;
     unsigned input_pending : 1;
-    h2o_linklist_t link; /* in ctx->runs, arrival order: the head is the one sent to the kernel */
+    unsigned got_reply : 1;
+    unsigned saw_oversized : 1; /* a kernel message over the cap was dropped meanwhile */
+    h2o_linklist_t link;        /* in ctx->runs, arrival order: the head is the one sent to the kernel */
 } gw_kernel_run_t;
 
 static const gw_run_producer_t kernel_producer;
@@ -45,7 +50,7 @@ static void kernel_run_end(gw_kernel_run_t *krun, const char *outcome)
         ctx->execution_count = krun->execution_count;
     gw_run_finish(krun->run, krun->execution_count, outcome);
     kernel_run_free(krun);
-    ctx->last_activity_ms = gw_unix_ms();
+    gw_context_touch(ctx);
     if (ctx->is_ephemeral && h2o_linklist_is_empty(&ctx->runs)) {
         gw_context_destroy(ctx);
         return;
@@ -55,16 +60,25 @@ static void kernel_run_end(gw_kernel_run_t *krun, const char *outcome)
 
 static void append_timeout_error(gw_kernel_run_t *krun)
 {
-    char evalue[160];
+    const char *state =
+        krun->restarting ? "did not stop when interrupted; the kernel was restarted and its state lost" : "was interrupted";
+    char evalue[200];
 
-    if (krun->restarting)
-        snprintf(
-            evalue, sizeof(evalue),
-            "the run exceeded its timeout of %u ms and did not stop when interrupted; the kernel was restarted and its state lost",
-            krun->timeout_ms);
-    else
-        snprintf(evalue, sizeof(evalue), "the run exceeded its timeout of %u ms and was interrupted", krun->timeout_ms);
+    if (krun->stdin_timed_out) {
+        snprintf(evalue, sizeof(evalue), "no input arrived within %u ms of the input request; the run %s", krun->stdin_timeout_ms,
+                 state);
+        gw_run_append(krun->run, gw_error_event("StdinTimeout", evalue));
+        return;
+    }
+    snprintf(evalue, sizeof(evalue), "the run exceeded its timeout of %u ms and %s", krun->timeout_ms, state);
     gw_run_append(krun->run, gw_error_event("TimeoutError", evalue));
+}
+
+static void append_reply_lost_error(gw_kernel_run_t *krun)
+{
+    gw_run_append(krun->run,
+                  gw_error_event("MessageDropped", "the kernel's reply to this run was dropped with a message over the "
+                                                   "message cap (--max-message-bytes); whether the run succeeded is unknown"));
 }
 
 static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, int err, void *data)
@@ -74,7 +88,7 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
     const gw_translate_opts_t *opts = &krun->ctx->contexts->translate;
     json_t *event;
 
-    krun->ctx->last_activity_ms = gw_unix_ms();
+    gw_context_touch(krun->ctx);
     switch (ev) {
     case KMGR_REQ_IOPUB:
         if ((event = gw_translate_iopub(msg, opts)) == NULL)
@@ -88,7 +102,12 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
         }
         gw_run_append(run, event);
         break;
+    case KMGR_REQ_DROPPED:
+        krun->saw_oversized = 1;
+        gw_run_report_oversized_message(run);
+        break;
     case KMGR_REQ_REPLY:
+        krun->got_reply = 1;
         /* the iopub error may still be on its way (shell and iopub are separate sockets): decide at DONE */
         if ((event = gw_translate_execute_reply(msg, krun->saw_error, opts, &krun->execution_count)) != NULL) {
             json_decref(krun->reply_error);
@@ -102,6 +121,7 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
             break;
         }
         krun->input_pending = 1;
+        krun->input_deadline_ms = gw_now_ms() + krun->stdin_timeout_ms;
         event = gw_event_new("input_request");
         json_object_set_new(event, "text", json_string(json_string_value(json_object_get(msg->content, "prompt")) ?: ""));
         json_object_set_new(event, "password", json_boolean(json_is_true(json_object_get(msg->content, "password"))));
@@ -112,6 +132,11 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
         if (krun->timed_out) {
             append_timeout_error(krun);
             kernel_run_end(krun, "timeout");
+        } else if (!krun->got_reply && krun->saw_oversized) {
+            /* the kernel has dealt with the run, but its answer is lost: unless an error was relayed, say so */
+            if (!krun->saw_error)
+                append_reply_lost_error(krun);
+            kernel_run_end(krun, "error");
         } else {
             if (krun->reply_error != NULL && !krun->saw_error) {
                 krun->saw_error = 1;
@@ -157,7 +182,7 @@ static void start_next(gw_context_t *ctx)
     free(krun->code);
     krun->code = NULL;
     gw_run_mark_started(krun->run);
-    krun->deadline_ms = gw_unix_ms() + krun->timeout_ms;
+    krun->deadline_ms = gw_now_ms() + krun->timeout_ms;
 }
 
 int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts, gw_run_t **out)
@@ -177,7 +202,8 @@ int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts,
     krun->execution_count = -1;
     krun->allow_stdin = opts->allow_stdin;
     krun->timeout_ms = opts->timeout_ms;
-    ctx->last_activity_ms = gw_unix_ms();
+    krun->stdin_timeout_ms = opts->stdin_timeout_ms != 0 ? opts->stdin_timeout_ms : ctx->contexts->host->config->stdin_timeout_ms;
+    gw_context_touch(ctx);
     gw_run_set_producer(run, &kernel_producer, krun);
     h2o_linklist_insert(&ctx->runs, &krun->link);
     if (krun->link.prev != &ctx->runs) {
@@ -227,14 +253,14 @@ static void restart_after_timeout(gw_kernel_run_t *krun)
         gw_run_append(H2O_STRUCT_FROM_MEMBER(gw_kernel_run_t, link, node)->run, ev);
     }
     ctx->execution_count = 0;
-    /* the running request ends with FAILED (maybe from inside this call): krun is gone afterwards */
+    /* the running request ends with FAILED, later, from the loop (kernelmgr never calls back inside restart) */
     if (kmgr_kernel_restart(ctx->kernel) != 0 && !h2o_linklist_is_empty(&ctx->runs))
         gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(ctx->kernel), "kernel_died");
 }
 
 void gw_kernel_runs_tick(gw_contexts_t *contexts)
 {
-    int64_t now = gw_unix_ms();
+    int64_t now = gw_now_ms();
     h2o_linklist_t *node, *next;
 
     for (node = contexts->list.next; node != &contexts->list; node = next) {
@@ -244,9 +270,15 @@ void gw_kernel_runs_tick(gw_contexts_t *contexts)
         if (h2o_linklist_is_empty(&ctx->runs))
             continue;
         krun = H2O_STRUCT_FROM_MEMBER(gw_kernel_run_t, link, ctx->runs.next);
-        if (krun->request == NULL || krun->restarting || now < krun->deadline_ms)
+        if (krun->request == NULL || krun->restarting)
             continue;
         if (!krun->timed_out) {
+            int stdin_expired = krun->input_pending && now >= krun->input_deadline_ms;
+            if (now < krun->deadline_ms && !stdin_expired)
+                continue;
+            /* an abandoned input() holds the context no longer than the stdin wait: interrupted like a timeout */
+            krun->stdin_timed_out = now < krun->deadline_ms;
+            krun->input_pending = 0;
             krun->timed_out = 1;
             krun->grace_deadline_ms = now + contexts->host->config->timeout_grace_ms;
             kmgr_kernel_interrupt(ctx->kernel);

@@ -6,9 +6,10 @@
 #include "runs/run.h"
 
 typedef struct st_gw_kernel_run_options_t {
-    const char *code;    /* copied */
-    unsigned timeout_ms; /* > 0 */
-    int allow_stdin;     /* input() becomes an input_request event, answered with gw_run_input */
+    const char *code;          /* copied */
+    unsigned timeout_ms;       /* > 0 */
+    int allow_stdin;           /* input() becomes an input_request event, answered with gw_run_input */
+    unsigned stdin_timeout_ms; /* an input request unanswered this long interrupts the run (StdinTimeout); 0: the config's */
     gw_run_limits_t limits;
 } gw_kernel_run_options_t;
 
@@ -18,7 +19,9 @@ typedef struct st_gw_kernel_run_options_t {
  * (config->max_queue runs already wait). Runs of one context execute one at a time in arrival
  * order. Past `timeout_ms` the run is interrupted; if the kernel is not idle timeout_grace_ms
  * later it is restarted (`status: restarting`). Either way the run ends with an `error` whose
- * ename is "TimeoutError".
+ * ename is "TimeoutError" ("StdinTimeout" when an input request waited longer than its
+ * stdin_timeout_ms: the run timeout counts from when the run leaves the queue, the stdin timeout
+ * from each input request).
  */
 int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts, gw_run_t **out);
 

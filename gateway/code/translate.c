@@ -5,6 +5,7 @@
 #include "wire/alloc.h"
 #include "core/event.h"
 #include "code/translate.h"
+#include "core/json_out.h"
 
 char *gw_strip_ansi(const char *s, size_t len, size_t *out_len)
 {
@@ -91,22 +92,54 @@ static json_t *error_from_content(json_t *content, const gw_translate_opts_t *op
     return ev;
 }
 
+/* A MIME value as Go's execd SDK can read it (a map of strings): its compact JSON text. */
+static json_t *as_json_text(const json_t *value)
+{
+    size_t len = gw_json_render(value, NULL);
+    char *text = wire_malloc(len + 1);
+    json_t *str;
+
+    gw_json_render(value, text);
+    str = json_stringn_nocheck(text, len);
+    free(text);
+    return str;
+}
+
 static json_t *result_from_content(json_t *content, const gw_translate_opts_t *opts)
 {
-    json_t *data = json_object_get(content, "data");
+    json_t *data = json_object_get(content, "data"), *plain, *results, *value;
+    const char *mime;
     json_t *ev;
 
     if (!json_is_object(data))
         return NULL;
     ev = gw_event_new("result");
-    if (opts->compat_execd && json_is_string(json_object_get(data, "text/plain"))) {
-        /* execd SDKs (Kotlin) read results.text: a shallow copy keeps the kernel's bundle intact */
-        json_t *results = json_copy(data);
-        json_object_set(results, "text", json_object_get(data, "text/plain"));
-        json_object_set_new(ev, "results", results);
-    } else {
-        json_object_set(ev, "results", data);
+    /* every SDK finds the plain text: Python and Kotlin read results.text, Go text/plain (API.md
+     * Part 1). A shallow copy: the values are shared with the kernel's message, never copied. */
+    results = json_copy(data);
+    if (json_is_string(plain = json_object_get(data, "text/plain")))
+        json_object_set(results, "text", plain);
+    if (opts->compat_execd) {
+        json_object_foreach(data, mime, value)
+        {
+            if (!json_is_string(value))
+                json_object_set_new(results, mime, as_json_text(value));
+        }
     }
+    json_object_set_new(ev, "results", results);
+    return ev;
+}
+
+/* What kgate could not decode of a kernel's message is said, never dropped silently. */
+static json_t *undecodable_notice(const char *type)
+{
+    json_t *ev = gw_event_new("status");
+    json_object_set_new(ev, "text", json_string("message_undecodable"));
+    json_object_set_new(ev, "msg_type", json_string(type));
+    json_object_set_new(ev, "reason",
+                        json_string("the kernel sent content that cannot be decoded (malformed JSON, or a number "
+                                    "JSON parsers cannot represent, such as an integer beyond 64 bits); it was "
+                                    "dropped"));
     return ev;
 }
 
@@ -114,6 +147,9 @@ json_t *gw_translate_iopub(const wire_msg_t *msg, const gw_translate_opts_t *opt
 {
     const char *type = wire_msg_type(msg);
     json_t *content = msg->content, *ev;
+
+    if (msg->content_undecodable)
+        return strcmp(type, "status") == 0 || strcmp(type, "execute_input") == 0 ? NULL : undecodable_notice(type);
 
     if (strcmp(type, "stream") == 0) {
         json_t *text = json_object_get(content, "text");
@@ -151,6 +187,9 @@ json_t *gw_translate_execute_reply(const wire_msg_t *msg, int saw_error, const g
 
     if (json_is_integer(count) && execution_count != NULL)
         *execution_count = (int)json_integer_value(count);
+    if (msg->content_undecodable)
+        return saw_error ? NULL
+                         : gw_error_event("ExecutionFailed", "the kernel's reply could not be decoded; the outcome is unknown");
     if (strcmp(status, "ok") == 0 || saw_error)
         return NULL;
     if (strcmp(status, "error") == 0)

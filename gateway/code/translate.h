@@ -7,16 +7,19 @@
 #include "core/event.h"
 
 typedef struct st_gw_translate_opts_t {
-    int compat_execd; /* add `results.text` beside `results["text/plain"]` */
+    int compat_execd; /* send non-string MIME values of results as their JSON text (Go's SDK reads a map of strings) */
     int keep_ansi;    /* keep ANSI escape sequences in tracebacks */
 } gw_translate_opts_t;
 
 /**
  * Translates one iopub message whose parent is the run's request into an API event (a new JSON
  * object with `type` and `timestamp`), or NULL when the message is not forwarded:
- *   stream -> stdout / stderr {text}; execute_result, display_data -> result {results};
+ *   stream -> stdout / stderr {text}; execute_result, display_data -> result {results} (the MIME
+ *   bundle, plus `text` beside a string `text/plain`);
  *   error -> error {error: {ename, evalue, traceback[]}}; execute_input -> execution_count;
  *   status busy -> status {text: "busy"}; everything else (idle, clear_output, comms) -> NULL.
+ *   A message whose content could not be decoded (msg->content_undecodable) becomes a `status`
+ *   event {text: "message_undecodable", msg_type, reason} instead of vanishing.
  */
 json_t *gw_translate_iopub(const wire_msg_t *msg, const gw_translate_opts_t *opts);
 

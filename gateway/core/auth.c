@@ -46,3 +46,10 @@ int gw_auth_check(h2o_req_t *req, const char *token)
             return 1;
     return 0;
 }
+
+int gw_auth_is_credential(const char *token, h2o_iovec_t name, h2o_iovec_t value)
+{
+    if (h2o_lcstris(name.base, name.len, H2O_STRLIT("x-execd-access-token")))
+        return 1;
+    return token != NULL && h2o_lcstris(name.base, name.len, H2O_STRLIT("authorization")) && authorization_matches(token, value);
+}

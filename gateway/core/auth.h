@@ -17,4 +17,11 @@ int gw_auth_token_equal(const char *token, const char *presented, size_t len);
  */
 int gw_auth_check(h2o_req_t *req, const char *token);
 
+/**
+ * True when request header `name: value` is a credential meant for kgate: any X-EXECD-ACCESS-TOKEN
+ * (kgate's own header), or an Authorization that carries `token` (NULL: none does). A reverse
+ * proxy drops these so that the token never reaches the service behind it.
+ */
+int gw_auth_is_credential(const char *token, h2o_iovec_t name, h2o_iovec_t value);
+
 #endif

@@ -18,6 +18,8 @@ enum {
     OPT_KEEP_ANSI,
     OPT_SHELL,
     OPT_WORKSPACE_ROOT,
+    OPT_ALLOW_HARDLINKS,
+    OPT_AS_EXECD,
     OPT_HELP,
     OPT_VERSION,
 #define GW_XX_OPT(field, type, def, opt, help) OPT_LIMIT_##field,
@@ -67,7 +69,11 @@ static void usage(FILE *fp)
                 "  --keep-ansi                 keep ANSI colour codes in tracebacks\n"
                 "  --shell PATH                shell for stateless runs (default /bin/bash)\n"
                 "  --workspace-root DIR        files and editor routes work beneath DIR (default: the current\n"
-                "                              directory at start)\n");
+                "                              directory at start)\n"
+                "  --as-execd                  be a sandbox's execd: files routes serve the whole filesystem\n"
+                "                              (unless --workspace-root), commands start in kgate's cwd\n"
+                "  --allow-hardlinks           let the files routes read and chmod regular files with several\n"
+                "                              hard links (refused by default: one may be outside the root)\n");
 #define GW_XX_USAGE(field, type, def, opt, help)                                                                                   \
     fprintf(fp, "  --%-26s %s (default %llu)\n", opt " N", help, (unsigned long long)(def));
     GW_LIMITS_MAP(GW_XX_USAGE)
@@ -128,6 +134,8 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         {"keep-ansi", no_argument, NULL, OPT_KEEP_ANSI},
         {"shell", required_argument, NULL, OPT_SHELL},
         {"workspace-root", required_argument, NULL, OPT_WORKSPACE_ROOT},
+        {"allow-hardlinks", no_argument, NULL, OPT_ALLOW_HARDLINKS},
+        {"as-execd", no_argument, NULL, OPT_AS_EXECD},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
 #define GW_XX_LONGOPT(field, type, def, opt, help) {opt, required_argument, NULL, OPT_LIMIT_##field},
@@ -185,6 +193,12 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
             free(config->workspace_root);
             config->workspace_root = wire_strdup(optarg);
             break;
+        case OPT_ALLOW_HARDLINKS:
+            config->allow_hardlinks = 1;
+            break;
+        case OPT_AS_EXECD:
+            config->as_execd = 1;
+            break;
         case OPT_HELP:
             usage(out);
             return 1;
@@ -217,5 +231,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
                 config->listen_host);
         return -1;
     }
+    if (config->as_execd && config->workspace_root == NULL)
+        config->workspace_root = wire_strdup("/");
     return 0;
 }

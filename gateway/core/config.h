@@ -20,6 +20,7 @@
     XX(result_limit_bytes, size_t, 16u << 20, "result-limit-bytes", "largest result (MIME bundle) kept per run default")           \
     XX(max_result_limit_bytes, size_t, 256u << 20, "max-result-limit-bytes", "largest result_limit a request may set")             \
     XX(max_run_log_bytes, size_t, 64u << 20, "max-run-log-bytes", "events retained per run for readers (oldest dropped)")          \
+    XX(max_message_bytes, size_t, 64u << 20, "max-message-bytes", "largest kernel message frame; beyond: dropped and reported")    \
     XX(max_retained_bytes, size_t, 256u << 20, "max-retained-bytes", "events of finished runs kept for resumption")                \
     XX(run_retention_ms, unsigned, 300000, "run-retention-ms", "how long a finished run stays readable")                           \
     XX(max_reader_batch_bytes, size_t, 1u << 20, "max-reader-batch-bytes", "bytes of events handed to one socket write")           \
@@ -38,7 +39,22 @@
     XX(max_edit_file_bytes, size_t, 16u << 20, "max-edit-file-bytes", "largest file the editor and /files/replace load")           \
     XX(max_undo_depth, unsigned, 10, "max-undo-depth", "versions kept per file for the editor's undo_edit")                        \
     XX(max_undo_bytes, size_t, 64u << 20, "max-undo-bytes", "bytes of versions kept for undo_edit, all files together")            \
-    XX(max_list_entries, unsigned, 10000, "max-list-entries", "entries returned by /files/search and /directories/list")
+    XX(max_list_entries, unsigned, 10000, "max-list-entries", "entries returned by /files/search and /directories/list")           \
+    XX(max_connections, unsigned, 4096, "max-connections",                                                                         \
+       "client connections at once (also bounded by RLIMIT_NOFILE - fd-reserve)")                                                  \
+    XX(fd_reserve, unsigned, 128, "fd-reserve", "file descriptors kept free of client connections, for kernels and files")         \
+    XX(stdin_timeout_ms, unsigned, 120000, "stdin-timeout-ms", "an input() unanswered this long ends its run (StdinTimeout)")      \
+    XX(max_ptys, unsigned, 64, "max-ptys", "PTY sessions alive at once; beyond: 429 TOO_MANY_SESSIONS")                            \
+    XX(pty_ring_bytes, size_t, 1u << 20, "pty-ring-bytes", "output kept per PTY session for replay (the newest bytes)")            \
+    XX(pty_idle_ms, unsigned, 1800000, "pty-idle-ms", "PTY sessions with no client and no output this long are deleted")           \
+    XX(pty_send_queue_bytes, size_t, 4u << 20, "pty-send-queue-bytes",                                                             \
+       "live output queued for a PTY client beyond its replay; beyond: the client is cut off")                                     \
+    XX(pty_stdin_bytes, size_t, 1u << 20, "pty-stdin-bytes", "stdin queued for a PTY session's shell; beyond: STDIN_WRITE_FAILED") \
+    XX(proxy_timeout_ms, unsigned, 120000, "proxy-timeout-ms",                                                                     \
+       "/proxy: an upstream silent this long (connecting, answering, mid-body) gets 504 or is cut")                                \
+    XX(max_proxy_connections, unsigned, 256, "max-proxy-connections",                                                              \
+       "/proxy: requests and WebSockets relayed at once; beyond: 429 TOO_MANY_PROXY_CONNECTIONS")                                  \
+    XX(max_proxy_body_bytes, size_t, 1u << 30, "max-proxy-body-bytes", "largest request body relayed by /proxy")
 
 typedef struct st_gw_config_t {
     char *listen_host; /* "127.0.0.1", "::1", "0.0.0.0" ... */
@@ -53,6 +69,11 @@ typedef struct st_gw_config_t {
     char *shell;       /* stateless runs: `<shell> -c <code>` */
     /* files and editor routes: every path lives beneath it; NULL: the current directory at start */
     char *workspace_root;
+    int allow_hardlinks; /* files routes serve regular files with several hard links (one may live outside the root) */
+    /* kgate is a sandbox's execd (its container is the boundary): the files routes serve the whole
+     * filesystem unless --workspace-root says otherwise, and commands and sessions start in kgate's
+     * own working directory */
+    int as_execd;
 #define GW_XX_FIELD(field, type, def, opt, help) type field;
     GW_LIMITS_MAP(GW_XX_FIELD)
 #undef GW_XX_FIELD

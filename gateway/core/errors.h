@@ -4,7 +4,7 @@
 
 /*
  * XX(name, message): every error a gateway engine function returns besides -errno (file system
- * calls) and kmgr codes (kernels). The table starts at -300, below every errno and below wire's and
+ * calls) and kmgr codes (kernels). The codes count up from -299 (above GW__ERR_FIRST, -300), below every errno and below wire's and
  * kernelmgr's ranges (-100, -200), so that one int can carry any of them without ambiguity.
  * Front doors map these codes to their protocol's errors (execd: API.md section 0).
  */
@@ -18,10 +18,13 @@
     XX(NOINPUT, "no input is awaited")                                                                                             \
     XX(SPAWN, "cannot start the process")                                                                                          \
     XX(NOTFOUND, "no such object")                                                                                                 \
+    XX(WSCLOSED, "the WebSocket is closing")                                                                                       \
+    XX(WSFULL, "the WebSocket's peer is not reading: its send queue is full")                                                      \
     XX(WORKSPACE_EMPTY, "the path is empty")                                                                                       \
     XX(WORKSPACE_NUL, "the path contains a NUL byte")                                                                              \
     XX(WORKSPACE_TOOLONG, "the path is too long")                                                                                  \
     XX(WORKSPACE_OUTSIDE, "the path is outside the workspace root")                                                                \
+    XX(WORKSPACE_HARDLINK, "the file has more than one hard link (one may be outside the workspace root)")                         \
     XX(MULTIPART_NOBOUNDARY, "the Content-Type is not multipart/form-data with a boundary")                                        \
     XX(MULTIPART_MALFORMED, "the multipart body is malformed")                                                                     \
     XX(MULTIPART_TOOMANYPARTS, "the multipart body has too many parts")                                                            \
@@ -32,7 +35,12 @@
     XX(EDITOR_INVALIDRANGE, "Error: Invalid view_range.")                                                                          \
     XX(EDITOR_INVALIDLINE, "Error: Invalid insert_line.")                                                                          \
     XX(EDITOR_NOHISTORY, "Error: No edit history found for this file.")                                                            \
-    XX(EDITOR_TOOLARGE, "Error: The file would exceed the editor's size limit.")
+    XX(EDITOR_TOOLARGE, "Error: The file would exceed the editor's size limit.")                                                   \
+    XX(TOOMANYPTYS, "the maximum number of PTY sessions is alive")                                                                 \
+    XX(PTYBUSY, "another client is attached to the PTY session")                                                                   \
+    XX(NOTRUNNING, "the session's shell is not running")                                                                           \
+    XX(STDINFULL, "the shell's stdin queue is full")                                                                               \
+    XX(NOTTY, "the session has no terminal (pipe mode)")
 
 typedef enum {
     GW_OK = 0,

@@ -26,6 +26,17 @@ gw_event_t *gw_event_render(const json_t *event, uint64_t id, int compat_execd)
     return ev;
 }
 
+gw_event_t *gw_event_from_bytes(const void *data, size_t len)
+{
+    gw_event_t *ev = wire_malloc(offsetof(gw_event_t, frame) + len);
+
+    memset(ev, 0, offsetof(gw_event_t, frame));
+    ev->refcnt = 1;
+    memcpy(ev->frame, data, len);
+    ev->len = len;
+    return ev;
+}
+
 void gw_event_addref(gw_event_t *ev)
 {
     ++ev->refcnt;

@@ -26,6 +26,11 @@ typedef struct st_gw_event_t {
  * one line. Returns a new event with refcnt 1.
  */
 gw_event_t *gw_event_render(const json_t *event, uint64_t id, int compat_execd);
+/**
+ * Copies `len` bytes (a chunk of a relayed body, say) into an event with no SSE framing: the writer
+ * sends them as they are. Returns a new event with refcnt 1 and id 0.
+ */
+gw_event_t *gw_event_from_bytes(const void *data, size_t len);
 /** Takes a reference. */
 void gw_event_addref(gw_event_t *ev);
 /** Drops a reference; frees the event at zero. Accepts NULL. */

@@ -18,6 +18,9 @@ typedef struct st_gw_host_t {
     h2o_timeout_t yield_timeout; /* 1 ms: after the next poll for I/O */
     h2o_timeout_t ping_timeout;  /* config->ping_interval_ms: keep-alive events */
     int shutting_down;           /* set once by the server; features refuse new work afterwards */
+    /* "KGATE_INSTANCE=<token>" (kmgr_manager_instance_env), set by the server before any feature starts a
+     * process: every child gets it in its environment (gw_spawn_env), so that a leftover of a dead kgate is found */
+    const char *instance_env;
 } gw_host_t;
 
 /** Initialises the timeouts on `loop`; `config` is borrowed for the host's life. */

@@ -21,6 +21,8 @@ static const char *reason_phrase(int status)
     switch (status) {
     case 200:
         return "OK";
+    case 201:
+        return "Created";
     case 400:
         return "Bad Request";
     case 401:
@@ -41,8 +43,14 @@ static const char *reason_phrase(int status)
         return "Range Not Satisfiable";
     case 429:
         return "Too Many Requests";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
     case 503:
         return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
     default:
         return status < 500 ? "Error" : "Internal Server Error";
     }

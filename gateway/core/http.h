@@ -42,7 +42,13 @@
     XX(FILE_NOT_FOUND, 404)                                                                                                        \
     XX(FILE_EXISTS, 409)                                                                                                           \
     XX(FILE_TOO_LARGE, 413)                                                                                                        \
-    XX(RANGE_NOT_SATISFIABLE, 416)
+    XX(RANGE_NOT_SATISFIABLE, 416)                                                                                                 \
+    XX(NOT_SUPPORTED, 501)                                                                                                         \
+    XX(ALREADY_CONNECTED, 409)                                                                                                     \
+    XX(TOO_MANY_SESSIONS, 429)                                                                                                     \
+    XX(TOO_MANY_PROXY_CONNECTIONS, 429)                                                                                            \
+    XX(BAD_GATEWAY, 502)                                                                                                           \
+    XX(GATEWAY_TIMEOUT, 504)
 
 typedef enum {
 #define GW_XX_ENUM(name, status) GW_HTTP_##name,

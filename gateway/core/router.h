@@ -6,6 +6,10 @@
 #include <h2o.h>
 
 #define GW_ROUTE_MAX_PARAMS 2
+/** The last segment of a prefix route: `/proxy/{}` GW_ROUTE_REST matches `/proxy/8080` and `/proxy/8080/a/b`. */
+#define GW_ROUTE_REST "/{...}"
+/** The method of a route that takes every method. */
+#define GW_ROUTE_ANY_METHOD "*"
 
 /** Path parameters: views into the request path of the `{}` segments, in order. */
 typedef struct st_gw_route_params_t {
@@ -27,8 +31,10 @@ typedef void (*gw_route_handler_t)(gw_door_t *door, h2o_req_t *req, const gw_rou
 
 /**
  * One route. `pattern` is a path whose segments are literals or `{}` (exactly one non-empty
- * segment, no '/'). `is_public` routes need no access token. A request body larger than
- * `max_body_bytes` is refused (413) before the handler runs.
+ * segment, no '/'); a pattern may end in GW_ROUTE_REST, which matches the rest of the path: nothing,
+ * or '/' and anything after it, slashes included (its parameter is what follows that '/', maybe
+ * empty). `method` is exact, or "*" for any method. `is_public` routes need no access token. A
+ * request body larger than `max_body_bytes` is refused (413) before the handler runs.
  */
 typedef struct st_gw_route_t {
     const char *method;

@@ -1,4 +1,4 @@
-/* The SSE writer: pulls events from a source and writes them with one h2o_send in flight. */
+/* The stream writer (SSE and relayed bodies): pulls events from a source and writes them with one h2o_send in flight. */
 #include <string.h>
 #include <sys/socket.h>
 #include "core/http.h"
@@ -151,8 +151,7 @@ static void on_dispose(void *p)
     writer->last = NULL;
 }
 
-void gw_sse_stream_start(h2o_req_t *req, gw_event_source_t *source, size_t max_batch_bytes, const char *extra_name,
-                         const char *extra_value)
+void gw_stream_start(h2o_req_t *req, gw_event_source_t *source, size_t max_batch_bytes)
 {
     gw_sse_writer_t *writer = h2o_mem_alloc_shared(&req->pool, sizeof(*writer), on_dispose);
 
@@ -164,11 +163,16 @@ void gw_sse_stream_start(h2o_req_t *req, gw_event_source_t *source, size_t max_b
     writer->max_batch_bytes = max_batch_bytes;
     source->writer = writer;
     source->on_ready = on_source_ready;
+    h2o_start_response(req, &writer->super);
+    pump(writer);
+}
 
+void gw_sse_stream_start(h2o_req_t *req, gw_event_source_t *source, size_t max_batch_bytes, const char *extra_name,
+                         const char *extra_value)
+{
     gw_sse_prepare_response(req);
     if (extra_name != NULL)
         h2o_add_header_by_str(&req->pool, &req->res.headers, extra_name, strlen(extra_name), 0, NULL,
                               h2o_strdup(&req->pool, extra_value, SIZE_MAX).base, strlen(extra_value));
-    h2o_start_response(req, &writer->super);
-    pump(writer);
+    gw_stream_start(req, source, max_batch_bytes);
 }

@@ -1,4 +1,4 @@
-/* core/stream.h: the one way events leave over HTTP: a bounded SSE writer with one send in flight. */
+/* core/stream.h: the one way streamed bytes leave over HTTP: a bounded writer with one send in flight (SSE and relayed bodies). */
 #ifndef GW_STREAM_H
 #define GW_STREAM_H
 
@@ -42,6 +42,17 @@ static inline void gw_event_source_notify(gw_event_source_t *source)
  * that knows them; the caller then starts the response its own way.
  */
 void gw_sse_prepare_response(h2o_req_t *req);
+
+/**
+ * Streams `source` as the body of `req`, whose head (status, headers, content_length) the caller
+ * has set: each event's bytes as they are, in batches of at most `max_batch_bytes` with one h2o_send
+ * in flight. The response ends after the source's last event. A source that reports `lost` ends
+ * the response abnormally (h2o closes the connection: a truncated body is never passed off as
+ * whole); when a send is then still in flight (the reader stopped reading) its socket is shut
+ * down. The writer lives in `req`'s pool and closes the source exactly once. `source` must stay
+ * valid until its close. The one writer under every streamed response: SSE, relayed bodies.
+ */
+void gw_stream_start(h2o_req_t *req, gw_event_source_t *source, size_t max_batch_bytes);
 
 /**
  * Streams `source` as the SSE response to `req` (headers of gw_sse_prepare_response plus

@@ -85,7 +85,7 @@ static int parse_options(gw_execd_t *execd, h2o_req_t *req, json_t *body, gw_ker
 {
     const gw_config_t *config = execd->host->config;
     json_t *jcode = json_object_get(body, "code");
-    uint64_t timeout, output_limit, result_limit;
+    uint64_t timeout, output_limit, result_limit, stdin_timeout;
 
     if (!json_is_string(jcode) || json_string_length(jcode) == 0) {
         gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "code must be a non-empty string");
@@ -98,10 +98,12 @@ static int parse_options(gw_execd_t *execd, h2o_req_t *req, json_t *body, gw_ker
     if (optional_bound(req, body, "timeout", config->default_timeout_ms, config->max_timeout_ms, &timeout) != 0 ||
         optional_bound(req, body, "output_limit", config->output_limit_bytes, config->max_output_limit_bytes, &output_limit) != 0 ||
         optional_bound(req, body, "result_limit", config->result_limit_bytes, config->max_result_limit_bytes, &result_limit) != 0 ||
+        optional_bound(req, body, "stdin_timeout", config->stdin_timeout_ms, config->max_timeout_ms, &stdin_timeout) != 0 ||
         optional_bool(req, body, "stdin", &opts->allow_stdin) != 0 || optional_bool(req, body, "stateless", stateless) != 0)
         return -1;
     opts->code = json_string_value(jcode);
     opts->timeout_ms = (unsigned)timeout;
+    opts->stdin_timeout_ms = (unsigned)stdin_timeout;
     opts->limits.output_bytes = (size_t)output_limit;
     opts->limits.result_bytes = (size_t)result_limit;
     return 0;

@@ -91,8 +91,8 @@ static int parse_command(gw_execd_t *execd, h2o_req_t *req, json_t *body, gw_com
         gid = getpwuid_r((uid_t)uid, &pw, buf, sizeof(buf), &found) == 0 && found != NULL ? (long long)pw.pw_gid : uid;
     }
     opts->command = json_string_value(command);
-    /* execd runs commands in the sandbox's workspace: kgate's --workspace-root when set, else its own cwd */
-    opts->cwd = json_is_string(cwd) ? json_string_value(cwd) : config->workspace_root;
+    /* commands start in the workspace (--workspace-root, else kgate's cwd); as a sandbox's execd, in kgate's cwd */
+    opts->cwd = json_is_string(cwd) ? json_string_value(cwd) : config->as_execd ? NULL : config->workspace_root;
     opts->envs = json_is_object(envs) ? envs : NULL;
     opts->uid = (long)uid;
     opts->gid = (long)gid;

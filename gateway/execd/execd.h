@@ -10,6 +10,7 @@
 #include "files/files.h"
 #include "metrics/metrics.h"
 #include "procs/command.h"
+#include "procs/pty.h"
 #include "procs/shell.h"
 #include "runs/run.h"
 
@@ -27,20 +28,28 @@ typedef struct st_gw_execd_t {
     gw_commands_t *commands;
     gw_files_t *files;
     gw_metrics_t *metrics;
+    gw_ptys_t *ptys;
     h2o_linklist_t metrics_watches; /* GET /metrics/watch responses */
+    h2o_linklist_t pty_clients;     /* WebSockets of /pty/{id}/ws, open or closing */
 } gw_execd_t;
 
 /** Initialises the door over the given engine features (all borrowed for the door's life). */
 void gw_execd_init(gw_execd_t *execd, gw_host_t *host, gw_runs_t *runs, gw_languages_t *languages, gw_contexts_t *contexts,
-                   gw_shells_t *shells, gw_commands_t *commands, gw_files_t *files, gw_metrics_t *metrics);
+                   gw_shells_t *shells, gw_commands_t *commands, gw_files_t *files, gw_metrics_t *metrics, gw_ptys_t *ptys);
 /** Appends the door's routes to `table` (body limits from the configuration). */
 void gw_execd_add_routes(gw_execd_t *execd, gw_route_table_t *table);
 /** Writes due lines of /metrics/watch streams (server tick). */
 void gw_execd_tick(gw_execd_t *execd);
-/** Ends the door's own streams (server shutdown); runs end with the engine. */
+/**
+ * Ends the door's own streams and WebSockets (server shutdown; PTY clients are detached, so call
+ * it before gw_ptys_kill_all); runs end with the engine.
+ */
 void gw_execd_shutdown(gw_execd_t *execd);
-/** True once every stream of the door's own has been disposed (after gw_execd_shutdown). */
+/** True once every stream and WebSocket of the door's own has been disposed (after gw_execd_shutdown). */
 int gw_execd_is_drained(gw_execd_t *execd);
+/* gw_execd_shutdown's parts, by file. */
+void gw_execd_metrics_shutdown(gw_execd_t *execd);
+void gw_execd_pty_shutdown(gw_execd_t *execd);
 
 /* Route handlers, grouped by file. */
 #define GW_EXECD_HANDLER(name) void gw_execd_##name(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *params)
@@ -79,6 +88,10 @@ GW_EXECD_HANDLER(session_run);
 GW_EXECD_HANDLER(session_delete);
 GW_EXECD_HANDLER(metrics);
 GW_EXECD_HANDLER(metrics_watch);
+GW_EXECD_HANDLER(pty_create);
+GW_EXECD_HANDLER(pty_get);
+GW_EXECD_HANDLER(pty_delete);
+GW_EXECD_HANDLER(pty_ws);
 
 /** The door's state from a handler's `door` argument. */
 static inline gw_execd_t *gw_execd_from(gw_door_t *door)

@@ -80,43 +80,64 @@ static long required_paths(gw_execd_t *execd, h2o_req_t *req, query_value_t *val
     return n;
 }
 
-/* ---- DELETE /files ---------------------------------------------------------------------------- */
+/* ---- DELETE /files and DELETE /directories ----------------------------------------------------- */
 
-GW_EXECD_HANDLER(files_delete)
+/*
+ * DELETE /files and DELETE /directories: every path is resolved and checked first (the root is
+ * never removed), then each is removed: a file or link (not a directory) for /files, a whole tree
+ * for /directories, where a missing one counts as removed (execd's os.RemoveAll).
+ */
+static void delete_paths(gw_execd_t *execd, h2o_req_t *req, int trees)
 {
-    gw_execd_t *execd = gw_execd_from(door);
     query_value_t values[MAX_QUERY_VALUES];
     gw_workspace_path_t *p = h2o_mem_alloc_pool(&req->pool, sizeof(*p));
     long n = required_paths(execd, req, values, p), i;
-    (void)params;
 
     if (n < 0)
         return;
     for (i = 0; i != n; ++i) {
+        gw_files_resolve(execd, req, "path", values[i].s, values[i].len, p);
+        if (p->rel[0] != '\0')
+            continue;
+        if (trees)
+            gw_send_error(req, GW_HTTP_PATH_OUTSIDE_WORKSPACE, "%.300s is the workspace root itself, which is never removed",
+                          values[i].s);
+        else
+            gw_send_error(req, GW_HTTP_IS_A_DIRECTORY, "%.300s is the workspace root; DELETE /directories removes directories",
+                          values[i].s);
+        return;
+    }
+    for (i = 0; i != n; ++i) {
         struct stat st;
         int dir_fd, ret;
         gw_files_resolve(execd, req, "path", values[i].s, values[i].len, p);
-        if (p->rel[0] == '\0') {
-            gw_send_error(req, GW_HTTP_IS_A_DIRECTORY, "%.300s is the workspace root; DELETE /directories removes directories",
-                          values[i].s);
-            return;
-        }
         if ((ret = gw_workspace_open_parent(&execd->files->ws, p, &dir_fd)) == 0) {
             if (fstatat(dir_fd, p->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
                 ret = -errno;
+            else if (trees)
+                ret = S_ISDIR(st.st_mode) ? gw_workspace_remove_tree(dir_fd, p->name, GW_FILES_MAX_DEPTH) : -ENOTDIR;
             else if (S_ISDIR(st.st_mode))
                 ret = -EISDIR;
             else if (unlinkat(dir_fd, p->name, 0) != 0)
                 ret = -errno;
             close(dir_fd);
         }
-        if (ret != 0) {
-            gw_files_respond_errno(req, ret, ret == -EISDIR ? "DELETE /files removes files only (DELETE /directories): " : "",
+        if (ret != 0 && !(trees && ret == -ENOENT)) {
+            gw_files_respond_errno(req, ret,
+                                   trees            ? "removing "
+                                   : ret == -EISDIR ? "DELETE /files removes files only (DELETE /directories): "
+                                                    : "",
                                    values[i].s);
             return;
         }
     }
     gw_send_empty(req);
+}
+
+GW_EXECD_HANDLER(files_delete)
+{
+    (void)params;
+    delete_paths(gw_execd_from(door), req, 0);
 }
 
 /* ---- POST /files/permissions ------------------------------------------------------------------ */
@@ -181,15 +202,21 @@ Exit:
     json_decref(body);
 }
 
-static int apply_to_existing(gw_execd_t *execd, const gw_workspace_path_t *where, int has_mode, mode_t mode, uid_t uid, gid_t gid)
+/* Mode and owner of what `where` names (opened with `flags` beneath the root). 0 or -errno. */
+static int apply_at(gw_execd_t *execd, const gw_workspace_path_t *where, int flags, int has_mode, mode_t mode, uid_t uid, gid_t gid)
 {
     int fd, ret;
 
-    if ((ret = gw_workspace_open(&execd->files->ws, where->rel, O_PATH, 0, &fd)) == 0) {
+    if ((ret = gw_workspace_open(&execd->files->ws, where->rel, O_PATH | flags, 0, &fd)) == 0) {
         ret = gw_files_apply_permission(fd, has_mode, mode, uid, gid);
         close(fd);
     }
     return ret;
+}
+
+static int apply_to_existing(gw_execd_t *execd, const gw_workspace_path_t *where, int has_mode, mode_t mode, uid_t uid, gid_t gid)
+{
+    return apply_at(execd, where, 0, has_mode, mode, uid, gid);
 }
 
 GW_EXECD_HANDLER(files_permissions)
@@ -210,6 +237,19 @@ static int mv_fields(json_t *item, json_t **src, json_t **dest)
     if (*dest == NULL)
         *dest = json_object_get(item, "destination");
     return json_is_string(*src) && json_is_string(*dest) ? 0 : -1;
+}
+
+/* mkdir -p of the directory holding `p` (nothing for a name at the root). 0 or -errno. */
+static int make_parents(gw_execd_t *execd, const gw_workspace_path_t *p)
+{
+    const char *slash = strrchr(p->rel, '/');
+    char parent[GW_WORKSPACE_PATH_MAX + 1];
+
+    if (slash == NULL)
+        return 0;
+    memcpy(parent, p->rel, (size_t)(slash - p->rel));
+    parent[slash - p->rel] = '\0';
+    return gw_workspace_mkdirs(&execd->files->ws, parent, 0755);
 }
 
 GW_EXECD_HANDLER(files_mv)
@@ -256,15 +296,26 @@ GW_EXECD_HANDLER(files_mv)
         mv_fields(item, &src, &dest);
         gw_files_resolve(execd, req, "src", json_string_value(src), json_string_length(src), ps);
         gw_files_resolve(execd, req, "dest", json_string_value(dest), json_string_length(dest), pd);
+        const char *failed = json_string_value(src);
+        struct stat st;
         if ((ret = gw_workspace_open_parent(&execd->files->ws, ps, &sfd)) == 0 &&
-            (ret = gw_workspace_open_parent(&execd->files->ws, pd, &dfd)) == 0 && renameat(sfd, ps->name, dfd, pd->name) != 0)
+            fstatat(sfd, ps->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
             ret = -errno;
+        if (ret == 0) {
+            /* execd creates the destination's missing parents (0755) and never replaces an existing dest */
+            failed = json_string_value(dest);
+            if ((ret = make_parents(execd, pd)) == 0 && (ret = gw_workspace_open_parent(&execd->files->ws, pd, &dfd)) == 0 &&
+                renameat2(sfd, ps->name, dfd, pd->name, RENAME_NOREPLACE) != 0)
+                ret = -errno;
+            if (ret == -ENOENT && fstatat(sfd, ps->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+                failed = json_string_value(src); /* the source went away meanwhile */
+        }
         if (sfd != -1)
             close(sfd);
         if (dfd != -1)
             close(dfd);
         if (ret != 0) {
-            gw_files_respond_errno(req, ret, "moving ", json_string_value(src));
+            gw_files_respond_errno(req, ret, failed == json_string_value(src) ? "moving " : "moving to ", failed);
             goto Exit;
         }
     }
@@ -373,16 +424,11 @@ Exit:
 
 static int make_directory(gw_execd_t *execd, const gw_workspace_path_t *where, int has_mode, mode_t mode, uid_t uid, gid_t gid)
 {
-    int fd, ret;
+    int ret = gw_workspace_mkdirs(&execd->files->ws, where->rel, 0755);
     (void)has_mode;
 
-    if ((ret = gw_workspace_mkdirs(&execd->files->ws, where->rel, 0755)) == 0 &&
-        (ret = gw_workspace_open(&execd->files->ws, where->rel, O_PATH | O_DIRECTORY, 0, &fd)) == 0) {
-        /* mkdir's mode passes through the umask; the requested mode is applied exactly */
-        ret = gw_files_apply_permission(fd, 1, mode, uid, gid);
-        close(fd);
-    }
-    return ret;
+    /* mkdir's mode passes through the umask; the requested mode is applied exactly */
+    return ret != 0 ? ret : apply_at(execd, where, O_DIRECTORY, 1, mode, uid, gid);
 }
 
 GW_EXECD_HANDLER(directories_create)
@@ -394,40 +440,6 @@ GW_EXECD_HANDLER(directories_create)
 
 GW_EXECD_HANDLER(directories_delete)
 {
-    gw_execd_t *execd = gw_execd_from(door);
-    query_value_t values[MAX_QUERY_VALUES];
-    gw_workspace_path_t *p = h2o_mem_alloc_pool(&req->pool, sizeof(*p));
-    long n = required_paths(execd, req, values, p), i;
     (void)params;
-
-    if (n < 0)
-        return;
-    for (i = 0; i != n; ++i) {
-        gw_files_resolve(execd, req, "path", values[i].s, values[i].len, p);
-        if (p->rel[0] == '\0') {
-            gw_send_error(req, GW_HTTP_PATH_OUTSIDE_WORKSPACE, "%.300s is the workspace root itself, which is never removed",
-                          values[i].s);
-            return;
-        }
-    }
-    for (i = 0; i != n; ++i) {
-        struct stat st;
-        int dir_fd, ret;
-        gw_files_resolve(execd, req, "path", values[i].s, values[i].len, p);
-        if ((ret = gw_workspace_open_parent(&execd->files->ws, p, &dir_fd)) == 0) {
-            if (fstatat(dir_fd, p->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-                ret = -errno;
-            else if (!S_ISDIR(st.st_mode))
-                ret = -ENOTDIR;
-            else
-                ret = gw_workspace_remove_tree(dir_fd, p->name, GW_FILES_MAX_DEPTH);
-            close(dir_fd);
-        }
-        /* execd (os.RemoveAll) treats a missing directory as removed */
-        if (ret != 0 && ret != -ENOENT) {
-            gw_files_respond_errno(req, ret, "removing ", values[i].s);
-            return;
-        }
-    }
-    gw_send_empty(req);
+    delete_paths(gw_execd_from(door), req, 1);
 }

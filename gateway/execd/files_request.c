@@ -45,6 +45,12 @@ void gw_files_respond_errno(h2o_req_t *req, int err, const char *prefix, const c
     gw_http_error_t code;
     const char *why = strerror(-err);
 
+    if (err == GW_EWORKSPACE_HARDLINK) {
+        gw_send_error(req, GW_HTTP_PATH_OUTSIDE_WORKSPACE, "%s%.300s: %s; kgate serves such files only with --allow-hardlinks",
+                      prefix, path, gw_strerror(err));
+        return;
+    }
+
     switch (-err) {
     case EXDEV:
         code = GW_HTTP_PATH_OUTSIDE_WORKSPACE;

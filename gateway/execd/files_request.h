@@ -15,7 +15,7 @@
 #define MAX_ITEMS 1024
 /* Bytes read and sent per step of a download, and written per step of an upload. */
 #define DOWNLOAD_CHUNK (256u << 10)
-#define UPLOAD_CHUNK (8u << 20)
+#define UPLOAD_CHUNK (4u << 20)
 
 typedef gw_query_value_t query_value_t;
 

@@ -38,45 +38,134 @@ static void on_parse_progress(void *ctx, size_t upto)
     gw_body_pages_release(pages, req->entity.base, req->entity.base + upto);
 }
 
-/* Writes one file part to its destination through a temporary file, releasing body pages as it goes. */
-static int upload_one(gw_execd_t *execd, h2o_req_t *req, const gw_body_pages_t *pages, const upload_meta_t *meta,
-                      const gw_multipart_part_t *part)
-{
-    const gw_workspace_t *ws = &execd->files->ws;
-    const char *data = req->entity.base + part->data_off;
-    char tmp_name[300], parent[GW_WORKSPACE_PATH_MAX + 1];
-    size_t done = 0, plen = (size_t)(meta->path.name - meta->path.rel);
-    int dir_fd, fd, ret;
+/*
+ * The copy of the parts to their files, a chunk (UPLOAD_CHUNK) per loop iteration: a 1 GiB upload
+ * would otherwise hold the loop for seconds, and every other stream with it. Lives in the
+ * request's pool; its dispose hook (the request answered, or the client gone) releases what the
+ * copy holds and removes a half-written temporary file.
+ */
+typedef struct st_upload_job_t {
+    gw_execd_t *execd;
+    h2o_req_t *req;
+    gw_multipart_part_t *parts; /* owned */
+    size_t num_parts;
+    upload_meta_t *metas; /* owned; the i-th describes the i-th file part */
+    gw_body_pages_t pages;
+    size_t next_part;                /* the next part to look at */
+    size_t num_done;                 /* file parts written */
+    const gw_multipart_part_t *part; /* being written; NULL between files */
+    size_t written;
+    int dir_fd, fd;
+    char tmp_name[300];
+    h2o_timeout_entry_t step;
+    unsigned answered : 1;
+} upload_job_t;
 
+/* Drops the file being written (its temporary name), if any. */
+static void abandon_file(upload_job_t *job)
+{
+    if (job->fd != -1)
+        close(job->fd);
+    if (job->dir_fd != -1) {
+        unlinkat(job->dir_fd, job->tmp_name, 0);
+        close(job->dir_fd);
+    }
+    job->fd = job->dir_fd = -1;
+    job->part = NULL;
+}
+
+static void on_job_dispose(void *p)
+{
+    upload_job_t *job = p;
+
+    if (h2o_timeout_is_linked(&job->step))
+        h2o_timeout_unlink(&job->step);
+    abandon_file(job);
+    free(job->metas);
+    free(job->parts);
+}
+
+/* Opens the temporary file of the next file part; 0, 1 when none is left, or -errno. */
+static int begin_file(upload_job_t *job)
+{
+    const gw_workspace_t *ws = &job->execd->files->ws;
+    const upload_meta_t *meta;
+    char parent[GW_WORKSPACE_PATH_MAX + 1];
+    size_t plen;
+    int ret;
+
+    while (job->next_part != job->num_parts && strcmp(job->parts[job->next_part].name, "file") != 0)
+        ++job->next_part;
+    if (job->next_part == job->num_parts)
+        return 1;
+    job->part = &job->parts[job->next_part++];
+    job->written = 0;
+    meta = &job->metas[job->num_done];
     /* execd creates the missing parent directories (MkdirAll) */
+    plen = (size_t)(meta->path.name - meta->path.rel);
     plen = plen > 0 ? plen - 1 : 0;
     memcpy(parent, meta->path.rel, plen);
     parent[plen] = '\0';
     if (plen != 0 && (ret = gw_workspace_mkdirs(ws, parent, 0755)) != 0)
         return ret;
-    if ((ret = gw_workspace_open_parent(ws, &meta->path, &dir_fd)) != 0)
+    if ((ret = gw_workspace_open_parent(ws, &meta->path, &job->dir_fd)) != 0)
         return ret;
-    if ((ret = gw_files_create_temp(dir_fd, meta->path.name, tmp_name, sizeof(tmp_name), 0600, &fd)) != 0) {
-        close(dir_fd);
-        return ret;
-    }
-    while (ret == 0 && done < part->data_len) {
-        size_t n = part->data_len - done < UPLOAD_CHUNK ? part->data_len - done : UPLOAD_CHUNK;
-        ret = gw_files_write_all(fd, data + done, n);
-        gw_body_pages_release(pages, req->entity.base, data + done + n);
-        done += n;
-    }
-    if (ret == 0 && fchmod(fd, meta->mode) != 0)
+    return gw_files_create_temp(job->dir_fd, meta->path.name, job->tmp_name, sizeof(job->tmp_name), 0600, &job->fd);
+}
+
+/* Mode, owner, then the rename over the destination; 0 or -errno. */
+static int finish_file(upload_job_t *job)
+{
+    const upload_meta_t *meta = &job->metas[job->num_done];
+    int ret = 0;
+
+    if (fchmod(job->fd, meta->mode) != 0)
         ret = -errno;
-    if (ret == 0 && (meta->uid != (uid_t)-1 || meta->gid != (gid_t)-1) && fchown(fd, meta->uid, meta->gid) != 0)
+    if (ret == 0 && (meta->uid != (uid_t)-1 || meta->gid != (gid_t)-1) && fchown(job->fd, meta->uid, meta->gid) != 0)
         ret = -errno;
-    close(fd);
-    if (ret == 0 && renameat(dir_fd, tmp_name, dir_fd, meta->path.name) != 0)
+    close(job->fd);
+    job->fd = -1;
+    if (ret == 0 && renameat(job->dir_fd, job->tmp_name, job->dir_fd, meta->path.name) != 0)
         ret = -errno;
     if (ret != 0)
-        unlinkat(dir_fd, tmp_name, 0);
-    close(dir_fd);
-    return ret;
+        return ret; /* abandon_file removes the temporary file */
+    close(job->dir_fd);
+    job->dir_fd = -1;
+    job->part = NULL;
+    ++job->num_done;
+    return 0;
+}
+
+static void on_step(h2o_timeout_entry_t *entry)
+{
+    upload_job_t *job = H2O_STRUCT_FROM_MEMBER(upload_job_t, step, entry);
+    h2o_req_t *req = job->req;
+    int ret = 0;
+
+    if (job->part == NULL && (ret = begin_file(job)) == 1) {
+        job->answered = 1;
+        gw_send_empty(req);
+        return;
+    }
+    if (ret == 0) {
+        const char *data = req->entity.base + job->part->data_off + job->written;
+        size_t n = job->part->data_len - job->written < UPLOAD_CHUNK ? job->part->data_len - job->written : UPLOAD_CHUNK;
+        if ((ret = gw_files_write_all(job->fd, data, n)) == 0) {
+            gw_body_pages_release(&job->pages, req->entity.base, data + n);
+            job->written += n;
+            if (job->written == job->part->data_len)
+                ret = finish_file(job);
+        }
+    }
+    if (ret != 0) {
+        const char *path = job->metas[job->num_done].path.abs;
+        abandon_file(job);
+        job->answered = 1;
+        gw_files_respond_errno(req, ret, "uploading to ", path);
+        return;
+    }
+    /* after the next poll for I/O: other streams are served between chunks */
+    h2o_timeout_link(job->execd->host->loop, &job->execd->host->yield_timeout, &job->step);
 }
 
 GW_EXECD_HANDLER(files_upload)
@@ -161,17 +250,19 @@ GW_EXECD_HANDLER(files_upload)
         ++num_meta;
     }
     /* the i-th metadata part describes the i-th file part (execd pairs them the same way) */
-    num_files = 0;
-    for (i = 0; i != num_parts; ++i) {
-        if (strcmp(parts[i].name, "file") != 0)
-            continue;
-        if ((ret = upload_one(execd, req, &pages, &metas[num_files], &parts[i])) != 0) {
-            gw_files_respond_errno(req, ret, "uploading to ", metas[num_files].path.abs);
-            goto Exit;
-        }
-        ++num_files;
-    }
-    gw_send_empty(req);
+    upload_job_t *job = h2o_mem_alloc_shared(&req->pool, sizeof(*job), on_job_dispose);
+    memset(job, 0, sizeof(*job));
+    job->execd = execd;
+    job->req = req;
+    job->parts = parts;
+    job->num_parts = num_parts;
+    job->metas = metas;
+    job->pages = pages;
+    job->dir_fd = job->fd = -1;
+    job->step.cb = on_step;
+    parts = NULL;
+    metas = NULL;
+    on_step(&job->step);
 Exit:
     free(metas);
     free(parts);

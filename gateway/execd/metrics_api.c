@@ -135,7 +135,7 @@ void gw_execd_tick(gw_execd_t *execd)
     }
 }
 
-void gw_execd_shutdown(gw_execd_t *execd)
+void gw_execd_metrics_shutdown(gw_execd_t *execd)
 {
     h2o_linklist_t *node;
 
@@ -149,9 +149,4 @@ void gw_execd_shutdown(gw_execd_t *execd)
         if (!watch->sending)
             watch_end(watch);
     }
-}
-
-int gw_execd_is_drained(gw_execd_t *execd)
-{
-    return h2o_linklist_is_empty(&execd->metrics_watches);
 }

@@ -6,7 +6,7 @@
 #include "execd/execd.h"
 
 void gw_execd_init(gw_execd_t *execd, gw_host_t *host, gw_runs_t *runs, gw_languages_t *languages, gw_contexts_t *contexts,
-                   gw_shells_t *shells, gw_commands_t *commands, gw_files_t *files, gw_metrics_t *metrics)
+                   gw_shells_t *shells, gw_commands_t *commands, gw_files_t *files, gw_metrics_t *metrics, gw_ptys_t *ptys)
 {
     memset(execd, 0, sizeof(*execd));
     execd->super.name = "execd";
@@ -18,7 +18,20 @@ void gw_execd_init(gw_execd_t *execd, gw_host_t *host, gw_runs_t *runs, gw_langu
     execd->commands = commands;
     execd->files = files;
     execd->metrics = metrics;
+    execd->ptys = ptys;
     h2o_linklist_init_anchor(&execd->metrics_watches);
+    h2o_linklist_init_anchor(&execd->pty_clients);
+}
+
+void gw_execd_shutdown(gw_execd_t *execd)
+{
+    gw_execd_metrics_shutdown(execd);
+    gw_execd_pty_shutdown(execd);
+}
+
+int gw_execd_is_drained(gw_execd_t *execd)
+{
+    return h2o_linklist_is_empty(&execd->metrics_watches) && h2o_linklist_is_empty(&execd->pty_clients);
 }
 
 void gw_execd_add_routes(gw_execd_t *execd, gw_route_table_t *table)
@@ -65,6 +78,10 @@ void gw_execd_add_routes(gw_execd_t *execd, gw_route_table_t *table)
         {"DELETE", "/session/{}", gw_execd_session_delete, 0},
         {"GET", "/metrics", gw_execd_metrics, 0},
         {"GET", "/metrics/watch", gw_execd_metrics_watch, 0},
+        {"POST", "/pty", gw_execd_pty_create, 0},
+        {"GET", "/pty/{}", gw_execd_pty_get, 0},
+        {"DELETE", "/pty/{}", gw_execd_pty_delete, 0},
+        {"GET", "/pty/{}/ws", gw_execd_pty_ws, 0},
     };
 
     for (size_t i = 0; i != sizeof(rows) / sizeof(rows[0]); ++i) {

@@ -38,7 +38,9 @@ GW_EXECD_HANDLER(session_create)
     }
     /* answered at once: runs submitted before the kernel is ready wait for it */
     opts.spec = spec;
-    opts.cwd = json_is_string(cwd) ? json_string_value(cwd) : execd->host->config->workspace_root;
+    opts.cwd = json_is_string(cwd)             ? json_string_value(cwd)
+               : execd->host->config->as_execd ? NULL
+                                               : execd->host->config->workspace_root;
     opts.env = json_is_object(env) ? env : NULL;
     if (gw_execd_create_context(execd, req, &opts, &ctx) != 0)
         goto Exit;

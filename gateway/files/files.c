@@ -39,6 +39,7 @@ int gw_files_init(gw_files_t *files, gw_host_t *host)
         fprintf(stderr, "kgate: --workspace-root %s: %s\n", root, strerror(-ret));
         return ret;
     }
+    files->ws.allow_hardlinks = config->allow_hardlinks;
     files->history = gw_editor_history_create(config->max_undo_depth, config->max_undo_bytes);
     if ((ret = gw_body_buffers_init(getenv("TMPDIR"), config->body_mmap_threshold)) != 0)
         fprintf(stderr, "kgate: cannot create a directory for large request bodies (%s); they stay in memory\n", strerror(-ret));

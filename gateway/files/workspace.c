@@ -145,7 +145,7 @@ static int open_nofollow_walk(int root_fd, const char *rel, int flags, mode_t mo
     }
 }
 
-int gw_workspace_open(const gw_workspace_t *ws, const char *rel, int flags, mode_t mode, int *fd)
+static int open_beneath(const gw_workspace_t *ws, const char *rel, int flags, mode_t mode, int *fd)
 {
     struct open_how how;
     long ret;
@@ -169,6 +169,27 @@ int gw_workspace_open(const gw_workspace_t *ws, const char *rel, int flags, mode
     if (ret == -1)
         return -errno;
     *fd = (int)ret;
+    return 0;
+}
+
+int gw_workspace_open(const gw_workspace_t *ws, const char *rel, int flags, mode_t mode, int *fd)
+{
+    struct stat st;
+    int ret;
+
+    if ((ret = open_beneath(ws, rel, flags, mode, fd)) != 0 || ws->allow_hardlinks)
+        return ret;
+    /* a second name of a file outside the root is still the outside file: confinement by path
+     * cannot see it, so a regular file with several names is not served (--allow-hardlinks) */
+    if (fstat(*fd, &st) != 0) {
+        ret = -errno;
+        close(*fd);
+        return ret;
+    }
+    if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+        close(*fd);
+        return GW_EWORKSPACE_HARDLINK;
+    }
     return 0;
 }
 

@@ -34,6 +34,7 @@ int gw_workspace_resolve_lexical(const char *root, const char *path, size_t len,
 typedef struct st_gw_workspace_t {
     char *root; /* canonical (realpath) */
     int root_fd;
+    int allow_hardlinks; /* serve regular files that have more than one name (see gw_workspace_open) */
 } gw_workspace_t;
 
 /** Opens `dir` (must be an existing directory) as the root. 0, or -errno. */
@@ -50,7 +51,12 @@ int gw_workspace_resolve(const gw_workspace_t *ws, const char *path, size_t len,
  * component of the *_at operations is never followed.
  */
 
-/** openat2(root, rel, flags | O_CLOEXEC, mode) with RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS. */
+/**
+ * openat2(root, rel, flags | O_CLOEXEC, mode) with RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS. Unless
+ * ws->allow_hardlinks, a regular file with more than one hard link is refused with
+ * GW_EWORKSPACE_HARDLINK (nothing stays open): any code running in a context can link a file from
+ * outside the root into it, and the path says nothing of where the inode lives.
+ */
 int gw_workspace_open(const gw_workspace_t *ws, const char *rel, int flags, mode_t mode, int *fd);
 
 /**

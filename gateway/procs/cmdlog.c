@@ -57,22 +57,16 @@ static void write_at(int fd, const char *bytes, size_t len, size_t off)
 
 void gw_cmdlog_append(gw_cmdlog_t *log, const char *bytes, size_t len)
 {
-    size_t pos, first;
+    gw_cmdlog_span_t span;
 
     if (log->cap == 0 || log->fd == -1) {
         log->total += len;
         return;
     }
-    if (len > log->cap) {
-        /* only the newest `cap` bytes can survive this append */
-        log->total += len - log->cap;
-        bytes += len - log->cap;
-        len = log->cap;
-    }
-    pos = (size_t)(log->total % log->cap);
-    first = log->cap - pos < len ? log->cap - pos : len;
-    write_at(log->fd, bytes, first, pos);
-    write_at(log->fd, bytes + first, len - first, 0);
+    /* where the appended bytes will be read from is where they go (the oldest of them skipped past `cap`) */
+    gw_cmdlog_plan(log->total + len, log->cap, log->total, len, &span);
+    write_at(log->fd, bytes + span.skipped, span.seg_len[0], span.file_off[0]);
+    write_at(log->fd, bytes + span.skipped + span.seg_len[0], span.seg_len[1], 0);
     log->total += len;
 }
 

@@ -12,6 +12,7 @@
 static void command_free(gw_command_t *cmd)
 {
     h2o_linklist_unlink(&cmd->link);
+    gw_idmap_remove(&cmd->commands->by_id, &cmd->by_id);
     --cmd->commands->count;
     gw_cmdlog_dispose(&cmd->log);
     free(cmd->command);
@@ -51,6 +52,7 @@ static void on_shell_exit(gw_shell_t *shell)
     cmd->timed_out = shell->timed_out;
     cmd->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     cmd->finished_at_ms = gw_unix_ms();
+    cmd->finished_mono_ms = gw_now_ms();
 }
 
 static const gw_shell_hooks_t command_hooks = {on_shell_output, on_shell_exit};
@@ -96,6 +98,7 @@ int gw_command_start(gw_commands_t *commands, const gw_command_options_t *opts, 
     snprintf(path, sizeof(path), "%s/command-%s.log", commands->log_dir, cmd->id);
     gw_cmdlog_open(&cmd->log, path, config->max_command_log_bytes); /* without a file the log only counts bytes */
     h2o_linklist_insert(&commands->list, &cmd->link);
+    gw_idmap_insert(&commands->by_id, &cmd->by_id, cmd->id);
     ++commands->count;
     if (!cmd->background) {
         *run = gw_run_create(commands->runs, NULL, cmd->id, &opts->limits);
@@ -107,13 +110,8 @@ int gw_command_start(gw_commands_t *commands, const gw_command_options_t *opts, 
 
 gw_command_t *gw_command_find(gw_commands_t *commands, const char *id)
 {
-    h2o_linklist_t *node;
-    for (node = commands->list.next; node != &commands->list; node = node->next) {
-        gw_command_t *cmd = H2O_STRUCT_FROM_MEMBER(gw_command_t, link, node);
-        if (strcmp(cmd->id, id) == 0)
-            return cmd;
-    }
-    return NULL;
+    gw_idmap_entry_t *e = gw_idmap_find(&commands->by_id, id);
+    return e != NULL ? H2O_STRUCT_FROM_MEMBER(gw_command_t, by_id, e) : NULL;
 }
 
 void gw_command_terminate(gw_command_t *cmd)
@@ -122,7 +120,7 @@ void gw_command_terminate(gw_command_t *cmd)
         return;
     gw_shell_signal(cmd->shell, SIGTERM);
     if (cmd->kill_at_ms == 0)
-        cmd->kill_at_ms = gw_unix_ms() + cmd->commands->host->config->command_kill_grace_ms;
+        cmd->kill_at_ms = gw_now_ms() + cmd->commands->host->config->command_kill_grace_ms;
 }
 
 static json_t *rfc3339(int64_t ms)
@@ -148,6 +146,7 @@ json_t *gw_command_to_json(const gw_command_t *cmd)
     if (cmd->running) {
         json_object_set_new(obj, "exit_code", json_null());
         json_object_set_new(obj, "finished_at", json_null());
+        json_object_set_new(obj, "error", json_null());
         return obj;
     }
     json_object_set_new(obj, "exit_code", json_integer(cmd->exit_code));
@@ -156,6 +155,8 @@ json_t *gw_command_to_json(const gw_command_t *cmd)
         json_object_set_new(obj, "error", json_string("the command exceeded its timeout and was killed"));
     else if (cmd->exit_code != 0)
         json_object_set_new(obj, "error", json_sprintf("exit status %d", cmd->exit_code));
+    else
+        json_object_set_new(obj, "error", json_null());
     return obj;
 }
 
@@ -167,12 +168,13 @@ void gw_commands_init(gw_commands_t *commands, gw_host_t *host, gw_runs_t *runs,
     commands->log_dir = log_dir;
     h2o_linklist_init_anchor(&commands->list);
     commands->count = 0;
+    gw_idmap_init(&commands->by_id);
 }
 
 void gw_commands_tick(gw_commands_t *commands)
 {
     const gw_config_t *config = commands->host->config;
-    int64_t now = gw_unix_ms();
+    int64_t now = gw_now_ms(); /* deadlines on the monotonic clock; the *_at_ms shown to clients stay wall time */
     h2o_linklist_t *node, *next;
 
     for (node = commands->list.next; node != &commands->list; node = next) {
@@ -183,7 +185,7 @@ void gw_commands_tick(gw_commands_t *commands)
             kill(-cmd->pid, SIGKILL);
             cmd->kill_at_ms = 0;
         }
-        if (!cmd->running && cmd->kill_at_ms == 0 && now - cmd->finished_at_ms >= (int64_t)config->command_retention_ms)
+        if (!cmd->running && cmd->kill_at_ms == 0 && now - cmd->finished_mono_ms >= (int64_t)config->command_retention_ms)
             command_free(cmd);
     }
 }
@@ -196,4 +198,5 @@ void gw_commands_dispose(gw_commands_t *commands)
             cmd->shell->data = NULL, cmd->shell->hooks = NULL;
         command_free(cmd);
     }
+    gw_idmap_dispose(&commands->by_id);
 }

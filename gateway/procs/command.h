@@ -8,6 +8,7 @@
 #include <h2o.h>
 #include "wire/ids.h"
 #include "procs/cmdlog.h"
+#include "core/idmap.h"
 #include "runs/run.h"
 #include "procs/shell.h"
 
@@ -19,6 +20,7 @@ typedef struct st_gw_commands_t {
     const char *log_dir; /* borrowed: where the log files go (kgate's runtime directory) */
     h2o_linklist_t list; /* gw_command_t, oldest first */
     size_t count;        /* bounded by config->max_commands */
+    gw_idmap_t by_id;
 } gw_commands_t;
 
 /**
@@ -38,10 +40,12 @@ typedef struct st_gw_command_t {
     unsigned timed_out : 1;
     int exit_code; /* once not running: the exit status, 128+N for signal N */
     int64_t started_at_ms;
-    int64_t finished_at_ms; /* 0 while running */
-    int64_t kill_at_ms;     /* after DELETE: SIGKILL to the group then, unless it is gone; 0: none */
+    int64_t finished_at_ms;   /* 0 while running */
+    int64_t finished_mono_ms; /* the same on gw_now_ms's clock: retention counts from it */
+    int64_t kill_at_ms;       /* after DELETE (gw_now_ms's clock): SIGKILL to the group then, unless it is gone; 0: none */
     gw_cmdlog_t log;
-    h2o_linklist_t link; /* in commands->list, oldest first */
+    h2o_linklist_t link;    /* in commands->list, oldest first */
+    gw_idmap_entry_t by_id; /* in commands->by_id */
 } gw_command_t;
 
 typedef struct st_gw_command_options_t {
@@ -72,7 +76,7 @@ void gw_command_terminate(gw_command_t *cmd);
 
 /**
  * The status object: id, command (also as execd's `content`), background, running, exit_code (null
- * while running), error (when it failed), started_at, finished_at (RFC 3339 UTC, null while
+ * while running), error (why it failed; null while running or after exit 0), started_at, finished_at (RFC 3339 UTC, null while
  * running), pid, log_bytes (its log's end offset).
  */
 json_t *gw_command_to_json(const gw_command_t *cmd);

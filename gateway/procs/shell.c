@@ -1,7 +1,6 @@
 /* Processes run by `<shell> -c` in their own process group, their pipes read inside the event loop. */
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,23 +12,13 @@
 #include "procs/lines.h"
 #include "core/errors.h"
 #include "procs/shell.h"
+#include "procs/spawn.h"
 
 /* After the shell exits, output still in flight gets this long before the pipes are closed (a
  * background child may hold them open forever). */
 #define SHELL_DRAIN_MS 100
 /* A line longer than this is sent in pieces: no line makes kgate hold more of it. */
 #define SHELL_MAX_LINE (64u << 10)
-
-extern char **environ;
-
-/* What the child reports through its status pipe when a set-up step fails before exec. */
-typedef struct st_child_failure_t {
-    int step; /* index into child_steps */
-    int err;
-} child_failure_t;
-
-static const char *const child_steps[] = {"chdir", "setgroups", "setgid", "setuid", "exec"};
-enum { STEP_CHDIR, STEP_SETGROUPS, STEP_SETGID, STEP_SETUID, STEP_EXEC };
 
 static void shell_close_pipe(gw_shell_t *shell, int index)
 {
@@ -185,124 +174,37 @@ static h2o_socket_t *watch_pipe(gw_shell_t *shell, int fd)
     return sock;
 }
 
-/* kgate's environment with `envs` added (replacing variables of the same name); NULL-terminated, wire_malloc'd. */
-static char **build_env(json_t *envs)
-{
-    size_t n = 0, i, o = 0;
-    char **envp;
-    const char *key;
-    json_t *value;
-
-    while (environ[n] != NULL)
-        ++n;
-    envp = wire_calloc(n + json_object_size(envs) + 1, sizeof(char *));
-    for (i = 0; i != n; ++i) {
-        const char *eq = strchr(environ[i], '=');
-        if (eq != NULL && envs != NULL && json_object_getn(envs, environ[i], (size_t)(eq - environ[i])) != NULL)
-            continue;
-        envp[o++] = wire_strdup(environ[i]);
-    }
-    json_object_foreach(envs, key, value)
-    {
-        size_t klen = strlen(key), vlen = strlen(json_string_value(value));
-        char *kv = wire_malloc(klen + vlen + 2);
-        memcpy(kv, key, klen);
-        kv[klen] = '=';
-        memcpy(kv + klen + 1, json_string_value(value), vlen + 1);
-        envp[o++] = kv;
-    }
-    return envp;
-}
-
-static void free_env(char **envp)
-{
-    size_t i;
-    for (i = 0; envp[i] != NULL; ++i)
-        free(envp[i]);
-    free(envp);
-}
-
-/* In the child, between fork and exec: only async-signal-safe calls (libzmq's threads exist in the parent). */
-static void child_fail(int status_fd, int step)
-{
-    child_failure_t failure = {step, errno};
-    ssize_t r = write(status_fd, &failure, sizeof(failure));
-    (void)r;
-    _exit(127);
-}
-
-static void child_exec(const gw_config_t *config, const gw_shell_options_t *opts, char **envp, int out, int err, int status_fd)
-{
-    int devnull = open("/dev/null", O_RDONLY);
-    sigset_t none;
-    char *argv[] = {config->shell, "-c", (char *)opts->code, NULL};
-
-    setsid();
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    dup2(devnull, 0);
-    dup2(out, 1);
-    dup2(err, 2);
-    if (opts->cwd != NULL && chdir(opts->cwd) != 0)
-        child_fail(status_fd, STEP_CHDIR);
-    if (opts->gid >= 0) {
-        gid_t gid = (gid_t)opts->gid;
-        if (setgroups(1, &gid) != 0)
-            child_fail(status_fd, STEP_SETGROUPS);
-        if (setgid(gid) != 0)
-            child_fail(status_fd, STEP_SETGID);
-    }
-    if (opts->uid >= 0 && setuid((uid_t)opts->uid) != 0)
-        child_fail(status_fd, STEP_SETUID);
-    execve(config->shell, argv, envp);
-    child_fail(status_fd, STEP_EXEC);
-}
-
 int gw_shell_spawn(gw_shells_t *shells, const gw_shell_options_t *opts, const gw_shell_hooks_t *hooks, void *data, gw_shell_t **out,
                    char *err, size_t err_size)
 {
     const gw_config_t *config = shells->host->config;
-    int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, status_pipe[2] = {-1, -1};
-    child_failure_t failure;
-    char **envp;
+    char *argv[] = {config->shell, "-c", (char *)opts->code, NULL};
+    gw_spawn_options_t spawn = {
+        .path = config->shell, .argv = argv, .cwd = opts->cwd, .uid = opts->uid, .gid = opts->gid, .fds = {-1, -1, -1}};
+    int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, ret;
     gw_shell_t *shell;
-    ssize_t n;
+    char **envp;
     pid_t pid;
 
-    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0 || pipe2(status_pipe, O_CLOEXEC) != 0) {
+    if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
         snprintf(err, err_size, "cannot create pipes: %s", strerror(errno));
-        goto Error;
+        ret = GW_ESPAWN;
+        goto Exit;
     }
-    envp = build_env(opts->envs);
-    pid = fork();
-    if (pid == 0)
-        child_exec(config, opts, envp, out_pipe[1], err_pipe[1], status_pipe[1]);
-    free_env(envp);
-    if (pid == -1) {
-        snprintf(err, err_size, "cannot fork: %s", strerror(errno));
-        goto Error;
-    }
-    close(out_pipe[1]), close(err_pipe[1]), close(status_pipe[1]);
-    out_pipe[1] = err_pipe[1] = status_pipe[1] = -1;
-    /* the status pipe closes on exec (CLOEXEC): bytes on it mean a set-up step failed */
-    while ((n = read(status_pipe[0], &failure, sizeof(failure))) == -1 && errno == EINTR)
-        ;
-    if (n == (ssize_t)sizeof(failure)) {
-        snprintf(err, err_size, "%s%s%s: %s", child_steps[failure.step], failure.step == STEP_CHDIR ? " " : "",
-                 failure.step == STEP_CHDIR ? opts->cwd : "", strerror(failure.err));
-        while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
-            ;
-        goto Error;
-    }
-    close(status_pipe[0]);
+    spawn.envp = envp = gw_spawn_env(opts->envs, shells->host->instance_env);
+    spawn.fds[1] = out_pipe[1];
+    spawn.fds[2] = err_pipe[1];
+    ret = gw_spawn(&spawn, &pid, err, err_size);
+    gw_spawn_env_free(envp);
+    if (ret != 0)
+        goto Exit;
     shell = wire_calloc(1, sizeof(*shell));
     shell->shells = shells;
     shell->hooks = hooks;
     shell->data = data;
     shell->pid = pid;
     shell->timeout_ms = opts->timeout_ms;
-    shell->deadline_ms = opts->timeout_ms != 0 ? gw_unix_ms() + opts->timeout_ms : 0;
+    shell->deadline_ms = opts->timeout_ms != 0 ? gw_now_ms() + opts->timeout_ms : 0;
     shell->exit_ename = opts->exit_ename;
     shell->line_events = opts->line_events;
     shell->blank_as_newline = opts->blank_as_newline;
@@ -311,19 +213,17 @@ int gw_shell_spawn(gw_shells_t *shells, const gw_shell_options_t *opts, const gw
     h2o_linklist_insert(&shells->list, &shell->link);
     shell->pipes[0] = watch_pipe(shell, out_pipe[0]);
     shell->pipes[1] = watch_pipe(shell, err_pipe[0]);
+    out_pipe[0] = err_pipe[0] = -1; /* the sockets own them */
     *out = shell;
-    return 0;
 
-Error:
+Exit:
     for (int i = 0; i != 2; ++i) {
         if (out_pipe[i] != -1)
             close(out_pipe[i]);
         if (err_pipe[i] != -1)
             close(err_pipe[i]);
-        if (status_pipe[i] != -1)
-            close(status_pipe[i]);
     }
-    return GW_ESPAWN;
+    return ret;
 }
 
 void gw_shell_set_run(gw_shell_t *shell, gw_run_t *run)
@@ -377,7 +277,7 @@ int gw_shell_interrupt(gw_shells_t *shells, const char *run_id)
 void gw_shells_tick(gw_shells_t *shells)
 {
     h2o_linklist_t *node, *next;
-    int64_t now = gw_unix_ms();
+    int64_t now = gw_now_ms(); /* deadlines on the monotonic clock: a step of the wall clock times nothing out */
 
     for (node = shells->list.next; node != &shells->list; node = next) {
         gw_shell_t *shell = H2O_STRUCT_FROM_MEMBER(gw_shell_t, link, node);

@@ -52,8 +52,8 @@ struct st_gw_shell_t {
     size_t kept[2];         /* bytes left in each pipe's input buffer by the last read (already hooked) */
     int exited;
     int wait_status;
-    int64_t exited_at_ms;
-    int64_t deadline_ms; /* 0: no timeout */
+    int64_t exited_at_ms; /* gw_now_ms clock */
+    int64_t deadline_ms;  /* gw_now_ms clock; 0: no timeout */
     unsigned timeout_ms;
     const char *exit_ename;
     unsigned timed_out : 1;
@@ -66,9 +66,10 @@ struct st_gw_shell_t {
 
 /**
  * Starts `<config->shell> -c <code>` in a new session (its own process group; stdin /dev/null,
- * stdout and stderr piped into the loop). The child's set-up (chdir, credentials, exec) is checked
- * before this returns. Returns 0 and the process in `*out`, or GW_ESPAWN with the reason in `err`
- * (nothing started). The process belongs to `shells` until it is reaped (gw_shells_tick).
+ * stdout and stderr piped into the loop) that dies with kgate (gw_spawn). The child's set-up
+ * (chdir, credentials, exec) is checked before this returns. Returns 0 and the process in `*out`,
+ * or GW_ESPAWN with the reason in `err` (nothing started). The process belongs to `shells` until
+ * it is reaped (gw_shells_tick).
  */
 int gw_shell_spawn(gw_shells_t *shells, const gw_shell_options_t *opts, const gw_shell_hooks_t *hooks, void *data, gw_shell_t **out,
                    char *err, size_t err_size);

@@ -18,16 +18,22 @@ struct st_gw_run_t {
     uint64_t last_event_id;
     h2o_linklist_t cursors;   /* gw_run_cursor_t */
     h2o_linklist_t link;      /* in runs->live or runs->finished (oldest first) */
+    gw_idmap_entry_t by_id;   /* in runs->by_id */
     h2o_timeout_entry_t ping; /* keep-alive events while running */
+    /* wall-clock times for clients; durations and retention use the gw_now_ms clock, which no clock step moves */
     int64_t created_at_ms;
     int64_t started_at_ms;  /* when it left the queue (== created_at for unqueued runs) */
     int64_t finished_at_ms; /* 0 while not finished */
+    int64_t started_mono_ms;
+    int64_t finished_mono_ms;
     gw_run_limits_t limits;
     size_t output_bytes;         /* stream text relayed so far */
     size_t output_dropped_bytes; /* stream text dropped by the limit */
     size_t results_dropped;      /* results dropped by the limit */
+    size_t messages_dropped;     /* kernel messages over max_message_bytes while the run was in flight */
     const char *outcome;         /* once finished */
     unsigned truncation_reported : 1;
+    unsigned oversized_reported : 1;
 };
 
 /** Wakes every cursor's writer (log.c, run.c). */

@@ -32,6 +32,32 @@ static void report_truncation(gw_run_t *run)
     gw_run_append(run, ev);
 }
 
+void gw_run_report_oversized_message(gw_run_t *run)
+{
+    size_t cap = run->runs->host->config->max_message_bytes;
+    char size[32], reason[256];
+    json_t *ev;
+
+    if (run->state == GW_RUN_FINISHED)
+        return;
+    ++run->messages_dropped;
+    if (run->oversized_reported)
+        return;
+    run->oversized_reported = 1;
+    if (cap % (1u << 20) == 0)
+        snprintf(size, sizeof(size), "%zu MiB", cap >> 20);
+    else
+        snprintf(size, sizeof(size), "%zu-byte", cap);
+    snprintf(reason, sizeof(reason),
+             "a kernel message larger than the %s message cap (--max-message-bytes) was dropped, with what it carried for this run",
+             size);
+    ev = gw_event_new("status");
+    json_object_set_new(ev, "text", json_string("output_truncated"));
+    json_object_set_new(ev, "message_limit", json_integer((json_int_t)cap));
+    json_object_set_new(ev, "reason", json_string(reason));
+    gw_run_append(run, ev);
+}
+
 /* Length of the longest prefix of `s` no longer than `max` that does not split a UTF-8 character. */
 static size_t utf8_prefix(const char *s, size_t max)
 {

@@ -9,35 +9,27 @@ void gw_runs_init(gw_runs_t *runs, gw_host_t *host)
     h2o_linklist_init_anchor(&runs->live);
     h2o_linklist_init_anchor(&runs->finished);
     runs->retained_bytes = 0;
+    gw_idmap_init(&runs->by_id);
 }
 
 void gw_run_free(gw_run_t *run)
 {
+    gw_idmap_remove(&run->runs->by_id, &run->by_id);
     h2o_linklist_unlink(&run->link);
     gw_run_clear_log(run);
     free(run);
 }
 
-static gw_run_t *find_in(h2o_linklist_t *list, const char *id)
-{
-    for (h2o_linklist_t *node = list->next; node != list; node = node->next) {
-        gw_run_t *run = H2O_STRUCT_FROM_MEMBER(gw_run_t, link, node);
-        if (strcmp(run->id, id) == 0)
-            return run;
-    }
-    return NULL;
-}
-
 gw_run_t *gw_run_find(gw_runs_t *runs, const char *id)
 {
-    gw_run_t *run = find_in(&runs->live, id);
-    return run != NULL ? run : find_in(&runs->finished, id);
+    gw_idmap_entry_t *e = gw_idmap_find(&runs->by_id, id);
+    return e != NULL ? H2O_STRUCT_FROM_MEMBER(gw_run_t, by_id, e) : NULL;
 }
 
 void gw_runs_collect(gw_runs_t *runs)
 {
     const gw_config_t *config = runs->host->config;
-    int64_t now = gw_unix_ms();
+    int64_t now = gw_now_ms();
     h2o_linklist_t *node, *next;
 
     for (node = runs->finished.next; node != &runs->finished; node = next) {
@@ -45,7 +37,7 @@ void gw_runs_collect(gw_runs_t *runs)
         next = node->next;
         if (!h2o_linklist_is_empty(&run->cursors))
             continue; /* still being written out; collected once its readers are gone */
-        if (!runs->host->shutting_down && now - run->finished_at_ms < (int64_t)config->run_retention_ms &&
+        if (!runs->host->shutting_down && now - run->finished_mono_ms < (int64_t)config->run_retention_ms &&
             runs->retained_bytes <= config->max_retained_bytes)
             break; /* oldest first: every later run is younger */
         runs->retained_bytes -= run->log_bytes;
@@ -74,4 +66,5 @@ void gw_runs_dispose(gw_runs_t *runs)
         gw_run_free(run);
     }
     runs->retained_bytes = 0;
+    gw_idmap_dispose(&runs->by_id);
 }

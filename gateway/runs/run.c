@@ -31,7 +31,9 @@ gw_run_t *gw_run_create(gw_runs_t *runs, const char *context_id, const char *ini
     h2o_linklist_init_anchor(&run->log);
     h2o_linklist_init_anchor(&run->cursors);
     h2o_linklist_insert(&runs->live, &run->link);
+    gw_idmap_insert(&runs->by_id, &run->by_id, run->id);
     run->created_at_ms = run->started_at_ms = gw_unix_ms();
+    run->started_mono_ms = gw_now_ms();
     run->ping.cb = on_ping;
 
     ev = gw_event_new("init");
@@ -57,6 +59,7 @@ void gw_run_mark_started(gw_run_t *run)
     if (run->state == GW_RUN_QUEUED) {
         run->state = GW_RUN_RUNNING;
         run->started_at_ms = gw_unix_ms();
+        run->started_mono_ms = gw_now_ms();
     }
 }
 
@@ -79,6 +82,12 @@ int gw_run_input(gw_run_t *run, const char *value)
     return run->producer->input(run, run->producer_data, value);
 }
 
+static json_t *dropped_json(const gw_run_t *run)
+{
+    return json_pack("{s:I, s:I, s:I}", "output_bytes", (json_int_t)run->output_dropped_bytes, "results",
+                     (json_int_t)run->results_dropped, "messages", (json_int_t)run->messages_dropped);
+}
+
 void gw_run_finish(gw_run_t *run, int execution_count, const char *outcome)
 {
     gw_runs_t *runs = run->runs;
@@ -87,17 +96,16 @@ void gw_run_finish(gw_run_t *run, int execution_count, const char *outcome)
     if (run->state == GW_RUN_FINISHED)
         return;
     ev = gw_event_new("execution_complete");
-    json_object_set_new(ev, "execution_time", json_integer(gw_unix_ms() - run->started_at_ms));
+    json_object_set_new(ev, "execution_time", json_integer(gw_now_ms() - run->started_mono_ms));
     if (execution_count >= 0)
         json_object_set_new(ev, "execution_count", json_integer(execution_count));
-    if (run->output_dropped_bytes != 0 || run->results_dropped != 0)
-        json_object_set_new(ev, "dropped",
-                            json_pack("{s:I, s:I}", "output_bytes", (json_int_t)run->output_dropped_bytes, "results",
-                                      (json_int_t)run->results_dropped));
+    if (run->output_dropped_bytes != 0 || run->results_dropped != 0 || run->messages_dropped != 0)
+        json_object_set_new(ev, "dropped", dropped_json(run));
     gw_run_append(run, ev);
     run->state = GW_RUN_FINISHED;
     run->outcome = outcome;
     run->finished_at_ms = gw_unix_ms();
+    run->finished_mono_ms = gw_now_ms();
     run->producer = NULL;
     run->producer_data = NULL;
     if (h2o_timeout_is_linked(&run->ping))
@@ -125,8 +133,6 @@ json_t *gw_run_to_json(gw_run_t *run)
     if (!h2o_linklist_is_empty(&run->log))
         json_object_set_new(obj, "first_retained_event_id",
                             json_integer((json_int_t)H2O_STRUCT_FROM_MEMBER(gw_event_t, link, run->log.next)->id));
-    json_object_set_new(obj, "dropped",
-                        json_pack("{s:I, s:I}", "output_bytes", (json_int_t)run->output_dropped_bytes, "results",
-                                  (json_int_t)run->results_dropped));
+    json_object_set_new(obj, "dropped", dropped_json(run));
     return obj;
 }

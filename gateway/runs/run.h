@@ -7,6 +7,7 @@
 #include <h2o/linklist.h>
 #include "core/event.h"
 #include "core/host.h"
+#include "core/idmap.h"
 #include "core/stream.h"
 
 typedef struct st_gw_run_t gw_run_t;
@@ -21,6 +22,7 @@ typedef struct st_gw_runs_t {
     h2o_linklist_t live;     /* gw_run_t, not finished */
     h2o_linklist_t finished; /* gw_run_t, finished and retained, oldest first */
     size_t retained_bytes;   /* log bytes of `finished` */
+    gw_idmap_t by_id;        /* every registered run, live or finished */
 } gw_runs_t;
 
 /** What produces a run's events (a kernel request or a shell process), seen from the run. */
@@ -103,8 +105,16 @@ void gw_run_set_producer(gw_run_t *run, const gw_run_producer_t *producer, void 
 void gw_run_append(gw_run_t *run, json_t *event);
 
 /**
+ * A kernel message larger than max_message_bytes was dropped while the run was in flight (its
+ * output, or its reply, may be among what was lost). The first time appends a `status` event with
+ * text `output_truncated`, `message_limit` and a `reason` naming the cap; each time counts one in
+ * `dropped.messages`. Ignored once the run has finished.
+ */
+void gw_run_report_oversized_message(gw_run_t *run);
+
+/**
  * Appends `execution_complete` (with execution_time in ms, `execution_count` when >= 0, and
- * `dropped` {output_bytes, results} when the limits dropped anything) as the last event, records
+ * `dropped` {output_bytes, results, messages} when anything was dropped) as the last event, records
  * `outcome` (a static string: "ok", "error", "timeout", "cancelled", "kernel_died"), detaches the
  * producer and lets readers end their responses after it. No-op on a finished run.
  */

@@ -1,4 +1,4 @@
-/* kernelmgr/src/channels.c: the five ZMQ sockets of a kernel process: connect, send, drain, close; a leaf. */
+/* kernelmgr/src/channels.c: the five ZMQ sockets of a kernel process: connect, send, drain, reopen, close; a leaf. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 #include "wire/errors.h"
 #include "wire/ids.h"
 #include "kmgr/errors.h"
+#include "kmgr/util.h"
 #include "channels.h"
 
 static void mark_redrain(kmgr_channels_t *ch)
@@ -18,21 +19,22 @@ static void mark_redrain(kmgr_channels_t *ch)
         ch->ops->on_redrain(ch->data);
 }
 
-static void drain_monitor(kmgr_channels_t *ch);
+static void drain_monitor(kmgr_channels_t *ch, wire_channel_t channel);
 
 static void on_readable(void *arg)
 {
     kmgr_chan_t *chan = arg;
     kmgr_channels_t *ch = chan->channels;
 
-    if (chan->channel == WIRE_CHANNEL_COUNT) {
-        if (ch->ops != NULL)
-            drain_monitor(ch);
+    if (ch->ops == NULL)
+        return;
+    if (chan->is_monitor) {
+        drain_monitor(ch, chan->channel);
         return;
     }
     /* A capped batch leaves the rest for kmgr_channels_drain_all: the edge-triggered fd will not
      * signal again, and the owner drains only channels marked for it. */
-    if (ch->ops != NULL && kmgr_channels_drain(ch, chan->channel))
+    if (kmgr_channels_drain(ch, chan->channel))
         mark_redrain(ch);
 }
 
@@ -42,7 +44,7 @@ static int set_int(void *sock, int option, int value)
 }
 
 void kmgr_channels_init(kmgr_channels_t *ch, void *zctx, const kmgr_loop_ops_t *loop_ops, void *loop, const wire_connection_t *conn,
-                        const wire_signer_t *signer, const char *uuid)
+                        const wire_signer_t *signer, const char *uuid, int64_t max_message_bytes)
 {
     memset(ch, 0, sizeof(*ch));
     ch->zctx = zctx;
@@ -51,69 +53,122 @@ void kmgr_channels_init(kmgr_channels_t *ch, void *zctx, const kmgr_loop_ops_t *
     ch->conn = conn;
     ch->signer = signer;
     ch->uuid = uuid;
+    ch->max_message_bytes = max_message_bytes;
 }
 
-int kmgr_channels_open(kmgr_channels_t *ch, const kmgr_channels_ops_t *ops, void *data)
+static void *watch_socket(kmgr_channels_t *ch, void *s, kmgr_chan_t *chan)
+{
+    int fd;
+    size_t fdlen = sizeof(fd);
+
+    if (zmq_getsockopt(s, ZMQ_FD, &fd, &fdlen) != 0)
+        return NULL;
+    return ch->loop_ops->watch(ch->loop, fd, on_readable, chan);
+}
+
+/* Stops and releases the monitor of `channel`: a watched ZMQ_FD nobody drains would stay readable
+ * and spin the loop, and libzmq's end would queue events nobody reads. */
+static void close_monitor(kmgr_channels_t *ch, wire_channel_t channel)
+{
+    kmgr_monitor_t *m = &ch->monitors[channel];
+
+    if (ch->sockets[channel] != NULL && m->socket != NULL)
+        zmq_socket_monitor(ch->sockets[channel], NULL, 0);
+    if (m->watch != NULL) {
+        ch->loop_ops->unwatch(ch->loop, m->watch);
+        m->watch = NULL;
+    }
+    if (m->socket != NULL) {
+        zmq_close(m->socket);
+        m->socket = NULL;
+    }
+    m->dropped_at = 0;
+}
+
+static void close_socket(kmgr_channels_t *ch, wire_channel_t channel)
+{
+    close_monitor(ch, channel);
+    if (ch->watches[channel] != NULL) {
+        ch->loop_ops->unwatch(ch->loop, ch->watches[channel]);
+        ch->watches[channel] = NULL;
+    }
+    if (ch->sockets[channel] != NULL) {
+        zmq_close(ch->sockets[channel]);
+        ch->sockets[channel] = NULL;
+    }
+}
+
+static int open_monitor(kmgr_channels_t *ch, wire_channel_t channel)
+{
+    kmgr_monitor_t *m = &ch->monitors[channel];
+    char endpoint[sizeof("inproc://kmgr-monitor--4294967295") + WIRE_UUID_STRLEN];
+
+    snprintf(endpoint, sizeof(endpoint), "inproc://kmgr-monitor-%s-%u", ch->uuid, ch->monitor_serial++);
+    if (zmq_socket_monitor(ch->sockets[channel], endpoint,
+                           ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_CONNECT_RETRIED) != 0 ||
+        (m->socket = zmq_socket(ch->zctx, ZMQ_PAIR)) == NULL || set_int(m->socket, ZMQ_LINGER, 0) != 0 ||
+        zmq_connect(m->socket, endpoint) != 0)
+        return KMGR_EZMQ;
+    m->chan.channels = ch;
+    m->chan.channel = channel;
+    m->chan.is_monitor = 1;
+    /* Only readiness needs waking for; the rest is read from the tick (kmgr_channels_check_given_up)
+     * and with every drain_all, which saves a descriptor per monitor. */
+    if (channel == WIRE_CHANNEL_STDIN && !ch->stdin_connected && (m->watch = watch_socket(ch, m->socket, &m->chan)) == NULL)
+        return KMGR_EZMQ;
+    return 0;
+}
+
+/* Opens, connects and watches the socket of `channel` (closed), with its monitor. On error the
+ * caller closes what was opened. */
+static int open_socket(kmgr_channels_t *ch, wire_channel_t channel)
 {
     static const int types[WIRE_CHANNEL_COUNT] = {
         [WIRE_CHANNEL_SHELL] = ZMQ_DEALER,   [WIRE_CHANNEL_IOPUB] = ZMQ_SUB, [WIRE_CHANNEL_STDIN] = ZMQ_DEALER,
         [WIRE_CHANNEL_CONTROL] = ZMQ_DEALER, [WIRE_CHANNEL_HB] = ZMQ_DEALER,
     };
-    char identity[WIRE_UUID_STRLEN + 1], endpoint[256];
-    int64_t maxmsg = KMGR_MAX_FRAME_BYTES;
+    char endpoint[256];
+    void *s;
 
+    if ((s = ch->sockets[channel] = zmq_socket(ch->zctx, types[channel])) == NULL)
+        return KMGR_EZMQ;
+    /* Linger 0: closing must never block the loop on a dead kernel's unsent messages. */
+    if (set_int(s, ZMQ_LINGER, 0) != 0 ||
+        zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &ch->max_message_bytes, sizeof(ch->max_message_bytes)) != 0)
+        return KMGR_EZMQ;
+    /* Requests queued while the kernel starts must not hit the default send HWM; the callers bound
+     * how many they queue. iopub is bounded: when kgate lags, the transport pushes back and the
+     * backlog waits in the kernel's PUB queue rather than in kgate (KMGR_IOPUB_RCVHWM). */
+    if (channel != WIRE_CHANNEL_HB &&
+        (set_int(s, ZMQ_SNDHWM, 0) != 0 || set_int(s, ZMQ_RCVHWM, channel == WIRE_CHANNEL_IOPUB ? KMGR_IOPUB_RCVHWM : 0) != 0))
+        return KMGR_EZMQ;
+    if ((channel == WIRE_CHANNEL_SHELL || channel == WIRE_CHANNEL_STDIN) &&
+        zmq_setsockopt(s, ZMQ_ROUTING_ID, ch->identity, strlen(ch->identity)) != 0)
+        return KMGR_EZMQ;
+    if (channel == WIRE_CHANNEL_IOPUB && zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0) != 0)
+        return KMGR_EZMQ;
+    /* The monitor before the connection, so that it sees every event of it. */
+    if (channel != WIRE_CHANNEL_HB && channel != WIRE_CHANNEL_CONTROL && open_monitor(ch, channel) != 0)
+        return KMGR_EZMQ;
+    if (wire_connection_endpoint(ch->conn, channel, endpoint, sizeof(endpoint)) < 0 || zmq_connect(s, endpoint) != 0)
+        return KMGR_EZMQ;
+    ch->chans[channel].channels = ch;
+    ch->chans[channel].channel = channel;
+    ch->chans[channel].is_monitor = 0;
+    if ((ch->watches[channel] = watch_socket(ch, s, &ch->chans[channel])) == NULL)
+        return KMGR_EZMQ;
+    return 0;
+}
+
+int kmgr_channels_open(kmgr_channels_t *ch, const kmgr_channels_ops_t *ops, void *data)
+{
     ch->ops = ops;
     ch->data = data;
-    /* stdin and shell must share one identity: the kernel routes input_request by the shell peer's. */
-    wire_uuid4(identity);
-    for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i) {
-        void *s;
-        if ((s = ch->sockets[i] = zmq_socket(ch->zctx, types[i])) == NULL)
+    wire_uuid4(ch->identity);
+    for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i)
+        if (open_socket(ch, (wire_channel_t)i) != 0)
             goto Error;
-        /* Linger 0: closing must never block the loop on a dead kernel's unsent messages. */
-        if (set_int(s, ZMQ_LINGER, 0) != 0 || zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg)) != 0)
-            goto Error;
-        /* Requests queued while the kernel starts must not hit the default send HWM; the callers bound
-         * how many they queue. iopub is bounded: when kgate lags, the transport pushes back and the
-         * backlog waits in the kernel's PUB queue rather than in kgate (KMGR_IOPUB_RCVHWM). */
-        if (i != WIRE_CHANNEL_HB &&
-            (set_int(s, ZMQ_SNDHWM, 0) != 0 || set_int(s, ZMQ_RCVHWM, i == WIRE_CHANNEL_IOPUB ? KMGR_IOPUB_RCVHWM : 0) != 0))
-            goto Error;
-        if ((i == WIRE_CHANNEL_SHELL || i == WIRE_CHANNEL_STDIN) &&
-            zmq_setsockopt(s, ZMQ_ROUTING_ID, identity, strlen(identity)) != 0)
-            goto Error;
-        if (i == WIRE_CHANNEL_IOPUB && zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0) != 0)
-            goto Error;
-        if (wire_connection_endpoint(ch->conn, (wire_channel_t)i, endpoint, sizeof(endpoint)) < 0 || zmq_connect(s, endpoint) != 0)
-            goto Error;
-    }
-    {
-        char monitor_endpoint[sizeof("inproc://kmgr-stdin-") + WIRE_UUID_STRLEN];
-        snprintf(monitor_endpoint, sizeof(monitor_endpoint), "inproc://kmgr-stdin-%s", ch->uuid);
-        if (zmq_socket_monitor(ch->sockets[WIRE_CHANNEL_STDIN], monitor_endpoint, ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0 ||
-            (ch->monitor = zmq_socket(ch->zctx, ZMQ_PAIR)) == NULL || set_int(ch->monitor, ZMQ_LINGER, 0) != 0 ||
-            zmq_connect(ch->monitor, monitor_endpoint) != 0)
-            goto Error;
-    }
-    for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i) {
-        int fd;
-        size_t fdlen = sizeof(fd);
-        if (zmq_getsockopt(ch->sockets[i], ZMQ_FD, &fd, &fdlen) != 0)
-            goto Error;
-        ch->chans[i].channels = ch;
-        ch->chans[i].channel = (wire_channel_t)i;
-        ch->watches[i] = ch->loop_ops->watch(ch->loop, fd, on_readable, &ch->chans[i]);
-    }
-    {
-        int fd;
-        size_t fdlen = sizeof(fd);
-        if (zmq_getsockopt(ch->monitor, ZMQ_FD, &fd, &fdlen) != 0)
-            goto Error;
-        ch->monitor_chan.channels = ch;
-        ch->monitor_chan.channel = WIRE_CHANNEL_COUNT;
-        ch->monitor_watch = ch->loop_ops->watch(ch->loop, fd, on_readable, &ch->monitor_chan);
-    }
-    /* The handshake may be done already (the monitor's fd then signalled before the watch). */
+    /* The stdin handshake may be done already (the monitor's fd then signalled before the watch). */
     mark_redrain(ch);
     return 0;
 
@@ -122,37 +177,21 @@ Error:
     return KMGR_EZMQ;
 }
 
-/* The stdin monitor has one job (see kmgr_channels_open); once done, or when the kernel goes, it
- * goes entirely: a watched ZMQ_FD nobody drains stays readable and spins the loop. */
-static void close_monitor(kmgr_channels_t *ch)
-{
-    if (ch->sockets[WIRE_CHANNEL_STDIN] != NULL)
-        zmq_socket_monitor(ch->sockets[WIRE_CHANNEL_STDIN], NULL, 0);
-    if (ch->monitor_watch != NULL) {
-        ch->loop_ops->unwatch(ch->loop, ch->monitor_watch);
-        ch->monitor_watch = NULL;
-    }
-    if (ch->monitor != NULL) {
-        zmq_close(ch->monitor);
-        ch->monitor = NULL;
-    }
-}
-
 void kmgr_channels_close(kmgr_channels_t *ch, int keep_control)
 {
     /* Forgetting the owner first is what stops a drain that a callback closed the channels from. */
     ch->ops = NULL;
     ch->data = NULL;
-    close_monitor(ch);
     for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i) {
-        if (ch->watches[i] != NULL) {
-            ch->loop_ops->unwatch(ch->loop, ch->watches[i]);
-            ch->watches[i] = NULL;
+        if (keep_control && i == WIRE_CHANNEL_CONTROL) {
+            /* unwatched from now on: it only carries a last shutdown_request */
+            if (ch->watches[i] != NULL) {
+                ch->loop_ops->unwatch(ch->loop, ch->watches[i]);
+                ch->watches[i] = NULL;
+            }
+            continue;
         }
-        if (ch->sockets[i] != NULL && !(keep_control && i == WIRE_CHANNEL_CONTROL)) {
-            zmq_close(ch->sockets[i]);
-            ch->sockets[i] = NULL;
-        }
+        close_socket(ch, (wire_channel_t)i);
     }
 }
 
@@ -193,20 +232,22 @@ void kmgr_channels_ping(kmgr_channels_t *ch)
     mark_redrain(ch);
 }
 
-/* Reads stdin monitor events until the handshake is done; the monitor then goes (close_monitor). */
-static void drain_monitor(kmgr_channels_t *ch)
+/* Reads the events of `channel`'s monitor: a handshake (stdin: readiness), a dropped connection,
+ * and libzmq's announcement that it reconnects by itself (see KMGR_GIVEN_UP_AFTER_MS). */
+static void drain_monitor(kmgr_channels_t *ch, wire_channel_t channel)
 {
-    void *s = ch->monitor;
+    kmgr_monitor_t *m = &ch->monitors[channel];
     int events;
     size_t len = sizeof(events);
 
-    while (s != NULL && !ch->stdin_connected && zmq_getsockopt(s, ZMQ_EVENTS, &events, &len) == 0 && (events & ZMQ_POLLIN) != 0) {
+    while (ch->ops != NULL && m->socket != NULL && zmq_getsockopt(m->socket, ZMQ_EVENTS, &events, &len) == 0 &&
+           (events & ZMQ_POLLIN) != 0) {
         zmq_msg_t part;
         uint16_t event = 0;
         int more;
         /* A monitor event is two frames: uint16 event + uint32 value, then the endpoint. */
         zmq_msg_init(&part);
-        if (zmq_msg_recv(&part, s, ZMQ_DONTWAIT) < 0) {
+        if (zmq_msg_recv(&part, m->socket, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&part);
             return;
         }
@@ -215,18 +256,88 @@ static void drain_monitor(kmgr_channels_t *ch)
         for (more = zmq_msg_more(&part); more; more = zmq_msg_more(&part)) {
             zmq_msg_close(&part);
             zmq_msg_init(&part);
-            if (zmq_msg_recv(&part, s, ZMQ_DONTWAIT) < 0)
+            if (zmq_msg_recv(&part, m->socket, ZMQ_DONTWAIT) < 0)
                 break;
         }
         zmq_msg_close(&part);
-        if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
-            ch->stdin_connected = 1;
-            /* later reconnects need no notice */
-            close_monitor(ch);
-            ch->ops->on_stdin_connected(ch->data);
-            return;
+        switch (event) {
+        case ZMQ_EVENT_DISCONNECTED:
+            if (m->dropped_at == 0)
+                m->dropped_at = kmgr_now_ms();
+            break;
+        case ZMQ_EVENT_CONNECT_RETRIED:
+            m->dropped_at = 0;
+            break;
+        case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+            m->dropped_at = 0;
+            if (channel == WIRE_CHANNEL_STDIN && !ch->stdin_connected) {
+                ch->stdin_connected = 1;
+                /* from now on read from the tick like the others (a watch may end inside its own callback) */
+                if (m->watch != NULL) {
+                    ch->loop_ops->unwatch(ch->loop, m->watch);
+                    m->watch = NULL;
+                }
+                ch->ops->on_stdin_connected(ch->data);
+            }
+            break;
+        default:
+            break;
         }
     }
+}
+
+static void drain_monitors(kmgr_channels_t *ch)
+{
+    for (int i = 0; i != WIRE_CHANNEL_COUNT && ch->ops != NULL; ++i)
+        drain_monitor(ch, (wire_channel_t)i);
+}
+
+/* Replaces the socket of `channel` with a fresh one; shell and stdin go together under a new
+ * identity, since the kernel's ROUTER may not have let go of the old one yet (a duplicate identity
+ * is refused there). */
+static int reopen(kmgr_channels_t *ch, wire_channel_t channel)
+{
+    int ret;
+
+    if (channel == WIRE_CHANNEL_SHELL || channel == WIRE_CHANNEL_STDIN) {
+        close_socket(ch, WIRE_CHANNEL_SHELL);
+        close_socket(ch, WIRE_CHANNEL_STDIN);
+        wire_uuid4(ch->identity);
+        if ((ret = open_socket(ch, WIRE_CHANNEL_SHELL)) != 0 || (ret = open_socket(ch, WIRE_CHANNEL_STDIN)) != 0) {
+            close_socket(ch, WIRE_CHANNEL_SHELL);
+            close_socket(ch, WIRE_CHANNEL_STDIN);
+            return ret;
+        }
+    } else {
+        close_socket(ch, channel);
+        if ((ret = open_socket(ch, channel)) != 0) {
+            close_socket(ch, channel);
+            return ret;
+        }
+    }
+    /* What arrives before the watches begin would not signal them. */
+    mark_redrain(ch);
+    return 0;
+}
+
+int kmgr_channels_check_given_up(kmgr_channels_t *ch, uint64_t now)
+{
+    /* An announcement already queued must count before the wait is judged over. */
+    drain_monitors(ch);
+    for (int i = 0; i != WIRE_CHANNEL_COUNT && ch->ops != NULL; ++i) {
+        kmgr_monitor_t *m = &ch->monitors[i];
+        int ret;
+        if (m->dropped_at == 0 || now - m->dropped_at < KMGR_GIVEN_UP_AFTER_MS)
+            continue;
+        fprintf(stderr,
+                "kgate: kernel %s: a message on %s was larger than the message cap (%lld bytes): it was dropped with its "
+                "connection, which was reopened\n",
+                ch->uuid, wire_channel_name((wire_channel_t)i), (long long)ch->max_message_bytes);
+        if ((ret = reopen(ch, (wire_channel_t)i)) != 0)
+            return ret;
+        ch->ops->on_given_up(ch->data, (wire_channel_t)i);
+    }
+    return 0;
 }
 
 /* Frames a received message keeps without touching the heap; longer messages grow onto it. */
@@ -388,7 +499,7 @@ void kmgr_channels_drain_all(kmgr_channels_t *ch)
     int more = 0;
 
     ch->redrain = 0;
-    drain_monitor(ch);
+    drain_monitors(ch);
     for (int i = 0; i != WIRE_CHANNEL_COUNT && ch->ops != NULL; ++i)
         more |= kmgr_channels_drain(ch, (wire_channel_t)i);
     if (more && ch->ops != NULL)

@@ -9,8 +9,6 @@
 #include "wire/signer.h"
 #include "kmgr/loop.h"
 
-/* Largest inbound frame accepted from a kernel (ZMQ_MAXMSGSIZE); a bigger one drops the peer. */
-#define KMGR_MAX_FRAME_BYTES ((int64_t)64 * 1024 * 1024)
 /* Most frames one message may have (a kernel's buffers); the rest of a longer one is discarded. */
 #define KMGR_MAX_FRAMES 1024
 /* Messages, and bytes, drained from one socket per wakeup before yielding back to the loop: a
@@ -25,6 +23,15 @@
  * unread (kmgr_channels_drain): verifying and parsing output nobody will see would cost as much as
  * relaying it. Status messages, which track the kernel's state, are far smaller. */
 #define KMGR_UNAWAITED_MAX_BYTES ((size_t)64 * 1024)
+/*
+ * A frame larger than the message cap (kmgr_channels_init) is never buffered: libzmq reads its
+ * size, then drops the connection it came on and gives that connection up for good (a protocol
+ * error; libzmq 4.3 session_base_t::engine_error), with every message still queued on it. A
+ * connection that dropped because the kernel went away is retried by libzmq itself, which it
+ * announces (ZMQ_EVENT_CONNECT_RETRIED) within a millisecond of the ZMQ_EVENT_DISCONNECTED; one
+ * with no such announcement this long after was given up, and the channels reopen it.
+ */
+#define KMGR_GIVEN_UP_AFTER_MS 100
 
 typedef struct st_kmgr_channels_t kmgr_channels_t;
 
@@ -46,17 +53,40 @@ typedef struct st_kmgr_channels_ops_t {
      */
     int (*pass_over_iopub)(void *data);
     /**
+     * A kernel message on `channel` was bigger than the message cap: it was dropped, with whatever
+     * else was in flight on that connection, and the socket has been reopened (for shell or stdin,
+     * both, under a new identity). Only from kmgr_channels_check_given_up.
+     */
+    void (*on_given_up)(void *data, wire_channel_t channel);
+    /**
      * The channels marked themselves for a redrain (see `redrain`): the owner must have
      * kmgr_channels_drain_all called from the loop soon, never from inside this call.
      */
     void (*on_redrain)(void *data);
 } kmgr_channels_ops_t;
 
-/* The watch argument of one socket: which channels and which channel signalled. */
+/* The watch argument of one socket or of its monitor: which channels and which channel signalled. */
 typedef struct st_kmgr_chan_t {
     kmgr_channels_t *channels;
     wire_channel_t channel;
+    int is_monitor;
 } kmgr_chan_t;
+
+/*
+ * A socket monitor (a PAIR connected to libzmq's inproc endpoint for one socket): it reports the
+ * connection's handshake (stdin: an input_request can no longer be lost), its loss, and libzmq's
+ * own reconnects. shell, iopub and stdin have one: they carry what a kernel's user code can make
+ * as big as it likes (output, replies with tracebacks, prompts). A control reply is the kernel's
+ * own and small, and a lost hb connection shows as missed heartbeats. Only stdin's is watched,
+ * until its handshake; the others are read from the tick.
+ */
+typedef struct st_kmgr_monitor_t {
+    void *socket;
+    void *watch;
+    kmgr_chan_t chan;
+    /* When the monitored connection dropped with no reconnect announced yet (kmgr_now_ms); 0: none. */
+    uint64_t dropped_at;
+} kmgr_monitor_t;
 
 /** The five sockets of one kernel process. The owner reads the fields; only channels.c writes them. */
 struct st_kmgr_channels_t {
@@ -67,18 +97,22 @@ struct st_kmgr_channels_t {
     const wire_connection_t *conn;
     const wire_signer_t *signer;
     const char *uuid;
+    int64_t max_message_bytes;
     /* The owner while open (kmgr_channels_open); NULL once closed. */
     const kmgr_channels_ops_t *ops;
     void *data;
     void *sockets[WIRE_CHANNEL_COUNT];
     void *watches[WIRE_CHANNEL_COUNT];
     kmgr_chan_t chans[WIRE_CHANNEL_COUNT];
+    kmgr_monitor_t monitors[WIRE_CHANNEL_COUNT];
+    /* Names each monitor's inproc endpoint: a reopened socket's monitor must not race the old
+     * endpoint's release. */
+    unsigned monitor_serial;
+    /* stdin and shell share one ZMQ identity (the kernel routes input_request by the shell peer's). */
+    char identity[WIRE_UUID_STRLEN + 1];
     /* A ROUTER drops messages for a peer whose handshake it has not seen, so an input_request sent
-     * before our stdin DEALER finished (re)connecting is lost and the kernel waits forever. A
-     * monitor of the stdin socket (a PAIR, channel WIRE_CHANNEL_COUNT) tells when it has. */
-    void *monitor;
-    void *monitor_watch;
-    kmgr_chan_t monitor_chan;
+     * before our stdin DEALER finished connecting is lost and the kernel waits forever: set once
+     * the stdin monitor saw the handshake. */
     int stdin_connected;
     /* Messages dropped because they failed to verify or decode; logged once. */
     uint64_t dropped;
@@ -90,12 +124,13 @@ struct st_kmgr_channels_t {
  * Prepares closed channels for one kernel process. Everything is borrowed and must outlive the
  * channels: the ZMQ context, the loop that watches the sockets, the connection (endpoints), the
  * signer (every message in and out), and the process's `uuid` (a wire_uuid4 string), which names
- * the stdin monitor's inproc endpoint and labels log lines. Allocates nothing.
+ * the monitors' inproc endpoints and labels log lines. `max_message_bytes` caps every frame a
+ * kernel sends (ZMQ_MAXMSGSIZE; see KMGR_GIVEN_UP_AFTER_MS). Allocates nothing.
  */
 void kmgr_channels_init(kmgr_channels_t *ch, void *zctx, const kmgr_loop_ops_t *loop_ops, void *loop, const wire_connection_t *conn,
-                        const wire_signer_t *signer, const char *uuid);
+                        const wire_signer_t *signer, const char *uuid, int64_t max_message_bytes);
 /**
- * Opens and connects the five sockets (and the stdin monitor), watches them, and reports to `ops`
+ * Opens and connects the five sockets (and their monitors), watches them, and reports to `ops`
  * with `data` until closed. A first drain is marked due at once (ops->on_redrain): the stdin
  * handshake may be done before the watch began. Returns 0, or KMGR_EZMQ with everything closed.
  */
@@ -123,7 +158,14 @@ void kmgr_channels_ping(kmgr_channels_t *ch);
  */
 int kmgr_channels_drain(kmgr_channels_t *ch, wire_channel_t channel);
 /**
- * Clears `redrain` and drains the stdin monitor and every channel once (kmgr_channels_drain); if a
+ * Reopens every connection libzmq gave up (dropped KMGR_GIVEN_UP_AFTER_MS or more before `now`
+ * with no reconnect announced: a message over the cap), logs one line for each and reports it
+ * through ops->on_given_up. Returns 0, or KMGR_EZMQ when a socket could not be reopened (the
+ * channel then stays closed). Loop context; stops once a callback closes the channels.
+ */
+int kmgr_channels_check_given_up(kmgr_channels_t *ch, uint64_t now);
+/**
+ * Clears `redrain` and drains the monitors and every channel once (kmgr_channels_drain); if a
  * batch was capped, marks a redrain again. Stops as soon as a callback closes the channels.
  */
 void kmgr_channels_drain_all(kmgr_channels_t *ch);

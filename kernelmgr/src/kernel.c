@@ -93,6 +93,43 @@ static void maybe_ready(kmgr_kernel_t *k)
     flush_state(k);
 }
 
+/* ---- resynchronisation after a connection was given up (kmgr_resync_t) ---- */
+
+static void send_probe(kmgr_kernel_t *k)
+{
+    kmgr_resync_t *r = &k->resync;
+    wire_msg_t *msg;
+
+    if (r->n == KMGR_MAX_PROBES)
+        return;
+    msg = wire_msg_create("kernel_info_request", k->session, NULL);
+    memcpy(r->ids[r->n], wire_msg_id(msg), sizeof(r->ids[r->n]) - 1);
+    r->ids[r->n][sizeof(r->ids[r->n]) - 1] = '\0';
+    r->seqs[r->n++] = ++k->sent;
+    r->next_at = kmgr_now_ms() + k->mgr->config.kernel_info_retry_ms;
+    kmgr_kernel_send(k, WIRE_CHANNEL_SHELL, msg);
+}
+
+/* A message on `channel` whose parent may be a probe; may finish requests (callbacks). */
+static void resync_on(kmgr_kernel_t *k, const wire_msg_t *msg, wire_channel_t channel)
+{
+    kmgr_resync_t *r = &k->resync;
+    const char *parent = wire_msg_parent_id(msg);
+
+    for (size_t i = 0; i != r->n; ++i) {
+        if (strcmp(parent, r->ids[i]) != 0)
+            continue;
+        if (channel == WIRE_CHANNEL_IOPUB)
+            r->got_iopub = 1;
+        else
+            r->got_reply = 1;
+        if (r->got_iopub && r->got_reply)
+            r->active = 0;
+        kmgr_requests_sync(k, r->seqs[i], channel == WIRE_CHANNEL_IOPUB);
+        return;
+    }
+}
+
 /* ---- what the channels report ---- */
 
 static void on_status(kmgr_kernel_t *k, const wire_msg_t *msg)
@@ -123,6 +160,10 @@ static void on_message(void *data, wire_channel_t channel, wire_msg_t *msg)
     case WIRE_CHANNEL_SHELL:
         if (kmgr_requests_on_reply(k, msg))
             break;
+        if (k->resync.active) {
+            resync_on(k, msg, channel);
+            break;
+        }
         /* A reply to one of our own handshake requests. */
         if (strcmp(type, "kernel_info_reply") == 0 && (k->state == KMGR_KERNEL_STARTING || k->state == KMGR_KERNEL_RESTARTING)) {
             if (k->info == NULL)
@@ -133,6 +174,7 @@ static void on_message(void *data, wire_channel_t channel, wire_msg_t *msg)
         break;
     case WIRE_CHANNEL_IOPUB:
         k->got_iopub = 1;
+        k->resync.iopub_live = 1;
         if (k->state == KMGR_KERNEL_STARTING || k->state == KMGR_KERNEL_RESTARTING) {
             maybe_ready(k);
         } else if (strcmp(type, "status") == 0) {
@@ -140,6 +182,8 @@ static void on_message(void *data, wire_channel_t channel, wire_msg_t *msg)
         }
         if (k->generation == generation)
             kmgr_requests_on_iopub(k, msg);
+        if (k->generation == generation && k->resync.active)
+            resync_on(k, msg, channel);
         break;
     case WIRE_CHANNEL_STDIN:
         kmgr_requests_on_input(k, msg);
@@ -183,6 +227,33 @@ static int pass_over_iopub(void *data)
     return 1;
 }
 
+/*
+ * The channels gave a connection up and reopened it. Starting, the handshake retries by itself;
+ * ready, the requests in flight are told and a resynchronisation begins (kmgr_resync_t). A loss
+ * during one restarts it: a probe sent on a lost shell connection may never be answered.
+ */
+static void on_given_up(void *data, wire_channel_t channel)
+{
+    kmgr_kernel_t *k = data;
+    int iopub_live = k->resync.active ? k->resync.iopub_live : 1;
+
+    flush_deferred(k);
+    if (k->destroyed)
+        return;
+    ++k->oversized;
+    if (k->state != KMGR_KERNEL_IDLE && k->state != KMGR_KERNEL_BUSY)
+        return;
+    memset(&k->resync, 0, sizeof(k->resync));
+    k->resync.active = 1;
+    k->resync.iopub_live = iopub_live && channel != WIRE_CHANNEL_IOPUB;
+    /* Kernels send nothing but input_request on stdin: the lost one leaves its kernel waiting for
+     * an answer nobody can give. An empty line, as for a cancelled request, rather than a hang. */
+    if (channel == WIRE_CHANNEL_STDIN)
+        kmgr_kernel_send(k, WIRE_CHANNEL_STDIN, wire_msg_create("input_reply", k->session, json_pack("{s:s}", "value", "")));
+    send_probe(k);
+    kmgr_requests_on_oversized(k, k->sent);
+}
+
 static void on_redrain(void *data)
 {
     kmgr_kernel_t *k = data;
@@ -195,6 +266,7 @@ static const kmgr_channels_ops_t channel_ops = {
     .on_stdin_connected = on_stdin_connected,
     .on_pong = on_pong,
     .pass_over_iopub = pass_over_iopub,
+    .on_given_up = on_given_up,
     .on_redrain = on_redrain,
 };
 
@@ -212,6 +284,8 @@ static int launch(kmgr_kernel_t *k, char *why, size_t whylen)
         return ret;
     }
     k->proc = proc;
+    k->sent = 0;
+    memset(&k->resync, 0, sizeof(k->resync));
     k->got_info_reply = 0;
     k->got_iopub = 0;
     k->started_at = kmgr_now_ms();
@@ -349,6 +423,11 @@ uint64_t kmgr_kernel_unawaited_messages(const kmgr_kernel_t *k)
     return k->unawaited;
 }
 
+uint64_t kmgr_kernel_oversized_messages(const kmgr_kernel_t *k)
+{
+    return k->oversized;
+}
+
 /* ---- from the loop ---- */
 
 void kmgr_kernel_tick(kmgr_kernel_t *k, uint64_t now)
@@ -372,6 +451,16 @@ void kmgr_kernel_tick(kmgr_kernel_t *k, uint64_t now)
         kmgr_proc_describe_exit(k->proc, reason, sizeof(reason));
         die(k, reason, 0);
         return;
+    }
+    /* Only now: a kernel that went away has been reaped above rather than taken for a message over the cap. */
+    {
+        uint64_t generation = k->generation;
+        if (kmgr_channels_check_given_up(&k->proc->channels, now) != 0) {
+            die(k, "a connection to it was lost and could not be reopened", 1);
+            return;
+        }
+        if (k->generation != generation || k->destroyed)
+            return;
     }
     switch (k->state) {
     case KMGR_KERNEL_STARTING:
@@ -398,6 +487,8 @@ void kmgr_kernel_tick(kmgr_kernel_t *k, uint64_t now)
             k->ping_sent_at = now;
             k->next_ping_at = now + config->heartbeat_interval_ms;
         }
+        if (k->resync.active && !k->resync.iopub_live && now >= k->resync.next_at)
+            send_probe(k);
         kmgr_requests_finish_replied_without_idle(k, now);
         break;
     }

@@ -12,6 +12,8 @@
 
 /* A request that has its reply but no status idle is finished after this much silence. */
 #define KMGR_IDLE_GRACE_MS 5000
+/* Probes (kernel_info_requests) sent after one connection was given up, at most (see st_kmgr_resync_t). */
+#define KMGR_MAX_PROBES 8
 
 /* ---- reqtable.c: msg_id -> request, to route a kernel's messages by their parent's msg_id ---- */
 
@@ -45,6 +47,10 @@ struct st_kmgr_request_t {
     kmgr_request_cb cb;
     void *data;
     int got_reply, got_idle;
+    /* Its place among the shell messages sent to the kernel (kmgr_kernel_t.sent); 0 while unsent. */
+    uint64_t seq;
+    /* The kernel's count of oversized messages when this request was last told of one (KMGR_REQ_DROPPED). */
+    uint64_t told_oversized;
     /* When the reply or the request's last iopub message arrived (kmgr_now_ms): see KMGR_IDLE_GRACE_MS. */
     uint64_t last_heard_at;
     /* Set while the final event is being delivered (the request is unlinked and freed after). */
@@ -65,6 +71,18 @@ int kmgr_requests_on_reply(kmgr_kernel_t *k, const wire_msg_t *msg);
 void kmgr_requests_on_iopub(kmgr_kernel_t *k, const wire_msg_t *msg);
 /** A stdin message: an input_request goes to its request (answered "" if it was cancelled). */
 void kmgr_requests_on_input(kmgr_kernel_t *k, const wire_msg_t *msg);
+/**
+ * Tells every request sent up to shell message `sent` that a message over the cap was dropped
+ * (KMGR_REQ_DROPPED, once per drop). Loop context; stops if a callback destroys or restarts the kernel.
+ */
+void kmgr_requests_on_oversized(kmgr_kernel_t *k, uint64_t sent);
+/**
+ * A probe sent as shell message `seq` was answered on iopub (`iopub`) or on shell: the kernel has
+ * dealt with every earlier request, so whatever of theirs did not arrive on that channel (status
+ * idle, or reply) was lost; those requests count it as arrived and finish (DONE) once they have
+ * both. Loop context.
+ */
+void kmgr_requests_sync(kmgr_kernel_t *k, uint64_t seq, int iopub);
 /** Finishes (DONE) requests that have their reply and heard nothing for KMGR_IDLE_GRACE_MS. Loop context. */
 void kmgr_requests_finish_replied_without_idle(kmgr_kernel_t *k, uint64_t now);
 
@@ -80,6 +98,27 @@ void kmgr_requests_silence(kmgr_kernel_t *k);
 void kmgr_requests_free_all(kmgr_kernel_t *k);
 
 /* ---- kernel.c: the state machine ---- */
+
+/*
+ * After the channels gave a connection up (a kernel message over the cap), messages of requests
+ * in flight were lost with it, a status idle perhaps among them, and nothing would end those
+ * requests but KMGR_IDLE_GRACE_MS, or nothing at all for a lost reply. Kernels deal with shell
+ * requests one at a time, in order, so a probe (kernel_info_request) sent after the loss is
+ * answered only after every earlier request: once its iopub status arrives, every earlier status
+ * idle has been sent, and once its reply arrives, every earlier reply (kmgr_requests_sync).
+ */
+typedef struct st_kmgr_resync_t {
+    int active;
+    /* Set once an iopub message arrived on a reopened iopub socket: the subscription is live, so
+     * the status of a probe sent from then on cannot be lost. Until then a probe is resent every
+     * kernel_info_retry_ms, at most KMGR_MAX_PROBES (a busy kernel queues them). */
+    int iopub_live;
+    int got_iopub, got_reply;
+    size_t n;
+    char ids[KMGR_MAX_PROBES][WIRE_UUID_STRLEN + 1];
+    uint64_t seqs[KMGR_MAX_PROBES];
+    uint64_t next_at;
+} kmgr_resync_t;
 
 struct st_kmgr_kernel_t {
     kmgr_link_t link; /* in mgr->kernels */
@@ -107,6 +146,11 @@ struct st_kmgr_kernel_t {
     kmgr_link_t failing;
     /* iopub messages passed over unread: big, and nobody awaiting anything (KMGR_UNAWAITED_MAX_BYTES) */
     uint64_t unawaited;
+    /* Shell messages sent to the current incarnation, requests and probes alike. */
+    uint64_t sent;
+    /* Messages over the cap, each dropped with its connection (kmgr_kernel_oversized_messages). */
+    uint64_t oversized;
+    kmgr_resync_t resync;
     kmgr_reqtable_t table;
 };
 

@@ -24,6 +24,8 @@ static void fill_defaults(kmgr_config_t *c)
         c->shutdown_grace_ms = 2000;
     if (c->kernel_info_retry_ms == 0)
         c->kernel_info_retry_ms = 250;
+    if (c->max_message_bytes == 0 || c->max_message_bytes > INT64_MAX)
+        c->max_message_bytes = KMGR_DEFAULT_MAX_MESSAGE_BYTES;
 }
 
 static char *make_runtime_dir(const char *given, int *owns)
@@ -67,8 +69,18 @@ int kmgr_manager_create(const kmgr_config_t *config, const kmgr_loop_ops_t *ops,
     if ((mgr->runtime_dir = make_runtime_dir(mgr->config.runtime_dir, &mgr->owns_runtime_dir)) == NULL)
         goto Error;
     mgr->config.runtime_dir = mgr->runtime_dir;
-    if ((mgr->zctx = zmq_ctx_new()) == NULL)
+    if (kmgr_instance_init(&mgr->instance, mgr->runtime_dir) != 0)
         goto Error;
+    if ((mgr->zctx = zmq_ctx_new()) == NULL) {
+        kmgr_instance_dispose(&mgr->instance);
+        goto Error;
+    }
+    /* Each kernel holds eleven sockets (five channels, three monitors of two sockets each):
+     * libzmq's default of 1023 per context would cap kgate below a hundred kernels. */
+    {
+        int limit = zmq_ctx_get(mgr->zctx, ZMQ_SOCKET_LIMIT);
+        zmq_ctx_set(mgr->zctx, ZMQ_MAX_SOCKETS, limit > 0 && limit < KMGR_MAX_SOCKETS ? limit : KMGR_MAX_SOCKETS);
+    }
     *out = mgr;
     return 0;
 
@@ -120,6 +132,7 @@ void kmgr_manager_destroy(kmgr_manager_t *mgr)
     for (link = mgr->kernels.next; link != &mgr->kernels; link = mgr->kernels.next)
         kmgr_link_unlink(link); /* unreachable: shutdown_all + sweep emptied it */
     zmq_ctx_term(mgr->zctx);
+    kmgr_instance_dispose(&mgr->instance);
     if (mgr->owns_runtime_dir)
         kmgr_rmtree(mgr->runtime_dir);
     free(mgr->runtime_dir);
@@ -253,4 +266,14 @@ size_t kmgr_manager_num_processes(const kmgr_manager_t *mgr)
 const char *kmgr_manager_runtime_dir(const kmgr_manager_t *mgr)
 {
     return mgr->runtime_dir;
+}
+
+const char *kmgr_manager_instance_env(const kmgr_manager_t *mgr)
+{
+    return mgr->instance.env;
+}
+
+size_t kmgr_manager_swept(const kmgr_manager_t *mgr)
+{
+    return mgr->instance.swept;
 }

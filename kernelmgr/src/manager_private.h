@@ -6,15 +6,21 @@
 #include "kmgr/kernel.h"
 #include "kmgr/loop.h"
 #include "kmgr/manager.h"
+#include "instance.h"
 #include "process.h"
 #include "util_private.h"
 
 /* ---- manager.c ---- */
 
+/* ZMQ sockets the manager's context may hold (ZMQ_MAX_SOCKETS), unless libzmq allows fewer. */
+#define KMGR_MAX_SOCKETS 8192
+
 struct st_kmgr_manager_t {
     kmgr_config_t config; /* defaults filled in */
     char *runtime_dir;
     int owns_runtime_dir;
+    /* the mark every kernel carries in its environment, and this kgate's record in the runtime dir */
+    kmgr_instance_t instance;
     const kmgr_loop_ops_t *ops;
     void *loop;
     void *zctx;

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 #include "wire/alloc.h"
 #include "kmgr/errors.h"
+#include "kmgr/spawn.h"
 #include "manager_private.h"
 #include "process.h"
 
@@ -189,16 +189,16 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
     kmgr_proc_t *proc = wire_calloc(1, sizeof(*proc));
     char **argv = NULL, *ipython_dir = NULL, *log_path = NULL, *program = NULL, pidbuf[32];
     envv_t envv = {NULL};
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    sigset_t mask, defaults;
-    int ret, err;
+    kmgr_spawn_options_t opts;
+    kmgr_spawn_failure_t failure;
+    int ret, log_fd;
 
     if (why != NULL && whylen != 0)
         why[0] = '\0';
     kmgr_list_init(&proc->link);
     wire_uuid4(proc->uuid);
-    kmgr_channels_init(&proc->channels, mgr->zctx, mgr->ops, mgr->loop, &proc->conn, &proc->signer, proc->uuid);
+    kmgr_channels_init(&proc->channels, mgr->zctx, mgr->ops, mgr->loop, &proc->conn, &proc->signer, proc->uuid,
+                       (int64_t)mgr->config.max_message_bytes);
     proc->dir = kmgr_path_join(mgr->runtime_dir, proc->uuid);
     proc->conn_path = kmgr_path_join(proc->dir, "connection.json");
     /* ipc endpoints are unix socket paths: "<dir>/ch-5" must fit sun_path. */
@@ -249,6 +249,7 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
     envv_set(&envv, "JPY_PARENT_PID", pidbuf);
     envv_set(&envv, "PYDEVD_DISABLE_FILE_VALIDATION", "1");
     envv_set(&envv, "IPYTHONDIR", ipython_dir);
+    envv_set(&envv, KMGR_INSTANCE_VAR, mgr->instance.token);
 
     if ((program = find_program(argv[0], envv_get(&envv, "PATH"))) == NULL) {
         snprintf(why, whylen, "cannot execute %s: not found on PATH", argv[0]);
@@ -256,43 +257,24 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
         goto Error;
     }
 
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    if (cwd != NULL)
-        posix_spawn_file_actions_addchdir_np(&fa, cwd);
-    /* Kernels must not inherit kgate's sockets, eventfds or client connections. */
-    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-    posix_spawnattr_init(&attr);
-    /* The host may block or ignore signals (SIGPIPE, SIGINT); ignored dispositions survive exec,
-     * and an ignored SIGINT would make interrupts silently do nothing. */
-    sigemptyset(&mask);
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGINT);
-    sigaddset(&defaults, SIGTERM);
-    sigaddset(&defaults, SIGPIPE);
-    sigaddset(&defaults, SIGHUP);
-    sigaddset(&defaults, SIGQUIT);
-    sigaddset(&defaults, SIGCHLD);
-    sigaddset(&defaults, SIGUSR1);
-    sigaddset(&defaults, SIGUSR2);
-    sigaddset(&defaults, SIGALRM);
-    posix_spawnattr_setsigmask(&attr, &mask);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    /* Its own session (and process group), so that signals reach the kernel and its children only. */
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    /* glibc's posix_spawn reports exec (and chdir/open) failures synchronously and reaps the child. */
-    err = posix_spawn(&proc->pid, program, &fa, &attr, argv, envv.entries);
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&fa);
-    if (err != 0) {
-        proc->pid = 0;
-        if (cwd != NULL && access(cwd, X_OK) != 0)
-            snprintf(why, whylen, "cannot change to directory %s: %s", cwd, strerror(err));
-        else
-            snprintf(why, whylen, "cannot execute %s: %s", program, strerror(err));
+    /* stdout and stderr both to the log; stdin, the session and every other descriptor are kmgr_spawn's */
+    if ((log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) == -1) {
+        snprintf(why, whylen, "cannot open %s: %s", log_path, strerror(errno));
         ret = KMGR_ESPAWN;
+        goto Error;
+    }
+    opts = (kmgr_spawn_options_t){
+        .path = program, .argv = argv, .envp = envv.entries, .fds = {KMGR_SPAWN_DEVNULL, log_fd, log_fd}, .cwd = cwd};
+    ret = kmgr_spawn(&opts, &proc->pid, &failure);
+    close(log_fd);
+    if (ret != 0) {
+        proc->pid = 0;
+        if (strcmp(failure.step, "chdir") == 0)
+            snprintf(why, whylen, "cannot change to directory %s: %s", cwd, strerror(failure.err));
+        else if (strcmp(failure.step, "exec") == 0)
+            snprintf(why, whylen, "cannot execute %s: %s", program, strerror(failure.err));
+        else
+            snprintf(why, whylen, "cannot start %s: %s: %s", program, failure.step, strerror(failure.err));
         goto Error;
     }
     proc->phase = KMGR_PROC_RUNNING;

@@ -54,6 +54,7 @@ int kmgr_kernel_request(kmgr_kernel_t *k, const char *msg_type, json_t *content,
             request_free(req);
             return ret;
         }
+        req->seq = ++k->sent;
     } else {
         req->unsent = msg;
     }
@@ -194,6 +195,47 @@ void kmgr_requests_finish_replied_without_idle(kmgr_kernel_t *k, uint64_t now)
     }
 }
 
+void kmgr_requests_on_oversized(kmgr_kernel_t *k, uint64_t sent)
+{
+    uint64_t generation = k->generation;
+    kmgr_link_t *link;
+
+    for (link = k->requests.next; link != &k->requests; link = link->next) {
+        kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, link);
+        if (req->seq == 0 || req->seq > sent || req->told_oversized == k->oversized)
+            continue;
+        req->told_oversized = k->oversized;
+        deliver(req, KMGR_REQ_DROPPED, NULL, KMGR_EMSGSIZE);
+        if (k->generation != generation || k->destroyed)
+            return;
+        /* the callback may have changed the list: start over (told requests are skipped) */
+        link = &k->requests;
+    }
+}
+
+void kmgr_requests_sync(kmgr_kernel_t *k, uint64_t seq, int iopub)
+{
+    uint64_t generation = k->generation;
+    kmgr_link_t *link, *next;
+
+    for (link = k->requests.next; link != &k->requests; link = next) {
+        kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, link);
+        next = link->next;
+        if (req->seq == 0 || req->seq >= seq)
+            continue;
+        if (iopub)
+            req->got_idle = 1;
+        else
+            req->got_reply = 1;
+        if (!req->got_idle || !req->got_reply)
+            continue;
+        finish(req, KMGR_REQ_DONE, 0);
+        if (k->generation != generation || k->destroyed)
+            return;
+        next = k->requests.next;
+    }
+}
+
 /* ---- the kernel's state machine acting on all its requests ---- */
 
 void kmgr_requests_send_unsent(kmgr_kernel_t *k)
@@ -206,6 +248,7 @@ void kmgr_requests_send_unsent(kmgr_kernel_t *k)
             kmgr_channels_send(&k->proc->channels, WIRE_CHANNEL_SHELL, req->unsent);
             wire_msg_destroy(req->unsent);
             req->unsent = NULL;
+            req->seq = ++k->sent;
         }
     }
 }

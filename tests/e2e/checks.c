@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "support/events.h"
+#include "support/http.h"
 
 __attribute__((format(printf, 3, 4))) static bool fail(char *msg, size_t size, const char *fmt, ...)
 {
@@ -17,15 +19,15 @@ __attribute__((format(printf, 3, 4))) static bool fail(char *msg, size_t size, c
 }
 
 /* Appends the stream's summary to a failure message, so that every failure shows what came. */
-static bool fail_run(const e2e_events_t *evs, char *msg, size_t size, const char *what)
+static bool fail_run(const ts_events_t *evs, char *msg, size_t size, const char *what)
 {
     size_t len = (size_t)snprintf(msg, size, "%s; stream: ", what);
     if (len < size)
-        e2e_events_summary(evs, msg + len, size - len);
+        ts_events_summary(evs, msg + len, size - len);
     return false;
 }
 
-bool e2e_check_error(const e2e_response_t *r, int status, const char *code, char *msg, size_t size)
+bool e2e_check_error(const ts_response_t *r, int status, const char *code, char *msg, size_t size)
 {
     const char *body = r->body != NULL ? r->body : "";
     if (r->status != status)
@@ -58,7 +60,7 @@ int e2e_is_uuid(const char *s)
     return *s == '\0';
 }
 
-bool e2e_check_run(const e2e_events_t *evs, const char *ctx_id, int framing, char *msg, size_t size)
+bool e2e_check_run(const ts_events_t *evs, const char *ctx_id, int framing, char *msg, size_t size)
 {
     char what[512];
     if (!evs->ended)
@@ -67,7 +69,7 @@ bool e2e_check_run(const e2e_events_t *evs, const char *ctx_id, int framing, cha
     if (evs->n < 3)
         return fail_run(evs, msg, size, "expected at least init, ping and execution_complete");
     for (size_t i = 0; i < evs->n; i++) {
-        const e2e_event_t *ev = &evs->v[i];
+        const ts_event_t *ev = &evs->v[i];
         if (!json_is_object(ev->json)) {
             snprintf(what, sizeof(what), "event %zu is not a JSON object", i);
             return fail_run(evs, msg, size, what);
@@ -108,7 +110,7 @@ bool e2e_check_run(const e2e_events_t *evs, const char *ctx_id, int framing, cha
         return fail_run(evs, msg, size, "init text is not a UUID");
     if (strcmp(evs->v[1].type, "ping") != 0)
         return fail_run(evs, msg, size, "the second event (right after init) is not ping");
-    size_t completes = e2e_events_count(evs, "execution_complete");
+    size_t completes = ts_events_count(evs, "execution_complete");
     if (completes != 1) {
         snprintf(what, sizeof(what), "execution_complete occurs %zu times, expected exactly once", completes);
         return fail_run(evs, msg, size, what);
@@ -118,9 +120,9 @@ bool e2e_check_run(const e2e_events_t *evs, const char *ctx_id, int framing, cha
     return true;
 }
 
-bool e2e_check_text(const e2e_events_t *evs, const char *type, const char *expected, char *msg, size_t size)
+bool e2e_check_text(const ts_events_t *evs, const char *type, const char *expected, char *msg, size_t size)
 {
-    char *got = e2e_events_text(evs, type);
+    char *got = ts_events_text(evs, type);
     size_t glen = strlen(got), elen = strlen(expected), i = 0;
     while (i < glen && i < elen && got[i] == expected[i])
         i++;
@@ -137,7 +139,7 @@ bool e2e_check_text(const e2e_events_t *evs, const char *type, const char *expec
     return ok;
 }
 
-const e2e_event_t *e2e_find_result(const e2e_events_t *evs, const char *mime)
+const ts_event_t *e2e_find_result(const ts_events_t *evs, const char *mime)
 {
     for (size_t i = 0; i < evs->n; i++) {
         if (strcmp(evs->v[i].type, "result") != 0)

@@ -3,13 +3,14 @@
 #define KGATE_E2E_CHECKS_H
 
 #include <stdbool.h>
-#include "harness.h"
+#include "support/events.h"
+#include "support/http.h"
 
 /* Each check returns true when it holds; otherwise false with an explanation in msg (never NULL). */
 
 /** `r` is an error response: `status`, a JSON object body with non-empty string "code" and "message", and
  *  "code" equal to `code` when `code` is not NULL. */
-bool e2e_check_error(const e2e_response_t *r, int status, const char *code, char *msg, size_t size);
+bool e2e_check_error(const ts_response_t *r, int status, const char *code, char *msg, size_t size);
 
 enum { E2E_FRAMING_SSE, E2E_FRAMING_EXECD };
 
@@ -20,16 +21,16 @@ enum { E2E_FRAMING_SSE, E2E_FRAMING_EXECD };
  * E2E_FRAMING_SSE every event came as `id:` + `data:` with strictly increasing ids; with E2E_FRAMING_EXECD
  * every event was a bare JSON line without `id:`.
  */
-bool e2e_check_run(const e2e_events_t *evs, const char *ctx_id, int framing, char *msg, size_t size);
+bool e2e_check_run(const ts_events_t *evs, const char *ctx_id, int framing, char *msg, size_t size);
 
 /** The concatenated `text` of all events of `type` equals `expected` exactly. */
-bool e2e_check_text(const e2e_events_t *evs, const char *type, const char *expected, char *msg, size_t size);
+bool e2e_check_text(const ts_events_t *evs, const char *type, const char *expected, char *msg, size_t size);
 
 /** 1 if `s` is a UUID in its canonical 8-4-4-4-12 hexadecimal form. */
 int e2e_is_uuid(const char *s);
 
 /** The first `result` event whose results bundle has `mime`, or NULL. */
-const e2e_event_t *e2e_find_result(const e2e_events_t *evs, const char *mime);
+const ts_event_t *e2e_find_result(const ts_events_t *evs, const char *mime);
 
 #define E2E_MSG_SIZE 8192
 

@@ -2,26 +2,24 @@
 #include "exec_helpers.h"
 
 #include <criterion/criterion.h>
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-void xh_sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
+#include "support/api.h"
+#include "support/base.h"
+#include "support/events.h"
+#include "support/gateway.h"
+#include "support/http.h"
+#include "support/proc.h"
+#include "support/stream.h"
 
 /* Private gateways still running, so that a test's fini stops them even after a failed assertion. */
-static e2e_gateway_t *started[8];
+static ts_gateway_t *started[8];
 
-void xh_gateway_start(e2e_gateway_t *gw, const char *const *args)
+void xh_gateway_start(ts_gateway_t *gw, const char *const *args)
 {
     /* ASan's quarantine keeps freed blocks resident for a while: without it RSS tracks what kgate really holds. */
     static char asan[1024];
@@ -29,7 +27,7 @@ void xh_gateway_start(e2e_gateway_t *gw, const char *const *args)
     snprintf(asan, sizeof(asan), "ASAN_OPTIONS=%s%squarantine_size_mb=0:malloc_context_size=5", prev != NULL ? prev : "",
              prev != NULL && *prev != '\0' ? ":" : "");
     const char *env[] = {asan, NULL};
-    int rc = e2e_gateway_start(gw, e2e_kgate_path(KGATE_BINARY_DIR), args, env);
+    int rc = ts_gateway_start(gw, &(ts_gateway_opts_t){.exe = ts_kgate_path(KGATE_BINARY_DIR), .args = args, .env = env});
     cr_assert_eq(rc, 0, "starting a private kgate: %s", gw->error);
     for (size_t i = 0; i < sizeof(started) / sizeof(started[0]); i++)
         if (started[i] == NULL) {
@@ -46,7 +44,7 @@ void xh_gateways_stop_all(void)
 }
 
 /* 1 if kgate's log holds `needle` (the log is small: read it whole, bounded). */
-static int log_contains(const e2e_gateway_t *gw, const char *needle)
+static int log_contains(const ts_gateway_t *gw, const char *needle)
 {
     FILE *f = fopen(gw->log_path, "r");
     if (f == NULL)
@@ -58,7 +56,7 @@ static int log_contains(const e2e_gateway_t *gw, const char *needle)
     return strstr(buf, needle) != NULL;
 }
 
-void xh_gateway_stop(e2e_gateway_t *gw)
+void xh_gateway_stop(ts_gateway_t *gw)
 {
     size_t survivors = 0;
     for (size_t i = 0; i < sizeof(started) / sizeof(started[0]); i++)
@@ -66,7 +64,7 @@ void xh_gateway_stop(e2e_gateway_t *gw)
             started[i] = NULL;
     if (gw->pid <= 0)
         return;
-    int rc = e2e_gateway_stop_keep(gw, &survivors);
+    int rc = ts_gateway_stop_keep(gw, &survivors);
     int st = gw->exit_status;
     int clean = rc == 0 && survivors == 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
     /* A leak report at exit alone is the shared kgate's finding (shared.c fails the binary for it); here it is only
@@ -74,12 +72,12 @@ void xh_gateway_stop(e2e_gateway_t *gw)
     int leak_only = rc == 0 && survivors == 0 && log_contains(gw, "LeakSanitizer: detected memory leaks") &&
                     !log_contains(gw, "ERROR: AddressSanitizer") && !log_contains(gw, "runtime error:");
     if (!clean)
-        e2e_gateway_dump_log(gw, leak_only ? 2048 : 16384);
+        ts_gateway_dump_log(gw, leak_only ? 2048 : 16384);
     if (!clean && leak_only)
         cr_log_warn("private kgate: LeakSanitizer reported leaks at exit (wait status %#x)", st);
     cr_expect(clean || leak_only, "private kgate did not stop cleanly on SIGTERM: %s; wait status %#x; %zu descendant(s) survived",
               rc != 0 ? gw->error : "exited in time", st, survivors);
-    e2e_gateway_cleanup(gw);
+    ts_gateway_cleanup(gw);
 }
 
 char *xh_context_new(unsigned short port, const char *cwd, json_t *env)
@@ -90,81 +88,81 @@ char *xh_context_new(unsigned short port, const char *cwd, json_t *env)
         json_object_set_new(body, "cwd", json_string(cwd));
     if (env != NULL)
         json_object_set(body, "env", env);
-    e2e_response_t r;
-    int st = e2e_post_json(port, "/code/context", NULL, body, &r);
+    ts_response_t r;
+    int st = ts_post_json(port, "/code/context", NULL, body, &r);
     json_decref(body);
     cr_assert_eq(st, 200, "POST /code/context: HTTP %d (%s) %.600s", st, r.error, r.body);
     json_t *id = json_object_get(r.json, "id");
     cr_assert(json_is_string(id) && e2e_is_uuid(json_string_value(id)), "POST /code/context: no UUID id in %.600s", r.body);
     char *out = strdup(json_string_value(id));
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     return out;
 }
 
 json_t *xh_body(const char *ctx_id, const char *code)
 {
-    return e2e_code_body(ctx_id, NULL, code);
+    return ts_code_body(ctx_id, NULL, code);
 }
 
-e2e_stream_t *xh_open(unsigned short port, json_t *body, int64_t deadline_ms)
+ts_stream_t *xh_open(unsigned short port, json_t *body, int64_t deadline_ms)
 {
     char *text = json_dumps(body, JSON_COMPACT);
     cr_assert_not_null(text);
     char err[256] = "";
-    e2e_stream_t *s = e2e_stream_open(port, "POST", "/code", NULL, text, deadline_ms, err);
+    ts_stream_t *s = ts_stream_open(port, "POST", "/code", NULL, text, deadline_ms, err);
     cr_assert_not_null(s, "POST /code %.300s: %s", text, err);
     free(text);
     return s;
 }
 
-void xh_run(unsigned short port, json_t *body, int64_t deadline_ms, e2e_events_t *out)
+void xh_run(unsigned short port, json_t *body, int64_t deadline_ms, ts_events_t *out)
 {
     memset(out, 0, sizeof(*out));
-    e2e_stream_t *s = xh_open(port, body, deadline_ms);
-    const e2e_response_t *r = e2e_stream_response(s);
+    ts_stream_t *s = xh_open(port, body, deadline_ms);
+    const ts_response_t *r = ts_stream_response(s);
     cr_assert_eq(r->status, 200, "POST /code: HTTP %d; body: %.600s", r->status, r->body);
-    e2e_stream_collect(s, deadline_ms, 0, out);
-    e2e_stream_close(s);
+    ts_stream_collect(s, deadline_ms, 0, out);
+    ts_stream_close(s);
 }
 
-void xh_run_ok(unsigned short port, const char *ctx_id, const char *code, e2e_events_t *out)
+void xh_run_ok(unsigned short port, const char *ctx_id, const char *code, ts_events_t *out)
 {
     json_t *body = xh_body(ctx_id, code);
-    xh_run(port, body, e2e_now_ms() + XH_RUN_MS, out);
+    xh_run(port, body, ts_now_ms() + XH_RUN_MS, out);
     json_decref(body);
     E2E_ASSERT_RUN(out, ctx_id, E2E_FRAMING_SSE);
     char sum[E2E_MSG_SIZE];
-    cr_assert_eq(e2e_events_count(out, "error"), 0, "`%s` produced an error; %s", code, e2e_events_summary(out, sum, sizeof(sum)));
+    cr_assert_eq(ts_events_count(out, "error"), 0, "`%s` produced an error; %s", code, ts_events_summary(out, sum, sizeof(sum)));
 }
 
-size_t xh_wait_event(e2e_stream_t *s, e2e_events_t *evs, const char *type, size_t from, int64_t deadline_ms)
+size_t xh_wait_event(ts_stream_t *s, ts_events_t *evs, const char *type, size_t from, int64_t deadline_ms)
 {
     char sum[E2E_MSG_SIZE];
     for (;;) {
-        long i = e2e_events_find(evs, type, from);
+        long i = ts_events_find(evs, type, from);
         if (i >= 0)
             return (size_t)i;
-        int r = e2e_stream_next(s, deadline_ms, evs);
+        int r = ts_stream_next(s, deadline_ms, evs);
         cr_assert(r > 0, "waiting for a `%s` event: the stream %s; %s", type, r == 0 ? "ended" : "timed out or failed",
-                  e2e_events_summary(evs, sum, sizeof(sum)));
+                  ts_events_summary(evs, sum, sizeof(sum)));
     }
 }
 
-const char *xh_execution_id(const e2e_events_t *evs)
+const char *xh_execution_id(const ts_events_t *evs)
 {
     char sum[E2E_MSG_SIZE];
     cr_assert(evs->n > 0 && strcmp(evs->v[0].type, "init") == 0, "no init event first; %s",
-              e2e_events_summary(evs, sum, sizeof(sum)));
+              ts_events_summary(evs, sum, sizeof(sum)));
     json_t *id = json_object_get(evs->v[0].json, "execution_id");
     cr_assert(json_is_string(id) && e2e_is_uuid(json_string_value(id)), "init has no UUID execution_id: %.400s", evs->v[0].data);
     return json_string_value(id);
 }
 
-const e2e_event_t *xh_error_event(const e2e_events_t *evs, const char *ename)
+const ts_event_t *xh_error_event(const ts_events_t *evs, const char *ename)
 {
     char sum[E2E_MSG_SIZE];
-    long i = e2e_events_find(evs, "error", 0);
-    cr_assert(i >= 0, "no error event (expected %s); %s", ename != NULL ? ename : "one", e2e_events_summary(evs, sum, sizeof(sum)));
+    long i = ts_events_find(evs, "error", 0);
+    cr_assert(i >= 0, "no error event (expected %s); %s", ename != NULL ? ename : "one", ts_events_summary(evs, sum, sizeof(sum)));
     if (ename != NULL) {
         json_t *err = json_object_get(evs->v[i].json, "error");
         cr_assert_str_eq(xh_str(err, "ename"), ename, "error.ename is not %s: %.800s", ename, evs->v[i].data);
@@ -173,7 +171,7 @@ const e2e_event_t *xh_error_event(const e2e_events_t *evs, const char *ename)
     return &evs->v[i];
 }
 
-size_t xh_status_count(const e2e_events_t *evs, const char *text)
+size_t xh_status_count(const ts_events_t *evs, const char *text)
 {
     size_t n = 0;
     for (size_t i = 0; i < evs->n; i++)
@@ -185,12 +183,12 @@ json_t *xh_execution(unsigned short port, const char *exec_id)
 {
     char path[256];
     snprintf(path, sizeof(path), "/code/executions/%s", exec_id);
-    e2e_response_t r;
-    int st = e2e_http_request(port, "GET", path, NULL, NULL, &r);
+    ts_response_t r;
+    int st = ts_http_request(port, "GET", path, NULL, NULL, &r);
     cr_assert_eq(st, 200, "GET %s: HTTP %d (%s) %.600s", path, st, r.error, r.body);
     cr_assert(json_is_object(r.json), "GET %s: not a JSON object: %.600s", path, r.body);
     json_t *out = json_incref(r.json);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     return out;
 }
 
@@ -200,12 +198,12 @@ json_t *xh_execution_wait_state(unsigned short port, const char *exec_id, const 
         json_t *ex = xh_execution(port, exec_id);
         if (strcmp(xh_str(ex, "state"), state) == 0)
             return ex;
-        if (e2e_now_ms() >= deadline_ms) {
+        if (ts_now_ms() >= deadline_ms) {
             char *dump = json_dumps(ex, JSON_COMPACT);
             cr_assert_fail("execution %s did not reach state %s in time; last: %s", exec_id, state, dump);
         }
         json_decref(ex);
-        xh_sleep_ms(20);
+        ts_sleep_ms(20);
     }
 }
 
@@ -213,11 +211,11 @@ int xh_context_get(unsigned short port, const char *ctx_id, json_t **out)
 {
     char path[256];
     snprintf(path, sizeof(path), "/code/contexts/%s", ctx_id);
-    e2e_response_t r;
-    int st = e2e_http_request(port, "GET", path, NULL, NULL, &r);
+    ts_response_t r;
+    int st = ts_http_request(port, "GET", path, NULL, NULL, &r);
     if (out != NULL)
         *out = r.json != NULL ? json_incref(r.json) : NULL;
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     return st;
 }
 
@@ -235,23 +233,14 @@ long long xh_int(json_t *obj, const char *key)
 
 long long xh_rss_bytes(pid_t pid)
 {
-    char path[64], line[256];
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    long long kb = -1;
-    while (fgets(line, sizeof(line), f) != NULL)
-        if (sscanf(line, "VmRSS: %lld kB", &kb) == 1)
-            break;
-    fclose(f);
+    long long kb = ts_proc_rss_kb(pid);
     return kb < 0 ? -1 : kb * 1024;
 }
 
 int xh_pid_alive(pid_t pid)
 {
-    e2e_proc_t p = {pid, 0};
-    return e2e_proc_alive(&p);
+    ts_proc_t p = {pid, 0};
+    return ts_proc_alive(&p);
 }
 
 int xh_pid_wait_gone(pid_t pid, int64_t deadline_ms)
@@ -259,8 +248,8 @@ int xh_pid_wait_gone(pid_t pid, int64_t deadline_ms)
     for (;;) {
         if (!xh_pid_alive(pid))
             return 1;
-        if (e2e_now_ms() >= deadline_ms)
+        if (ts_now_ms() >= deadline_ms)
             return 0;
-        xh_sleep_ms(20);
+        ts_sleep_ms(20);
     }
 }

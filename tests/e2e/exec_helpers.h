@@ -6,7 +6,9 @@
 #include <stdint.h>
 #include <jansson.h>
 #include "checks.h"
-#include "harness.h"
+#include "support/events.h"
+#include "support/gateway.h"
+#include "support/stream.h"
 
 /* Bounds of the waits in these tests (milliseconds). */
 #define XH_RUN_MS 60000      /* a short run, from POST to the end of its stream */
@@ -18,13 +20,13 @@
  * freed memory out of quarantine (so that RSS reflects what kgate holds; harmless without ASan).
  * Asserts that it started. Stop it with xh_gateway_stop.
  */
-void xh_gateway_start(e2e_gateway_t *gw, const char *const *args);
+void xh_gateway_start(ts_gateway_t *gw, const char *const *args);
 
 /** Stops every private kgate of this test still running (for a suite's fini: a failed assertion skips the test's own stop). */
 void xh_gateways_stop_all(void);
 
 /** Stops a private kgate by PID, asserting a clean exit and no surviving kernel (dumps its log otherwise). */
-void xh_gateway_stop(e2e_gateway_t *gw);
+void xh_gateway_stop(ts_gateway_t *gw);
 
 /** POST /code/context {"language":"python"} (plus `cwd`/`env` when not NULL); asserts 200; returns the id (free it). */
 char *xh_context_new(unsigned short port, const char *cwd, json_t *env);
@@ -33,25 +35,25 @@ char *xh_context_new(unsigned short port, const char *cwd, json_t *env);
 json_t *xh_body(const char *ctx_id, const char *code);
 
 /** POST /code with `body` (borrowed); asserts that a response head arrived; returns the stream. */
-e2e_stream_t *xh_open(unsigned short port, json_t *body, int64_t deadline_ms);
+ts_stream_t *xh_open(unsigned short port, json_t *body, int64_t deadline_ms);
 
 /** POST /code with `body` and collects the stream until `deadline_ms`; asserts HTTP 200. */
-void xh_run(unsigned short port, json_t *body, int64_t deadline_ms, e2e_events_t *out);
+void xh_run(unsigned short port, json_t *body, int64_t deadline_ms, ts_events_t *out);
 
 /** Shorthand: runs `code` in `ctx_id` (no other option), asserts a complete stream without error events. */
-void xh_run_ok(unsigned short port, const char *ctx_id, const char *code, e2e_events_t *out);
+void xh_run_ok(unsigned short port, const char *ctx_id, const char *code, ts_events_t *out);
 
 /** Reads events until one of `type` is present at or after `from` (asserts it arrives by `deadline_ms`); returns its index. */
-size_t xh_wait_event(e2e_stream_t *s, e2e_events_t *evs, const char *type, size_t from, int64_t deadline_ms);
+size_t xh_wait_event(ts_stream_t *s, ts_events_t *evs, const char *type, size_t from, int64_t deadline_ms);
 
 /** The `execution_id` of the init event (asserted present); points into evs. */
-const char *xh_execution_id(const e2e_events_t *evs);
+const char *xh_execution_id(const ts_events_t *evs);
 
 /** The first `error` event (asserted present, with `ename` equal to `ename` when not NULL). */
-const e2e_event_t *xh_error_event(const e2e_events_t *evs, const char *ename);
+const ts_event_t *xh_error_event(const ts_events_t *evs, const char *ename);
 
 /** Number of `status` events whose text is `text`. */
-size_t xh_status_count(const e2e_events_t *evs, const char *text);
+size_t xh_status_count(const ts_events_t *evs, const char *text);
 
 /** GET /code/executions/{id}; asserts 200 with a JSON object; returns a new reference. */
 json_t *xh_execution(unsigned short port, const char *exec_id);
@@ -76,8 +78,5 @@ int xh_pid_alive(pid_t pid);
 
 /** Waits until `pid` is gone (or a zombie); returns 1 if it went by `deadline_ms`. */
 int xh_pid_wait_gone(pid_t pid, int64_t deadline_ms);
-
-/** Sleeps `ms` milliseconds. */
-void xh_sleep_ms(int ms);
 
 #endif

@@ -2,7 +2,7 @@
 #ifndef KGATE_E2E_SHARED_H
 #define KGATE_E2E_SHARED_H
 
-#include "harness.h"
+#include "support/gateway.h"
 
 /*
  * Linking shared.c into a Criterion binary starts `kgate` (no extra arguments) in the runner process
@@ -12,7 +12,7 @@
  */
 
 /** The shared gateway (asserts, with kgate's start-up error, that it is running). */
-const e2e_gateway_t *e2e_shared(void);
+const ts_gateway_t *e2e_shared(void);
 
 /** Deletes every python context of the shared gateway (a test's fini: no test leaves contexts behind). */
 void e2e_shared_cleanup(void);

@@ -6,6 +6,11 @@
 
 #include "checks.h"
 #include "shared.h"
+#include "support/api.h"
+#include "support/base.h"
+#include "support/events.h"
+#include "support/http.h"
+#include "support/stream.h"
 
 #define RUN_MS 60000
 
@@ -23,34 +28,34 @@ static unsigned short port(void)
 
 static char *new_context(void)
 {
-    e2e_response_t r;
+    ts_response_t r;
     char *id = NULL;
-    int st = e2e_context_create(port(), NULL, "python", &id, &r);
+    int st = ts_context_create(port(), NULL, "python", &id, &r);
     cr_assert_eq(st, 200, "POST /code/context {\"language\":\"python\"}: HTTP %d %s %.600s", st, r.error, r.body);
     cr_assert(e2e_is_uuid(id), "the context id is not a UUID; body: %.600s", r.body);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     return id;
 }
 
-static void run(const char *ctx, const char *code, e2e_events_t *evs)
+static void run(const char *ctx, const char *code, ts_events_t *evs)
 {
-    e2e_response_t r;
-    int st = e2e_run_code(port(), NULL, ctx, NULL, code, RUN_MS, evs, &r);
+    ts_response_t r;
+    int st = ts_run_code(port(), NULL, ctx, NULL, code, RUN_MS, evs, &r);
     cr_assert_eq(st, 200, "POST /code `%s`: HTTP %d (%s); body: %.600s", code, st, evs->error, r.body ? r.body : "");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 }
 
-static void assert_no_error(const e2e_events_t *evs, const char *code)
+static void assert_no_error(const ts_events_t *evs, const char *code)
 {
     char sum[E2E_MSG_SIZE];
-    cr_assert_eq(e2e_events_count(evs, "error"), 0, "`%s` produced an error event; %s", code,
-                 e2e_events_summary(evs, sum, sizeof(sum)));
+    cr_assert_eq(ts_events_count(evs, "error"), 0, "`%s` produced an error event; %s", code,
+                 ts_events_summary(evs, sum, sizeof(sum)));
 }
 
 Test(code, state_persists_and_stdout_arrives)
 {
     char *id = new_context();
-    e2e_events_t a, b;
+    ts_events_t a, b;
     run(id, "x = 10", &a);
     E2E_ASSERT_RUN(&a, id, E2E_FRAMING_SSE);
     assert_no_error(&a, "x = 10");
@@ -58,42 +63,45 @@ Test(code, state_persists_and_stdout_arrives)
     E2E_ASSERT_RUN(&b, id, E2E_FRAMING_SSE);
     assert_no_error(&b, "print(x + 5)");
     E2E_ASSERT_TEXT(&b, "stdout", "15\n");
-    e2e_events_dispose(&a);
-    e2e_events_dispose(&b);
+    ts_events_dispose(&a);
+    ts_events_dispose(&b);
     free(id);
 }
 
 Test(code, expression_result_and_execution_count)
 {
     char *id = new_context();
-    e2e_events_t evs;
+    ts_events_t evs;
     char sum[E2E_MSG_SIZE];
     run(id, "1+1", &evs);
     E2E_ASSERT_RUN(&evs, id, E2E_FRAMING_SSE);
-    const e2e_event_t *res = e2e_find_result(&evs, "text/plain");
-    cr_assert_not_null(res, "no result event with text/plain; %s", e2e_events_summary(&evs, sum, sizeof(sum)));
+    const ts_event_t *res = e2e_find_result(&evs, "text/plain");
+    cr_assert_not_null(res, "no result event with text/plain; %s", ts_events_summary(&evs, sum, sizeof(sum)));
     json_t *plain = json_object_get(json_object_get(res->json, "results"), "text/plain");
     cr_assert(json_is_string(plain) && strcmp(json_string_value(plain), "2") == 0, "results[\"text/plain\"] is not \"2\": %.400s",
               res->data);
-    long i = e2e_events_find(&evs, "execution_count", 0);
-    cr_assert(i >= 0, "no execution_count event; %s", e2e_events_summary(&evs, sum, sizeof(sum)));
+    /* the Python and Kotlin SDKs read results.text: it is there by default, the same string */
+    json_t *text = json_object_get(json_object_get(res->json, "results"), "text");
+    cr_assert(json_is_string(text) && strcmp(json_string_value(text), "2") == 0, "results.text is not \"2\": %.400s", res->data);
+    long i = ts_events_find(&evs, "execution_count", 0);
+    cr_assert(i >= 0, "no execution_count event; %s", ts_events_summary(&evs, sum, sizeof(sum)));
     json_t *count = json_object_get(evs.v[i].json, "execution_count");
     cr_assert(json_is_integer(count) && json_integer_value(count) >= 1,
               "execution_count event lacks a positive integer execution_count: %.400s", evs.v[i].data);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     free(id);
 }
 
 Test(code, name_error)
 {
     char *id = new_context();
-    e2e_events_t evs;
+    ts_events_t evs;
     char sum[E2E_MSG_SIZE];
     run(id, "undefined_name", &evs);
     E2E_ASSERT_RUN(&evs, id, E2E_FRAMING_SSE);
-    cr_assert_eq(e2e_events_count(&evs, "error"), 1, "expected exactly one error event; %s",
-                 e2e_events_summary(&evs, sum, sizeof(sum)));
-    const e2e_event_t *ev = &evs.v[e2e_events_find(&evs, "error", 0)];
+    cr_assert_eq(ts_events_count(&evs, "error"), 1, "expected exactly one error event; %s",
+                 ts_events_summary(&evs, sum, sizeof(sum)));
+    const ts_event_t *ev = &evs.v[ts_events_find(&evs, "error", 0)];
     json_t *err = json_object_get(ev->json, "error");
     json_t *ename = json_object_get(err, "ename");
     cr_assert(json_is_string(ename) && strcmp(json_string_value(ename), "NameError") == 0,
@@ -102,76 +110,76 @@ Test(code, name_error)
                   strstr(json_string_value(json_object_get(err, "evalue")), "undefined_name") != NULL,
               "error.evalue does not name the undefined name: %.600s", ev->data);
     cr_assert(json_is_array(json_object_get(err, "traceback")), "error.traceback is not a JSON array: %.600s", ev->data);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     free(id);
 }
 
 Test(code, display_html)
 {
     char *id = new_context();
-    e2e_events_t evs;
+    ts_events_t evs;
     char sum[E2E_MSG_SIZE];
     run(id, "import IPython.display as d; d.display(d.HTML('<b>x</b>'))", &evs);
     E2E_ASSERT_RUN(&evs, id, E2E_FRAMING_SSE);
     assert_no_error(&evs, "display(HTML)");
-    const e2e_event_t *res = e2e_find_result(&evs, "text/html");
-    cr_assert_not_null(res, "no result event with text/html; %s", e2e_events_summary(&evs, sum, sizeof(sum)));
+    const ts_event_t *res = e2e_find_result(&evs, "text/html");
+    cr_assert_not_null(res, "no result event with text/html; %s", ts_events_summary(&evs, sum, sizeof(sum)));
     json_t *html = json_object_get(json_object_get(res->json, "results"), "text/html");
     cr_assert(json_is_string(html) && strstr(json_string_value(html), "<b>x</b>") != NULL,
               "results[\"text/html\"] does not contain <b>x</b>: %.400s", res->data);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     free(id);
 }
 
 Test(code, interrupt_keeps_the_context)
 {
     char *id = new_context();
-    json_t *body = e2e_code_body(id, NULL, "import time; time.sleep(30)");
+    json_t *body = ts_code_body(id, NULL, "import time; time.sleep(30)");
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     char err[256] = "";
-    int64_t t0 = e2e_now_ms();
-    e2e_stream_t *s = e2e_stream_open(port(), "POST", "/code", NULL, text, t0 + RUN_MS, err);
+    int64_t t0 = ts_now_ms();
+    ts_stream_t *s = ts_stream_open(port(), "POST", "/code", NULL, text, t0 + RUN_MS, err);
     free(text);
     cr_assert_not_null(s, "POST /code (sleep 30): %s", err);
-    cr_assert_eq(e2e_stream_response(s)->status, 200, "POST /code (sleep 30): HTTP %d %.400s", e2e_stream_response(s)->status,
-                 e2e_stream_response(s)->body);
+    cr_assert_eq(ts_stream_response(s)->status, 200, "POST /code (sleep 30): HTTP %d %.400s", ts_stream_response(s)->status,
+                 ts_stream_response(s)->body);
 
     /* Let the sleep get going for about a second, reading what arrives meanwhile. */
-    e2e_events_t evs = {0};
+    ts_events_t evs = {0};
     char sum[E2E_MSG_SIZE];
-    while (!evs.ended && e2e_now_ms() < t0 + 1000)
-        if (e2e_stream_next(s, t0 + 1000, &evs) < 0 && !evs.timed_out)
+    while (!evs.ended && ts_now_ms() < t0 + 1000)
+        if (ts_stream_next(s, t0 + 1000, &evs) < 0 && !evs.timed_out)
             break;
     evs.timed_out = 0;
     cr_assert(!evs.ended && evs.error[0] == '\0', "the stream ended before the interrupt; %s",
-              e2e_events_summary(&evs, sum, sizeof(sum)));
+              ts_events_summary(&evs, sum, sizeof(sum)));
 
     char path[256];
     snprintf(path, sizeof(path), "/code?id=%s", id);
-    e2e_response_t r;
-    int64_t t_delete = e2e_now_ms();
-    int st = e2e_http_request(port(), "DELETE", path, NULL, NULL, &r);
+    ts_response_t r;
+    int64_t t_delete = ts_now_ms();
+    int st = ts_http_request(port(), "DELETE", path, NULL, NULL, &r);
     cr_assert_eq(st, 200, "DELETE %s: HTTP %d (%s) %.400s", path, st, r.error, r.body);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 
-    e2e_stream_collect(s, t_delete + 10000, 0, &evs);
-    e2e_stream_close(s);
+    ts_stream_collect(s, t_delete + 10000, 0, &evs);
+    ts_stream_close(s);
     E2E_ASSERT_RUN(&evs, id, E2E_FRAMING_SSE);
     cr_assert(evs.end_ms - t_delete <= 1000, "the stream ended %lld ms after DELETE /code?id=, expected within 1000 ms",
               (long long)(evs.end_ms - t_delete));
-    long i = e2e_events_find(&evs, "error", 0);
-    cr_assert(i >= 0, "no error event after the interrupt; %s", e2e_events_summary(&evs, sum, sizeof(sum)));
+    long i = ts_events_find(&evs, "error", 0);
+    cr_assert(i >= 0, "no error event after the interrupt; %s", ts_events_summary(&evs, sum, sizeof(sum)));
     json_t *ename = json_object_get(json_object_get(evs.v[i].json, "error"), "ename");
     cr_assert(json_is_string(ename) && strcmp(json_string_value(ename), "KeyboardInterrupt") == 0,
               "error.ename is not KeyboardInterrupt: %.600s", evs.v[i].data);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
 
-    e2e_events_t after;
+    ts_events_t after;
     run(id, "print('alive')", &after);
     E2E_ASSERT_RUN(&after, id, E2E_FRAMING_SSE);
     E2E_ASSERT_TEXT(&after, "stdout", "alive\n");
-    e2e_events_dispose(&after);
+    ts_events_dispose(&after);
     free(id);
 }
 
@@ -183,12 +191,12 @@ Test(code, stdout_order_is_exact)
     cr_assert_not_null(expected);
     for (int i = 0; i < 10000; i++)
         len += (size_t)snprintf(expected + len, cap - len, "%d\n", i);
-    e2e_events_t evs;
+    ts_events_t evs;
     run(id, "for i in range(10000): print(i)", &evs);
     E2E_ASSERT_RUN(&evs, id, E2E_FRAMING_SSE);
     assert_no_error(&evs, "for i in range(10000): print(i)");
     E2E_ASSERT_TEXT(&evs, "stdout", expected);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     free(expected);
     free(id);
 }
@@ -196,22 +204,22 @@ Test(code, stdout_order_is_exact)
 Test(code, stream_response_headers)
 {
     char *id = new_context();
-    e2e_events_t evs;
-    e2e_response_t r;
-    int st = e2e_run_code(port(), NULL, id, NULL, "1+1", RUN_MS, &evs, &r);
+    ts_events_t evs;
+    ts_response_t r;
+    int st = ts_run_code(port(), NULL, id, NULL, "1+1", RUN_MS, &evs, &r);
     cr_assert_eq(st, 200, "POST /code: HTTP %d (%s) %.400s", st, evs.error, r.body ? r.body : "");
-    const char *ct = e2e_response_header(&r, "Content-Type");
-    const char *cc = e2e_response_header(&r, "Cache-Control");
-    const char *xab = e2e_response_header(&r, "X-Accel-Buffering");
+    const char *ct = ts_response_header(&r, "Content-Type");
+    const char *cc = ts_response_header(&r, "Cache-Control");
+    const char *xab = ts_response_header(&r, "X-Accel-Buffering");
     cr_assert(ct != NULL && strncmp(ct, "text/event-stream", 17) == 0, "Content-Type: %s", ct ? ct : "(absent)");
     cr_assert(cc != NULL && strcmp(cc, "no-cache") == 0, "Cache-Control: %s", cc ? cc : "(absent)");
     cr_assert(xab != NULL && strcmp(xab, "no") == 0, "X-Accel-Buffering: %s", xab ? xab : "(absent)");
     /* every kgate response names its version, streams included (the run stream once forgot it) */
-    const char *version = e2e_response_header(&r, "x-kgate-version");
+    const char *version = ts_response_header(&r, "x-kgate-version");
     cr_assert(version != NULL && version[0] != '\0', "x-kgate-version: %s", version ? version : "(absent)");
     E2E_ASSERT_RUN(&evs, id, E2E_FRAMING_SSE);
-    e2e_response_dispose(&r);
-    e2e_events_dispose(&evs);
+    ts_response_dispose(&r);
+    ts_events_dispose(&evs);
     free(id);
 }
 
@@ -219,17 +227,40 @@ Test(code, stream_response_headers)
 Test(code, stateless_with_a_context_id_is_refused)
 {
     char *id = new_context();
-    e2e_events_t evs;
-    e2e_response_t r;
-    json_t *body = e2e_code_body(id, NULL, "marker = 'stateless leaked'");
+    ts_events_t evs;
+    ts_response_t r;
+    json_t *body = ts_code_body(id, NULL, "marker = 'stateless leaked'");
     json_object_set_new(body, "stateless", json_true());
-    e2e_post_json(port(), "/code", NULL, body, &r);
+    ts_post_json(port(), "/code", NULL, body, &r);
     json_decref(body);
     E2E_ASSERT_ERROR(&r, 400, "INVALID_REQUEST_BODY");
     cr_assert(strstr(r.body, "stateless") != NULL, "the message says why: %.400s", r.body);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     run(id, "print('marker' in globals())", &evs);
     E2E_ASSERT_TEXT(&evs, "stdout", "False\n");
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
+    free(id);
+}
+
+/* An 82-digit integer in a kernel's JSON (which jansson, and so kgate, cannot hold) is reported, not silently lost. */
+Test(code, an_undecodable_kernel_message_is_reported)
+{
+    char *id = new_context();
+    ts_events_t evs;
+    char sum[E2E_MSG_SIZE];
+    run(id, "from IPython.display import JSON, display\ndisplay(JSON({'n': 10**81}))\nprint('after')", &evs);
+    E2E_ASSERT_RUN(&evs, id, E2E_FRAMING_SSE);
+    long i = -1;
+    for (size_t k = 0; k != evs.n; ++k)
+        if (strcmp(evs.v[k].type, "status") == 0 &&
+            strcmp(json_string_value(json_object_get(evs.v[k].json, "text")) ?: "", "message_undecodable") == 0)
+            i = (long)k;
+    cr_assert(i >= 0, "no message_undecodable notice; %s", ts_events_summary(&evs, sum, sizeof(sum)));
+    cr_assert_str_eq(json_string_value(json_object_get(evs.v[i].json, "msg_type")), "display_data");
+    E2E_ASSERT_TEXT(&evs, "stdout", "after\n");
+    ts_events_dispose(&evs);
+    run(id, "print('ok')", &evs);
+    E2E_ASSERT_TEXT(&evs, "stdout", "ok\n");
+    ts_events_dispose(&evs);
     free(id);
 }

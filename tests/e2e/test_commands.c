@@ -6,6 +6,11 @@
 #include <unistd.h>
 
 #include "cmd_helpers.h"
+#include "support/api.h"
+#include "support/base.h"
+#include "support/events.h"
+#include "support/http.h"
+#include "support/proc.h"
 
 TestSuite(commands, .timeout = 120);
 
@@ -20,14 +25,14 @@ static json_t *command_body(const char *command, json_t *extra)
     return body;
 }
 
-static void run_command(const char *command, json_t *extra, e2e_events_t *out)
+static void run_command(const char *command, json_t *extra, ts_events_t *out)
 {
     ch_stream("/command", command_body(command, extra), out);
     E2E_ASSERT_RUN(out, NULL, E2E_FRAMING_SSE);
 }
 
 /* The command id of a stream (its init text). */
-static const char *command_id(const e2e_events_t *evs)
+static const char *command_id(const ts_events_t *evs)
 {
     return json_string_value(json_object_get(evs->v[0].json, "text"));
 }
@@ -35,14 +40,14 @@ static const char *command_id(const e2e_events_t *evs)
 /* GET `path` as JSON; asserts `status`. */
 static json_t *get_json(const char *path, int status)
 {
-    e2e_response_t r;
+    ts_response_t r;
     json_t *json;
 
-    e2e_http_request(ch_port(), "GET", path, NULL, NULL, &r);
+    ts_http_request(ch_port(), "GET", path, NULL, NULL, &r);
     E2E_ASSERT_STATUS(&r, status);
     cr_assert_not_null(r.json, "GET %s: not JSON: %.400s", path, r.body);
     json = json_incref(r.json);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     return json;
 }
 
@@ -50,14 +55,14 @@ static json_t *get_json(const char *path, int status)
 static json_t *wait_finished(const char *id, int ms)
 {
     char path[128];
-    int64_t deadline = e2e_now_ms() + ms;
+    int64_t deadline = ts_now_ms() + ms;
 
     snprintf(path, sizeof(path), "/command/status/%s", id);
     for (;;) {
         json_t *status = get_json(path, 200);
         if (json_is_false(json_object_get(status, "running")))
             return status;
-        cr_assert(e2e_now_ms() < deadline, "command %s still running after %d ms", id, ms);
+        cr_assert(ts_now_ms() < deadline, "command %s still running after %d ms", id, ms);
         json_decref(status);
         usleep(20000);
     }
@@ -68,36 +73,36 @@ static char *get_logs(const char *id, unsigned long long cursor, unsigned long l
 {
     char path[160], *body, *end;
     const char *header;
-    e2e_response_t r;
+    ts_response_t r;
 
     snprintf(path, sizeof(path), "/command/%s/logs?cursor=%llu", id, cursor);
-    e2e_http_request(ch_port(), "GET", path, NULL, NULL, &r);
+    ts_http_request(ch_port(), "GET", path, NULL, NULL, &r);
     E2E_ASSERT_STATUS(&r, 200);
-    header = e2e_response_header(&r, "EXECD-COMMANDS-TAIL-CURSOR");
+    header = ts_response_header(&r, "EXECD-COMMANDS-TAIL-CURSOR");
     cr_assert_not_null(header, "GET %s: no EXECD-COMMANDS-TAIL-CURSOR header", path);
     *next = strtoull(header, &end, 10);
     cr_assert(*end == '\0' && end != header, "cursor header \"%s\" is not a number", header);
     body = strdup(r.body);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     return body;
 }
 
 Test(commands, stdout_comes_line_by_line_blank_lines_kept)
 {
-    e2e_events_t evs;
+    ts_events_t evs;
     char *texts;
 
     run_command("printf 'a\\n\\nb\\n'; printf 'no newline'", NULL, &evs);
     texts = ch_texts(&evs, "stdout");
     cr_assert_str_eq(texts, "a||b|no newline|", "stdout events (text|...): %s", texts);
-    cr_assert_eq(e2e_events_count(&evs, "error"), 0);
+    cr_assert_eq(ts_events_count(&evs, "error"), 0);
     free(texts);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
 }
 
 Test(commands, a_failing_command_reports_its_exit_code)
 {
-    e2e_events_t evs;
+    ts_events_t evs;
     json_t *error;
     char *texts;
 
@@ -108,13 +113,13 @@ Test(commands, a_failing_command_reports_its_exit_code)
     texts = ch_texts(&evs, "stderr");
     cr_assert_str_eq(texts, "err|");
     free(texts);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
 }
 
 Test(commands, envs_and_cwd_reach_the_command)
 {
     char dir[] = "/tmp/kgate-e2e-cwd-XXXXXX", expected[128];
-    e2e_events_t evs;
+    ts_events_t evs;
     char *texts;
 
     cr_assert_not_null(mkdtemp(dir));
@@ -124,13 +129,13 @@ Test(commands, envs_and_cwd_reach_the_command)
     snprintf(expected, sizeof(expected), "%s|1 two words|", dir);
     cr_assert_str_eq(texts, expected);
     free(texts);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     rmdir(dir);
 }
 
 Test(commands, status_of_a_finished_command)
 {
-    e2e_events_t evs;
+    ts_events_t evs;
     json_t *status, *missing;
     char path[128];
 
@@ -138,23 +143,41 @@ Test(commands, status_of_a_finished_command)
     status = wait_finished(command_id(&evs), 5000);
     cr_assert_str_eq(json_string_value(json_object_get(status, "id")), command_id(&evs));
     cr_assert_str_eq(json_string_value(json_object_get(status, "command")), "exit 4");
+    cr_assert_str_eq(json_string_value(json_object_get(status, "content")), "exit 4", "execd's SDKs read `content`");
+    cr_assert(json_is_false(json_object_get(status, "running")));
     cr_assert_eq(json_integer_value(json_object_get(status, "exit_code")), 4);
+    cr_assert(json_is_string(json_object_get(status, "error")), "a failed command says why: %s", json_dumps(status, 0));
     cr_assert(json_is_string(json_object_get(status, "started_at")) && json_is_string(json_object_get(status, "finished_at")),
               "started_at and finished_at are RFC 3339 strings");
     json_decref(status);
+    /* while it runs: running true, and exit_code, finished_at and error present as null */
+    ts_events_t bg;
+    ch_stream("/command", command_body("sleep 5", json_pack("{s:b}", "background", 1)), &bg);
+    snprintf(path, sizeof(path), "/command/status/%s", command_id(&bg));
+    status = get_json(path, 200);
+    cr_assert(json_is_true(json_object_get(status, "running")));
+    cr_assert(json_is_null(json_object_get(status, "exit_code")) && json_is_null(json_object_get(status, "finished_at")) &&
+                  json_is_null(json_object_get(status, "error")),
+              "a running command's exit_code, finished_at and error are null");
+    json_decref(status);
+    snprintf(path, sizeof(path), "/command?id=%s", command_id(&bg));
+    ts_response_t r;
+    ts_http_request(e2e_shared()->port, "DELETE", path, NULL, NULL, &r);
+    ts_response_dispose(&r);
+    ts_events_dispose(&bg);
     snprintf(path, sizeof(path), "/command/status/%s", "00000000-0000-4000-8000-000000000000");
     missing = get_json(path, 404);
     cr_assert_str_eq(json_string_value(json_object_get(missing, "code")), "COMMAND_NOT_FOUND");
     json_decref(missing);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
 }
 
 Test(commands, background_logs_are_read_incrementally_by_cursor)
 {
-    e2e_events_t evs;
+    ts_events_t evs;
     unsigned long long c1, c2, c3;
     char *first, *second, *third;
-    int64_t deadline = e2e_now_ms() + 10000;
+    int64_t deadline = ts_now_ms() + 10000;
     json_t *status;
 
     ch_stream("/command", command_body("echo first; sleep 1; echo second >&2", json_pack("{s:b}", "background", 1)), &evs);
@@ -165,7 +188,7 @@ Test(commands, background_logs_are_read_incrementally_by_cursor)
         first = get_logs(command_id(&evs), 0, &c1);
         if (strcmp(first, "first\n") == 0)
             break;
-        cr_assert(e2e_now_ms() < deadline, "logs from 0: \"%s\"", first);
+        cr_assert(ts_now_ms() < deadline, "logs from 0: \"%s\"", first);
         free(first);
         usleep(20000);
     }
@@ -182,26 +205,26 @@ Test(commands, background_logs_are_read_incrementally_by_cursor)
     cr_assert(json_is_true(json_object_get(status, "background")));
     json_decref(status);
     free(first), free(second), free(third);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
 }
 
 /* PIDs printed on stdout, one per line. */
-static size_t stdout_pids(const e2e_events_t *evs, e2e_proc_t *out, size_t max)
+static size_t stdout_pids(const ts_events_t *evs, ts_proc_t *out, size_t max)
 {
     size_t n = 0, i;
     for (i = 0; i != evs->n && n < max; ++i)
         if (strcmp(evs->v[i].type, "stdout") == 0)
-            out[n++] = (e2e_proc_t){.pid = atoi(json_string_value(json_object_get(evs->v[i].json, "text")))};
+            out[n++] = (ts_proc_t){.pid = atoi(json_string_value(json_object_get(evs->v[i].json, "text")))};
     return n;
 }
 
-static void assert_gone(const e2e_proc_t *procs, size_t n, int ms)
+static void assert_gone(const ts_proc_t *procs, size_t n, int ms)
 {
-    int64_t deadline = e2e_now_ms() + ms;
+    int64_t deadline = ts_now_ms() + ms;
     for (size_t i = 0; i != n; ++i) {
         cr_assert_gt(procs[i].pid, 1);
-        while (e2e_proc_alive(&procs[i])) {
-            cr_assert(e2e_now_ms() < deadline, "process %d is still alive", (int)procs[i].pid);
+        while (ts_proc_alive(&procs[i])) {
+            cr_assert(ts_now_ms() < deadline, "process %d is still alive", (int)procs[i].pid);
             usleep(20000);
         }
     }
@@ -209,60 +232,60 @@ static void assert_gone(const e2e_proc_t *procs, size_t n, int ms)
 
 Test(commands, a_timeout_kills_the_whole_process_group)
 {
-    e2e_events_t evs;
-    e2e_proc_t pids[2];
+    ts_events_t evs;
+    ts_proc_t pids[2];
     json_t *error;
-    int64_t started = e2e_now_ms();
+    int64_t started = ts_now_ms();
 
     /* a background sleep, and a foreground one that is not the shell itself */
     run_command("sleep 30 & echo $!; sh -c 'echo $$; exec sleep 30'; wait", json_pack("{s:i}", "timeout", 500), &evs);
-    cr_assert_lt(e2e_now_ms() - started, 10000, "the command outlived its 500 ms timeout");
+    cr_assert_lt(ts_now_ms() - started, 10000, "the command outlived its 500 ms timeout");
     cr_assert_eq(stdout_pids(&evs, pids, 2), 2, "both PIDs printed");
     error = ch_only_error(&evs);
     cr_assert_str_eq(json_string_value(json_object_get(error, "ename")), "TimeoutError");
     cr_assert_str_eq(json_string_value(json_object_get(error, "evalue")), "137", "SIGKILL: 128 + 9");
     assert_gone(pids, 2, 3000);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
 }
 
 Test(commands, delete_terminates_a_running_command)
 {
-    e2e_events_t evs;
-    e2e_response_t r;
-    e2e_proc_t pid;
+    ts_events_t evs;
+    ts_response_t r;
+    ts_proc_t pid;
     json_t *status;
     char path[160];
 
     ch_stream("/command", command_body("echo $$; exec sleep 30", json_pack("{s:b}", "background", 1)), &evs);
     snprintf(path, sizeof(path), "/command?id=%s", command_id(&evs));
-    e2e_http_request(ch_port(), "DELETE", path, NULL, NULL, &r);
+    ts_http_request(ch_port(), "DELETE", path, NULL, NULL, &r);
     E2E_ASSERT_STATUS(&r, 200);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     status = wait_finished(command_id(&evs), 5000);
     cr_assert_eq(json_integer_value(json_object_get(status, "exit_code")), 143, "SIGTERM: 128 + 15");
     pid.pid = (pid_t)json_integer_value(json_object_get(status, "pid"));
     pid.starttime = 0;
     assert_gone(&pid, 1, 3000);
     json_decref(status);
-    e2e_http_request(ch_port(), "DELETE", "/command", NULL, NULL, &r);
+    ts_http_request(ch_port(), "DELETE", "/command", NULL, NULL, &r);
     E2E_ASSERT_ERROR(&r, 400, "MISSING_QUERY");
-    e2e_response_dispose(&r);
-    e2e_events_dispose(&evs);
+    ts_response_dispose(&r);
+    ts_events_dispose(&evs);
 }
 
 Test(commands, bad_requests_are_plain_json_errors)
 {
-    e2e_response_t r;
+    ts_response_t r;
     json_t *body = json_pack("{s:s}", "cwd", "/tmp");
 
-    e2e_post_json(ch_port(), "/command", NULL, body, &r);
+    ts_post_json(ch_port(), "/command", NULL, body, &r);
     E2E_ASSERT_ERROR(&r, 400, "INVALID_REQUEST_BODY");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     json_decref(body);
     body = json_pack("{s:s, s:s}", "command", "true", "cwd", "/nonexistent/kgate-e2e");
-    e2e_post_json(ch_port(), "/command", NULL, body, &r);
+    ts_post_json(ch_port(), "/command", NULL, body, &r);
     E2E_ASSERT_ERROR(&r, 400, "INVALID_REQUEST_BODY");
     cr_assert(strstr(r.body, "chdir") != NULL, "the error names the failed step: %s", r.body);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     json_decref(body);
 }

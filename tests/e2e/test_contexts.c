@@ -7,6 +7,12 @@
 
 #include "checks.h"
 #include "shared.h"
+#include "support/api.h"
+#include "support/base.h"
+#include "support/events.h"
+#include "support/http.h"
+#include "support/proc.h"
+#include "support/stream.h"
 
 #define RUN_MS 60000
 
@@ -24,29 +30,29 @@ static unsigned short port(void)
 
 static char *new_context(void)
 {
-    e2e_response_t r;
+    ts_response_t r;
     char *id = NULL;
-    int st = e2e_context_create(port(), NULL, "python", &id, &r);
+    int st = ts_context_create(port(), NULL, "python", &id, &r);
     cr_assert_eq(st, 200, "POST /code/context {\"language\":\"python\"}: HTTP %d %s %.600s", st, r.error, r.body);
     cr_assert(e2e_is_uuid(id), "the context id is not a UUID; body: %.600s", r.body);
     json_t *lang = json_object_get(r.json, "language");
     cr_assert(json_is_string(lang) && strcmp(json_string_value(lang), "python") == 0,
               "the created context's language is not \"python\": %.600s", r.body);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     return id;
 }
 
-static void run_in(const char *ctx, const char *language, const char *code, e2e_events_t *evs)
+static void run_in(const char *ctx, const char *language, const char *code, ts_events_t *evs)
 {
-    e2e_response_t r;
-    int st = e2e_run_code(port(), NULL, ctx, language, code, RUN_MS, evs, &r);
+    ts_response_t r;
+    int st = ts_run_code(port(), NULL, ctx, language, code, RUN_MS, evs, &r);
     cr_assert_eq(st, 200, "POST /code `%s`: HTTP %d (%s); body: %.600s", code, st, evs->error, r.body ? r.body : "");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 }
 
-static const char *error_name(const e2e_events_t *evs)
+static const char *error_name(const ts_events_t *evs)
 {
-    long i = e2e_events_find(evs, "error", 0);
+    long i = ts_events_find(evs, "error", 0);
     json_t *ename = i < 0 ? NULL : json_object_get(json_object_get(evs->v[i].json, "error"), "ename");
     return json_is_string(ename) ? json_string_value(ename) : "(no error event)";
 }
@@ -54,12 +60,12 @@ static const char *error_name(const e2e_events_t *evs)
 /* GETs `path`, asserts 200 with a JSON array, and returns it (new reference). */
 static json_t *get_list(const char *path)
 {
-    e2e_response_t r;
-    int st = e2e_http_request(port(), "GET", path, NULL, NULL, &r);
+    ts_response_t r;
+    int st = ts_http_request(port(), "GET", path, NULL, NULL, &r);
     cr_assert_eq(st, 200, "GET %s: HTTP %d (%s) %.600s", path, st, r.error, r.body);
     cr_assert(json_is_array(r.json), "GET %s did not answer a JSON array: %.600s", path, r.body);
     json_t *list = json_incref(r.json);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     return list;
 }
 
@@ -78,11 +84,11 @@ static int list_has(json_t *list, const char *id)
 
 /* Asserts a payload-less success: 200 with an empty body that says Content-Length: 0 (not an empty chunked
  * body, which some SDKs fail to parse); a JSON body is tolerated. */
-static void assert_ok_response(const e2e_response_t *r, const char *what)
+static void assert_ok_response(const ts_response_t *r, const char *what)
 {
     cr_assert_eq(r->status, 200, "%s: HTTP %d (%s) %.600s", what, r->status, r->error, r->body);
     if (r->body_len == 0) {
-        const char *cl = e2e_response_header(r, "Content-Length");
+        const char *cl = ts_response_header(r, "Content-Length");
         cr_assert(cl != NULL && strcmp(cl, "0") == 0 && !r->chunked,
                   "%s: empty 200 body without Content-Length: 0 (Content-Length %s, chunked %d)", what, cl ? cl : "absent",
                   r->chunked);
@@ -93,7 +99,7 @@ Test(contexts, isolated_from_each_other)
 {
     char *a = new_context(), *b = new_context();
     cr_assert_str_neq(a, b, "two contexts got the same id");
-    e2e_events_t e1, e2, e3;
+    ts_events_t e1, e2, e3;
     run_in(a, NULL, "x = 1", &e1);
     E2E_ASSERT_RUN(&e1, a, E2E_FRAMING_SSE);
     run_in(b, NULL, "print(x)", &e2);
@@ -102,9 +108,9 @@ Test(contexts, isolated_from_each_other)
     run_in(a, NULL, "print(x)", &e3);
     E2E_ASSERT_RUN(&e3, a, E2E_FRAMING_SSE);
     E2E_ASSERT_TEXT(&e3, "stdout", "1\n");
-    e2e_events_dispose(&e1);
-    e2e_events_dispose(&e2);
-    e2e_events_dispose(&e3);
+    ts_events_dispose(&e1);
+    ts_events_dispose(&e2);
+    ts_events_dispose(&e3);
     free(a);
     free(b);
 }
@@ -114,37 +120,37 @@ Test(contexts, run_concurrently)
     char *ids[2] = {new_context(), new_context()};
     /* Warm both kernels so that only the sleeps are timed. */
     for (int i = 0; i < 2; i++) {
-        e2e_events_t w;
+        ts_events_t w;
         run_in(ids[i], NULL, "import time", &w);
         E2E_ASSERT_RUN(&w, ids[i], E2E_FRAMING_SSE);
-        e2e_events_dispose(&w);
+        ts_events_dispose(&w);
     }
-    e2e_stream_t *s[2];
-    e2e_events_t evs[2] = {{0}, {0}};
+    ts_stream_t *s[2];
+    ts_events_t evs[2] = {{0}, {0}};
     char err[256] = "";
-    int64_t t0 = e2e_now_ms();
+    int64_t t0 = ts_now_ms();
     for (int i = 0; i < 2; i++) {
-        json_t *body = e2e_code_body(ids[i], NULL, "time.sleep(2)");
+        json_t *body = ts_code_body(ids[i], NULL, "time.sleep(2)");
         char *text = json_dumps(body, JSON_COMPACT);
         json_decref(body);
-        s[i] = e2e_stream_open(port(), "POST", "/code", NULL, text, t0 + 30000, err);
+        s[i] = ts_stream_open(port(), "POST", "/code", NULL, text, t0 + 30000, err);
         free(text);
         cr_assert_not_null(s[i], "POST /code (sleep 2) #%d: %s", i, err);
-        cr_assert_eq(e2e_stream_response(s[i])->status, 200, "POST /code (sleep 2) #%d: HTTP %d %.400s", i,
-                     e2e_stream_response(s[i])->status, e2e_stream_response(s[i])->body);
+        cr_assert_eq(ts_stream_response(s[i])->status, 200, "POST /code (sleep 2) #%d: HTTP %d %.400s", i,
+                     ts_stream_response(s[i])->status, ts_stream_response(s[i])->body);
     }
     /* Reading one stream after the other is fine: the other's events wait in its socket. */
     for (int i = 0; i < 2; i++) {
-        e2e_stream_collect(s[i], t0 + 30000, 0, &evs[i]);
-        e2e_stream_close(s[i]);
+        ts_stream_collect(s[i], t0 + 30000, 0, &evs[i]);
+        ts_stream_close(s[i]);
         E2E_ASSERT_RUN(&evs[i], ids[i], E2E_FRAMING_SSE);
-        cr_assert_eq(e2e_events_count(&evs[i], "error"), 0, "sleep #%d failed: %s", i, error_name(&evs[i]));
+        cr_assert_eq(ts_events_count(&evs[i], "error"), 0, "sleep #%d failed: %s", i, error_name(&evs[i]));
     }
     int64_t last = evs[0].end_ms > evs[1].end_ms ? evs[0].end_ms : evs[1].end_ms;
     cr_assert(last - t0 < 3500, "two 2 s sleeps in two contexts took %lld ms together, expected < 3500 (not concurrent?)",
               (long long)(last - t0));
     for (int i = 0; i < 2; i++) {
-        e2e_events_dispose(&evs[i]);
+        ts_events_dispose(&evs[i]);
         free(ids[i]);
     }
 }
@@ -167,24 +173,24 @@ Test(contexts, list_get_delete)
 
     char path[256];
     snprintf(path, sizeof(path), "/code/contexts/%s", a);
-    e2e_response_t r;
-    int st = e2e_http_request(port(), "GET", path, NULL, NULL, &r);
+    ts_response_t r;
+    int st = ts_http_request(port(), "GET", path, NULL, NULL, &r);
     cr_assert_eq(st, 200, "GET %s: HTTP %d %.600s", path, st, r.body);
     json_t *jid = json_object_get(r.json, "id"), *lang = json_object_get(r.json, "language");
     cr_assert(json_is_string(jid) && strcmp(json_string_value(jid), a) == 0, "GET %s: wrong or missing id: %.600s", path, r.body);
     cr_assert(json_is_string(lang) && strcmp(json_string_value(lang), "python") == 0, "GET %s: language is not \"python\": %.600s",
               path, r.body);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 
-    e2e_http_request(port(), "DELETE", path, NULL, NULL, &r);
+    ts_http_request(port(), "DELETE", path, NULL, NULL, &r);
     assert_ok_response(&r, "DELETE /code/contexts/{id}");
-    e2e_response_dispose(&r);
-    e2e_http_request(port(), "GET", path, NULL, NULL, &r);
+    ts_response_dispose(&r);
+    ts_http_request(port(), "GET", path, NULL, NULL, &r);
     E2E_ASSERT_ERROR(&r, 404, "CONTEXT_NOT_FOUND");
-    e2e_response_dispose(&r);
-    e2e_http_request(port(), "DELETE", path, NULL, NULL, &r);
+    ts_response_dispose(&r);
+    ts_http_request(port(), "DELETE", path, NULL, NULL, &r);
     E2E_ASSERT_ERROR(&r, 404, "CONTEXT_NOT_FOUND");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 
     all = get_list("/code/contexts");
     cr_assert(!list_has(all, a) && list_has(all, b), "after deleting one context the list is wrong: %s",
@@ -197,32 +203,32 @@ Test(contexts, list_get_delete)
 Test(contexts, delete_by_language)
 {
     char *a = new_context(), *b = new_context();
-    e2e_response_t r;
-    e2e_http_request(port(), "DELETE", "/code/contexts?language=python", NULL, NULL, &r);
+    ts_response_t r;
+    ts_http_request(port(), "DELETE", "/code/contexts?language=python", NULL, NULL, &r);
     assert_ok_response(&r, "DELETE /code/contexts?language=python");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     json_t *py = get_list("/code/contexts?language=python");
     cr_assert_eq(json_array_size(py), 0, "python contexts remain after DELETE ?language=python: %s", json_dumps(py, JSON_COMPACT));
     json_decref(py);
     char path[256];
     snprintf(path, sizeof(path), "/code/contexts/%s", b);
-    e2e_http_request(port(), "GET", path, NULL, NULL, &r);
+    ts_http_request(port(), "GET", path, NULL, NULL, &r);
     E2E_ASSERT_ERROR(&r, 404, "CONTEXT_NOT_FOUND");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 
-    e2e_http_request(port(), "DELETE", "/code/contexts", NULL, NULL, &r);
+    ts_http_request(port(), "DELETE", "/code/contexts", NULL, NULL, &r);
     E2E_ASSERT_ERROR(&r, 400, "MISSING_QUERY");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     free(a);
     free(b);
 }
 
 Test(contexts, default_context_by_language)
 {
-    e2e_events_t a, b;
+    ts_events_t a, b;
     run_in(NULL, "python", "y = 41", &a);
     E2E_ASSERT_RUN(&a, NULL, E2E_FRAMING_SSE);
-    cr_assert_eq(e2e_events_count(&a, "error"), 0, "`y = 41` failed: %s", error_name(&a));
+    cr_assert_eq(ts_events_count(&a, "error"), 0, "`y = 41` failed: %s", error_name(&a));
     const char *id = json_string_value(json_object_get(a.v[0].json, "text"));
     run_in(NULL, "python", "print(y + 1)", &b);
     E2E_ASSERT_RUN(&b, id, E2E_FRAMING_SSE);
@@ -230,24 +236,24 @@ Test(contexts, default_context_by_language)
     json_t *py = get_list("/code/contexts?language=python");
     cr_assert(list_has(py, id), "the default python context %s is not listed: %s", id, json_dumps(py, JSON_COMPACT));
     json_decref(py);
-    e2e_events_dispose(&a);
-    e2e_events_dispose(&b);
+    ts_events_dispose(&a);
+    ts_events_dispose(&b);
 }
 
 Test(contexts, idle_context_costs_no_cpu)
 {
     char *id = new_context();
-    e2e_events_t evs;
+    ts_events_t evs;
     run_in(id, NULL, "1+1", &evs);
     E2E_ASSERT_RUN(&evs, id, E2E_FRAMING_SSE);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     /* kgate with one live, idle context: nothing to do but wait for events. */
     pid_t pid = e2e_shared()->pid;
     struct timespec settle = {0, 500 * 1000000L}, window = {2, 0};
     nanosleep(&settle, NULL);
-    int64_t cpu0 = e2e_proc_cpu_ms(pid), t0 = e2e_now_ms();
+    int64_t cpu0 = ts_proc_cpu_ms(pid), t0 = ts_now_ms();
     nanosleep(&window, NULL);
-    int64_t cpu1 = e2e_proc_cpu_ms(pid), t1 = e2e_now_ms();
+    int64_t cpu1 = ts_proc_cpu_ms(pid), t1 = ts_now_ms();
     cr_assert(cpu0 >= 0 && cpu1 >= 0, "cannot read kgate's CPU time from /proc/%d/stat", (int)pid);
     cr_assert(cpu1 - cpu0 <= (t1 - t0) / 10,
               "kgate used %lld ms of CPU in %lld ms while its only context was idle (expected <= 10%%: a busy loop?)",

@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include "checks.h"
-#include "harness.h"
+#include "support/api.h"
+#include "support/gateway.h"
+#include "support/http.h"
 
-static e2e_gateway_t gw;
+static ts_gateway_t gw;
 static char tmp[256], root[300], outside[300];
 
 static void start(void)
@@ -29,18 +31,19 @@ static void start(void)
              " && ln -s '%s' '%s/out'",
              root, root, outside, root, root, root, outside, outside, root);
     cr_assert_eq(system(cmd), 0);
-    cr_assert_eq(e2e_gateway_start(&gw, e2e_kgate_path(KGATE_BINARY_DIR), args, NULL), 0, "kgate did not start: %s", gw.error);
+    ts_gateway_opts_t opts = {.exe = ts_kgate_path(KGATE_BINARY_DIR), .args = args};
+    cr_assert_eq(ts_gateway_start(&gw, &opts), 0, "kgate did not start: %s", gw.error);
 }
 
 static void stop(void)
 {
     char cmd[400];
     size_t survivors = 0;
-    int rc = e2e_gateway_stop_keep(&gw, &survivors);
+    int rc = ts_gateway_stop_keep(&gw, &survivors);
 
     if (rc != 0)
-        e2e_gateway_dump_log(&gw, 8192);
-    e2e_gateway_cleanup(&gw);
+        ts_gateway_dump_log(&gw, 8192);
+    ts_gateway_cleanup(&gw);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
     cr_assert_eq(system(cmd), 0);
     cr_assert_eq(rc, 0, "kgate did not stop cleanly: %s", gw.error);
@@ -53,10 +56,10 @@ TestSuite(editor_api, .init = start, .fini = stop, .timeout = 60);
 static int editor(json_t *body, const char **output, const char **code)
 {
     static char out[65536], c[64];
-    e2e_response_t r;
+    ts_response_t r;
     int status;
 
-    e2e_post_json(gw.port, "/editor", NULL, body, &r);
+    ts_post_json(gw.port, "/editor", NULL, body, &r);
     json_decref(body);
     status = r.status;
     out[0] = c[0] = '\0';
@@ -69,7 +72,7 @@ static int editor(json_t *body, const char **output, const char **code)
         snprintf(out, sizeof(out), "%s", json_string_value(json_object_get(r.json, "message")));
         snprintf(c, sizeof(c), "%s", json_string_value(json_object_get(r.json, "code")));
     }
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     if (output != NULL)
         *output = out;
     if (code != NULL)

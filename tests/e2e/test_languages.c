@@ -7,6 +7,12 @@
 
 #include "checks.h"
 #include "exec_helpers.h"
+#include "support/api.h"
+#include "support/base.h"
+#include "support/events.h"
+#include "support/gateway.h"
+#include "support/http.h"
+#include "support/stream.h"
 
 /* Where the build puts the kernelspecs it generates (kgate's bash kernel, and tslab's when deploy/deps.sh installed it). */
 #define KERNELS_DIR KGATE_BINARY_DIR "/kernels/share/jupyter/kernels"
@@ -18,7 +24,7 @@
 /* From DELETE /code?id= to the end of the interrupted run's stream. */
 #define INTERRUPT_END_MS 1000
 
-static e2e_gateway_t gateway;
+static ts_gateway_t gateway;
 
 /*
  * This binary checks kgate, not itself: a failed assertion abandons the test's heap, and LeakSanitizer would then
@@ -67,12 +73,12 @@ static int have_kernelspec_file(const char *name)
 /* GET /code/languages as JSON (asserted to be an array); a new reference. */
 static json_t *languages(void)
 {
-    e2e_response_t r;
-    int st = e2e_http_request(port(), "GET", "/code/languages", NULL, NULL, &r);
+    ts_response_t r;
+    int st = ts_http_request(port(), "GET", "/code/languages", NULL, NULL, &r);
     cr_assert_eq(st, 200, "GET /code/languages: HTTP %d (%s) %.600s", st, r.error, r.body);
     cr_assert(json_is_array(r.json), "GET /code/languages is not a JSON array: %.600s", r.body);
     json_t *list = json_incref(r.json);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     return list;
 }
 
@@ -88,45 +94,45 @@ static json_t *language_entry(json_t *list, const char *key, const char *value)
 /* POST /code/context {"language": language}; asserts 200 and a UUID id; the context object in *ctx when not NULL. */
 static char *new_context(const char *language, json_t **ctx)
 {
-    e2e_response_t r;
+    ts_response_t r;
     char *id = NULL;
-    int st = e2e_context_create(port(), NULL, language, &id, &r);
+    int st = ts_context_create(port(), NULL, language, &id, &r);
     if (st != 200)
-        e2e_gateway_dump_log(&gateway, 4096);
+        ts_gateway_dump_log(&gateway, 4096);
     cr_assert_eq(st, 200, "POST /code/context {\"language\":\"%s\"}: HTTP %d (%s) %.600s", language, st, r.error, r.body);
     cr_assert(e2e_is_uuid(id), "the context id is not a UUID; body: %.600s", r.body);
     if (ctx != NULL)
         *ctx = json_incref(r.json);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     return id;
 }
 
 /* Runs `code` in `ctx` and asserts a well-formed stream (200, init..execution_complete). */
-static void run(const char *ctx, const char *code, e2e_events_t *evs)
+static void run(const char *ctx, const char *code, ts_events_t *evs)
 {
-    e2e_response_t r;
-    int st = e2e_run_code(port(), NULL, ctx, NULL, code, XH_RUN_MS, evs, &r);
+    ts_response_t r;
+    int st = ts_run_code(port(), NULL, ctx, NULL, code, XH_RUN_MS, evs, &r);
     cr_assert_eq(st, 200, "POST /code `%s`: HTTP %d (%s); body: %.600s", code, st, evs->error, r.body ? r.body : "");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     E2E_ASSERT_RUN(evs, ctx, E2E_FRAMING_SSE);
 }
 
-static void assert_no_error(const e2e_events_t *evs, const char *code)
+static void assert_no_error(const ts_events_t *evs, const char *code)
 {
     char sum[E2E_MSG_SIZE];
-    cr_assert_eq(e2e_events_count(evs, "error"), 0, "`%s` produced an error event; %s", code,
-                 e2e_events_summary(evs, sum, sizeof(sum)));
+    cr_assert_eq(ts_events_count(evs, "error"), 0, "`%s` produced an error event; %s", code,
+                 ts_events_summary(evs, sum, sizeof(sum)));
 }
 
 /* Runs `code`, asserts no error and that stdout is exactly `expected` (and stderr empty). */
 static void run_expect_stdout(const char *ctx, const char *code, const char *expected)
 {
-    e2e_events_t evs;
+    ts_events_t evs;
     run(ctx, code, &evs);
     assert_no_error(&evs, code);
     E2E_ASSERT_TEXT(&evs, "stdout", expected);
     E2E_ASSERT_TEXT(&evs, "stderr", "");
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
 }
 
 /* ---- bash --------------------------------------------------------------------------------------------------------- */
@@ -144,16 +150,16 @@ Test(languages, bash_keeps_cwd_and_environment_across_runs)
 Test(languages, bash_false_reports_its_exit_status)
 {
     char *id = new_context("bash", NULL);
-    e2e_events_t evs;
+    ts_events_t evs;
     char sum[E2E_MSG_SIZE];
     run(id, "false", &evs);
-    cr_assert_eq(e2e_events_count(&evs, "error"), 1, "`false`: expected exactly one error event; %s",
-                 e2e_events_summary(&evs, sum, sizeof(sum)));
-    const e2e_event_t *ev = xh_error_event(&evs, NULL);
+    cr_assert_eq(ts_events_count(&evs, "error"), 1, "`false`: expected exactly one error event; %s",
+                 ts_events_summary(&evs, sum, sizeof(sum)));
+    const ts_event_t *ev = xh_error_event(&evs, NULL);
     json_t *err = json_object_get(ev->json, "error");
     cr_assert_str_eq(xh_str(err, "evalue"), "1", "`false`: error.evalue is not the exit status \"1\": %.600s", ev->data);
     cr_assert(json_is_array(json_object_get(err, "traceback")), "error.traceback is not an array: %.600s", ev->data);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
 
     /* A failed command is the command's outcome, not the context's: the next run succeeds. */
     run_expect_stdout(id, "true && echo ok", "ok\n");
@@ -163,12 +169,12 @@ Test(languages, bash_false_reports_its_exit_status)
 Test(languages, bash_stderr_arrives_as_stderr)
 {
     char *id = new_context("bash", NULL);
-    e2e_events_t evs;
+    ts_events_t evs;
     run(id, "echo err >&2", &evs);
     assert_no_error(&evs, "echo err >&2");
     E2E_ASSERT_TEXT(&evs, "stderr", "err\n");
     E2E_ASSERT_TEXT(&evs, "stdout", "");
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     free(id);
 }
 
@@ -178,37 +184,37 @@ Test(languages, bash_interrupt_ends_sleep_and_keeps_the_context)
     run_expect_stdout(id, "KEPT=yes", "");
 
     json_t *body = xh_body(id, "sleep 30");
-    int64_t t0 = e2e_now_ms();
-    e2e_stream_t *s = xh_open(port(), body, t0 + XH_HEAD_MS);
+    int64_t t0 = ts_now_ms();
+    ts_stream_t *s = xh_open(port(), body, t0 + XH_HEAD_MS);
     json_decref(body);
-    cr_assert_eq(e2e_stream_response(s)->status, 200, "POST /code (sleep 30): HTTP %d %.400s", e2e_stream_response(s)->status,
-                 e2e_stream_response(s)->body);
-    e2e_events_t evs = {0};
+    cr_assert_eq(ts_stream_response(s)->status, 200, "POST /code (sleep 30): HTTP %d %.400s", ts_stream_response(s)->status,
+                 ts_stream_response(s)->body);
+    ts_events_t evs = {0};
     char sum[E2E_MSG_SIZE];
     /* execution_count means the kernel has taken the cell: the interrupt then reaches a running sleep. */
     xh_wait_event(s, &evs, "execution_count", 0, t0 + XH_RUN_MS);
-    xh_sleep_ms(300);
+    ts_sleep_ms(300);
 
     char path[256];
     snprintf(path, sizeof(path), "/code?id=%s", id);
-    e2e_response_t r;
-    int64_t t_delete = e2e_now_ms();
-    int st = e2e_http_request(port(), "DELETE", path, NULL, NULL, &r);
+    ts_response_t r;
+    int64_t t_delete = ts_now_ms();
+    int st = ts_http_request(port(), "DELETE", path, NULL, NULL, &r);
     cr_assert_eq(st, 200, "DELETE %s: HTTP %d (%s) %.400s", path, st, r.error, r.body);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 
-    e2e_stream_collect(s, t_delete + 10000, 0, &evs);
-    e2e_stream_close(s);
+    ts_stream_collect(s, t_delete + 10000, 0, &evs);
+    ts_stream_close(s);
     E2E_ASSERT_RUN(&evs, id, E2E_FRAMING_SSE);
     cr_assert(evs.end_ms - t_delete <= INTERRUPT_END_MS,
               "the interrupted `sleep 30` ended %lld ms after DELETE /code?id=, expected within %d ms; %s",
-              (long long)(evs.end_ms - t_delete), INTERRUPT_END_MS, e2e_events_summary(&evs, sum, sizeof(sum)));
+              (long long)(evs.end_ms - t_delete), INTERRUPT_END_MS, ts_events_summary(&evs, sum, sizeof(sum)));
     cr_assert(evs.end_ms - t0 < 10000, "the run lasted %lld ms: the sleep was not interrupted", (long long)(evs.end_ms - t0));
     /* An interrupted command is reported like any failed one: an error whose evalue is its status (130 = SIGINT). */
-    const e2e_event_t *ev = xh_error_event(&evs, NULL);
+    const ts_event_t *ev = xh_error_event(&evs, NULL);
     cr_assert_str_neq(xh_str(json_object_get(ev->json, "error"), "evalue"), "0", "the interrupted run reports status 0: %.600s",
                       ev->data);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
 
     run_expect_stdout(id, "echo alive $KEPT", "alive yes\n");
     free(id);
@@ -224,11 +230,11 @@ Test(languages, sh_and_shell_resolve_to_bash)
                          json_dumps(ctx, JSON_COMPACT));
         cr_assert_str_eq(xh_str(ctx, "language"), "bash", "language \"%s\": the context's language is not bash", aliases[i]);
         /* $BASH_VERSION is set only in bash: the kernel really is bash, not /bin/sh. */
-        e2e_events_t evs;
+        ts_events_t evs;
         run(id, "[ -n \"$BASH_VERSION\" ] && echo bash", &evs);
         assert_no_error(&evs, "BASH_VERSION check");
         E2E_ASSERT_TEXT(&evs, "stdout", "bash\n");
-        e2e_events_dispose(&evs);
+        ts_events_dispose(&evs);
         json_decref(ctx);
         free(id);
     }
@@ -248,14 +254,14 @@ Test(languages, javascript_keeps_state_and_prints_the_last_value)
     cr_assert_str_eq(xh_str(ctx, "kernel"), "javascript", "language \"js\" did not resolve to the javascript kernelspec");
     json_decref(ctx);
     run_expect_stdout(id, "let x = 41", "");
-    e2e_events_t evs;
+    ts_events_t evs;
     char sum[E2E_MSG_SIZE];
     run(id, "x + 1", &evs);
     assert_no_error(&evs, "x + 1");
     E2E_ASSERT_TEXT(&evs, "stdout", "42\n");
-    cr_assert_eq(e2e_events_count(&evs, "result"), 0, "tslab now sends a result for `x + 1`: update this test; %s",
-                 e2e_events_summary(&evs, sum, sizeof(sum)));
-    e2e_events_dispose(&evs);
+    cr_assert_eq(ts_events_count(&evs, "result"), 0, "tslab now sends a result for `x + 1`: update this test; %s",
+                 ts_events_summary(&evs, sum, sizeof(sum)));
+    ts_events_dispose(&evs);
     free(id);
 }
 
@@ -265,20 +271,20 @@ Test(languages, typescript_type_checks)
     char *id = new_context("ts", NULL);
     run_expect_stdout(id, "let z: number = 2; z * 21", "42\n");
 
-    e2e_events_t evs;
+    ts_events_t evs;
     char sum[E2E_MSG_SIZE];
     run(id, "let y: number = \"s\"", &evs);
     /* tslab reports a compile error as stderr text naming it, then an error with ename "Error" and an empty evalue. */
-    cr_assert_eq(e2e_events_count(&evs, "error"), 1, "a type error gave no error event; %s",
-                 e2e_events_summary(&evs, sum, sizeof(sum)));
-    char *err = e2e_events_text(&evs, "stderr");
+    cr_assert_eq(ts_events_count(&evs, "error"), 1, "a type error gave no error event; %s",
+                 ts_events_summary(&evs, sum, sizeof(sum)));
+    char *err = ts_events_text(&evs, "stderr");
     cr_assert(err != NULL && strstr(err, "Type 'string' is not assignable to type 'number'") != NULL,
-              "stderr does not name the type error; %s", e2e_events_summary(&evs, sum, sizeof(sum)));
+              "stderr does not name the type error; %s", ts_events_summary(&evs, sum, sizeof(sum)));
     free(err);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
 
     /* After the failed cell the context still runs valid TypeScript, with the state from before it. */
-    xh_sleep_ms(TSLAB_ABORT_WINDOW_MS);
+    ts_sleep_ms(TSLAB_ABORT_WINDOW_MS);
     run_expect_stdout(id, "const s: string = `z=${z}`; console.log(s)", "z=2\n");
     free(id);
 }
@@ -330,20 +336,20 @@ Test(languages, r_one_plus_one)
     char *id = new_context("R", &ctx);
     cr_assert_str_eq(xh_str(ctx, "kernel"), "ir", "language \"R\" did not resolve to the ir kernelspec");
     json_decref(ctx);
-    e2e_events_t evs;
+    ts_events_t evs;
     char sum[E2E_MSG_SIZE];
     run(id, "1 + 1", &evs);
     assert_no_error(&evs, "1 + 1");
     /* IRkernel sends the printed value as an execute_result; accept R's print form or the bare value, or stdout. */
-    const e2e_event_t *res = e2e_find_result(&evs, "text/plain");
-    char *out = e2e_events_text(&evs, "stdout");
+    const ts_event_t *res = e2e_find_result(&evs, "text/plain");
+    char *out = ts_events_text(&evs, "stdout");
     const char *plain =
         res != NULL ? json_string_value(json_object_get(json_object_get(res->json, "results"), "text/plain")) : NULL;
     int ok =
         (plain != NULL && (strcmp(plain, "[1] 2") == 0 || strcmp(plain, "2") == 0)) || (out != NULL && strcmp(out, "[1] 2\n") == 0);
     cr_assert(ok, "`1 + 1` in R gave neither a text/plain result \"[1] 2\"/\"2\" nor stdout \"[1] 2\\n\"; %s",
-              e2e_events_summary(&evs, sum, sizeof(sum)));
+              ts_events_summary(&evs, sum, sizeof(sum)));
     free(out);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     free(id);
 }

@@ -8,6 +8,12 @@
 
 #include "exec_helpers.h"
 #include "shared.h"
+#include "support/api.h"
+#include "support/base.h"
+#include "support/events.h"
+#include "support/gateway.h"
+#include "support/http.h"
+#include "support/stream.h"
 
 static void fini(void)
 {
@@ -28,14 +34,14 @@ static void post_input(unsigned short p, const char *exec_id, const char *value,
     snprintf(path, sizeof(path), "/code/executions/%s/input", exec_id);
     json_t *body = json_object();
     json_object_set_new(body, "value", json_string(value));
-    e2e_response_t r;
-    e2e_post_json(p, path, NULL, body, &r);
+    ts_response_t r;
+    ts_post_json(p, path, NULL, body, &r);
     json_decref(body);
     if (code != NULL)
         E2E_ASSERT_ERROR(&r, expect, code);
     else
         E2E_ASSERT_STATUS(&r, expect);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 }
 
 Test(lifecycle, input_round_trip_with_stdin)
@@ -44,11 +50,11 @@ Test(lifecycle, input_round_trip_with_stdin)
     json_t *body = xh_body(ctx, "name = input('Your name? ')\nimport getpass\npw = getpass.getpass('Secret: ')\n"
                                 "print('hello', name, len(pw))");
     json_object_set_new(body, "stdin", json_true());
-    int64_t deadline = e2e_now_ms() + XH_RUN_MS;
-    e2e_stream_t *s = xh_open(port(), body, deadline);
+    int64_t deadline = ts_now_ms() + XH_RUN_MS;
+    ts_stream_t *s = xh_open(port(), body, deadline);
     json_decref(body);
-    cr_assert_eq(e2e_stream_response(s)->status, 200);
-    e2e_events_t evs = {0};
+    cr_assert_eq(ts_stream_response(s)->status, 200);
+    ts_events_t evs = {0};
     size_t i = xh_wait_event(s, &evs, "input_request", 0, deadline);
     char exec_id[64];
     snprintf(exec_id, sizeof(exec_id), "%s", xh_execution_id(&evs));
@@ -64,12 +70,36 @@ Test(lifecycle, input_round_trip_with_stdin)
     cr_assert(json_is_true(json_object_get(evs.v[i].json, "password")), "getpass must ask with password true: %s", evs.v[i].data);
     post_input(port(), exec_id, "12345", 200, NULL);
 
-    e2e_stream_collect(s, deadline, 0, &evs);
-    e2e_stream_close(s);
+    ts_stream_collect(s, deadline, 0, &evs);
+    ts_stream_close(s);
     E2E_ASSERT_RUN(&evs, ctx, E2E_FRAMING_SSE);
     E2E_ASSERT_TEXT(&evs, "stdout", "hello kgate 5\n");
     post_input(port(), exec_id, "late", 409, "NO_INPUT_PENDING");
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
+    free(ctx);
+}
+
+/* An input() nobody answers holds its context only for the stdin timeout, then the context works again. */
+Test(lifecycle, abandoned_input_frees_the_context)
+{
+    char *ctx = xh_context_new(port(), NULL, NULL);
+    json_t *body = xh_body(ctx, "input('anyone there? ')");
+    json_object_set_new(body, "stdin", json_true());
+    json_object_set_new(body, "stdin_timeout", json_integer(1500));
+    int64_t t0 = ts_now_ms();
+    ts_events_t evs;
+    xh_run(port(), body, t0 + XH_RUN_MS, &evs);
+    json_decref(body);
+    E2E_ASSERT_RUN(&evs, ctx, E2E_FRAMING_SSE);
+    cr_assert_eq(ts_events_count(&evs, "input_request"), 1);
+    const ts_event_t *err = xh_error_event(&evs, "StdinTimeout");
+    cr_assert(strstr(err->data, "1500 ms") != NULL, "the error names the stdin timeout: %s", err->data);
+    cr_assert_eq(ts_events_count(&evs, "error"), 1, "one error: the interrupt kgate caused is not reported as a KeyboardInterrupt");
+    cr_assert(evs.end_ms - t0 < 6000, "the abandoned input() held the context for %lld ms", (long long)(evs.end_ms - t0));
+    ts_events_dispose(&evs);
+    xh_run_ok(port(), ctx, "print('ok')", &evs);
+    E2E_ASSERT_TEXT(&evs, "stdout", "ok\n");
+    ts_events_dispose(&evs);
     free(ctx);
 }
 
@@ -77,41 +107,41 @@ Test(lifecycle, input_without_opt_in_fails_fast)
 {
     char *ctx = xh_context_new(port(), NULL, NULL);
     json_t *body = xh_body(ctx, "input('never answered? ')");
-    int64_t t0 = e2e_now_ms();
-    e2e_events_t evs;
+    int64_t t0 = ts_now_ms();
+    ts_events_t evs;
     xh_run(port(), body, t0 + XH_RUN_MS, &evs);
     json_decref(body);
     E2E_ASSERT_RUN(&evs, ctx, E2E_FRAMING_SSE);
     xh_error_event(&evs, "StdinNotImplementedError");
-    cr_assert_eq(e2e_events_count(&evs, "input_request"), 0, "no input_request without stdin: true");
+    cr_assert_eq(ts_events_count(&evs, "input_request"), 0, "no input_request without stdin: true");
     cr_assert(evs.end_ms - t0 < 2000, "input() without opt-in took %lld ms to fail, expected < 2000", (long long)(evs.end_ms - t0));
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     free(ctx);
 }
 
 Test(lifecycle, kernel_death_is_reported_and_restart_brings_the_context_back)
 {
     char *ctx = xh_context_new(port(), NULL, NULL);
-    e2e_events_t evs;
+    ts_events_t evs;
     xh_run_ok(port(), ctx, "state = 'before'", &evs);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
 
-    int64_t t0 = e2e_now_ms();
+    int64_t t0 = ts_now_ms();
     int64_t deadline = t0 + XH_RUN_MS;
     json_t *body = xh_body(ctx, "import os, time\ntime.sleep(0.3)\nos.kill(os.getpid(), 9)");
-    e2e_stream_t *a = xh_open(port(), body, deadline);
+    ts_stream_t *a = xh_open(port(), body, deadline);
     json_decref(body);
     body = xh_body(ctx, "print('queued behind the dying run')");
-    e2e_stream_t *b = xh_open(port(), body, deadline);
+    ts_stream_t *b = xh_open(port(), body, deadline);
     json_decref(body);
-    e2e_events_t aev = {0}, bev = {0};
-    e2e_stream_collect(a, deadline, 0, &aev);
-    e2e_stream_close(a);
-    e2e_stream_collect(b, deadline, 0, &bev);
-    e2e_stream_close(b);
+    ts_events_t aev = {0}, bev = {0};
+    ts_stream_collect(a, deadline, 0, &aev);
+    ts_stream_close(a);
+    ts_stream_collect(b, deadline, 0, &bev);
+    ts_stream_close(b);
 
     E2E_ASSERT_RUN(&aev, ctx, E2E_FRAMING_SSE);
-    const e2e_event_t *err = xh_error_event(&aev, "KernelDied");
+    const ts_event_t *err = xh_error_event(&aev, "KernelDied");
     const char *evalue = xh_str(json_object_get(err->json, "error"), "evalue");
     cr_assert(strstr(evalue, "SIGKILL") != NULL || strstr(evalue, "signal 9") != NULL, "KernelDied evalue names no signal: %s",
               evalue);
@@ -120,12 +150,12 @@ Test(lifecycle, kernel_death_is_reported_and_restart_brings_the_context_back)
               (long long)(err->recv_ms - t0));
     E2E_ASSERT_RUN(&bev, ctx, E2E_FRAMING_SSE);
     xh_error_event(&bev, "KernelDied");
-    cr_assert_eq(e2e_events_count(&bev, "stdout"), 0);
+    cr_assert_eq(ts_events_count(&bev, "stdout"), 0);
     json_t *ex = xh_execution(port(), xh_execution_id(&aev));
     cr_assert_str_eq(xh_str(ex, "outcome"), "kernel_died");
     json_decref(ex);
-    e2e_events_dispose(&aev);
-    e2e_events_dispose(&bev);
+    ts_events_dispose(&aev);
+    ts_events_dispose(&bev);
 
     json_t *c = NULL;
     cr_assert_eq(xh_context_get(port(), ctx, &c), 200);
@@ -135,31 +165,31 @@ Test(lifecycle, kernel_death_is_reported_and_restart_brings_the_context_back)
     body = xh_body(ctx, "print(1)");
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
-    e2e_response_t r;
-    e2e_http_request(port(), "POST", "/code", NULL, text, &r);
+    ts_response_t r;
+    ts_http_request(port(), "POST", "/code", NULL, text, &r);
     free(text);
     E2E_ASSERT_ERROR(&r, 503, "KERNEL_UNAVAILABLE");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 
     char path[256];
     snprintf(path, sizeof(path), "/code/contexts/%s/restart", ctx);
-    e2e_http_request(port(), "POST", path, NULL, NULL, &r);
+    ts_http_request(port(), "POST", path, NULL, NULL, &r);
     E2E_ASSERT_STATUS(&r, 200);
     cr_assert_str_eq(xh_str(r.json, "id"), ctx, "restart answers the context object: %.400s", r.body);
     cr_assert(strcmp(xh_str(r.json, "status"), "dead") != 0, "status after restart: %.400s", r.body);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 
     xh_run_ok(port(), ctx, "print('state' in dir(), 6 * 7)", &evs);
     E2E_ASSERT_TEXT(&evs, "stdout", "False 42\n");
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     free(ctx);
 }
 
 /* The ids of the listed contexts, as one comma-separated string. */
 static char *list_contexts(unsigned short p)
 {
-    e2e_response_t r;
-    int st = e2e_http_request(p, "GET", "/code/contexts", NULL, NULL, &r);
+    ts_response_t r;
+    int st = ts_http_request(p, "GET", "/code/contexts", NULL, NULL, &r);
     cr_assert_eq(st, 200, "GET /code/contexts: %d %.300s", st, r.body);
     cr_assert(json_is_array(r.json));
     size_t cap = 64 + json_array_size(r.json) * 40, len = 0;
@@ -170,20 +200,20 @@ static char *list_contexts(unsigned short p)
     {
         len += (size_t)snprintf(out + len, cap - len, "%s,", xh_str(v, "id"));
     }
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     return out;
 }
 
 Test(lifecycle, stateless_python_run_leaves_nothing_behind)
 {
     char *before = list_contexts(port());
-    json_t *body = e2e_code_body(NULL, "python", "import os\nx = 6 * 7\nprint(os.getpid(), x)");
+    json_t *body = ts_code_body(NULL, "python", "import os\nx = 6 * 7\nprint(os.getpid(), x)");
     json_object_set_new(body, "stateless", json_true());
-    e2e_events_t evs;
-    xh_run(port(), body, e2e_now_ms() + XH_RUN_MS, &evs);
+    ts_events_t evs;
+    xh_run(port(), body, ts_now_ms() + XH_RUN_MS, &evs);
     json_decref(body);
     E2E_ASSERT_RUN(&evs, NULL, E2E_FRAMING_SSE);
-    char *out = e2e_events_text(&evs, "stdout");
+    char *out = ts_events_text(&evs, "stdout");
     int pid = 0, x = 0;
     cr_assert(sscanf(out, "%d %d", &pid, &x) == 2 && pid > 1 && x == 42, "stdout: %s", out);
     free(out);
@@ -193,25 +223,25 @@ Test(lifecycle, stateless_python_run_leaves_nothing_behind)
     cr_assert_str_eq(after, before, "GET /code/contexts changed after a stateless run (before: %s)", before);
     cr_assert_null(strstr(after, ephemeral));
     cr_assert_eq(xh_context_get(port(), ephemeral, NULL), 404, "the stateless run's context %s is still there", ephemeral);
-    cr_assert(xh_pid_wait_gone((pid_t)pid, e2e_now_ms() + 15000), "the stateless run's kernel (pid %d) still runs", pid);
+    cr_assert(xh_pid_wait_gone((pid_t)pid, ts_now_ms() + 15000), "the stateless run's kernel (pid %d) still runs", pid);
     free(before);
     free(after);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
 
     /* Same timeout and bounds as any run. */
-    body = e2e_code_body(NULL, "python", "while True: pass");
+    body = ts_code_body(NULL, "python", "while True: pass");
     json_object_set_new(body, "stateless", json_true());
     json_object_set_new(body, "timeout", json_integer(1000));
-    xh_run(port(), body, e2e_now_ms() + XH_RUN_MS, &evs);
+    xh_run(port(), body, ts_now_ms() + XH_RUN_MS, &evs);
     json_decref(body);
     E2E_ASSERT_RUN(&evs, NULL, E2E_FRAMING_SSE);
     xh_error_event(&evs, "TimeoutError");
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
 
-    body = e2e_code_body(NULL, "python", "print('x' * 5000)");
+    body = ts_code_body(NULL, "python", "print('x' * 5000)");
     json_object_set_new(body, "stateless", json_true());
     json_object_set_new(body, "output_limit", json_integer(100));
-    xh_run(port(), body, e2e_now_ms() + XH_RUN_MS, &evs);
+    xh_run(port(), body, ts_now_ms() + XH_RUN_MS, &evs);
     json_decref(body);
     E2E_ASSERT_RUN(&evs, NULL, E2E_FRAMING_SSE);
     char expected[101];
@@ -219,7 +249,7 @@ Test(lifecycle, stateless_python_run_leaves_nothing_behind)
     expected[100] = '\0';
     E2E_ASSERT_TEXT(&evs, "stdout", expected);
     cr_assert_eq(xh_status_count(&evs, "output_truncated"), 1);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
 }
 
 Test(lifecycle, cwd_and_env_reach_the_kernel)
@@ -235,7 +265,7 @@ Test(lifecycle, cwd_and_env_reach_the_kernel)
     cr_assert_eq(xh_context_get(port(), ctx, &c), 200);
     cr_assert_str_eq(xh_str(c, "cwd"), real, "the context object's cwd");
     json_decref(c);
-    e2e_events_t evs;
+    ts_events_t evs;
     xh_run_ok(port(), ctx,
               "import os\nprint(os.getcwd())\nprint(os.environ.get('KGATE_E2E_GREETING'))\n"
               "print(repr(os.environ.get('KGATE_E2E_EMPTY')))",
@@ -243,56 +273,56 @@ Test(lifecycle, cwd_and_env_reach_the_kernel)
     char expected[PATH_MAX + 64];
     snprintf(expected, sizeof(expected), "%s\nhello from e2e\n''\n", real);
     E2E_ASSERT_TEXT(&evs, "stdout", expected);
-    e2e_events_dispose(&evs);
-    cr_assert_eq(e2e_context_delete(port(), NULL, ctx), 200);
+    ts_events_dispose(&evs);
+    cr_assert_eq(ts_context_delete(port(), NULL, ctx), 200);
     free(ctx);
 
     /* A cwd that is not a directory is refused before any kernel starts. */
     json_t *body = json_pack("{s:s, s:s}", "language", "python", "cwd", "/nonexistent/kgate-e2e");
-    e2e_response_t r;
-    e2e_post_json(port(), "/code/context", NULL, body, &r);
+    ts_response_t r;
+    ts_post_json(port(), "/code/context", NULL, body, &r);
     json_decref(body);
     E2E_ASSERT_ERROR(&r, 400, "INVALID_REQUEST_BODY");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     rmdir(dir);
 }
 
 /* The kernel's PID, asked of the kernel itself. */
 static int kernel_pid(unsigned short p, const char *ctx)
 {
-    e2e_events_t evs;
+    ts_events_t evs;
     xh_run_ok(p, ctx, "import os; print(os.getpid())", &evs);
-    char *out = e2e_events_text(&evs, "stdout");
+    char *out = ts_events_text(&evs, "stdout");
     int pid = atoi(out);
     free(out);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     cr_assert(pid > 1);
     return pid;
 }
 
 Test(lifecycle, idle_contexts_are_culled)
 {
-    static e2e_gateway_t gw;
+    static ts_gateway_t gw;
     const char *args[] = {"--context-idle-ms", "1500", NULL};
     xh_gateway_start(&gw, args);
     char *idle = xh_context_new(gw.port, NULL, NULL);
     int idle_pid = kernel_pid(gw.port, idle);
-    int64_t idle_since = e2e_now_ms();
+    int64_t idle_since = ts_now_ms();
 
     /* A run longer than the idle period keeps its context. */
     char *busy = xh_context_new(gw.port, NULL, NULL);
-    e2e_events_t evs;
+    ts_events_t evs;
     xh_run_ok(gw.port, busy, "import time; time.sleep(3); print('done')", &evs);
     E2E_ASSERT_TEXT(&evs, "stdout", "done\n");
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     cr_assert_eq(xh_context_get(gw.port, busy, NULL), 200, "a context was culled right after a 3 s run (idle limit 1.5 s)");
 
     int64_t deadline = idle_since + 1500 + 5000;
-    while (xh_context_get(gw.port, idle, NULL) == 200 && e2e_now_ms() < deadline)
-        xh_sleep_ms(50);
+    while (xh_context_get(gw.port, idle, NULL) == 200 && ts_now_ms() < deadline)
+        ts_sleep_ms(50);
     cr_assert_eq(xh_context_get(gw.port, idle, NULL), 404, "a context idle for %lld ms (limit 1500) is still there",
-                 (long long)(e2e_now_ms() - idle_since));
-    cr_assert(xh_pid_wait_gone((pid_t)idle_pid, e2e_now_ms() + 15000), "the culled context's kernel (pid %d) still runs", idle_pid);
+                 (long long)(ts_now_ms() - idle_since));
+    cr_assert(xh_pid_wait_gone((pid_t)idle_pid, ts_now_ms() + 15000), "the culled context's kernel (pid %d) still runs", idle_pid);
     free(idle);
     free(busy);
     xh_gateway_stop(&gw);
@@ -300,31 +330,31 @@ Test(lifecycle, idle_contexts_are_culled)
 
 Test(lifecycle, too_many_contexts)
 {
-    static e2e_gateway_t gw;
+    static ts_gateway_t gw;
     const char *args[] = {"--max-contexts", "1", NULL};
     xh_gateway_start(&gw, args);
     char *first = xh_context_new(gw.port, NULL, NULL);
-    e2e_response_t r;
+    ts_response_t r;
     json_t *body = json_pack("{s:s}", "language", "python");
-    e2e_post_json(gw.port, "/code/context", NULL, body, &r);
+    ts_post_json(gw.port, "/code/context", NULL, body, &r);
     E2E_ASSERT_ERROR(&r, 429, "TOO_MANY_CONTEXTS");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 
     /* A language's default context and a stateless language run need a kernel too. */
-    json_t *code = e2e_code_body(NULL, "python", "print(1)");
-    e2e_post_json(gw.port, "/code", NULL, code, &r);
+    json_t *code = ts_code_body(NULL, "python", "print(1)");
+    ts_post_json(gw.port, "/code", NULL, code, &r);
     E2E_ASSERT_ERROR(&r, 429, "TOO_MANY_CONTEXTS");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     json_object_set_new(code, "stateless", json_true());
-    e2e_post_json(gw.port, "/code", NULL, code, &r);
+    ts_post_json(gw.port, "/code", NULL, code, &r);
     E2E_ASSERT_ERROR(&r, 429, "TOO_MANY_CONTEXTS");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     json_decref(code);
 
-    cr_assert_eq(e2e_context_delete(gw.port, NULL, first), 200);
-    e2e_post_json(gw.port, "/code/context", NULL, body, &r);
+    cr_assert_eq(ts_context_delete(gw.port, NULL, first), 200);
+    ts_post_json(gw.port, "/code/context", NULL, body, &r);
     E2E_ASSERT_STATUS(&r, 200);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     json_decref(body);
     free(first);
     xh_gateway_stop(&gw);
@@ -334,10 +364,10 @@ Test(lifecycle, too_many_contexts)
 static char *zero_division_traceback(unsigned short p, const char *ctx)
 {
     json_t *body = xh_body(ctx, "1/0");
-    e2e_events_t evs;
-    xh_run(p, body, e2e_now_ms() + XH_RUN_MS, &evs);
+    ts_events_t evs;
+    xh_run(p, body, ts_now_ms() + XH_RUN_MS, &evs);
     json_decref(body);
-    const e2e_event_t *err = xh_error_event(&evs, "ZeroDivisionError");
+    const ts_event_t *err = xh_error_event(&evs, "ZeroDivisionError");
     json_t *tb = json_object_get(json_object_get(err->json, "error"), "traceback");
     size_t cap = 1, i;
     json_t *line;
@@ -352,7 +382,7 @@ static char *zero_division_traceback(unsigned short p, const char *ctx)
         strcat(out, "\n");
     }
     cr_assert(strstr(out, "ZeroDivisionError") != NULL, "traceback: %s", out);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     return out;
 }
 
@@ -364,7 +394,7 @@ Test(lifecycle, ansi_codes_are_stripped_unless_kept)
     free(tb);
     free(ctx);
 
-    static e2e_gateway_t gw;
+    static ts_gateway_t gw;
     const char *args[] = {"--keep-ansi", NULL};
     xh_gateway_start(&gw, args);
     ctx = xh_context_new(gw.port, NULL, NULL);

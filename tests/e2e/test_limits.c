@@ -1,4 +1,5 @@
-/* tests/e2e/test_limits.c: output and result bounds, the bounded run log (slow readers, EVENTS_GONE), queue and request bounds. */
+/* tests/e2e/test_limits.c: output and result bounds, the message cap, the bounded run log (slow readers, EVENTS_GONE), queue and
+ * request bounds. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,6 +13,11 @@
 
 #include "exec_helpers.h"
 #include "shared.h"
+#include "support/base.h"
+#include "support/events.h"
+#include "support/gateway.h"
+#include "support/http.h"
+#include "support/stream.h"
 
 static void fini(void)
 {
@@ -64,16 +70,16 @@ Test(limits, fifty_megabytes_arrive_whole_under_the_limit)
 {
     char *ctx = xh_context_new(port(), NULL, NULL);
     json_t *body = big_body(ctx, 60000000);
-    e2e_events_t evs;
-    int64_t t0 = e2e_now_ms();
+    ts_events_t evs;
+    int64_t t0 = ts_now_ms();
     xh_run(port(), body, t0 + XH_BIG_RUN_MS, &evs);
     json_decref(body);
     cr_log_info("50 MB print: %lld ms, %zu events", (long long)(evs.end_ms - t0), evs.n);
     E2E_ASSERT_RUN(&evs, ctx, E2E_FRAMING_SSE);
     char sum[E2E_MSG_SIZE];
-    cr_assert_eq(e2e_events_count(&evs, "error"), 0, "%s", e2e_events_summary(&evs, sum, sizeof(sum)));
+    cr_assert_eq(ts_events_count(&evs, "error"), 0, "%s", ts_events_summary(&evs, sum, sizeof(sum)));
     cr_assert_eq(xh_status_count(&evs, "output_truncated"), 0, "50 MB under a 60 MB limit was truncated");
-    char *out = e2e_events_text(&evs, "stdout");
+    char *out = ts_events_text(&evs, "stdout");
     size_t len = strlen(out);
     cr_assert_eq(len, BIG_BYTES, "stdout holds %zu bytes, expected exactly %zu", len, BIG_BYTES);
     size_t bad = big_mismatch(out, len);
@@ -82,7 +88,7 @@ Test(limits, fifty_megabytes_arrive_whole_under_the_limit)
     json_t *done = evs.v[evs.n - 1].json;
     cr_assert_null(json_object_get(done, "dropped"), "execution_complete reports drops: %s", evs.v[evs.n - 1].data);
     free(out);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     free(ctx);
 }
 
@@ -91,14 +97,14 @@ Test(limits, fifty_megabytes_over_a_one_megabyte_limit_are_cut_and_reported)
     enum { LIMIT = 1 << 20 };
     char *ctx = xh_context_new(port(), NULL, NULL);
     json_t *body = big_body(ctx, LIMIT);
-    e2e_events_t evs;
-    xh_run(port(), body, e2e_now_ms() + XH_BIG_RUN_MS, &evs);
+    ts_events_t evs;
+    xh_run(port(), body, ts_now_ms() + XH_BIG_RUN_MS, &evs);
     json_decref(body);
     E2E_ASSERT_RUN(&evs, ctx, E2E_FRAMING_SSE);
     char sum[E2E_MSG_SIZE];
     cr_assert_eq(xh_status_count(&evs, "output_truncated"), 1, "expected exactly one status output_truncated; %s",
-                 e2e_events_summary(&evs, sum, sizeof(sum)));
-    char *out = e2e_events_text(&evs, "stdout");
+                 ts_events_summary(&evs, sum, sizeof(sum)));
+    char *out = ts_events_text(&evs, "stdout");
     size_t len = strlen(out);
     cr_assert_eq(len, (size_t)LIMIT, "kept %zu bytes of stdout under output_limit %d", len, LIMIT);
     cr_assert_eq(big_mismatch(out, len), len, "the kept output is not the start of what was printed");
@@ -110,12 +116,12 @@ Test(limits, fifty_megabytes_over_a_one_megabyte_limit_are_cut_and_reported)
     dropped = json_object_get(ex, "dropped");
     cr_assert_eq(xh_int(dropped, "output_bytes"), (long long)(BIG_BYTES - LIMIT), "GET execution: dropped.output_bytes");
     json_decref(ex);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
 
     /* The context is fine afterwards. */
     xh_run_ok(port(), ctx, "print('after')", &evs);
     E2E_ASSERT_TEXT(&evs, "stdout", "after\n");
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     free(ctx);
 }
 
@@ -125,21 +131,21 @@ Test(limits, results_over_the_result_limit_are_dropped_and_reported)
     json_t *body = xh_body(
         ctx, "from IPython.display import display, HTML\ndisplay(HTML('<p>' + 'x' * 5000 + '</p>'))\nprint('printed')\n'small'");
     json_object_set_new(body, "result_limit", json_integer(1000));
-    e2e_events_t evs;
-    xh_run(port(), body, e2e_now_ms() + XH_RUN_MS, &evs);
+    ts_events_t evs;
+    xh_run(port(), body, ts_now_ms() + XH_RUN_MS, &evs);
     json_decref(body);
     E2E_ASSERT_RUN(&evs, ctx, E2E_FRAMING_SSE);
     char sum[E2E_MSG_SIZE];
     cr_assert_null(e2e_find_result(&evs, "text/html"), "a 5 kB result passed a 1000-byte result_limit; %s",
-                   e2e_events_summary(&evs, sum, sizeof(sum)));
-    const e2e_event_t *small = e2e_find_result(&evs, "text/plain");
-    cr_assert_not_null(small, "the small result was dropped too; %s", e2e_events_summary(&evs, sum, sizeof(sum)));
+                   ts_events_summary(&evs, sum, sizeof(sum)));
+    const ts_event_t *small = e2e_find_result(&evs, "text/plain");
+    cr_assert_not_null(small, "the small result was dropped too; %s", ts_events_summary(&evs, sum, sizeof(sum)));
     E2E_ASSERT_TEXT(&evs, "stdout", "printed\n");
     cr_assert_eq(xh_status_count(&evs, "output_truncated"), 1);
     json_t *dropped = json_object_get(evs.v[evs.n - 1].json, "dropped");
     cr_assert(xh_int(dropped, "results") == 1 && xh_int(dropped, "output_bytes") == 0, "execution_complete: %s",
               evs.v[evs.n - 1].data);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     free(ctx);
 }
 
@@ -165,7 +171,7 @@ static int server_side_established(unsigned short server_port, unsigned short cl
 }
 
 enum { LOG_BYTES = 8 << 20 };
-static e2e_gateway_t slow_gw;
+static ts_gateway_t slow_gw;
 
 /*
  * Posts a print of `chunks` x 256 KiB (a flush each, then a pause of `pause_s` seconds) to a kgate with an 8 MiB run
@@ -174,7 +180,7 @@ static e2e_gateway_t slow_gw;
  */
 static void stuck_reader(int chunks, double pause_s)
 {
-    e2e_gateway_t *gw = &slow_gw;
+    ts_gateway_t *gw = &slow_gw;
     char log_arg[32];
     snprintf(log_arg, sizeof(log_arg), "%d", LOG_BYTES);
     const char *args[] = {"--max-run-log-bytes", log_arg, NULL};
@@ -182,14 +188,14 @@ static void stuck_reader(int chunks, double pause_s)
     char *ctx = xh_context_new(gw->port, NULL, NULL);
 
     /* Warm-up: the same path with a reader that keeps up, so that the baseline includes the allocator's working set. */
-    e2e_events_t evs;
+    ts_events_t evs;
     json_t *body =
         xh_body(ctx, "import sys\nfor _ in range(16):\n    sys.stdout.write(('w' * 1023 + '\\n') * 256); sys.stdout.flush()");
-    xh_run(gw->port, body, e2e_now_ms() + XH_RUN_MS, &evs);
+    xh_run(gw->port, body, ts_now_ms() + XH_RUN_MS, &evs);
     json_decref(body);
     E2E_ASSERT_RUN(&evs, ctx, E2E_FRAMING_SSE);
-    e2e_events_dispose(&evs);
-    xh_sleep_ms(200);
+    ts_events_dispose(&evs);
+    ts_sleep_ms(200);
     long long baseline = xh_rss_bytes(gw->pid);
     cr_assert(baseline > 0);
 
@@ -229,10 +235,10 @@ static void stuck_reader(int chunks, double pause_s)
     char head[4096];
     size_t head_len = 0;
     const char *idp = NULL;
-    int64_t deadline = e2e_now_ms() + XH_HEAD_MS;
+    int64_t deadline = ts_now_ms() + XH_HEAD_MS;
     while ((idp = strstr(head, "\"execution_id\":\"")) == NULL || strchr(idp + 16, '"') == NULL) {
         struct pollfd pfd = {fd, POLLIN, 0};
-        int64_t left = deadline - e2e_now_ms();
+        int64_t left = deadline - ts_now_ms();
         cr_assert(left > 0 && head_len + 1 < sizeof(head), "no init event in the first %zu bytes: %.*s", head_len, (int)head_len,
                   head);
         if (poll(&pfd, 1, (int)left) <= 0)
@@ -256,7 +262,7 @@ static void stuck_reader(int chunks, double pause_s)
      */
     long long bound = baseline + 3ll * LOG_BYTES + (32ll << 20);
     long long peak = baseline;
-    int64_t t0 = e2e_now_ms(), run_deadline = t0 + XH_BIG_RUN_MS;
+    int64_t t0 = ts_now_ms(), run_deadline = t0 + XH_BIG_RUN_MS;
     json_t *ex = NULL;
     for (;;) {
         long long rss = xh_rss_bytes(gw->pid);
@@ -265,12 +271,12 @@ static void stuck_reader(int chunks, double pause_s)
         ex = xh_execution(gw->port, exec_id);
         if (strcmp(xh_str(ex, "state"), "finished") == 0)
             break;
-        cr_assert(e2e_now_ms() < run_deadline, "the %d MiB run did not finish in %d ms (peak RSS %lld MiB over baseline)",
+        cr_assert(ts_now_ms() < run_deadline, "the %d MiB run did not finish in %d ms (peak RSS %lld MiB over baseline)",
                   chunks / 4, XH_BIG_RUN_MS, (peak - baseline) >> 20);
         json_decref(ex);
-        xh_sleep_ms(50);
+        ts_sleep_ms(50);
     }
-    int64_t run_ms = e2e_now_ms() - t0;
+    int64_t run_ms = ts_now_ms() - t0;
     char *dump = json_dumps(ex, JSON_COMPACT);
     json_decref(ex);
     cr_log_info("stuck reader, %d x 256 KiB, pause %.3f s: run %lld ms, baseline RSS %lld MiB, peak %lld MiB, bound %lld MiB; %s",
@@ -282,10 +288,10 @@ static void stuck_reader(int chunks, double pause_s)
     free(dump);
 
     /* The slow reader was cut off: kgate's end of the connection is closed (it stays closed after the run, too). */
-    int64_t cut_deadline = e2e_now_ms() + 10000;
+    int64_t cut_deadline = ts_now_ms() + 10000;
     int established;
-    while ((established = server_side_established(gw->port, client_port)) == 1 && e2e_now_ms() < cut_deadline)
-        xh_sleep_ms(50);
+    while ((established = server_side_established(gw->port, client_port)) == 1 && ts_now_ms() < cut_deadline)
+        ts_sleep_ms(50);
     cr_assert_eq(established, 0,
                  "10 s after the run finished, kgate still holds the connection of the reader that stopped reading "
                  "(it fell about %d MiB behind a log of %d MiB)",
@@ -295,10 +301,10 @@ static void stuck_reader(int chunks, double pause_s)
     size_t total = head_len;
     char tail[256] = "";
     char buf[65536];
-    int64_t drain_deadline = e2e_now_ms() + 30000;
+    int64_t drain_deadline = ts_now_ms() + 30000;
     for (;;) {
         struct pollfd pfd = {fd, POLLIN, 0};
-        int64_t left = drain_deadline - e2e_now_ms();
+        int64_t left = drain_deadline - ts_now_ms();
         cr_assert(left > 0, "draining the cut-off connection did not reach its end (%zu bytes read)", total);
         if (poll(&pfd, 1, (int)left) <= 0)
             continue;
@@ -339,7 +345,7 @@ Test(limits, a_200mb_print_to_a_reader_that_stops_reading_does_not_grow_kgate, .
  */
 Test(limits, a_reader_that_keeps_up_gets_every_byte_through_a_small_log, .timeout = 600)
 {
-    e2e_gateway_t *gw = &slow_gw;
+    ts_gateway_t *gw = &slow_gw;
     char log_arg[32];
     snprintf(log_arg, sizeof(log_arg), "%d", LOG_BYTES);
     const char *args[] = {"--max-run-log-bytes", log_arg, NULL};
@@ -348,12 +354,12 @@ Test(limits, a_reader_that_keeps_up_gets_every_byte_through_a_small_log, .timeou
     json_t *body = xh_body(ctx, "import sys, time\nchunk = ('k' * 1023 + '\\n') * 256\n"
                                 "for _ in range(256):\n    sys.stdout.write(chunk); sys.stdout.flush(); time.sleep(0.01)\n");
     json_object_set_new(body, "output_limit", json_integer(128ll << 20));
-    e2e_events_t evs;
-    int64_t t0 = e2e_now_ms();
+    ts_events_t evs;
+    int64_t t0 = ts_now_ms();
     xh_run(gw->port, body, t0 + XH_BIG_RUN_MS, &evs);
     json_decref(body);
     cr_log_info("64 MiB through an 8 MiB log to a reader that keeps up: %lld ms, %zu events", (long long)(evs.end_ms - t0), evs.n);
-    char *out = e2e_events_text(&evs, "stdout");
+    char *out = ts_events_text(&evs, "stdout");
     size_t len = strlen(out);
     cr_assert(evs.ended && evs.n > 0 && strcmp(evs.v[evs.n - 1].type, "execution_complete") == 0,
               "kgate cut off a reader that reads as fast as it can after %zu of %zu bytes of stdout (%zu events; %s%s)", len,
@@ -361,32 +367,130 @@ Test(limits, a_reader_that_keeps_up_gets_every_byte_through_a_small_log, .timeou
     E2E_ASSERT_RUN(&evs, ctx, E2E_FRAMING_SSE);
     cr_assert_eq(len, (size_t)64 << 20, "the reader received %zu bytes of stdout, expected %zu", len, (size_t)64 << 20);
     free(out);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     free(ctx);
     xh_gateway_stop(gw);
 }
 
+/* 1 if kgate's log (stdout and stderr) holds `needle`. */
+static int log_contains(const ts_gateway_t *gw, const char *needle)
+{
+    FILE *f = fopen(gw->log_path, "r");
+    char line[1024];
+    int found = 0;
+    if (f == NULL)
+        return 0;
+    while (!found && fgets(line, sizeof(line), f) != NULL)
+        found = strstr(line, needle) != NULL;
+    fclose(f);
+    return found;
+}
+
+/*
+ * One kernel message over --max-message-bytes (64 MiB): a 70 MB line of stdout is one iopub message. libzmq reads its size,
+ * drops the connection it came on and never reconnects it; before the fix every later run of the context lost its output
+ * and waited 5 s for a status idle that never came. Now the run reports the loss, and the context works at once.
+ */
+Test(limits, a_message_over_the_cap_is_reported_and_the_context_works_on, .timeout = 600)
+{
+    static ts_gateway_t gw;
+    xh_gateway_start(&gw, NULL);
+    char *ctx = xh_context_new(gw.port, NULL, NULL);
+    ts_events_t evs;
+    xh_run_ok(gw.port, ctx, "print('warm')", &evs);
+    ts_events_dispose(&evs);
+    ts_sleep_ms(200);
+    long long baseline = xh_rss_bytes(gw.pid);
+    cr_assert(baseline > 0);
+
+    json_t *body = xh_body(ctx, "print('x' * 70_000_000)");
+    int64_t t0 = ts_now_ms(), deadline = t0 + XH_BIG_RUN_MS;
+    ts_stream_t *s = xh_open(gw.port, body, deadline);
+    json_decref(body);
+    memset(&evs, 0, sizeof(evs));
+    xh_wait_event(s, &evs, "init", 0, deadline);
+    char exec_id[64];
+    snprintf(exec_id, sizeof(exec_id), "%s", xh_execution_id(&evs));
+    /* kgate's memory while the kernel sends the 70 MB: the message is never read, so it never grows by it */
+    long long peak = baseline;
+    for (;;) {
+        long long rss = xh_rss_bytes(gw.pid);
+        if (rss > peak)
+            peak = rss;
+        json_t *ex = xh_execution(gw.port, exec_id);
+        int finished = strcmp(xh_str(ex, "state"), "finished") == 0;
+        json_decref(ex);
+        if (finished)
+            break;
+        cr_assert(ts_now_ms() < deadline, "the 70 MB print did not finish in %d ms", XH_BIG_RUN_MS);
+        ts_sleep_ms(20);
+    }
+    ts_stream_collect(s, deadline, 0, &evs);
+    ts_stream_close(s);
+    int64_t took = ts_now_ms() - t0;
+    char sum[E2E_MSG_SIZE];
+    ts_events_summary(&evs, sum, sizeof(sum));
+    cr_log_info("70 MB line: %lld ms, RSS baseline %lld MiB, peak %lld MiB; %s", (long long)took, baseline >> 20, peak >> 20, sum);
+    E2E_ASSERT_RUN(&evs, ctx, E2E_FRAMING_SSE);
+    cr_assert_eq(xh_status_count(&evs, "output_truncated"), 1, "the dropped message is reported once; %s", sum);
+    const ts_event_t *notice = NULL;
+    for (size_t i = 0; i < evs.n; i++)
+        if (strcmp(evs.v[i].type, "status") == 0 && json_object_get(evs.v[i].json, "message_limit") != NULL)
+            notice = &evs.v[i];
+    cr_assert_not_null(notice, "no output_truncated status names the message cap; %s", sum);
+    cr_assert_eq(xh_int(notice->json, "message_limit"), 64ll << 20, "%s", notice->data);
+    cr_assert_not_null(strstr(xh_str(notice->json, "reason"), "--max-message-bytes"), "%s", notice->data);
+    cr_assert_eq(ts_events_count(&evs, "stdout"), 0, "%s", sum);
+    json_t *dropped = json_object_get(evs.v[evs.n - 1].json, "dropped");
+    cr_assert_eq(xh_int(dropped, "messages"), 1, "execution_complete: %s", evs.v[evs.n - 1].data);
+    cr_assert(peak - baseline < (32ll << 20), "kgate's RSS grew by %lld MiB while a 70 MB message went by unread",
+              (peak - baseline) >> 20);
+    cr_assert(log_contains(&gw, "larger than the message cap"), "kgate logged no line about the dropped message");
+    ts_events_dispose(&evs);
+
+    /* The context works on, at once: output flows, and the run does not wait out a 5 s grace for a lost idle. */
+    t0 = ts_now_ms();
+    xh_run_ok(gw.port, ctx, "print('ok')", &evs);
+    took = ts_now_ms() - t0;
+    E2E_ASSERT_TEXT(&evs, "stdout", "ok\n");
+    cr_assert(took < 4000, "the next run took %lld ms", (long long)took);
+    ts_events_dispose(&evs);
+    json_t *info = NULL;
+    int64_t idle_deadline = ts_now_ms() + 5000;
+    for (;;) {
+        cr_assert_eq(xh_context_get(gw.port, ctx, &info), 200);
+        if (strcmp(xh_str(info, "status"), "idle") == 0 || ts_now_ms() >= idle_deadline)
+            break;
+        json_decref(info);
+        ts_sleep_ms(50);
+    }
+    cr_assert_str_eq(xh_str(info, "status"), "idle", "the context's kernel state is idle again");
+    json_decref(info);
+    free(ctx);
+    xh_gateway_stop(&gw);
+}
+
 Test(limits, trimmed_events_are_gone_and_finished_runs_expire)
 {
-    static e2e_gateway_t gw;
+    static ts_gateway_t gw;
     const char *args[] = {"--max-run-log-bytes", "1048576", "--run-retention-ms", "3000", NULL};
     xh_gateway_start(&gw, args);
     char *ctx = xh_context_new(gw.port, NULL, NULL);
     /* 64 flushes of 64 KiB: 4 MiB through a 1 MiB log. */
     json_t *body =
         xh_body(ctx, "import sys\nfor k in range(64):\n    sys.stdout.write(str(k % 10) * 65535 + '\\n'); sys.stdout.flush()");
-    int64_t deadline = e2e_now_ms() + XH_RUN_MS;
-    e2e_stream_t *s = xh_open(gw.port, body, deadline);
+    int64_t deadline = ts_now_ms() + XH_RUN_MS;
+    ts_stream_t *s = xh_open(gw.port, body, deadline);
     json_decref(body);
-    e2e_events_t evs = {0};
+    ts_events_t evs = {0};
     xh_wait_event(s, &evs, "init", 0, deadline);
     char exec_id[64];
     snprintf(exec_id, sizeof(exec_id), "%s", xh_execution_id(&evs));
-    e2e_stream_close(s); /* the run goes on without a reader */
-    e2e_events_dispose(&evs);
+    ts_stream_close(s); /* the run goes on without a reader */
+    ts_events_dispose(&evs);
 
     json_t *ex = xh_execution_wait_state(gw.port, exec_id, "finished", deadline);
-    int64_t seen_finished = e2e_now_ms();
+    int64_t seen_finished = ts_now_ms();
     long long first = xh_int(ex, "first_retained_event_id"), last = xh_int(ex, "last_event_id");
     char *dump = json_dumps(ex, JSON_COMPACT);
     cr_assert(first > 2 && last > first, "4 MiB through a 1 MiB log: expected early events trimmed: %s", dump);
@@ -395,50 +499,50 @@ Test(limits, trimmed_events_are_gone_and_finished_runs_expire)
 
     char path[256];
     snprintf(path, sizeof(path), "/code/executions/%s/events", exec_id);
-    e2e_response_t r;
-    e2e_http_request(gw.port, "GET", path, NULL, NULL, &r);
+    ts_response_t r;
+    ts_http_request(gw.port, "GET", path, NULL, NULL, &r);
     E2E_ASSERT_ERROR(&r, 410, "EVENTS_GONE");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     char header[64];
     snprintf(header, sizeof(header), "Last-Event-ID: %lld", first - 2);
     const char *gone[] = {header, NULL};
-    e2e_http_request(gw.port, "GET", path, gone, NULL, &r);
+    ts_http_request(gw.port, "GET", path, gone, NULL, &r);
     E2E_ASSERT_ERROR(&r, 410, "EVENTS_GONE");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 
     /* From the first retained event on, everything is there, in order, to the end. */
     snprintf(header, sizeof(header), "Last-Event-ID: %lld", first - 1);
     const char *ok[] = {header, NULL};
     char err[256] = "";
-    s = e2e_stream_open(gw.port, "GET", path, ok, NULL, e2e_now_ms() + XH_RUN_MS, err);
+    s = ts_stream_open(gw.port, "GET", path, ok, NULL, ts_now_ms() + XH_RUN_MS, err);
     cr_assert_not_null(s, "%s", err);
-    cr_assert_eq(e2e_stream_response(s)->status, 200, "GET %s (%s): %d %.300s", path, header, e2e_stream_response(s)->status,
-                 e2e_stream_response(s)->body);
+    cr_assert_eq(ts_stream_response(s)->status, 200, "GET %s (%s): %d %.300s", path, header, ts_stream_response(s)->status,
+                 ts_stream_response(s)->body);
     memset(&evs, 0, sizeof(evs));
-    e2e_stream_collect(s, e2e_now_ms() + XH_RUN_MS, 0, &evs);
-    e2e_stream_close(s);
+    ts_stream_collect(s, ts_now_ms() + XH_RUN_MS, 0, &evs);
+    ts_stream_close(s);
     char sum[E2E_MSG_SIZE];
     cr_assert(evs.ended && evs.n == (size_t)(last - first + 1), "expected events %lld..%lld; %s", first, last,
-              e2e_events_summary(&evs, sum, sizeof(sum)));
+              ts_events_summary(&evs, sum, sizeof(sum)));
     for (size_t i = 0; i < evs.n; i++)
         cr_assert_eq(evs.v[i].id, first + (long long)i, "event %zu has id %lld", i, evs.v[i].id);
     cr_assert_str_eq(evs.v[evs.n - 1].type, "execution_complete");
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     free(dump);
 
     /* Retention: gone some time after run-retention-ms (3000), not before about then. */
     int64_t gone_deadline = seen_finished + 3000 + 5000;
     snprintf(path, sizeof(path), "/code/executions/%s", exec_id);
     for (;;) {
-        e2e_http_request(gw.port, "GET", path, NULL, NULL, &r);
-        if (r.status != 200 || e2e_now_ms() >= gone_deadline)
+        ts_http_request(gw.port, "GET", path, NULL, NULL, &r);
+        if (r.status != 200 || ts_now_ms() >= gone_deadline)
             break;
-        e2e_response_dispose(&r);
-        xh_sleep_ms(100);
+        ts_response_dispose(&r);
+        ts_sleep_ms(100);
     }
-    int64_t elapsed = e2e_now_ms() - seen_finished;
+    int64_t elapsed = ts_now_ms() - seen_finished;
     E2E_ASSERT_ERROR(&r, 404, "EXECUTION_NOT_FOUND");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     cr_assert(elapsed >= 2000, "the finished run was collected %lld ms after it finished (--run-retention-ms 3000)",
               (long long)elapsed);
     free(ctx);
@@ -447,37 +551,37 @@ Test(limits, trimmed_events_are_gone_and_finished_runs_expire)
 
 Test(limits, queue_full)
 {
-    static e2e_gateway_t gw;
+    static ts_gateway_t gw;
     const char *args[] = {"--max-queue", "1", NULL};
     xh_gateway_start(&gw, args);
     char *ctx = xh_context_new(gw.port, NULL, NULL);
-    int64_t deadline = e2e_now_ms() + XH_RUN_MS;
+    int64_t deadline = ts_now_ms() + XH_RUN_MS;
     json_t *body = xh_body(ctx, "import time; time.sleep(2); print('A')");
-    e2e_stream_t *a = xh_open(gw.port, body, deadline);
+    ts_stream_t *a = xh_open(gw.port, body, deadline);
     json_decref(body);
     body = xh_body(ctx, "print('B')");
-    e2e_stream_t *b = xh_open(gw.port, body, deadline);
-    cr_assert_eq(e2e_stream_response(b)->status, 200, "one run may wait with --max-queue 1: HTTP %d %.300s",
-                 e2e_stream_response(b)->status, e2e_stream_response(b)->body);
-    e2e_stream_t *c = xh_open(gw.port, body, deadline);
-    E2E_ASSERT_ERROR(e2e_stream_response(c), 429, "QUEUE_FULL");
-    e2e_stream_close(c);
+    ts_stream_t *b = xh_open(gw.port, body, deadline);
+    cr_assert_eq(ts_stream_response(b)->status, 200, "one run may wait with --max-queue 1: HTTP %d %.300s",
+                 ts_stream_response(b)->status, ts_stream_response(b)->body);
+    ts_stream_t *c = xh_open(gw.port, body, deadline);
+    E2E_ASSERT_ERROR(ts_stream_response(c), 429, "QUEUE_FULL");
+    ts_stream_close(c);
 
-    e2e_events_t aev = {0}, bev = {0};
-    e2e_stream_collect(a, deadline, 0, &aev);
-    e2e_stream_close(a);
-    e2e_stream_collect(b, deadline, 0, &bev);
-    e2e_stream_close(b);
+    ts_events_t aev = {0}, bev = {0};
+    ts_stream_collect(a, deadline, 0, &aev);
+    ts_stream_close(a);
+    ts_stream_collect(b, deadline, 0, &bev);
+    ts_stream_close(b);
     E2E_ASSERT_TEXT(&aev, "stdout", "A\n");
     E2E_ASSERT_TEXT(&bev, "stdout", "B\n");
-    e2e_events_dispose(&aev);
-    e2e_events_dispose(&bev);
+    ts_events_dispose(&aev);
+    ts_events_dispose(&bev);
 
     /* With the queue drained, runs are accepted again. */
     xh_run(gw.port, body, deadline, &bev);
     E2E_ASSERT_RUN(&bev, ctx, E2E_FRAMING_SSE);
     E2E_ASSERT_TEXT(&bev, "stdout", "B\n");
-    e2e_events_dispose(&bev);
+    ts_events_dispose(&bev);
     json_decref(body);
     free(ctx);
     xh_gateway_stop(&gw);
@@ -489,17 +593,17 @@ static void expect_bad_option(unsigned short p, const char *ctx, const char *nam
     json_object_set_new(body, name, value);
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
-    e2e_response_t r;
-    e2e_http_request(p, "POST", "/code", NULL, text, &r);
+    ts_response_t r;
+    ts_http_request(p, "POST", "/code", NULL, text, &r);
     char msg[E2E_MSG_SIZE];
     cr_assert(e2e_check_error(&r, 400, "INVALID_REQUEST_BODY", msg, sizeof(msg)), "POST /code %s: %s", text, msg);
     free(text);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 }
 
 Test(limits, request_bounds_and_the_default_timeout)
 {
-    static e2e_gateway_t gw;
+    static ts_gateway_t gw;
     const char *args[] = {"--default-timeout-ms",
                           "1500",
                           "--max-timeout-ms",
@@ -522,23 +626,23 @@ Test(limits, request_bounds_and_the_default_timeout)
     json_object_set_new(body, "timeout", json_integer(5000));
     json_object_set_new(body, "output_limit", json_integer(1048576));
     json_object_set_new(body, "result_limit", json_integer(65536));
-    e2e_events_t evs;
-    xh_run(gw.port, body, e2e_now_ms() + XH_RUN_MS, &evs);
+    ts_events_t evs;
+    xh_run(gw.port, body, ts_now_ms() + XH_RUN_MS, &evs);
     json_decref(body);
     E2E_ASSERT_RUN(&evs, ctx, E2E_FRAMING_SSE);
     E2E_ASSERT_TEXT(&evs, "stdout", "1\n");
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
 
     /* No timeout in the request: --default-timeout-ms applies. */
     body = xh_body(ctx, "while True: pass");
-    int64_t t0 = e2e_now_ms();
+    int64_t t0 = ts_now_ms();
     xh_run(gw.port, body, t0 + XH_RUN_MS, &evs);
     json_decref(body);
     E2E_ASSERT_RUN(&evs, ctx, E2E_FRAMING_SSE);
     xh_error_event(&evs, "TimeoutError");
     int64_t took = evs.end_ms - t0;
     cr_assert(took >= 1400 && took < 3500, "with --default-timeout-ms 1500 the busy loop ended after %lld ms", (long long)took);
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
     free(ctx);
     xh_gateway_stop(&gw);
 }
@@ -546,22 +650,22 @@ Test(limits, request_bounds_and_the_default_timeout)
 /* Request bodies are bounded (--max-body-bytes): beyond it a JSON 413 PAYLOAD_TOO_LARGE, and nothing runs. */
 Test(limits, request_bodies_beyond_the_bound_are_413)
 {
-    static e2e_gateway_t gw;
+    static ts_gateway_t gw;
     const char *args[] = {"--max-body-bytes", "1024", NULL};
     char body[4096];
-    e2e_response_t r;
+    ts_response_t r;
 
     xh_gateway_start(&gw, args);
     snprintf(body, sizeof(body), "{\"code\": \"echo %02000d\"}", 0);
-    e2e_http_request(gw.port, "POST", "/code", NULL, body, &r);
+    ts_http_request(gw.port, "POST", "/code", NULL, body, &r);
     E2E_ASSERT_ERROR(&r, 413, "PAYLOAD_TOO_LARGE");
-    e2e_response_dispose(&r);
-    e2e_http_request(gw.port, "POST", "/code/context", NULL, body, &r);
+    ts_response_dispose(&r);
+    ts_http_request(gw.port, "POST", "/code/context", NULL, body, &r);
     E2E_ASSERT_ERROR(&r, 413, "PAYLOAD_TOO_LARGE");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     /* a body within the bound still runs */
-    e2e_http_request(gw.port, "POST", "/code", NULL, "{\"code\": \"echo small\"}", &r);
+    ts_http_request(gw.port, "POST", "/code", NULL, "{\"code\": \"echo small\"}", &r);
     cr_assert_eq(r.status, 200, "a 22-byte body got %d", r.status);
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
     xh_gateway_stop(&gw);
 }

@@ -5,6 +5,10 @@
 
 #include "checks.h"
 #include "shared.h"
+#include "support/base.h"
+#include "support/events.h"
+#include "support/http.h"
+#include "support/stream.h"
 
 TestSuite(metrics, .timeout = 60);
 
@@ -24,29 +28,29 @@ static void assert_sane(json_t *m, const char *what)
 
 Test(metrics, one_reading)
 {
-    e2e_response_t r;
+    ts_response_t r;
 
-    e2e_http_request(e2e_shared()->port, "GET", "/metrics", NULL, NULL, &r);
+    ts_http_request(e2e_shared()->port, "GET", "/metrics", NULL, NULL, &r);
     E2E_ASSERT_STATUS(&r, 200);
     assert_sane(r.json, "GET /metrics");
-    e2e_response_dispose(&r);
+    ts_response_dispose(&r);
 }
 
 Test(metrics, watch_sends_a_line_per_second)
 {
     char err[256] = "";
-    e2e_stream_t *s = e2e_stream_open(e2e_shared()->port, "GET", "/metrics/watch", NULL, NULL, e2e_now_ms() + 5000, err);
-    e2e_events_t evs = {0};
-    int64_t deadline = e2e_now_ms() + 2500;
+    ts_stream_t *s = ts_stream_open(e2e_shared()->port, "GET", "/metrics/watch", NULL, NULL, ts_now_ms() + 5000, err);
+    ts_events_t evs = {0};
+    int64_t deadline = ts_now_ms() + 2500;
 
     cr_assert_not_null(s, "GET /metrics/watch: %s", err);
-    cr_assert_eq(e2e_stream_response(s)->status, 200);
-    while (e2e_stream_next(s, deadline, &evs) > 0)
+    cr_assert_eq(ts_stream_response(s)->status, 200);
+    while (ts_stream_next(s, deadline, &evs) > 0)
         ;
-    e2e_stream_close(s);
+    ts_stream_close(s);
     cr_assert_geq(evs.n, 2, "%zu lines in 2.5 s", evs.n);
     cr_assert_leq(evs.n, 4, "%zu lines in 2.5 s: one per second", evs.n);
     for (size_t i = 0; i != evs.n; ++i)
         assert_sane(evs.v[i].json, "a watch line");
-    e2e_events_dispose(&evs);
+    ts_events_dispose(&evs);
 }

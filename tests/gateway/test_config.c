@@ -259,6 +259,25 @@ Test(config, flags_and_strings)
     parsed_dispose(&p);
 }
 
+/* A sandbox's execd serves the whole filesystem unless told otherwise; hard links stay refused unless allowed. */
+Test(config, as_execd_and_hardlinks)
+{
+    parsed_t p;
+
+    parse(&p, NULL);
+    cr_assert(!p.config.as_execd && !p.config.allow_hardlinks);
+    cr_assert_null(p.config.workspace_root, "by default the workspace is kgate's cwd");
+    parsed_dispose(&p);
+    parse(&p, "--as-execd", NULL);
+    cr_assert(p.config.as_execd);
+    cr_assert_str_eq(p.config.workspace_root, "/");
+    parsed_dispose(&p);
+    parse(&p, "--as-execd", "--workspace-root", "/srv/ws", "--allow-hardlinks", NULL);
+    cr_assert_str_eq(p.config.workspace_root, "/srv/ws", "an explicit root wins");
+    cr_assert(p.config.allow_hardlinks);
+    parsed_dispose(&p);
+}
+
 Test(config, limits)
 {
     parsed_t p;

@@ -1,4 +1,4 @@
-/* tests/gateway/test_router.c: the route matcher: literals, `{}` parameters, 404 versus 405. */
+/* tests/gateway/test_router.c: the route matcher: literals, `{}` parameters, rest-of-path tails, any method, 404 versus 405. */
 #include <criterion/criterion.h>
 #include "core/router.h"
 #include "gw_test.h"
@@ -16,6 +16,8 @@ static const gw_route_t routes[] = {
     {"POST", "/code", NULL, 0, 0, NULL},
     {"DELETE", "/code", NULL, 0, 0, NULL},
     {"GET", "/command/{}/logs/{}", NULL, 0, 0, NULL},
+    {GW_ROUTE_ANY_METHOD, "/proxy/{}" GW_ROUTE_REST, NULL, 0, 0, NULL},
+    {"GET", "/static" GW_ROUTE_REST, NULL, 0, 0, NULL},
 };
 #define NUM_ROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -169,4 +171,66 @@ Test(router, empty_table)
         gw_route_match(routes, 0, h2o_iovec_init(H2O_STRLIT("GET")), h2o_iovec_init(H2O_STRLIT("/healthz")), &route, &params),
         GW_ROUTE_NO_PATH);
     cr_assert_null(route);
+}
+
+/* Checks that `method path` finds route `index` with parameters `p0` and `p1` (NULL: absent). */
+static void check_found(const char *method, const char *path, size_t index, const char *p0, const char *p1)
+{
+    match_t m = match(method, path);
+
+    cr_assert_eq(m.result, GW_ROUTE_FOUND, "%s %s: got %d", method, path, m.result);
+    cr_assert_eq(m.route, &routes[index], "%s %s matched route %td", method, path, m.route - routes);
+    cr_assert_eq(m.params.size, (p0 != NULL) + (p1 != NULL), "%s %s", method, path);
+    if (p0 != NULL)
+        check_param(&m, 0, p0);
+    if (p1 != NULL)
+        check_param(&m, 1, p1);
+    free(m.path);
+}
+
+Test(router, rest_of_path_matches_nothing_or_a_slash_and_anything)
+{
+    check_found("GET", "/proxy/8080", 9, "8080", "");
+    check_found("GET", "/proxy/8080/", 9, "8080", "");
+    check_found("GET", "/proxy/8080/a", 9, "8080", "a");
+    check_found("GET", "/proxy/8080/a/b/c.txt", 9, "8080", "a/b/c.txt");
+    check_found("GET", "/proxy/8080//x/", 9, "8080", "/x/");
+    check_found("GET", "/proxy/not-a-port/x", 9, "not-a-port", "x"); /* the handler judges the segment */
+    check_found("GET", "/static", 10, "", NULL);
+    check_found("GET", "/static/", 10, "", NULL);
+    check_found("GET", "/static/css/site.css", 10, "css/site.css", NULL);
+}
+
+Test(router, rest_of_path_needs_its_prefix_whole)
+{
+    check_status("GET", "/proxy", GW_ROUTE_NO_PATH);
+    check_status("GET", "/proxy/", GW_ROUTE_NO_PATH); /* the `{}` before the tail is one non-empty segment */
+    check_status("GET", "/proxy//x", GW_ROUTE_NO_PATH);
+    check_status("GET", "/proxyx/8080", GW_ROUTE_NO_PATH);
+    check_status("GET", "/staticx", GW_ROUTE_NO_PATH);
+    check_status("GET", "/stati", GW_ROUTE_NO_PATH);
+}
+
+Test(router, rest_parameter_points_into_the_path)
+{
+    match_t m = match("GET", "/proxy/1/a/b");
+
+    cr_assert_eq(m.result, GW_ROUTE_FOUND);
+    cr_assert_eq(m.params.values[1].base, m.path + strlen("/proxy/1/"));
+    free(m.path);
+    m = match("GET", "/proxy/1");
+    cr_assert_eq(m.params.values[1].len, 0);
+    cr_assert_eq(m.params.values[1].base, m.path + strlen("/proxy/1"), "an empty tail points at the end of the path");
+    free(m.path);
+}
+
+Test(router, any_method_route_takes_every_method)
+{
+    static const char *const methods[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "PROPFIND"};
+
+    for (size_t i = 0; i != sizeof(methods) / sizeof(methods[0]); ++i)
+        check_found(methods[i], "/proxy/3000/x", 9, "3000", "x");
+    /* a literal method still decides between 404 and 405 on a tail route */
+    check_status("POST", "/static/a", GW_ROUTE_NO_METHOD);
+    check_status("*", "/healthz", GW_ROUTE_NO_METHOD); /* "*" in a request is no wildcard */
 }

@@ -84,9 +84,11 @@ static void check_result(const char *type, int with_count)
     cr_assert_not_null(ev, "%s dropped", type);
     cr_assert_str_eq(ev_type(ev), "result");
     results = json_object_get(ev, "results");
-    cr_assert(json_equal(results, expected), "%s: the whole bundle, as sent", type);
-    cr_assert(json_is_object(json_object_get(results, "application/json")));
-    cr_assert_null(json_object_get(results, "text"), "results.text only in execd mode");
+    /* Python and Kotlin SDKs read results.text, Go reads text/plain: both, the same string */
+    cr_assert_str_eq(json_string_value(json_object_get(results, "text")), "<Figure>", "%s: results.text", type);
+    json_object_set_new(expected, "text", json_string("<Figure>"));
+    cr_assert(json_equal(results, expected), "%s: the whole bundle, as sent, plus text", type);
+    cr_assert(json_is_object(json_object_get(results, "application/json")), "a JSON value stays JSON by default");
     json_decref(expected);
     json_decref(ev);
 }
@@ -101,35 +103,45 @@ Test(translate, display_data_carries_the_whole_bundle)
     check_result("display_data", 0);
 }
 
-Test(translate, compat_execd_adds_results_text_and_leaves_the_message_alone)
+Test(translate, results_text_leaves_the_message_alone)
 {
-    static const gw_translate_opts_t execd = {1, 0};
     wire_msg_t *msg = msg_new("execute_result", json_pack("{s:o, s:{}, s:i}", "data", bundle(), "metadata", "execution_count", 1));
     json_t *original = json_deep_copy(msg->content);
-    json_t *ev = gw_translate_iopub(msg, &execd);
-    json_t *results = json_object_get(ev, "results");
-    json_t *expected = bundle();
+    json_t *ev = gw_translate_iopub(msg, &plain_opts);
 
     cr_assert_not_null(ev);
-    cr_assert_str_eq(json_string_value(json_object_get(results, "text")), "<Figure>");
-    cr_assert_str_eq(json_string_value(json_object_get(results, "text/plain")), "<Figure>");
-    json_object_del(results, "text");
-    cr_assert(json_equal(results, expected), "the rest of the bundle is unchanged");
-    json_object_set_new(results, "text", json_string("<Figure>"));
     cr_assert(json_equal(msg->content, original), "the message content must not be modified");
     cr_assert_null(json_object_get(json_object_get(msg->content, "data"), "text"));
     wire_msg_destroy(msg);
     /* the event outlives the message */
     cr_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "results"), "text")), "<Figure>");
-    json_decref(expected);
     json_decref(original);
     json_decref(ev);
 }
 
-Test(translate, compat_execd_without_text_plain_adds_nothing)
+/* Go's SDK types results as map[string]string: under --compat execd every non-string value is its JSON text. */
+Test(translate, compat_execd_sends_json_values_as_text)
 {
     static const gw_translate_opts_t execd = {1, 0};
-    json_t *ev = translate("display_data", json_pack("{s:{s:s}, s:{}}", "data", "image/png", "AAAA", "metadata"), &execd);
+    json_t *ev =
+        translate("execute_result", json_pack("{s:o, s:{}, s:i}", "data", bundle(), "metadata", "execution_count", 1), &execd);
+    json_t *results = json_object_get(ev, "results"), *value;
+    const char *mime;
+
+    cr_assert_not_null(ev);
+    json_object_foreach(results, mime, value)
+    {
+        cr_assert(json_is_string(value), "results[%s] is not a string under --compat execd", mime);
+    }
+    cr_assert_str_eq(json_string_value(json_object_get(results, "application/json")), "{\"a\":[1,2],\"ok\":true}");
+    cr_assert_str_eq(json_string_value(json_object_get(results, "text")), "<Figure>");
+    cr_assert_str_eq(json_string_value(json_object_get(results, "image/png")), "iVBORw0KGgo=");
+    json_decref(ev);
+}
+
+Test(translate, without_text_plain_adds_no_text)
+{
+    json_t *ev = translate("display_data", json_pack("{s:{s:s}, s:{}}", "data", "image/png", "AAAA", "metadata"), &plain_opts);
 
     cr_assert_not_null(ev);
     cr_assert_null(json_object_get(json_object_get(ev, "results"), "text"));
@@ -419,4 +431,29 @@ Test(translate, a_traceback_with_a_stray_escape_still_renders)
     json_decref(data);
     gw_event_release(frame);
     json_decref(ev);
+}
+
+/* Content kgate could not decode is reported where it was awaited: a notice for output, an error for a reply. */
+Test(translate, undecodable_content_is_reported)
+{
+    wire_msg_t *msg = msg_new("display_data", json_object());
+    json_t *ev;
+
+    msg->content_undecodable = 1;
+    ev = gw_translate_iopub(msg, &plain_opts);
+    cr_assert_not_null(ev, "an undecodable display_data vanished");
+    cr_assert_str_eq(ev_type(ev), "status");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "text")), "message_undecodable");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "msg_type")), "display_data");
+    json_decref(ev);
+    wire_msg_destroy(msg);
+
+    msg = msg_new("execute_reply", json_object());
+    msg->content_undecodable = 1;
+    ev = gw_translate_execute_reply(msg, 0, &plain_opts, NULL);
+    cr_assert_not_null(ev);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "error"), "ename")), "ExecutionFailed");
+    json_decref(ev);
+    cr_assert_null(gw_translate_execute_reply(msg, 1, &plain_opts, NULL), "an error already seen is not repeated");
+    wire_msg_destroy(msg);
 }

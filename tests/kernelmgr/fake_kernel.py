@@ -68,6 +68,23 @@ while True:
                 count = int(code.split()[1])
                 good.send(iopub, "display_data", {"data": {}, "metadata": {}}, parent=msg,
                           buffers=[b"%c" % (65 + i % 26) * (i + 1) for i in range(count)])
+            if code.startswith("oversized "):
+                # One stream message of N bytes of text, more than the client's message cap: its
+                # connection drops, and the status idle below is published before it is back.
+                good.send(iopub, "stream", {"name": "stdout", "text": "o" * int(code.split()[1])}, parent=msg)
+            if code.startswith("oversized-reply "):
+                # The reply itself is over the cap (as with a huge exception message): the shell
+                # connection drops with it.
+                reply["padding"] = "r" * int(code.split()[1])
+            if code.startswith("oversized-input "):
+                # An input_request whose prompt is over the cap; then what the client answered.
+                prompt = "p" * int(code.split()[1])
+                good.send(stdin, "input_request", {"prompt": prompt, "password": False}, parent=msg, ident=idents)
+                while True:
+                    answer = good.deserialize(good.feed_identities(stdin.recv_multipart())[1])
+                    if answer["header"]["msg_type"] == "input_reply":
+                        break
+                good.send(iopub, "stream", {"name": "stdout", "text": "got [%s]\n" % answer["content"]["value"]}, parent=msg)
             if code == "idle-lost":
                 # as if the kernel's PUB queue had dropped it: the reply comes, the idle never does
                 good.send(shell, "execute_reply", reply, parent=msg, ident=idents)

@@ -164,6 +164,10 @@ void kt_on_req(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, 
         if (rec->answer != NULL)
             rec->input_ret = kmgr_request_input_reply(req, rec->answer);
         break;
+    case KMGR_REQ_DROPPED:
+        ++rec->n_dropped;
+        rec->dropped_err = err;
+        break;
     case KMGR_REQ_DONE:
         ++rec->n_done;
         break;

@@ -1,4 +1,6 @@
-/* tests/kernelmgr/test_fake_kernel.c: a scripted kernel: forged messages, reply/idle order, bursts, shutdown. */
+/* tests/kernelmgr/test_fake_kernel.c: a scripted kernel: forged messages, reply/idle order, bursts, messages over the cap,
+ * shutdown. */
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
@@ -193,5 +195,141 @@ Test(fake_kernel, big_output_nobody_awaits_is_passed_over_while_status_still_cou
     cr_expect_eq(st.log[seen + 1], KMGR_KERNEL_IDLE);
     cr_expect_eq(rec.after_final, 0, "nothing reached the finished request");
     kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
+/* ---- messages over the cap (kmgr_config_t.max_message_bytes) ---- */
+
+#define SMALL_CAP ((size_t)1 << 20)
+
+static void setup_capped(void)
+{
+    kmgr_config_t config = {.max_message_bytes = SMALL_CAP};
+    kt_setup_config(&config);
+    fake = kt_fake_spec(fake_argv, 3);
+}
+
+TestSuite(fake_kernel_capped, .init = setup_capped, .fini = teardown, .timeout = 60);
+
+/* Runs `code` and returns how long it took to end (asserting it did within 15 s). */
+static uint64_t run_timed(kmgr_kernel_t *k, const char *code, kt_rec_t *rec)
+{
+    uint64_t t0 = kmgr_now_ms();
+
+    kt_rec_init(rec);
+    cr_assert_eq(kt_execute(k, code, rec), 0);
+    cr_assert(kt_wait_rec(rec, 15000), "'%s' did not end", code);
+    return kmgr_now_ms() - t0;
+}
+
+/* After a message over the cap, the next request runs as usual: its output, its reply, its end. */
+static void expect_next_request_works(kmgr_kernel_t *k)
+{
+    kt_rec_t rec;
+    uint64_t took = run_timed(k, "anything", &rec);
+
+    cr_expect_str_eq(rec.out, "genuine\n", "the iopub connection carries output again");
+    cr_expect_eq(rec.n_reply, 1, "the shell connection carries replies again");
+    cr_expect_eq(rec.n_done, 1);
+    cr_expect_eq(rec.n_dropped, 0);
+    /* not the 5 s grace for a lost status idle */
+    cr_expect_lt(took, 4000, "the next request took %llu ms", (unsigned long long)took);
+    cr_expect(kt_wait_state(k, KMGR_KERNEL_IDLE, 5000), "the kernel is idle again (state %s)",
+              kmgr_kernel_state_name(kmgr_kernel_state(k)));
+    kt_rec_dispose(&rec);
+}
+
+Test(fake_kernel_capped, an_oversized_iopub_message_is_reported_and_the_next_request_completes)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(fake, &st);
+    kt_rec_t rec;
+    uint64_t took;
+
+    took = run_timed(k, "oversized 2000000", &rec);
+    cr_expect_eq(rec.n_dropped, 1, "the request is told of the dropped message");
+    cr_expect_eq(rec.dropped_err, KMGR_EMSGSIZE);
+    cr_expect_eq(rec.n_done, 1, "it ends as done, not failed");
+    cr_expect_eq(rec.n_reply, 1);
+    /* what came before it on the connection is still read; nothing of it arrives */
+    cr_expect_str_eq(rec.out, "genuine\n");
+    cr_expect_eq(rec.out_bytes, strlen("genuine\n"));
+    /* its status idle was lost with the connection: the probe ends it, not the 5 s grace */
+    cr_expect_lt(took, 4000, "the request took %llu ms to end", (unsigned long long)took);
+    cr_expect_eq(kmgr_kernel_oversized_messages(k), 1);
+    kt_rec_dispose(&rec);
+    expect_next_request_works(k);
+    cr_expect_eq(kmgr_kernel_oversized_messages(k), 1);
+    kmgr_kernel_destroy(k);
+}
+
+Test(fake_kernel_capped, an_oversized_reply_is_reported_and_the_next_request_completes)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(fake, &st);
+    kt_rec_t rec;
+    uint64_t took;
+
+    took = run_timed(k, "oversized-reply 2000000", &rec);
+    cr_expect_eq(rec.n_dropped, 1);
+    cr_expect_eq(rec.n_done, 1, "it ends as done once the kernel answered a later probe");
+    cr_expect_eq(rec.n_reply, 0, "the reply was the dropped message");
+    cr_expect_str_eq(rec.out, "genuine\n", "iopub was not affected");
+    cr_expect_lt(took, 4000, "the request took %llu ms to end", (unsigned long long)took);
+    cr_expect_eq(kmgr_kernel_oversized_messages(k), 1);
+    kt_rec_dispose(&rec);
+    expect_next_request_works(k);
+    kmgr_kernel_destroy(k);
+}
+
+Test(fake_kernel_capped, a_message_just_under_the_cap_arrives_whole)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(fake, &st);
+    kt_rec_t rec;
+
+    /* the content frame holds the text plus some 30 bytes of JSON */
+    run_timed(k, "burst 1 1000000 0", &rec);
+    cr_expect_eq(rec.n_dropped, 0);
+    cr_expect_eq(rec.out_bytes, 1000000 + strlen("genuine\n"));
+    cr_expect_eq(kmgr_kernel_oversized_messages(k), 0);
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
+Test(fake_kernel_capped, a_kernel_that_goes_away_is_not_taken_for_an_oversized_message)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(fake, &st);
+    kt_rec_t rec;
+
+    kt_rec_init(&rec);
+    cr_assert_eq(kt_execute(k, "burst 1 10 3000", &rec), 0);
+    poll_loop_run_for(kt.loop, 300);
+    /* every connection drops with it, and libzmq retries them: that is no message over the cap */
+    kill(kmgr_kernel_pid(k), SIGKILL);
+    cr_assert(kt_wait_rec(&rec, 10000));
+    cr_expect_eq(rec.n_failed, 1);
+    cr_expect_eq(rec.err, KMGR_EDIED);
+    cr_expect_eq(rec.n_dropped, 0);
+    cr_expect_eq(kmgr_kernel_oversized_messages(k), 0);
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
+Test(fake_kernel_capped, an_oversized_input_request_is_answered_with_an_empty_line)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(fake, &st);
+    kt_rec_t rec;
+
+    /* the kernel would wait for an answer to the prompt it sent forever */
+    run_timed(k, "oversized-input 2000000", &rec);
+    cr_expect_eq(rec.n_dropped, 1);
+    cr_expect_eq(rec.n_input, 0);
+    cr_expect_eq(rec.n_done, 1);
+    cr_expect_str_eq(rec.out, "genuine\ngot []\n");
+    kt_rec_dispose(&rec);
+    expect_next_request_works(k);
     kmgr_kernel_destroy(k);
 }

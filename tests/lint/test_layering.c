@@ -1,5 +1,6 @@
 /* tests/lint/test_layering.c: dependencies point one way (gateway -> kernelmgr -> wire, and inside the gateway
- * app -> front doors -> engine -> core), in #includes and in the link graph. */
+ * app -> front doors -> engine -> core), and tests/support needs no Criterion and no kgate module, in #includes and in
+ * the link graph. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* strcasestr, open_memstream */
 #endif
@@ -31,7 +32,10 @@ typedef struct st_include_rule_t {
 #define NO_SIBLING "an engine feature uses another only through its public header, and only one layer down"
 #define DOORS_THROUGH_ENGINE "a front door reaches kernels through the engine, never another door or the app"
 #define PRIVATE_HEADER "a folder's internal.h is its own"
+#define PROXY_NO_ENGINE "the proxy door relays bytes to local services: it uses the core, never the engine or kernels"
 #define CHANNELS_LEAF "kernelmgr's channels are a leaf transport: they know no kernel, request, process or manager"
+#define TS_NO_CRITERION "the benchmark links tests/support in builds without the tests: no Criterion there"
+#define TS_OUTSIDE "tests/support drives kgate from outside: over HTTP and by PID, knowing none of its modules"
 
 static const include_rule_t include_rules[] = {
     {"wire/", "zmq*", WIRE_NO_SOCKET},
@@ -64,38 +68,64 @@ static const include_rule_t include_rules[] = {
     {"gateway/core/", "metrics/", CORE_KNOWS_NO_STATE},
     {"gateway/core/", "execd/", CORE_KNOWS_NO_STATE},
     {"gateway/core/", "app/", CORE_KNOWS_NO_STATE},
+    {"gateway/core/", "proxy/", CORE_KNOWS_NO_STATE},
     {"gateway/runs/", "code/", NO_SIBLING},
     {"gateway/runs/", "procs/", NO_SIBLING},
     {"gateway/runs/", "files/", NO_SIBLING},
     {"gateway/runs/", "metrics/", NO_SIBLING},
     {"gateway/runs/", "execd/", ENGINE_NO_DOORS},
     {"gateway/runs/", "app/", ENGINE_NO_DOORS},
+    {"gateway/runs/", "proxy/", ENGINE_NO_DOORS},
     {"gateway/code/", "procs/", NO_SIBLING},
     {"gateway/code/", "files/", NO_SIBLING},
     {"gateway/code/", "metrics/", NO_SIBLING},
     {"gateway/code/", "execd/", ENGINE_NO_DOORS},
     {"gateway/code/", "app/", ENGINE_NO_DOORS},
+    {"gateway/code/", "proxy/", ENGINE_NO_DOORS},
     {"gateway/procs/", "code/", NO_SIBLING},
     {"gateway/procs/", "files/", NO_SIBLING},
     {"gateway/procs/", "metrics/", NO_SIBLING},
     {"gateway/procs/", "execd/", ENGINE_NO_DOORS},
     {"gateway/procs/", "app/", ENGINE_NO_DOORS},
+    {"gateway/procs/", "proxy/", ENGINE_NO_DOORS},
     {"gateway/files/", "runs/", NO_SIBLING},
     {"gateway/files/", "code/", NO_SIBLING},
     {"gateway/files/", "procs/", NO_SIBLING},
     {"gateway/files/", "metrics/", NO_SIBLING},
     {"gateway/files/", "execd/", ENGINE_NO_DOORS},
     {"gateway/files/", "app/", ENGINE_NO_DOORS},
+    {"gateway/files/", "proxy/", ENGINE_NO_DOORS},
     {"gateway/metrics/", "runs/", NO_SIBLING},
     {"gateway/metrics/", "code/", NO_SIBLING},
     {"gateway/metrics/", "procs/", NO_SIBLING},
     {"gateway/metrics/", "files/", NO_SIBLING},
     {"gateway/metrics/", "execd/", ENGINE_NO_DOORS},
     {"gateway/metrics/", "app/", ENGINE_NO_DOORS},
+    {"gateway/metrics/", "proxy/", ENGINE_NO_DOORS},
     {"gateway/execd/", "app/", DOORS_THROUGH_ENGINE},
     {"gateway/execd/", "kmgr/kernel.h", DOORS_THROUGH_ENGINE},
     {"gateway/execd/", "kmgr/manager.h", DOORS_THROUGH_ENGINE},
     {"gateway/execd/", "zmq*", DOORS_THROUGH_ENGINE},
+    /* tests/support: its own tests (test/) are Criterion tests like any other */
+    {"tests/support/src/", "criterion/", TS_NO_CRITERION},
+    {"tests/support/include/", "criterion/", TS_NO_CRITERION},
+    {"tests/support/", "wire/", TS_OUTSIDE},
+    {"tests/support/", "kmgr/", TS_OUTSIDE},
+    {"tests/support/", "gateway/", TS_OUTSIDE},
+    {"tests/support/", "h2o.h", TS_OUTSIDE},
+    {"tests/support/", "h2o/", TS_OUTSIDE},
+    {"tests/support/", "zmq*", TS_OUTSIDE},
+    {"gateway/execd/", "proxy/", DOORS_THROUGH_ENGINE},
+    /* the proxy door relays bytes: it needs no engine feature, so it includes none */
+    {"gateway/proxy/", "app/", DOORS_THROUGH_ENGINE},
+    {"gateway/proxy/", "execd/", DOORS_THROUGH_ENGINE},
+    {"gateway/proxy/", "kmgr/", PROXY_NO_ENGINE},
+    {"gateway/proxy/", "zmq*", PROXY_NO_ENGINE},
+    {"gateway/proxy/", "runs/", PROXY_NO_ENGINE},
+    {"gateway/proxy/", "code/", PROXY_NO_ENGINE},
+    {"gateway/proxy/", "procs/", PROXY_NO_ENGINE},
+    {"gateway/proxy/", "files/", PROXY_NO_ENGINE},
+    {"gateway/proxy/", "metrics/", PROXY_NO_ENGINE},
 };
 
 /* The engine's headers are its contract to every front door: they name no HTTP request or response. */
@@ -278,6 +308,11 @@ Test(layering, gateway_layers_point_down)
     check_module("gateway");
 }
 
+Test(layering, test_support_includes_no_criterion_and_no_kgate_module)
+{
+    check_module("tests/support");
+}
+
 static void write_file(const char *path, const char *text)
 {
     FILE *fp = fopen(path, "w");
@@ -391,16 +426,39 @@ Test(layering, gateway_rules_report_planted_violations)
         {"gateway/code/fine.c", "#include \"code/internal.h\"\nstatic void g(h2o_req_t *req);\n"},
         {"gateway/execd/bad.c", "#include \"runs/run.h\"\n#include \"app/server.h\"\n#include \"kmgr/kernel.h\"\n"},
         {"gateway/core/bad.c", "#include \"core/http.h\"\n#include \"runs/run.h\"\n"},
+        {"gateway/proxy/bad.c", "#include \"core/ws.h\"\n#include \"runs/run.h\"\n#include \"execd/execd.h\"\n"},
     };
     static const char *const expected[] = {
         "gateway/runs/bad.c:2: includes <execd/execd.h>",   "gateway/runs/bad.c:3: includes <code/context.h>",
         "gateway/code/bad.h:2: includes <runs/internal.h>", "gateway/code/bad.h:3: names h2o_req_t",
         "gateway/execd/bad.c:2: includes <app/server.h>",   "gateway/execd/bad.c:3: includes <kmgr/kernel.h>",
-        "gateway/core/bad.c:2: includes <runs/run.h>",
+        "gateway/core/bad.c:2: includes <runs/run.h>",      "gateway/proxy/bad.c:2: includes <runs/run.h>",
+        "gateway/proxy/bad.c:3: includes <execd/execd.h>",
     };
     char root[] = "/tmp/kgate-lint-XXXXXX";
     plant(root, files, NELEMS(files));
-    scan_expect(root, "gateway", 5, expected, NELEMS(expected), "fine.c");
+    scan_expect(root, "gateway", 6, expected, NELEMS(expected), "fine.c");
+    unplant(root, files, NELEMS(files));
+}
+
+/* The library under tests/support may not include Criterion, its tests may; neither may include a kgate module. */
+Test(layering, test_support_rules_report_planted_violations)
+{
+    static const planted_file_t files[] = {
+        {"tests/support/src/bad.c", "#include <jansson.h>\n#include <criterion/criterion.h>\n#include \"wire/codec.h\"\n"},
+        {"tests/support/include/support/bad.h", "#include <criterion/hooks.h>\n"},
+        {"tests/support/test/test_fine.c", "#include <criterion/criterion.h>\n#include \"support/sse.h\"\n"},
+        {"tests/support/test/test_bad.c", "#include \"kmgr/kernel.h\"\n"},
+    };
+    static const char *const expected[] = {
+        "tests/support/src/bad.c:2: includes <criterion/criterion.h>",
+        "tests/support/src/bad.c:3: includes <wire/codec.h>",
+        "tests/support/include/support/bad.h:1: includes <criterion/hooks.h>",
+        "tests/support/test/test_bad.c:1: includes <kmgr/kernel.h>",
+    };
+    char root[] = "/tmp/kgate-lint-XXXXXX";
+    plant(root, files, NELEMS(files));
+    scan_expect(root, "tests/support", 4, expected, NELEMS(expected), "test_fine.c");
     unplant(root, files, NELEMS(files));
 }
 
@@ -438,6 +496,25 @@ static const link_rule_t link_rules[] = {
     {"kgate_gw_metrics", "kgate_gw_execd", ENGINE_NO_DOORS},
     {"kgate_gw_metrics", "kgate_gw_app", ENGINE_NO_DOORS},
     {"kgate_gw_execd", "kgate_gw_app", DOORS_THROUGH_ENGINE},
+    {"kgate_test_support", "criterion", TS_NO_CRITERION},
+    {"kgate_test_support", "kgate_wire", TS_OUTSIDE},
+    {"kgate_test_support", "kgate_kmgr", TS_OUTSIDE},
+    {"kgate_test_support", "kgate_gw", TS_OUTSIDE},
+    {"kgate_test_support", "zmq", TS_OUTSIDE},
+    {"kgate_test_support", "h2o", TS_OUTSIDE},
+    {"kgate_gw_execd", "kgate_gw_proxy", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_runs", "kgate_gw_proxy", ENGINE_NO_DOORS},
+    {"kgate_gw_code", "kgate_gw_proxy", ENGINE_NO_DOORS},
+    {"kgate_gw_procs", "kgate_gw_proxy", ENGINE_NO_DOORS},
+    {"kgate_gw_files", "kgate_gw_proxy", ENGINE_NO_DOORS},
+    {"kgate_gw_metrics", "kgate_gw_proxy", ENGINE_NO_DOORS},
+    {"kgate_gw_proxy", "kgate_gw_app", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_proxy", "kgate_gw_execd", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_proxy", "kgate_gw_runs", PROXY_NO_ENGINE},
+    {"kgate_gw_proxy", "kgate_gw_code", PROXY_NO_ENGINE},
+    {"kgate_gw_proxy", "kgate_gw_procs", PROXY_NO_ENGINE},
+    {"kgate_gw_proxy", "kgate_gw_files", PROXY_NO_ENGINE},
+    {"kgate_gw_proxy", "kgate_gw_metrics", PROXY_NO_ENGINE},
 };
 
 /* Returns a copy of `target`'s dependency list (caller frees), failing the test when it is absent. */
@@ -485,11 +562,13 @@ Test(layering, link_graph_points_one_way)
 /* Proves the graph file is the real one: each module's own dependencies must be in it. */
 Test(layering, link_graph_is_populated)
 {
-    char *wire = graph_deps("kgate_wire"), *kmgr = graph_deps("kgate_kmgr");
+    char *wire = graph_deps("kgate_wire"), *kmgr = graph_deps("kgate_kmgr"), *support = graph_deps("kgate_test_support");
     cr_expect_not_null(strcasestr(wire, "sodium"), "kgate_wire's links lack libsodium: %s", wire);
     cr_expect_not_null(strcasestr(wire, "jansson"), "kgate_wire's links lack jansson: %s", wire);
     cr_expect_not_null(strstr(kmgr, "kgate_wire"), "kgate_kmgr does not link kgate_wire: %s", kmgr);
     cr_expect_not_null(strcasestr(kmgr, "zmq"), "kgate_kmgr does not link libzmq: %s", kmgr);
+    cr_expect_not_null(strcasestr(support, "jansson"), "kgate_test_support's links lack jansson: %s", support);
     free(wire);
     free(kmgr);
+    free(support);
 }

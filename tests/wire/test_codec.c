@@ -216,6 +216,34 @@ static int decode_json(const wire_signer_t *s, const char *h, const char *p, con
 
 #define GOOD_HEADER "{\"msg_id\":\"a\",\"msg_type\":\"t\"}"
 
+/* A content jansson cannot hold (an 82-digit integer) keeps its message: flagged, empty, routable by its parent. */
+Test(codec, undecodable_content_is_flagged_not_dropped)
+{
+    const char *json[4] = {GOOD_HEADER, "{\"msg_id\":\"parent-1\"}", "{}",
+                           "{\"data\":{\"application/json\":{\"n\":"
+                           "1000000000000000000000000000000000000000000000000000000000000000000000000000000000}}}"};
+    wire_signer_t s;
+    wire_frames_t frames;
+    wire_msg_t *msg = NULL;
+
+    wire_signer_init(&s, "key", 3);
+    build(&s, json, &frames);
+    cr_assert_eq(wire_decode(&s, frames.entries, frames.size, &msg), 0);
+    cr_assert(msg->content_undecodable);
+    cr_assert(json_is_object(msg->content) && json_object_size(msg->content) == 0);
+    cr_assert_str_eq(json_string_value(json_object_get(msg->parent_header, "msg_id")), "parent-1");
+    wire_msg_destroy(msg);
+    wire_frames_dispose(&frames);
+    /* a decodable one is not flagged */
+    json[3] = "{\"n\":1}";
+    build(&s, json, &frames);
+    cr_assert_eq(wire_decode(&s, frames.entries, frames.size, &msg), 0);
+    cr_assert(!msg->content_undecodable);
+    wire_msg_destroy(msg);
+    wire_frames_dispose(&frames);
+    wire_signer_dispose(&s);
+}
+
 Test(codec, decode_rejects_non_object_json)
 {
     static const char *const bad[] = {"[]",       "1", "\"s\"", "null",     "true", "{",
@@ -228,7 +256,8 @@ Test(codec, decode_rejects_non_object_json)
         cr_assert_eq(decode_json(&s, bad[i], "{}", "{}", "{}"), WIRE_EBADJSON, "header %s", bad[i]);
         cr_assert_eq(decode_json(&s, GOOD_HEADER, bad[i], "{}", "{}"), WIRE_EBADJSON, "parent %s", bad[i]);
         cr_assert_eq(decode_json(&s, GOOD_HEADER, "{}", bad[i], "{}"), WIRE_EBADJSON, "metadata %s", bad[i]);
-        cr_assert_eq(decode_json(&s, GOOD_HEADER, "{}", "{}", bad[i]), WIRE_EBADJSON, "content %s", bad[i]);
+        /* an undecodable content keeps the message (its headers route it), flagged, with an empty content */
+        cr_assert_eq(decode_json(&s, GOOD_HEADER, "{}", "{}", bad[i]), 0, "content %s", bad[i]);
     }
     wire_signer_dispose(&s);
 }

@@ -80,10 +80,15 @@ int wire_decode(const wire_signer_t *signer, const wire_frame_t *frames, size_t 
     if ((ret = wire_signer_verify(signer, parts, sig->base, sig->len)) != 0)
         return ret;
 
+    int content_undecodable = 0;
     for (size_t i = 0; i != 4; ++i) {
         if ((json[i] = parse_object(&parts[i])) == NULL) {
-            ret = WIRE_EBADJSON;
-            goto Exit;
+            if (i != 3) {
+                ret = WIRE_EBADJSON;
+                goto Exit;
+            }
+            json[i] = json_object();
+            content_undecodable = 1;
         }
     }
     if (!json_is_string(json_object_get(json[0], "msg_id")) || !json_is_string(json_object_get(json[0], "msg_type"))) {
@@ -100,6 +105,7 @@ int wire_decode(const wire_signer_t *signer, const wire_frame_t *frames, size_t 
     msg->parent_header = json[1];
     msg->metadata = json[2];
     msg->content = json[3];
+    msg->content_undecodable = content_undecodable;
     *out = msg;
     return 0;
 

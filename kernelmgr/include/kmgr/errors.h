@@ -13,7 +13,8 @@
     XX(STARTTIMEOUT, "kernel did not become ready in time")                                                                        \
     XX(SHUTDOWN, "kernel is shutting down")                                                                                        \
     XX(NOINPUT, "no input is awaited")                                                                                             \
-    XX(INVAL, "invalid argument")
+    XX(INVAL, "invalid argument")                                                                                                  \
+    XX(MSGSIZE, "a kernel message was larger than the message cap and was dropped")
 
 typedef enum {
     KMGR_OK = 0,

@@ -94,6 +94,11 @@ json_t *kmgr_kernel_info(const kmgr_kernel_t *kernel);
  */
 const char *kmgr_kernel_exit_reason(const kmgr_kernel_t *kernel);
 /**
+ * How many kernel messages were larger than kmgr_config_t.max_message_bytes, over every
+ * incarnation: each was dropped with the connection it came on, which was reopened.
+ */
+uint64_t kmgr_kernel_oversized_messages(const kmgr_kernel_t *kernel);
+/**
  * How many big iopub messages arrived while no request awaited anything (output of a kernel's
  * background thread after its run, or of another client's request) and were passed over unread.
  */
@@ -107,7 +112,19 @@ typedef enum {
     KMGR_REQ_REPLY,
     /** A stdin input_request for this request; answer with kmgr_request_input_reply. */
     KMGR_REQ_INPUT,
-    /** Both the reply and iopub status idle have arrived: the request is complete. Last event. */
+    /**
+     * A kernel message larger than kmgr_config_t.max_message_bytes was dropped while this request
+     * was in flight (`err`: KMGR_EMSGSIZE), and with it whatever else was on its way on that
+     * connection: some of this request's iopub messages, its reply, or an input_request (which
+     * kernelmgr answers with an empty line: the kernel would wait for it forever). The request goes
+     * on; once the kernel has dealt with it, it ends with DONE even if its status idle or its reply
+     * was among the lost (DONE without REPLY: the reply was lost). Once per dropped message.
+     */
+    KMGR_REQ_DROPPED,
+    /**
+     * Both the reply and iopub status idle have arrived (or were lost: see KMGR_REQ_DROPPED; an idle
+     * still missing 5 s after the reply counts as lost too): the request is complete. Last event.
+     */
     KMGR_REQ_DONE,
     /** The request cannot complete (`err`: KMGR_EDIED, KMGR_ESHUTDOWN). Last event. */
     KMGR_REQ_FAILED,

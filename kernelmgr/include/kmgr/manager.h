@@ -2,12 +2,16 @@
 #ifndef KMGR_MANAGER_H
 #define KMGR_MANAGER_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "kmgr/kernelspec.h"
 #include "kmgr/loop.h"
 #include "kmgr/util.h" /* kmgr_now_ms: the clock of the deadlines below */
 
 typedef struct st_kmgr_manager_t kmgr_manager_t;
+
+/** The default of kmgr_config_t.max_message_bytes. */
+#define KMGR_DEFAULT_MAX_MESSAGE_BYTES ((size_t)64 << 20)
 
 /** Tunables; zero fields take the documented default. */
 typedef struct st_kmgr_config_t {
@@ -23,18 +27,37 @@ typedef struct st_kmgr_config_t {
     unsigned shutdown_grace_ms;
     /** Interval between kernel_info_request retries while starting (default 250 ms). */
     unsigned kernel_info_retry_ms;
+    /**
+     * Largest frame a kernel may send (ZMQ_MAXMSGSIZE; default KMGR_DEFAULT_MAX_MESSAGE_BYTES). A
+     * bigger one is never buffered: it is dropped, and with it the connection it came on and what
+     * else was in flight there; kernelmgr reopens the connection, logs one line, tells the requests
+     * in flight (KMGR_REQ_DROPPED) and ends them once the kernel has dealt with them.
+     */
+    size_t max_message_bytes;
 } kmgr_config_t;
 
 /**
  * Creates a manager hosted by `loop` through `ops` (both borrowed, must outlive the manager).
  * Creates the runtime directory (mode 0700) when `config->runtime_dir` is NULL and removes it
  * again in kmgr_manager_destroy. Returns 0 and stores the manager in `*out`, or KMGR_EIO.
+ *
+ * Every process a kgate starts carries its instance mark in its environment
+ * (kmgr_manager_instance_env), and so do their descendants, however they detach. The manager
+ * records itself in the runtime directory (`kgate-<token>.instance`: pid, start time, boot id, pid
+ * namespace, token) and, first, sweeps what earlier kgates that died there left: when the recorded
+ * kgate no longer runs (its pid is gone, or holds a process that started at another time), every
+ * process carrying its mark that started after it is killed (SIGKILL), and then its record is
+ * removed (the record of an earlier boot just goes; one from another pid namespace is left alone).
+ * When no recorded kgate still runs, their kernel directories and `*-<uuid>.log` files go too. All
+ * of this only in a directory owned by this user and writable by no one else.
  */
 int kmgr_manager_create(const kmgr_config_t *config, const kmgr_loop_ops_t *ops, void *loop, kmgr_manager_t **out);
 
 /**
  * Releases the manager. Every kernel must have been destroyed; processes still in their shutdown
- * sequence are killed (SIGKILL) and reaped before this returns, so no kernel outlives it.
+ * sequence are killed (SIGKILL) and reaped before this returns, so no kernel outlives it. Then
+ * every process still carrying this manager's mark (what left its group: a double fork, a
+ * command's background job) is killed, and the manager's record is removed.
  */
 void kmgr_manager_destroy(kmgr_manager_t *mgr);
 
@@ -50,5 +73,15 @@ size_t kmgr_manager_num_processes(const kmgr_manager_t *mgr);
 
 /** The runtime directory in use. */
 const char *kmgr_manager_runtime_dir(const kmgr_manager_t *mgr);
+
+/**
+ * "KGATE_INSTANCE=<token>": the mark kernels get in their environment. A host that starts processes
+ * of its own puts it in their environment too (replacing any inherited one), so that the sweeps
+ * described at kmgr_manager_create cover them. Owned by the manager.
+ */
+const char *kmgr_manager_instance_env(const kmgr_manager_t *mgr);
+
+/** How many processes left by dead kgates kmgr_manager_create killed in the runtime directory. */
+size_t kmgr_manager_swept(const kmgr_manager_t *mgr);
 
 #endif

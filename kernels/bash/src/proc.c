@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +43,12 @@ void bk_child_reset_signals(void)
     sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+void bk_child_die_with_parent(pid_t parent)
+{
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+        _exit(127);
+}
+
 long long bk_now_ms(void)
 {
     struct timespec ts;
@@ -56,6 +63,7 @@ int bk_run_capture(char *const argv[], int timeout_ms, size_t max_out, char **ou
     char *buf;
     size_t len = 0;
     long long deadline = bk_now_ms() + timeout_ms;
+    pid_t parent = getpid();
 
     if (pipe2(fds, O_CLOEXEC) != 0)
         return -errno;
@@ -74,6 +82,7 @@ int bk_run_capture(char *const argv[], int timeout_ms, size_t max_out, char **ou
     }
     if (pid == 0) {
         bk_child_reset_signals();
+        bk_child_die_with_parent(parent);
         dup2(devnull, 0);
         dup2(fds[1], 1);
         dup2(fds[1], 2);

@@ -3,6 +3,7 @@
 #define BK_PROC_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /**
  * The absolute path of the bash to run: the first executable `bash` on PATH, else /bin/bash.
@@ -16,6 +17,15 @@ const char *bk_bash_path(void);
  * and the kernel blocks or ignores SIGINT, SIGTERM, SIGHUP, SIGCHLD and SIGPIPE). Async-signal-safe.
  */
 void bk_child_reset_signals(void);
+
+/**
+ * In a forked child: asks for SIGKILL when the parent dies (PR_SET_PDEATHSIG), and exits at once
+ * (status 127) if `parent` (the parent's pid, taken before fork) has already died. The signal follows
+ * the thread that forked: the kernel forks only from its main thread, which lives as long as the
+ * process (libzmq's I/O threads never fork). kgate's own children do the same (kmgr/spawn.h), which
+ * this kernel does not link. Async-signal-safe.
+ */
+void bk_child_die_with_parent(pid_t parent);
 
 /**
  * Runs `argv` (argv[0] an absolute path) with stdin from /dev/null and stdout+stderr captured, for

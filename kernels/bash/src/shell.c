@@ -167,7 +167,7 @@ int bk_shell_ensure(bk_shell_t *sh)
     char *argv[] = {(char *)bk_bash_path(), "--noprofile", "--norc", "--noediting", "-i", "+m", NULL};
     char **env;
     char *setup = NULL;
-    pid_t pid;
+    pid_t pid, parent = getpid();
 
     if (sh->pid > 0)
         return 0;
@@ -180,6 +180,8 @@ int bk_shell_ensure(bk_shell_t *sh)
     pid = fork();
     if (pid == 0) {
         bk_child_reset_signals();
+        /* a bash that outlived the kernel would hold the session's state and children forever */
+        bk_child_die_with_parent(parent);
         setpgid(0, 0);
         place_fd(in[0], 0);
         place_fd(out[1], 1);

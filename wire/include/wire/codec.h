@@ -20,8 +20,12 @@ void wire_encode(const wire_signer_t *signer, const wire_msg_t *msg, wire_frames
  * Decodes the `n` frames of one multipart message. The signature is verified over the raw frames
  * before any JSON is parsed. On success returns 0 and stores a new message in `*out` (the caller
  * owns it). Errors: WIRE_ENODELIM (no delimiter), WIRE_ETRUNCATED (fewer than five frames after
- * the delimiter), WIRE_EBADSIG, WIRE_EBADJSON (a JSON frame that is not an object),
- * WIRE_EBADHEADER (no string msg_id / msg_type). On error `*out` is untouched.
+ * the delimiter), WIRE_EBADSIG, WIRE_EBADJSON (a header, parent header or metadata frame that is
+ * not a JSON object), WIRE_EBADHEADER (no string msg_id / msg_type). On error `*out` is untouched.
+ * A content frame that cannot be decoded (not a JSON object, or one holding what jansson cannot
+ * represent, such as an integer beyond 64 bits) does not fail the message: it is decoded with an
+ * empty content and msg->content_undecodable set, so that its receiver can report the loss to
+ * whoever awaited it (the headers still say which request it belongs to).
  */
 int wire_decode(const wire_signer_t *signer, const wire_frame_t *frames, size_t n, wire_msg_t **out);
 

@@ -20,6 +20,9 @@ typedef struct st_wire_msg_t {
     json_t *metadata;
     json_t *content;
     wire_frames_t buffers;
+    /* set by wire_decode when the content frame could not be decoded (malformed, or JSON kgate cannot
+     * represent, such as an integer beyond 64 bits): content is then an empty object */
+    int content_undecodable;
 } wire_msg_t;
 
 /**

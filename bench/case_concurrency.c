@@ -1,0 +1,160 @@
+/* bench/case_concurrency.c: N clients on N kernels, through kgate and directly, in alternating rounds. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "support/base.h"
+#include "support/http.h"
+#include "wire/alloc.h"
+#include "cases.h"
+#include "direct_client.h"
+#include "kgate_client.h"
+
+/* One client: its kgate connection, its direct client of the same kernel, and what it measured. */
+typedef struct st_client_t {
+    const bench_case_t *self;
+    bench_env_t *env;
+    pthread_t thread;
+    char *ctx;
+    ts_http_t http;
+    bench_direct_t direct;
+    int direct_open;
+    int side;            /* this round: 0 kgate, 1 direct */
+    int64_t deadline_ms; /* this round's end */
+    size_t warmup;       /* untimed executes at the start of this round */
+    bench_samples_t *samples;
+    size_t executes;
+    int err;
+} client_t;
+
+static int execute(client_t *c, bench_outcome_t *o)
+{
+    int err = c->side == 0 ? bench_kgate_execute(&c->http, c->env->timeout_ms, c->ctx, c->self->code, 0, o)
+                           : bench_direct_execute(&c->direct, c->self->code, o);
+    if (err == 0 && (o->error != NULL || o->result_text == NULL || strcmp(o->result_text, c->self->expect_result) != 0))
+        err = BENCH_ERUN;
+    return err;
+}
+
+static void *client_round(void *arg)
+{
+    client_t *c = arg;
+
+    c->executes = 0;
+    for (size_t i = 0; c->err == 0 && !*c->env->interrupted && ts_now_ms() < c->deadline_ms; ++i) {
+        bench_outcome_t o;
+        if ((c->err = execute(c, &o)) == 0 && i >= c->warmup) {
+            bench_samples_add(c->samples, o.ms);
+            ++c->executes;
+        }
+        bench_outcome_dispose(&o);
+    }
+    return NULL;
+}
+
+/* One round of one side: every client loops until the deadline. Returns executes/s, or < 0 on error. */
+static double run_round(client_t *clients, unsigned n, int side, unsigned round_ms, size_t warmup, bench_samples_t *samples)
+{
+    size_t executes = 0;
+    int64_t t0 = ts_now_ms();
+
+    for (unsigned i = 0; i != n; ++i) {
+        clients[i].side = side;
+        clients[i].deadline_ms = t0 + round_ms;
+        clients[i].warmup = warmup;
+        clients[i].samples = &samples[i];
+        pthread_create(&clients[i].thread, NULL, client_round, &clients[i]);
+    }
+    for (unsigned i = 0; i != n; ++i) {
+        pthread_join(clients[i].thread, NULL);
+        if (clients[i].err != 0)
+            return clients[i].err;
+        executes += clients[i].executes;
+    }
+    return (double)executes * 1000.0 / (double)(ts_now_ms() - t0);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Merges the clients' samples of one side into `all` and summarises them; the p99 goes to *p99. */
+static void summarize_side(bench_samples_t *per_client, unsigned n, bench_summary_t *out, double *p99)
+{
+    bench_samples_t all;
+    size_t total = 0;
+
+    for (unsigned i = 0; i != n; ++i)
+        total += per_client[i].size;
+    bench_samples_init(&all, total + 1);
+    for (unsigned i = 0; i != n; ++i)
+        for (size_t k = 0; k != per_client[i].size; ++k)
+            bench_samples_add(&all, per_client[i].ms[k]);
+    bench_summarize(&all, out);
+    qsort(all.ms, all.size, sizeof(all.ms[0]), cmp_double);
+    *p99 = all.size != 0 ? all.ms[(all.size * 99) / 100 < all.size ? (all.size * 99) / 100 : all.size - 1] : 0;
+    bench_samples_dispose(&all);
+}
+
+int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_result_t *out)
+{
+    unsigned n = self->clients, rounds = self->rounds;
+    size_t warmup = env->warmup != SIZE_MAX ? env->warmup : self->default_warmup;
+    client_t *clients = wire_calloc(n, sizeof(*clients));
+    bench_samples_t *samples = wire_calloc(2 * (size_t)n, sizeof(*samples));
+    double eps[2][16];
+    int err = 0;
+
+    memset(out, 0, sizeof(*out));
+    out->kgate_label = "kgate HTTP POST /code (SSE)";
+    out->direct_label = "direct ZMQ, same kernels";
+    for (unsigned i = 0; i != n && err == 0; ++i) {
+        char *conn_file = NULL;
+        clients[i].self = self;
+        clients[i].env = env;
+        ts_http_init(&clients[i].http, env->kgate->port, 1);
+        bench_samples_init(&samples[i], 1u << 16);
+        bench_samples_init(&samples[n + i], 1u << 16);
+        if ((err = bench_kgate_create_context(env->http, env->timeout_ms, self->language, &clients[i].ctx)) == 0 &&
+            (err = bench_find_kernel(self, env, clients[i].ctx, &conn_file)) == 0 &&
+            (err = bench_direct_open(&clients[i].direct, conn_file, env->timeout_ms)) == 0) {
+            clients[i].direct_open = 1;
+            err = bench_direct_wait_ready(&clients[i].direct);
+        }
+        free(conn_file);
+    }
+    /* alternating rounds, kgate first and direct first in turn; each round warms its connections up */
+    for (unsigned r = 0; r != rounds && r != 16 && err == 0; ++r) {
+        for (int k = 0; k != 2 && err == 0; ++k) {
+            int side = k ^ (int)(r & 1);
+            double v = run_round(clients, n, side, self->round_ms, warmup, &samples[side == 0 ? 0 : n]);
+            if (v < 0)
+                err = (int)v;
+            eps[side][r] = v;
+            if (env->verbose && err == 0)
+                fprintf(stderr, "[%s] round %u %s: %.1f executes/s\n", self->name, r + 1, side == 0 ? "kgate" : "direct", v);
+        }
+    }
+    if (err == 0) {
+        qsort(eps[0], rounds, sizeof(double), cmp_double);
+        qsort(eps[1], rounds, sizeof(double), cmp_double);
+        out->kgate_executes_per_s = eps[0][rounds / 2];
+        out->direct_executes_per_s = eps[1][rounds / 2];
+        summarize_side(samples, n, &out->kgate, &out->kgate_p99_ms);
+        summarize_side(samples + n, n, &out->direct, &out->direct_p99_ms);
+    }
+    for (unsigned i = 0; i != n; ++i) {
+        if (clients[i].direct_open)
+            bench_direct_close(&clients[i].direct);
+        ts_http_dispose(&clients[i].http);
+        bench_kgate_drop_context(env->http, env->timeout_ms, clients[i].ctx);
+        free(clients[i].ctx);
+        bench_samples_dispose(&samples[i]);
+        bench_samples_dispose(&samples[n + i]);
+    }
+    free(samples);
+    free(clients);
+    return err;
+}

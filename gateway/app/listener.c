@@ -1,0 +1,237 @@
+/* The listening socket: accepting within a bound on connections, pausing instead of spinning when fds run out. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "wire/alloc.h"
+#include "app/listener.h"
+
+/* Connections accepted per readiness callback at most; h2o calls back while the backlog is non-empty. */
+#define ACCEPT_BURST 16
+
+/* One accepted connection, known until h2o closes its socket. */
+typedef struct st_gw_listener_conn_t {
+    h2o_linklist_t link; /* in listener->conns, oldest first */
+    h2o_socket_t *sock;
+    gw_listener_t *listener;
+    unsigned evicted : 1; /* shut down to make room; its slot frees when h2o closes it */
+} gw_listener_conn_t;
+
+static void on_accept(h2o_socket_t *sock, const char *err);
+
+static void start_reading(gw_listener_t *listener)
+{
+    if (listener->sock != NULL && !listener->reading) {
+        listener->reading = 1;
+        h2o_socket_read_start(listener->sock, on_accept);
+    }
+}
+
+static void stop_reading(gw_listener_t *listener)
+{
+    if (listener->reading) {
+        listener->reading = 0;
+        h2o_socket_read_stop(listener->sock);
+    }
+}
+
+static void on_conn_close(void *data)
+{
+    gw_listener_conn_t *conn = data;
+    gw_listener_t *listener = conn->listener;
+
+    h2o_linklist_unlink(&conn->link);
+    --listener->num_conns;
+    listener->num_evicting -= conn->evicted;
+    free(conn);
+    if (!h2o_timeout_is_linked(&listener->pause_entry))
+        start_reading(listener);
+}
+
+/*
+ * At the bound: makes room by shutting down the oldest connection that has not sent a byte (h2o
+ * then closes it, and on_conn_close frees its slot). Returns 0 when one was found.
+ */
+static int evict_silent(gw_listener_t *listener)
+{
+    for (h2o_linklist_t *node = listener->conns.next; node != &listener->conns; node = node->next) {
+        gw_listener_conn_t *conn = H2O_STRUCT_FROM_MEMBER(gw_listener_conn_t, link, node);
+        if (!conn->evicted && conn->sock->bytes_read == 0 && conn->sock->input->size == 0) {
+            conn->evicted = 1;
+            ++listener->num_evicting;
+            shutdown(h2o_socket_get_fd(conn->sock), SHUT_RDWR);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static void on_pause_end(h2o_timeout_entry_t *entry)
+{
+    gw_listener_t *listener = H2O_STRUCT_FROM_MEMBER(gw_listener_t, pause_entry, entry);
+    start_reading(listener);
+}
+
+static void on_accept(h2o_socket_t *sock, const char *err)
+{
+    gw_listener_t *listener = sock->data;
+    h2o_socket_t *client;
+    int on = 1;
+
+    if (err != NULL)
+        return;
+    for (int i = 0; i != ACCEPT_BURST; ++i) {
+        /* a connection being evicted still holds its descriptor until h2o closes it, but no slot */
+        if (listener->num_conns - listener->num_evicting >= listener->max_conns && evict_silent(listener) != 0) {
+            /* every slot holds a talking client: wait for one to close rather than spin on a readable listener */
+            stop_reading(listener);
+            return;
+        }
+        if ((client = h2o_evloop_socket_accept(listener->sock)) == NULL) {
+            if (errno == EMFILE || errno == ENFILE) {
+                if (!listener->starved)
+                    fprintf(stderr,
+                            "kgate: out of file descriptors (%s) with %zu client connections: accepting pauses %d ms at a time\n",
+                            errno == EMFILE ? "EMFILE" : "ENFILE", listener->num_conns, GW_LISTENER_PAUSE_MS);
+                listener->starved = 1;
+                stop_reading(listener);
+                h2o_timeout_link(listener->loop, &listener->pause_timeout, &listener->pause_entry);
+            }
+            return;
+        }
+        listener->starved = 0;
+        /* small events must leave at once, not wait for Nagle and delayed ACKs (PLATFORM.md: +40 ms) */
+        setsockopt(h2o_socket_get_fd(client), IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+        gw_listener_conn_t *conn = wire_calloc(1, sizeof(*conn));
+        conn->sock = client;
+        conn->listener = listener;
+        h2o_linklist_insert(&listener->conns, &conn->link);
+        ++listener->num_conns;
+        client->on_close.cb = on_conn_close;
+        client->on_close.data = conn;
+        h2o_accept(listener->accept_ctx, client);
+    }
+}
+
+static int open_listener(const gw_config_t *config)
+{
+    struct sockaddr_storage ss;
+    socklen_t sslen;
+    int fd, on = 1;
+
+    memset(&ss, 0, sizeof(ss));
+    if (inet_pton(AF_INET, config->listen_host, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
+        ((struct sockaddr_in *)&ss)->sin_family = AF_INET;
+        ((struct sockaddr_in *)&ss)->sin_port = htons(config->listen_port);
+        sslen = sizeof(struct sockaddr_in);
+    } else if (inet_pton(AF_INET6, config->listen_host, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
+        ((struct sockaddr_in6 *)&ss)->sin6_family = AF_INET6;
+        ((struct sockaddr_in6 *)&ss)->sin6_port = htons(config->listen_port);
+        sslen = sizeof(struct sockaddr_in6);
+    } else if (strcmp(config->listen_host, "localhost") == 0) {
+        ((struct sockaddr_in *)&ss)->sin_family = AF_INET;
+        ((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        ((struct sockaddr_in *)&ss)->sin_port = htons(config->listen_port);
+        sslen = sizeof(struct sockaddr_in);
+    } else {
+        fprintf(stderr, "kgate: --listen host must be a numeric IPv4/IPv6 address or localhost, got \"%s\"\n", config->listen_host);
+        return -1;
+    }
+    if ((fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 || bind(fd, (struct sockaddr *)&ss, sslen) != 0 ||
+        listen(fd, SOMAXCONN) != 0) {
+        fprintf(stderr, "kgate: cannot listen on %s:%u: %s\n", config->listen_host, config->listen_port, strerror(errno));
+        if (fd != -1)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* min(--max-connections, RLIMIT_NOFILE - --fd-reserve), at least 1. */
+static size_t connection_bound(const gw_config_t *config)
+{
+    struct rlimit rl;
+    size_t bound = config->max_connections;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        size_t usable = rl.rlim_cur > config->fd_reserve ? (size_t)(rl.rlim_cur - config->fd_reserve) : 1;
+        if (usable < bound) {
+            fprintf(stderr, "kgate: at most %zu client connections (RLIMIT_NOFILE %llu less --fd-reserve %u)\n", usable,
+                    (unsigned long long)rl.rlim_cur, config->fd_reserve);
+            bound = usable;
+        }
+    }
+    return bound != 0 ? bound : 1;
+}
+
+int gw_listener_open(gw_listener_t *listener, const gw_config_t *config, h2o_loop_t *loop, h2o_accept_ctx_t *accept_ctx)
+{
+    int fd;
+
+    memset(listener, 0, sizeof(*listener));
+    h2o_linklist_init_anchor(&listener->conns);
+    listener->loop = loop;
+    listener->accept_ctx = accept_ctx;
+    listener->max_conns = connection_bound(config);
+    h2o_timeout_init(loop, &listener->pause_timeout, GW_LISTENER_PAUSE_MS);
+    listener->pause_entry.cb = on_pause_end;
+    if ((fd = open_listener(config)) == -1)
+        return -1;
+    listener->sock = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
+    listener->sock->data = listener;
+    start_reading(listener);
+    return 0;
+}
+
+uint16_t gw_listener_port(const gw_listener_t *listener)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+
+    if (listener->sock == NULL || getsockname(h2o_socket_get_fd(listener->sock), (struct sockaddr *)&ss, &len) != 0)
+        return 0;
+    return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port : ((struct sockaddr_in *)&ss)->sin_port);
+}
+
+void gw_listener_close(gw_listener_t *listener)
+{
+    if (listener->sock == NULL)
+        return;
+    stop_reading(listener);
+    if (h2o_timeout_is_linked(&listener->pause_entry))
+        h2o_timeout_unlink(&listener->pause_entry);
+    h2o_socket_close(listener->sock);
+    listener->sock = NULL;
+}
+
+size_t gw_listener_shutdown_conns(gw_listener_t *listener)
+{
+    for (h2o_linklist_t *node = listener->conns.next; node != &listener->conns; node = node->next)
+        shutdown(h2o_socket_get_fd(H2O_STRUCT_FROM_MEMBER(gw_listener_conn_t, link, node)->sock), SHUT_RDWR);
+    return listener->num_conns;
+}
+
+size_t gw_listener_num_conns(const gw_listener_t *listener)
+{
+    return listener->num_conns;
+}
+
+void gw_listener_dispose(gw_listener_t *listener, h2o_loop_t *loop)
+{
+    gw_listener_close(listener);
+    /* connections still known are h2o's: forget them without touching their sockets */
+    while (!h2o_linklist_is_empty(&listener->conns)) {
+        gw_listener_conn_t *conn = H2O_STRUCT_FROM_MEMBER(gw_listener_conn_t, link, listener->conns.next);
+        conn->sock->on_close.cb = NULL;
+        h2o_linklist_unlink(&conn->link);
+        free(conn);
+    }
+    h2o_timeout_dispose(loop, &listener->pause_timeout);
+}

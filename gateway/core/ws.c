@@ -1,0 +1,286 @@
+/* WebSocket connections: h2o's upgrade and socket, wslay's framing, kgate's bounds and lifetimes. */
+#include <stdlib.h>
+#include <string.h>
+#include <h2o/websocket.h>
+#include "wire/alloc.h"
+#include "core/errors.h"
+#include "core/http.h"
+#include "core/ws.h"
+
+#define DEFAULT_MAX_MESSAGE (64u << 20)
+#define DEFAULT_MAX_QUEUED (16u << 20)
+/* Ping intervals of silence after which the peer is presumed gone. */
+#define SILENT_PINGS 3
+
+struct st_gw_ws_t {
+    h2o_websocket_conn_t *conn;
+    gw_host_t *host;
+    gw_ws_callbacks_t callbacks;
+    void *data;
+    size_t max_queued_bytes;
+    int64_t last_recv_ms;
+    h2o_timeout_entry_t flush_entry; /* h2o_websocket_proceed from the loop */
+    h2o_timeout_entry_t ping_entry;  /* keep-alive, silence, and the closing handshake's grace */
+    h2o_timeout_entry_t cut_entry;   /* ends the connection from the loop (cut off, grace over) */
+    h2o_timeout_entry_t drain_entry; /* gw_ws_close waiting for the queued messages to leave */
+    uint16_t cut_code;
+    uint8_t close_reason[123];
+    size_t close_reason_len;
+    unsigned closing : 1; /* gw_ws_close was called or a close frame was received: no more messages */
+    unsigned closed : 1;  /* on_close was called */
+};
+
+int gw_ws_is_upgrade(h2o_req_t *req)
+{
+    const char *key;
+    return req->version < 0x200 && h2o_is_websocket_handshake(req, &key) == 0 && key != NULL;
+}
+
+int gw_ws_offers_protocol(h2o_req_t *req, const char *protocol)
+{
+    size_t want = strlen(protocol);
+    ssize_t i = -1;
+
+    while ((i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("sec-websocket-protocol"), i)) != -1) {
+        h2o_iovec_t v = req->headers.entries[i].value;
+        const char *p = v.base, *end = v.base + v.len;
+        while (p < end) {
+            const char *comma = memchr(p, ',', (size_t)(end - p)), *stop = comma != NULL ? comma : end, *q = stop;
+            while (p < q && (*p == ' ' || *p == '\t'))
+                ++p;
+            while (q > p && (q[-1] == ' ' || q[-1] == '\t'))
+                --q;
+            if ((size_t)(q - p) == want && memcmp(p, protocol, want) == 0)
+                return 1;
+            p = stop + 1;
+        }
+    }
+    return 0;
+}
+
+void *gw_ws_data(gw_ws_t *ws)
+{
+    return ws->data;
+}
+
+size_t gw_ws_queued_bytes(gw_ws_t *ws)
+{
+    return ws->conn != NULL ? wslay_event_get_queued_msg_length(ws->conn->ws_ctx) : 0;
+}
+
+static void unlink_entry(h2o_timeout_entry_t *entry)
+{
+    if (h2o_timeout_is_linked(entry))
+        h2o_timeout_unlink(entry);
+}
+
+/* The one release path: h2o's side closed, the owner told, the WebSocket freed. */
+static void finish(gw_ws_t *ws, uint16_t code)
+{
+    if (ws->closed)
+        return;
+    ws->closed = 1;
+    unlink_entry(&ws->flush_entry);
+    unlink_entry(&ws->ping_entry);
+    unlink_entry(&ws->cut_entry);
+    unlink_entry(&ws->drain_entry);
+    if (ws->conn != NULL) {
+        h2o_websocket_close(ws->conn);
+        ws->conn = NULL;
+    }
+    ws->callbacks.on_close(ws, code);
+    free(ws);
+}
+
+/* The code the peer closed with, or GW_WS_ABNORMAL when it sent none. */
+static uint16_t peer_code(gw_ws_t *ws)
+{
+    if (ws->conn == NULL || !wslay_event_get_close_received(ws->conn->ws_ctx))
+        return GW_WS_ABNORMAL;
+    return wslay_event_get_status_code_received(ws->conn->ws_ctx);
+}
+
+static void schedule_cut(gw_ws_t *ws, uint16_t code)
+{
+    ws->closing = 1;
+    ws->cut_code = code;
+    gw_host_defer(ws->host, &ws->cut_entry);
+}
+
+static void on_cut(h2o_timeout_entry_t *entry)
+{
+    gw_ws_t *ws = H2O_STRUCT_FROM_MEMBER(gw_ws_t, cut_entry, entry);
+    finish(ws, ws->cut_code);
+}
+
+static void on_flush(h2o_timeout_entry_t *entry)
+{
+    gw_ws_t *ws = H2O_STRUCT_FROM_MEMBER(gw_ws_t, flush_entry, entry);
+
+    /* may end in on_h2o_message(NULL), which frees ws: nothing may touch it afterwards */
+    if (ws->conn != NULL && ws->conn->sock != NULL)
+        h2o_websocket_proceed(ws->conn);
+}
+
+static void schedule_flush(gw_ws_t *ws)
+{
+    gw_host_defer(ws->host, &ws->flush_entry);
+}
+
+static void on_ping(h2o_timeout_entry_t *entry)
+{
+    gw_ws_t *ws = H2O_STRUCT_FROM_MEMBER(gw_ws_t, ping_entry, entry);
+    struct wslay_event_msg ping = {WSLAY_PING, NULL, 0};
+
+    if (ws->closing) {
+        /* the peer did not finish the closing handshake within a ping interval */
+        finish(ws, ws->cut_code != 0 ? ws->cut_code : peer_code(ws));
+        return;
+    }
+    if (gw_now_ms() - ws->last_recv_ms > (int64_t)SILENT_PINGS * ws->host->config->ping_interval_ms) {
+        gw_ws_close(ws, GW_WS_GOING_AWAY, "no answer to pings"); /* re-arms this timer as the closing grace */
+        return;
+    }
+    if (ws->conn != NULL && wslay_event_queue_msg(ws->conn->ws_ctx, &ping) == 0)
+        schedule_flush(ws);
+    h2o_timeout_link(ws->host->loop, &ws->host->ping_timeout, &ws->ping_entry);
+}
+
+static void on_h2o_message(h2o_websocket_conn_t *conn, const struct wslay_event_on_msg_recv_arg *arg)
+{
+    gw_ws_t *ws = conn->data;
+
+    if (arg == NULL) {
+        /* the closing handshake is over, the peer is gone, or the socket failed. h2o 2.2.5 reports the
+         * end while the last frame (our close reply) may still be being written, and closing the
+         * socket then leaks that write: wait, h2o calls back again once the write completes */
+        if (conn->sock != NULL && h2o_socket_is_writing(conn->sock) && !ws->closed)
+            return;
+        finish(ws, ws->cut_code != 0 ? ws->cut_code : peer_code(ws));
+        return;
+    }
+    ws->last_recv_ms = gw_now_ms();
+    switch (arg->opcode) {
+    case WSLAY_TEXT_FRAME:
+    case WSLAY_BINARY_FRAME:
+        if (!ws->closing)
+            ws->callbacks.on_message(ws, arg->opcode == WSLAY_BINARY_FRAME, arg->msg, arg->msg_length);
+        break;
+    case WSLAY_CONNECTION_CLOSE:
+        ws->closing = 1; /* wslay answers the close frame itself */
+        break;
+    default: /* ping (wslay answers), pong */
+        break;
+    }
+}
+
+/*
+ * wslay sends a queued control frame before any queued message, and nothing after a close frame:
+ * the close frame waits until the messages queued before it have left, checked once per loop
+ * iteration (their writes complete inside h2o, which tells nobody).
+ */
+static void queue_close(gw_ws_t *ws)
+{
+    if (ws->conn == NULL)
+        return;
+    if (wslay_event_get_queued_msg_count(ws->conn->ws_ctx) != 0) {
+        h2o_timeout_link(ws->host->loop, &ws->host->yield_timeout, &ws->drain_entry);
+        return;
+    }
+    wslay_event_queue_close(ws->conn->ws_ctx, ws->cut_code, ws->close_reason, ws->close_reason_len);
+    schedule_flush(ws);
+}
+
+static void on_drain(h2o_timeout_entry_t *entry)
+{
+    queue_close(H2O_STRUCT_FROM_MEMBER(gw_ws_t, drain_entry, entry));
+}
+
+gw_ws_t *gw_ws_upgrade(h2o_req_t *req, gw_host_t *host, const char *subprotocol, const gw_ws_limits_t *limits,
+                       const gw_ws_callbacks_t *callbacks, void *data)
+{
+    const char *key;
+    gw_ws_t *ws;
+
+    if (req->version >= 0x200 || h2o_is_websocket_handshake(req, &key) != 0 || key == NULL) {
+        gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "a WebSocket upgrade (HTTP/1.1 GET with Upgrade: websocket) is required");
+        return NULL;
+    }
+    ws = wire_calloc(1, sizeof(*ws));
+    ws->host = host;
+    ws->callbacks = *callbacks;
+    ws->data = data;
+    ws->max_queued_bytes = limits != NULL && limits->max_queued_bytes != 0 ? limits->max_queued_bytes : DEFAULT_MAX_QUEUED;
+    ws->last_recv_ms = gw_now_ms();
+    ws->flush_entry.cb = on_flush;
+    ws->ping_entry.cb = on_ping;
+    ws->cut_entry.cb = on_cut;
+    ws->drain_entry.cb = on_drain;
+    if (subprotocol != NULL)
+        h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("sec-websocket-protocol"), 0, NULL, subprotocol,
+                              strlen(subprotocol));
+    gw_add_common_headers(req);
+    ws->conn = h2o_upgrade_to_websocket(req, key, ws, on_h2o_message);
+    wslay_event_config_set_max_recv_msg_length(
+        ws->conn->ws_ctx, limits != NULL && limits->max_message_bytes != 0 ? limits->max_message_bytes : DEFAULT_MAX_MESSAGE);
+    h2o_timeout_link(host->loop, &host->ping_timeout, &ws->ping_entry);
+    return ws;
+}
+
+int gw_ws_sendv(gw_ws_t *ws, int is_binary, const h2o_iovec_t *bufs, size_t n)
+{
+    struct wslay_event_msg msg = {is_binary ? WSLAY_BINARY_FRAME : WSLAY_TEXT_FRAME, NULL, 0};
+    uint8_t *joined = NULL;
+    size_t len = 0, i;
+    int ret;
+
+    if (ws->closing || ws->conn == NULL)
+        return GW_EWSCLOSED;
+    for (i = 0; i != n; ++i)
+        len += bufs[i].len;
+    if (wslay_event_get_queued_msg_length(ws->conn->ws_ctx) + len > ws->max_queued_bytes) {
+        /* the peer stopped reading: cut it off rather than buffer without limit */
+        schedule_cut(ws, GW_WS_POLICY_VIOLATION);
+        return GW_EWSFULL;
+    }
+    if (n == 1) {
+        msg.msg = (const uint8_t *)bufs[0].base;
+    } else {
+        joined = wire_malloc(len != 0 ? len : 1);
+        for (i = 0, len = 0; i != n; ++i) {
+            memcpy(joined + len, bufs[i].base, bufs[i].len);
+            len += bufs[i].len;
+        }
+        msg.msg = joined;
+    }
+    msg.msg_length = len;
+    ret = wslay_event_queue_msg(ws->conn->ws_ctx, &msg); /* wslay copies the payload */
+    free(joined);
+    if (ret != 0)
+        return GW_EWSCLOSED;
+    schedule_flush(ws);
+    return 0;
+}
+
+int gw_ws_send(gw_ws_t *ws, int is_binary, const void *data, size_t len)
+{
+    h2o_iovec_t buf = h2o_iovec_init(data, len);
+    return gw_ws_sendv(ws, is_binary, &buf, 1);
+}
+
+void gw_ws_close(gw_ws_t *ws, uint16_t code, const char *reason)
+{
+    size_t len = reason != NULL ? strlen(reason) : 0;
+
+    if (ws->closing || ws->conn == NULL)
+        return;
+    ws->closing = 1;
+    ws->cut_code = code;
+    ws->close_reason_len = len < sizeof(ws->close_reason) ? len : sizeof(ws->close_reason);
+    if (ws->close_reason_len != 0)
+        memcpy(ws->close_reason, reason, ws->close_reason_len);
+    queue_close(ws);
+    /* the peer has one ping interval to take the queued messages and answer; on_ping ends it otherwise */
+    unlink_entry(&ws->ping_entry);
+    h2o_timeout_link(ws->host->loop, &ws->host->ping_timeout, &ws->ping_entry);
+}

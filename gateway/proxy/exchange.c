@@ -1,0 +1,305 @@
+/* One HTTP exchange relayed: h2o's HTTP/1 client upstream, the core's writer downstream, the upstream paused while the client lags.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include "core/http.h"
+#include "core/stream.h"
+#include "proxy/internal.h"
+
+/*
+ * Back-pressure. The writer holds at most one batch (--max-reader-batch-bytes) in flight; behind it
+ * the exchange keeps what the upstream sent and the writer has not taken yet. Past PAUSE_BYTES
+ * reading stops (h2o 2.2.5's HTTP/1 client has no pause of its own: its socket's reading is stopped
+ * and its read callback kept to start it again), and starts again when the writer has taken all
+ * but RESUME_BYTES. The upstream socket's receive buffer is kept small too, so that one read, which
+ * h2o makes as large as the kernel has data, stays small.
+ */
+#define PAUSE_BYTES (1u << 20)
+#define RESUME_BYTES (256u << 10)
+#define UPSTREAM_RCVBUF (256 << 10)
+
+typedef struct st_exchange_t {
+    gw_event_source_t super; /* the answer's body, for the writer */
+    gw_proxy_t *proxy;
+    h2o_linklist_t link; /* in proxy->exchanges */
+    h2o_req_t *req;
+    h2o_http1client_t *client; /* NULL once it is done (it frees itself) or cancelled */
+    h2o_iovec_t reqbufs[2];    /* the head, and the body h2o buffered */
+    size_t num_reqbufs;
+    uint16_t port;
+    h2o_socket_cb paused_reader; /* the client's read callback, while reading is paused */
+    h2o_linklist_t queue;        /* body chunks (events) not yet taken by the writer */
+    size_t queued_bytes;
+    unsigned is_upgrade : 1;
+    unsigned responded : 1;     /* the request has its answer (an error, the upstream's head, or the upgrade) */
+    unsigned started : 1;       /* the upstream's head is out: the writer owns the body */
+    unsigned eos : 1;           /* the upstream's body is complete */
+    unsigned failed : 1;        /* the upstream failed mid-body, or kgate shut down: the answer is cut */
+    unsigned in_callback : 1;   /* inside one of the client's callbacks: it cannot be cancelled now */
+    unsigned cancel_asked : 1;  /* ... so it is told to stop when the callback returns */
+    unsigned writer_closed : 1; /* the writer closed the source */
+} exchange_t;
+
+/* Unlinks the oldest chunk and drops the exchange's reference; returns it (it may be freed: compare, never read). */
+static const gw_event_t *pop_chunk(exchange_t *ex)
+{
+    gw_event_t *ev = H2O_STRUCT_FROM_MEMBER(gw_event_t, link, ex->queue.next);
+
+    h2o_linklist_unlink(&ev->link);
+    ev->in_log = 0;
+    ex->queued_bytes -= ev->len;
+    gw_event_release(ev);
+    return ev;
+}
+
+static void drop_queue(exchange_t *ex)
+{
+    while (!h2o_linklist_is_empty(&ex->queue))
+        pop_chunk(ex);
+}
+
+static void stop_client(exchange_t *ex)
+{
+    if (ex->client == NULL)
+        return;
+    if (ex->in_callback) {
+        ex->cancel_asked = 1;
+        return;
+    }
+    h2o_http1client_cancel(ex->client);
+    ex->client = NULL;
+}
+
+/* The request's pool is going away (and the writer, if any, has closed the source). */
+static void on_dispose(void *p)
+{
+    exchange_t *ex = p;
+
+    stop_client(ex);
+    drop_queue(ex);
+    h2o_linklist_unlink(&ex->link);
+    --ex->proxy->num_active;
+}
+
+/* ---- the body, as the writer's event source --------------------------------------------------- */
+
+static void resume_reading(exchange_t *ex)
+{
+    if (ex->paused_reader == NULL || ex->client == NULL || ex->queued_bytes > RESUME_BYTES)
+        return;
+    h2o_socket_read_start(ex->client->sock, ex->paused_reader);
+    ex->paused_reader = NULL;
+}
+
+static gw_event_t *body_next(gw_event_source_t *source, const gw_event_t *prev, int *lost)
+{
+    exchange_t *ex = H2O_STRUCT_FROM_MEMBER(exchange_t, super, source);
+
+    /* everything up to `prev` has been taken (the writer holds its own references) */
+    if (prev != NULL && prev->in_log)
+        while (pop_chunk(ex) != prev)
+            ;
+    if (ex->failed) {
+        *lost = 1;
+        return NULL;
+    }
+    resume_reading(ex);
+    return h2o_linklist_is_empty(&ex->queue) ? NULL : H2O_STRUCT_FROM_MEMBER(gw_event_t, link, ex->queue.next);
+}
+
+static int body_is_end(gw_event_source_t *source, const gw_event_t *prev)
+{
+    exchange_t *ex = H2O_STRUCT_FROM_MEMBER(exchange_t, super, source);
+
+    return ex->eos && (h2o_linklist_is_empty(&ex->queue) || (prev != NULL && &prev->link == ex->queue.prev));
+}
+
+static void body_close(gw_event_source_t *source)
+{
+    exchange_t *ex = H2O_STRUCT_FROM_MEMBER(exchange_t, super, source);
+
+    ex->writer_closed = 1;
+    stop_client(ex);
+    drop_queue(ex);
+    h2o_mem_release_shared(ex); /* the writer's reference */
+}
+
+static const gw_event_source_ops_t body_ops = {body_next, body_is_end, body_close};
+
+static void notify_writer(exchange_t *ex)
+{
+    if (ex->started && !ex->writer_closed)
+        gw_event_source_notify(&ex->super);
+}
+
+/* ---- the upstream ----------------------------------------------------------------------------- */
+
+static int on_body(h2o_http1client_t *client, const char *errstr)
+{
+    exchange_t *ex = client->data;
+    h2o_buffer_t **input = &client->sock->input;
+
+    if ((*input)->size != 0) {
+        if (!ex->failed && !ex->writer_closed) {
+            gw_event_t *ev = gw_event_from_bytes((*input)->bytes, (*input)->size);
+            ev->in_log = 1;
+            h2o_linklist_insert(&ex->queue, &ev->link);
+            ex->queued_bytes += ev->len;
+        }
+        h2o_buffer_consume(input, (*input)->size);
+    }
+    if (errstr != NULL) {
+        /* the client frees itself when this returns */
+        ex->client = NULL;
+        if (errstr == h2o_http1client_error_is_eos) {
+            ex->eos = 1;
+        } else {
+            /* cut, not ended: the client must not take a truncated body for a whole one */
+            fprintf(stderr, "kgate: proxy: 127.0.0.1:%u: %s (the answer is cut)\n", ex->port, errstr);
+            ex->failed = 1;
+            drop_queue(ex);
+        }
+    } else if (ex->queued_bytes >= PAUSE_BYTES && ex->paused_reader == NULL) {
+        ex->paused_reader = client->sock->_cb.read;
+        h2o_socket_read_stop(client->sock);
+    }
+    ex->in_callback = 1;
+    notify_writer(ex);
+    ex->in_callback = 0;
+    if (ex->cancel_asked && errstr == NULL) {
+        ex->client = NULL;
+        return -1; /* the client closes itself */
+    }
+    return 0;
+}
+
+/* 502 or 504 for an upstream that failed before its answer began. */
+static void send_upstream_error(exchange_t *ex, const char *errstr, int saved_errno)
+{
+    unsigned timeout_ms = ex->proxy->host->config->proxy_timeout_ms;
+
+    ex->responded = 1;
+    if (strcmp(errstr, "I/O timeout") == 0 || strcmp(errstr, "connection timeout") == 0)
+        gw_send_error(ex->req, GW_HTTP_GATEWAY_TIMEOUT, "127.0.0.1:%u did not answer within %u ms (--proxy-timeout-ms)", ex->port,
+                      timeout_ms);
+    else if (errstr == h2o_socket_error_conn_fail)
+        gw_send_error(ex->req, GW_HTTP_BAD_GATEWAY, "nothing accepts connections on 127.0.0.1:%u (connection refused)", ex->port);
+    else if (strcmp(errstr, "socket create error") == 0 && saved_errno != 0)
+        gw_send_error(ex->req, GW_HTTP_BAD_GATEWAY, "cannot connect to 127.0.0.1:%u: %s", ex->port, strerror(saved_errno));
+    else
+        gw_send_error(ex->req, GW_HTTP_BAD_GATEWAY, "127.0.0.1:%u: %s", ex->port, errstr);
+}
+
+static h2o_http1client_body_cb on_head(h2o_http1client_t *client, const char *errstr, int minor_version, int status,
+                                       h2o_iovec_t msg, h2o_header_t *headers, size_t num_headers, int rlen)
+{
+    exchange_t *ex = client->data;
+    h2o_req_t *req = ex->req;
+    (void)minor_version;
+
+    if (errstr != NULL && errstr != h2o_http1client_error_is_eos) {
+        ex->client = NULL;
+        send_upstream_error(ex, errstr, 0);
+        return NULL;
+    }
+    if (status == 101) {
+        h2o_iovec_t proto = gw_proxy_find_header(headers, num_headers, "sec-websocket-protocol");
+        h2o_socket_t *sock;
+        ex->client = NULL;
+        ex->responded = 1;
+        if (!ex->is_upgrade) {
+            gw_send_error(req, GW_HTTP_BAD_GATEWAY, "127.0.0.1:%u switched protocols on a request that asked for none", ex->port);
+            return NULL;
+        }
+        /* the socket is the tunnel's now; what follows the 101's head is the upstream's first frames */
+        sock = h2o_http1client_steal_socket(client);
+        h2o_buffer_consume(&sock->input, (size_t)rlen);
+        gw_proxy_tunnel_start(ex->proxy, req, sock, proto.base != NULL ? h2o_strdup(&req->pool, proto.base, proto.len).base : NULL);
+        return NULL;
+    }
+    ex->responded = 1;
+    if (gw_proxy_response_head(req, status, msg, headers, num_headers) != 0) {
+        ex->client = NULL;
+        gw_send_error(req, GW_HTTP_BAD_GATEWAY, "127.0.0.1:%u answered with a malformed Content-Length", ex->port);
+        return NULL;
+    }
+    if (errstr == h2o_http1client_error_is_eos) {
+        ex->client = NULL;
+        ex->eos = 1;
+    }
+    gw_add_common_headers(req);
+    if (!ex->eos) {
+        /* an empty first chunk: the head leaves now, not with the first bytes of a body that may take its time */
+        gw_event_t *ev = gw_event_from_bytes("", 0);
+        ev->in_log = 1;
+        h2o_linklist_insert(&ex->queue, &ev->link);
+    }
+    ex->started = 1;
+    h2o_mem_addref_shared(ex); /* the writer's, released by body_close */
+    gw_stream_start(req, &ex->super, ex->proxy->host->config->max_reader_batch_bytes);
+    return ex->eos ? NULL : on_body;
+}
+
+static h2o_http1client_head_cb on_connect(h2o_http1client_t *client, const char *errstr, h2o_iovec_t **reqbufs, size_t *reqbufcnt,
+                                          int *method_is_head)
+{
+    exchange_t *ex = client->data;
+    int rcvbuf = UPSTREAM_RCVBUF;
+
+    if (errstr != NULL) {
+        /* a refused loopback connect fails at once, inside h2o_http1client_connect: errno still says why */
+        int saved_errno = errno;
+        ex->client = NULL;
+        send_upstream_error(ex, errstr, saved_errno);
+        return NULL;
+    }
+    setsockopt(h2o_socket_get_fd(client->sock), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    *reqbufs = ex->reqbufs;
+    *reqbufcnt = ex->num_reqbufs;
+    *method_is_head = h2o_memis(ex->req->method.base, ex->req->method.len, H2O_STRLIT("HEAD"));
+    return on_head;
+}
+
+void gw_proxy_http_start(gw_proxy_t *proxy, h2o_req_t *req, const gw_proxy_target_t *target, int is_upgrade)
+{
+    exchange_t *ex = h2o_mem_alloc_shared(&req->pool, sizeof(*ex), on_dispose);
+
+    memset(ex, 0, sizeof(*ex));
+    ex->super.ops = &body_ops;
+    ex->proxy = proxy;
+    ex->req = req;
+    ex->port = target->port;
+    ex->is_upgrade = is_upgrade;
+    h2o_linklist_init_anchor(&ex->queue);
+    h2o_linklist_insert(&proxy->exchanges, &ex->link);
+    ++proxy->num_active;
+    /* h2o has buffered the whole body by now (in a temporary file above --body-mmap-threshold) */
+    ex->reqbufs[ex->num_reqbufs++] = gw_proxy_request_head(req, target, proxy->host->config->access_token, is_upgrade);
+    if (req->entity.len != 0)
+        ex->reqbufs[ex->num_reqbufs++] = req->entity;
+    h2o_http1client_connect(&ex->client, ex, &proxy->client_ctx, h2o_iovec_init(H2O_STRLIT("127.0.0.1")), target->port, 0,
+                            on_connect);
+}
+
+void gw_proxy_http_shutdown(gw_proxy_t *proxy)
+{
+    h2o_linklist_t *node, *next;
+
+    /* what is said here is sent from the loop, and an exchange leaves the list only with its request */
+    for (node = proxy->exchanges.next; node != &proxy->exchanges; node = next) {
+        exchange_t *ex = H2O_STRUCT_FROM_MEMBER(exchange_t, link, node);
+        next = node->next;
+        if (!ex->responded) {
+            stop_client(ex);
+            ex->responded = 1;
+            gw_send_error(ex->req, GW_HTTP_KERNEL_UNAVAILABLE, "kgate is shutting down");
+        } else if (ex->started && !ex->eos && !ex->failed && !ex->writer_closed) {
+            stop_client(ex);
+            ex->failed = 1;
+            drop_queue(ex);
+            notify_writer(ex);
+        }
+    }
+}

@@ -1,0 +1,46 @@
+/* kmgr/spawn.h: starting a child process that dies with its parent (vfork, set-up, exec; failures reported before return). */
+#ifndef KMGR_SPAWN_H
+#define KMGR_SPAWN_H
+
+#include <sys/types.h>
+
+/** Stands for /dev/null in kmgr_spawn_options_t.fds. */
+#define KMGR_SPAWN_DEVNULL (-1)
+
+/** How to start one program. Every pointer is borrowed for the call only. */
+typedef struct st_kmgr_spawn_options_t {
+    const char *path;  /* the program, as execve takes it (no PATH search) */
+    char *const *argv; /* NULL-terminated */
+    char *const *envp; /* NULL-terminated: the child's whole environment */
+    int fds[3];        /* the child's stdin, stdout and stderr (duplicated: the caller still owns them), or KMGR_SPAWN_DEVNULL */
+    const char *cwd;   /* NULL: the caller's */
+    const uid_t *uid;  /* non-NULL: the child switches to this user (after the group, see gid) */
+    const gid_t *gid;  /* non-NULL: the child's only group, supplementary groups included */
+    unsigned controlling_tty : 1; /* fds[0] is a terminal's slave side: it becomes the new session's controlling terminal */
+} kmgr_spawn_options_t;
+
+/** The set-up step of a child that failed, and why. */
+typedef struct st_kmgr_spawn_failure_t {
+    const char *step; /* "open /dev/null", "fork", "dup2", "set the controlling terminal", "chdir", "setgroups", "setgid",
+                         "setuid", "prctl", "exec" */
+    int err;          /* its errno */
+} kmgr_spawn_failure_t;
+
+/**
+ * Starts `opts->path` in a new session (so its own process group, whose id is the returned pid), with
+ * fds 0-2 from `opts->fds` and every other descriptor closed, an empty signal mask, every signal's
+ * default disposition, and a parent-death signal: the child gets SIGKILL when its parent dies, and
+ * one whose parent died before the signal was armed exits at once. Blocks until the program is
+ * executing or a set-up step has failed (vfork: the caller's thread is suspended meanwhile, for as
+ * long as posix_spawn would suspend it, however much memory the process holds).
+ *
+ * The parent-death signal follows the *thread* that forked, not the process: call this only from a
+ * thread that lives as long as the process (kgate and its bash kernel fork from their one event-loop
+ * thread; libzmq's I/O threads never fork). It is armed after the credentials change, which clears it.
+ *
+ * Returns 0 with the child's pid in `*pid` (the caller reaps it), or KMGR_ESPAWN with `*failure` set
+ * (nothing left running: a child that failed has been reaped).
+ */
+int kmgr_spawn(const kmgr_spawn_options_t *opts, pid_t *pid, kmgr_spawn_failure_t *failure);
+
+#endif

@@ -1,0 +1,382 @@
+/* A fake kernel manager: kmgr_kernel_* and kmgr_request_* over scripted kernels, for the engine's module tests. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "wire/alloc.h"
+#include "wire/ids.h"
+#include "kmgr/errors.h"
+#include "fake_kmgr.h"
+
+struct st_kmgr_manager_t {
+    h2o_loop_t *loop;
+    h2o_timeout_t zero_timeout;
+    h2o_timeout_entry_t pending; /* deferred notices, as kmgr_manager_run_pending */
+    h2o_linklist_t kernels;      /* kmgr_kernel_t, in start order, destroyed ones included */
+    size_t started;
+    int fail_next_start;
+    size_t misuse;
+    char misuse_what[200];
+};
+
+struct st_kmgr_kernel_t {
+    kmgr_manager_t *mgr;
+    h2o_linklist_t link; /* in mgr->kernels */
+    kmgr_kernel_state_t state, notified_state;
+    void (*on_state)(kmgr_kernel_t *kernel, void *data);
+    void *data;
+    char exit_reason[200];
+    h2o_linklist_t requests; /* kmgr_request_t, in send order, finished ones included */
+    fake_kernel_seen_t seen;
+};
+
+struct st_kmgr_request_t {
+    kmgr_kernel_t *kernel;
+    h2o_linklist_t link; /* in kernel->requests */
+    kmgr_request_cb cb;  /* NULL once cancelled */
+    void *data;
+    char msg_id[WIRE_UUID_STRLEN + 1];
+    char *code;   /* seen.code */
+    int fail_err; /* != 0: FAILED is owed, from the loop */
+    int input_pending;
+    fake_request_seen_t seen;
+};
+
+static void note_misuse(kmgr_manager_t *mgr, const char *what)
+{
+    if (mgr->misuse++ == 0)
+        snprintf(mgr->misuse_what, sizeof(mgr->misuse_what), "%s", what);
+}
+
+/* A call on `kernel` by the gateway: valid only while it is not destroyed. */
+static int kernel_usable(const kmgr_kernel_t *kernel, const char *call)
+{
+    if (!kernel->seen.destroyed)
+        return 1;
+    note_misuse(kernel->mgr, call);
+    return 0;
+}
+
+static int request_usable(const kmgr_request_t *req, const char *call)
+{
+    if (!req->seen.cancelled && !req->seen.finished && !req->kernel->seen.destroyed)
+        return 1;
+    note_misuse(req->kernel->mgr, call);
+    return 0;
+}
+
+static void schedule(kmgr_manager_t *mgr)
+{
+    if (!h2o_timeout_is_linked(&mgr->pending))
+        h2o_timeout_link(mgr->loop, &mgr->zero_timeout, &mgr->pending);
+}
+
+static void flush_state(kmgr_kernel_t *kernel)
+{
+    if (kernel->seen.destroyed || kernel->state == kernel->notified_state)
+        return;
+    kernel->notified_state = kernel->state;
+    if (kernel->on_state != NULL)
+        kernel->on_state(kernel, kernel->data);
+}
+
+/* Ends `req` with `ev`; its callback may destroy or restart the kernel. */
+static void finish(kmgr_request_t *req, kmgr_req_event_t ev, int err)
+{
+    req->seen.finished = 1;
+    req->input_pending = 0;
+    if (req->cb != NULL)
+        req->cb(req, ev, NULL, err, req->data);
+}
+
+/* One at a time: each callback may destroy the kernel, which silences the rest. */
+static void deliver_failures(kmgr_kernel_t *kernel)
+{
+    h2o_linklist_t *node;
+
+    for (node = kernel->requests.next; node != &kernel->requests && !kernel->seen.destroyed; node = node->next) {
+        kmgr_request_t *req = H2O_STRUCT_FROM_MEMBER(kmgr_request_t, link, node);
+        if (!req->seen.finished && req->fail_err != 0)
+            finish(req, KMGR_REQ_FAILED, req->fail_err);
+    }
+}
+
+static void fail_all_later(kmgr_kernel_t *kernel, int err)
+{
+    for (h2o_linklist_t *node = kernel->requests.next; node != &kernel->requests; node = node->next) {
+        kmgr_request_t *req = H2O_STRUCT_FROM_MEMBER(kmgr_request_t, link, node);
+        if (!req->seen.finished && req->fail_err == 0)
+            req->fail_err = err;
+    }
+}
+
+static void on_pending(h2o_timeout_entry_t *entry)
+{
+    kmgr_manager_t *mgr = H2O_STRUCT_FROM_MEMBER(kmgr_manager_t, pending, entry);
+
+    for (h2o_linklist_t *node = mgr->kernels.next; node != &mgr->kernels; node = node->next) {
+        kmgr_kernel_t *kernel = H2O_STRUCT_FROM_MEMBER(kmgr_kernel_t, link, node);
+        deliver_failures(kernel);
+        flush_state(kernel);
+    }
+}
+
+kmgr_manager_t *fake_kmgr_create(h2o_loop_t *loop)
+{
+    kmgr_manager_t *mgr = wire_calloc(1, sizeof(*mgr));
+
+    mgr->loop = loop;
+    h2o_timeout_init(loop, &mgr->zero_timeout, 0);
+    mgr->pending.cb = on_pending;
+    h2o_linklist_init_anchor(&mgr->kernels);
+    return mgr;
+}
+
+void fake_kmgr_destroy(kmgr_manager_t *mgr)
+{
+    if (h2o_timeout_is_linked(&mgr->pending))
+        h2o_timeout_unlink(&mgr->pending);
+    h2o_timeout_dispose(mgr->loop, &mgr->zero_timeout);
+    while (!h2o_linklist_is_empty(&mgr->kernels)) {
+        kmgr_kernel_t *kernel = H2O_STRUCT_FROM_MEMBER(kmgr_kernel_t, link, mgr->kernels.next);
+        while (!h2o_linklist_is_empty(&kernel->requests)) {
+            kmgr_request_t *req = H2O_STRUCT_FROM_MEMBER(kmgr_request_t, link, kernel->requests.next);
+            h2o_linklist_unlink(&req->link);
+            json_decref(req->seen.input_replies);
+            free(req->code);
+            free(req);
+        }
+        h2o_linklist_unlink(&kernel->link);
+        free(kernel);
+    }
+    free(mgr);
+}
+
+void fake_kmgr_fail_next_start(kmgr_manager_t *mgr, int err)
+{
+    mgr->fail_next_start = err;
+}
+
+size_t fake_kmgr_num_started(const kmgr_manager_t *mgr)
+{
+    return mgr->started;
+}
+
+size_t fake_kmgr_misuse(const kmgr_manager_t *mgr, const char **what)
+{
+    *what = mgr->misuse_what;
+    return mgr->misuse;
+}
+
+/* --- the kmgr API gateway/code calls --- */
+
+int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, kmgr_kernel_t **out)
+{
+    kmgr_kernel_t *kernel;
+    int err = mgr->fail_next_start;
+
+    if (opts == NULL || opts->spec == NULL)
+        return KMGR_EINVAL;
+    if (err != 0) {
+        mgr->fail_next_start = 0;
+        return err;
+    }
+    kernel = wire_calloc(1, sizeof(*kernel));
+    kernel->mgr = mgr;
+    kernel->state = kernel->notified_state = KMGR_KERNEL_STARTING;
+    kernel->on_state = opts->on_state;
+    kernel->data = opts->data;
+    h2o_linklist_init_anchor(&kernel->requests);
+    h2o_linklist_insert(&mgr->kernels, &kernel->link);
+    ++mgr->started;
+    *out = kernel;
+    return 0;
+}
+
+void kmgr_kernel_destroy(kmgr_kernel_t *kernel)
+{
+    if (kernel == NULL || !kernel_usable(kernel, "kmgr_kernel_destroy on a destroyed kernel"))
+        return;
+    kernel->seen.destroyed = 1;
+}
+
+int kmgr_kernel_restart(kmgr_kernel_t *kernel)
+{
+    if (!kernel_usable(kernel, "kmgr_kernel_restart on a destroyed kernel"))
+        return KMGR_ESHUTDOWN;
+    ++kernel->seen.restarts;
+    fail_all_later(kernel, KMGR_ESHUTDOWN);
+    kernel->exit_reason[0] = '\0';
+    kernel->state = KMGR_KERNEL_RESTARTING;
+    schedule(kernel->mgr);
+    return 0;
+}
+
+int kmgr_kernel_interrupt(kmgr_kernel_t *kernel)
+{
+    if (!kernel_usable(kernel, "kmgr_kernel_interrupt on a destroyed kernel") || kernel->state == KMGR_KERNEL_DEAD)
+        return KMGR_EDIED;
+    ++kernel->seen.interrupts;
+    return 0;
+}
+
+kmgr_kernel_state_t kmgr_kernel_state(const kmgr_kernel_t *kernel)
+{
+    kernel_usable(kernel, "kmgr_kernel_state on a destroyed kernel");
+    return kernel->state;
+}
+
+const char *kmgr_kernel_state_name(kmgr_kernel_state_t state)
+{
+    static const char *const names[] = {"starting", "idle", "busy", "restarting", "dead"};
+    return (unsigned)state < sizeof(names) / sizeof(names[0]) ? names[state] : "unknown";
+}
+
+json_t *kmgr_kernel_info(const kmgr_kernel_t *kernel)
+{
+    kernel_usable(kernel, "kmgr_kernel_info on a destroyed kernel");
+    return NULL;
+}
+
+const char *kmgr_kernel_exit_reason(const kmgr_kernel_t *kernel)
+{
+    kernel_usable(kernel, "kmgr_kernel_exit_reason on a destroyed kernel");
+    return kernel->state == KMGR_KERNEL_DEAD ? kernel->exit_reason : "";
+}
+
+int kmgr_kernel_execute(kmgr_kernel_t *kernel, const char *code, const kmgr_execute_options_t *opts, kmgr_request_cb cb, void *data,
+                        kmgr_request_t **out)
+{
+    kmgr_request_t *req;
+
+    if (!kernel_usable(kernel, "kmgr_kernel_execute on a destroyed kernel") || kernel->state == KMGR_KERNEL_DEAD)
+        return KMGR_EDIED;
+    req = wire_calloc(1, sizeof(*req));
+    req->kernel = kernel;
+    req->cb = cb;
+    req->data = data;
+    wire_uuid4(req->msg_id);
+    req->seen.code = req->code = wire_strdup(code);
+    req->seen.allow_stdin = opts->allow_stdin;
+    req->seen.input_replies = json_array();
+    h2o_linklist_insert(&kernel->requests, &req->link);
+    ++kernel->seen.executes;
+    if (out != NULL)
+        *out = req;
+    return 0;
+}
+
+int kmgr_request_input_reply(kmgr_request_t *req, const char *value)
+{
+    if (!request_usable(req, "kmgr_request_input_reply on an ended request") || !req->input_pending)
+        return KMGR_ENOINPUT;
+    req->input_pending = 0;
+    json_array_append_new(req->seen.input_replies, json_string(value));
+    return 0;
+}
+
+void kmgr_request_cancel(kmgr_request_t *req)
+{
+    if (!request_usable(req, "kmgr_request_cancel on an ended request"))
+        return;
+    req->seen.cancelled = 1;
+    req->cb = NULL;
+    /* kernelmgr answers a cancelled request's input_request with an empty line */
+    if (req->input_pending) {
+        req->input_pending = 0;
+        json_array_append_new(req->seen.input_replies, json_string(""));
+    }
+}
+
+/* --- scripting --- */
+
+void fake_kernel_set_state(kmgr_kernel_t *kernel, kmgr_kernel_state_t state)
+{
+    kernel->state = state;
+    flush_state(kernel);
+}
+
+void fake_kernel_die(kmgr_kernel_t *kernel, const char *reason)
+{
+    snprintf(kernel->exit_reason, sizeof(kernel->exit_reason), "%s", reason);
+    kernel->state = KMGR_KERNEL_DEAD;
+    fail_all_later(kernel, KMGR_EDIED);
+    deliver_failures(kernel);
+    flush_state(kernel);
+}
+
+const fake_kernel_seen_t *fake_kernel_seen(const kmgr_kernel_t *kernel)
+{
+    return &kernel->seen;
+}
+
+kmgr_request_t *fake_kernel_request(const kmgr_kernel_t *kernel, size_t i)
+{
+    for (h2o_linklist_t *node = kernel->requests.next; node != &kernel->requests; node = node->next)
+        if (i-- == 0)
+            return H2O_STRUCT_FROM_MEMBER(kmgr_request_t, link, node);
+    return NULL;
+}
+
+const fake_request_seen_t *fake_request_seen(const kmgr_request_t *req)
+{
+    return &req->seen;
+}
+
+/* True when the kernel may still say something about `req` to its owner. */
+static int request_listens(const kmgr_request_t *req)
+{
+    return !req->seen.finished && !req->kernel->seen.destroyed;
+}
+
+/* Sends a message of `msg_type` whose parent is `req` as event `ev`. */
+static void deliver_msg(kmgr_request_t *req, kmgr_req_event_t ev, const char *msg_type, json_t *content)
+{
+    wire_msg_t *msg = wire_msg_create(msg_type, "fake-kernel-session", content);
+
+    json_object_set_new(msg->parent_header, "msg_id", json_string(req->msg_id));
+    json_object_set_new(msg->parent_header, "msg_type", json_string("execute_request"));
+    if (request_listens(req) && req->cb != NULL)
+        req->cb(req, ev, msg, 0, req->data);
+    wire_msg_destroy(msg);
+}
+
+void fake_request_iopub(kmgr_request_t *req, const char *msg_type, json_t *content)
+{
+    deliver_msg(req, KMGR_REQ_IOPUB, msg_type, content);
+}
+
+void fake_request_reply(kmgr_request_t *req, json_t *content)
+{
+    deliver_msg(req, KMGR_REQ_REPLY, "execute_reply", content);
+}
+
+void fake_request_input(kmgr_request_t *req, const char *prompt, int password)
+{
+    if (!request_listens(req))
+        return;
+    if (req->cb == NULL) { /* cancelled: kernelmgr answers for its former owner */
+        json_array_append_new(req->seen.input_replies, json_string(""));
+        return;
+    }
+    req->input_pending = 1;
+    deliver_msg(req, KMGR_REQ_INPUT, "input_request", json_pack("{s:s, s:b}", "prompt", prompt, "password", password));
+}
+
+void fake_request_done(kmgr_request_t *req)
+{
+    if (request_listens(req))
+        finish(req, KMGR_REQ_DONE, 0);
+}
+
+void fake_request_fail(kmgr_request_t *req, int err)
+{
+    if (request_listens(req))
+        finish(req, KMGR_REQ_FAILED, err);
+}
+
+void fake_request_complete(kmgr_request_t *req, int execution_count)
+{
+    fake_request_reply(req, json_pack("{s:s, s:i}", "status", "ok", "execution_count", execution_count));
+    fake_request_iopub(req, "status", json_pack("{s:s}", "execution_state", "idle"));
+    fake_request_done(req);
+}

@@ -1,0 +1,78 @@
+/* tests/gateway/fake_kmgr.h: a fake kernel manager: the kmgr_* functions gateway/code calls, with kernels a test scripts. */
+#ifndef KGATE_TESTS_FAKE_KMGR_H
+#define KGATE_TESTS_FAKE_KMGR_H
+
+#include <stddef.h>
+#include <h2o.h>
+#include <jansson.h>
+#include "kmgr/kernel.h"
+#include "kmgr/manager.h"
+
+/*
+ * fake_kmgr.c defines kmgr_kernel_start, _destroy, _restart, _interrupt, _execute, _state,
+ * _state_name, _info, _exit_reason, kmgr_request_cancel and kmgr_request_input_reply. A test binary
+ * that compiles it links gateway/code against it instead of kernelmgr's kernel.c, request.c and
+ * manager.c: no process, no socket. The calls keep kernelmgr's contract (kmgr/kernel.h): a
+ * request's callback is never called from inside the call that made it; a restart fails the
+ * pending requests (KMGR_ESHUTDOWN) and announces RESTARTING later, from the loop; a death fails
+ * them (KMGR_EDIED) before announcing DEAD; nothing is called back after kmgr_kernel_destroy.
+ *
+ * What the real one frees, the fake keeps until fake_kmgr_destroy (destroyed kernels, finished
+ * requests), so that a call on a handle that is no longer valid is reported as a misuse (see
+ * fake_kmgr_misuse) instead of going unnoticed.
+ */
+
+/** Creates the fake manager; deferred notices run from `loop` (as the real one's run_pending). */
+kmgr_manager_t *fake_kmgr_create(h2o_loop_t *loop);
+/** Frees the manager with every kernel and request it kept. */
+void fake_kmgr_destroy(kmgr_manager_t *mgr);
+/** The next kmgr_kernel_start fails with `err` (a KMGR_E* code). */
+void fake_kmgr_fail_next_start(kmgr_manager_t *mgr, int err);
+/** Kernels started (kmgr_kernel_start calls that succeeded). */
+size_t fake_kmgr_num_started(const kmgr_manager_t *mgr);
+/** Calls made on a destroyed kernel or a finished request: 0, or how many, with the first one described in `*what`. */
+size_t fake_kmgr_misuse(const kmgr_manager_t *mgr, const char **what);
+
+/** The kernel changes state (as if its loop saw it): on_state is told at once unless the state is the one last told. */
+void fake_kernel_set_state(kmgr_kernel_t *kernel, kmgr_kernel_state_t state);
+/** The kernel dies with `reason`: its pending requests end with FAILED (KMGR_EDIED), then on_state hears DEAD. */
+void fake_kernel_die(kmgr_kernel_t *kernel, const char *reason);
+
+/** What the gateway did to a kernel. */
+typedef struct st_fake_kernel_seen_t {
+    size_t executes;     /* execute_requests sent (fake_kernel_request numbers them from 0) */
+    unsigned interrupts; /* kmgr_kernel_interrupt calls that succeeded */
+    unsigned restarts;   /* kmgr_kernel_restart calls that succeeded */
+    int destroyed;       /* kmgr_kernel_destroy was called */
+} fake_kernel_seen_t;
+const fake_kernel_seen_t *fake_kernel_seen(const kmgr_kernel_t *kernel);
+/** The `i`-th execute_request sent to the kernel (0: the first), or NULL. */
+kmgr_request_t *fake_kernel_request(const kmgr_kernel_t *kernel, size_t i);
+
+/** What the gateway sent and did for a request. */
+typedef struct st_fake_request_seen_t {
+    const char *code;
+    int allow_stdin;
+    int cancelled;         /* kmgr_request_cancel was called */
+    int finished;          /* DONE or FAILED was delivered */
+    json_t *input_replies; /* the values of its input_replies, in order (an array) */
+} fake_request_seen_t;
+const fake_request_seen_t *fake_request_seen(const kmgr_request_t *req);
+
+/**
+ * What the kernel sends for the request. Each calls its callback at once (as the loop would) unless
+ * it was cancelled; a finished request, or one of a destroyed kernel, hears nothing.
+ * `content` references are stolen.
+ */
+void fake_request_iopub(kmgr_request_t *req, const char *msg_type, json_t *content);
+void fake_request_reply(kmgr_request_t *req, json_t *content);
+/** An input_request: the request awaits one input_reply afterwards. */
+void fake_request_input(kmgr_request_t *req, const char *prompt, int password);
+/** DONE (both execute_reply and status idle are in). */
+void fake_request_done(kmgr_request_t *req);
+/** FAILED with `err` (KMGR_EDIED, KMGR_ESHUTDOWN). */
+void fake_request_fail(kmgr_request_t *req, int err);
+/** A successful run's end: execute_reply {status ok, execution_count}, status idle, DONE. */
+void fake_request_complete(kmgr_request_t *req, int execution_count);
+
+#endif

@@ -1,0 +1,284 @@
+/* tests/gateway/test_contexts.c: the context registry on the fake kernel manager: bounds, readiness waiters, deletion, idle expiry.
+ */
+#include <string.h>
+#include <criterion/criterion.h>
+#include "kmgr/errors.h"
+#include "core/errors.h"
+#include "engine_test.h"
+
+TestSuite(contexts, .init = engine_setup, .fini = engine_teardown, .timeout = 20);
+
+/* A waiter that records what it was told. */
+typedef struct st_test_waiter_t {
+    gw_context_waiter_t super;
+    unsigned calls;
+    char failure[128]; /* "" when told the kernel is ready */
+} test_waiter_t;
+
+static void on_told(gw_context_waiter_t *waiter, gw_context_t *ctx, const char *failure)
+{
+    test_waiter_t *w = H2O_STRUCT_FROM_MEMBER(test_waiter_t, super, waiter);
+
+    cr_expect_null(waiter->ctx, "the waiter is detached before it is told");
+    cr_expect_not_null(ctx);
+    ++w->calls;
+    snprintf(w->failure, sizeof(w->failure), "%s", failure != NULL ? failure : "");
+}
+
+static void wait_ready(gw_context_t *ctx, test_waiter_t *w)
+{
+    memset(w, 0, sizeof(*w));
+    w->super.cb = on_told;
+    gw_context_wait_ready(ctx, &w->super);
+}
+
+static gw_context_t *create(int *ret)
+{
+    gw_context_options_t opts = {.spec = &eng.spec};
+    gw_context_t *ctx = NULL;
+
+    *ret = gw_context_create(&eng.contexts, &opts, &ctx);
+    return ctx;
+}
+
+static gw_context_t *create_ok(void)
+{
+    int ret;
+    gw_context_t *ctx = create(&ret);
+
+    cr_assert_eq(ret, 0, "gw_context_create: %s", gw_strerror(ret));
+    return ctx;
+}
+
+ENGINE_TEST(contexts, create_registers_up_to_max_contexts)
+{
+    gw_context_t *a, *b;
+    char a_id[64];
+    int ret;
+
+    eng.config.max_contexts = 2;
+    a = create_ok();
+    b = create_ok();
+    cr_expect_eq(eng.contexts.count, 2);
+    cr_expect_eq(gw_context_find(&eng.contexts, a->id), a);
+    cr_expect_eq(gw_context_find(&eng.contexts, b->id), b);
+    cr_expect_neq(strcmp(a->id, b->id), 0);
+    cr_expect_null(create(&ret));
+    cr_expect_eq(ret, GW_ETOOMANYCONTEXTS);
+    cr_expect_eq(eng.contexts.count, 2);
+    cr_expect_eq(fake_kmgr_num_started(eng.kmgr), 2, "no kernel is started for a refused context");
+    snprintf(a_id, sizeof(a_id), "%s", a->id);
+    gw_context_destroy(a);
+    cr_expect_eq(eng.contexts.count, 1);
+    cr_expect_null(gw_context_find(&eng.contexts, a_id));
+    create_ok();
+    cr_expect_eq(eng.contexts.count, 2, "a deleted context frees its place");
+}
+
+ENGINE_TEST(contexts, create_is_refused_while_shutting_down)
+{
+    int ret;
+
+    eng.host.shutting_down = 1;
+    cr_expect_null(create(&ret));
+    cr_expect_eq(ret, GW_ESHUTTINGDOWN);
+    cr_expect_eq(eng.contexts.count, 0);
+    cr_expect_eq(fake_kmgr_num_started(eng.kmgr), 0);
+}
+
+ENGINE_TEST(contexts, a_kernel_that_cannot_start_registers_nothing)
+{
+    int ret;
+
+    fake_kmgr_fail_next_start(eng.kmgr, KMGR_ESPAWN);
+    cr_expect_null(create(&ret));
+    cr_expect_eq(ret, KMGR_ESPAWN, "the kernel manager's code is passed on");
+    cr_expect_eq(eng.contexts.count, 0);
+    cr_expect(h2o_linklist_is_empty(&eng.contexts.list));
+}
+
+ENGINE_TEST(contexts, a_waiter_is_told_once_when_the_kernel_becomes_ready)
+{
+    gw_context_t *ctx = create_ok();
+    test_waiter_t w;
+    json_t *obj;
+
+    wait_ready(ctx, &w);
+    cr_expect_eq(w.calls, 0, "not while the kernel starts");
+    engine_run_for(10, 0);
+    cr_expect_eq(w.calls, 0);
+    fake_kernel_set_state(ctx->kernel, KMGR_KERNEL_IDLE);
+    cr_expect_eq(w.calls, 1);
+    cr_expect_str_eq(w.failure, "");
+    fake_kernel_set_state(ctx->kernel, KMGR_KERNEL_BUSY);
+    fake_kernel_set_state(ctx->kernel, KMGR_KERNEL_IDLE);
+    cr_expect_eq(w.calls, 1, "exactly once");
+    obj = gw_context_to_json(ctx);
+    cr_expect_str_eq(json_string_value(json_object_get(obj, "status")), "idle");
+    cr_expect_str_eq(json_string_value(json_object_get(obj, "id")), ctx->id);
+    json_decref(obj);
+}
+
+ENGINE_TEST(contexts, a_waiter_on_a_ready_kernel_is_told_at_once)
+{
+    gw_context_t *ctx = engine_ready_context(0, NULL);
+    test_waiter_t w;
+
+    wait_ready(ctx, &w);
+    cr_expect_eq(w.calls, 1, "inside gw_context_wait_ready");
+    cr_expect_str_eq(w.failure, "");
+    cr_expect(h2o_linklist_is_empty(&ctx->waiters));
+}
+
+ENGINE_TEST(contexts, a_cancelled_waiter_is_never_told)
+{
+    gw_context_t *ctx = create_ok();
+    test_waiter_t gone, stays;
+
+    wait_ready(ctx, &gone);
+    wait_ready(ctx, &stays);
+    gw_context_waiter_cancel(&gone.super);
+    gw_context_waiter_cancel(&gone.super); /* twice is fine */
+    fake_kernel_set_state(ctx->kernel, KMGR_KERNEL_IDLE);
+    cr_expect_eq(gone.calls, 0);
+    cr_expect_eq(stays.calls, 1);
+    gw_context_waiter_cancel(&stays.super); /* after being told: a no-op */
+    cr_expect_eq(stays.calls, 1);
+}
+
+ENGINE_TEST(contexts, deleting_a_context_tells_its_waiters)
+{
+    gw_context_t *ctx = create_ok();
+    kmgr_kernel_t *kernel = ctx->kernel;
+    test_waiter_t w;
+
+    wait_ready(ctx, &w);
+    gw_context_destroy(ctx);
+    cr_expect_eq(w.calls, 1);
+    cr_expect_str_eq(w.failure, "context deleted");
+    cr_expect(fake_kernel_seen(kernel)->destroyed, "its kernel is shut down");
+    cr_expect_eq(eng.contexts.count, 0);
+}
+
+ENGINE_TEST(contexts, a_kernel_that_dies_starting_tells_waiters_why)
+{
+    gw_context_t *ctx = create_ok();
+    gw_kernel_run_options_t opts = {.code = "1", .timeout_ms = 1000};
+    gw_run_t *run = NULL;
+    test_waiter_t w;
+
+    wait_ready(ctx, &w);
+    fake_kernel_die(ctx->kernel, "exited with code 1");
+    cr_expect_eq(w.calls, 1);
+    cr_expect_str_eq(w.failure, "exited with code 1");
+    cr_expect(gw_context_is_dead(ctx));
+    cr_expect_str_eq(gw_context_exit_reason(ctx), "exited with code 1");
+    cr_expect_eq(gw_kernel_run_submit(ctx, &opts, &run), GW_EKERNELDEAD);
+    cr_expect_null(run);
+    cr_expect_not_null(gw_context_find(&eng.contexts, ctx->id), "a dead context stays until deleted (restart revives it)");
+}
+
+ENGINE_TEST(contexts, an_ephemeral_context_is_deleted_after_its_run)
+{
+    kmgr_kernel_t *kernel;
+    gw_context_t *ctx = engine_ready_context(1, &kernel);
+    char id[64];
+    gw_run_t *run;
+
+    snprintf(id, sizeof(id), "%s", ctx->id);
+    run = engine_submit(ctx, "print(1)");
+    cr_expect_not_null(gw_context_find(&eng.contexts, id));
+    fake_request_complete(fake_kernel_request(kernel, 0), 1);
+    cr_expect_str_eq(run_outcome(run), "ok");
+    cr_expect_null(gw_context_find(&eng.contexts, id));
+    cr_expect_eq(eng.contexts.count, 0);
+    cr_expect(fake_kernel_seen(kernel)->destroyed);
+}
+
+ENGINE_TEST(contexts, an_ephemeral_context_whose_kernel_dies_is_deleted)
+{
+    kmgr_kernel_t *kernel;
+    gw_context_t *ctx = engine_ready_context(1, &kernel);
+    gw_run_t *run = engine_submit(ctx, "import os; os._exit(1)");
+
+    fake_kernel_die(kernel, "exited with code 1");
+    cr_expect_eq(eng.contexts.count, 0);
+    cr_expect(fake_kernel_seen(kernel)->destroyed);
+    cr_expect_str_eq(run_error(run), "KernelDied");
+}
+
+ENGINE_TEST(contexts, idle_contexts_are_deleted_by_the_tick)
+{
+    gw_context_t *idle = engine_ready_context(0, NULL), *busy = engine_ready_context(0, NULL), *starting = create_ok();
+    char idle_id[64];
+    test_waiter_t w;
+
+    snprintf(idle_id, sizeof(idle_id), "%s", idle->id);
+    engine_submit(busy, "import time; time.sleep(100)");
+    wait_ready(starting, &w);
+    eng.config.context_idle_ms = 200;
+    gw_contexts_tick(&eng.contexts);
+    cr_expect_eq(eng.contexts.count, 3, "nothing is idle long enough yet");
+    engine_run_for(250, 0);
+    gw_contexts_tick(&eng.contexts);
+    cr_expect_null(gw_context_find(&eng.contexts, idle_id), "idle for longer than context_idle_ms");
+    cr_expect_eq(gw_context_find(&eng.contexts, busy->id), busy, "a context with a run is not idle");
+    cr_expect_eq(gw_context_find(&eng.contexts, starting->id), starting, "nor one that someone waits for");
+    cr_expect_eq(w.calls, 0);
+    gw_context_waiter_cancel(&w.super); /* it lives on this stack */
+}
+
+ENGINE_TEST(contexts, activity_keeps_a_context_alive)
+{
+    kmgr_kernel_t *kernel;
+    gw_context_t *ctx = engine_ready_context(0, &kernel);
+
+    eng.config.context_idle_ms = 300;
+    engine_run_for(200, 0);
+    engine_submit(ctx, "1");
+    fake_request_complete(fake_kernel_request(kernel, 0), 1);
+    engine_run_for(200, 0);
+    gw_contexts_tick(&eng.contexts);
+    cr_expect_eq(eng.contexts.count, 1, "created 400 ms ago, but its run ended 200 ms ago: not idle for 300 ms");
+}
+
+ENGINE_TEST(contexts, restart_ends_runs_and_the_context_becomes_ready_again)
+{
+    kmgr_kernel_t *kernel;
+    gw_context_t *ctx = engine_ready_context(0, &kernel);
+    gw_run_t *running, *queued;
+    test_waiter_t w;
+
+    engine_submit(ctx, "x = 1");
+    fake_request_complete(fake_kernel_request(kernel, 0), 4);
+    cr_expect_eq(ctx->execution_count, 4);
+    running = engine_submit(ctx, "a");
+    queued = engine_submit(ctx, "b");
+    cr_assert_eq(gw_context_restart(ctx), 0);
+    cr_expect_eq(fake_kernel_seen(kernel)->restarts, 1);
+    cr_expect(fake_request_seen(fake_kernel_request(kernel, 1))->cancelled, "the running request is abandoned");
+    cr_expect_eq(ctx->execution_count, 0);
+    cr_expect_str_eq(run_error(running), "KernelRestarted");
+    cr_expect_str_eq(run_error(queued), "KernelRestarted");
+    cr_expect_str_eq(run_outcome(queued), "cancelled");
+    cr_expect_eq(fake_kernel_seen(kernel)->executes, 2, "the queued run is never sent");
+    engine_run_for(5, 0); /* the kernel manager says RESTARTING from its loop */
+    wait_ready(ctx, &w);
+    cr_expect_eq(w.calls, 0, "a restarting kernel is not ready");
+    fake_kernel_set_state(kernel, KMGR_KERNEL_IDLE);
+    cr_expect_eq(w.calls, 1);
+    cr_expect_str_eq(w.failure, "");
+}
+
+ENGINE_TEST(contexts, deleting_a_context_ends_its_runs)
+{
+    kmgr_kernel_t *kernel;
+    gw_context_t *ctx = engine_ready_context(0, &kernel);
+    gw_run_t *running = engine_submit(ctx, "a"), *queued = engine_submit(ctx, "b");
+
+    gw_context_destroy(ctx);
+    cr_expect_str_eq(run_error(running), "ContextDeleted");
+    cr_expect_str_eq(run_error(queued), "ContextDeleted");
+    cr_expect_str_eq(run_outcome(running), "cancelled");
+    cr_expect(fake_kernel_seen(kernel)->destroyed);
+}

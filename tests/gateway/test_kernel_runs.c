@@ -1,0 +1,380 @@
+/* tests/gateway/test_kernel_runs.c: a context's runs on the fake kernel manager: the queue, stop, stdin, timeouts, errors, death.
+ */
+#include <string.h>
+#include <criterion/criterion.h>
+#include "kmgr/errors.h"
+#include "core/errors.h"
+#include "engine_test.h"
+
+TestSuite(kernel_runs, .init = engine_setup, .fini = engine_teardown, .timeout = 20);
+
+static kmgr_kernel_t *kernel;
+
+static gw_context_t *ready_context(void)
+{
+    return engine_ready_context(0, &kernel);
+}
+
+static gw_run_t *submit_with(gw_context_t *ctx, const char *code, unsigned timeout_ms, int allow_stdin)
+{
+    gw_kernel_run_options_t opts = {
+        .code = code, .timeout_ms = timeout_ms, .allow_stdin = allow_stdin, .limits = {1u << 20, 1u << 20}};
+    gw_run_t *run = NULL;
+    int ret = gw_kernel_run_submit(ctx, &opts, &run);
+
+    cr_assert_eq(ret, 0, "gw_kernel_run_submit: %s", gw_strerror(ret));
+    return run;
+}
+
+static kmgr_request_t *request(size_t i)
+{
+    kmgr_request_t *req = fake_kernel_request(kernel, i);
+    cr_assert_not_null(req, "execute_request %zu was not sent", i);
+    return req;
+}
+
+static json_t *error_content(const char *ename, const char *evalue)
+{
+    return json_pack("{s:s, s:s, s:s, s:[s]}", "status", "error", "ename", ename, "evalue", evalue, "traceback",
+                     "\x1b[31mTraceback\x1b[0m");
+}
+
+/* The kernel reports an error as ipykernel does: the iopub error, then the reply saying so, then DONE. */
+static void kernel_error(kmgr_request_t *req, const char *ename, const char *evalue)
+{
+    fake_request_iopub(req, "error", error_content(ename, evalue));
+    fake_request_reply(req, error_content(ename, evalue));
+    fake_request_done(req);
+}
+
+ENGINE_TEST(kernel_runs, a_run_relays_the_kernels_output_and_ends_ok)
+{
+    gw_context_t *ctx = ready_context();
+    gw_run_t *run = engine_submit(ctx, "print('hi'); 6 * 7");
+    kmgr_request_t *req = request(0);
+    json_t *events, *result;
+
+    cr_expect_str_eq(fake_request_seen(req)->code, "print('hi'); 6 * 7");
+    cr_expect_eq(gw_run_state(run), GW_RUN_RUNNING);
+    fake_request_iopub(req, "status", json_pack("{s:s}", "execution_state", "busy"));
+    fake_request_iopub(req, "execute_input", json_pack("{s:s, s:i}", "code", "", "execution_count", 3));
+    fake_request_iopub(req, "stream", json_pack("{s:s, s:s}", "name", "stdout", "text", "hi\n"));
+    fake_request_iopub(req, "execute_result",
+                       json_pack("{s:{s:s}, s:{}, s:i}", "data", "text/plain", "42", "metadata", "execution_count", 3));
+    fake_request_complete(req, 3);
+    events = run_events(run);
+    cr_expect_str_eq(json_string_value(json_object_get(find_type(events, "stdout"), "text")), "hi\n");
+    result = json_object_get(find_type(events, "result"), "results");
+    cr_expect_str_eq(json_string_value(json_object_get(result, "text/plain")), "42");
+    cr_expect_eq(json_integer_value(json_object_get(find_type(events, "execution_count"), "execution_count")), 3);
+    cr_expect_eq(json_integer_value(json_object_get(find_type(events, "execution_complete"), "execution_count")), 3);
+    cr_expect_eq(count_type(events, "error"), 0);
+    cr_expect_str_eq(run_outcome(run), "ok");
+    cr_expect_eq(ctx->execution_count, 3);
+    cr_expect_eq(gw_kernel_runs_count(ctx), 0);
+    json_decref(events);
+}
+
+ENGINE_TEST(kernel_runs, runs_of_a_context_execute_one_at_a_time_in_arrival_order)
+{
+    gw_context_t *ctx = ready_context();
+    gw_run_t *first = engine_submit(ctx, "first"), *second = engine_submit(ctx, "second");
+    gw_run_t *third = engine_submit(ctx, "third");
+    json_t *events, *queued;
+
+    cr_expect_eq(fake_kernel_seen(kernel)->executes, 1, "only the first is sent");
+    cr_expect_eq(gw_run_state(second), GW_RUN_QUEUED);
+    events = run_events(second);
+    queued = find_status(events, "queued");
+    cr_assert_not_null(queued, "a waiting run says it is queued");
+    cr_expect_eq(json_integer_value(json_object_get(queued, "position")), 1);
+    json_decref(events);
+    events = run_events(third);
+    cr_expect_eq(json_integer_value(json_object_get(find_status(events, "queued"), "position")), 2);
+    json_decref(events);
+    events = run_events(first);
+    cr_expect_null(find_status(events, "queued"), "the first run does not wait");
+    json_decref(events);
+
+    fake_request_reply(request(0), json_pack("{s:s, s:i}", "status", "ok", "execution_count", 1));
+    cr_expect_eq(fake_kernel_seen(kernel)->executes, 1, "a reply alone does not end the run");
+    fake_request_done(request(0));
+    cr_expect_str_eq(run_outcome(first), "ok");
+    cr_expect_eq(fake_kernel_seen(kernel)->executes, 2, "the next run starts when the first is done");
+    cr_expect_str_eq(fake_request_seen(request(1))->code, "second");
+    cr_expect_eq(gw_run_state(second), GW_RUN_RUNNING);
+    cr_expect_eq(gw_run_state(third), GW_RUN_QUEUED);
+    fake_request_complete(request(1), 2);
+    cr_expect_str_eq(fake_request_seen(request(2))->code, "third");
+    fake_request_complete(request(2), 3);
+    cr_expect_str_eq(run_outcome(third), "ok");
+    cr_expect_eq(fake_kernel_seen(kernel)->executes, 3);
+}
+
+ENGINE_TEST(kernel_runs, a_full_queue_refuses_runs)
+{
+    gw_context_t *ctx = ready_context();
+    gw_kernel_run_options_t opts = {.code = "x", .timeout_ms = 1000};
+    gw_run_t *run = NULL;
+
+    eng.config.max_queue = 1;
+    engine_submit(ctx, "running");
+    engine_submit(ctx, "waiting");
+    cr_expect_eq(gw_kernel_run_submit(ctx, &opts, &run), GW_EQUEUEFULL, "max_queue runs already wait");
+    cr_expect_null(run);
+    cr_expect_eq(gw_kernel_runs_count(ctx), 2);
+    fake_request_complete(request(0), 1);
+    cr_expect_eq(gw_kernel_run_submit(ctx, &opts, &run), 0, "a place in the queue frees up when a run ends");
+}
+
+ENGINE_TEST(kernel_runs, a_dead_kernel_refuses_runs)
+{
+    gw_context_t *ctx = ready_context();
+    gw_kernel_run_options_t opts = {.code = "x", .timeout_ms = 1000};
+    gw_run_t *run = NULL;
+
+    fake_kernel_die(kernel, "killed by signal 9 (SIGKILL)");
+    cr_expect_eq(gw_kernel_run_submit(ctx, &opts, &run), GW_EKERNELDEAD);
+    cr_expect_null(run);
+}
+
+ENGINE_TEST(kernel_runs, kernel_death_ends_the_running_and_the_queued_runs)
+{
+    gw_context_t *ctx = ready_context();
+    gw_run_t *running = engine_submit(ctx, "a"), *queued = engine_submit(ctx, "b");
+    json_t *events;
+
+    fake_kernel_die(kernel, "killed by signal 9 (SIGKILL)");
+    events = run_events(running);
+    cr_expect_str_eq(only_error(events), "KernelDied");
+    cr_expect_str_eq(error_evalue(events), "killed by signal 9 (SIGKILL)");
+    json_decref(events);
+    cr_expect_str_eq(run_error(queued), "KernelDied", "a queued run does not wait forever");
+    cr_expect_str_eq(run_outcome(running), "kernel_died");
+    cr_expect_str_eq(run_outcome(queued), "kernel_died");
+    cr_expect_eq(gw_kernel_runs_count(ctx), 0);
+    cr_expect_eq(fake_kernel_seen(kernel)->executes, 1);
+}
+
+ENGINE_TEST(kernel_runs, stop_cancels_a_queued_run)
+{
+    gw_context_t *ctx = ready_context();
+    gw_run_t *running = engine_submit(ctx, "a"), *queued = engine_submit(ctx, "b");
+    json_t *events;
+
+    gw_run_stop(queued);
+    events = run_events(queued);
+    cr_expect_str_eq(only_error(events), "Cancelled");
+    cr_expect_str_eq(json_string_value(json_object_get(json_array_get(events, json_array_size(events) - 1), "type")),
+                     "execution_complete");
+    json_decref(events);
+    cr_expect_str_eq(run_outcome(queued), "cancelled");
+    cr_expect_eq(fake_kernel_seen(kernel)->interrupts, 0, "the running run is left alone");
+    cr_expect_eq(gw_run_state(running), GW_RUN_RUNNING);
+    fake_request_complete(request(0), 1);
+    cr_expect_eq(fake_kernel_seen(kernel)->executes, 1, "a cancelled run is never sent");
+    cr_expect_eq(gw_kernel_runs_count(ctx), 0);
+}
+
+ENGINE_TEST(kernel_runs, stop_interrupts_a_running_run)
+{
+    gw_context_t *ctx = ready_context();
+    gw_run_t *run = engine_submit(ctx, "while True: pass");
+
+    gw_run_stop(run);
+    cr_expect_eq(fake_kernel_seen(kernel)->interrupts, 1);
+    cr_expect_eq(gw_run_state(run), GW_RUN_RUNNING, "the kernel decides how the run ends");
+    kernel_error(request(0), "KeyboardInterrupt", "");
+    cr_expect_str_eq(run_error(run), "KeyboardInterrupt");
+    cr_expect_str_eq(run_outcome(run), "error");
+}
+
+ENGINE_TEST(kernel_runs, an_input_request_waits_for_gw_run_input)
+{
+    gw_context_t *ctx = ready_context();
+    gw_run_t *queued, *run = submit_with(ctx, "input('Name: ')", 60000, 1);
+    json_t *events, *ask, *replies = fake_request_seen(request(0))->input_replies;
+
+    queued = submit_with(ctx, "input()", 60000, 1);
+    cr_expect(fake_request_seen(request(0))->allow_stdin);
+    cr_expect_eq(gw_run_input(run, "early"), GW_ENOINPUT, "nothing is asked yet");
+    cr_expect_eq(gw_run_input(queued, "early"), GW_ENOINPUT, "a queued run is asked nothing");
+    fake_request_input(request(0), "Name: ", 0);
+    events = run_events(run);
+    ask = find_type(events, "input_request");
+    cr_assert_not_null(ask);
+    cr_expect_str_eq(json_string_value(json_object_get(ask, "text")), "Name: ");
+    cr_expect(json_is_false(json_object_get(ask, "password")));
+    json_decref(events);
+    cr_expect_eq(gw_run_input(run, "Ada"), 0);
+    cr_assert_eq(json_array_size(replies), 1);
+    cr_expect_str_eq(json_string_value(json_array_get(replies, 0)), "Ada");
+    cr_expect_eq(gw_run_input(run, "again"), GW_ENOINPUT, "one answer per request");
+    fake_request_input(request(0), "Password: ", 1);
+    events = run_events(run);
+    cr_expect_eq(count_type(events, "input_request"), 2);
+    json_decref(events);
+    cr_expect_eq(gw_run_input(run, "secret"), 0);
+    cr_expect_eq(json_array_size(replies), 2);
+    fake_request_complete(request(0), 1);
+    cr_expect_eq(gw_run_input(run, "late"), GW_ENOINPUT, "a finished run awaits nothing");
+}
+
+ENGINE_TEST(kernel_runs, an_input_request_without_allow_stdin_gets_an_empty_line)
+{
+    gw_context_t *ctx = ready_context();
+    gw_run_t *run = submit_with(ctx, "input()", 60000, 0);
+    json_t *events, *replies = fake_request_seen(request(0))->input_replies;
+
+    cr_expect_not(fake_request_seen(request(0))->allow_stdin);
+    fake_request_input(request(0), "", 0);
+    cr_assert_eq(json_array_size(replies), 1, "answered at once, never a hang");
+    cr_expect_str_eq(json_string_value(json_array_get(replies, 0)), "");
+    events = run_events(run);
+    cr_expect_null(find_type(events, "input_request"));
+    json_decref(events);
+    cr_expect_eq(gw_run_input(run, "x"), GW_ENOINPUT);
+}
+
+static int interrupted(void *arg)
+{
+    (void)arg;
+    return fake_kernel_seen(kernel)->interrupts > 0;
+}
+
+static int restarted(void *arg)
+{
+    (void)arg;
+    return fake_kernel_seen(kernel)->restarts > 0;
+}
+
+static int finished(void *arg)
+{
+    return gw_run_state(arg) == GW_RUN_FINISHED;
+}
+
+ENGINE_TEST(kernel_runs, a_timeout_interrupts_then_restarts_and_reports_one_timeout_error)
+{
+    gw_context_t *ctx = ready_context();
+    gw_run_t *run = submit_with(ctx, "while True: pass", 20, 0), *queued = submit_with(ctx, "after", 60000, 0);
+    int64_t interrupted_at;
+    json_t *events;
+
+    cr_assert(engine_run_until(interrupted, NULL, 5000, 1), "the run is interrupted past its timeout");
+    interrupted_at = gw_now_ms();
+    cr_expect_eq(fake_kernel_seen(kernel)->restarts, 0);
+    /* what the interrupt makes the kernel say is not the run's story: TimeoutError is */
+    fake_request_iopub(request(0), "error", error_content("KeyboardInterrupt", ""));
+    cr_assert(engine_run_until(restarted, NULL, 5000, 1), "the kernel that does not stop is restarted");
+    cr_expect_geq(gw_now_ms() - interrupted_at, (int64_t)eng.config.timeout_grace_ms - 5, "after timeout_grace_ms");
+    cr_assert(engine_run_until(finished, run, 5000, 1));
+    events = run_events(run);
+    cr_expect_str_eq(only_error(events), "TimeoutError");
+    cr_expect_not_null(strstr(error_evalue(events), "restarted"));
+    cr_expect_not_null(find_status(events, "restarting"));
+    json_decref(events);
+    cr_expect_str_eq(run_outcome(run), "timeout");
+    events = run_events(queued);
+    cr_expect_not_null(find_status(events, "restarting"), "queued runs hear that state is lost");
+    json_decref(events);
+    cr_expect_eq(fake_kernel_seen(kernel)->interrupts, 1);
+    cr_expect_eq(fake_kernel_seen(kernel)->restarts, 1);
+    /* the restarted kernel comes back and the queue goes on */
+    fake_kernel_set_state(kernel, KMGR_KERNEL_IDLE);
+    cr_expect_eq(fake_kernel_seen(kernel)->executes, 2);
+    fake_request_complete(request(1), 1);
+    cr_expect_str_eq(run_outcome(queued), "ok");
+}
+
+/* The kernel stops when interrupted; the run must end with one `ename` error, as a timeout. Returns its evalue. */
+static const char *stop_and_expect_timeout(gw_run_t *run, const char *ename)
+{
+    static char evalue[256];
+    json_t *events;
+
+    kernel_error(request(0), "KeyboardInterrupt", "");
+    events = run_events(run);
+    cr_expect_str_eq(only_error(events), ename);
+    snprintf(evalue, sizeof(evalue), "%s", error_evalue(events));
+    json_decref(events);
+    cr_expect_str_eq(run_outcome(run), "timeout");
+    return evalue;
+}
+
+ENGINE_TEST(kernel_runs, a_timeout_the_interrupt_stops_reports_one_timeout_error)
+{
+    gw_context_t *ctx = ready_context();
+    gw_run_t *run = submit_with(ctx, "import time; time.sleep(10)", 20, 0);
+
+    cr_assert(engine_run_until(interrupted, NULL, 5000, 1));
+    cr_expect_null(strstr(stop_and_expect_timeout(run, "TimeoutError"), "restarted"));
+    engine_run_for(3 * eng.config.timeout_grace_ms, 1);
+    cr_expect_eq(fake_kernel_seen(kernel)->restarts, 0, "a kernel that stopped is not restarted");
+}
+
+ENGINE_TEST(kernel_runs, an_unanswered_input_request_ends_the_run_with_stdin_timeout)
+{
+    gw_context_t *ctx = ready_context();
+    gw_kernel_run_options_t opts = {
+        .code = "input()", .timeout_ms = 60000, .allow_stdin = 1, .stdin_timeout_ms = 20, .limits = {1u << 20, 1u << 20}};
+    gw_run_t *run = NULL;
+
+    cr_assert_eq(gw_kernel_run_submit(ctx, &opts, &run), 0);
+    engine_run_for(40, 1);
+    cr_expect_eq(fake_kernel_seen(kernel)->interrupts, 0, "the stdin wait counts from the input request");
+    fake_request_input(request(0), "? ", 0);
+    cr_assert(engine_run_until(interrupted, NULL, 5000, 1), "an input request unanswered for stdin_timeout_ms interrupts");
+    cr_expect_eq(gw_run_input(run, "late"), GW_ENOINPUT, "the question is withdrawn");
+    cr_expect_not_null(strstr(stop_and_expect_timeout(run, "StdinTimeout"), "20 ms"));
+}
+
+ENGINE_TEST(kernel_runs, an_error_reported_on_iopub_and_in_the_reply_is_one_error)
+{
+    gw_context_t *ctx = ready_context();
+    gw_run_t *run = engine_submit(ctx, "1/0"), *reply_first = engine_submit(ctx, "1/0");
+    json_t *events, *error;
+
+    kernel_error(request(0), "ZeroDivisionError", "division by zero");
+    events = run_events(run);
+    cr_expect_str_eq(only_error(events), "ZeroDivisionError");
+    error = json_object_get(find_type(events, "error"), "error");
+    cr_expect_str_eq(json_string_value(json_array_get(json_object_get(error, "traceback"), 0)), "Traceback",
+                     "ANSI codes are stripped");
+    json_decref(events);
+    cr_expect_str_eq(run_outcome(run), "error");
+    /* shell and iopub are separate sockets: the reply may come first */
+    fake_request_reply(request(1), error_content("ZeroDivisionError", "division by zero"));
+    fake_request_iopub(request(1), "error", error_content("ZeroDivisionError", "division by zero"));
+    fake_request_done(request(1));
+    cr_expect_str_eq(run_error(reply_first), "ZeroDivisionError");
+    cr_expect_str_eq(run_outcome(reply_first), "error");
+}
+
+ENGINE_TEST(kernel_runs, an_error_only_in_the_reply_is_reported)
+{
+    gw_context_t *ctx = ready_context();
+    gw_run_t *aborted = engine_submit(ctx, "a"), *failed = engine_submit(ctx, "b");
+
+    fake_request_reply(request(0), json_pack("{s:s}", "status", "aborted"));
+    fake_request_done(request(0));
+    fake_request_reply(request(1), error_content("NameError", "name 'b' is not defined"));
+    fake_request_done(request(1));
+    cr_expect_str_eq(run_error(aborted), "ExecutionAborted", "never a silent success");
+    cr_expect_str_eq(run_error(failed), "NameError");
+    cr_expect_str_eq(run_outcome(aborted), "error");
+    cr_expect_str_eq(run_outcome(failed), "error");
+}
+
+ENGINE_TEST(kernel_runs, shutdown_abandons_the_kernel_requests)
+{
+    gw_context_t *ctx = ready_context();
+    gw_run_t *running = engine_submit(ctx, "a"), *queued = engine_submit(ctx, "b");
+
+    gw_runs_shutdown(&eng.runs);
+    cr_expect(fake_request_seen(request(0))->cancelled, "the kernel no longer calls back into the run");
+    cr_expect_eq(gw_kernel_runs_count(ctx), 0);
+    cr_expect_str_eq(run_error(queued), "ServerShutdown");
+    cr_expect_str_eq(run_outcome(running), "cancelled");
+    fake_request_complete(request(0), 1); /* heard by nobody */
+    cr_expect_eq(fake_kernel_seen(kernel)->executes, 1);
+}

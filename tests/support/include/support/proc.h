@@ -1,0 +1,46 @@
+/* support/proc.h: what /proc tells about processes: descendants, liveness, CPU time, resident memory. */
+#ifndef KGATE_SUPPORT_PROC_H
+#define KGATE_SUPPORT_PROC_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/** A process, named so that a reused PID is not mistaken for it. */
+typedef struct st_ts_proc_t {
+    pid_t pid;
+    unsigned long long starttime; /* /proc/<pid>/stat field 22; 0 matches any process with that PID */
+} ts_proc_t;
+
+/** Collects every live descendant of `root` (not `root` itself) into `out` (at most `max`); returns how many. */
+size_t ts_descendants(pid_t root, ts_proc_t *out, size_t max);
+
+/** 1 if that process (same PID and start time) still exists and is not a zombie, else 0. */
+int ts_proc_alive(const ts_proc_t *p);
+
+/** The live process (not a zombie) that holds `pid` now, with its start time, in `*out`: 0, or TS_EIO when there is none. */
+int ts_proc_get(pid_t pid, ts_proc_t *out);
+
+/** CPU time (user + system) that process `pid` has used so far, in milliseconds, or -1 if /proc cannot tell. */
+int64_t ts_proc_cpu_ms(pid_t pid);
+
+/** The resident set size of process `pid` (VmRSS of /proc/<pid>/status) in KiB, or -1 if unknown. */
+long long ts_proc_rss_kb(pid_t pid);
+
+/** Samples a process's VmRSS on a thread of its own, keeping the peak: a memory bound measured while the process works. */
+typedef struct st_ts_rss_sampler_t {
+    pid_t pid;
+    int period_ms;
+    int stop;          /* set by ts_rss_sampler_stop (atomically) */
+    long long peak_kb; /* the largest VmRSS seen so far, -1 before any */
+    pthread_t thread;
+} ts_rss_sampler_t;
+
+/** Starts sampling `pid` every `period_ms`. 0, or TS_EIO when the thread cannot be started. */
+int ts_rss_sampler_start(ts_rss_sampler_t *s, pid_t pid, int period_ms);
+
+/** Stops the sampling (waits for its thread) and returns the peak in KiB, -1 when no sample could be read. */
+long long ts_rss_sampler_stop(ts_rss_sampler_t *s);
+
+#endif

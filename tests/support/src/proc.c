@@ -1,0 +1,163 @@
+/* tests/support/src/proc.c: processes as /proc/<pid>/stat and /proc/<pid>/status describe them. */
+#include <ctype.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "support/base.h"
+#include "support/proc.h"
+
+/* Reads /proc/<pid>/stat into `buf` and returns where the fields after comm begin, or NULL. */
+static const char *stat_fields(pid_t pid, char *buf, size_t size)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    ssize_t n = read(fd, buf, size - 1);
+    close(fd);
+    if (n <= 0)
+        return NULL;
+    buf[n] = '\0';
+    /* comm may contain spaces and parentheses: fields resume after the last ')'. */
+    char *p = strrchr(buf, ')');
+    return p != NULL ? p + 1 : NULL;
+}
+
+static int read_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *starttime)
+{
+    char buf[1024];
+    const char *p = stat_fields(pid, buf, sizeof(buf));
+    if (p == NULL)
+        return TS_EIO;
+    int ppid_i;
+    if (sscanf(p, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", state, &ppid_i, starttime) !=
+        3)
+        return TS_EPROTO;
+    *ppid = ppid_i;
+    return 0;
+}
+
+size_t ts_descendants(pid_t root, ts_proc_t *out, size_t max)
+{
+    DIR *d = opendir("/proc");
+    if (d == NULL)
+        return 0;
+    size_t cap = 1024, n = 0;
+    struct {
+        pid_t pid, ppid;
+        unsigned long long starttime;
+    } *all = ts_malloc(cap * sizeof(*all));
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (!isdigit((unsigned char)de->d_name[0]))
+            continue;
+        pid_t pid = (pid_t)atoi(de->d_name);
+        char state;
+        pid_t ppid;
+        unsigned long long st;
+        if (read_stat(pid, &state, &ppid, &st) != 0 || state == 'Z')
+            continue;
+        if (n == cap) {
+            cap *= 2;
+            all = ts_realloc(all, cap * sizeof(*all));
+        }
+        all[n].pid = pid;
+        all[n].ppid = ppid;
+        all[n].starttime = st;
+        n++;
+    }
+    closedir(d);
+    /* Breadth-first from root over the parent links; out[] doubles as the queue. */
+    size_t count = 0, head = 0;
+    pid_t parent = root;
+    for (;;) {
+        for (size_t i = 0; i < n && count < max; i++)
+            if (all[i].ppid == parent) {
+                out[count].pid = all[i].pid;
+                out[count].starttime = all[i].starttime;
+                count++;
+            }
+        if (head >= count)
+            break;
+        parent = out[head++].pid;
+    }
+    free(all);
+    return count;
+}
+
+int ts_proc_get(pid_t pid, ts_proc_t *out)
+{
+    char state;
+    pid_t ppid;
+    unsigned long long st;
+    if (read_stat(pid, &state, &ppid, &st) != 0 || state == 'Z')
+        return TS_EIO;
+    out->pid = pid;
+    out->starttime = st;
+    return 0;
+}
+
+int ts_proc_alive(const ts_proc_t *p)
+{
+    ts_proc_t now;
+    return ts_proc_get(p->pid, &now) == 0 && (p->starttime == 0 || now.starttime == p->starttime);
+}
+
+int64_t ts_proc_cpu_ms(pid_t pid)
+{
+    char buf[1024];
+    const char *p = stat_fields(pid, buf, sizeof(buf));
+    unsigned long long utime, stime;
+    if (p == NULL || sscanf(p, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+        return -1;
+    long hz = sysconf(_SC_CLK_TCK);
+    return hz > 0 ? (int64_t)((utime + stime) * 1000 / (unsigned long long)hz) : -1;
+}
+
+long long ts_proc_rss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    long long kb = -1;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "VmRSS: %lld kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb;
+}
+
+static void *sample_rss(void *arg)
+{
+    ts_rss_sampler_t *s = arg;
+
+    while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
+        long long kb = ts_proc_rss_kb(s->pid);
+        if (kb > s->peak_kb)
+            s->peak_kb = kb;
+        ts_sleep_ms(s->period_ms);
+    }
+    return NULL;
+}
+
+int ts_rss_sampler_start(ts_rss_sampler_t *s, pid_t pid, int period_ms)
+{
+    s->pid = pid;
+    s->period_ms = period_ms;
+    s->stop = 0;
+    s->peak_kb = -1;
+    return pthread_create(&s->thread, NULL, sample_rss, s) == 0 ? 0 : TS_EIO;
+}
+
+long long ts_rss_sampler_stop(ts_rss_sampler_t *s)
+{
+    __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(s->thread, NULL);
+    return s->peak_kb;
+}
