@@ -1,6 +1,4 @@
-/* wire_json_parse must accept what jansson accepts and build identical values (one documented exception).
- * Over 600 lines because the differential cases against jansson (numbers of every length and form,
- * escapes and UTF-8 at every offset) are one body of evidence best read in one place. */
+/* wire_json_parse must accept what jansson accepts and build identical values (one documented exception). */
 #include <ctype.h>
 #include <limits.h>
 #include <math.h>
