@@ -238,7 +238,10 @@ int gw_ws_sendv(gw_ws_t *ws, int is_binary, const h2o_iovec_t *bufs, size_t n)
         return GW_EWSCLOSED;
     for (i = 0; i != n; ++i)
         len += bufs[i].len;
-    if (wslay_event_get_queued_msg_length(ws->conn->ws_ctx) + len > ws->max_queued_bytes) {
+    /* Refused only once the queue is already past its bound: a peer that keeps up can take a message
+     * bigger than the bound (a kernel's 50 MB output), and the memory held stays under the bound plus
+     * one message. */
+    if (wslay_event_get_queued_msg_length(ws->conn->ws_ctx) > ws->max_queued_bytes) {
         /* the peer stopped reading: cut it off rather than buffer without limit */
         schedule_cut(ws, GW_WS_POLICY_VIOLATION);
         return GW_EWSFULL;
