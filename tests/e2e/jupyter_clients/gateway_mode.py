@@ -302,7 +302,7 @@ def main():
             failed += 1
             detail = str(e) if isinstance(e, StepError) else "%s: %s" % (type(e).__name__, e)
             emit(step=name, ok=False, ms=int((time.monotonic() - t0) * 1000), detail=detail)
-            if name in ("api", "start", "connect"):
+            if name in ("start", "connect"):
                 break  # later steps need a kernel and its channels
 
     # Leave nothing running, whatever failed.

@@ -345,7 +345,7 @@ for (const [name, fn] of steps) {
         failed++;
         emit({ step: name, ok: false, ms: Date.now() - t0, detail: e instanceof StepError ? e.message : String(e && e.stack ? e.stack : e) });
         // Later steps need a kernel: without one they would only repeat this failure.
-        if (name === 'start' || name === 'api') break;
+        if (name === 'start') break;
     }
 }
 
