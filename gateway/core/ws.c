@@ -7,11 +7,14 @@
 #include "core/http.h"
 #include "core/ws.h"
 
-/* A message this big or bigger leaves as fragments read from kgate's one copy of it: wslay_event_queue_msg
- * would copy it whole, and h2o 2.2.5's send callback copies whatever wslay hands it, whole again. */
-#define FRAGMENTED_MIN ((size_t)64 << 10)
+/* A message this big or bigger is framed by kgate and written from its one copy (see direct_t). */
+#define DIRECT_MIN ((size_t)64 << 10)
 #define DEFAULT_MAX_MESSAGE (64u << 20)
 #define DEFAULT_MAX_QUEUED (16u << 20)
+/* How long the queue may stay past max_queued_bytes (a peer that keeps reading drains a big message
+ * well within it), and how far past it it may ever go (HARD_BOUND_FACTOR times it). */
+#define OVER_BOUND_MS 10000
+#define HARD_BOUND_FACTOR 4
 /* Ping intervals of silence after which the peer is presumed gone. */
 #define SILENT_PINGS 3
 
@@ -20,7 +23,8 @@ struct st_gw_ws_t {
     gw_host_t *host;
     gw_ws_callbacks_t callbacks;
     void *data;
-    size_t max_queued_bytes;
+    size_t max_queued_bytes, hard_queued_bytes;
+    int64_t over_bound_since_ms; /* when the queue went past max_queued_bytes; 0: it is not */
     int64_t last_recv_ms;
     h2o_timeout_entry_t flush_entry; /* h2o_websocket_proceed from the loop */
     h2o_timeout_entry_t ping_entry;  /* keep-alive, silence, and the closing handshake's grace */
@@ -29,42 +33,36 @@ struct st_gw_ws_t {
     uint16_t cut_code;
     uint8_t close_reason[123];
     size_t close_reason_len;
-    unsigned closing : 1;      /* gw_ws_close was called or a close frame was received: no more messages */
-    unsigned closed : 1;       /* on_close was called */
-    h2o_linklist_t fragmented; /* fragmented_t queued in wslay and not read whole yet */
-    size_t fragmented_bytes;   /* their bytes not read yet (wslay counts none of them) */
+    unsigned closing : 1;        /* gw_ws_close was called or a close frame was received: no more messages */
+    unsigned closed : 1;         /* on_close was called */
+    h2o_linklist_t direct;       /* direct_t waiting or being written, oldest first */
+    size_t direct_bytes;         /* their bytes */
+    unsigned direct_writing : 1; /* the head of `direct` is being written */
+    unsigned peer_gone : 1;      /* h2o reported the end while a direct write was in flight */
 };
 
-/* A big message wslay sends as fragments, read from here (source.data) a frame at a time. */
-typedef struct st_fragmented_t {
-    h2o_linklist_t link; /* in ws->fragmented */
-    gw_ws_t *ws;
-    size_t len, off;
+/*
+ * A message kgate frames and writes itself, from its one copy. wslay_event_queue_msg copies a
+ * message whole, and h2o 2.2.5's send callback copies whatever wslay hands it, whole again: a 50 MB
+ * kernel output held three copies at once. wslay's fragmented messages avoid the copies but cut the
+ * message into 4 KiB frames, which clients that join frames by concatenation (tornado, Python's
+ * websocket-client) take in quadratic time. So a big message is one frame, written here while wslay
+ * has nothing to write; the socket is then busy, and wslay waits (h2o's send callback would block).
+ * Once one message waits here, later ones queue behind it, so that order is kept.
+ */
+typedef struct st_direct_t {
+    h2o_linklist_t link; /* in ws->direct */
+    h2o_iovec_t bufs[2]; /* the frame header, the payload */
+    uint8_t header[10];
+    size_t len; /* header and payload */
     uint8_t data[];
-} fragmented_t;
+} direct_t;
 
-static void fragmented_free(fragmented_t *m)
+static void direct_free(gw_ws_t *ws, direct_t *m)
 {
-    m->ws->fragmented_bytes -= m->len - m->off;
+    ws->direct_bytes -= m->len;
     h2o_linklist_unlink(&m->link);
     free(m);
-}
-
-static ssize_t read_fragment(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, const union wslay_event_msg_source *source,
-                             int *eof, void *user_data)
-{
-    fragmented_t *m = source->data;
-    size_t n = m->len - m->off < len ? m->len - m->off : len;
-
-    (void)ctx, (void)user_data;
-    memcpy(buf, m->data + m->off, n);
-    m->off += n;
-    m->ws->fragmented_bytes -= n;
-    if (m->off == m->len) {
-        *eof = 1;
-        fragmented_free(m); /* wslay reads a source no more once it said eof */
-    }
-    return (ssize_t)n;
 }
 
 int gw_ws_is_upgrade(h2o_req_t *req)
@@ -102,7 +100,7 @@ void *gw_ws_data(gw_ws_t *ws)
 
 size_t gw_ws_queued_bytes(gw_ws_t *ws)
 {
-    return ws->conn != NULL ? wslay_event_get_queued_msg_length(ws->conn->ws_ctx) + ws->fragmented_bytes : 0;
+    return ws->conn != NULL ? wslay_event_get_queued_msg_length(ws->conn->ws_ctx) + ws->direct_bytes : 0;
 }
 
 static void unlink_entry(h2o_timeout_entry_t *entry)
@@ -125,9 +123,9 @@ static void finish(gw_ws_t *ws, uint16_t code)
         h2o_websocket_close(ws->conn);
         ws->conn = NULL;
     }
-    /* wslay freed its queue without reading these to the end */
-    while (!h2o_linklist_is_empty(&ws->fragmented))
-        fragmented_free(H2O_STRUCT_FROM_MEMBER(fragmented_t, link, ws->fragmented.next));
+    /* the socket is gone, and any write of these with it (h2o calls a disposed socket's callbacks no more) */
+    while (!h2o_linklist_is_empty(&ws->direct))
+        direct_free(ws, H2O_STRUCT_FROM_MEMBER(direct_t, link, ws->direct.next));
     ws->callbacks.on_close(ws, code);
     free(ws);
 }
@@ -153,18 +151,83 @@ static void on_cut(h2o_timeout_entry_t *entry)
     finish(ws, ws->cut_code);
 }
 
+static void write_direct(gw_ws_t *ws);
+
 static void on_flush(h2o_timeout_entry_t *entry)
 {
     gw_ws_t *ws = H2O_STRUCT_FROM_MEMBER(gw_ws_t, flush_entry, entry);
 
+    if (ws->conn == NULL || ws->conn->sock == NULL)
+        return;
+    /* wslay first (control frames, the messages queued before the direct ones), then a direct write */
+    if (!ws->direct_writing && !h2o_linklist_is_empty(&ws->direct) && !h2o_socket_is_writing(ws->conn->sock) &&
+        !wslay_event_want_write(ws->conn->ws_ctx)) {
+        write_direct(ws);
+        return;
+    }
     /* may end in on_h2o_message(NULL), which frees ws: nothing may touch it afterwards */
-    if (ws->conn != NULL && ws->conn->sock != NULL)
-        h2o_websocket_proceed(ws->conn);
+    h2o_websocket_proceed(ws->conn);
 }
 
 static void schedule_flush(gw_ws_t *ws)
 {
     gw_host_defer(ws->host, &ws->flush_entry);
+}
+
+static void on_direct_written(h2o_socket_t *sock, const char *err)
+{
+    h2o_websocket_conn_t *conn = sock->data;
+    gw_ws_t *ws = conn->data;
+
+    ws->direct_writing = 0;
+    direct_free(ws, H2O_STRUCT_FROM_MEMBER(direct_t, link, ws->direct.next));
+    if (err != NULL || ws->peer_gone) {
+        finish(ws, ws->cut_code != 0 ? ws->cut_code : peer_code(ws));
+        return;
+    }
+    /* what waited behind it: wslay's frames (pings, pongs), the next direct message */
+    schedule_flush(ws);
+}
+
+static void write_direct(gw_ws_t *ws)
+{
+    direct_t *m = H2O_STRUCT_FROM_MEMBER(direct_t, link, ws->direct.next);
+
+    ws->direct_writing = 1;
+    h2o_socket_write(ws->conn->sock, m->bufs, 2, on_direct_written);
+}
+
+/* Queues a message for write_direct: a server's frame (RFC 6455 5.2: unmasked, FIN set), one copy. */
+static void queue_direct(gw_ws_t *ws, int opcode, const h2o_iovec_t *bufs, size_t n, size_t len)
+{
+    direct_t *m = wire_malloc(sizeof(*m) + len);
+    size_t hlen = 2, off = 0;
+
+    memset(m, 0, sizeof(*m));
+    m->header[0] = (uint8_t)(0x80 | opcode);
+    if (len < 126) {
+        m->header[1] = (uint8_t)len;
+    } else if (len < 65536) {
+        m->header[1] = 126;
+        m->header[2] = (uint8_t)(len >> 8);
+        m->header[3] = (uint8_t)len;
+        hlen = 4;
+    } else {
+        m->header[1] = 127;
+        for (int i = 0; i != 8; ++i)
+            m->header[2 + i] = (uint8_t)((uint64_t)len >> (56 - 8 * i));
+        hlen = 10;
+    }
+    for (size_t i = 0; i != n; ++i) {
+        memcpy(m->data + off, bufs[i].base, bufs[i].len);
+        off += bufs[i].len;
+    }
+    m->bufs[0] = h2o_iovec_init(m->header, hlen);
+    m->bufs[1] = h2o_iovec_init(m->data, len);
+    m->len = hlen + len;
+    h2o_linklist_insert(&ws->direct, &m->link);
+    ws->direct_bytes += m->len;
+    schedule_flush(ws);
 }
 
 static void on_ping(h2o_timeout_entry_t *entry)
@@ -194,8 +257,10 @@ static void on_h2o_message(h2o_websocket_conn_t *conn, const struct wslay_event_
         /* the closing handshake is over, the peer is gone, or the socket failed. h2o 2.2.5 reports the
          * end while the last frame (our close reply) may still be being written, and closing the
          * socket then leaks that write: wait, h2o calls back again once the write completes */
-        if (conn->sock != NULL && h2o_socket_is_writing(conn->sock) && !ws->closed)
+        if (conn->sock != NULL && h2o_socket_is_writing(conn->sock) && !ws->closed) {
+            ws->peer_gone = ws->direct_writing; /* then on_direct_written finishes it, h2o's callback will not */
             return;
+        }
         finish(ws, ws->cut_code != 0 ? ws->cut_code : peer_code(ws));
         return;
     }
@@ -223,7 +288,7 @@ static void queue_close(gw_ws_t *ws)
 {
     if (ws->conn == NULL)
         return;
-    if (wslay_event_get_queued_msg_count(ws->conn->ws_ctx) != 0) {
+    if (wslay_event_get_queued_msg_count(ws->conn->ws_ctx) != 0 || !h2o_linklist_is_empty(&ws->direct)) {
         h2o_timeout_link(ws->host->loop, &ws->host->yield_timeout, &ws->drain_entry);
         return;
     }
@@ -248,10 +313,11 @@ gw_ws_t *gw_ws_upgrade(h2o_req_t *req, gw_host_t *host, const char *subprotocol,
     }
     ws = wire_calloc(1, sizeof(*ws));
     ws->host = host;
-    h2o_linklist_init_anchor(&ws->fragmented);
+    h2o_linklist_init_anchor(&ws->direct);
     ws->callbacks = *callbacks;
     ws->data = data;
     ws->max_queued_bytes = limits != NULL && limits->max_queued_bytes != 0 ? limits->max_queued_bytes : DEFAULT_MAX_QUEUED;
+    ws->hard_queued_bytes = ws->max_queued_bytes * HARD_BOUND_FACTOR;
     ws->last_recv_ms = gw_now_ms();
     ws->flush_entry.cb = on_flush;
     ws->ping_entry.cb = on_ping;
@@ -268,6 +334,29 @@ gw_ws_t *gw_ws_upgrade(h2o_req_t *req, gw_host_t *host, const char *subprotocol,
     return ws;
 }
 
+/*
+ * The peer stopped reading when the queue stays past max_queued_bytes for OVER_BOUND_MS, or would
+ * pass hard_queued_bytes (a message of any size still goes to an empty queue): a peer that reads
+ * takes a big message (a kernel's 50 MB output) and what follows it without being cut off, and
+ * memory stays under the hard bound or one message.
+ */
+static int is_over_bound(gw_ws_t *ws, size_t len)
+{
+    size_t queued = gw_ws_queued_bytes(ws);
+    int64_t now;
+
+    if (queued + len > ws->hard_queued_bytes && queued != 0)
+        return 1;
+    if (queued <= ws->max_queued_bytes) {
+        ws->over_bound_since_ms = 0;
+        return 0;
+    }
+    now = gw_now_ms();
+    if (ws->over_bound_since_ms == 0)
+        ws->over_bound_since_ms = now;
+    return now - ws->over_bound_since_ms > OVER_BOUND_MS;
+}
+
 int gw_ws_sendv(gw_ws_t *ws, int is_binary, const h2o_iovec_t *bufs, size_t n)
 {
     struct wslay_event_msg msg = {is_binary ? WSLAY_BINARY_FRAME : WSLAY_TEXT_FRAME, NULL, 0};
@@ -279,31 +368,14 @@ int gw_ws_sendv(gw_ws_t *ws, int is_binary, const h2o_iovec_t *bufs, size_t n)
         return GW_EWSCLOSED;
     for (i = 0; i != n; ++i)
         len += bufs[i].len;
-    /* Refused only once the queue is already past its bound: a peer that keeps up can take a message
-     * bigger than the bound (a kernel's 50 MB output), and the memory held stays under the bound plus
-     * one message. */
-    if (gw_ws_queued_bytes(ws) > ws->max_queued_bytes) {
+    if (is_over_bound(ws, len)) {
         /* the peer stopped reading: cut it off rather than buffer without limit */
         schedule_cut(ws, GW_WS_POLICY_VIOLATION);
         return GW_EWSFULL;
     }
-    if (len >= FRAGMENTED_MIN) {
-        fragmented_t *m = wire_malloc(sizeof(*m) + len);
-        struct wslay_event_fragmented_msg frag = {msg.opcode, {.data = m}, read_fragment};
-        memset(m, 0, sizeof(*m));
-        m->ws = ws;
-        m->len = len;
-        for (i = 0, len = 0; i != n; ++i) {
-            memcpy(m->data + len, bufs[i].base, bufs[i].len);
-            len += bufs[i].len;
-        }
-        h2o_linklist_insert(&ws->fragmented, &m->link);
-        ws->fragmented_bytes += len;
-        if (wslay_event_queue_fragmented_msg(ws->conn->ws_ctx, &frag) != 0) {
-            fragmented_free(m);
-            return GW_EWSCLOSED;
-        }
-        schedule_flush(ws);
+    /* behind a direct message, everything is direct: order is kept */
+    if (len >= DIRECT_MIN || !h2o_linklist_is_empty(&ws->direct)) {
+        queue_direct(ws, msg.opcode, bufs, n, len);
         return 0;
     }
     if (n == 1) {

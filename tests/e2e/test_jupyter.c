@@ -620,3 +620,78 @@ Test(jupyter, only_kernel_variables_of_a_clients_env_reach_the_kernel)
     free(text);
     free(id);
 }
+
+/* ---- big output and a socket that stops reading ---- */
+
+Test(jupyter, a_big_output_arrives_whole_over_both_framings)
+{
+    char *id = start_kernel("{}");
+
+    for (int v1 = 0; v1 != 2; ++v1) {
+        jws_t c;
+        json_t *msg;
+        size_t got = 0;
+        const char *exec_id;
+        char exec_copy[64];
+
+        cr_assert_eq(jws_open(&c, id, v1, NULL), 0);
+        /* one 24 MiB stream message: bigger than the socket's 16 MiB queue bound, which a client that reads must still get */
+        exec_id = jws_send(&c, "shell", "execute_request",
+                           execute_content("import sys; sys.stdout.write('y' * (24 << 20)); sys.stdout.flush()"), NULL);
+        snprintf(exec_copy, sizeof(exec_copy), "%s", exec_id);
+        int64_t deadline = wsc_now_ms() + 60000;
+        int replied = 0, idle = 0;
+        /* the reply (shell) and the output (iopub) come on two sockets of the kernel: no order between them */
+        while ((msg = jws_recv(&c, deadline)) != NULL) {
+            int ours = strcmp(field(msg, "parent_header", "msg_id"), exec_copy) == 0;
+            replied |= ours && strcmp(field(msg, "header", "msg_type"), "execute_reply") == 0;
+            idle |= ours && strcmp(field(msg, "content", "execution_state"), "idle") == 0;
+            if (ours && strcmp(field(msg, "header", "msg_type"), "stream") == 0)
+                got += strlen(field(msg, "content", "text"));
+            json_decref(msg);
+            if (replied && idle)
+                break;
+        }
+        cr_expect_eq(got, (size_t)24 << 20, "every byte of the output (framing %s): %zu", v1 ? "v1" : "legacy", got);
+        cr_assert_not_null(msg, "no execute_reply (framing %s): %s", v1 ? "v1" : "legacy", c.ws.error);
+        wsc_close(&c.ws);
+    }
+    free(id);
+}
+
+Test(jupyter, a_socket_that_stops_reading_is_cut_off_and_others_go_on)
+{
+    char *id = start_kernel("{}");
+    jws_t idle, other;
+    char out[64];
+    wsc_msg_t m;
+    int cut = 0;
+
+    cr_assert_eq(jws_open(&idle, id, 1, NULL), 0);
+    /* 256 MiB of output in 1 MiB prints while this socket reads nothing */
+    jws_send(&idle, "shell", "execute_request", execute_content("for i in range(256): print('z' * (1 << 20))"), NULL);
+    /* kgate must not hold it all: past its queue bound the socket is cut off */
+    int64_t deadline = wsc_now_ms() + 60000;
+    sleep(5);
+    while (!cut && wsc_now_ms() < deadline) {
+        if (wsc_recv(&idle.ws, deadline, &m) != 0) {
+            cut = 1; /* connection closed after the close frame, or reset */
+            break;
+        }
+        cut = m.opcode == WSC_CLOSE;
+        free(m.data);
+    }
+    cr_expect(cut, "a socket that stopped reading was never cut off");
+    wsc_close(&idle.ws);
+    /* the kernel and its other clients are fine */
+    cr_assert_eq(jws_open(&other, id, 0, NULL), 0);
+    char path[160];
+    ts_response_t r = {0};
+    snprintf(path, sizeof(path), "/api/kernels/%s/interrupt", id);
+    cr_assert_eq(request("POST", path, "", &r), 204);
+    ts_response_dispose(&r);
+    cr_assert_str_eq(jws_execute(&other, "print(6 * 7)", out, sizeof(out)), "ok");
+    cr_expect_str_eq(out, "42\n");
+    wsc_close(&other.ws);
+    free(id);
+}
