@@ -1,4 +1,4 @@
-/* A small blocking WebSocket client for tests (RFC 6455): no extensions, masked frames, pings answered. */
+/* tests/support/src/ws_client.c: a small blocking WebSocket client (RFC 6455): no extensions, masked frames, pings answered. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
-#include "ws_client.h"
+#include "support/ws_client.h"
 
 #define GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 

@@ -1,6 +1,6 @@
-/* tests/e2e/ws_client.h: a small blocking WebSocket client (RFC 6455) for tests: handshake, masked frames, close. */
-#ifndef KGATE_TESTS_WS_CLIENT_H
-#define KGATE_TESTS_WS_CLIENT_H
+/* support/ws_client.h: a small blocking WebSocket client (RFC 6455) for tests and the bench: handshake, masked frames, close. */
+#ifndef KGATE_SUPPORT_WS_CLIENT_H
+#define KGATE_SUPPORT_WS_CLIENT_H
 
 #include <stddef.h>
 #include <stdint.h>
