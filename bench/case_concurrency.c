@@ -70,7 +70,8 @@ static int open_websockets(client_t *clients, unsigned n)
 
     for (unsigned i = 0; i != n && err == 0; ++i) {
         snprintf(path, sizeof(path), "/api/kernels/%s/channels", clients[i].ctx);
-        if ((err = bench_jws_open(&clients[i].jws, clients[i].env->kgate->port, path, clients[i].env->timeout_ms)) == 0)
+        if ((err = bench_jws_open(&clients[i].jws, clients[i].env->kgate->port, path, clients[i].env->timeout_ms,
+                                  clients[i].env->ws_quickack)) == 0)
             err = bench_jws_wait_ready(&clients[i].jws);
     }
     return err;

@@ -73,7 +73,7 @@ static int open_peer(jcase_t *j)
     if ((err = bench_jserver_start_kernel(&j->server, KERNEL_NAME, &id)) != 0)
         return err;
     if ((err = bench_jws_open(&j->peer_ws, j->server.port, bench_jserver_channels_path(&j->server, id, path, sizeof(path)),
-                              env->timeout_ms)) != 0)
+                              env->timeout_ms, env->ws_quickack)) != 0)
         return err;
     return bench_jws_wait_ready(&j->peer_ws);
 }
@@ -103,7 +103,7 @@ int bench_run_jupyter(const bench_case_t *self, bench_env_t *env, bench_result_t
     if ((err = bench_kgate_start_kernel(env->http, env->timeout_ms, KERNEL_NAME, &j.kernel_id)) != 0)
         goto Exit;
     snprintf(path, sizeof(path), "/api/kernels/%s/channels", j.kernel_id);
-    if ((err = bench_jws_open(&j.kgate_ws, env->kgate->port, path, env->timeout_ms)) != 0 ||
+    if ((err = bench_jws_open(&j.kgate_ws, env->kgate->port, path, env->timeout_ms, env->ws_quickack)) != 0 ||
         (err = bench_jws_wait_ready(&j.kgate_ws)) != 0)
         goto Exit;
     if ((err = bench_find_kernel(self, env, j.kernel_id, &conn_file)) != 0)

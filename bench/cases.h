@@ -20,6 +20,8 @@ typedef struct st_bench_env_t {
     size_t warmup;
     unsigned timeout_ms;
     int verbose;
+    /** --ws-quickack: the kernel WebSocket clients acknowledge every read at once (support/ws_client.h). */
+    int ws_quickack;
     /** Set by a signal handler: cases stop sampling and return BENCH_EINTERRUPTED. */
     volatile sig_atomic_t *interrupted;
 } bench_env_t;

@@ -29,7 +29,7 @@ static int ws_error(bench_jws_t *c, const char *what)
     return c->ws.error[0] != '\0' && strncmp(c->ws.error, "timed out", 9) == 0 ? BENCH_ETIMEDOUT : BENCH_EIO;
 }
 
-int bench_jws_open(bench_jws_t *c, unsigned short port, const char *path, unsigned timeout_ms)
+int bench_jws_open(bench_jws_t *c, unsigned short port, const char *path, unsigned timeout_ms, int quickack)
 {
     static const char *const headers[] = {"Sec-WebSocket-Protocol: " BENCH_JWS_V1_PROTOCOL, NULL};
     char proto[128];
@@ -47,6 +47,7 @@ int bench_jws_open(bench_jws_t *c, unsigned short port, const char *path, unsign
         wsc_close(&c->ws);
         return BENCH_EPROTO;
     }
+    c->ws.quickack = quickack;
     c->open = 1;
     return 0;
 }

@@ -27,9 +27,9 @@ typedef struct st_bench_jws_t {
  * the server needs one), offering the v1 subprotocol, and insists on getting it: a server that
  * answers without it would speak the legacy JSON framing, which this client does not. Returns 0, or
  * BENCH_EIO (no connection, no 101: the detail has the status and why) or BENCH_EPROTO (no v1);
- * on error nothing is left open.
+ * on error nothing is left open. `quickack`: acknowledge every read at once (wsc_t.quickack).
  */
-int bench_jws_open(bench_jws_t *c, unsigned short port, const char *path, unsigned timeout_ms);
+int bench_jws_open(bench_jws_t *c, unsigned short port, const char *path, unsigned timeout_ms, int quickack);
 
 /**
  * Waits until the kernel answers on this socket: kernel_info_request (resent every 500 ms while

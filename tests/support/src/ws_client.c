@@ -47,6 +47,9 @@ static int fill(wsc_t *ws, int64_t deadline_ms)
     if ((n = read(ws->fd, ws->in + ws->in_len, ws->in_cap - ws->in_len)) <= 0)
         return fail(ws, n == 0 ? "connection closed" : "read failed");
     ws->in_len += (size_t)n;
+    /* Linux leaves quick-ack mode on its own; it has to be asked again after every read */
+    if (ws->quickack)
+        setsockopt(ws->fd, IPPROTO_TCP, TCP_QUICKACK, &ws->quickack, sizeof(ws->quickack));
     return 0;
 }
 
