@@ -5,10 +5,14 @@
 #include <string.h>
 #include "support/base.h"
 #include "support/http.h"
+#include "support/proc.h"
 #include "wire/alloc.h"
 #include "cases.h"
 #include "direct_client.h"
+#include "jupyter_ws.h"
 #include "kgate_client.h"
+
+#define RSS_PERIOD_MS 50
 
 /* One client: its kgate connection, its direct client of the same kernel, and what it measured. */
 typedef struct st_client_t {
@@ -17,6 +21,7 @@ typedef struct st_client_t {
     pthread_t thread;
     char *ctx;
     ts_http_t http;
+    bench_jws_t jws; /* via_jupyter_ws: open during kgate's rounds only */
     bench_direct_t direct;
     int direct_open;
     int side;            /* this round: 0 kgate, 1 direct */
@@ -29,8 +34,9 @@ typedef struct st_client_t {
 
 static int execute(client_t *c, bench_outcome_t *o)
 {
-    int err = c->side == 0 ? bench_kgate_execute(&c->http, c->env->timeout_ms, c->ctx, c->self->code, 0, o)
-                           : bench_direct_execute(&c->direct, c->self->code, o);
+    int err = c->side == 1              ? bench_direct_execute(&c->direct, c->self->code, o)
+              : c->self->via_jupyter_ws ? bench_jws_execute(&c->jws, c->self->code, o)
+                                        : bench_kgate_execute(&c->http, c->env->timeout_ms, c->ctx, c->self->code, 0, o);
     if (err == 0 && (o->error != NULL || o->result_text == NULL || strcmp(o->result_text, c->self->expect_result) != 0))
         err = BENCH_ERUN;
     return err;
@@ -52,10 +58,41 @@ static void *client_round(void *arg)
     return NULL;
 }
 
+/*
+ * kgate's WebSockets are open during its own rounds only: kgate relays every iopub message of a
+ * kernel to each of its sockets, so during the direct rounds an open socket nobody reads would
+ * fill up (and be cut off) with the direct clients' traffic. Opening one is not timed.
+ */
+static int open_websockets(client_t *clients, unsigned n)
+{
+    char path[256];
+    int err = 0;
+
+    for (unsigned i = 0; i != n && err == 0; ++i) {
+        snprintf(path, sizeof(path), "/api/kernels/%s/channels", clients[i].ctx);
+        if ((err = bench_jws_open(&clients[i].jws, clients[i].env->kgate->port, path, clients[i].env->timeout_ms,
+                                  clients[i].env->ws_quickack)) == 0)
+            err = bench_jws_wait_ready(&clients[i].jws);
+    }
+    return err;
+}
+
+static void close_websockets(client_t *clients, unsigned n)
+{
+    for (unsigned i = 0; i != n; ++i)
+        bench_jws_close(&clients[i].jws);
+}
+
 /* One round of one side: every client loops until the deadline. Returns executes/s, or < 0 on error. */
 static double run_round(client_t *clients, unsigned n, int side, unsigned round_ms, size_t warmup, bench_samples_t *samples)
 {
     size_t executes = 0;
+    int err;
+
+    if (side == 0 && clients[0].self->via_jupyter_ws && (err = open_websockets(clients, n)) != 0) {
+        close_websockets(clients, n);
+        return err;
+    }
     int64_t t0 = ts_now_ms();
 
     for (unsigned i = 0; i != n; ++i) {
@@ -65,13 +102,17 @@ static double run_round(client_t *clients, unsigned n, int side, unsigned round_
         clients[i].samples = &samples[i];
         pthread_create(&clients[i].thread, NULL, client_round, &clients[i]);
     }
-    for (unsigned i = 0; i != n; ++i) {
+    for (unsigned i = 0; i != n; ++i)
         pthread_join(clients[i].thread, NULL);
+    int64_t elapsed = ts_now_ms() - t0;
+    if (side == 0 && clients[0].self->via_jupyter_ws)
+        close_websockets(clients, n);
+    for (unsigned i = 0; i != n; ++i) {
         if (clients[i].err != 0)
             return clients[i].err;
         executes += clients[i].executes;
     }
-    return (double)executes * 1000.0 / (double)(ts_now_ms() - t0);
+    return (double)executes * 1000.0 / (double)elapsed;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -105,11 +146,16 @@ int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_resu
     client_t *clients = wire_calloc(n, sizeof(*clients));
     bench_samples_t *samples = wire_calloc(2 * (size_t)n, sizeof(*samples));
     double eps[2][16];
-    int err = 0;
+    ts_rss_sampler_t rss = {0};
+    int sampling = 0, err = 0;
 
     memset(out, 0, sizeof(*out));
-    out->kgate_label = "kgate HTTP POST /code (SSE)";
+    out->kgate_label = self->via_jupyter_ws ? "kgate WebSocket (v1)" : "kgate HTTP POST /code (SSE)";
     out->direct_label = "direct ZMQ, same kernels";
+    out->kgate_rss_start_kb = ts_proc_rss_kb(env->kgate->pid);
+    out->kgate_rss_peak_kb = out->peer_rss_start_kb = out->peer_rss_peak_kb = -1;
+    if (self->max_rss_kb != 0)
+        sampling = ts_rss_sampler_start(&rss, env->kgate->pid, RSS_PERIOD_MS) == 0;
     for (unsigned i = 0; i != n && err == 0; ++i) {
         char *conn_file = NULL;
         clients[i].self = self;
@@ -117,7 +163,10 @@ int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_resu
         ts_http_init(&clients[i].http, env->kgate->port, 1);
         bench_samples_init(&samples[i], 1u << 16);
         bench_samples_init(&samples[n + i], 1u << 16);
-        if ((err = bench_kgate_create_context(env->http, env->timeout_ms, self->language, &clients[i].ctx)) == 0 &&
+        /* a kernel of the Jupyter API is a context too: the direct client finds it the same way */
+        if ((err = self->via_jupyter_ws
+                       ? bench_kgate_start_kernel(env->http, env->timeout_ms, "python3", &clients[i].ctx)
+                       : bench_kgate_create_context(env->http, env->timeout_ms, self->language, &clients[i].ctx)) == 0 &&
             (err = bench_find_kernel(self, env, clients[i].ctx, &conn_file)) == 0 &&
             (err = bench_direct_open(&clients[i].direct, conn_file, env->timeout_ms)) == 0) {
             clients[i].direct_open = 1;
@@ -145,11 +194,17 @@ int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_resu
         summarize_side(samples, n, &out->kgate, &out->kgate_p99_ms);
         summarize_side(samples + n, n, &out->direct, &out->direct_p99_ms);
     }
+    if (sampling)
+        out->kgate_rss_peak_kb = ts_rss_sampler_stop(&rss);
     for (unsigned i = 0; i != n; ++i) {
+        bench_jws_close(&clients[i].jws);
         if (clients[i].direct_open)
             bench_direct_close(&clients[i].direct);
         ts_http_dispose(&clients[i].http);
-        bench_kgate_drop_context(env->http, env->timeout_ms, clients[i].ctx);
+        if (self->via_jupyter_ws)
+            bench_kgate_shutdown_kernel(env->http, env->timeout_ms, clients[i].ctx);
+        else
+            bench_kgate_drop_context(env->http, env->timeout_ms, clients[i].ctx);
         free(clients[i].ctx);
         bench_samples_dispose(&samples[i]);
         bench_samples_dispose(&samples[n + i]);

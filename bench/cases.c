@@ -259,6 +259,38 @@ const bench_case_t bench_cases[] = {
         .rounds = 3,
         .default_warmup = 5,
     },
+    {
+        /* Jupyter's kernel WebSocket (API.md 5.2): JupyterLab's path to a kernel. The same C client speaks
+         * v1 to kgate and to Debian's Jupyter Server (a kernel of the same python3 spec that server
+         * manages); the direct client shares kgate's kernel, as in `execute`. */
+        .name = "jupyter",
+        .description = "`1+1` over kgate's kernel WebSocket (v1), direct ZMQ and Jupyter Server 1.23's WebSocket, rotated",
+        .run = bench_run_jupyter,
+        .language = "python",
+        .code = "1+1",
+        .expect_result = "2",
+        .default_samples = 200,
+        .default_warmup = 20,
+        .via_jupyter_ws = 1,
+        .min_peer_speedup = 8,
+        .max_rss_kb = 32 * 1024,
+    },
+    {
+        /* `concurrency` through the kernel WebSocket: 8 sockets on 8 kernels of the Jupyter API */
+        .name = "jupyter-concurrency",
+        .description = "8 kernel WebSockets on 8 python kernels running `1+1` in a loop: executes/s, through kgate and directly",
+        .run = bench_run_concurrency,
+        .language = "python",
+        .code = "1+1",
+        .expect_result = "2",
+        .min_throughput_ratio = 0.95,
+        .clients = 8,
+        .round_ms = 5000,
+        .rounds = 3,
+        .default_warmup = 5,
+        .via_jupyter_ws = 1,
+        .max_rss_kb = 32 * 1024,
+    },
 };
 
 const size_t bench_num_cases = sizeof(bench_cases) / sizeof(bench_cases[0]);

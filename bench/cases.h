@@ -20,6 +20,8 @@ typedef struct st_bench_env_t {
     size_t warmup;
     unsigned timeout_ms;
     int verbose;
+    /** --ws-quickack: the kernel WebSocket clients acknowledge every read at once (support/ws_client.h). */
+    int ws_quickack;
     /** Set by a signal handler: cases stop sampling and return BENCH_EINTERRUPTED. */
     volatile sig_atomic_t *interrupted;
 } bench_env_t;
@@ -45,6 +47,17 @@ typedef struct st_bench_result_t {
     /** Concurrency cases: the 99th percentile of every execute's latency (ms). */
     double kgate_p99_ms;
     double direct_p99_ms;
+    /** The `jupyter` case: a third client, Jupyter Server's WebSocket on a kernel it manages (n 0 when not run). */
+    const char *peer_label;
+    bench_summary_t peer;
+    /** Why the peer was not run ("" when it was, or when the case has none). */
+    char peer_skipped[256];
+    /** Cases with `max_rss_kb`: kgate's VmRSS (KiB) when the case started and its peak while it ran (-1: unknown). */
+    long long kgate_rss_start_kb;
+    long long kgate_rss_peak_kb;
+    /** The same of the peer server (its kernels not included), when it ran. */
+    long long peer_rss_start_kb;
+    long long peer_rss_peak_kb;
 } bench_result_t;
 
 typedef struct st_bench_case_t bench_case_t;
@@ -98,6 +111,16 @@ struct st_bench_case_t {
     unsigned clients;
     unsigned round_ms;
     unsigned rounds;
+    /*
+     * Jupyter cases: kgate's side is a C client of its kernel WebSocket (`/api/kernels/{id}/channels`,
+     * v1 framing) on kernels started with POST /api/kernels, instead of POST /code over SSE; the
+     * `jupyter` case adds Jupyter Server's WebSocket as a third client, which kgate should beat by
+     * `min_peer_speedup` (medians). `max_rss_kb`: kgate's VmRSS is sampled during the case and its
+     * peak compared with this (0: not sampled). Targets are reported, never enforced.
+     */
+    int via_jupyter_ws;
+    double min_peer_speedup;
+    long long max_rss_kb;
 };
 
 /**
@@ -121,6 +144,9 @@ int bench_find_kernel(const bench_case_t *self, bench_env_t *env, const char *co
 
 /** Runner of the concurrency cases (case_concurrency.c). */
 int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
+
+/** Runner of the `jupyter` case (case_jupyter.c): kgate's WebSocket, direct ZMQ and Jupyter Server's WebSocket, rotated. */
+int bench_run_jupyter(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 
 /** Runner of the kernel-against-kernel cases (case_kernels.c); BENCH_ESKIPPED when the baseline is not installed. */
 int bench_run_kernel_pair(const bench_case_t *self, bench_env_t *env, bench_result_t *out);

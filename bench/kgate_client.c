@@ -62,6 +62,46 @@ void bench_kgate_drop_context(ts_http_t *c, unsigned timeout_ms, const char *id)
     bench_set_detail("%s", saved);
 }
 
+int bench_kgate_start_kernel(ts_http_t *c, unsigned timeout_ms, const char *name, char **id)
+{
+    char body[128];
+    ts_response_t resp;
+    int st, err = 0;
+
+    *id = NULL;
+    snprintf(body, sizeof(body), "{\"name\":\"%s\"}", name);
+    st = ts_http_request_until(c->port, "POST", "/api/kernels", NULL, body, deadline_after(timeout_ms), &resp);
+    if (st != 201) {
+        err = request_error("POST /api/kernels", st, &resp);
+    } else if (json_string_value(json_object_get(resp.json, "id")) == NULL) {
+        bench_set_detail("POST /api/kernels: no id in %.300s", resp.body);
+        err = BENCH_EPROTO;
+    } else {
+        *id = wire_strdup(json_string_value(json_object_get(resp.json, "id")));
+    }
+    ts_response_dispose(&resp);
+    return err;
+}
+
+void bench_kgate_shutdown_kernel(ts_http_t *c, unsigned timeout_ms, const char *id)
+{
+    char saved[512], path[160];
+    ts_response_t resp;
+    int st;
+
+    if (id == NULL)
+        return;
+    snprintf(saved, sizeof(saved), "%s", bench_detail());
+    snprintf(path, sizeof(path), "/api/kernels/%s", id);
+    st = ts_http_request_until(c->port, "DELETE", path, NULL, NULL, deadline_after(timeout_ms), &resp);
+    if (st != 204) {
+        int err = request_error("DELETE /api/kernels", st, &resp);
+        fprintf(stderr, "warning: shutting kernel %s down: %s (%s)\n", id, bench_strerror(err), bench_detail());
+    }
+    ts_response_dispose(&resp);
+    bench_set_detail("%s", saved);
+}
+
 /* Handles one event's JSON; returns 1 when it was execution_complete, 0 otherwise, or an error. */
 static int on_event(const char *data, size_t len, bench_outcome_t *out)
 {

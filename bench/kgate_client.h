@@ -24,6 +24,17 @@ int bench_kgate_create_context(ts_http_t *c, unsigned timeout_ms, const char *la
 void bench_kgate_drop_context(ts_http_t *c, unsigned timeout_ms, const char *id);
 
 /**
+ * POST /api/kernels {"name": `name`} (the Jupyter Server kernels API) on a connection of its own.
+ * On success returns 0 and stores the kernel id in `*id` (the caller frees it); the kernel is a
+ * context too (one registry). Errors: BENCH_ESTATUS (non-201), BENCH_EPROTO (no id), or a transport
+ * error.
+ */
+int bench_kgate_start_kernel(ts_http_t *c, unsigned timeout_ms, const char *name, char **id);
+
+/** DELETE /api/kernels/{id}, as clean-up (a failure is a warning; an earlier detail is kept). NULL `id` is fine. */
+void bench_kgate_shutdown_kernel(ts_http_t *c, unsigned timeout_ms, const char *id);
+
+/**
  * POST /code {"context":{"id": `context_id`}, "code": `code`[, "output_limit": `output_limit`]}
  * (the limit is sent only when non-zero) and reads the SSE stream (standard `data:` framing or
  * execd's bare-JSON lines) up to the `execution_complete` event, each event parsed where it

@@ -20,6 +20,8 @@
 #define MAX_EXTRA_ARGS 32
 
 static volatile sig_atomic_t interrupted;
+/* --ws-quickack: said beside the figures it changes */
+static int ws_quickack;
 
 static void on_signal(int sig)
 {
@@ -30,14 +32,17 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: kgate_bench_execute [options]\n"
-               "  --samples N        timed executes per client (default: per case: execute 300, stream 5, bash 200)\n"
-               "  --warmup N         untimed executes per client first (default: per case: execute 20, stream 1, bash 10)\n"
+               "  --samples N        timed executes per client (default: per case: execute 300, stream 5, bash 200, jupyter 200)\n"
+               "  --warmup N         untimed executes per client first (default: per case: execute 20, stream 1, bash 10,\n"
+               "                     jupyter 20; concurrency cases: per client and round, 5)\n"
                "  --case NAME        run only this case (repeatable; default: all)\n"
                "  --list             list the cases and exit\n"
                "  --json             print the figures as JSON instead of a table\n"
                "  --kgate PATH       kgate binary (default: ../gateway/kgate beside this binary)\n"
                "  --kgate-arg ARG    extra argument for kgate (repeatable)\n"
                "  --timeout MS       per-request timeout (default 60000)\n"
+               "  --ws-quickack      kernel WebSocket clients acknowledge every read at once (TCP_QUICKACK): no\n"
+               "                     delayed-ACK stalls with servers that leave Nagle on (Jupyter Server)\n"
                "  --verbose          progress on stderr\n");
 }
 
@@ -146,16 +151,59 @@ static void print_speedup(const bench_case_t *c, const bench_result_t *r)
 
 static void print_row(const char *name, const char *label, const bench_summary_t *s)
 {
-    printf("%-10s %-30s %5zu %9.3f %9.3f %9.3f %9.3f %9.3f\n", name, label, s->n, s->median, s->p10, s->p90, s->min, s->max);
+    printf("%-19s %-30s %5zu %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f\n", name, label, s->n, s->median, s->p10, s->p90, s->p99, s->min,
+           s->max);
+}
+
+/* The Jupyter Server column: kgate's WebSocket against Jupyter Server's, by medians. */
+static double peer_speedup_of(const bench_result_t *r)
+{
+    return r->kgate.median > 0 && r->peer.n > 0 ? r->peer.median / r->kgate.median : 0;
+}
+
+static void print_peer(const bench_case_t *c, const bench_result_t *r)
+{
+    double x = peer_speedup_of(r);
+    if (r->peer.n == 0) {
+        printf("jupyter-server: skipped (%s)\n", r->peer_skipped[0] != '\0' ? r->peer_skipped : "not run");
+        return;
+    }
+    printf("speedup: jupyter-server/kgate median ratio = %.1fx (%.3f ms vs %.3f ms; p99 %.3f vs %.3f; client %s)  [%s; target >= "
+           "%.0fx: %s]\n",
+           x, r->peer.median, r->kgate.median, r->peer.p99, r->kgate.p99, ws_quickack ? "TCP_QUICKACK" : "delayed ACKs", c->name,
+           c->min_peer_speedup, x >= c->min_peer_speedup ? "met" : "NOT met");
+}
+
+static double mib(long long kb)
+{
+    return (double)kb / 1024.0;
+}
+
+static void print_rss(const bench_case_t *c, const bench_result_t *r)
+{
+    if (r->kgate_rss_peak_kb < 0) {
+        printf("rss: kgate's VmRSS could not be read  [%s]\n", c->name);
+        return;
+    }
+    printf(
+        "rss: kgate VmRSS %.1f MiB at the start, peak %.1f MiB while the case ran (sampled every 50 ms)  [%s; target < %.0f MiB: "
+        "%s]\n",
+        mib(r->kgate_rss_start_kb), mib(r->kgate_rss_peak_kb), c->name, mib(c->max_rss_kb),
+        r->kgate_rss_peak_kb < c->max_rss_kb ? "met" : "NOT met");
+    if (r->peer_rss_peak_kb >= 0)
+        printf("rss: jupyter-server VmRSS %.1f MiB with its kernel started, peak %.1f MiB (its kernel not included)\n",
+               mib(r->peer_rss_start_kb), mib(r->peer_rss_peak_kb));
 }
 
 static void print_table(const bench_case_t **cases, const bench_result_t *results, size_t n, uint16_t port)
 {
     printf("kgate latency benchmark (kgate on 127.0.0.1:%u); clients alternate execute by execute, after a warm-up\n", port);
-    printf("%-10s %-30s %5s %9s %9s %9s %9s %9s\n", "case", "client", "n", "median ms", "p10", "p90", "min", "max");
+    printf("%-19s %-30s %5s %9s %9s %9s %9s %9s %9s\n", "case", "client", "n", "median ms", "p10", "p90", "p99", "min", "max");
     for (size_t i = 0; i < n; ++i) {
         print_row(cases[i]->name, results[i].kgate_label, &results[i].kgate);
         print_row(cases[i]->name, results[i].direct_label, &results[i].direct);
+        if (results[i].peer.n > 0)
+            print_row(cases[i]->name, results[i].peer_label, &results[i].peer);
     }
     printf("\n");
     for (size_t i = 0; i < n; ++i) {
@@ -175,6 +223,10 @@ static void print_table(const bench_case_t **cases, const bench_result_t *result
                    pct, cases[i]->name, r->kgate.median - r->direct.median, TARGET_OVERHEAD_PCT,
                    pct < TARGET_OVERHEAD_PCT ? "met" : "NOT met");
         }
+        if (cases[i]->min_peer_speedup > 0)
+            print_peer(cases[i], r);
+        if (cases[i]->max_rss_kb != 0)
+            print_rss(cases[i], r);
         if (r->kgate_reconnects > 0)
             printf("note: %s: kgate's HTTP connection was reopened %zu times while sampling (each adds a TCP handshake)\n",
                    cases[i]->name, r->kgate_reconnects);
@@ -183,8 +235,8 @@ static void print_table(const bench_case_t **cases, const bench_result_t *result
 
 static json_t *summary_json(const char *label, const bench_summary_t *s)
 {
-    return json_pack("{sssIsfsfsfsfsfsf}", "label", label, "n", (json_int_t)s->n, "median_ms", s->median, "p10_ms", s->p10,
-                     "p90_ms", s->p90, "min_ms", s->min, "max_ms", s->max, "mean_ms", s->mean);
+    return json_pack("{sssIsfsfsfsfsfsfsf}", "label", label, "n", (json_int_t)s->n, "median_ms", s->median, "p10_ms", s->p10,
+                     "p90_ms", s->p90, "p99_ms", s->p99, "min_ms", s->min, "max_ms", s->max, "mean_ms", s->mean);
 }
 
 static void print_json(const bench_case_t **cases, const bench_result_t *results, size_t n)
@@ -225,6 +277,21 @@ static void print_json(const bench_case_t **cases, const bench_result_t *results
                                           "direct_p99_ms", r->direct_p99_ms, "ratio", concurrency_ratio(r), "target_ratio",
                                           cases[i]->min_throughput_ratio));
         }
+        if (cases[i]->min_peer_speedup > 0) {
+            json_t *c = json_array_get(arr, json_array_size(arr) - 1);
+            json_object_set_new(c, "peer", r->peer.n > 0 ? summary_json(r->peer_label, &r->peer) : json_null());
+            json_object_set_new(c, "peer_skipped", r->peer.n > 0 ? json_null() : json_string(r->peer_skipped));
+            json_object_set_new(c, "peer_speedup", r->peer.n > 0 ? json_real(peer_speedup_of(r)) : json_null());
+            json_object_set_new(c, "target_peer_speedup", json_real(cases[i]->min_peer_speedup));
+        }
+        if (cases[i]->max_rss_kb != 0) {
+            json_t *c = json_array_get(arr, json_array_size(arr) - 1);
+            json_object_set_new(c, "rss",
+                                json_pack("{sIsIsIsIsI}", "kgate_start_kb", (json_int_t)r->kgate_rss_start_kb, "kgate_peak_kb",
+                                          (json_int_t)r->kgate_rss_peak_kb, "target_kb", (json_int_t)cases[i]->max_rss_kb,
+                                          "peer_start_kb", (json_int_t)r->peer_rss_start_kb, "peer_peak_kb",
+                                          (json_int_t)r->peer_rss_peak_kb));
+        }
         if (is_speedup_case(cases[i])) {
             json_t *c = json_array_get(arr, json_array_size(arr) - 1);
             /* Two kernels through kgate: the overhead target does not apply, the speedup's does. */
@@ -235,7 +302,7 @@ static void print_json(const bench_case_t **cases, const bench_result_t *results
             json_object_set_new(c, "target_speedup", json_real(cases[i]->min_speedup));
         }
     }
-    json_t *doc = json_pack("{ssso}", "benchmark", "kgate_bench_execute", "cases", arr);
+    json_t *doc = json_pack("{sssbso}", "benchmark", "kgate_bench_execute", "ws_quickack", ws_quickack, "cases", arr);
     char *s = json_dumps(doc, JSON_INDENT(2) | JSON_REAL_PRECISION(6));
     printf("%s\n", s);
     free(s);
@@ -244,7 +311,18 @@ static void print_json(const bench_case_t **cases, const bench_result_t *results
 
 int main(int argc, char **argv)
 {
-    enum { OPT_SAMPLES = 256, OPT_WARMUP, OPT_CASE, OPT_LIST, OPT_JSON, OPT_KGATE, OPT_KGATE_ARG, OPT_TIMEOUT, OPT_VERBOSE };
+    enum {
+        OPT_SAMPLES = 256,
+        OPT_WARMUP,
+        OPT_CASE,
+        OPT_LIST,
+        OPT_JSON,
+        OPT_KGATE,
+        OPT_KGATE_ARG,
+        OPT_TIMEOUT,
+        OPT_VERBOSE,
+        OPT_WS_QUICKACK
+    };
     static const struct option longopts[] = {
         {"samples", required_argument, NULL, OPT_SAMPLES},
         {"warmup", required_argument, NULL, OPT_WARMUP},
@@ -255,6 +333,7 @@ int main(int argc, char **argv)
         {"kgate-arg", required_argument, NULL, OPT_KGATE_ARG},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"verbose", no_argument, NULL, OPT_VERBOSE},
+        {"ws-quickack", no_argument, NULL, OPT_WS_QUICKACK},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -324,6 +403,9 @@ int main(int argc, char **argv)
         case OPT_VERBOSE:
             verbose = 1;
             break;
+        case OPT_WS_QUICKACK:
+            ws_quickack = 1;
+            break;
         case 'h':
             usage(stdout);
             exit_code = 0;
@@ -375,6 +457,7 @@ int main(int argc, char **argv)
                        .warmup = warmup,
                        .timeout_ms = timeout_ms,
                        .verbose = verbose,
+                       .ws_quickack = ws_quickack,
                        .interrupted = &interrupted};
     for (size_t i = 0; i < nselected; ++i) {
         if (verbose)

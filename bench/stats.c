@@ -57,6 +57,7 @@ void bench_summarize(const bench_samples_t *s, bench_summary_t *out)
     out->median = percentile(sorted, s->size, 0.5);
     out->p10 = percentile(sorted, s->size, 0.1);
     out->p90 = percentile(sorted, s->size, 0.9);
+    out->p99 = percentile(sorted, s->size, 0.99);
     out->min = sorted[0];
     out->max = sorted[s->size - 1];
     out->mean = sum / (double)s->size;

@@ -17,6 +17,7 @@ typedef struct st_bench_summary_t {
     double median;
     double p10;
     double p90;
+    double p99;
     double min;
     double max;
     double mean;

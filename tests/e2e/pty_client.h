@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
-#include "ws_client.h"
+#include "support/ws_client.h"
 
 /** A growing byte buffer, NUL-terminated. */
 typedef struct st_ptc_bytes_t {

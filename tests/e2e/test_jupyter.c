@@ -12,7 +12,7 @@
 #include "support/events.h"
 #include "support/gateway.h"
 #include "support/http.h"
-#include "ws_client.h"
+#include "support/ws_client.h"
 
 #define TOKEN "jupyter-test-token"
 #define V1 "v1.kernel.websocket.jupyter.org"

@@ -17,7 +17,7 @@
 #include "support/proc.h"
 #include "support/stream.h"
 #include "upstream.h"
-#include "ws_client.h"
+#include "support/ws_client.h"
 
 #define TOKEN "proxy-e2e-token"
 #define AUTH "X-EXECD-ACCESS-TOKEN: " TOKEN

@@ -10,7 +10,7 @@
 #include "core/errors.h"
 #include "core/ws.h"
 #include "gw_test.h"
-#include "../e2e/ws_client.h"
+#include "support/ws_client.h"
 
 #define PING_MS 150
 #define MAX_QUEUED (1u << 20)

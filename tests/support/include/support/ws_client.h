@@ -1,6 +1,6 @@
-/* tests/e2e/ws_client.h: a small blocking WebSocket client (RFC 6455) for tests: handshake, masked frames, close. */
-#ifndef KGATE_TESTS_WS_CLIENT_H
-#define KGATE_TESTS_WS_CLIENT_H
+/* support/ws_client.h: a small blocking WebSocket client (RFC 6455) for tests and the bench: handshake, masked frames, close. */
+#ifndef KGATE_SUPPORT_WS_CLIENT_H
+#define KGATE_SUPPORT_WS_CLIENT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -16,7 +16,14 @@ typedef struct st_wsc_t {
     int status;         /* the handshake's HTTP status */
     char headers[4096]; /* the handshake response head, NUL-terminated */
     char error[256];    /* why the last call failed */
-    uint8_t *in;        /* bytes read and not yet consumed */
+    /**
+     * Set (1) after wsc_connect to acknowledge every read at once (TCP_QUICKACK) instead of after
+     * Linux's delayed-ACK timer (40 ms at least). A server that does not set TCP_NODELAY holds each
+     * small write until the previous one is acknowledged (Nagle), so with delayed ACKs a reply of
+     * several frames costs it ~40 ms per stall; this client option shows what is left without them.
+     */
+    int quickack;
+    uint8_t *in; /* bytes read and not yet consumed */
     size_t in_len, in_cap;
 } wsc_t;
 

@@ -1,4 +1,4 @@
-/* A small blocking WebSocket client for tests (RFC 6455): no extensions, masked frames, pings answered. */
+/* tests/support/src/ws_client.c: a small blocking WebSocket client (RFC 6455): no extensions, masked frames, pings answered. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
-#include "ws_client.h"
+#include "support/ws_client.h"
 
 #define GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -47,6 +47,9 @@ static int fill(wsc_t *ws, int64_t deadline_ms)
     if ((n = read(ws->fd, ws->in + ws->in_len, ws->in_cap - ws->in_len)) <= 0)
         return fail(ws, n == 0 ? "connection closed" : "read failed");
     ws->in_len += (size_t)n;
+    /* Linux leaves quick-ack mode on its own; it has to be asked again after every read */
+    if (ws->quickack)
+        setsockopt(ws->fd, IPPROTO_TCP, TCP_QUICKACK, &ws->quickack, sizeof(ws->quickack));
     return 0;
 }
 
