@@ -508,7 +508,10 @@ Test(jupyter, stdin_interrupt_restart_and_reconnect)
     json_decref(reply);
 
     /* interrupt a sleep through REST: the reply says KeyboardInterrupt, the kernel lives on */
-    exec_id = jws_send(&c, "shell", "execute_request", execute_content("import time; kept = 1; time.sleep(60)"), NULL);
+    /* stop_on_error off: after the KeyboardInterrupt, ipykernel would abort requests arriving soon after (the reconnect's) */
+    json_t *sleep_content = execute_content("import time; kept = 1; time.sleep(60)");
+    json_object_set_new(sleep_content, "stop_on_error", json_false());
+    exec_id = jws_send(&c, "shell", "execute_request", sleep_content, NULL);
     snprintf(exec_copy, sizeof(exec_copy), "%s", exec_id);
     usleep(500 * 1000);
     snprintf(path, sizeof(path), "/api/kernels/%s/interrupt", id);
