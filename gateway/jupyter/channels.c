@@ -131,7 +131,7 @@ static void on_kernel_message(gw_context_tap_t *tap, wire_channel_t channel, con
         if (channel == WIRE_CHANNEL_SHELL || channel == WIRE_CHANNEL_CONTROL)
             forget_asked(conn, H2O_STRUCT_FROM_MEMBER(asked_t, by_id, e));
     }
-    if (gw_jmsg_from_parts(&jmsg, channel, parts, parts + 4, nparts - 4) != 0)
+    if (gw_jmsg_from_decoded(&jmsg, channel, msg->header, parts, parts + 4, nparts - 4) != 0)
         return;
     send_to_client(conn, &jmsg);
     gw_jmsg_dispose(&jmsg);

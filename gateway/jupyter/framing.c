@@ -270,10 +270,9 @@ int gw_jmsg_decode(gw_jframing_t framing, int is_binary, const uint8_t *data, si
 
 /* ---- messages from kernels and from kgate ---- */
 
-int gw_jmsg_from_parts(gw_jmsg_t *out, wire_channel_t channel, const wire_frame_t parts[GW_JMSG_NUM_PARTS],
-                       const wire_frame_t *buffers, size_t nbuffers)
+int gw_jmsg_from_decoded(gw_jmsg_t *out, wire_channel_t channel, const json_t *header, const wire_frame_t parts[GW_JMSG_NUM_PARTS],
+                         const wire_frame_t *buffers, size_t nbuffers)
 {
-    json_t *header = wire_json_parse(parts[GW_JMSG_PART_HEADER].base, parts[GW_JMSG_PART_HEADER].len);
     int ret;
 
     memset(out, 0, sizeof(*out));
@@ -281,7 +280,6 @@ int gw_jmsg_from_parts(gw_jmsg_t *out, wire_channel_t channel, const wire_frame_
         ret = GW_EJMSG_NOTJSON;
     else if ((ret = take_ids(header, out)) == 0 && !is_message_channel(channel))
         ret = GW_EJMSG_CHANNEL;
-    json_decref(header);
     if (ret != 0) {
         gw_jmsg_dispose(out);
         return ret;
@@ -291,6 +289,16 @@ int gw_jmsg_from_parts(gw_jmsg_t *out, wire_channel_t channel, const wire_frame_
     out->buffers = buffers;
     out->nbuffers = nbuffers;
     return 0;
+}
+
+int gw_jmsg_from_parts(gw_jmsg_t *out, wire_channel_t channel, const wire_frame_t parts[GW_JMSG_NUM_PARTS],
+                       const wire_frame_t *buffers, size_t nbuffers)
+{
+    json_t *header = wire_json_parse(parts[GW_JMSG_PART_HEADER].base, parts[GW_JMSG_PART_HEADER].len);
+    int ret = gw_jmsg_from_decoded(out, channel, header, parts, buffers, nbuffers);
+
+    json_decref(header);
+    return ret;
 }
 
 int gw_jmsg_from_wire(gw_jmsg_t *out, wire_channel_t channel, const wire_msg_t *msg)

@@ -93,6 +93,14 @@ int gw_jmsg_from_parts(gw_jmsg_t *out, wire_channel_t channel, const wire_frame_
                        const wire_frame_t *buffers, size_t nbuffers);
 
 /**
+ * gw_jmsg_from_parts for a message whose header the caller has decoded already (`header`: the kernel
+ * manager verified and decoded it): the ids come from it, and nothing is parsed again. `header` is
+ * borrowed for the call. Same results.
+ */
+int gw_jmsg_from_decoded(gw_jmsg_t *out, wire_channel_t channel, const json_t *header, const wire_frame_t parts[GW_JMSG_NUM_PARTS],
+                         const wire_frame_t *buffers, size_t nbuffers);
+
+/**
  * Fills `out` (overwritten) from a message kgate holds as JSON (one it created, such as the iopub
  * status {"execution_state": "restarting"} Jupyter Server sends when a kernel restarts or dies):
  * the four members are rendered compactly into `_storage`; the buffers are views of
