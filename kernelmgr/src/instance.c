@@ -112,12 +112,12 @@ static ssize_t read_environ(pid_t pid, char **buf, size_t *cap)
     return n < 0 ? -1 : (ssize_t)len;
 }
 
-/* The target whose entry `environ` (NUL-separated) holds, or NULL. */
-static const sweep_target_t *find_mark(const char *environ, size_t len, const sweep_target_t *targets, size_t num_targets)
+/* The target whose entry `env` (NUL-separated) holds, or NULL. */
+static const sweep_target_t *find_mark(const char *env, size_t len, const sweep_target_t *targets, size_t num_targets)
 {
-    const char *end = environ + len, *entry, *nul;
+    const char *end = env + len, *entry, *nul;
 
-    for (entry = environ; entry < end; entry = nul + 1) {
+    for (entry = env; entry < end; entry = nul + 1) {
         if ((nul = memchr(entry, '\0', end - entry)) == NULL)
             nul = end;
         if (strncmp(entry, KMGR_INSTANCE_VAR "=", sizeof(KMGR_INSTANCE_VAR)) != 0)
