@@ -4,7 +4,9 @@
 # Usage: deploy/deps.sh [--with-r] [--with-bench] [--with-sandbox] [--with-shellcheck] [--no-tslab] [--dry-run]
 # Needs root (or sudo) only when something is missing. Runs `apt-get update` at most once.
 # Also installs the tslab kernel (JavaScript, TypeScript) from npm into $KGATE_TSLAB_DIR
-# (default /usr/local/lib/kgate/tslab), pinned by kernels/tslab/package-lock.json.
+# (default /usr/local/lib/kgate/tslab), pinned by kernels/tslab/package-lock.json, and the Jupyter
+# clients the e2e tests drive (@jupyterlab/services, ws) into $KGATE_JCLIENTS_DIR (default
+# /usr/local/lib/kgate/jupyter-clients), pinned by tests/e2e/jupyter_clients/package-lock.json.
 set -euo pipefail
 
 # What building kgate needs. pkg-config modules, not CMake configs: none of the -dev packages
@@ -16,8 +18,10 @@ build_pkgs=(cmake pkg-config gcc libc6-dev make libzmq3-dev libsodium-dev libjan
 # e2e tests, clang-format for the lint label, and clang for the fuzz label: libFuzzer
 # (-fsanitize=fuzzer) exists only in clang. Debian 12 ships it, with clang's sanitizer runtimes, in
 # libclang-rt-14-dev, which clang only recommends (libclang-rt-dev names the default version's).
+# Jupyter Server 1.23 is a client of kgate in the e2e tests (gateway mode) and their reference
+# backend; python3-websocket is the WebSocket client of tests/e2e/jupyter_clients/gateway_mode.py.
 test_pkgs=(libcriterion-dev python3-ipykernel python3-jupyter-client python3-jupyter-kernel-test curl clang-format
-    clang libclang-rt-dev)
+    clang libclang-rt-dev python3-jupyter-server python3-websocket)
 
 # Optional groups: add a flag here and its packages to `groups` below.
 optional_pkgs=()
@@ -25,6 +29,7 @@ dry_run=0
 with_tslab=1
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tslab_dir=${KGATE_TSLAB_DIR:-/usr/local/lib/kgate/tslab}
+jclients_dir=${KGATE_JCLIENTS_DIR:-/usr/local/lib/kgate/jupyter-clients}
 usage() {
     sed -n '4,5s/^# \{0,1\}//p' "$0"
 }
@@ -50,8 +55,9 @@ while [[ $# -gt 0 ]]; do
 done
 
 wanted=("${build_pkgs[@]}" "${test_pkgs[@]}" "${optional_pkgs[@]}")
-# tslab needs node and npm; the machine image may have its own (not Debian's): use those if so.
-if [[ $with_tslab -eq 1 ]] && ! { command -v node && command -v npm; } >/dev/null 2>&1; then
+# tslab and the e2e tests' Jupyter clients need node and npm; the machine image may have its own
+# (not Debian's): use those if so.
+if ! { command -v node && command -v npm; } >/dev/null 2>&1; then
     wanted+=(nodejs npm)
 fi
 
@@ -115,5 +121,22 @@ install_tslab() {
     (cd "$tslab_dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
 }
 
+# The e2e tests' Jupyter clients from npm, the same way: pinned by their lock, skipped when installed.
+install_jclients() {
+    local src=$repo/tests/e2e/jupyter_clients
+    if [[ -d $jclients_dir/node_modules/@jupyterlab/services ]] && cmp -s "$src/package-lock.json" "$jclients_dir/package-lock.json"; then
+        return 0
+    fi
+    if [[ $dry_run -eq 1 ]]; then
+        echo "deps.sh: would install the Jupyter clients (npm) into $jclients_dir"
+        return 0
+    fi
+    echo "deps.sh: installing the Jupyter clients (npm) into $jclients_dir" >&2
+    mkdir -p "$jclients_dir"
+    cp "$src/package.json" "$src/package-lock.json" "$jclients_dir/"
+    (cd "$jclients_dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
+}
+
 install_packages
 install_tslab
+install_jclients

@@ -31,14 +31,25 @@ static void on_ready(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *p
 void gw_app_build_routes(gw_server_t *server)
 {
     size_t max_body = server->host.config->max_body_bytes;
-    gw_route_t health = {"GET", "/healthz", on_health, 1, max_body, &server->app_door},
-               ready = {"GET", "/readyz", on_ready, 1, max_body, &server->app_door};
+    gw_route_t health = {.method = "GET",
+                         .pattern = "/healthz",
+                         .handler = on_health,
+                         .is_public = 1,
+                         .max_body_bytes = max_body,
+                         .door = &server->app_door},
+               ready = {.method = "GET",
+                        .pattern = "/readyz",
+                        .handler = on_ready,
+                        .is_public = 1,
+                        .max_body_bytes = max_body,
+                        .door = &server->app_door};
 
     server->app_door.name = "app";
     gw_route_table_add(&server->routes, &health);
     gw_route_table_add(&server->routes, &ready);
     gw_execd_add_routes(&server->execd, &server->routes);
     gw_proxy_add_routes(&server->proxy, &server->routes);
+    gw_jupyter_add_routes(&server->jupyter, &server->routes);
 }
 
 void gw_app_dispatch(gw_server_t *server, h2o_req_t *req)
@@ -50,7 +61,9 @@ void gw_app_dispatch(gw_server_t *server, h2o_req_t *req)
 
     /* the token before anything else: without it only the public routes answer, and a 404 or 405
      * would tell a stranger which routes exist */
-    if (!(found == GW_ROUTE_FOUND && route->is_public) && !gw_auth_check(req, server->host.config->access_token)) {
+    if (!(found == GW_ROUTE_FOUND &&
+          (route->is_public || (route->token_in_query && gw_auth_check_query(req, server->host.config->access_token)))) &&
+        !gw_auth_check(req, server->host.config->access_token)) {
         gw_send_error(req, GW_HTTP_UNAUTHORIZED,
                       "a valid access token is required (X-EXECD-ACCESS-TOKEN or Authorization: Bearer)");
         return;

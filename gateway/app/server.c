@@ -123,6 +123,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     gw_metrics_init(&server->metrics);
     gw_execd_init(&server->execd, &server->host, &server->runs, &server->languages, &server->contexts, &server->shells,
                   &server->commands, &server->files, &server->metrics, &server->ptys);
+    gw_jupyter_init(&server->jupyter, &server->host, &server->languages, &server->contexts);
     if (gw_files_init(&server->files, &server->host) != 0)
         return -1;
     gw_app_build_routes(server);
@@ -151,6 +152,7 @@ void gw_server_begin_shutdown(gw_server_t *server)
     gw_shells_kill_all(&server->shells);
     gw_runs_shutdown(&server->runs);
     gw_execd_shutdown(&server->execd);
+    gw_jupyter_shutdown(&server->jupyter);
     gw_ptys_kill_all(&server->ptys);
     gw_proxy_shutdown(&server->proxy);
     if (server->kmgr != NULL)
@@ -160,7 +162,8 @@ void gw_server_begin_shutdown(gw_server_t *server)
 int gw_server_is_drained(gw_server_t *server)
 {
     return kmgr_manager_num_processes(server->kmgr) == 0 && gw_shells_is_empty(&server->shells) &&
-           gw_ptys_is_empty(&server->ptys) && gw_execd_is_drained(&server->execd) && gw_proxy_is_drained(&server->proxy);
+           gw_ptys_is_empty(&server->ptys) && gw_execd_is_drained(&server->execd) && gw_proxy_is_drained(&server->proxy) &&
+           gw_jupyter_is_drained(&server->jupyter);
 }
 
 size_t gw_server_close_connections(gw_server_t *server)
@@ -178,6 +181,7 @@ void gw_server_dispose(gw_server_t *server)
         server->kmgr = NULL;
         gw_runs_dispose(&server->runs);
         gw_commands_dispose(&server->commands);
+        gw_jupyter_dispose(&server->jupyter);
     }
     gw_files_dispose(&server->files);
     gw_languages_dispose(&server->languages);

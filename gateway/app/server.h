@@ -12,6 +12,7 @@
 #include "code/languages.h"
 #include "execd/execd.h"
 #include "files/files.h"
+#include "jupyter/jupyter.h"
 #include "metrics/metrics.h"
 #include "procs/command.h"
 #include "procs/pty.h"
@@ -44,6 +45,7 @@ struct st_gw_server_t {
     gw_door_t app_door;
     gw_execd_t execd;
     gw_proxy_t proxy;
+    gw_jupyter_t jupyter;
     gw_route_table_t routes;
     /* timers of the app (the shared ones are the host's) */
     h2o_timeout_t tick_timeout; /* KMGR_TICK_MS: kernel manager, child processes, retention */

@@ -45,6 +45,30 @@ static int is_starting(const gw_context_t *ctx)
     return state == KMGR_KERNEL_STARTING || state == KMGR_KERNEL_RESTARTING;
 }
 
+/*
+ * Calls `fn` for each tap. A callback may detach its own tap (a client that went away), so the next
+ * one is found before the call; one that destroys the context ends the walk (`destroyed`).
+ */
+#define FOR_EACH_TAP(ctx, tap, body)                                                                                               \
+    do {                                                                                                                           \
+        h2o_linklist_t *node_, *next_;                                                                                             \
+        for (node_ = (ctx)->taps.next; node_ != &(ctx)->taps; node_ = next_) {                                                     \
+            gw_context_tap_t *tap = H2O_STRUCT_FROM_MEMBER(gw_context_tap_t, link, node_);                                         \
+            next_ = node_->next;                                                                                                   \
+            body;                                                                                                                  \
+        }                                                                                                                          \
+    } while (0)
+
+static void on_kernel_message(kmgr_kernel_t *kernel, wire_channel_t channel, const wire_msg_t *msg, const wire_frame_t *parts,
+                              size_t nparts, void *data)
+{
+    gw_context_t *ctx = data;
+
+    (void)kernel;
+    gw_context_touch(ctx);
+    FOR_EACH_TAP(ctx, tap, tap->on_message(tap, channel, msg, parts, nparts));
+}
+
 static void on_kernel_state(kmgr_kernel_t *kernel, void *data)
 {
     gw_context_t *ctx = data;
@@ -52,6 +76,7 @@ static void on_kernel_state(kmgr_kernel_t *kernel, void *data)
 
     if (state == KMGR_KERNEL_IDLE && kmgr_kernel_info(kernel) != NULL)
         gw_languages_note_kernel_info(ctx->contexts->languages, ctx->spec, kmgr_kernel_info(kernel));
+    FOR_EACH_TAP(ctx, tap, tap->on_state(tap, state));
     if (!is_starting(ctx))
         tell_waiters(ctx);
     if (state == KMGR_KERNEL_DEAD) {
@@ -89,6 +114,7 @@ int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts,
     ctx->is_ephemeral = opts->is_ephemeral;
     h2o_linklist_init_anchor(&ctx->waiters);
     h2o_linklist_init_anchor(&ctx->runs);
+    h2o_linklist_init_anchor(&ctx->taps);
     h2o_linklist_insert(&contexts->list, &ctx->link);
     gw_idmap_insert(&contexts->by_id, &ctx->by_id, ctx->id);
     ++contexts->count;
@@ -106,6 +132,11 @@ void gw_context_destroy(gw_context_t *ctx)
     /* the kernel goes first so waiters hear "context deleted", and its requests are dropped */
     ctx->kernel = NULL;
     kmgr_kernel_destroy(kernel);
+    while (!h2o_linklist_is_empty(&ctx->taps)) {
+        gw_context_tap_t *tap = H2O_STRUCT_FROM_MEMBER(gw_context_tap_t, link, ctx->taps.next);
+        gw_context_tap_detach(tap);
+        tap->on_destroy(tap, ctx);
+    }
     tell_waiters(ctx);
     gw_kernel_runs_abort(ctx, "ContextDeleted", "the context was deleted before this run ended", "cancelled");
     free(ctx->cwd);
@@ -128,7 +159,7 @@ void gw_contexts_tick(gw_contexts_t *contexts)
     for (node = contexts->list.next; node != &contexts->list; node = next) {
         gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
         next = node->next;
-        if (h2o_linklist_is_empty(&ctx->runs) && h2o_linklist_is_empty(&ctx->waiters) &&
+        if (h2o_linklist_is_empty(&ctx->runs) && h2o_linklist_is_empty(&ctx->waiters) && ctx->ntaps == 0 &&
             now - ctx->last_activity_mono_ms > (int64_t)contexts->host->config->context_idle_ms)
             gw_context_destroy(ctx);
     }
@@ -172,6 +203,33 @@ void gw_context_wait_ready(gw_context_t *ctx, gw_context_waiter_t *waiter)
     h2o_linklist_insert(&ctx->waiters, &waiter->link);
     if (!is_starting(ctx))
         tell_waiters(ctx);
+}
+
+void gw_context_tap_attach(gw_context_t *ctx, gw_context_tap_t *tap)
+{
+    tap->ctx = ctx;
+    h2o_linklist_insert(&ctx->taps, &tap->link);
+    /* kernelmgr keeps raw parts alive and reads big output only while someone relays */
+    if (ctx->ntaps++ == 0)
+        kmgr_kernel_set_tap(ctx->kernel, on_kernel_message, ctx);
+}
+
+void gw_context_tap_detach(gw_context_tap_t *tap)
+{
+    gw_context_t *ctx = tap->ctx;
+
+    if (ctx == NULL)
+        return;
+    h2o_linklist_unlink(&tap->link);
+    tap->ctx = NULL;
+    if (--ctx->ntaps == 0 && ctx->kernel != NULL)
+        kmgr_kernel_set_tap(ctx->kernel, NULL, NULL);
+}
+
+int gw_context_send_parts(gw_context_t *ctx, wire_channel_t channel, const wire_frame_t *parts, size_t nparts)
+{
+    gw_context_touch(ctx);
+    return kmgr_kernel_send_parts(ctx->kernel, channel, parts, nparts);
 }
 
 int gw_context_interrupt(gw_context_t *ctx)

@@ -45,6 +45,8 @@ typedef struct st_gw_context_t {
     gw_idmap_entry_t by_id;    /* in contexts->by_id */
     h2o_linklist_t waiters;    /* gw_context_waiter_t: told once the kernel is ready */
     h2o_linklist_t runs;       /* gw_kernel_run_t queued or in progress */
+    h2o_linklist_t taps;       /* gw_context_tap_t: relays of the kernel's messages */
+    size_t ntaps;
 } gw_context_t;
 
 typedef struct st_gw_context_waiter_t gw_context_waiter_t;
@@ -60,6 +62,44 @@ struct st_gw_context_waiter_t {
     gw_context_t *ctx;   /* NULL once told or cancelled */
     h2o_linklist_t link; /* in ctx->waiters */
 };
+
+typedef struct st_gw_context_tap_t gw_context_tap_t;
+
+/**
+ * A relay attached to a context's kernel (a front door's client that speaks the Jupyter protocol
+ * itself, such as a kernel WebSocket). Set the callbacks, then gw_context_tap_attach. Each is
+ * called from the loop; a callback may detach its own tap, and nothing else of the context's taps.
+ */
+struct st_gw_context_tap_t {
+    /**
+     * A message the kernel sent (shell, control, stdin or iopub), as kmgr_tap_cb describes: decoded,
+     * and its signed parts as the kernel sent them, both borrowed for the call. Every tap hears
+     * every message: which client asked for a reply is the front door's business.
+     */
+    void (*on_message)(gw_context_tap_t *tap, wire_channel_t channel, const wire_msg_t *msg, const wire_frame_t *parts,
+                       size_t nparts);
+    /** The kernel's state changed (kmgr_kernel_state of ctx->kernel): restarting, ready again, dead. */
+    void (*on_state)(gw_context_tap_t *tap, kmgr_kernel_state_t state);
+    /** The context is being destroyed: the tap is already detached, and `ctx` is still readable. */
+    void (*on_destroy)(gw_context_tap_t *tap, gw_context_t *ctx);
+    gw_context_t *ctx;   /* NULL while detached */
+    h2o_linklist_t link; /* in ctx->taps */
+};
+
+/**
+ * Attaches `tap` (detached) to `ctx`: from now on it hears every kernel message and state change.
+ * A context with a tap is never deleted for idleness: someone is connected.
+ */
+void gw_context_tap_attach(gw_context_t *ctx, gw_context_tap_t *tap);
+/** Detaches `tap`; accepts a detached one. */
+void gw_context_tap_detach(gw_context_tap_t *tap);
+
+/**
+ * Sends a client's message to the kernel verbatim (kmgr_kernel_send_parts): what the kernel answers
+ * reaches the taps. Records activity. Returns 0, KMGR_ENOTREADY (starting or restarting: wait for
+ * the tap's on_state), KMGR_EDIED, KMGR_EINVAL or KMGR_EZMQ.
+ */
+int gw_context_send_parts(gw_context_t *ctx, wire_channel_t channel, const wire_frame_t *parts, size_t nparts);
 
 /** How to create a context. */
 typedef struct st_gw_context_options_t {

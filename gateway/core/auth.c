@@ -2,6 +2,7 @@
 #include <string.h>
 #include <sodium.h>
 #include "core/auth.h"
+#include "core/http.h"
 
 int gw_auth_token_equal(const char *token, const char *presented, size_t len)
 {
@@ -43,6 +44,21 @@ int gw_auth_check(h2o_req_t *req, const char *token)
             return 1;
     for (i = -1; (i = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, i)) != -1;)
         if (authorization_matches(token, req->headers.entries[i].value))
+            return 1;
+    return 0;
+}
+
+int gw_auth_check_query(h2o_req_t *req, const char *token)
+{
+    gw_query_value_t values[4];
+    long n;
+
+    if (token == NULL)
+        return 1;
+    if ((n = gw_query_values(req, "token", values, 4)) <= 0)
+        return 0;
+    for (long i = 0; i != n && i != 4; ++i)
+        if (gw_auth_token_equal(token, values[i].s, values[i].len))
             return 1;
     return 0;
 }

@@ -17,6 +17,9 @@ int gw_auth_token_equal(const char *token, const char *presented, size_t len);
  */
 int gw_auth_check(h2o_req_t *req, const char *token);
 
+/** True when the request's query carries `token=<token>` (percent-decoded; compared as gw_auth_token_equal does). */
+int gw_auth_check_query(h2o_req_t *req, const char *token);
+
 /**
  * True when request header `name: value` is a credential meant for kgate: any X-EXECD-ACCESS-TOKEN
  * (kgate's own header), or an Authorization that carries `token` (NULL: none does). A reverse

@@ -40,7 +40,17 @@
     XX(PTYBUSY, "another client is attached to the PTY session")                                                                   \
     XX(NOTRUNNING, "the session's shell is not running")                                                                           \
     XX(STDINFULL, "the shell's stdin queue is full")                                                                               \
-    XX(NOTTY, "the session has no terminal (pipe mode)")
+    XX(NOTTY, "the session has no terminal (pipe mode)")                                                                           \
+    XX(JMSG_NOTBINARY, "a v1.kernel.websocket.jupyter.org message must be a binary frame")                                         \
+    XX(JMSG_TRUNCATED, "the message is shorter than its offsets table")                                                            \
+    XX(JMSG_PARTCOUNT, "the message's offsets table has too few entries for its parts")                                            \
+    XX(JMSG_TOOMANYBUFFERS, "the message has more than 1024 buffers")                                                              \
+    XX(JMSG_OFFSETS, "the message's offsets are out of order or out of range")                                                     \
+    XX(JMSG_NOTJSON, "the message or one of its parts is not a JSON object")                                                       \
+    XX(JMSG_TEXTBUFFERS, "a text frame cannot carry buffers: send them in a binary frame")                                         \
+    XX(JMSG_HEADER, "the message header lacks a usable msg_id or msg_type string")                                                 \
+    XX(JMSG_CHANNEL, "a client may send on the shell, control and stdin channels only")                                            \
+    XX(JMSG_TOOBIG, "the message is too large for the legacy binary framing (4 GiB)")
 
 typedef enum {
     GW_OK = 0,

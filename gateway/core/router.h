@@ -43,6 +43,8 @@ typedef struct st_gw_route_t {
     int is_public;
     size_t max_body_bytes;
     gw_door_t *door; /* the handler's first argument */
+    /* the token may come as `?token=<t>` too (Jupyter's clients put it on WebSocket URLs, where a browser sets no header) */
+    int token_in_query;
 } gw_route_t;
 
 /** The routes of every front door, composed by the app at start-up (matched in insertion order). */

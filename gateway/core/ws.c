@@ -7,6 +7,9 @@
 #include "core/http.h"
 #include "core/ws.h"
 
+/* A message this big or bigger leaves as fragments read from kgate's one copy of it: wslay_event_queue_msg
+ * would copy it whole, and h2o 2.2.5's send callback copies whatever wslay hands it, whole again. */
+#define FRAGMENTED_MIN ((size_t)64 << 10)
 #define DEFAULT_MAX_MESSAGE (64u << 20)
 #define DEFAULT_MAX_QUEUED (16u << 20)
 /* Ping intervals of silence after which the peer is presumed gone. */
@@ -26,9 +29,43 @@ struct st_gw_ws_t {
     uint16_t cut_code;
     uint8_t close_reason[123];
     size_t close_reason_len;
-    unsigned closing : 1; /* gw_ws_close was called or a close frame was received: no more messages */
-    unsigned closed : 1;  /* on_close was called */
+    unsigned closing : 1;      /* gw_ws_close was called or a close frame was received: no more messages */
+    unsigned closed : 1;       /* on_close was called */
+    h2o_linklist_t fragmented; /* fragmented_t queued in wslay and not read whole yet */
+    size_t fragmented_bytes;   /* their bytes not read yet (wslay counts none of them) */
 };
+
+/* A big message wslay sends as fragments, read from here (source.data) a frame at a time. */
+typedef struct st_fragmented_t {
+    h2o_linklist_t link; /* in ws->fragmented */
+    gw_ws_t *ws;
+    size_t len, off;
+    uint8_t data[];
+} fragmented_t;
+
+static void fragmented_free(fragmented_t *m)
+{
+    m->ws->fragmented_bytes -= m->len - m->off;
+    h2o_linklist_unlink(&m->link);
+    free(m);
+}
+
+static ssize_t read_fragment(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, const union wslay_event_msg_source *source,
+                             int *eof, void *user_data)
+{
+    fragmented_t *m = source->data;
+    size_t n = m->len - m->off < len ? m->len - m->off : len;
+
+    (void)ctx, (void)user_data;
+    memcpy(buf, m->data + m->off, n);
+    m->off += n;
+    m->ws->fragmented_bytes -= n;
+    if (m->off == m->len) {
+        *eof = 1;
+        fragmented_free(m); /* wslay reads a source no more once it said eof */
+    }
+    return (ssize_t)n;
+}
 
 int gw_ws_is_upgrade(h2o_req_t *req)
 {
@@ -65,7 +102,7 @@ void *gw_ws_data(gw_ws_t *ws)
 
 size_t gw_ws_queued_bytes(gw_ws_t *ws)
 {
-    return ws->conn != NULL ? wslay_event_get_queued_msg_length(ws->conn->ws_ctx) : 0;
+    return ws->conn != NULL ? wslay_event_get_queued_msg_length(ws->conn->ws_ctx) + ws->fragmented_bytes : 0;
 }
 
 static void unlink_entry(h2o_timeout_entry_t *entry)
@@ -88,6 +125,9 @@ static void finish(gw_ws_t *ws, uint16_t code)
         h2o_websocket_close(ws->conn);
         ws->conn = NULL;
     }
+    /* wslay freed its queue without reading these to the end */
+    while (!h2o_linklist_is_empty(&ws->fragmented))
+        fragmented_free(H2O_STRUCT_FROM_MEMBER(fragmented_t, link, ws->fragmented.next));
     ws->callbacks.on_close(ws, code);
     free(ws);
 }
@@ -208,6 +248,7 @@ gw_ws_t *gw_ws_upgrade(h2o_req_t *req, gw_host_t *host, const char *subprotocol,
     }
     ws = wire_calloc(1, sizeof(*ws));
     ws->host = host;
+    h2o_linklist_init_anchor(&ws->fragmented);
     ws->callbacks = *callbacks;
     ws->data = data;
     ws->max_queued_bytes = limits != NULL && limits->max_queued_bytes != 0 ? limits->max_queued_bytes : DEFAULT_MAX_QUEUED;
@@ -238,10 +279,32 @@ int gw_ws_sendv(gw_ws_t *ws, int is_binary, const h2o_iovec_t *bufs, size_t n)
         return GW_EWSCLOSED;
     for (i = 0; i != n; ++i)
         len += bufs[i].len;
-    if (wslay_event_get_queued_msg_length(ws->conn->ws_ctx) + len > ws->max_queued_bytes) {
+    /* Refused only once the queue is already past its bound: a peer that keeps up can take a message
+     * bigger than the bound (a kernel's 50 MB output), and the memory held stays under the bound plus
+     * one message. */
+    if (gw_ws_queued_bytes(ws) > ws->max_queued_bytes) {
         /* the peer stopped reading: cut it off rather than buffer without limit */
         schedule_cut(ws, GW_WS_POLICY_VIOLATION);
         return GW_EWSFULL;
+    }
+    if (len >= FRAGMENTED_MIN) {
+        fragmented_t *m = wire_malloc(sizeof(*m) + len);
+        struct wslay_event_fragmented_msg frag = {msg.opcode, {.data = m}, read_fragment};
+        memset(m, 0, sizeof(*m));
+        m->ws = ws;
+        m->len = len;
+        for (i = 0, len = 0; i != n; ++i) {
+            memcpy(m->data + len, bufs[i].base, bufs[i].len);
+            len += bufs[i].len;
+        }
+        h2o_linklist_insert(&ws->fragmented, &m->link);
+        ws->fragmented_bytes += len;
+        if (wslay_event_queue_fragmented_msg(ws->conn->ws_ctx, &frag) != 0) {
+            fragmented_free(m);
+            return GW_EWSCLOSED;
+        }
+        schedule_flush(ws);
+        return 0;
     }
     if (n == 1) {
         msg.msg = (const uint8_t *)bufs[0].base;

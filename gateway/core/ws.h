@@ -32,7 +32,7 @@ typedef struct st_gw_ws_callbacks_t {
 /** How a WebSocket is bounded. Zero fields take the defaults noted. */
 typedef struct st_gw_ws_limits_t {
     size_t max_message_bytes; /* a larger incoming message closes with 1009 (default 64 MiB) */
-    size_t max_queued_bytes;  /* bytes queued for the peer beyond this: it is cut off (default 16 MiB) */
+    size_t max_queued_bytes;  /* a message sent while more than this waits for the peer cuts it off (default 16 MiB) */
     unsigned ping_ms;         /* a ping every ping_ms; silence for 3 of them closes (0: the host's ping interval) */
 } gw_ws_limits_t;
 
@@ -62,8 +62,9 @@ void *gw_ws_data(gw_ws_t *ws);
 
 /**
  * Queues one message (copied) for the peer; it leaves from the loop. Returns 0, or GW_EWSCLOSED
- * once the WebSocket is closing, or GW_EWSFULL when the queue would pass its bound: the peer is
- * then cut off (on_close follows with GW_WS_POLICY_VIOLATION).
+ * once the WebSocket is closing, or GW_EWSFULL when more than max_queued_bytes already waits for
+ * the peer: it is then cut off (on_close follows with GW_WS_POLICY_VIOLATION). So the memory a
+ * WebSocket holds stays under its bound plus one message.
  */
 int gw_ws_send(gw_ws_t *ws, int is_binary, const void *data, size_t len);
 

@@ -85,12 +85,11 @@ void gw_execd_add_routes(gw_execd_t *execd, gw_route_table_t *table)
     };
 
     for (size_t i = 0; i != sizeof(rows) / sizeof(rows[0]); ++i) {
-        gw_route_t route = {rows[i].method,
-                            rows[i].pattern,
-                            rows[i].handler,
-                            0,
-                            rows[i].is_upload ? config->max_upload_bytes : config->max_body_bytes,
-                            &execd->super};
+        gw_route_t route = {.method = rows[i].method,
+                            .pattern = rows[i].pattern,
+                            .handler = rows[i].handler,
+                            .max_body_bytes = rows[i].is_upload ? config->max_upload_bytes : config->max_body_bytes,
+                            .door = &execd->super};
         gw_route_table_add(table, &route);
     }
 }

@@ -105,8 +105,11 @@ static void on_proxy(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *p
 
 void gw_proxy_add_routes(gw_proxy_t *proxy, gw_route_table_t *table)
 {
-    gw_route_t route = {GW_ROUTE_ANY_METHOD, "/proxy/{}" GW_ROUTE_REST, on_proxy, 0, proxy->host->config->max_proxy_body_bytes,
-                        &proxy->super};
+    gw_route_t route = {.method = GW_ROUTE_ANY_METHOD,
+                        .pattern = "/proxy/{}" GW_ROUTE_REST,
+                        .handler = on_proxy,
+                        .max_body_bytes = proxy->host->config->max_proxy_body_bytes,
+                        .door = &proxy->super};
 
     gw_route_table_add(table, &route);
 }

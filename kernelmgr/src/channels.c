@@ -195,28 +195,55 @@ void kmgr_channels_close(kmgr_channels_t *ch, int keep_control)
     }
 }
 
-int kmgr_channels_send(kmgr_channels_t *ch, wire_channel_t channel, const wire_msg_t *msg)
+/* Sends `n` frames as one multipart message: the first `nhead` from `head`, the rest from `tail`. */
+static int send_frames(kmgr_channels_t *ch, wire_channel_t channel, const wire_frame_t *head, size_t nhead,
+                       const wire_frame_t *tail, size_t ntail)
 {
     void *s = ch->sockets[channel];
-    wire_frames_t frames;
     int ret = 0;
 
     if (s == NULL)
         return KMGR_EZMQ;
-    wire_frames_init(&frames);
-    wire_encode(ch->signer, msg, &frames);
-    for (size_t i = 0; i != frames.size; ++i) {
-        int flags = ZMQ_DONTWAIT | (i + 1 != frames.size ? ZMQ_SNDMORE : 0);
-        if (zmq_send(s, frames.entries[i].base, frames.entries[i].len, flags) < 0) {
+    for (size_t i = 0, n = nhead + ntail; i != n; ++i) {
+        const wire_frame_t *f = i < nhead ? &head[i] : &tail[i - nhead];
+        int flags = ZMQ_DONTWAIT | (i + 1 != n ? ZMQ_SNDMORE : 0);
+        if (zmq_send(s, f->base, f->len, flags) < 0) {
             ret = KMGR_EZMQ;
             break;
         }
     }
-    wire_frames_dispose(&frames);
     /* A message that already arrived may have lost its fd signal to this send (PLATFORM.md). */
     if (ch->watches[channel] != NULL)
         mark_redrain(ch);
     return ret;
+}
+
+int kmgr_channels_send(kmgr_channels_t *ch, wire_channel_t channel, const wire_msg_t *msg)
+{
+    wire_frames_t frames;
+    int ret;
+
+    if (ch->sockets[channel] == NULL)
+        return KMGR_EZMQ;
+    wire_frames_init(&frames);
+    wire_encode(ch->signer, msg, &frames);
+    ret = send_frames(ch, channel, frames.entries, frames.size, NULL, 0);
+    wire_frames_dispose(&frames);
+    return ret;
+}
+
+int kmgr_channels_send_parts(kmgr_channels_t *ch, wire_channel_t channel, const wire_frame_t *parts, size_t nparts)
+{
+    char sig[WIRE_SIG_HEX_LEN + 1];
+    wire_frame_t head[2] = {{WIRE_DELIMITER, sizeof(WIRE_DELIMITER) - 1}, {sig, 0}};
+
+    if (nparts < 4)
+        return KMGR_EINVAL;
+    if (ch->sockets[channel] == NULL)
+        return KMGR_EZMQ;
+    wire_signer_sign(ch->signer, parts, sig);
+    head[1].len = strlen(sig);
+    return send_frames(ch, channel, head, 2, parts, nparts);
 }
 
 void kmgr_channels_ping(kmgr_channels_t *ch)
@@ -476,18 +503,30 @@ int kmgr_channels_drain(kmgr_channels_t *ch, wire_channel_t channel)
             msg_bytes += rx.frames[i].len;
         bytes += msg_bytes;
         /* Nothing of it is read to decide: only its size and the owner's own state. */
-        if (channel == WIRE_CHANNEL_IOPUB && msg_bytes > KMGR_UNAWAITED_MAX_BYTES && ch->ops->pass_over_iopub(ch->data)) {
+        kmgr_big_iopub_t big = KMGR_BIG_IOPUB_READ;
+        if (channel == WIRE_CHANNEL_IOPUB && msg_bytes > KMGR_UNAWAITED_MAX_BYTES)
+            big = ch->ops->big_iopub(ch->data);
+        if (big == KMGR_BIG_IOPUB_PASS_OVER) {
             rx_release(&rx);
             continue;
         }
-        /* wire_decode copies what it keeps, so the parts go before anyone sees the message. */
-        ret = wire_decode(ch->signer, rx.frames, rx.n, &msg);
-        rx_release(&rx);
+        ret = wire_decode_ex(ch->signer, rx.frames, rx.n, big == KMGR_BIG_IOPUB_HEADERS ? WIRE_DECODE_SKIP_CONTENT : 0, &msg);
         if (ret != 0) {
+            rx_release(&rx);
             count_dropped(ch, wire_strerror(ret));
             continue;
         }
-        ch->ops->on_message(ch->data, channel, msg);
+        /* wire_decode copies what it keeps: unless a relay wants the parts as they came, they go
+         * before anyone sees the message, so that a big one is not held twice. */
+        if (ch->ops->wants_parts(ch->data)) {
+            size_t nparts;
+            const wire_frame_t *parts = wire_signed_parts(msg, rx.frames, &nparts);
+            ch->ops->on_message(ch->data, channel, msg, parts, nparts);
+            rx_release(&rx);
+        } else {
+            rx_release(&rx);
+            ch->ops->on_message(ch->data, channel, msg, NULL, 0);
+        }
     }
     rx_dispose(&rx);
     /* A callback may have closed these channels (the owner restarted or destroyed the kernel). */

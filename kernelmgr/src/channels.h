@@ -35,23 +35,36 @@
 
 typedef struct st_kmgr_channels_t kmgr_channels_t;
 
+/** What to do with an iopub message over KMGR_UNAWAITED_MAX_BYTES (kmgr_channels_ops_t.big_iopub). */
+typedef enum {
+    KMGR_BIG_IOPUB_READ,      /* verify and decode it whole: someone reads its content */
+    KMGR_BIG_IOPUB_HEADERS,   /* verify it, decode its headers only: it is relayed, not read */
+    KMGR_BIG_IOPUB_PASS_OVER, /* neither verify nor read it: nobody awaits output */
+} kmgr_big_iopub_t;
+
 /**
  * What the channels report to their owner (the kernel state machine), always from the loop and
  * with the owner's `data`. Any of them may close the channels (kmgr_channels_close), directly or
  * through a callback of its own: a drain in progress then stops at once and calls nothing more.
  */
 typedef struct st_kmgr_channels_ops_t {
-    /** A verified message arrived on `channel`; the callee owns `msg`. */
-    void (*on_message)(void *data, wire_channel_t channel, wire_msg_t *msg);
+    /**
+     * A verified message arrived on `channel`; the callee owns `msg`. `parts` are its signed parts as
+     * they came (header, parent_header, metadata, content, then its buffers; `nparts` of them),
+     * valid during the call, when wants_parts said so; NULL otherwise.
+     */
+    void (*on_message)(void *data, wire_channel_t channel, wire_msg_t *msg, const wire_frame_t *parts, size_t nparts);
+    /** Nonzero when on_message is to get the raw parts (a relay is attached); they are then kept until it returns. */
+    int (*wants_parts)(void *data);
     /** The stdin channel finished its handshake: an input_request can no longer be lost. Once. */
     void (*on_stdin_connected)(void *data);
     /** A heartbeat answer arrived. */
     void (*on_pong)(void *data);
     /**
      * An iopub message of more than KMGR_UNAWAITED_MAX_BYTES arrived, neither verified nor read:
-     * returns nonzero to have it passed over unread (nobody awaits output), 0 to read it.
+     * returns what to do with it (kmgr_big_iopub_t).
      */
-    int (*pass_over_iopub)(void *data);
+    kmgr_big_iopub_t (*big_iopub)(void *data);
     /**
      * A kernel message on `channel` was bigger than the message cap: it was dropped, with whatever
      * else was in flight on that connection, and the socket has been reopened (for shell or stdin,
@@ -147,12 +160,17 @@ void kmgr_channels_close(kmgr_channels_t *ch, int keep_control);
  * message that already arrived (PLATFORM.md).
  */
 int kmgr_channels_send(kmgr_channels_t *ch, wire_channel_t channel, const wire_msg_t *msg);
+/**
+ * Signs and sends a message given as its parts, sent verbatim: header, parent_header, metadata and
+ * content (JSON texts, signed as they are), then `nparts - 4` buffers. Same results as kmgr_channels_send.
+ */
+int kmgr_channels_send_parts(kmgr_channels_t *ch, wire_channel_t channel, const wire_frame_t *parts, size_t nparts);
 /** Sends a heartbeat ping (no-op when closed) and marks a redrain, as a send does. */
 void kmgr_channels_ping(kmgr_channels_t *ch);
 /**
  * Receives at most KMGR_DRAIN_BATCH messages, or KMGR_DRAIN_BYTES, from `channel`: each verified
- * message goes to ops->on_message, each heartbeat to ops->on_pong, and an iopub message over
- * KMGR_UNAWAITED_MAX_BYTES is first offered to ops->pass_over_iopub. Bytes stay in ZMQ's messages
+ * message goes to ops->on_message, each heartbeat to ops->on_pong, and what to do with an iopub
+ * message over KMGR_UNAWAITED_MAX_BYTES is asked of ops->big_iopub first. Bytes stay in ZMQ's messages
  * until wire_decode copies what it keeps. Returns 1 if the batch was capped with more to read,
  * else 0 (nothing more, or the channels were closed from a callback).
  */

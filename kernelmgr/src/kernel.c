@@ -145,7 +145,7 @@ static void on_status(kmgr_kernel_t *k, const wire_msg_t *msg)
     flush_state(k);
 }
 
-static void on_message(void *data, wire_channel_t channel, wire_msg_t *msg)
+static void on_message(void *data, wire_channel_t channel, wire_msg_t *msg, const wire_frame_t *parts, size_t nparts)
 {
     kmgr_kernel_t *k = data;
     uint64_t generation = k->generation;
@@ -189,11 +189,21 @@ static void on_message(void *data, wire_channel_t channel, wire_msg_t *msg)
         kmgr_requests_on_input(k, msg);
         break;
     default:
-        /* control replies (interrupt_reply) concern nobody. */
+        /* control replies (interrupt_reply) concern nobody but a relay. */
         break;
     }
+    /* The relay hears everything, after kernelmgr's own requests (the kernel's state is current). */
+    if (k->generation == generation && !k->destroyed && k->tap != NULL && parts != NULL)
+        k->tap(k, channel, msg, parts, nparts, k->tap_data);
 Exit:
     wire_msg_destroy(msg);
+}
+
+static int wants_parts(void *data)
+{
+    kmgr_kernel_t *k = data;
+
+    return k->tap != NULL;
 }
 
 static void on_stdin_connected(void *data)
@@ -215,16 +225,18 @@ static void on_pong(void *data)
 /*
  * An iopub message could matter to someone while the kernel starts (any message proves iopub live)
  * and while any request is registered; otherwise only status messages matter, and a big message
- * is not one.
+ * is not one: a relay passes it on unread, and without one nobody sees it.
  */
-static int pass_over_iopub(void *data)
+static kmgr_big_iopub_t big_iopub(void *data)
 {
     kmgr_kernel_t *k = data;
 
     if ((k->state != KMGR_KERNEL_IDLE && k->state != KMGR_KERNEL_BUSY) || !kmgr_list_empty(&k->requests))
-        return 0;
+        return KMGR_BIG_IOPUB_READ;
+    if (k->tap != NULL)
+        return KMGR_BIG_IOPUB_HEADERS;
     ++k->unawaited;
-    return 1;
+    return KMGR_BIG_IOPUB_PASS_OVER;
 }
 
 /*
@@ -263,9 +275,10 @@ static void on_redrain(void *data)
 
 static const kmgr_channels_ops_t channel_ops = {
     .on_message = on_message,
+    .wants_parts = wants_parts,
     .on_stdin_connected = on_stdin_connected,
     .on_pong = on_pong,
-    .pass_over_iopub = pass_over_iopub,
+    .big_iopub = big_iopub,
     .on_given_up = on_given_up,
     .on_redrain = on_redrain,
 };
@@ -416,6 +429,31 @@ json_t *kmgr_kernel_info(const kmgr_kernel_t *k)
 const char *kmgr_kernel_exit_reason(const kmgr_kernel_t *k)
 {
     return k->state == KMGR_KERNEL_DEAD ? k->exit_reason : "";
+}
+
+void kmgr_kernel_set_tap(kmgr_kernel_t *k, kmgr_tap_cb cb, void *data)
+{
+    k->tap = cb;
+    k->tap_data = cb != NULL ? data : NULL;
+}
+
+int kmgr_kernel_send_parts(kmgr_kernel_t *k, wire_channel_t channel, const wire_frame_t *parts, size_t nparts)
+{
+    int ret;
+
+    if ((channel != WIRE_CHANNEL_SHELL && channel != WIRE_CHANNEL_CONTROL && channel != WIRE_CHANNEL_STDIN) || nparts < 4)
+        return KMGR_EINVAL;
+    if (k->state == KMGR_KERNEL_DEAD || k->destroyed)
+        return KMGR_EDIED;
+    /* Until ready, iopub may not be subscribed yet: the request's output could be lost. */
+    if (k->state != KMGR_KERNEL_IDLE && k->state != KMGR_KERNEL_BUSY)
+        return KMGR_ENOTREADY;
+    if ((ret = kmgr_channels_send_parts(&k->proc->channels, channel, parts, nparts)) != 0)
+        return ret;
+    /* Its place among shell messages: a probe after a lost connection is answered after it too. */
+    if (channel == WIRE_CHANNEL_SHELL)
+        ++k->sent;
+    return 0;
 }
 
 uint64_t kmgr_kernel_unawaited_messages(const kmgr_kernel_t *k)

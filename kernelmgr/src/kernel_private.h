@@ -152,6 +152,9 @@ struct st_kmgr_kernel_t {
     uint64_t oversized;
     kmgr_resync_t resync;
     kmgr_reqtable_t table;
+    /* The relay watching every message (kmgr_kernel_set_tap), or NULL. */
+    kmgr_tap_cb tap;
+    void *tap_data;
 };
 
 /** Sends `msg` (owned by the callee) on the current incarnation's `channel`. Returns 0 or KMGR_EZMQ. */

@@ -6,64 +6,80 @@
 #include "core/router.h"
 #include "wire/alloc.h"
 
-/* The route table kgate serves (gateway/app/routes.c, gateway/execd/routes.c, gateway/proxy/routes.c, in that order),
- * and rows of the shapes no route has yet; the matcher calls no handler. */
+/* The route table kgate serves (gateway/app/routes.c, gateway/execd/routes.c, gateway/proxy/routes.c,
+ * gateway/jupyter/routes.c, in that order), and rows of the shapes no route has yet; the matcher calls no handler. */
 static const gw_route_t routes[] = {
-    {"GET", "/healthz", NULL, 1, 0, NULL},
-    {"GET", "/readyz", NULL, 1, 0, NULL},
-    {"GET", "/ping", NULL, 0, 0, NULL},
-    {"GET", "/files/info", NULL, 0, 0, NULL},
-    {"DELETE", "/files", NULL, 0, 0, NULL},
-    {"POST", "/files/permissions", NULL, 0, 0, NULL},
-    {"POST", "/files/mv", NULL, 0, 0, NULL},
-    {"GET", "/files/search", NULL, 0, 0, NULL},
-    {"POST", "/files/replace", NULL, 0, 0, NULL},
-    {"POST", "/files/upload", NULL, 0, 0, NULL},
-    {"GET", "/files/download", NULL, 0, 0, NULL},
-    {"GET", "/directories/list", NULL, 0, 0, NULL},
-    {"POST", "/directories", NULL, 0, 0, NULL},
-    {"DELETE", "/directories", NULL, 0, 0, NULL},
-    {"POST", "/editor", NULL, 0, 0, NULL},
-    {"GET", "/code/languages", NULL, 0, 0, NULL},
-    {"POST", "/code/context", NULL, 0, 0, NULL},
-    {"GET", "/code/contexts", NULL, 0, 0, NULL},
-    {"DELETE", "/code/contexts", NULL, 0, 0, NULL},
-    {"GET", "/code/contexts/{}", NULL, 0, 0, NULL},
-    {"DELETE", "/code/contexts/{}", NULL, 0, 0, NULL},
-    {"POST", "/code/contexts/{}/restart", NULL, 0, 0, NULL},
-    {"POST", "/code", NULL, 0, 0, NULL},
-    {"DELETE", "/code", NULL, 0, 0, NULL},
-    {"GET", "/code/executions/{}", NULL, 0, 0, NULL},
-    {"DELETE", "/code/executions/{}", NULL, 0, 0, NULL},
-    {"GET", "/code/executions/{}/events", NULL, 0, 0, NULL},
-    {"POST", "/code/executions/{}/input", NULL, 0, 0, NULL},
-    {"POST", "/command", NULL, 0, 0, NULL},
-    {"DELETE", "/command", NULL, 0, 0, NULL},
-    {"GET", "/command/status/{}", NULL, 0, 0, NULL},
-    {"GET", "/command/{}/logs", NULL, 0, 0, NULL},
-    {"POST", "/session", NULL, 0, 0, NULL},
-    {"POST", "/session/{}/run", NULL, 0, 0, NULL},
-    {"DELETE", "/session/{}", NULL, 0, 0, NULL},
-    {"GET", "/metrics", NULL, 0, 0, NULL},
-    {"GET", "/metrics/watch", NULL, 0, 0, NULL},
-    {"POST", "/pty", NULL, 0, 0, NULL},
-    {"GET", "/pty/{}", NULL, 0, 0, NULL},
-    {"DELETE", "/pty/{}", NULL, 0, 0, NULL},
-    {"GET", "/pty/{}/ws", NULL, 0, 0, NULL},
-    {GW_ROUTE_ANY_METHOD, "/proxy/{}" GW_ROUTE_REST, NULL, 0, 0, NULL},
+    {"GET", "/healthz", NULL, 1, 0, NULL, 0},
+    {"GET", "/readyz", NULL, 1, 0, NULL, 0},
+    {"GET", "/ping", NULL, 0, 0, NULL, 0},
+    {"GET", "/files/info", NULL, 0, 0, NULL, 0},
+    {"DELETE", "/files", NULL, 0, 0, NULL, 0},
+    {"POST", "/files/permissions", NULL, 0, 0, NULL, 0},
+    {"POST", "/files/mv", NULL, 0, 0, NULL, 0},
+    {"GET", "/files/search", NULL, 0, 0, NULL, 0},
+    {"POST", "/files/replace", NULL, 0, 0, NULL, 0},
+    {"POST", "/files/upload", NULL, 0, 0, NULL, 0},
+    {"GET", "/files/download", NULL, 0, 0, NULL, 0},
+    {"GET", "/directories/list", NULL, 0, 0, NULL, 0},
+    {"POST", "/directories", NULL, 0, 0, NULL, 0},
+    {"DELETE", "/directories", NULL, 0, 0, NULL, 0},
+    {"POST", "/editor", NULL, 0, 0, NULL, 0},
+    {"GET", "/code/languages", NULL, 0, 0, NULL, 0},
+    {"POST", "/code/context", NULL, 0, 0, NULL, 0},
+    {"GET", "/code/contexts", NULL, 0, 0, NULL, 0},
+    {"DELETE", "/code/contexts", NULL, 0, 0, NULL, 0},
+    {"GET", "/code/contexts/{}", NULL, 0, 0, NULL, 0},
+    {"DELETE", "/code/contexts/{}", NULL, 0, 0, NULL, 0},
+    {"POST", "/code/contexts/{}/restart", NULL, 0, 0, NULL, 0},
+    {"POST", "/code", NULL, 0, 0, NULL, 0},
+    {"DELETE", "/code", NULL, 0, 0, NULL, 0},
+    {"GET", "/code/executions/{}", NULL, 0, 0, NULL, 0},
+    {"DELETE", "/code/executions/{}", NULL, 0, 0, NULL, 0},
+    {"GET", "/code/executions/{}/events", NULL, 0, 0, NULL, 0},
+    {"POST", "/code/executions/{}/input", NULL, 0, 0, NULL, 0},
+    {"POST", "/command", NULL, 0, 0, NULL, 0},
+    {"DELETE", "/command", NULL, 0, 0, NULL, 0},
+    {"GET", "/command/status/{}", NULL, 0, 0, NULL, 0},
+    {"GET", "/command/{}/logs", NULL, 0, 0, NULL, 0},
+    {"POST", "/session", NULL, 0, 0, NULL, 0},
+    {"POST", "/session/{}/run", NULL, 0, 0, NULL, 0},
+    {"DELETE", "/session/{}", NULL, 0, 0, NULL, 0},
+    {"GET", "/metrics", NULL, 0, 0, NULL, 0},
+    {"GET", "/metrics/watch", NULL, 0, 0, NULL, 0},
+    {"POST", "/pty", NULL, 0, 0, NULL, 0},
+    {"GET", "/pty/{}", NULL, 0, 0, NULL, 0},
+    {"DELETE", "/pty/{}", NULL, 0, 0, NULL, 0},
+    {"GET", "/pty/{}/ws", NULL, 0, 0, NULL, 0},
+    {GW_ROUTE_ANY_METHOD, "/proxy/{}" GW_ROUTE_REST, NULL, 0, 0, NULL, 0},
+    {"GET", "/api", NULL, 0, 0, NULL, 1},
+    {"GET", "/api/kernelspecs", NULL, 0, 0, NULL, 1},
+    {"GET", "/api/kernelspecs/{}", NULL, 0, 0, NULL, 1},
+    {"GET", "/kernelspecs/{}/{}", NULL, 0, 0, NULL, 1},
+    {"GET", "/api/kernels", NULL, 0, 0, NULL, 1},
+    {"POST", "/api/kernels", NULL, 0, 0, NULL, 1},
+    {"GET", "/api/kernels/{}", NULL, 0, 0, NULL, 1},
+    {"DELETE", "/api/kernels/{}", NULL, 0, 0, NULL, 1},
+    {"POST", "/api/kernels/{}/interrupt", NULL, 0, 0, NULL, 1},
+    {"POST", "/api/kernels/{}/restart", NULL, 0, 0, NULL, 1},
+    {"GET", "/api/kernels/{}/channels", NULL, 0, 0, NULL, 1},
+    {"GET", "/api/sessions", NULL, 0, 0, NULL, 1},
+    {"POST", "/api/sessions", NULL, 0, 0, NULL, 1},
+    {"GET", "/api/sessions/{}", NULL, 0, 0, NULL, 1},
+    {"PATCH", "/api/sessions/{}", NULL, 0, 0, NULL, 1},
+    {"DELETE", "/api/sessions/{}", NULL, 0, 0, NULL, 1},
     /* shapes no route has yet */
-    {"GET", "/a/{}/b/{}", NULL, 0, 0, NULL},               /* two parameters */
-    {"GET", "/rest" GW_ROUTE_REST, NULL, 0, 0, NULL},      /* a tail after a literal */
-    {"DELETE", "/rest/x", NULL, 0, 0, NULL},               /* shadowed by the tail for GET, not for DELETE: 405 or not */
-    {GW_ROUTE_ANY_METHOD, "/any", NULL, 0, 0, NULL},       /* any method, no tail */
-    {"GET", "/two/{}/{}" GW_ROUTE_REST, NULL, 0, 0, NULL}, /* a tail past GW_ROUTE_MAX_PARAMS: never matches */
-    {"POST", "/tail/{}" GW_ROUTE_REST, NULL, 0, 0, NULL},  /* an exact method before... */
-    {GW_ROUTE_ANY_METHOD, "/tail/{}" GW_ROUTE_REST, NULL, 0, 0, NULL}, /* ...any method on the same pattern */
+    {"GET", "/a/{}/b/{}", NULL, 0, 0, NULL, 0},               /* two parameters */
+    {"GET", "/rest" GW_ROUTE_REST, NULL, 0, 0, NULL, 0},      /* a tail after a literal */
+    {"DELETE", "/rest/x", NULL, 0, 0, NULL, 0},               /* shadowed by the tail for GET, not for DELETE: 405 or not */
+    {GW_ROUTE_ANY_METHOD, "/any", NULL, 0, 0, NULL, 0},       /* any method, no tail */
+    {"GET", "/two/{}/{}" GW_ROUTE_REST, NULL, 0, 0, NULL, 0}, /* a tail past GW_ROUTE_MAX_PARAMS: never matches */
+    {"POST", "/tail/{}" GW_ROUTE_REST, NULL, 0, 0, NULL, 0},  /* an exact method before... */
+    {GW_ROUTE_ANY_METHOD, "/tail/{}" GW_ROUTE_REST, NULL, 0, 0, NULL, 0}, /* ...any method on the same pattern */
 };
 #define NUM_ROUTES (sizeof(routes) / sizeof(routes[0]))
 
 /* The query parameters kgate reads. */
-static const char *const query_names[] = {"language", "id", "path", "cursor", "last_event_id"};
+static const char *const query_names[] = {"language", "id", "path", "cursor", "last_event_id", "token"};
 #define MAX_VALUES 3
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -27,6 +27,8 @@ struct st_kmgr_kernel_t {
     char exit_reason[200];
     h2o_linklist_t requests; /* kmgr_request_t, in send order, finished ones included */
     fake_kernel_seen_t seen;
+    kmgr_tap_cb tap;
+    void *tap_data;
 };
 
 struct st_kmgr_request_t {
@@ -223,6 +225,41 @@ kmgr_kernel_state_t kmgr_kernel_state(const kmgr_kernel_t *kernel)
 {
     kernel_usable(kernel, "kmgr_kernel_state on a destroyed kernel");
     return kernel->state;
+}
+
+void kmgr_kernel_set_tap(kmgr_kernel_t *kernel, kmgr_tap_cb cb, void *data)
+{
+    if (!kernel_usable(kernel, "kmgr_kernel_set_tap on a destroyed kernel"))
+        return;
+    kernel->tap = cb;
+    kernel->tap_data = data;
+}
+
+int kmgr_kernel_send_parts(kmgr_kernel_t *kernel, wire_channel_t channel, const wire_frame_t *parts, size_t nparts)
+{
+    (void)parts;
+    if (!kernel_usable(kernel, "kmgr_kernel_send_parts on a destroyed kernel") || kernel->state == KMGR_KERNEL_DEAD)
+        return KMGR_EDIED;
+    if ((channel != WIRE_CHANNEL_SHELL && channel != WIRE_CHANNEL_CONTROL && channel != WIRE_CHANNEL_STDIN) || nparts < 4)
+        return KMGR_EINVAL;
+    if (kernel->state != KMGR_KERNEL_IDLE && kernel->state != KMGR_KERNEL_BUSY)
+        return KMGR_ENOTREADY;
+    ++kernel->seen.sent_parts;
+    return 0;
+}
+
+int fake_kernel_tap_message(kmgr_kernel_t *kernel, wire_channel_t channel, const char *msg_type, const char *parent_id)
+{
+    wire_msg_t *msg;
+    wire_frame_t parts[4] = {{"{}", 2}, {"{}", 2}, {"{}", 2}, {"{}", 2}};
+
+    if (kernel->tap == NULL)
+        return 0;
+    msg = wire_msg_create(msg_type, "fake", NULL);
+    json_object_set_new(msg->parent_header, "msg_id", json_string(parent_id));
+    kernel->tap(kernel, channel, msg, parts, 4, kernel->tap_data);
+    wire_msg_destroy(msg);
+    return 1;
 }
 
 const char *kmgr_kernel_state_name(kmgr_kernel_state_t state)

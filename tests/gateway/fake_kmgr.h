@@ -10,7 +10,8 @@
 
 /*
  * fake_kmgr.c defines kmgr_kernel_start, _destroy, _restart, _interrupt, _execute, _state,
- * _state_name, _info, _exit_reason, kmgr_request_cancel and kmgr_request_input_reply. A test binary
+ * _state_name, _info, _exit_reason, _set_tap, _send_parts, kmgr_request_cancel and
+ * kmgr_request_input_reply. A test binary
  * that compiles it links gateway/code against it instead of kernelmgr's kernel.c, request.c and
  * manager.c: no process, no socket. The calls keep kernelmgr's contract (kmgr/kernel.h): a
  * request's callback is never called from inside the call that made it; a restart fails the
@@ -44,8 +45,14 @@ typedef struct st_fake_kernel_seen_t {
     unsigned interrupts; /* kmgr_kernel_interrupt calls that succeeded */
     unsigned restarts;   /* kmgr_kernel_restart calls that succeeded */
     int destroyed;       /* kmgr_kernel_destroy was called */
+    size_t sent_parts;   /* kmgr_kernel_send_parts calls that succeeded */
 } fake_kernel_seen_t;
 const fake_kernel_seen_t *fake_kernel_seen(const kmgr_kernel_t *kernel);
+/**
+ * The kernel sends a message (`msg_type` on `channel`, child of `parent_id`) that its tap hears
+ * (kmgr_kernel_set_tap). Returns 1, or 0 when no tap is set.
+ */
+int fake_kernel_tap_message(kmgr_kernel_t *kernel, wire_channel_t channel, const char *msg_type, const char *parent_id);
 /** The `i`-th execute_request sent to the kernel (0: the first), or NULL. */
 kmgr_request_t *fake_kernel_request(const kmgr_kernel_t *kernel, size_t i);
 

@@ -282,3 +282,116 @@ ENGINE_TEST(contexts, deleting_a_context_ends_its_runs)
     cr_expect_str_eq(run_outcome(running), "cancelled");
     cr_expect(fake_kernel_seen(kernel)->destroyed);
 }
+
+/* ---- taps: relays of a kernel's messages (the Jupyter kernel WebSocket) ---- */
+
+typedef struct st_test_tap_t {
+    gw_context_tap_t super;
+    unsigned messages, states, destroyed;
+    kmgr_kernel_state_t last_state;
+    char last_type[64];
+    struct st_test_tap_t *detach_on_message; /* detach this tap (itself) from inside on_message */
+} test_tap_t;
+
+static void tap_on_message(gw_context_tap_t *tap, wire_channel_t channel, const wire_msg_t *msg, const wire_frame_t *parts,
+                           size_t nparts)
+{
+    test_tap_t *t = H2O_STRUCT_FROM_MEMBER(test_tap_t, super, tap);
+
+    (void)channel, (void)parts;
+    cr_expect_eq(nparts, 4);
+    ++t->messages;
+    snprintf(t->last_type, sizeof(t->last_type), "%s", wire_msg_type(msg));
+    if (t->detach_on_message == t)
+        gw_context_tap_detach(tap);
+}
+
+static void tap_on_state(gw_context_tap_t *tap, kmgr_kernel_state_t state)
+{
+    test_tap_t *t = H2O_STRUCT_FROM_MEMBER(test_tap_t, super, tap);
+    ++t->states;
+    t->last_state = state;
+}
+
+static void tap_on_destroy(gw_context_tap_t *tap, gw_context_t *ctx)
+{
+    test_tap_t *t = H2O_STRUCT_FROM_MEMBER(test_tap_t, super, tap);
+
+    cr_expect_null(tap->ctx, "the tap is detached before it is told");
+    cr_expect_not_null(ctx);
+    ++t->destroyed;
+}
+
+static void tap_init(test_tap_t *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->super.on_message = tap_on_message;
+    t->super.on_state = tap_on_state;
+    t->super.on_destroy = tap_on_destroy;
+}
+
+ENGINE_TEST(contexts, every_tap_hears_every_message_and_state_and_may_detach_itself)
+{
+    kmgr_kernel_t *kernel;
+    gw_context_t *ctx = engine_ready_context(0, &kernel);
+    test_tap_t a, b;
+
+    tap_init(&a);
+    tap_init(&b);
+    gw_context_tap_attach(ctx, &a.super);
+    gw_context_tap_attach(ctx, &b.super);
+    cr_expect_eq(ctx->ntaps, 2);
+    cr_assert(fake_kernel_tap_message(kernel, WIRE_CHANNEL_IOPUB, "stream", "p1"), "the kernel has a tap once one is attached");
+    cr_expect_eq(a.messages + b.messages, 2);
+    cr_expect_str_eq(a.last_type, "stream");
+    /* one detaches itself while hearing a message: the other still hears it, and later ones */
+    a.detach_on_message = &a;
+    fake_kernel_tap_message(kernel, WIRE_CHANNEL_SHELL, "execute_reply", "p1");
+    cr_expect_eq(a.messages, 2);
+    cr_expect_eq(b.messages, 2);
+    fake_kernel_tap_message(kernel, WIRE_CHANNEL_IOPUB, "status", "p2");
+    cr_expect_eq(a.messages, 2, "detached: hears nothing more");
+    cr_expect_eq(b.messages, 3);
+    fake_kernel_set_state(kernel, KMGR_KERNEL_BUSY);
+    cr_expect_eq(b.states, 1);
+    cr_expect_eq(b.last_state, KMGR_KERNEL_BUSY);
+    cr_expect_eq(a.states, 0);
+    /* the last tap gone, the kernel has none: kernelmgr stops keeping raw parts */
+    gw_context_tap_detach(&b.super);
+    cr_expect_eq(ctx->ntaps, 0);
+    cr_expect_not(fake_kernel_tap_message(kernel, WIRE_CHANNEL_IOPUB, "stream", "p3"));
+}
+
+ENGINE_TEST(contexts, a_tapped_context_is_never_idle_and_its_taps_hear_its_end)
+{
+    kmgr_kernel_t *kernel;
+    gw_context_t *ctx = engine_ready_context(0, &kernel);
+    test_tap_t t;
+
+    tap_init(&t);
+    gw_context_tap_attach(ctx, &t.super);
+    eng.config.context_idle_ms = 100;
+    engine_run_for(200, 0);
+    gw_contexts_tick(&eng.contexts);
+    cr_expect_eq(eng.contexts.count, 1, "someone is connected: not idle");
+    gw_context_destroy(ctx);
+    cr_expect_eq(t.destroyed, 1);
+    cr_expect_null(t.super.ctx);
+    gw_context_tap_detach(&t.super); /* accepts a detached tap */
+}
+
+ENGINE_TEST(contexts, sending_a_clients_message_waits_for_a_ready_kernel)
+{
+    int ret;
+    gw_context_t *ctx = create(&ret);
+    wire_frame_t parts[4] = {{"{}", 2}, {"{}", 2}, {"{}", 2}, {"{}", 2}};
+
+    cr_assert_eq(ret, 0);
+    cr_expect_eq(gw_context_send_parts(ctx, WIRE_CHANNEL_SHELL, parts, 4), KMGR_ENOTREADY);
+    fake_kernel_set_state(ctx->kernel, KMGR_KERNEL_IDLE);
+    cr_expect_eq(gw_context_send_parts(ctx, WIRE_CHANNEL_SHELL, parts, 4), 0);
+    cr_expect_eq(fake_kernel_seen(ctx->kernel)->sent_parts, 1);
+    fake_kernel_die(ctx->kernel, "killed");
+    engine_run_for(10, 0);
+    cr_expect_eq(gw_context_send_parts(ctx, WIRE_CHANNEL_SHELL, parts, 4), KMGR_EDIED);
+}

@@ -69,6 +69,7 @@ static const include_rule_t include_rules[] = {
     {"gateway/core/", "execd/", CORE_KNOWS_NO_STATE},
     {"gateway/core/", "app/", CORE_KNOWS_NO_STATE},
     {"gateway/core/", "proxy/", CORE_KNOWS_NO_STATE},
+    {"gateway/core/", "jupyter/", CORE_KNOWS_NO_STATE},
     {"gateway/runs/", "code/", NO_SIBLING},
     {"gateway/runs/", "procs/", NO_SIBLING},
     {"gateway/runs/", "files/", NO_SIBLING},
@@ -76,18 +77,21 @@ static const include_rule_t include_rules[] = {
     {"gateway/runs/", "execd/", ENGINE_NO_DOORS},
     {"gateway/runs/", "app/", ENGINE_NO_DOORS},
     {"gateway/runs/", "proxy/", ENGINE_NO_DOORS},
+    {"gateway/runs/", "jupyter/", ENGINE_NO_DOORS},
     {"gateway/code/", "procs/", NO_SIBLING},
     {"gateway/code/", "files/", NO_SIBLING},
     {"gateway/code/", "metrics/", NO_SIBLING},
     {"gateway/code/", "execd/", ENGINE_NO_DOORS},
     {"gateway/code/", "app/", ENGINE_NO_DOORS},
     {"gateway/code/", "proxy/", ENGINE_NO_DOORS},
+    {"gateway/code/", "jupyter/", ENGINE_NO_DOORS},
     {"gateway/procs/", "code/", NO_SIBLING},
     {"gateway/procs/", "files/", NO_SIBLING},
     {"gateway/procs/", "metrics/", NO_SIBLING},
     {"gateway/procs/", "execd/", ENGINE_NO_DOORS},
     {"gateway/procs/", "app/", ENGINE_NO_DOORS},
     {"gateway/procs/", "proxy/", ENGINE_NO_DOORS},
+    {"gateway/procs/", "jupyter/", ENGINE_NO_DOORS},
     {"gateway/files/", "runs/", NO_SIBLING},
     {"gateway/files/", "code/", NO_SIBLING},
     {"gateway/files/", "procs/", NO_SIBLING},
@@ -95,6 +99,7 @@ static const include_rule_t include_rules[] = {
     {"gateway/files/", "execd/", ENGINE_NO_DOORS},
     {"gateway/files/", "app/", ENGINE_NO_DOORS},
     {"gateway/files/", "proxy/", ENGINE_NO_DOORS},
+    {"gateway/files/", "jupyter/", ENGINE_NO_DOORS},
     {"gateway/metrics/", "runs/", NO_SIBLING},
     {"gateway/metrics/", "code/", NO_SIBLING},
     {"gateway/metrics/", "procs/", NO_SIBLING},
@@ -102,6 +107,7 @@ static const include_rule_t include_rules[] = {
     {"gateway/metrics/", "execd/", ENGINE_NO_DOORS},
     {"gateway/metrics/", "app/", ENGINE_NO_DOORS},
     {"gateway/metrics/", "proxy/", ENGINE_NO_DOORS},
+    {"gateway/metrics/", "jupyter/", ENGINE_NO_DOORS},
     {"gateway/execd/", "app/", DOORS_THROUGH_ENGINE},
     {"gateway/execd/", "kmgr/kernel.h", DOORS_THROUGH_ENGINE},
     {"gateway/execd/", "kmgr/manager.h", DOORS_THROUGH_ENGINE},
@@ -126,6 +132,15 @@ static const include_rule_t include_rules[] = {
     {"gateway/proxy/", "procs/", PROXY_NO_ENGINE},
     {"gateway/proxy/", "files/", PROXY_NO_ENGINE},
     {"gateway/proxy/", "metrics/", PROXY_NO_ENGINE},
+    /* the Jupyter door (Jupyter Server's kernels API) is a front door like execd: the core and the engine, no other door */
+    {"gateway/execd/", "jupyter/", DOORS_THROUGH_ENGINE},
+    {"gateway/proxy/", "jupyter/", DOORS_THROUGH_ENGINE},
+    {"gateway/jupyter/", "app/", DOORS_THROUGH_ENGINE},
+    {"gateway/jupyter/", "execd/", DOORS_THROUGH_ENGINE},
+    {"gateway/jupyter/", "proxy/", DOORS_THROUGH_ENGINE},
+    {"gateway/jupyter/", "kmgr/kernel.h", DOORS_THROUGH_ENGINE},
+    {"gateway/jupyter/", "kmgr/manager.h", DOORS_THROUGH_ENGINE},
+    {"gateway/jupyter/", "zmq*", DOORS_THROUGH_ENGINE},
 };
 
 /* The engine's headers are its contract to every front door: they name no HTTP request or response. */
@@ -427,17 +442,22 @@ Test(layering, gateway_rules_report_planted_violations)
         {"gateway/execd/bad.c", "#include \"runs/run.h\"\n#include \"app/server.h\"\n#include \"kmgr/kernel.h\"\n"},
         {"gateway/core/bad.c", "#include \"core/http.h\"\n#include \"runs/run.h\"\n"},
         {"gateway/proxy/bad.c", "#include \"core/ws.h\"\n#include \"runs/run.h\"\n#include \"execd/execd.h\"\n"},
+        {"gateway/jupyter/bad.c", "#include \"code/context.h\"\n#include \"execd/execd.h\"\n#include \"kmgr/kernel.h\"\n"
+                                  "#include \"app/server.h\"\n"},
+        {"gateway/metrics/bad.c", "#include \"jupyter/framing.h\"\n"},
     };
     static const char *const expected[] = {
-        "gateway/runs/bad.c:2: includes <execd/execd.h>",   "gateway/runs/bad.c:3: includes <code/context.h>",
-        "gateway/code/bad.h:2: includes <runs/internal.h>", "gateway/code/bad.h:3: names h2o_req_t",
-        "gateway/execd/bad.c:2: includes <app/server.h>",   "gateway/execd/bad.c:3: includes <kmgr/kernel.h>",
-        "gateway/core/bad.c:2: includes <runs/run.h>",      "gateway/proxy/bad.c:2: includes <runs/run.h>",
-        "gateway/proxy/bad.c:3: includes <execd/execd.h>",
+        "gateway/runs/bad.c:2: includes <execd/execd.h>",        "gateway/runs/bad.c:3: includes <code/context.h>",
+        "gateway/code/bad.h:2: includes <runs/internal.h>",      "gateway/code/bad.h:3: names h2o_req_t",
+        "gateway/execd/bad.c:2: includes <app/server.h>",        "gateway/execd/bad.c:3: includes <kmgr/kernel.h>",
+        "gateway/core/bad.c:2: includes <runs/run.h>",           "gateway/proxy/bad.c:2: includes <runs/run.h>",
+        "gateway/proxy/bad.c:3: includes <execd/execd.h>",       "gateway/jupyter/bad.c:2: includes <execd/execd.h>",
+        "gateway/jupyter/bad.c:3: includes <kmgr/kernel.h>",     "gateway/jupyter/bad.c:4: includes <app/server.h>",
+        "gateway/metrics/bad.c:1: includes <jupyter/framing.h>",
     };
     char root[] = "/tmp/kgate-lint-XXXXXX";
     plant(root, files, NELEMS(files));
-    scan_expect(root, "gateway", 6, expected, NELEMS(expected), "fine.c");
+    scan_expect(root, "gateway", 8, expected, NELEMS(expected), "fine.c");
     unplant(root, files, NELEMS(files));
 }
 
@@ -515,6 +535,16 @@ static const link_rule_t link_rules[] = {
     {"kgate_gw_proxy", "kgate_gw_procs", PROXY_NO_ENGINE},
     {"kgate_gw_proxy", "kgate_gw_files", PROXY_NO_ENGINE},
     {"kgate_gw_proxy", "kgate_gw_metrics", PROXY_NO_ENGINE},
+    {"kgate_gw_runs", "kgate_gw_jupyter", ENGINE_NO_DOORS},
+    {"kgate_gw_code", "kgate_gw_jupyter", ENGINE_NO_DOORS},
+    {"kgate_gw_procs", "kgate_gw_jupyter", ENGINE_NO_DOORS},
+    {"kgate_gw_files", "kgate_gw_jupyter", ENGINE_NO_DOORS},
+    {"kgate_gw_metrics", "kgate_gw_jupyter", ENGINE_NO_DOORS},
+    {"kgate_gw_execd", "kgate_gw_jupyter", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_proxy", "kgate_gw_jupyter", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_jupyter", "kgate_gw_app", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_jupyter", "kgate_gw_execd", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_jupyter", "kgate_gw_proxy", DOORS_THROUGH_ENGINE},
 };
 
 /* Returns a copy of `target`'s dependency list (caller frees), failing the test when it is absent. */

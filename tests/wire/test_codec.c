@@ -245,6 +245,41 @@ Test(codec, undecodable_content_is_flagged_not_dropped)
     wire_signer_dispose(&s);
 }
 
+/* A relay verifies a big message whole but parses only its headers; the signed parts come back verbatim. */
+Test(codec, skipped_content_is_verified_not_parsed_and_parts_are_the_signed_bytes)
+{
+    const char *json[4] = {GOOD_HEADER, "{\"msg_id\":\"parent-2\"}", "{ \"m\": 1 }", "not json at all, and not parsed"};
+    wire_signer_t s, other;
+    wire_frames_t frames;
+    wire_msg_t *msg = NULL;
+    const wire_frame_t *parts;
+    size_t nparts;
+
+    wire_signer_init(&s, "key", 3);
+    wire_signer_init(&other, "another key", 11);
+    build(&s, json, &frames);
+    wire_frames_push_copy(&frames, "buf", 3);
+    cr_assert_eq(wire_decode_ex(&s, frames.entries, frames.size, WIRE_DECODE_SKIP_CONTENT, &msg), 0);
+    cr_assert(msg->content_skipped && !msg->content_undecodable);
+    cr_assert(json_is_object(msg->content) && json_object_size(msg->content) == 0);
+    cr_assert_str_eq(wire_msg_parent_id(msg), "parent-2");
+    parts = wire_signed_parts(msg, frames.entries, &nparts);
+    cr_assert_eq(nparts, 5);
+    for (size_t i = 0; i != 4; ++i) {
+        cr_assert_eq(parts[i].len, strlen(json[i]));
+        cr_assert(memcmp(parts[i].base, json[i], parts[i].len) == 0, "part %zu is the bytes as signed", i);
+    }
+    cr_assert(parts[4].len == 3 && memcmp(parts[4].base, "buf", 3) == 0);
+    wire_msg_destroy(msg);
+    msg = NULL;
+    /* skipping the parse never skips the signature */
+    cr_assert_eq(wire_decode_ex(&other, frames.entries, frames.size, WIRE_DECODE_SKIP_CONTENT, &msg), WIRE_EBADSIG);
+    cr_assert_null(msg);
+    wire_frames_dispose(&frames);
+    wire_signer_dispose(&other);
+    wire_signer_dispose(&s);
+}
+
 Test(codec, decode_rejects_non_object_json)
 {
     static const char *const bad[] = {"[]",       "1", "\"s\"", "null",     "true", "{",

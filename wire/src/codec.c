@@ -62,6 +62,20 @@ static json_t *parse_object(const wire_frame_t *frame)
 
 int wire_decode(const wire_signer_t *signer, const wire_frame_t *frames, size_t n, wire_msg_t **out)
 {
+    return wire_decode_ex(signer, frames, n, 0, out);
+}
+
+const wire_frame_t *wire_signed_parts(const wire_msg_t *msg, const wire_frame_t *frames, size_t *n)
+{
+    /* identities, delimiter, signature: then the signed parts and the buffers */
+    size_t skip = msg->identities.size + 2;
+
+    *n = 4 + msg->buffers.size;
+    return frames + skip;
+}
+
+int wire_decode_ex(const wire_signer_t *signer, const wire_frame_t *frames, size_t n, int flags, wire_msg_t **out)
+{
     json_t *json[4] = {NULL, NULL, NULL, NULL};
     size_t delim;
     int ret;
@@ -80,8 +94,12 @@ int wire_decode(const wire_signer_t *signer, const wire_frame_t *frames, size_t 
     if ((ret = wire_signer_verify(signer, parts, sig->base, sig->len)) != 0)
         return ret;
 
-    int content_undecodable = 0;
+    int content_undecodable = 0, content_skipped = (flags & WIRE_DECODE_SKIP_CONTENT) != 0;
     for (size_t i = 0; i != 4; ++i) {
+        if (i == 3 && content_skipped) {
+            json[i] = json_object();
+            break;
+        }
         if ((json[i] = parse_object(&parts[i])) == NULL) {
             if (i != 3) {
                 ret = WIRE_EBADJSON;
@@ -106,6 +124,7 @@ int wire_decode(const wire_signer_t *signer, const wire_frame_t *frames, size_t 
     msg->metadata = json[2];
     msg->content = json[3];
     msg->content_undecodable = content_undecodable;
+    msg->content_skipped = content_skipped;
     *out = msg;
     return 0;
 

@@ -14,7 +14,8 @@
     XX(SHUTDOWN, "kernel is shutting down")                                                                                        \
     XX(NOINPUT, "no input is awaited")                                                                                             \
     XX(INVAL, "invalid argument")                                                                                                  \
-    XX(MSGSIZE, "a kernel message was larger than the message cap and was dropped")
+    XX(MSGSIZE, "a kernel message was larger than the message cap and was dropped")                                                \
+    XX(NOTREADY, "kernel is not ready yet")
 
 typedef enum {
     KMGR_OK = 0,

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 #include <jansson.h>
+#include "wire/connfile.h" /* wire_channel_t */
 #include "wire/message.h"
 #include "kmgr/kernelspec.h"
 #include "kmgr/manager.h"
@@ -103,6 +104,32 @@ uint64_t kmgr_kernel_oversized_messages(const kmgr_kernel_t *kernel);
  * background thread after its run, or of another client's request) and were passed over unread.
  */
 uint64_t kmgr_kernel_unawaited_messages(const kmgr_kernel_t *kernel);
+
+/**
+ * A relay's view of the kernel: every message the kernel sends on shell, control, stdin and iopub,
+ * after kernelmgr has routed it to its own requests (if it was theirs). `msg` is decoded, except the
+ * content of an iopub message over KMGR_UNAWAITED_MAX_BYTES that no request awaits, which is verified
+ * but not parsed (msg->content_skipped); `parts` are its signed parts as the kernel sent them
+ * (header, parent_header, metadata, content, then the buffers: `nparts` of them), to be relayed
+ * verbatim. Both are borrowed for the call. The callback may call any kernel function, including destroy.
+ */
+typedef void (*kmgr_tap_cb)(kmgr_kernel_t *kernel, wire_channel_t channel, const wire_msg_t *msg, const wire_frame_t *parts,
+                            size_t nparts, void *data);
+
+/**
+ * Sets the kernel's one tap (`cb` NULL removes it). A kernel with a tap reads every big iopub message
+ * (see kmgr_kernel_unawaited_messages), and keeps each message's raw parts alive while the tap runs.
+ */
+void kmgr_kernel_set_tap(kmgr_kernel_t *kernel, kmgr_tap_cb cb, void *data);
+
+/**
+ * Sends a client's message verbatim on `channel` (shell, control or stdin): `parts` are header,
+ * parent_header, metadata and content as JSON texts, signed as they are, then `nparts - 4` buffers
+ * (all copied). kernelmgr does not track it: what the kernel answers reaches the tap. Returns 0,
+ * KMGR_ENOTREADY while the kernel is starting or restarting (nothing was sent), KMGR_EDIED when it is
+ * dead, KMGR_EINVAL for another channel or fewer than four parts, or KMGR_EZMQ.
+ */
+int kmgr_kernel_send_parts(kmgr_kernel_t *kernel, wire_channel_t channel, const wire_frame_t *parts, size_t nparts);
 
 /** What a request's callback is told. */
 typedef enum {

@@ -29,4 +29,21 @@ void wire_encode(const wire_signer_t *signer, const wire_msg_t *msg, wire_frames
  */
 int wire_decode(const wire_signer_t *signer, const wire_frame_t *frames, size_t n, wire_msg_t **out);
 
+/** wire_decode_ex flags. */
+enum {
+    /**
+     * Verify the whole message but parse no content: the message gets an empty content object and
+     * content_skipped set. For a receiver that relays the content's bytes without reading them (a big
+     * output whose text nobody in kgate needs): parsing it would cost as much as relaying it.
+     */
+    WIRE_DECODE_SKIP_CONTENT = 1,
+};
+
+/** wire_decode with `flags` (WIRE_DECODE_*). */
+int wire_decode_ex(const wire_signer_t *signer, const wire_frame_t *frames, size_t n, int flags, wire_msg_t **out);
+
+/** The signed parts (header, parent_header, metadata, content, buffers...) of the decoded frames, which are `frames + n` of them.
+ */
+const wire_frame_t *wire_signed_parts(const wire_msg_t *msg, const wire_frame_t *frames, size_t *n);
+
 #endif

@@ -23,6 +23,8 @@ typedef struct st_wire_msg_t {
     /* set by wire_decode when the content frame could not be decoded (malformed, or JSON kgate cannot
      * represent, such as an integer beyond 64 bits): content is then an empty object */
     int content_undecodable;
+    /* set by wire_decode_ex with WIRE_DECODE_SKIP_CONTENT: the content was verified, not parsed, and is an empty object */
+    int content_skipped;
 } wire_msg_t;
 
 /**

@@ -1,0 +1,433 @@
+/* tests/e2e/jserver.c: a Jupyter Server 1.23 process of the test's own, and client scripts run with a deadline. */
+#include "jserver.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <jansson.h>
+
+#include "support/base.h"
+#include "support/http.h"
+#include "support/proc.h"
+
+#define START_ATTEMPTS 3
+#define MAX_DESCENDANTS 512
+#define POLL_MS 50
+
+__attribute__((format(printf, 2, 3))) static void set_error(js_server_t *js, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(js->error, sizeof(js->error), fmt, ap);
+    va_end(ap);
+}
+
+void js_random_token(char *buf, size_t size)
+{
+    unsigned char raw[16];
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+        for (size_t i = 0; i < sizeof(raw); i++)
+            raw[i] = (unsigned char)(rand() ^ getpid() ^ ts_now_ms());
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(raw) && n + 2 < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%02x", raw[i]);
+}
+
+/* Racy by nature (another process may bind it first): js_server_start retries then. */
+static int free_port(unsigned short *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
+    socklen_t len = sizeof(sin);
+    int rc = -1;
+    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 && getsockname(fd, (struct sockaddr *)&sin, &len) == 0) {
+        *port = ntohs(sin.sin_port);
+        rc = 0;
+    }
+    close(fd);
+    return rc;
+}
+
+int js_get(unsigned short port, const char *token, const char *path, char **body)
+{
+    char auth[128];
+    snprintf(auth, sizeof(auth), "Authorization: token %s", token);
+    const char *headers[] = {auth, NULL};
+    ts_response_t r;
+    int st = ts_http_request(port, "GET", path, headers, NULL, &r);
+    if (body != NULL)
+        *body = strdup(r.body != NULL ? r.body : "");
+    ts_response_dispose(&r);
+    return st;
+}
+
+static int log_has(const js_server_t *js, const char *needle)
+{
+    FILE *f = fopen(js->log_path, "r");
+    if (f == NULL)
+        return 0;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strcasestr(buf, needle) != NULL;
+}
+
+void js_server_dump_log(const js_server_t *js, size_t max)
+{
+    int fd = open(js->log_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    off_t end = lseek(fd, 0, SEEK_END), from = end > (off_t)max ? end - (off_t)max : 0;
+    char *buf = ts_malloc(max + 1);
+    ssize_t n = pread(fd, buf, max, from);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    fprintf(stderr, "---- jupyter server log (%s, last %zu bytes) ----\n%s\n---- end of log ----\n", js->log_path,
+            (size_t)(n > 0 ? n : 0), buf);
+    free(buf);
+}
+
+/* The child's side: never returns. */
+__attribute__((noreturn)) static void exec_server(const js_server_t *js, const char *const *args, int logfd, pid_t parent)
+{
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* the test dies without stopping it: it still goes */
+    if (getppid() != parent)
+        _exit(127);
+    int nullfd = open("/dev/null", O_RDONLY);
+    if (nullfd >= 0)
+        dup2(nullfd, 0);
+    dup2(logfd, 1);
+    dup2(logfd, 2);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+
+    static const char *const dirs[][2] = {{"JUPYTER_CONFIG_DIR", "config"},
+                                          {"JUPYTER_DATA_DIR", "data"},
+                                          {"JUPYTER_RUNTIME_DIR", "runtime"},
+                                          {"IPYTHONDIR", "ipython"}};
+    char path[512];
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", js->tmpdir, dirs[i][1]);
+        mkdir(path, 0700);
+        setenv(dirs[i][0], path, 1);
+    }
+    unsetenv("JUPYTER_PATH");
+    unsetenv("JUPYTER_CONFIG_PATH");
+    unsetenv("JUPYTER_GATEWAY_URL");
+    unsetenv("JUPYTER_TOKEN");
+    snprintf(path, sizeof(path), "%s/root", js->tmpdir);
+    mkdir(path, 0700);
+    if (chdir(path) != 0)
+        _exit(127);
+
+    char port[32], token[128], root[600];
+    snprintf(port, sizeof(port), "--port=%u", js->port);
+    snprintf(token, sizeof(token), "--ServerApp.token=%s", js->token);
+    snprintf(root, sizeof(root), "--ServerApp.root_dir=%s", path);
+    size_t nargs = 0;
+    while (args != NULL && args[nargs] != NULL)
+        nargs++;
+    const char **argv = calloc(nargs + 16, sizeof(*argv));
+    size_t argc = 0;
+    argv[argc++] = JS_PYTHON;
+    argv[argc++] = "-m";
+    argv[argc++] = "jupyter_server";
+    argv[argc++] = "--ip=127.0.0.1";
+    argv[argc++] = port;
+    argv[argc++] = "--ServerApp.port_retries=0";
+    argv[argc++] = token;
+    argv[argc++] = root;
+    argv[argc++] = "--no-browser";
+    argv[argc++] = "--allow-root"; /* CI runs as root; harmless otherwise */
+    for (size_t i = 0; i < nargs; i++)
+        argv[argc++] = args[i];
+    argv[argc] = NULL;
+    execv(JS_PYTHON, (char *const *)argv);
+    dprintf(2, "jserver: execv(%s): %s\n", JS_PYTHON, strerror(errno));
+    _exit(127);
+}
+
+/* Polls GET /api until 200 (0), the server exits (1, reaped), or the deadline (-1). */
+static int wait_ready(js_server_t *js)
+{
+    int64_t deadline = ts_now_ms() + JS_STARTUP_MS;
+    for (;;) {
+        int status;
+        if (waitpid(js->pid, &status, WNOHANG) == js->pid) {
+            js->pid = 0;
+            set_error(js, "jupyter server exited (wait status %#x) before answering GET /api", status);
+            return 1;
+        }
+        int64_t now = ts_now_ms();
+        if (now >= deadline) {
+            set_error(js, "jupyter server did not answer GET /api with 200 within %d ms", JS_STARTUP_MS);
+            return -1;
+        }
+        ts_response_t r;
+        int st = ts_http_request_until(js->port, "GET", "/api", NULL, NULL, now + 1000 < deadline ? now + 1000 : deadline, &r);
+        ts_response_dispose(&r);
+        if (st == 200)
+            return 0;
+        ts_sleep_ms(POLL_MS);
+    }
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+    (void)sb;
+    (void)type;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void cleanup_tmpdir(js_server_t *js)
+{
+    const char *keep = getenv("KGATE_E2E_KEEP");
+    if (js->tmpdir[0] != '\0' && (keep == NULL || *keep == '\0' || strcmp(keep, "0") == 0))
+        nftw(js->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    js->tmpdir[0] = '\0';
+}
+
+int js_server_start(js_server_t *js, const char *label, const char *token, const char *const *args)
+{
+    memset(js, 0, sizeof(*js));
+    snprintf(js->token, sizeof(js->token), "%s", token);
+    const char *base = getenv("TMPDIR");
+    snprintf(js->tmpdir, sizeof(js->tmpdir), "%s/kgate-%s-XXXXXX", base != NULL && *base != '\0' ? base : "/tmp", label);
+    if (mkdtemp(js->tmpdir) == NULL) {
+        set_error(js, "mkdtemp(%s): %s", js->tmpdir, strerror(errno));
+        js->tmpdir[0] = '\0';
+        return -1;
+    }
+    snprintf(js->log_path, sizeof(js->log_path), "%s/server.log", js->tmpdir);
+    for (int attempt = 1; attempt <= START_ATTEMPTS; attempt++) {
+        if (free_port(&js->port) != 0) {
+            set_error(js, "no free port: %s", strerror(errno));
+            break;
+        }
+        int logfd = open(js->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (logfd < 0) {
+            set_error(js, "open(%s): %s", js->log_path, strerror(errno));
+            break;
+        }
+        fflush(NULL);
+        pid_t parent = getpid(), pid = fork();
+        if (pid == 0)
+            exec_server(js, args, logfd, parent);
+        close(logfd);
+        if (pid < 0) {
+            set_error(js, "fork: %s", strerror(errno));
+            break;
+        }
+        js->pid = pid;
+        int rc = wait_ready(js);
+        if (rc == 0)
+            return 0;
+        if (rc < 0) {
+            js_server_dump_log(js, 4096);
+            js_server_stop(js, NULL);
+            return -1;
+        }
+        /* Only a port taken in the meantime is worth another attempt. */
+        if (!log_has(js, "already in use") && !log_has(js, "available port"))
+            break;
+    }
+    js_server_dump_log(js, 4096);
+    cleanup_tmpdir(js);
+    return -1;
+}
+
+/* DELETE /api/kernels/{id} for every kernel the server lists: kernels go the way the API says, before any signal. */
+static void shutdown_kernels(js_server_t *js)
+{
+    char *body = NULL;
+    if (js_get(js->port, js->token, "/api/kernels", &body) != 200) {
+        free(body);
+        return;
+    }
+    json_t *list = json_loads(body, 0, NULL);
+    free(body);
+    size_t i;
+    json_t *k;
+    char auth[128], path[256];
+    snprintf(auth, sizeof(auth), "Authorization: token %s", js->token);
+    const char *headers[] = {auth, NULL};
+    json_array_foreach(list, i, k)
+    {
+        const char *id = json_string_value(json_object_get(k, "id"));
+        if (id == NULL)
+            continue;
+        snprintf(path, sizeof(path), "/api/kernels/%s", id);
+        ts_response_t r;
+        ts_http_request(js->port, "DELETE", path, headers, NULL, &r);
+        ts_response_dispose(&r);
+    }
+    json_decref(list);
+}
+
+int js_server_stop(js_server_t *js, size_t *survivors)
+{
+    if (survivors != NULL)
+        *survivors = 0;
+    if (js->pid <= 0) {
+        cleanup_tmpdir(js);
+        return 0;
+    }
+    shutdown_kernels(js);
+    ts_proc_t desc[MAX_DESCENDANTS];
+    size_t ndesc = ts_descendants(js->pid, desc, MAX_DESCENDANTS);
+    kill(js->pid, SIGTERM);
+    int rc = -1, status = -1;
+    int64_t deadline = ts_now_ms() + JS_STOP_GRACE_MS;
+    for (;;) {
+        pid_t r = waitpid(js->pid, &status, WNOHANG);
+        if (r == js->pid) {
+            rc = 0;
+            break;
+        }
+        if (r < 0 && errno != EINTR) {
+            set_error(js, "waitpid(%d): %s", (int)js->pid, strerror(errno));
+            break;
+        }
+        if (ts_now_ms() >= deadline) {
+            set_error(js, "jupyter server did not exit within %d ms of SIGTERM: killed", JS_STOP_GRACE_MS);
+            kill(js->pid, SIGKILL);
+            waitpid(js->pid, &status, 0);
+            break;
+        }
+        ts_sleep_ms(10);
+    }
+    js->pid = 0;
+    /* Kernels end a moment after their shutdown_request, and after the server's own exit at worst: give them that. */
+    size_t alive = 0;
+    int64_t gone_by = ts_now_ms() + JS_STOP_GRACE_MS;
+    for (size_t i = 0; i < ndesc; i++) {
+        while (ts_proc_alive(&desc[i]) && ts_now_ms() < gone_by)
+            ts_sleep_ms(20);
+        if (ts_proc_alive(&desc[i])) {
+            alive++;
+            kill(desc[i].pid, SIGKILL);
+        }
+    }
+    if (survivors != NULL)
+        *survivors = alive;
+    cleanup_tmpdir(js);
+    return rc;
+}
+
+/* ---- client scripts ------------------------------------------------------------------------------------------------ */
+
+static char *slurp(int fd)
+{
+    size_t cap = 4096, len = 0;
+    char *buf = ts_malloc(cap);
+    lseek(fd, 0, SEEK_SET);
+    for (;;) {
+        if (len + 1 >= cap)
+            buf = ts_realloc(buf, cap *= 2);
+        ssize_t n = read(fd, buf + len, cap - len - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+int js_run(const char *const *argv, const char *const *env, int timeout_ms, js_run_t *run)
+{
+    memset(run, 0, sizeof(*run));
+    run->status = -1;
+    char out_path[] = "/tmp/kgate-jclient-out-XXXXXX", err_path[] = "/tmp/kgate-jclient-err-XXXXXX";
+    int outfd = mkostemp(out_path, O_CLOEXEC), errfd = mkostemp(err_path, O_CLOEXEC);
+    if (outfd >= 0)
+        unlink(out_path);
+    if (errfd >= 0)
+        unlink(err_path);
+    if (outfd < 0 || errfd < 0) {
+        snprintf(run->error, sizeof(run->error), "mkostemp: %s", strerror(errno));
+        goto Exit;
+    }
+    fflush(NULL);
+    pid_t parent = getpid(), pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        int nullfd = open("/dev/null", O_RDONLY);
+        if (nullfd >= 0)
+            dup2(nullfd, 0);
+        dup2(outfd, 1);
+        dup2(errfd, 2);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+            putenv((char *)env[i]);
+        execvp(argv[0], (char *const *)argv);
+        dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    if (pid < 0) {
+        snprintf(run->error, sizeof(run->error), "fork: %s", strerror(errno));
+        goto Exit;
+    }
+    setpgid(pid, pid);
+    int64_t deadline = ts_now_ms() + timeout_ms;
+    for (;;) {
+        int status;
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) {
+            run->status = status;
+            break;
+        }
+        if (ts_now_ms() >= deadline) {
+            run->timed_out = 1;
+            kill(-pid, SIGKILL);
+            waitpid(pid, &run->status, 0);
+            break;
+        }
+        ts_sleep_ms(20);
+    }
+    kill(-pid, SIGKILL); /* anything the script left in its group */
+Exit:
+    run->out = outfd >= 0 ? slurp(outfd) : strdup("");
+    run->err = errfd >= 0 ? slurp(errfd) : strdup("");
+    if (outfd >= 0)
+        close(outfd);
+    if (errfd >= 0)
+        close(errfd);
+    return run->status == -1 ? -1 : 0;
+}
+
+void js_run_dispose(js_run_t *run)
+{
+    free(run->out);
+    free(run->err);
+    run->out = run->err = NULL;
+}

@@ -1,0 +1,622 @@
+/* tests/e2e/test_jupyter.c: the Jupyter Server kernels API of the real kgate: REST shapes, tokens, both WebSocket framings
+ * byte for byte, routing between sockets, one registry with /code, restart, death, sessions. */
+#include <criterion/criterion.h>
+#include <regex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "support/api.h"
+#include "support/events.h"
+#include "support/gateway.h"
+#include "support/http.h"
+#include "ws_client.h"
+
+#define TOKEN "jupyter-test-token"
+#define V1 "v1.kernel.websocket.jupyter.org"
+#define WAIT_MS 30000
+
+static ts_gateway_t own;
+static const char *const auth[] = {"Authorization: token " TOKEN, NULL};
+
+static void init(void)
+{
+    static const char *const args[] = {"--access-token", TOKEN, NULL};
+    int rc = ts_gateway_start(&own, &(ts_gateway_opts_t){.exe = ts_kgate_path(KGATE_BINARY_DIR), .args = args, .label = "jupyter"});
+    cr_assert_eq(rc, 0, "kgate did not start: %s", own.error);
+}
+
+static void fini(void)
+{
+    size_t survivors = 0;
+    int rc = ts_gateway_stop(&own, &survivors);
+    cr_expect_eq(rc, 0, "kgate did not stop cleanly: %s", own.error);
+    cr_expect_eq(survivors, 0, "a descendant of kgate survived it");
+}
+
+TestSuite(jupyter, .init = init, .fini = fini, .timeout = 180);
+
+/* A request with the token; returns the status, the response in `out` (dispose it). */
+static int request(const char *method, const char *path, const char *body, ts_response_t *out)
+{
+    return ts_http_request_until(own.port, method, path, auth, body, wsc_now_ms() + WAIT_MS, out);
+}
+
+static char *start_kernel(const char *body)
+{
+    ts_response_t r = {0};
+    char *id;
+
+    cr_assert_eq(request("POST", "/api/kernels", body, &r), 201, "%s", r.body);
+    cr_assert_not_null(r.json);
+    id = strdup(json_string_value(json_object_get(r.json, "id")));
+    ts_response_dispose(&r);
+    return id;
+}
+
+static json_t *get_json(const char *path, int status)
+{
+    ts_response_t r = {0};
+    json_t *json;
+
+    cr_assert_eq(request("GET", path, NULL, &r), status, "GET %s: %s", path, r.body);
+    json = json_incref(r.json);
+    ts_response_dispose(&r);
+    return json;
+}
+
+/* Runs `code` in context `id` through execd's POST /code; returns its stdout (free it). */
+static char *run_stdout(const char *id, const char *code)
+{
+    ts_events_t evs = {0};
+    ts_response_t r = {0};
+    char *out;
+
+    cr_assert_eq(ts_run_code(own.port, auth, id, NULL, code, WAIT_MS, &evs, &r), 200, "%s", r.body);
+    ts_response_dispose(&r);
+    out = ts_events_text(&evs, "stdout");
+    ts_events_dispose(&evs);
+    return out;
+}
+
+/* ---- WebSocket client side of both framings ---- */
+
+typedef struct st_jws_t {
+    wsc_t ws;
+    int v1;
+} jws_t;
+
+static int jws_open(jws_t *c, const char *kernel_id, int v1, const char *query)
+{
+    char path[256];
+    const char *headers[3] = {"Sec-WebSocket-Protocol: " V1, NULL, NULL};
+
+    memset(c, 0, sizeof(*c));
+    c->v1 = v1;
+    snprintf(path, sizeof(path), "/api/kernels/%s/channels%s", kernel_id, query != NULL ? query : "?token=" TOKEN);
+    return wsc_connect(&c->ws, own.port, path, v1 ? headers : NULL, wsc_now_ms() + 10000);
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i != 8; ++i)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; --i)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* Sends {header, parent_header, metadata, content} on `channel`; returns the msg_id (static buffer). */
+static const char *jws_send(jws_t *c, const char *channel, const char *msg_type, json_t *content, json_t *parent)
+{
+    static char msg_id[64];
+    static unsigned serial;
+    json_t *header;
+    char *h, *p, *m, *ct;
+
+    snprintf(msg_id, sizeof(msg_id), "raw-client-%d-%u", (int)getpid(), ++serial);
+    header = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "msg_id", msg_id, "msg_type", msg_type, "session", "raw-session",
+                       "username", "tester", "date", "2026-11-23T00:00:00.000000Z", "version", "5.3");
+    if (parent == NULL)
+        parent = json_object();
+    if (!c->v1) {
+        json_t *msg = json_pack("{s:o, s:o, s:{}, s:o, s:s, s:[]}", "header", header, "parent_header", parent, "metadata",
+                                "content", content, "channel", channel, "buffers");
+        char *text = json_dumps(msg, JSON_COMPACT);
+        cr_assert_eq(wsc_send(&c->ws, WSC_TEXT, text, strlen(text)), 0);
+        free(text);
+        json_decref(msg);
+        return msg_id;
+    }
+    h = json_dumps(header, JSON_COMPACT);
+    p = json_dumps(parent, JSON_COMPACT);
+    m = strdup("{}");
+    ct = json_dumps(content, JSON_COMPACT);
+    const char *parts[5] = {channel, h, p, m, ct};
+    size_t n = 6, len = 8 * (n + 1), off;
+    for (int i = 0; i != 5; ++i)
+        len += strlen(parts[i]);
+    uint8_t *buf = malloc(len);
+    put_le64(buf, n);
+    off = 8 * (n + 1);
+    put_le64(buf + 8, off);
+    for (int i = 0; i != 5; ++i) {
+        memcpy(buf + off, parts[i], strlen(parts[i]));
+        off += strlen(parts[i]);
+        put_le64(buf + 8 * (i + 2), off);
+    }
+    cr_assert_eq(off, len);
+    cr_assert_eq(wsc_send(&c->ws, WSC_BINARY, buf, len), 0);
+    free(buf);
+    free(h);
+    free(p);
+    free(m);
+    free(ct);
+    json_decref(header);
+    json_decref(parent);
+    json_decref(content);
+    return msg_id;
+}
+
+/*
+ * Receives one message and checks its framing byte for byte: v1, a binary frame whose offsets table
+ * starts right after itself, never decreases and ends at the frame's end, channel then four JSON
+ * objects; legacy, a text frame holding one JSON object with header, parent_header, metadata,
+ * content, channel and buffers (and msg_id / msg_type copied from the header, as Jupyter Server
+ * sends). Returns {"channel", "header", "parent_header", "metadata", "content"}, or NULL on timeout.
+ */
+static json_t *jws_recv(jws_t *c, int64_t deadline)
+{
+    wsc_msg_t m;
+    json_t *out;
+
+    if (wsc_recv(&c->ws, deadline, &m) != 0)
+        return NULL;
+    cr_assert_neq(m.opcode, WSC_CLOSE, "the server closed the WebSocket (code %u)", m.close_code);
+    if (c->v1) {
+        cr_assert_eq(m.opcode, WSC_BINARY, "v1 messages are binary frames");
+        cr_assert_geq(m.len, 8);
+        uint64_t n = get_le64(m.data);
+        cr_assert(n >= 6 && n < 1024 && m.len >= 8 * (n + 1), "offset count %llu", (unsigned long long)n);
+        uint64_t prev = get_le64(m.data + 8);
+        cr_assert_eq(prev, 8 * (n + 1), "the channel name starts right after the table");
+        const char *names[5] = {"channel", "header", "parent_header", "metadata", "content"};
+        out = json_object();
+        for (uint64_t i = 1; i != n; ++i) {
+            uint64_t end = get_le64(m.data + 8 * (i + 1));
+            cr_assert(end >= prev && end <= m.len, "offsets never decrease and stay inside the frame");
+            if (i == 1) {
+                json_object_set_new(out, "channel", json_stringn((const char *)m.data + prev, end - prev));
+            } else if (i <= 5) {
+                json_error_t err;
+                json_t *part = json_loadb((const char *)m.data + prev, end - prev, 0, &err);
+                cr_assert(json_is_object(part), "%s is a JSON object: %s", names[i - 1], err.text);
+                json_object_set_new(out, names[i - 1], part);
+            }
+            prev = end;
+        }
+        cr_assert_eq(prev, m.len, "the last offset is the frame's end");
+    } else {
+        cr_assert_eq(m.opcode, WSC_TEXT, "legacy messages without buffers are text frames");
+        json_error_t err;
+        out = json_loadb((const char *)m.data, m.len, 0, &err);
+        cr_assert(json_is_object(out), "a JSON object: %s", err.text);
+        const char *keys[] = {"header", "parent_header", "metadata", "content", "channel", "buffers"};
+        for (size_t i = 0; i != sizeof(keys) / sizeof(keys[0]); ++i)
+            cr_assert_not_null(json_object_get(out, keys[i]), "legacy frame without %s", keys[i]);
+        cr_assert_str_eq(json_string_value(json_object_get(out, "msg_id")),
+                         json_string_value(json_object_get(json_object_get(out, "header"), "msg_id")));
+        cr_assert_str_eq(json_string_value(json_object_get(out, "msg_type")),
+                         json_string_value(json_object_get(json_object_get(out, "header"), "msg_type")));
+    }
+    free(m.data);
+    return out;
+}
+
+static const char *field(json_t *msg, const char *part, const char *key)
+{
+    const char *s = json_string_value(json_object_get(json_object_get(msg, part), key));
+    return s != NULL ? s : "";
+}
+
+/* Reads until a message of `msg_type` on `channel` whose parent is `parent`; collects stream text into `out` (may be NULL). */
+static json_t *jws_until(jws_t *c, const char *channel, const char *msg_type, const char *parent, char *out, size_t size)
+{
+    int64_t deadline = wsc_now_ms() + WAIT_MS;
+    json_t *msg;
+
+    while ((msg = jws_recv(c, deadline)) != NULL) {
+        if (out != NULL && strcmp(field(msg, "header", "msg_type"), "stream") == 0 &&
+            strcmp(field(msg, "parent_header", "msg_id"), parent) == 0)
+            strncat(out, field(msg, "content", "text"), size - strlen(out) - 1);
+        if (strcmp(json_string_value(json_object_get(msg, "channel")), channel) == 0 &&
+            strcmp(field(msg, "header", "msg_type"), msg_type) == 0 &&
+            (parent == NULL || strcmp(field(msg, "parent_header", "msg_id"), parent) == 0))
+            return msg;
+        json_decref(msg);
+    }
+    cr_assert_fail("no %s %s with parent %s arrived: %s", channel, msg_type, parent != NULL ? parent : "(any)", c->ws.error);
+    return NULL;
+}
+
+static json_t *execute_content(const char *code)
+{
+    return json_pack("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", code, "silent", 0, "store_history", 1, "user_expressions",
+                     "allow_stdin", 1, "stop_on_error", 1);
+}
+
+/* Executes `code` on `c` and waits for its reply; the stream output goes into `out`. Returns the reply's status. */
+static char *jws_execute(jws_t *c, const char *code, char *out, size_t size)
+{
+    static char status[32];
+    char id[64];
+    json_t *reply;
+
+    snprintf(id, sizeof(id), "%s", jws_send(c, "shell", "execute_request", execute_content(code), NULL));
+    if (out != NULL)
+        out[0] = '\0';
+    reply = jws_until(c, "shell", "execute_reply", id, out, size);
+    snprintf(status, sizeof(status), "%s", field(reply, "content", "status"));
+    json_decref(reply);
+    /* its idle comes after the reply or just before: wait for it so that the next test step starts clean */
+    return status;
+}
+
+/* ---- REST ---- */
+
+Test(jupyter, api_version_and_kernelspecs_with_resources)
+{
+    json_t *api = get_json("/api", 200), *specs = get_json("/api/kernelspecs", 200), *py, *one;
+    ts_response_t r = {0};
+    const char *logo;
+
+    cr_expect_not_null(json_string_value(json_object_get(api, "version")));
+    cr_assert_str_eq(json_string_value(json_object_get(specs, "default")), "python3");
+    py = json_object_get(json_object_get(specs, "kernelspecs"), "python3");
+    cr_assert_not_null(py);
+    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(py, "spec"), "language")), "python");
+    cr_expect(json_is_array(json_object_get(json_object_get(py, "spec"), "argv")));
+    logo = json_string_value(json_object_get(json_object_get(py, "resources"), "logo-64x64"));
+    cr_assert_str_eq(logo, "/kernelspecs/python3/logo-64x64.png");
+    one = get_json("/api/kernelspecs/python3", 200);
+    cr_expect_str_eq(json_string_value(json_object_get(one, "name")), "python3");
+    /* the logo itself, a PNG */
+    cr_assert_eq(request("GET", logo, NULL, &r), 200);
+    cr_expect_str_eq(ts_response_header(&r, "content-type"), "image/png");
+    cr_expect(r.body_len > 8 && memcmp(r.body, "\x89PNG", 4) == 0);
+    ts_response_dispose(&r);
+    /* nothing outside the spec's directory, and unknown specs are Jupyter's 404 */
+    cr_expect_eq(request("GET", "/kernelspecs/python3/..%2F..%2F..%2F..%2Fetc%2Fpasswd", NULL, &r), 404);
+    ts_response_dispose(&r);
+    cr_expect_eq(request("GET", "/kernelspecs/python3/.hidden", NULL, &r), 404);
+    ts_response_dispose(&r);
+    cr_expect_eq(request("GET", "/api/kernelspecs/nope", NULL, &r), 404);
+    cr_expect_not_null(json_string_value(json_object_get(r.json, "message")));
+    cr_expect_not_null(json_object_get(r.json, "reason"));
+    ts_response_dispose(&r);
+    json_decref(api);
+    json_decref(specs);
+    json_decref(one);
+}
+
+Test(jupyter, a_kernel_is_a_context_and_a_context_is_a_kernel)
+{
+    ts_response_t r = {0};
+    regex_t iso;
+    char path[128], *ctx_id = NULL;
+    char *id;
+    json_t *model, *list;
+
+    cr_assert_eq(request("POST", "/api/kernels", "{\"name\":\"python3\"}", &r), 201, "%s", r.body);
+    id = strdup(json_string_value(json_object_get(r.json, "id")));
+    snprintf(path, sizeof(path), "/api/kernels/%s", id);
+    cr_expect_str_eq(ts_response_header(&r, "location"), path);
+    cr_expect_str_eq(json_string_value(json_object_get(r.json, "name")), "python3");
+    cr_expect(json_is_integer(json_object_get(r.json, "connections")));
+    ts_response_dispose(&r);
+    model = get_json(path, 200);
+    cr_assert_eq(regcomp(&iso, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6}Z$", REG_EXTENDED), 0);
+    cr_expect_eq(regexec(&iso, json_string_value(json_object_get(model, "last_activity")), 0, NULL, 0), 0, "last_activity %s",
+                 json_string_value(json_object_get(model, "last_activity")));
+    regfree(&iso);
+    json_decref(model);
+
+    /* the same kernel through execd's API: listed, and it runs code */
+    snprintf(path, sizeof(path), "/code/contexts/%s", id);
+    model = get_json(path, 200);
+    json_decref(model);
+    char *text = run_stdout(id, "x = 6 * 7\nprint(x)");
+    cr_expect_str_eq(text, "42\n");
+    free(text);
+
+    /* and a context made through execd is a kernel here */
+    cr_assert_eq(ts_context_create(own.port, auth, "python", &ctx_id, NULL), 200);
+    list = get_json("/api/kernels", 200);
+    int seen = 0;
+    for (size_t i = 0; i != json_array_size(list); ++i)
+        seen += strcmp(json_string_value(json_object_get(json_array_get(list, i), "id")), ctx_id) == 0;
+    cr_expect_eq(seen, 1, "the execd context is listed as a kernel");
+    json_decref(list);
+
+    /* shut down here: gone there too */
+    snprintf(path, sizeof(path), "/api/kernels/%s", id);
+    cr_assert_eq(request("DELETE", path, NULL, &r), 204);
+    ts_response_dispose(&r);
+    cr_expect_eq(request("GET", path, NULL, &r), 404);
+    cr_expect_not_null(json_string_value(json_object_get(r.json, "message")));
+    ts_response_dispose(&r);
+    snprintf(path, sizeof(path), "/code/contexts/%s", id);
+    cr_expect_eq(request("GET", path, NULL, &r), 404);
+    ts_response_dispose(&r);
+    free(ctx_id);
+    free(id);
+}
+
+Test(jupyter, tokens_in_the_query_and_refusals_before_the_upgrade)
+{
+    ts_response_t r = {0};
+    char *id = start_kernel("{}");
+    jws_t c;
+
+    cr_expect_eq(ts_http_request(own.port, "GET", "/api/kernels", NULL, NULL, &r), 401, "no token");
+    ts_response_dispose(&r);
+    cr_expect_eq(ts_http_request(own.port, "GET", "/api/kernels?token=" TOKEN, NULL, NULL, &r), 200,
+                 "?token= as Jupyter Server takes it");
+    ts_response_dispose(&r);
+    cr_expect_eq(ts_http_request(own.port, "GET", "/api/kernels?1700000000000&token=wrong", NULL, NULL, &r), 401);
+    ts_response_dispose(&r);
+    /* the query token is the Jupyter door's: execd's routes still want a header */
+    cr_expect_eq(ts_http_request(own.port, "GET", "/code/contexts?token=" TOKEN, NULL, NULL, &r), 401);
+    ts_response_dispose(&r);
+    /* clients add a bare ?<epoch-ms>: ignored */
+    cr_expect_eq(request("GET", "/api/kernels?1700000000000", NULL, &r), 200);
+    ts_response_dispose(&r);
+
+    cr_expect_neq(jws_open(&c, id, 0, "?token=wrong"), 0);
+    cr_expect_eq(c.ws.status, 401, "a bad token is refused before the upgrade");
+    wsc_close(&c.ws);
+    cr_expect_neq(jws_open(&c, "00000000-0000-4000-8000-000000000000", 0, NULL), 0);
+    cr_expect_eq(c.ws.status, 404, "an unknown kernel is refused before the upgrade");
+    wsc_close(&c.ws);
+    free(id);
+}
+
+/* ---- the WebSocket ---- */
+
+static void kernel_info_round_trip(int v1)
+{
+    char *id = start_kernel("{\"name\":\"python3\"}");
+    json_t *reply, *sent_parent;
+    char proto[128];
+    jws_t c;
+    const char *msg_id;
+
+    cr_assert_eq(jws_open(&c, id, v1, NULL), 0, "%s (status %d)", c.ws.error, c.ws.status);
+    if (v1)
+        cr_expect_str_eq(wsc_header(&c.ws, "sec-websocket-protocol", proto, sizeof(proto)), V1);
+    else
+        cr_expect_null(wsc_header(&c.ws, "sec-websocket-protocol", proto, sizeof(proto)));
+    msg_id = jws_send(&c, "shell", "kernel_info_request", json_object(), NULL);
+    reply = jws_until(&c, "shell", "kernel_info_reply", msg_id, NULL, 0);
+    /* the parent is our header, verbatim: session and username untouched by kgate */
+    sent_parent = json_object_get(reply, "parent_header");
+    cr_expect_str_eq(field(reply, "parent_header", "msg_id"), msg_id);
+    cr_expect_str_eq(json_string_value(json_object_get(sent_parent, "session")), "raw-session");
+    cr_expect_str_eq(json_string_value(json_object_get(sent_parent, "username")), "tester");
+    cr_expect_str_eq(field(reply, "content", "status"), "ok");
+    cr_expect_str_eq(
+        json_string_value(json_object_get(json_object_get(json_object_get(reply, "content"), "language_info"), "name")), "python");
+    json_decref(reply);
+    wsc_close(&c.ws);
+    free(id);
+}
+
+Test(jupyter, kernel_info_over_the_legacy_json_framing)
+{
+    kernel_info_round_trip(0);
+}
+
+Test(jupyter, kernel_info_over_the_v1_binary_framing)
+{
+    kernel_info_round_trip(1);
+}
+
+Test(jupyter, replies_go_to_the_socket_that_asked_and_iopub_to_every_socket)
+{
+    char *id = start_kernel("{}");
+    jws_t a, b;
+    char out[256];
+    json_t *msg;
+
+    cr_assert_eq(jws_open(&a, id, 1, NULL), 0);
+    cr_assert_eq(jws_open(&b, id, 0, NULL), 0);
+    cr_assert_str_eq(jws_execute(&a, "print('from a')", out, sizeof(out)), "ok");
+    cr_expect_str_eq(out, "from a\n");
+    /* b saw a's output on iopub, never a's reply */
+    int saw_stream = 0, saw_reply = 0;
+    int64_t deadline = wsc_now_ms() + 2000;
+    while ((msg = jws_recv(&b, deadline)) != NULL) {
+        saw_stream += strcmp(field(msg, "header", "msg_type"), "stream") == 0;
+        saw_reply += strcmp(json_string_value(json_object_get(msg, "channel")), "shell") == 0;
+        json_decref(msg);
+    }
+    cr_expect_eq(saw_stream, 1, "iopub reaches every socket of the kernel");
+    cr_expect_eq(saw_reply, 0, "a reply reaches only the socket that asked");
+    /* and the model counts both connections */
+    char path[128];
+    snprintf(path, sizeof(path), "/api/kernels/%s", id);
+    json_t *model = get_json(path, 200);
+    cr_expect_eq(json_integer_value(json_object_get(model, "connections")), 2);
+    json_decref(model);
+    wsc_close(&a.ws);
+    wsc_close(&b.ws);
+    free(id);
+}
+
+Test(jupyter, an_sse_run_and_a_websocket_of_one_kernel_each_see_their_own_replies)
+{
+    char *id = start_kernel("{}");
+    jws_t c;
+    char out[256];
+    char *text;
+
+    cr_assert_eq(jws_open(&c, id, 0, NULL), 0);
+    cr_assert_str_eq(jws_execute(&c, "shared = 'set over the websocket'", out, sizeof(out)), "ok");
+    text = run_stdout(id, "print(shared)");
+    cr_expect_str_eq(text, "set over the websocket\n", "one kernel, one state");
+    free(text);
+    /* the execd run's reply never reached the socket */
+    json_t *msg;
+    int64_t deadline = wsc_now_ms() + 1000;
+    while ((msg = jws_recv(&c, deadline)) != NULL) {
+        cr_expect_str_neq(json_string_value(json_object_get(msg, "channel")), "shell", "the SSE run's reply leaked to the socket");
+        json_decref(msg);
+    }
+    wsc_close(&c.ws);
+    free(id);
+}
+
+Test(jupyter, stdin_interrupt_restart_and_reconnect)
+{
+    char *id = start_kernel("{}");
+    char path[160], out[256];
+    jws_t c;
+    json_t *req, *reply;
+    ts_response_t r = {0};
+    const char *exec_id;
+
+    cr_assert_eq(jws_open(&c, id, 1, NULL), 0);
+    /* input() answered over stdin */
+    exec_id = jws_send(&c, "shell", "execute_request", execute_content("print('hi ' + input('who? '))"), NULL);
+    char exec_copy[64];
+    snprintf(exec_copy, sizeof(exec_copy), "%s", exec_id);
+    req = jws_until(&c, "stdin", "input_request", exec_copy, NULL, 0);
+    cr_expect_str_eq(field(req, "content", "prompt"), "who? ");
+    jws_send(&c, "stdin", "input_reply", json_pack("{s:s}", "value", "ann"), json_incref(json_object_get(req, "header")));
+    json_decref(req);
+    out[0] = '\0';
+    reply = jws_until(&c, "shell", "execute_reply", exec_copy, out, sizeof(out));
+    cr_expect_str_eq(field(reply, "content", "status"), "ok");
+    cr_expect_str_eq(out, "hi ann\n");
+    json_decref(reply);
+
+    /* interrupt a sleep through REST: the reply says KeyboardInterrupt, the kernel lives on */
+    exec_id = jws_send(&c, "shell", "execute_request", execute_content("import time; kept = 1; time.sleep(60)"), NULL);
+    snprintf(exec_copy, sizeof(exec_copy), "%s", exec_id);
+    usleep(500 * 1000);
+    snprintf(path, sizeof(path), "/api/kernels/%s/interrupt", id);
+    cr_assert_eq(request("POST", path, "", &r), 204);
+    ts_response_dispose(&r);
+    reply = jws_until(&c, "shell", "execute_reply", exec_copy, NULL, 0);
+    cr_expect_str_eq(field(reply, "content", "status"), "error");
+    cr_expect_str_eq(field(reply, "content", "ename"), "KeyboardInterrupt");
+    json_decref(reply);
+
+    /* reconnect: a new socket sees the same state */
+    wsc_close(&c.ws);
+    cr_assert_eq(jws_open(&c, id, 0, NULL), 0);
+    cr_assert_str_eq(jws_execute(&c, "print(kept + 41)", out, sizeof(out)), "ok");
+    cr_expect_str_eq(out, "42\n", "a reconnect keeps the kernel and its state");
+
+    /* restart: answered once the new kernel is ready, with its model; state is gone */
+    snprintf(path, sizeof(path), "/api/kernels/%s/restart", id);
+    cr_assert_eq(request("POST", path, "", &r), 200, "%s", r.body);
+    cr_expect_str_eq(json_string_value(json_object_get(r.json, "id")), id);
+    ts_response_dispose(&r);
+    cr_assert_str_eq(jws_execute(&c, "print('kept' in globals())", out, sizeof(out)), "ok");
+    cr_expect_str_eq(out, "False\n");
+    wsc_close(&c.ws);
+    free(id);
+}
+
+Test(jupyter, a_dead_kernel_is_reported_on_the_socket_and_in_the_model)
+{
+    char *id = start_kernel("{}");
+    char path[128], out[64];
+    jws_t c;
+    json_t *msg, *model;
+
+    cr_assert_eq(jws_open(&c, id, 0, NULL), 0);
+    cr_assert_str_eq(jws_execute(&c, "import os; print(os.getpid())", out, sizeof(out)), "ok");
+    pid_t pid = (pid_t)atoi(out);
+    cr_assert_gt(pid, 1);
+    int64_t t0 = wsc_now_ms();
+    cr_assert_eq(kill(pid, SIGKILL), 0);
+    while ((msg = jws_recv(&c, t0 + 5000)) != NULL) {
+        int dead = strcmp(field(msg, "content", "execution_state"), "dead") == 0;
+        json_decref(msg);
+        if (dead)
+            break;
+    }
+    cr_assert_not_null(msg, "no status dead arrived");
+    cr_expect_lt(wsc_now_ms() - t0, 2000, "death reported within 2 s");
+    snprintf(path, sizeof(path), "/api/kernels/%s", id);
+    model = get_json(path, 200);
+    cr_expect_str_eq(json_string_value(json_object_get(model, "execution_state")), "dead");
+    json_decref(model);
+    wsc_close(&c.ws);
+    free(id);
+}
+
+Test(jupyter, sessions_create_rename_list_and_delete_with_their_kernel)
+{
+    ts_response_t r = {0};
+    char path[160], kpath[160], *sid, *kid;
+    json_t *list;
+
+    cr_assert_eq(request("POST", "/api/sessions",
+                         "{\"path\":\"work/a.ipynb\",\"name\":\"a.ipynb\",\"type\":\"notebook\",\"kernel\":{\"name\":\"python3\"}}",
+                         &r),
+                 201, "%s", r.body);
+    sid = strdup(json_string_value(json_object_get(r.json, "id")));
+    kid = strdup(json_string_value(json_object_get(json_object_get(r.json, "kernel"), "id")));
+    snprintf(path, sizeof(path), "/api/sessions/%s", sid);
+    cr_expect_str_eq(ts_response_header(&r, "location"), path);
+    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(r.json, "notebook"), "path")), "work/a.ipynb");
+    ts_response_dispose(&r);
+    /* the same path again is the same session */
+    cr_assert_eq(request("POST", "/api/sessions", "{\"path\":\"work/a.ipynb\",\"type\":\"notebook\"}", &r), 201);
+    cr_expect_str_eq(json_string_value(json_object_get(r.json, "id")), sid);
+    ts_response_dispose(&r);
+    /* rename */
+    cr_assert_eq(request("PATCH", path, "{\"path\":\"work/b.ipynb\",\"name\":\"b.ipynb\"}", &r), 200, "%s", r.body);
+    cr_expect_str_eq(json_string_value(json_object_get(r.json, "path")), "work/b.ipynb");
+    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(r.json, "kernel"), "id")), kid, "a rename keeps the kernel");
+    ts_response_dispose(&r);
+    list = get_json("/api/sessions", 200);
+    cr_expect_eq(json_array_size(list), 1);
+    json_decref(list);
+    cr_expect_eq(request("POST", "/api/sessions", "{\"name\":\"no path\"}", &r), 400);
+    cr_expect_not_null(json_string_value(json_object_get(r.json, "message")));
+    ts_response_dispose(&r);
+    /* delete: the session and its kernel go */
+    cr_assert_eq(request("DELETE", path, NULL, &r), 204);
+    ts_response_dispose(&r);
+    cr_expect_eq(request("GET", path, NULL, &r), 404);
+    ts_response_dispose(&r);
+    snprintf(kpath, sizeof(kpath), "/api/kernels/%s", kid);
+    cr_expect_eq(request("GET", kpath, NULL, &r), 404, "deleting a session shuts its kernel down");
+    ts_response_dispose(&r);
+    free(sid);
+    free(kid);
+}
+
+Test(jupyter, only_kernel_variables_of_a_clients_env_reach_the_kernel)
+{
+    char *id =
+        start_kernel("{\"name\":\"python3\",\"env\":{\"KERNEL_USERNAME\":\"alice\",\"PATH\":\"/nowhere\",\"HOME\":\"/elsewhere\","
+                     "\"JUPYTER_PATH\":\"/other/host\",\"KERNEL_bad-name\":\"x\"}}");
+    char *text = run_stdout(id, "import os\nprint(os.environ.get('KERNEL_USERNAME'), os.environ.get('PATH') == '/nowhere', "
+                                "os.environ.get('HOME') == '/elsewhere', os.environ.get('JUPYTER_PATH'))");
+
+    cr_expect_str_eq(text, "alice False False None\n");
+    free(text);
+    free(id);
+}
