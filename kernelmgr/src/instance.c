@@ -10,13 +10,16 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include "wire/alloc.h"
 #include "wire/ids.h"
 #include "kmgr/errors.h"
 #include "kmgr/util.h"
 #include "instance.h"
 #include "process.h"
+#include "util_private.h"
 
 #define BOOT_ID_LEN 36
 #define RECORD_PREFIX "kgate-"
@@ -109,12 +112,12 @@ static ssize_t read_environ(pid_t pid, char **buf, size_t *cap)
     return n < 0 ? -1 : (ssize_t)len;
 }
 
-/* The target whose entry `environ` (NUL-separated) holds, or NULL. */
-static const sweep_target_t *find_mark(const char *environ, size_t len, const sweep_target_t *targets, size_t num_targets)
+/* The target whose entry `env` (NUL-separated) holds, or NULL. */
+static const sweep_target_t *find_mark(const char *env, size_t len, const sweep_target_t *targets, size_t num_targets)
 {
-    const char *end = environ + len, *entry, *nul;
+    const char *end = env + len, *entry, *nul;
 
-    for (entry = environ; entry < end; entry = nul + 1) {
+    for (entry = env; entry < end; entry = nul + 1) {
         if ((nul = memchr(entry, '\0', end - entry)) == NULL)
             nul = end;
         if (strncmp(entry, KMGR_INSTANCE_VAR "=", sizeof(KMGR_INSTANCE_VAR)) != 0)
@@ -407,31 +410,147 @@ static int write_record(kmgr_instance_t *inst, const char *runtime_dir)
     return ok ? 0 : KMGR_EIO;
 }
 
+/* This kgate as a sweep's target: its mark, and its start time (clock ticks since boot). */
+static int self_target(const kmgr_instance_t *inst, sweep_target_t *self)
+{
+    unsigned long long starttime;
+    pid_t ppid;
+    char state;
+
+    if (read_stat(0, &state, &ppid, &starttime) != 0)
+        return -1;
+    snprintf(self->env, sizeof(self->env), "%s", inst->env);
+    self->starttime = starttime;
+    self->record[0] = '\0';
+    return 0;
+}
+
+/*
+ * Signals a watchdog ignores: those anyone may send in passing (a terminal, a kill of a group, a
+ * swept process) must not end it before its work. Faults keep their default; SIGKILL and SIGSTOP
+ * cannot be caught (kmgr_instance_dispose stops it with SIGKILL).
+ */
+static const int watchdog_ignored[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM, SIGPIPE, SIGUSR1, SIGUSR2,   SIGALRM,
+                                       SIGTSTP, SIGTTIN, SIGTTOU, SIGXCPU, SIGXFSZ, SIGPOLL, SIGVTALRM, SIGPROF};
+
+/* The watchdog: closes `ready` once set up, waits for end-of-file on `fd` (its kgate is dead), sweeps the kgate's mark, exits.
+ * Never returns. */
+static void watchdog_run(int fd, int ready, const sweep_target_t *self, pid_t kgate)
+{
+    struct sigaction ign;
+    sigset_t none;
+    ssize_t n;
+    size_t killed;
+    char byte;
+
+    memset(&ign, 0, sizeof(ign));
+    ign.sa_handler = SIG_IGN;
+    for (size_t i = 0; i != sizeof(watchdog_ignored) / sizeof(watchdog_ignored[0]); ++i)
+        sigaction(watchdog_ignored[i], &ign, NULL);
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; ++sig)
+        sigaction(sig, &ign, NULL);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    /* out of kgate's process group and session: what is sent to those (a terminal's ^C, kill(-pgid)) is not for it */
+    setsid();
+    prctl(PR_SET_NAME, KMGR_WATCHDOG_NAME);
+    close(ready);
+    /* stdio stays (the log line below); nothing else of kgate's is held open (a listener, a kernel's socket) */
+    if (fd > 3 && dup2(fd, 3) == 3)
+        fd = 3;
+    kmgr_close_from(fd < 3 ? 3 : fd + 1);
+    while ((n = read(fd, &byte, 1)) == -1 && errno == EINTR)
+        ;
+    /* a byte (or an error) is never sent: only kgate's exit, however it came, ends the read */
+    if (n == 0 && (killed = kill_marked(self, 1)) != 0)
+        dprintf(2, "kgate: watchdog: kgate (pid %d) died; killed %zu process(es) still carrying its mark\n", (int)kgate, killed);
+    _exit(0);
+}
+
+/*
+ * Why a watchdog process. A parent-death signal reaches only kgate's own children (the kernel clears
+ * it in every fork), so what they fork and detach (a double fork, a command's `... &`, a process that
+ * resets the signal) outlives a kgate killed with SIGKILL. The other ways out were weighed: kgate as
+ * a child subreaper adopts those orphans but dies with them unsignalled all the same; a cgroup (v2,
+ * cgroup.kill) catches everything but needs a delegated, writable cgroup that kgate rarely has (a
+ * container, no systemd unit); a pid namespace needs CAP_SYS_ADMIN or user namespaces and changes
+ * every pid kgate reports. A child that outlives kgate by design and sweeps the mark needs none of
+ * that: a pipe's end-of-file tells it of the death whatever the signal (the kernel closes the dead
+ * process's descriptors), and pidfds and start times (kill_marked) make a reused pid harmless. It is
+ * forked, not spawned, so that it is the code of this file; before any thread, at start-up, the
+ * fork copies little.
+ */
+static int start_watchdog(kmgr_instance_t *inst)
+{
+    sweep_target_t self;
+    pid_t kgate = getpid();
+    int fds[2], ready[2] = {-1, -1};
+    ssize_t n;
+    char byte;
+
+    if (self_target(inst, &self) != 0 || pipe2(fds, O_CLOEXEC) != 0)
+        return KMGR_EIO;
+    if (pipe2(ready, O_CLOEXEC) != 0 || (inst->watchdog = fork()) == -1) {
+        close(fds[0]);
+        close(fds[1]);
+        if (ready[0] != -1) {
+            close(ready[0]);
+            close(ready[1]);
+        }
+        inst->watchdog = 0;
+        return KMGR_EIO;
+    }
+    if (inst->watchdog == 0) {
+        close(fds[1]);
+        close(ready[0]);
+        watchdog_run(fds[0], ready[1], &self, kgate);
+    }
+    close(fds[0]);
+    /* the watchdog closes its end of `ready` once set up (named, in its session, deaf): a caller that
+     * looks for it, or signals kgate's group, finds it so */
+    close(ready[1]);
+    while ((n = read(ready[0], &byte, 1)) == -1 && errno == EINTR)
+        ;
+    close(ready[0]);
+    inst->watchdog_fd = fds[1];
+    return 0;
+}
+
 int kmgr_instance_init(kmgr_instance_t *inst, const char *runtime_dir)
 {
     memset(inst, 0, sizeof(*inst));
     wire_random_hex(inst->token, KMGR_INSTANCE_TOKEN_LEN / 2);
     snprintf(inst->env, sizeof(inst->env), KMGR_INSTANCE_VAR "=%s", inst->token);
+    inst->watchdog_fd = -1;
     inst->swept = sweep_dead(runtime_dir);
-    return write_record(inst, runtime_dir);
+    if (write_record(inst, runtime_dir) != 0)
+        return KMGR_EIO;
+    if (start_watchdog(inst) != 0) {
+        unlink(inst->record_path);
+        free(inst->record_path);
+        inst->record_path = NULL;
+        return KMGR_EIO;
+    }
+    return 0;
 }
 
 void kmgr_instance_dispose(kmgr_instance_t *inst)
 {
     sweep_target_t self;
-    unsigned long long starttime;
-    pid_t ppid;
-    char state;
 
     if (inst->token[0] == '\0')
         return;
     /* what escaped its process group (a double fork, a command's background job) goes now, not at the next start */
-    if (read_stat(0, &state, &ppid, &starttime) == 0) {
-        snprintf(self.env, sizeof(self.env), "%s", inst->env);
-        self.starttime = starttime;
-        self.record[0] = '\0';
+    if (self_target(inst, &self) == 0)
         kill_marked(&self, 1);
+    /* after the sweep: had this process died during it, the watchdog would have finished the work */
+    if (inst->watchdog != 0) {
+        kill(inst->watchdog, SIGKILL);
+        while (waitpid(inst->watchdog, NULL, 0) == -1 && errno == EINTR)
+            ;
     }
+    if (inst->watchdog_fd != -1)
+        close(inst->watchdog_fd);
     if (inst->record_path != NULL)
         unlink(inst->record_path);
     free(inst->record_path);

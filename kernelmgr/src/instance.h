@@ -16,18 +16,28 @@ typedef struct st_kmgr_instance_t {
     char env[sizeof(KMGR_INSTANCE_VAR "=") + KMGR_INSTANCE_TOKEN_LEN];
     char *record_path; /* <runtime_dir>/kgate-<token>.instance, NULL when none was written */
     size_t swept;      /* leftover processes of dead instances killed by kmgr_instance_init */
+    pid_t watchdog;    /* the watchdog process (a child), 0 when none runs */
+    int watchdog_fd;   /* the write end of its pipe, -1 when none */
 } kmgr_instance_t;
+
+/* The watchdog's name (/proc/<pid>/comm). */
+#define KMGR_WATCHDOG_NAME "kgate-watchdog"
 
 /**
  * Picks a token, kills what dead kgates recorded in `runtime_dir` left running (only if the directory
  * is ours: owned by this user, writable by nobody else), removes their records and, when no live
  * kgate shares the directory, their stale kernel directories and logs; then writes this kgate's
- * record (pid, start time, boot id, pid namespace, token). Returns 0, or KMGR_EIO when the record
- * cannot be written.
+ * record (pid, start time, boot id, pid namespace, token); last, starts the watchdog: a child of its
+ * own (a fork, no exec, in a session of its own, no parent-death signal, deaf to every signal but
+ * SIGKILL and SIGSTOP) that holds the read end of a pipe whose write end only this process holds.
+ * When that pipe reaches end-of-file, this process has died however it died: the watchdog kills
+ * every process carrying the mark (as kmgr_instance_dispose does) and exits. Fork it before any
+ * thread exists. Returns 0, or KMGR_EIO when the record cannot be written or the watchdog started
+ * (nothing is left behind then).
  */
 int kmgr_instance_init(kmgr_instance_t *inst, const char *runtime_dir);
 
-/** Kills every live process that carries this instance's token (SIGKILL), then removes the record. */
+/** Kills every live process that carries this instance's token (SIGKILL), stops and reaps the watchdog, then removes the record. */
 void kmgr_instance_dispose(kmgr_instance_t *inst);
 
 #endif

@@ -188,7 +188,7 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
 {
     kmgr_proc_t *proc = wire_calloc(1, sizeof(*proc));
     char **argv = NULL, *ipython_dir = NULL, *log_path = NULL, *program = NULL, pidbuf[32];
-    envv_t envv = {NULL};
+    envv_t envv = {NULL, 0, 0};
     kmgr_spawn_options_t opts;
     kmgr_spawn_failure_t failure;
     int ret, log_fd;

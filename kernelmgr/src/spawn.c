@@ -6,11 +6,11 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include "kmgr/errors.h"
 #include "kmgr/spawn.h"
+#include "util_private.h"
 
 /*
  * Why vfork: a fork copies the page tables of the whole process, and kgate may hold hundreds of
@@ -48,21 +48,6 @@ static void child_fail(volatile child_report_t *report, int step)
     _exit(127);
 }
 
-/* Closes every descriptor above 2. */
-static void close_above_stdio(void)
-{
-    struct rlimit rl;
-    int max_fd = 1024;
-
-    /* close_range is Linux 5.9; a loop where it is missing */
-    if (close_range(3, ~0u, 0) == 0)
-        return;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (1u << 20))
-        max_fd = (int)rl.rlim_cur;
-    for (int fd = 3; fd < max_fd; ++fd)
-        close(fd);
-}
-
 static void child_exec(const kmgr_spawn_options_t *opts, pid_t parent, int devnull, volatile child_report_t *report)
 {
     kernel_sigaction_t dfl = {.handler = SIG_DFL};
@@ -84,7 +69,7 @@ static void child_exec(const kmgr_spawn_options_t *opts, pid_t parent, int devnu
     for (int i = 0; i != 3; ++i)
         if (dup2(fds[i], i) == -1)
             child_fail(report, STEP_DUP2);
-    close_above_stdio();
+    kmgr_close_from(3);
     /* a session leader without a terminal acquires the one it names */
     if (opts->controlling_tty && ioctl(0, TIOCSCTTY, 0) != 0)
         child_fail(report, STEP_CTTY);

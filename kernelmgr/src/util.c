@@ -1,6 +1,8 @@
-/* kernelmgr/src/util.c: small helpers of every kernelmgr file: the monotonic clock, path joining. */
+/* kernelmgr/src/util.c: small helpers of every kernelmgr file: the monotonic clock, path joining, closing descriptors. */
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/resource.h>
 #include "wire/alloc.h"
 #include "util_private.h"
 
@@ -20,4 +22,18 @@ char *kmgr_path_join(const char *a, const char *b)
     p[la] = '/';
     memcpy(p + la + 1, b, lb + 1);
     return p;
+}
+
+void kmgr_close_from(int lowfd)
+{
+    struct rlimit rl;
+    int max_fd = 1024;
+
+    /* close_range is Linux 5.9; a loop where it is missing */
+    if (close_range((unsigned)lowfd, ~0u, 0) == 0)
+        return;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < (1u << 20))
+        max_fd = (int)rl.rlim_cur;
+    for (int fd = lowfd; fd < max_fd; ++fd)
+        close(fd);
 }

@@ -1,11 +1,13 @@
-/* tests/fuzz/fuzz_router.c: the route matcher, query parameters and percent-decoding against plain reference code. */
+/* tests/fuzz/fuzz_router.c: the route matcher (rest-of-path and any-method rows too), query parameters and percent-decoding
+ * against plain reference code. */
 #include <ctype.h>
 #include "fuzz.h"
 #include "core/http.h"
 #include "core/router.h"
 #include "wire/alloc.h"
 
-/* The route table kgate serves (gateway/execd/routes.c, gateway/app/routes.c); the matcher calls no handler. */
+/* The route table kgate serves (gateway/app/routes.c, gateway/execd/routes.c, gateway/proxy/routes.c,
+ * gateway/jupyter/routes.c, in that order), and rows of the shapes no route has yet; the matcher calls no handler. */
 static const gw_route_t routes[] = {
     {"GET", "/healthz", NULL, 1, 0, NULL, 0},
     {"GET", "/readyz", NULL, 1, 0, NULL, 0},
@@ -44,12 +46,40 @@ static const gw_route_t routes[] = {
     {"DELETE", "/session/{}", NULL, 0, 0, NULL, 0},
     {"GET", "/metrics", NULL, 0, 0, NULL, 0},
     {"GET", "/metrics/watch", NULL, 0, 0, NULL, 0},
-    {"GET", "/a/{}/b/{}", NULL, 0, 0, NULL, 0}, /* two parameters, as no route has yet */
+    {"POST", "/pty", NULL, 0, 0, NULL, 0},
+    {"GET", "/pty/{}", NULL, 0, 0, NULL, 0},
+    {"DELETE", "/pty/{}", NULL, 0, 0, NULL, 0},
+    {"GET", "/pty/{}/ws", NULL, 0, 0, NULL, 0},
+    {GW_ROUTE_ANY_METHOD, "/proxy/{}" GW_ROUTE_REST, NULL, 0, 0, NULL, 0},
+    {"GET", "/api", NULL, 0, 0, NULL, 1},
+    {"GET", "/api/kernelspecs", NULL, 0, 0, NULL, 1},
+    {"GET", "/api/kernelspecs/{}", NULL, 0, 0, NULL, 1},
+    {"GET", "/kernelspecs/{}/{}", NULL, 0, 0, NULL, 1},
+    {"GET", "/api/kernels", NULL, 0, 0, NULL, 1},
+    {"POST", "/api/kernels", NULL, 0, 0, NULL, 1},
+    {"GET", "/api/kernels/{}", NULL, 0, 0, NULL, 1},
+    {"DELETE", "/api/kernels/{}", NULL, 0, 0, NULL, 1},
+    {"POST", "/api/kernels/{}/interrupt", NULL, 0, 0, NULL, 1},
+    {"POST", "/api/kernels/{}/restart", NULL, 0, 0, NULL, 1},
+    {"GET", "/api/kernels/{}/channels", NULL, 0, 0, NULL, 1},
+    {"GET", "/api/sessions", NULL, 0, 0, NULL, 1},
+    {"POST", "/api/sessions", NULL, 0, 0, NULL, 1},
+    {"GET", "/api/sessions/{}", NULL, 0, 0, NULL, 1},
+    {"PATCH", "/api/sessions/{}", NULL, 0, 0, NULL, 1},
+    {"DELETE", "/api/sessions/{}", NULL, 0, 0, NULL, 1},
+    /* shapes no route has yet */
+    {"GET", "/a/{}/b/{}", NULL, 0, 0, NULL, 0},               /* two parameters */
+    {"GET", "/rest" GW_ROUTE_REST, NULL, 0, 0, NULL, 0},      /* a tail after a literal */
+    {"DELETE", "/rest/x", NULL, 0, 0, NULL, 0},               /* shadowed by the tail for GET, not for DELETE: 405 or not */
+    {GW_ROUTE_ANY_METHOD, "/any", NULL, 0, 0, NULL, 0},       /* any method, no tail */
+    {"GET", "/two/{}/{}" GW_ROUTE_REST, NULL, 0, 0, NULL, 0}, /* a tail past GW_ROUTE_MAX_PARAMS: never matches */
+    {"POST", "/tail/{}" GW_ROUTE_REST, NULL, 0, 0, NULL, 0},  /* an exact method before... */
+    {GW_ROUTE_ANY_METHOD, "/tail/{}" GW_ROUTE_REST, NULL, 0, 0, NULL, 0}, /* ...any method on the same pattern */
 };
 #define NUM_ROUTES (sizeof(routes) / sizeof(routes[0]))
 
 /* The query parameters kgate reads. */
-static const char *const query_names[] = {"language", "id", "path", "cursor", "last_event_id"};
+static const char *const query_names[] = {"language", "id", "path", "cursor", "last_event_id", "token"};
 #define MAX_VALUES 3
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -63,14 +93,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 /* ---- references: plain code written from the headers' contracts ---- */
 
 /* Whether `path` matches `pattern` segment by segment ('{}' is one non-empty segment); the parameters in `params`. */
-static int reference_match(const char *pattern, const char *path, size_t len, h2o_iovec_t *params, size_t *n)
+static int reference_segments(const char *pattern, size_t pattern_len, const char *path, size_t len, h2o_iovec_t *params, size_t *n)
 {
-    const char *p = pattern, *s = path, *end = path + len;
+    const char *p = pattern, *p_end = pattern + pattern_len, *s = path, *end = path + len;
 
     *n = 0;
     for (;;) {
-        const char *p_slash = strchr(p, '/'), *s_slash = memchr(s, '/', (size_t)(end - s));
-        size_t plen = p_slash != NULL ? (size_t)(p_slash - p) : strlen(p);
+        const char *p_slash = memchr(p, '/', (size_t)(p_end - p)), *s_slash = memchr(s, '/', (size_t)(end - s));
+        size_t plen = p_slash != NULL ? (size_t)(p_slash - p) : (size_t)(p_end - p);
         size_t slen = s_slash != NULL ? (size_t)(s_slash - s) : (size_t)(end - s);
         if (plen == 2 && memcmp(p, "{}", 2) == 0) {
             if (slen == 0 || *n == GW_ROUTE_MAX_PARAMS)
@@ -86,6 +116,34 @@ static int reference_match(const char *pattern, const char *path, size_t len, h2
         p = p_slash + 1;
         s = s_slash + 1;
     }
+}
+
+/*
+ * As router.h's contract says: the segments, or, for a pattern ending in GW_ROUTE_REST, its head's
+ * segments followed by nothing or by '/' and anything (the parameter: what follows that '/').
+ */
+static int reference_match(const char *pattern, const char *path, size_t len, h2o_iovec_t *params, size_t *n)
+{
+    size_t plen = strlen(pattern), rest_len = sizeof(GW_ROUTE_REST) - 1, slashes = 0, head_end;
+
+    if (plen < rest_len || strcmp(pattern + plen - rest_len, GW_ROUTE_REST) != 0)
+        return reference_segments(pattern, plen, path, len, params, n);
+    plen -= rest_len;
+    /* the head has as many segments as slashes: it ends at the path's next slash after as many, or at its end */
+    for (size_t i = 0; i != plen; ++i)
+        slashes += pattern[i] == '/';
+    for (head_end = 0; head_end != len; ++head_end)
+        if (path[head_end] == '/' && slashes-- == 0)
+            break;
+    if (!reference_segments(pattern, plen, path, head_end, params, n) || *n == GW_ROUTE_MAX_PARAMS)
+        return 0;
+    params[(*n)++] = head_end == len ? h2o_iovec_init(path + len, 0) : h2o_iovec_init(path + head_end + 1, len - head_end - 1);
+    return 1;
+}
+
+static int reference_method(const char *route_method, h2o_iovec_t method)
+{
+    return strcmp(route_method, "*") == 0 || h2o_memis(method.base, method.len, route_method, strlen(route_method));
 }
 
 /* Percent-decoding as gw_percent_decode's contract says; NUL bytes refused unless `allow_nul`. */
@@ -126,7 +184,7 @@ static void check_route(h2o_iovec_t method, const char *path, size_t len)
     for (i = 0; i != NUM_ROUTES; ++i) {
         if (!reference_match(routes[i].pattern, path, len, want_params, &want_n))
             continue;
-        if (h2o_memis(method.base, method.len, routes[i].method, strlen(routes[i].method))) {
+        if (reference_method(routes[i].method, method)) {
             want = GW_ROUTE_FOUND;
             break;
         }

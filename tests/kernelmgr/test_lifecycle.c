@@ -171,7 +171,7 @@ Test(lifecycle, restart_gives_a_fresh_namespace)
     cr_assert_eq(kt_execute(k, "x", &b), 0);
     cr_assert(kt_wait_rec(&b, 10000));
     cr_expect_str_eq(json_string_value(json_object_get(kt_iopub(&b, "error"), "ename")), "NameError");
-    cr_expect_eq(kmgr_manager_num_processes(kt.mgr), 1 + kt_pid_alive(old));
+    cr_expect_eq(kmgr_manager_num_processes(kt.mgr), 1 + (size_t)kt_pid_alive(old));
     kt_rec_dispose(&a);
     kt_rec_dispose(&pending);
     kt_rec_dispose(&b);

@@ -391,3 +391,65 @@ Test(spawn, a_manager_kills_its_own_escaped_descendants_when_destroyed)
     kill_and_reap(escaped);
     kill_and_reap(unmarked);
 }
+
+Test(spawn, the_watchdog_kills_what_escaped_a_manager_killed_with_sigkill)
+{
+    ts_proc_t escaped, watchdog;
+    int report[2], status;
+    pid_t middle, pids[2];
+
+    /* a middle process creates a manager, starts a double fork with the manager's mark, reports, and dies by SIGKILL */
+    cr_assert_eq(pipe(report), 0);
+    if ((middle = fork()) == 0) {
+        char *argv[] = {"/bin/sh", "-c", "sleep 100 > /dev/null 2>&1 & echo $!", NULL}, *envp[] = {NULL, NULL}, buf[32] = "";
+        kmgr_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .fds = {KMGR_SPAWN_DEVNULL, -1, 2}};
+        kmgr_spawn_failure_t failure;
+        poll_loop_t *loop = poll_loop_create();
+        kmgr_manager_t *mgr;
+        ts_proc_t wd;
+        int out[2];
+        pid_t sh;
+        close(report[0]);
+        if (kmgr_manager_create(NULL, &poll_loop_ops, loop, &mgr) != 0 || ts_watchdog_of(getpid(), &wd) != 0 || pipe(out) != 0)
+            _exit(1);
+        envp[0] = (char *)kmgr_manager_instance_env(mgr);
+        opts.fds[1] = out[1];
+        if (kmgr_spawn(&opts, &sh, &failure) != 0)
+            _exit(1);
+        close(out[1]);
+        if (read(out[0], buf, sizeof(buf) - 1) <= 0 || waitpid(sh, NULL, 0) != sh)
+            _exit(1);
+        pids[0] = (pid_t)atoi(buf);
+        pids[1] = wd.pid;
+        if (write(report[1], pids, sizeof(pids)) != (ssize_t)sizeof(pids))
+            _exit(1);
+        raise(SIGKILL);
+    }
+    close(report[1]);
+    cr_assert_eq(read(report[0], pids, sizeof(pids)), (ssize_t)sizeof(pids), "the middle process failed");
+    close(report[0]);
+    escaped = proc_id(pids[0]);
+    watchdog = proc_id(pids[1]);
+    cr_assert_eq(waitpid(middle, &status, 0), middle);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    cr_expect(wait_gone(escaped, 2000), "the double-forked process (pid %d) outlived its manager by 2 s", (int)escaped.pid);
+    cr_expect(wait_gone(watchdog, 2000), "the watchdog (pid %d) outlived its work by 2 s", (int)watchdog.pid);
+    kill_and_reap(escaped);
+    kill_and_reap(watchdog);
+}
+
+Test(spawn, the_watchdog_is_deaf_to_signals_sent_in_passing_and_goes_with_its_manager)
+{
+    ts_proc_t watchdog;
+
+    kt_setup();
+    cr_assert_eq(ts_watchdog_of(getpid(), &watchdog), 0, "no watchdog among this process's children");
+    cr_expect_eq(getsid(watchdog.pid), watchdog.pid, "the watchdog is not in a session of its own");
+    kill(watchdog.pid, SIGTERM);
+    kill(watchdog.pid, SIGINT);
+    kill(watchdog.pid, SIGHUP);
+    ts_sleep_ms(100);
+    cr_expect(ts_proc_alive(&watchdog), "a signal sent in passing ended the watchdog");
+    kt_teardown();
+    cr_expect(!ts_proc_alive(&watchdog), "the watchdog outlived its manager's destruction");
+}

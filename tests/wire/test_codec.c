@@ -219,9 +219,10 @@ static int decode_json(const wire_signer_t *s, const char *h, const char *p, con
 /* A content jansson cannot hold (an 82-digit integer) keeps its message: flagged, empty, routable by its parent. */
 Test(codec, undecodable_content_is_flagged_not_dropped)
 {
-    const char *json[4] = {GOOD_HEADER, "{\"msg_id\":\"parent-1\"}", "{}",
-                           "{\"data\":{\"application/json\":{\"n\":"
-                           "1000000000000000000000000000000000000000000000000000000000000000000000000000000000}}}"};
+    /* apart: adjacent literals among an array's elements look like a missing comma to clang (-Wstring-concatenation) */
+    static const char content[] = "{\"data\":{\"application/json\":{\"n\":"
+                                  "1000000000000000000000000000000000000000000000000000000000000000000000000000000000}}}";
+    const char *json[4] = {GOOD_HEADER, "{\"msg_id\":\"parent-1\"}", "{}", content};
     wire_signer_t s;
     wire_frames_t frames;
     wire_msg_t *msg = NULL;

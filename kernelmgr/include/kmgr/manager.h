@@ -50,6 +50,12 @@ typedef struct st_kmgr_config_t {
  * removed (the record of an earlier boot just goes; one from another pid namespace is left alone).
  * When no recorded kgate still runs, their kernel directories and `*-<uuid>.log` files go too. All
  * of this only in a directory owned by this user and writable by no one else.
+ *
+ * Last, it forks a watchdog (a child named `kgate-watchdog`, in a session of its own, ignoring every
+ * signal that can be ignored): when the process holding the manager dies without
+ * kmgr_manager_destroy (SIGKILL, a crash), the watchdog kills every process carrying the mark and
+ * exits; kmgr_manager_destroy stops and reaps it. Create the manager before any thread exists, and
+ * reap only the pids the host started itself (no waitpid(-1)).
  */
 int kmgr_manager_create(const kmgr_config_t *config, const kmgr_loop_ops_t *ops, void *loop, kmgr_manager_t **out);
 

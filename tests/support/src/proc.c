@@ -41,6 +41,22 @@ static int read_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *st
     return 0;
 }
 
+/* 1 when `pid` is named as kgate's watchdog (/proc/<pid>/comm). */
+static int named_watchdog(pid_t pid)
+{
+    char path[64], comm[32];
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return 0;
+    n = read(fd, comm, sizeof(comm) - 1);
+    close(fd);
+    comm[n > 0 ? n : 0] = '\0';
+    return strcmp(comm, TS_WATCHDOG_NAME "\n") == 0;
+}
+
 size_t ts_descendants(pid_t root, ts_proc_t *out, size_t max)
 {
     DIR *d = opendir("/proc");
@@ -76,7 +92,7 @@ size_t ts_descendants(pid_t root, ts_proc_t *out, size_t max)
     pid_t parent = root;
     for (;;) {
         for (size_t i = 0; i < n && count < max; i++)
-            if (all[i].ppid == parent) {
+            if (all[i].ppid == parent && !(parent == root && named_watchdog(all[i].pid))) {
                 out[count].pid = all[i].pid;
                 out[count].starttime = all[i].starttime;
                 count++;
@@ -87,6 +103,29 @@ size_t ts_descendants(pid_t root, ts_proc_t *out, size_t max)
     }
     free(all);
     return count;
+}
+
+int ts_watchdog_of(pid_t kgate, ts_proc_t *out)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    int ret = TS_EIO;
+
+    if (d == NULL)
+        return TS_EIO;
+    while (ret != 0 && (de = readdir(d)) != NULL) {
+        pid_t pid = (pid_t)atoi(de->d_name), ppid;
+        unsigned long long st;
+        char state;
+        if (isdigit((unsigned char)de->d_name[0]) && read_stat(pid, &state, &ppid, &st) == 0 && state != 'Z' && ppid == kgate &&
+            named_watchdog(pid)) {
+            out->pid = pid;
+            out->starttime = st;
+            ret = 0;
+        }
+    }
+    closedir(d);
+    return ret;
 }
 
 int ts_proc_get(pid_t pid, ts_proc_t *out)

@@ -13,8 +13,18 @@ typedef struct st_ts_proc_t {
     unsigned long long starttime; /* /proc/<pid>/stat field 22; 0 matches any process with that PID */
 } ts_proc_t;
 
-/** Collects every live descendant of `root` (not `root` itself) into `out` (at most `max`); returns how many. */
+/* What kgate names its watchdog (kernelmgr's KMGR_WATCHDOG_NAME): the child that sweeps kgate's descendants once kgate is dead. */
+#define TS_WATCHDOG_NAME "kgate-watchdog"
+
+/**
+ * Collects every live descendant of `root` (not `root` itself) into `out` (at most `max`); returns how
+ * many. A child of `root` named TS_WATCHDOG_NAME is left out: it is no process kgate started for a
+ * client, and it lives exactly as long as kgate (ts_watchdog_of finds it).
+ */
 size_t ts_descendants(pid_t root, ts_proc_t *out, size_t max);
+
+/** kgate's watchdog: the live child of `kgate` named TS_WATCHDOG_NAME, in `*out`; 0, or TS_EIO when there is none. */
+int ts_watchdog_of(pid_t kgate, ts_proc_t *out);
 
 /** 1 if that process (same PID and start time) still exists and is not a zombie, else 0. */
 int ts_proc_alive(const ts_proc_t *p);
