@@ -16,6 +16,8 @@
 /* Bytes read and sent per step of a download, and written per step of an upload. */
 #define DOWNLOAD_CHUNK (256u << 10)
 #define UPLOAD_CHUNK (4u << 20)
+/* Bytes of an upload's body the multipart parser searches per loop iteration (a few ms of memmem). */
+#define UPLOAD_PARSE_BUDGET ((size_t)16 << 20)
 
 typedef gw_query_value_t query_value_t;
 

@@ -31,22 +31,17 @@ typedef struct st_upload_meta_t {
     gid_t gid;
 } upload_meta_t;
 
-static void on_parse_progress(void *ctx, size_t upto)
-{
-    h2o_req_t *req = ((void **)ctx)[0];
-    gw_body_pages_t *pages = ((void **)ctx)[1];
-    gw_body_pages_release(pages, req->entity.base, req->entity.base + upto);
-}
-
 /*
- * The copy of the parts to their files, a chunk (UPLOAD_CHUNK) per loop iteration: a 1 GiB upload
- * would otherwise hold the loop for seconds, and every other stream with it. Lives in the
+ * An upload in steps: the multipart parse, a search budget (UPLOAD_PARSE_BUDGET) per loop iteration,
+ * then the copy of the parts to their files, a chunk (UPLOAD_CHUNK) per loop iteration: a 1 GiB
+ * upload would otherwise hold the loop for seconds, and every other stream with it. Lives in the
  * request's pool; its dispose hook (the request answered, or the client gone) releases what the
- * copy holds and removes a half-written temporary file.
+ * job holds and removes a half-written temporary file.
  */
 typedef struct st_upload_job_t {
     gw_execd_t *execd;
     h2o_req_t *req;
+    gw_multipart_parser_t parser;
     gw_multipart_part_t *parts; /* owned */
     size_t num_parts;
     upload_meta_t *metas; /* owned; the i-th describes the i-th file part */
@@ -168,33 +163,23 @@ static void on_step(h2o_timeout_entry_t *entry)
     h2o_timeout_link(job->execd->host->loop, &job->execd->host->yield_timeout, &job->step);
 }
 
-GW_EXECD_HANDLER(files_upload)
+static void on_parse_progress(void *ctx, size_t upto)
 {
-    gw_execd_t *execd = gw_execd_from(door);
-    char boundary[GW_MULTIPART_BOUNDARY_MAX + 1];
-    ssize_t ct = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
-    gw_multipart_part_t *parts = wire_malloc(sizeof(*parts) * 2 * MAX_ITEMS);
-    upload_meta_t *metas = NULL;
-    size_t num_parts, i, num_meta = 0, num_files = 0;
-    gw_body_pages_t pages;
-    void *progress_ctx[2] = {req, &pages};
-    int ret;
-    (void)params;
+    upload_job_t *job = ctx;
+    gw_body_pages_release(&job->pages, job->req->entity.base, job->req->entity.base + upto);
+}
 
-    if (ct == -1 || gw_multipart_boundary(req->headers.entries[ct].value.base, req->headers.entries[ct].value.len, boundary) != 0) {
-        gw_send_error(req, GW_HTTP_INVALID_FILE,
-                      "the body must be multipart/form-data (a metadata part, then a file part, per file)");
-        goto Exit;
-    }
-    gw_body_pages_init(&pages, req->entity.base, req->entity.len);
-    if ((ret = gw_multipart_parse(req->entity.base != NULL ? req->entity.base : "", req->entity.len, boundary, parts, 2 * MAX_ITEMS,
-                                  &num_parts, on_parse_progress, progress_ctx)) != 0) {
-        gw_send_error(req, GW_HTTP_INVALID_FILE, "%s", gw_strerror(ret));
-        goto Exit;
-    }
-    for (i = 0; i != num_parts; ++i) {
-        num_meta += strcmp(parts[i].name, "metadata") == 0;
-        num_files += strcmp(parts[i].name, "file") == 0;
+/* Pairs and checks the metadata parts (before anything is written); 0, or -1 after answering. */
+static int check_metadata(upload_job_t *job)
+{
+    h2o_req_t *req = job->req;
+    upload_meta_t *metas;
+    size_t i, num_meta = 0, num_files = 0;
+    int ret;
+
+    for (i = 0; i != job->num_parts; ++i) {
+        num_meta += strcmp(job->parts[i].name, "metadata") == 0;
+        num_files += strcmp(job->parts[i].name, "file") == 0;
     }
     if (num_meta == 0 || num_files == 0 || num_meta != num_files) {
         gw_send_error(req,
@@ -205,22 +190,23 @@ GW_EXECD_HANDLER(files_upload)
                       : num_files == 0 ? "file part is missing"
                                        : "metadata and file count mismatch: %zu vs %zu",
                       num_meta, num_files);
-        goto Exit;
+        return -1;
     }
     /* every metadata part is checked before anything is written */
-    metas = wire_malloc(sizeof(*metas) * num_meta);
+    metas = job->metas = wire_malloc(sizeof(*metas) * num_meta);
     num_meta = 0;
-    for (i = 0; i != num_parts; ++i) {
+    for (i = 0; i != job->num_parts; ++i) {
         json_error_t error;
         json_t *meta, *jpath, *jmode;
-        if (strcmp(parts[i].name, "metadata") != 0)
+        if (strcmp(job->parts[i].name, "metadata") != 0)
             continue;
-        if ((meta = json_loadb(req->entity.base + parts[i].data_off, parts[i].data_len, JSON_ALLOW_NUL, &error)) == NULL ||
+        if ((meta = json_loadb(req->entity.base + job->parts[i].data_off, job->parts[i].data_len, JSON_ALLOW_NUL, &error)) ==
+                NULL ||
             !json_is_object(meta)) {
             json_decref(meta);
             gw_send_error(req, GW_HTTP_INVALID_FILE_METADATA,
                           "invalid metadata format: a JSON object {\"path\", \"mode\"?} is expected");
-            goto Exit;
+            return -1;
         }
         jpath = json_object_get(meta, "path");
         jmode = json_object_get(meta, "mode");
@@ -228,42 +214,82 @@ GW_EXECD_HANDLER(files_upload)
         if (!json_is_string(jpath) || json_string_length(jpath) == 0) {
             json_decref(meta);
             gw_send_error(req, GW_HTTP_INVALID_FILE_METADATA, "metadata path is empty");
-            goto Exit;
+            return -1;
         }
         /* execd's Go zero value: a missing or 0 mode means the default */
         if (jmode != NULL && !json_is_null(jmode) && !(json_is_integer(jmode) && json_integer_value(jmode) == 0) &&
             gw_files_parse_mode(jmode, &metas[num_meta].mode) != 0) {
             json_decref(meta);
             gw_send_error(req, GW_HTTP_INVALID_FILE_METADATA, "metadata mode must be octal digits as an integer (e.g. 644)");
-            goto Exit;
+            return -1;
         }
         ret = gw_files_parse_owner(req, meta, &metas[num_meta].uid, &metas[num_meta].gid) != 0 ||
-              gw_files_resolve(execd, req, "metadata path", json_string_value(jpath), json_string_length(jpath),
+              gw_files_resolve(job->execd, req, "metadata path", json_string_value(jpath), json_string_length(jpath),
                                &metas[num_meta].path) != 0;
         json_decref(meta);
         if (ret != 0)
-            goto Exit;
+            return -1;
         if (metas[num_meta].path.rel[0] == '\0') {
             gw_send_error(req, GW_HTTP_IS_A_DIRECTORY, "metadata path is the workspace root");
-            goto Exit;
+            return -1;
         }
         ++num_meta;
     }
+    return 0;
+}
+
+static void on_parse_step(h2o_timeout_entry_t *entry)
+{
+    upload_job_t *job = H2O_STRUCT_FROM_MEMBER(upload_job_t, step, entry);
+    int ret = gw_multipart_parser_step(&job->parser, UPLOAD_PARSE_BUDGET);
+
+    if (ret == 1) {
+        /* after the next poll for I/O: other streams are served between searches */
+        h2o_timeout_link(job->execd->host->loop, &job->execd->host->yield_timeout, &job->step);
+        return;
+    }
+    if (ret != 0) {
+        job->answered = 1;
+        gw_send_error(job->req, GW_HTTP_INVALID_FILE, "%s", gw_strerror(ret));
+        return;
+    }
+    job->num_parts = job->parser.num_parts;
+    if (check_metadata(job) != 0) {
+        job->answered = 1;
+        return;
+    }
     /* the i-th metadata part describes the i-th file part (execd pairs them the same way) */
-    upload_job_t *job = h2o_mem_alloc_shared(&req->pool, sizeof(*job), on_job_dispose);
+    job->step.cb = on_step;
+    on_step(&job->step);
+}
+
+GW_EXECD_HANDLER(files_upload)
+{
+    gw_execd_t *execd = gw_execd_from(door);
+    char boundary[GW_MULTIPART_BOUNDARY_MAX + 1];
+    ssize_t ct = h2o_find_header(&req->headers, H2O_TOKEN_CONTENT_TYPE, -1);
+    upload_job_t *job;
+    int ret;
+    (void)params;
+
+    if (ct == -1 || gw_multipart_boundary(req->headers.entries[ct].value.base, req->headers.entries[ct].value.len, boundary) != 0) {
+        gw_send_error(req, GW_HTTP_INVALID_FILE,
+                      "the body must be multipart/form-data (a metadata part, then a file part, per file)");
+        return;
+    }
+    job = h2o_mem_alloc_shared(&req->pool, sizeof(*job), on_job_dispose);
     memset(job, 0, sizeof(*job));
     job->execd = execd;
     job->req = req;
-    job->parts = parts;
-    job->num_parts = num_parts;
-    job->metas = metas;
-    job->pages = pages;
+    job->parts = wire_malloc(sizeof(*job->parts) * 2 * MAX_ITEMS);
     job->dir_fd = job->fd = -1;
-    job->step.cb = on_step;
-    parts = NULL;
-    metas = NULL;
-    on_step(&job->step);
-Exit:
-    free(metas);
-    free(parts);
+    job->step.cb = on_parse_step;
+    gw_body_pages_init(&job->pages, req->entity.base, req->entity.len);
+    if ((ret = gw_multipart_parser_init(&job->parser, req->entity.base != NULL ? req->entity.base : "", req->entity.len, boundary,
+                                        job->parts, 2 * MAX_ITEMS, on_parse_progress, job)) != 0) {
+        job->answered = 1;
+        gw_send_error(req, GW_HTTP_INVALID_FILE, "%s", gw_strerror(ret));
+        return;
+    }
+    on_parse_step(&job->step);
 }

@@ -99,97 +99,165 @@ static void parse_part_headers(const char *p, const char *end, gw_multipart_part
     }
 }
 
-/* Offset of the first `pat` at or after `from`, or SIZE_MAX; reports progress window by window. */
-static size_t find_windowed(const char *body, size_t len, size_t from, const char *pat, size_t plen,
-                            gw_multipart_progress_cb progress, void *ctx)
+/* find_delimiter's answer when its budget ran out before an answer: search again from p->search_from. */
+#define NOT_YET (SIZE_MAX - 1)
+
+/*
+ * Offset of the first delimiter at or after p->search_from that is a real one (followed by "--", the
+ * last, or by optional blanks and CRLF), or SIZE_MAX when there is none; NOT_YET once `*budget` bytes
+ * were searched without an answer (p->search_from then says where to go on). Searches in windows of
+ * GW_MULTIPART_SEARCH_WINDOW and reports progress after each.
+ */
+static size_t find_delimiter(gw_multipart_parser_t *p, size_t *budget)
 {
-    while (from < len) {
-        size_t chunk_end = len - from > GW_MULTIPART_SEARCH_WINDOW + plen ? from + GW_MULTIPART_SEARCH_WINDOW + plen - 1 : len;
-        const char *hit = memmem(body + from, chunk_end - from, pat, plen);
-        if (hit != NULL)
-            return (size_t)(hit - body);
+    const char *body = p->body;
+    size_t len = p->len, dlen = p->dlen;
+
+    while (p->search_from < len) {
+        size_t from = p->search_from;
+        size_t chunk_end = len - from > GW_MULTIPART_SEARCH_WINDOW + dlen ? from + GW_MULTIPART_SEARCH_WINDOW + dlen - 1 : len;
+        const char *hit = memmem(body + from, chunk_end - from, p->delim, dlen);
+        if (hit != NULL) {
+            size_t at = (size_t)(hit - body), q = at + dlen;
+            if (len - q >= 2 && memcmp(body + q, "--", 2) == 0)
+                return at;
+            while (q < len && (body[q] == ' ' || body[q] == '\t'))
+                ++q;
+            if (len - q >= 2 && memcmp(body + q, "\r\n", 2) == 0)
+                return at;
+            p->search_from = at + 1; /* the boundary's text inside data: go on after it */
+            continue;
+        }
         if (chunk_end == len)
             break;
-        from += GW_MULTIPART_SEARCH_WINDOW;
-        if (progress != NULL)
-            progress(ctx, from);
+        p->search_from += GW_MULTIPART_SEARCH_WINDOW;
+        if (p->progress != NULL)
+            p->progress(p->ctx, p->search_from);
+        if (*budget <= GW_MULTIPART_SEARCH_WINDOW) {
+            *budget = 0;
+            return NOT_YET;
+        }
+        *budget -= GW_MULTIPART_SEARCH_WINDOW;
     }
     return SIZE_MAX;
 }
 
-/* Like find_windowed, but only at a real delimiter: followed by "--" (the last) or by optional blanks and CRLF. */
-static size_t find_delimiter(const char *body, size_t len, size_t from, const char *delim, size_t dlen,
-                             gw_multipart_progress_cb progress, void *ctx)
+int gw_multipart_parser_init(gw_multipart_parser_t *p, const char *body, size_t len, const char *boundary,
+                             gw_multipart_part_t *parts, size_t max_parts, gw_multipart_progress_cb progress, void *ctx)
 {
+    size_t blen = strlen(boundary);
+
+    memset(p, 0, sizeof(*p));
+    if (blen == 0 || blen > GW_MULTIPART_BOUNDARY_MAX)
+        return GW_EMULTIPART_NOBOUNDARY;
+    p->body = body;
+    p->len = len;
+    p->parts = parts;
+    p->max_parts = max_parts;
+    p->progress = progress;
+    p->ctx = ctx;
+    memcpy(p->delim, "\r\n--", 4);
+    memcpy(p->delim + 4, boundary, blen);
+    p->dlen = 4 + blen;
+    /* the first delimiter may open the body without the CRLF that precedes the others */
+    if (len >= p->dlen - 2 && memcmp(body, p->delim + 2, p->dlen - 2) == 0) {
+        p->pos = p->dlen - 2;
+        p->state = GW_MULTIPART_AT_DELIMITER;
+    } else {
+        p->state = GW_MULTIPART_FIRST_DELIMITER;
+    }
+    return 0;
+}
+
+/* The part that starts after the delimiter ending at p->pos: its headers, and where its data begins. 0, 1 at the close delimiter,
+ * or an error. */
+static int begin_part(gw_multipart_parser_t *p)
+{
+    const char *body = p->body;
+    size_t len = p->len, pos = p->pos, hdr_end, data_off;
+    gw_multipart_part_t *part;
+
+    if (len - pos >= 2 && memcmp(body + pos, "--", 2) == 0)
+        return 1; /* the close delimiter */
+    while (pos < len && (body[pos] == ' ' || body[pos] == '\t'))
+        ++pos;
+    if (len - pos < 2 || memcmp(body + pos, "\r\n", 2) != 0)
+        return GW_EMULTIPART_MALFORMED;
+    pos += 2;
+    if (len - pos >= 2 && memcmp(body + pos, "\r\n", 2) == 0) {
+        hdr_end = pos;
+        data_off = pos + 2;
+    } else {
+        size_t window = len - pos < GW_MULTIPART_HEADERS_MAX ? len - pos : GW_MULTIPART_HEADERS_MAX;
+        const char *end = memmem(body + pos, window, "\r\n\r\n", 4);
+        if (end == NULL)
+            return GW_EMULTIPART_MALFORMED;
+        hdr_end = (size_t)(end - body) + 2;
+        data_off = hdr_end + 2;
+    }
+    if (p->num_parts == p->max_parts)
+        return GW_EMULTIPART_TOOMANYPARTS;
+    part = &p->parts[p->num_parts++];
+    memset(part, 0, sizeof(*part));
+    parse_part_headers(body + pos, body + hdr_end, part);
+    part->data_off = data_off;
+    p->search_from = data_off;
+    return 0;
+}
+
+int gw_multipart_parser_step(gw_multipart_parser_t *p, size_t budget)
+{
+    size_t hit;
+    int ret;
+
     for (;;) {
-        size_t hit = find_windowed(body, len, from, delim, dlen, progress, ctx), p;
-        if (hit == SIZE_MAX)
-            return SIZE_MAX;
-        p = hit + dlen;
-        if (len - p >= 2 && memcmp(body + p, "--", 2) == 0)
-            return hit;
-        while (p < len && (body[p] == ' ' || body[p] == '\t'))
-            ++p;
-        if (len - p >= 2 && memcmp(body + p, "\r\n", 2) == 0)
-            return hit;
-        from = hit + 1;
+        switch (p->state) {
+        case GW_MULTIPART_FIRST_DELIMITER:
+            if ((hit = find_delimiter(p, &budget)) == NOT_YET)
+                return 1;
+            if (hit == SIZE_MAX)
+                return GW_EMULTIPART_MALFORMED;
+            p->pos = hit + p->dlen;
+            p->state = GW_MULTIPART_AT_DELIMITER;
+            break;
+        case GW_MULTIPART_AT_DELIMITER:
+            if ((ret = begin_part(p)) < 0)
+                return ret;
+            if (ret == 1) {
+                p->state = GW_MULTIPART_DONE;
+                if (p->progress != NULL)
+                    p->progress(p->ctx, p->len);
+                return 0;
+            }
+            p->state = GW_MULTIPART_IN_DATA;
+            break;
+        case GW_MULTIPART_IN_DATA:
+            if ((hit = find_delimiter(p, &budget)) == NOT_YET)
+                return 1;
+            if (hit == SIZE_MAX)
+                return GW_EMULTIPART_MALFORMED;
+            p->parts[p->num_parts - 1].data_len = hit - p->parts[p->num_parts - 1].data_off;
+            p->pos = hit + p->dlen;
+            p->state = GW_MULTIPART_AT_DELIMITER;
+            break;
+        case GW_MULTIPART_DONE:
+            return 0;
+        }
     }
 }
 
 int gw_multipart_parse(const char *body, size_t len, const char *boundary, gw_multipart_part_t *parts, size_t max_parts,
                        size_t *num_parts, gw_multipart_progress_cb progress, void *ctx)
 {
-    char delim[GW_MULTIPART_BOUNDARY_MAX + 5]; /* "\r\n--" boundary */
-    size_t blen = strlen(boundary), dlen, pos, hit;
+    gw_multipart_parser_t p;
+    int ret;
 
     *num_parts = 0;
-    if (blen == 0 || blen > GW_MULTIPART_BOUNDARY_MAX)
-        return GW_EMULTIPART_NOBOUNDARY;
-    memcpy(delim, "\r\n--", 4);
-    memcpy(delim + 4, boundary, blen);
-    dlen = 4 + blen;
-    /* the first delimiter may open the body without the CRLF that precedes the others */
-    if (len >= dlen - 2 && memcmp(body, delim + 2, dlen - 2) == 0) {
-        pos = dlen - 2;
-    } else {
-        if ((hit = find_delimiter(body, len, 0, delim, dlen, progress, ctx)) == SIZE_MAX)
-            return GW_EMULTIPART_MALFORMED;
-        pos = hit + dlen;
-    }
-    for (;;) {
-        gw_multipart_part_t *part;
-        size_t hdr_end, data_off;
-        if (len - pos >= 2 && memcmp(body + pos, "--", 2) == 0)
-            break; /* the close delimiter */
-        while (pos < len && (body[pos] == ' ' || body[pos] == '\t'))
-            ++pos;
-        if (len - pos < 2 || memcmp(body + pos, "\r\n", 2) != 0)
-            return GW_EMULTIPART_MALFORMED;
-        pos += 2;
-        if (len - pos >= 2 && memcmp(body + pos, "\r\n", 2) == 0) {
-            hdr_end = pos;
-            data_off = pos + 2;
-        } else {
-            size_t window = len - pos < GW_MULTIPART_HEADERS_MAX ? len - pos : GW_MULTIPART_HEADERS_MAX;
-            const char *end = memmem(body + pos, window, "\r\n\r\n", 4);
-            if (end == NULL)
-                return GW_EMULTIPART_MALFORMED;
-            hdr_end = (size_t)(end - body) + 2;
-            data_off = hdr_end + 2;
-        }
-        if (*num_parts == max_parts)
-            return GW_EMULTIPART_TOOMANYPARTS;
-        part = &parts[(*num_parts)++];
-        memset(part, 0, sizeof(*part));
-        parse_part_headers(body + pos, body + hdr_end, part);
-        if ((hit = find_delimiter(body, len, data_off, delim, dlen, progress, ctx)) == SIZE_MAX)
-            return GW_EMULTIPART_MALFORMED;
-        part->data_off = data_off;
-        part->data_len = hit - data_off;
-        pos = hit + dlen;
-    }
-    if (progress != NULL)
-        progress(ctx, len);
+    if ((ret = gw_multipart_parser_init(&p, body, len, boundary, parts, max_parts, progress, ctx)) != 0)
+        return ret;
+    if ((ret = gw_multipart_parser_step(&p, SIZE_MAX)) != 0)
+        return ret;
+    *num_parts = p.num_parts;
     return 0;
 }
 

@@ -38,6 +38,43 @@ typedef void (*gw_multipart_progress_cb)(void *ctx, size_t upto);
 int gw_multipart_parse(const char *body, size_t len, const char *boundary, gw_multipart_part_t *parts, size_t max_parts,
                        size_t *num_parts, gw_multipart_progress_cb progress, void *ctx);
 
+/** Where a gw_multipart_parser_t stands. */
+typedef enum {
+    GW_MULTIPART_FIRST_DELIMITER, /* looking for the first delimiter (after a preamble) */
+    GW_MULTIPART_AT_DELIMITER,    /* just after a delimiter: a part's headers, or the close */
+    GW_MULTIPART_IN_DATA,         /* looking for the delimiter that ends the last part's data */
+    GW_MULTIPART_DONE,
+} gw_multipart_state_t;
+
+/**
+ * gw_multipart_parse in steps, for a caller that must not hold its thread for the whole body (a
+ * 1 GiB upload parsed in one go holds the event loop for hundreds of milliseconds). Every member is
+ * the parser's; `num_parts` is read when a step returns 0.
+ */
+typedef struct st_gw_multipart_parser_t {
+    const char *body;
+    size_t len;
+    char delim[GW_MULTIPART_BOUNDARY_MAX + 5]; /* "\r\n--" boundary */
+    size_t dlen;
+    gw_multipart_part_t *parts;
+    size_t max_parts, num_parts;
+    gw_multipart_progress_cb progress;
+    void *ctx;
+    gw_multipart_state_t state;
+    size_t pos;         /* just after the last delimiter found */
+    size_t search_from; /* where the delimiter search goes on */
+} gw_multipart_parser_t;
+
+/** Prepares `p` for `body` (borrowed, like `parts`, until the last step). 0 or GW_EMULTIPART_NOBOUNDARY. */
+int gw_multipart_parser_init(gw_multipart_parser_t *p, const char *body, size_t len, const char *boundary,
+                             gw_multipart_part_t *parts, size_t max_parts, gw_multipart_progress_cb progress, void *ctx);
+/**
+ * Parses on, searching about `budget` bytes at most (whole windows; SIZE_MAX: to the end). Returns
+ * 1 when there is more to do, 0 when the body is parsed (p->num_parts parts), or GW_EMULTIPART_*.
+ * Any sequence of budgets gives gw_multipart_parse's result.
+ */
+int gw_multipart_parser_step(gw_multipart_parser_t *p, size_t budget);
+
 /*
  * Large request bodies. h2o 2.2.5 buffers a whole request body before the handler runs; above a
  * threshold its buffers live in an unlinked temporary file mapped MAP_SHARED

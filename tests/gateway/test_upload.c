@@ -98,3 +98,51 @@ Test(upload, empty_file_part)
     cr_assert_eq(n, 1);
     cr_assert_eq(parts[0].data_len, 0);
 }
+
+/* A body of several search windows parsed in steps gives what one parse gives, whatever the budget. */
+Test(upload, stepped_parse_agrees_with_one_parse)
+{
+    const char *boundary = "XyZ";
+    size_t big = (size_t)20 << 20, len = 0;
+    char *body = malloc(big + 1024);
+    gw_multipart_part_t one[4], stepped[4];
+    size_t n_one = 0;
+
+    len += (size_t)sprintf(body + len, "--XyZ\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"path\":\"a\"}\r\n--XyZ\r\n"
+                                       "Content-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\n");
+    memset(body + len, 'q', big);
+    /* the boundary's text inside the data, not at a line start: no delimiter */
+    memcpy(body + len + big / 2, "\r\n--XyZnot", 10);
+    len += big;
+    len += (size_t)sprintf(body + len, "\r\n--XyZ--\r\n");
+    cr_assert_eq(gw_multipart_parse(body, len, boundary, one, 4, &n_one, NULL, NULL), 0);
+    cr_assert_eq(n_one, 2);
+    cr_assert_eq(one[1].data_len, big);
+    const size_t budgets[] = {1, (size_t)8 << 20, (size_t)16 << 20, SIZE_MAX};
+    for (size_t b = 0; b != sizeof(budgets) / sizeof(budgets[0]); ++b) {
+        gw_multipart_parser_t p;
+        int ret, steps = 0;
+        cr_assert_eq(gw_multipart_parser_init(&p, body, len, boundary, stepped, 4, NULL, NULL), 0);
+        while ((ret = gw_multipart_parser_step(&p, budgets[b])) == 1)
+            ++steps;
+        cr_assert_eq(ret, 0, "budget %zu", budgets[b]);
+        cr_assert_eq(p.num_parts, n_one);
+        for (size_t i = 0; i != n_one; ++i) {
+            cr_expect_eq(stepped[i].data_off, one[i].data_off);
+            cr_expect_eq(stepped[i].data_len, one[i].data_len);
+            cr_expect_str_eq(stepped[i].name, one[i].name);
+        }
+        if (budgets[b] == 1)
+            cr_expect_geq(steps, 2, "a small budget takes several steps for 20 MiB");
+        if (budgets[b] == SIZE_MAX)
+            cr_expect_eq(steps, 0);
+    }
+    /* a body cut in the middle of the data fails in steps as in one go */
+    gw_multipart_parser_t p;
+    int ret;
+    cr_assert_eq(gw_multipart_parser_init(&p, body, len - 12, boundary, stepped, 4, NULL, NULL), 0);
+    while ((ret = gw_multipart_parser_step(&p, 1)) == 1)
+        ;
+    cr_expect_eq(ret, GW_EMULTIPART_MALFORMED);
+    free(body);
+}
