@@ -37,6 +37,8 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sa.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &sa, NULL);
+    /* a file size limit (RLIMIT_FSIZE) fails the write with EFBIG, which the run logs report, instead of killing kgate */
+    sigaction(SIGXFSZ, &sa, NULL);
 
     loop = h2o_evloop_create();
     if (gw_server_init(&server, &config, loop) != 0) {

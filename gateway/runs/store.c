@@ -1,0 +1,187 @@
+/* The run-log store: one unlinked file of blocks, allocated to runs and reused, written and read with pwrite/pread. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "wire/alloc.h"
+#include "runs/store.h"
+
+void gw_runstore_init(gw_runstore_t *store)
+{
+    memset(store, 0, sizeof(*store));
+    store->fd = -1;
+}
+
+void gw_runstore_set_dir(gw_runstore_t *store, const char *dir)
+{
+    free(store->dir);
+    store->dir = dir != NULL ? wire_strdup(dir) : NULL;
+}
+
+void gw_runstore_dispose(gw_runstore_t *store)
+{
+    if (store->fd != -1)
+        close(store->fd);
+    free(store->dir);
+    free(store->free_blocks.entries);
+    free(store->stage);
+    gw_runstore_init(store);
+}
+
+static int open_file(gw_runstore_t *store)
+{
+    const char *dir = store->dir;
+    char path[4096];
+    int fd;
+
+    if (dir == NULL && (dir = getenv("TMPDIR")) == NULL)
+        dir = "/tmp";
+    /* O_TMPFILE: never has a name; else a name that lives for the two calls below */
+    if ((fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) == -1) {
+        if (snprintf(path, sizeof(path), "%s/kgate-runlog-XXXXXX", dir) >= (int)sizeof(path))
+            return -ENAMETOOLONG;
+        if ((fd = mkostemp(path, O_CLOEXEC)) == -1)
+            return -errno;
+        unlink(path);
+    }
+    store->fd = fd;
+    if (store->stage == NULL)
+        store->stage = wire_malloc(GW_RUNSTORE_BLOCK);
+    return 0;
+}
+
+static uint32_t alloc_block(gw_runstore_t *store)
+{
+    if (store->free_blocks.size != 0)
+        return store->free_blocks.entries[--store->free_blocks.size];
+    return store->num_blocks++;
+}
+
+static void free_block(gw_runstore_t *store, uint32_t block)
+{
+    /* the disk goes back now; the offset range is reused by the next run that needs a block */
+    if (store->fd != -1)
+        fallocate(store->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)block * GW_RUNSTORE_BLOCK, GW_RUNSTORE_BLOCK);
+    h2o_vector_reserve(NULL, &store->free_blocks, store->free_blocks.size + 1);
+    store->free_blocks.entries[store->free_blocks.size++] = block;
+}
+
+/* The file offset of logical offset `off` of `file` (its block allocated here when `alloc`), or -1. */
+static off_t file_offset(gw_runstore_t *store, gw_runstore_file_t *file, uint64_t off, int alloc)
+{
+    size_t i = (size_t)((off - file->base) / GW_RUNSTORE_BLOCK);
+
+    while (alloc && file->blocks.size <= i) {
+        h2o_vector_reserve(NULL, &file->blocks, file->blocks.size + 1);
+        file->blocks.entries[file->blocks.size++] = alloc_block(store);
+    }
+    if (off < file->base || i >= file->blocks.size)
+        return -1;
+    return (off_t)file->blocks.entries[i] * GW_RUNSTORE_BLOCK + (off_t)(off % GW_RUNSTORE_BLOCK);
+}
+
+/* Writes `len` bytes that lie within one block. */
+static int write_piece(gw_runstore_t *store, gw_runstore_file_t *file, uint64_t off, const char *p, size_t len)
+{
+    off_t at = file_offset(store, file, off, 1);
+
+    while (len != 0) {
+        ssize_t n = pwrite(store->fd, p, len, at);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            return -ENOSPC;
+        p += n, at += n, len -= (size_t)n;
+    }
+    return 0;
+}
+
+int gw_runstore_write(gw_runstore_t *store, gw_runstore_file_t *file, uint64_t off, const struct iovec *iov, size_t iovcnt)
+{
+    size_t staged = 0, i, done;
+    uint64_t stage_off = off; /* where the staged bytes go */
+    int ret;
+
+    if (store->fd == -1 && (ret = open_file(store)) != 0)
+        return ret;
+    for (i = 0; i != iovcnt; ++i) {
+        const char *p = iov[i].iov_base;
+        for (done = 0; done != iov[i].iov_len;) {
+            uint64_t pos = stage_off + staged;
+            size_t room = GW_RUNSTORE_BLOCK - (size_t)(pos % GW_RUNSTORE_BLOCK), len = iov[i].iov_len - done;
+            if (staged == 0 && len >= room) {
+                /* a whole rest-of-block in one buffer: written from where it is */
+                if ((ret = write_piece(store, file, pos, p + done, room)) != 0)
+                    return ret;
+                done += room;
+                stage_off = pos + room;
+                continue;
+            }
+            if (len > room)
+                len = room;
+            memcpy(store->stage + staged, p + done, len);
+            staged += len;
+            done += len;
+            if (len == room) {
+                if ((ret = write_piece(store, file, stage_off, store->stage, staged)) != 0)
+                    return ret;
+                stage_off += staged;
+                staged = 0;
+            }
+        }
+    }
+    return staged != 0 ? write_piece(store, file, stage_off, store->stage, staged) : 0;
+}
+
+int gw_runstore_read(gw_runstore_t *store, const gw_runstore_file_t *file, uint64_t off, void *buf, size_t len)
+{
+    char *p = buf;
+
+    while (len != 0) {
+        size_t piece = GW_RUNSTORE_BLOCK - (size_t)(off % GW_RUNSTORE_BLOCK);
+        off_t at = file_offset(store, (gw_runstore_file_t *)file, off, 0);
+        ssize_t n;
+        if (at < 0 || store->fd == -1)
+            return -EIO;
+        if (piece > len)
+            piece = len;
+        if ((n = pread(store->fd, p, piece, at)) < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        if (n == 0)
+            return -EIO;
+        p += n, off += (uint64_t)n, len -= (size_t)n;
+    }
+    return 0;
+}
+
+void gw_runstore_release_before(gw_runstore_t *store, gw_runstore_file_t *file, uint64_t off)
+{
+    size_t n = 0;
+
+    while (n < file->blocks.size && file->base + (n + 1) * GW_RUNSTORE_BLOCK <= off)
+        free_block(store, file->blocks.entries[n++]);
+    if (n != 0) {
+        memmove(file->blocks.entries, file->blocks.entries + n, (file->blocks.size - n) * sizeof(file->blocks.entries[0]));
+        file->blocks.size -= n;
+        file->base += n * GW_RUNSTORE_BLOCK;
+    }
+    /* a log trimmed before it was ever written has no block to stand for the bytes it skipped */
+    if (file->blocks.size == 0 && off - off % GW_RUNSTORE_BLOCK > file->base)
+        file->base = off - off % GW_RUNSTORE_BLOCK;
+}
+
+void gw_runstore_release(gw_runstore_t *store, gw_runstore_file_t *file)
+{
+    for (size_t i = 0; i != file->blocks.size; ++i)
+        free_block(store, file->blocks.entries[i]);
+    free(file->blocks.entries);
+    memset(file, 0, sizeof(*file));
+}
