@@ -39,8 +39,9 @@ struct st_gw_run_t {
      * The log: events [first_id, last_event_id], whose records lie at logical offsets [first_off,
      * end_off) of the run's file in the store; each record is a gw_runlog_header_t and the frame.
      * Records before written_off are on disk. The newest ones are also in `tail`, in RAM: a
-     * contiguous suffix [tail_off, end_off) of the log, bounded by GW_RUNLOG_TAIL_BYTES once
-     * written (a reader that keeps up is served from it without a read).
+     * contiguous suffix of the log, bounded by GW_RUNLOG_TAIL_BYTES plus the newest event (a
+     * reader that keeps up is served from it without a read). A finished run's tail is empty
+     * unless its file failed.
      */
     h2o_linklist_t tail; /* gw_event_t, oldest first */
     size_t tail_bytes;   /* frame bytes in the tail */

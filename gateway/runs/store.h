@@ -13,8 +13,8 @@
 /**
  * The store: one file for all runs, so that a thousand retained runs cost one descriptor. The file
  * is unlinked as soon as it is created (nothing is left behind however kgate ends). Freed blocks
- * are reused and their disk space given back (FALLOC_FL_PUNCH_HOLE where the file system has it),
- * so the file's disk use follows the bytes the runs retain. Single-threaded, like the loop.
+ * are reused (the most recently freed first); the file spans at most as many blocks as the runs
+ * held at once, and is emptied whenever no run holds any. Single-threaded, like the loop.
  */
 typedef struct st_gw_runstore_t {
     char *dir; /* NULL: $TMPDIR, else /tmp */
