@@ -330,7 +330,7 @@ int gw_run_find_event(gw_run_t *run, uint64_t id, uint64_t *off)
     if (id < run->first_id)
         return GW_EEVENTSGONE;
     if (head != NULL && id >= head->id) {
-        for (h2o_linklist_t *node = run->tail.prev;; node = node->prev) {
+        for (h2o_linklist_t *node = run->tail.prev; node != &run->tail; node = node->prev) {
             gw_event_t *ev = H2O_STRUCT_FROM_MEMBER(gw_event_t, link, node);
             if (ev->id == id) {
                 *off = gw_run_record_off(ev);
