@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "wire/alloc.h"
 #include "core/errors.h"
 #include "core/json_out.h"
 #include "runs/internal.h"
@@ -299,6 +300,28 @@ void gw_run_append_last(gw_run_t *run, json_t *event)
     insert(run, event, 1);
 }
 
+/* A small run's whole log, into a block shared with other small runs. */
+static int write_packed(gw_run_t *run)
+{
+    size_t len = (size_t)(run->end_off - run->written_off), at = 0;
+    char *buf = wire_malloc(len);
+    int ret;
+
+    for (h2o_linklist_t *node = run->tail.next; node != &run->tail; node = node->next) {
+        gw_event_t *ev = H2O_STRUCT_FROM_MEMBER(gw_event_t, link, node);
+        gw_runlog_header_t header = {ev->id, (uint32_t)ev->len, GW_RUNLOG_MAGIC};
+        if (gw_run_record_off(ev) < run->written_off)
+            continue;
+        memcpy(buf + at, &header, HEADER_LEN);
+        memcpy(buf + at + HEADER_LEN, ev->frame, ev->len);
+        at += HEADER_LEN + ev->len;
+    }
+    if ((ret = gw_runstore_write_packed(&run->runs->store, &run->file, run->written_off, buf, len)) == 0)
+        run->written_off = run->end_off;
+    free(buf);
+    return ret;
+}
+
 void gw_run_flush_log(gw_run_t *run)
 {
     gw_event_t *head;
@@ -307,7 +330,13 @@ void gw_run_flush_log(gw_run_t *run)
     if (run->log_error != 0)
         return;
     /* nothing is lost when this fails: the tail stays in RAM with every event the file lacks */
-    if ((ret = write_tail(run)) != 0) {
+    if (run->end_off == run->written_off)
+        ret = 0;
+    else if (run->file.blocks.size == 0 && run->end_off - run->written_off <= GW_RUNSTORE_PACK_MAX)
+        ret = write_packed(run);
+    else
+        ret = write_tail(run);
+    if (ret != 0) {
         run->log_error = ret;
         return;
     }

@@ -26,6 +26,7 @@ void gw_runstore_dispose(gw_runstore_t *store)
         close(store->fd);
     free(store->dir);
     free(store->free_blocks.entries);
+    free(store->refs.entries);
     free(store->stage);
     gw_runstore_init(store);
 }
@@ -52,11 +53,17 @@ static int open_file(gw_runstore_t *store)
     return 0;
 }
 
+/* A block with one reference. */
 static uint32_t alloc_block(gw_runstore_t *store)
 {
-    if (store->free_blocks.size != 0)
-        return store->free_blocks.entries[--store->free_blocks.size];
-    return store->num_blocks++;
+    uint32_t block = store->free_blocks.size != 0 ? store->free_blocks.entries[--store->free_blocks.size] : store->num_blocks++;
+
+    if (store->refs.size < store->num_blocks) {
+        h2o_vector_reserve(NULL, &store->refs, store->num_blocks);
+        store->refs.size = store->num_blocks;
+    }
+    store->refs.entries[block] = 1;
+    return block;
 }
 
 /*
@@ -68,6 +75,10 @@ static uint32_t alloc_block(gw_runstore_t *store)
  */
 static void free_block(gw_runstore_t *store, uint32_t block)
 {
+    if (--store->refs.entries[block] != 0)
+        return;
+    if (store->has_pack && block == store->pack_block)
+        store->has_pack = 0;
     h2o_vector_reserve(NULL, &store->free_blocks, store->free_blocks.size + 1);
     store->free_blocks.entries[store->free_blocks.size++] = block;
     if (store->free_blocks.size == store->num_blocks) {
@@ -84,6 +95,8 @@ static off_t file_offset(gw_runstore_t *store, gw_runstore_file_t *file, uint64_
 {
     size_t i = (size_t)((off - file->base) / GW_RUNSTORE_BLOCK);
 
+    if (file->packed_len != 0)
+        return off >= file->base && off - file->base < file->packed_len ? (off_t)(file->pack_at + (off - file->base)) : -1;
     while (alloc && file->blocks.size <= i) {
         h2o_vector_reserve(NULL, &file->blocks, file->blocks.size + 1);
         file->blocks.entries[file->blocks.size++] = alloc_block(store);
@@ -93,11 +106,8 @@ static off_t file_offset(gw_runstore_t *store, gw_runstore_file_t *file, uint64_
     return (off_t)file->blocks.entries[i] * GW_RUNSTORE_BLOCK + (off_t)(off % GW_RUNSTORE_BLOCK);
 }
 
-/* Writes `len` bytes that lie within one block. */
-static int write_piece(gw_runstore_t *store, gw_runstore_file_t *file, uint64_t off, const char *p, size_t len)
+static int write_at(gw_runstore_t *store, off_t at, const char *p, size_t len)
 {
-    off_t at = file_offset(store, file, off, 1);
-
     while (len != 0) {
         ssize_t n = pwrite(store->fd, p, len, at);
         if (n < 0) {
@@ -112,6 +122,45 @@ static int write_piece(gw_runstore_t *store, gw_runstore_file_t *file, uint64_t 
     return 0;
 }
 
+/* Writes `len` bytes that lie within one block. */
+static int write_piece(gw_runstore_t *store, gw_runstore_file_t *file, uint64_t off, const char *p, size_t len)
+{
+    return write_at(store, file_offset(store, file, off, 1), p, len);
+}
+
+int gw_runstore_write_packed(gw_runstore_t *store, gw_runstore_file_t *file, uint64_t off, const void *bytes, size_t len)
+{
+    off_t at;
+    int ret;
+
+    if (store->fd == -1 && (ret = open_file(store)) != 0)
+        return ret;
+    if (!store->has_pack || store->pack_fill + len > GW_RUNSTORE_BLOCK) {
+        /* the block being filled is left to the runs in it; the first run in a new one takes its reference */
+        store->pack_block = alloc_block(store);
+        store->refs.entries[store->pack_block] = 0;
+        store->pack_fill = 0;
+        store->has_pack = 1;
+    }
+    at = (off_t)store->pack_block * GW_RUNSTORE_BLOCK + (off_t)store->pack_fill;
+    if ((ret = write_at(store, at, bytes, len)) != 0) {
+        if (store->refs.entries[store->pack_block] == 0) {
+            ++store->refs.entries[store->pack_block];
+            free_block(store, store->pack_block);
+        }
+        return ret;
+    }
+    ++store->refs.entries[store->pack_block];
+    h2o_vector_reserve(NULL, &file->blocks, 1);
+    file->blocks.entries[0] = store->pack_block;
+    file->blocks.size = 1;
+    file->base = off;
+    file->pack_at = (uint64_t)at;
+    file->packed_len = len;
+    store->pack_fill += len;
+    return 0;
+}
+
 int gw_runstore_write(gw_runstore_t *store, gw_runstore_file_t *file, uint64_t off, const struct iovec *iov, size_t iovcnt)
 {
     size_t staged = 0, i, done;
@@ -120,6 +169,8 @@ int gw_runstore_write(gw_runstore_t *store, gw_runstore_file_t *file, uint64_t o
 
     if (store->fd == -1 && (ret = open_file(store)) != 0)
         return ret;
+    if (file->blocks.size == 0)
+        file->base = off - off % GW_RUNSTORE_BLOCK;
     for (i = 0; i != iovcnt; ++i) {
         const char *p = iov[i].iov_base;
         for (done = 0; done != iov[i].iov_len;) {
@@ -177,6 +228,8 @@ void gw_runstore_release_before(gw_runstore_t *store, gw_runstore_file_t *file, 
 {
     size_t n = 0;
 
+    if (file->packed_len != 0)
+        return; /* a finished run's: never trimmed */
     while (n < file->blocks.size && file->base + (n + 1) * GW_RUNSTORE_BLOCK <= off)
         free_block(store, file->blocks.entries[n++]);
     if (n != 0) {

@@ -21,13 +21,22 @@ typedef struct st_gw_runstore_t {
     int fd;    /* -1 until the first write */
     uint32_t num_blocks;
     H2O_VECTOR(uint32_t) free_blocks;
+    H2O_VECTOR(uint32_t) refs; /* per block: the runs holding it (several for a packed block) */
+    uint32_t pack_block;       /* the block small finished runs are packed into, while has_pack */
+    size_t pack_fill;
+    int has_pack;
     char *stage; /* GW_RUNSTORE_BLOCK bytes: small writes gathered into one pwrite */
 } gw_runstore_t;
+
+/* A finished run whose records fit in this many bytes shares a block with others (gw_runstore_write_packed). */
+#define GW_RUNSTORE_PACK_MAX ((size_t)16 << 10)
 
 /** One run's bytes in the store: a logical byte range [base, ...) in blocks, the oldest first. */
 typedef struct st_gw_runstore_file_t {
     H2O_VECTOR(uint32_t) blocks; /* blocks.entries[i] holds [base + i * BLOCK, base + (i + 1) * BLOCK) */
-    uint64_t base;               /* a multiple of GW_RUNSTORE_BLOCK */
+    uint64_t base;               /* a multiple of GW_RUNSTORE_BLOCK, unless packed */
+    size_t packed_len;           /* packed: [base, base + packed_len) is at file offset pack_at, in blocks.entries[0] */
+    uint64_t pack_at;
 } gw_runstore_file_t;
 
 void gw_runstore_init(gw_runstore_t *store);
@@ -42,6 +51,14 @@ void gw_runstore_dispose(gw_runstore_t *store);
  * EIO, EFBIG, or why the file could not be created): the bytes may then be partly written.
  */
 int gw_runstore_write(gw_runstore_t *store, gw_runstore_file_t *file, uint64_t off, const struct iovec *iov, size_t iovcnt);
+
+/**
+ * Writes the whole log of a finished run that never needed a block of its own (`file` has none;
+ * `len` <= GW_RUNSTORE_PACK_MAX) into a block shared with other such runs, at logical offset
+ * `off`: a thousand small runs take a few blocks, not a thousand. The file is read-only
+ * afterwards. Returns 0, or -errno (then `file` is left empty).
+ */
+int gw_runstore_write_packed(gw_runstore_t *store, gw_runstore_file_t *file, uint64_t off, const void *bytes, size_t len);
 
 /** Reads `len` bytes at logical offset `off` of `file` (written before). Returns 0, or -errno (-EIO for a short read). */
 int gw_runstore_read(gw_runstore_t *store, const gw_runstore_file_t *file, uint64_t off, void *buf, size_t len);

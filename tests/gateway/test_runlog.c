@@ -365,3 +365,64 @@ ENGINE_TEST(runlog, a_failed_read_gives_the_reader_an_error_event_then_the_end)
     raw_dispose(&r);
     gw_run_finish(run, 1, "ok");
 }
+
+ENGINE_TEST(runlog, small_finished_runs_share_blocks_and_the_file_empties_when_they_go)
+{
+    enum { RUNS = 40 };
+    gw_run_t *runs[RUNS];
+    const char *type;
+
+    for (unsigned k = 0; k != RUNS; ++k) {
+        runs[k] = gw_run_create(&eng.runs, NULL, NULL, &big_limits);
+        for (unsigned i = 0; i != 1 + k % 5; ++i)
+            gw_run_append(runs[k], pattern_event(i, 100 + k));
+        gw_run_finish(runs[k], 1, "ok");
+        cr_assert_eq(runs[k]->tail_bytes, 0, "run %u is in the file", k);
+    }
+    cr_expect_leq(eng.runs.store.num_blocks, 2, "%d small runs take %u blocks", RUNS, eng.runs.store.num_blocks);
+    /* a large one next to them has blocks of its own */
+    gw_run_t *large = gw_run_create(&eng.runs, NULL, NULL, &big_limits);
+    for (unsigned i = 0; i != 100; ++i)
+        gw_run_append(large, pattern_event(i, 10000));
+    gw_run_finish(large, 1, "ok");
+    for (unsigned k = 0; k != RUNS; ++k) {
+        raw_reader_t r;
+        cr_assert_eq(raw_open(&r, runs[k], 0), 0);
+        cr_expect_eq(check_stream(r.bytes, r.len, 1, &type), 2 + 1 + k % 5 + 1, "run %u", k);
+        cr_expect_str_eq(type, "execution_complete");
+        cr_expect(r.ended);
+        raw_dispose(&r);
+    }
+    char first_id[64];
+    snprintf(first_id, sizeof(first_id), "%s", gw_run_id(runs[0]));
+    eng.config.run_retention_ms = 0;
+    engine_run_for(5, 0);
+    gw_runs_collect(&eng.runs);
+    cr_expect_null(gw_run_find(&eng.runs, first_id), "collected");
+    cr_expect_eq(eng.runs.store.num_blocks, 0, "no run holds a block: the file is empty");
+}
+
+ENGINE_TEST(runlog, a_small_run_whose_file_write_fails_keeps_its_events_in_ram)
+{
+    gw_run_t *run = gw_run_create(&eng.runs, NULL, NULL, &big_limits);
+    raw_reader_t r;
+    json_t *state;
+    const char *type;
+
+    for (unsigned i = 0; i != 3; ++i)
+        gw_run_append(run, pattern_event(i, 100));
+    write_errno = EIO;
+    write_budget = 0;
+    gw_run_finish(run, 1, "ok");
+    write_errno = 0;
+    cr_expect_eq(run->log_error, -EIO);
+    cr_expect_gt(run->tail_bytes, 0, "the events stay in RAM");
+    cr_assert_eq(raw_open(&r, run, 0), 0);
+    cr_expect_eq(check_stream(r.bytes, r.len, 1, &type), 6, "nothing is lost");
+    cr_expect_str_eq(type, "execution_complete");
+    cr_expect(r.ended);
+    raw_dispose(&r);
+    state = gw_run_to_json(run);
+    cr_expect_str_eq(json_string_value(json_object_get(state, "outcome")), "ok", "nothing was dropped");
+    json_decref(state);
+}
