@@ -1,4 +1,5 @@
 /* kgate's entry point: parse options, run the server's event loop, shut down cleanly on SIGINT/SIGTERM. */
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,17 @@ int main(int argc, char **argv)
     uint64_t deadline;
     int ret;
 
+    /*
+     * A stream's bytes pass through in blocks of up to a few MiB (a kernel message, its JSON, its
+     * frame), each freed within milliseconds now that run logs live on disk. glibc's adaptive
+     * thresholds then kept giving the heap's top back and faulting it in again: page faults were
+     * the largest cost of a 50 MB stream (161 ms of CPU against 80 ms when the old in-RAM logs
+     * never freed anything). Fixed thresholds stop the churn: blocks under 4 MiB come from the
+     * heap, and up to 8 MiB of free heap is kept for the next ones (86-92 ms per 50 MB, RSS 18 MiB
+     * during and after).
+     */
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
+    mallopt(M_TRIM_THRESHOLD, 8 << 20);
     wire_global_init();
     gw_config_init(&config);
     if ((ret = gw_config_parse_args(&config, argc, argv, stdout, stderr)) != 0) {
@@ -37,6 +49,8 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sa.sa_handler = SIG_IGN;
     sigaction(SIGPIPE, &sa, NULL);
+    /* a file size limit (RLIMIT_FSIZE) fails the write with EFBIG, which the run logs report, instead of killing kgate */
+    sigaction(SIGXFSZ, &sa, NULL);
 
     loop = h2o_evloop_create();
     if (gw_server_init(&server, &config, loop) != 0) {

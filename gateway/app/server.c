@@ -116,6 +116,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     }
     server->host.instance_env = kmgr_manager_instance_env(server->kmgr);
     gw_runs_init(&server->runs, &server->host);
+    gw_runs_set_log_dir(&server->runs, kmgr_manager_runtime_dir(server->kmgr));
     gw_contexts_init(&server->contexts, &server->host, &server->runs, &server->languages, server->kmgr);
     gw_shells_init(&server->shells, &server->host, &server->runs);
     gw_commands_init(&server->commands, &server->host, &server->runs, &server->shells, kmgr_manager_runtime_dir(server->kmgr));

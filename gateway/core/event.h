@@ -10,13 +10,16 @@
 /**
  * One event of a run, rendered once and shared by every reader. `frame` holds the bytes that go
  * on the wire: `id: <id>\ndata: <json>\n\n` (standard SSE) or `<json>\n\n` (execd framing).
- * The run's log holds one reference; a reader holds one while the frame is being written.
+ * While recent, the run's memory tail holds one reference; a reader holds one while the frame is
+ * being written. A reader further back is served from the run's log file: its events are read
+ * back in pieces of a bounded size (a large frame as several events with the same id, in order).
  */
 typedef struct st_gw_event_t {
     uint64_t id;
     unsigned refcnt;
-    unsigned in_log : 1; /* still linked in its run's log (a reader behind a trimmed event has lost data) */
+    unsigned in_log : 1; /* still linked in its run's memory tail (or a relayed body's queue) */
     h2o_linklist_t link; /* in the run's log */
+    uint64_t log_pos;    /* a run's event: where its bytes end in the run's log (the reader's bookmark) */
     size_t len;
     char frame[];
 } gw_event_t;

@@ -5,6 +5,28 @@
 #include <h2o.h>
 #include "wire/ids.h"
 #include "runs/run.h"
+#include "runs/store.h"
+
+/* Events in RAM per run once written: enough for a reader that keeps up, small beside a run's output. */
+#define GW_RUNLOG_TAIL_BYTES ((size_t)256 << 10)
+/* One index mark per this many events: finding an event reads at most this many record headers. */
+#define GW_RUNLOG_INDEX_STRIDE 64
+/* The largest piece of a frame read back at once (an allocation below malloc's mmap threshold). */
+#define GW_RUNLOG_READ_BYTES (((size_t)64 << 10) - offsetof(gw_event_t, frame))
+
+/** What precedes each frame in the file: enough to walk the log without an index entry per event. */
+typedef struct st_gw_runlog_header_t {
+    uint64_t id;
+    uint32_t len;   /* of the frame that follows */
+    uint32_t magic; /* GW_RUNLOG_MAGIC: a read that lands elsewhere is noticed */
+} gw_runlog_header_t;
+#define GW_RUNLOG_MAGIC 0x6b67726cu
+
+/** Where an event's record starts. */
+typedef struct st_gw_runlog_mark_t {
+    uint64_t id;
+    uint64_t off;
+} gw_runlog_mark_t;
 
 struct st_gw_run_t {
     char id[WIRE_UUID_STRLEN + 1];
@@ -13,13 +35,27 @@ struct st_gw_run_t {
     const gw_run_producer_t *producer; /* NULL once the producer is done */
     void *producer_data;
     gw_run_state_t state;
-    h2o_linklist_t log; /* gw_event_t, oldest first */
-    size_t log_bytes;
+    /*
+     * The log: events [first_id, last_event_id], whose records lie at logical offsets [first_off,
+     * end_off) of the run's file in the store; each record is a gw_runlog_header_t and the frame.
+     * Records before written_off are on disk. The newest ones are also in `tail`, in RAM: a
+     * contiguous suffix of the log, bounded by GW_RUNLOG_TAIL_BYTES plus the newest event (a
+     * reader that keeps up is served from it without a read). A finished run's tail is empty
+     * unless its file failed.
+     */
+    h2o_linklist_t tail; /* gw_event_t, oldest first */
+    size_t tail_bytes;   /* frame bytes in the tail */
+    size_t log_bytes;    /* frame bytes of the whole log (what max_run_log_bytes bounds) */
+    uint64_t first_id;   /* the oldest event retained; last_event_id + 1 when none is */
     uint64_t last_event_id;
-    h2o_linklist_t cursors;   /* gw_run_cursor_t */
-    h2o_linklist_t link;      /* in runs->live or runs->finished (oldest first) */
-    gw_idmap_entry_t by_id;   /* in runs->by_id */
-    h2o_timeout_entry_t ping; /* keep-alive events while running */
+    uint64_t first_off, end_off, written_off;
+    gw_runstore_file_t file;
+    H2O_VECTOR(gw_runlog_mark_t) index; /* every GW_RUNLOG_INDEX_STRIDE-th event from first_id on, oldest first */
+    int log_error;                      /* 0, or the -errno that stopped the log being written */
+    h2o_linklist_t cursors;             /* gw_run_cursor_t */
+    h2o_linklist_t link;                /* in runs->live or runs->finished (oldest first) */
+    gw_idmap_entry_t by_id;             /* in runs->by_id */
+    h2o_timeout_entry_t ping;           /* keep-alive events while running */
     /* wall-clock times for clients; durations and retention use the gw_now_ms clock, which no clock step moves */
     int64_t created_at_ms;
     int64_t started_at_ms;  /* when it left the queue (== created_at for unqueued runs) */
@@ -34,14 +70,30 @@ struct st_gw_run_t {
     const char *outcome;         /* once finished */
     unsigned truncation_reported : 1;
     unsigned oversized_reported : 1;
+    unsigned log_error_reported : 1; /* the run's stream says its log failed (its outcome is then "error") */
 };
 
 /** Wakes every cursor's writer (log.c, run.c). */
 void gw_run_notify_cursors(gw_run_t *run);
 /** Detaches every cursor (the run is going away; their writers see no more events). */
 void gw_run_detach_cursors(gw_run_t *run);
-/** Drops every event of the log. */
+/** Drops every event of the log (RAM and file). */
 void gw_run_clear_log(gw_run_t *run);
+/** Appends execution_complete (rendered from `event`, stolen) whatever the run's bounds; the run is about to finish. */
+void gw_run_append_last(gw_run_t *run, json_t *event);
+/** Moves the tail to the file (the run has finished); on a write error the tail stays in RAM. */
+void gw_run_flush_log(gw_run_t *run);
+/** The logical offset of event `id`'s record; `id` past the last: end_off. Returns 0, GW_EEVENTSGONE, or -errno (unreadable). */
+int gw_run_find_event(gw_run_t *run, uint64_t id, uint64_t *off);
+/** Reads the record header at `off` (in the file). Returns 0, or -errno (-EIO for a header that is not one). */
+int gw_run_read_header(gw_run_t *run, uint64_t off, gw_runlog_header_t *header);
+/** The tail's first event, or NULL. */
+gw_event_t *gw_run_tail_first(gw_run_t *run);
+/** Where a tail event's record starts. */
+static inline uint64_t gw_run_record_off(const gw_event_t *ev)
+{
+    return ev->log_pos - ev->len - sizeof(gw_runlog_header_t);
+}
 /** Unlinks the run from the registry and frees it with its log (registry.c; cursors must be detached). */
 void gw_run_free(gw_run_t *run);
 

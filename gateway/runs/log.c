@@ -1,7 +1,79 @@
-/* A run's event log: appending under the output limits, and trimming to max_run_log_bytes. */
+/* A run's event log: appending under the output limits, the tail in RAM and the records in the store, trimming to
+ * max_run_log_bytes. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include "wire/alloc.h"
+#include "core/errors.h"
 #include "core/json_out.h"
 #include "runs/internal.h"
+
+#define HEADER_LEN sizeof(gw_runlog_header_t)
+
+gw_event_t *gw_run_tail_first(gw_run_t *run)
+{
+    return h2o_linklist_is_empty(&run->tail) ? NULL : H2O_STRUCT_FROM_MEMBER(gw_event_t, link, run->tail.next);
+}
+
+int gw_run_read_header(gw_run_t *run, uint64_t off, gw_runlog_header_t *header)
+{
+    int ret = gw_runstore_read(&run->runs->store, &run->file, off, header, sizeof(*header));
+
+    if (ret == 0 && header->magic != GW_RUNLOG_MAGIC)
+        ret = -EIO;
+    return ret;
+}
+
+static void tail_remove(gw_run_t *run, gw_event_t *ev)
+{
+    h2o_linklist_unlink(&ev->link);
+    ev->in_log = 0;
+    run->tail_bytes -= ev->len;
+    gw_event_release(ev);
+}
+
+/* Drops the marks of events no longer retained. */
+static void index_trim(gw_run_t *run)
+{
+    size_t n = 0;
+
+    while (n < run->index.size && run->index.entries[n].id < run->first_id)
+        ++n;
+    if (n == 0)
+        return;
+    memmove(run->index.entries, run->index.entries + n, (run->index.size - n) * sizeof(run->index.entries[0]));
+    run->index.size -= n;
+}
+
+/* What is only in the file cannot be read any more: the log keeps its tail. */
+static void drop_file_part(gw_run_t *run)
+{
+    gw_event_t *head = gw_run_tail_first(run);
+
+    run->first_id = head != NULL ? head->id : run->last_event_id + 1;
+    run->first_off = head != NULL ? gw_run_record_off(head) : run->end_off;
+    run->log_bytes = run->tail_bytes;
+}
+
+static void drop_oldest(gw_run_t *run)
+{
+    gw_event_t *head = gw_run_tail_first(run);
+    gw_runlog_header_t header;
+
+    if (head != NULL && gw_run_record_off(head) == run->first_off) {
+        run->first_off = head->log_pos;
+        run->log_bytes -= head->len;
+        tail_remove(run, head);
+    } else if (gw_run_read_header(run, run->first_off, &header) == 0 && header.id == run->first_id) {
+        run->first_off += HEADER_LEN + header.len;
+        run->log_bytes -= header.len;
+    } else {
+        drop_file_part(run);
+        return;
+    }
+    ++run->first_id;
+}
 
 static void trim_log(gw_run_t *run)
 {
@@ -9,13 +81,95 @@ static void trim_log(gw_run_t *run)
 
     /* the newest event always stays, so a run can always be finished and read to its end;
      * cursors that still needed a dropped event find out when they are woken next */
-    while (run->log_bytes > limit && run->log.next != run->log.prev) {
-        gw_event_t *oldest = H2O_STRUCT_FROM_MEMBER(gw_event_t, link, run->log.next);
-        h2o_linklist_unlink(&oldest->link);
-        oldest->in_log = 0;
-        run->log_bytes -= oldest->len;
-        gw_event_release(oldest);
+    while (run->log_bytes > limit && run->first_id < run->last_event_id)
+        drop_oldest(run);
+    if (run->written_off < run->first_off)
+        run->written_off = run->first_off;
+    gw_runstore_release_before(&run->runs->store, &run->file, run->first_off);
+    index_trim(run);
+}
+
+/* Writes the tail's records that are not in the file yet. Returns 0 or -errno. */
+static int write_tail(gw_run_t *run)
+{
+    enum { BATCH = 64 };
+    gw_runlog_header_t headers[BATCH];
+    struct iovec iov[2 * BATCH];
+    uint64_t batch_off = run->written_off, batch_end = run->written_off;
+    size_t n = 0;
+    int ret;
+
+    for (h2o_linklist_t *node = run->tail.next; node != &run->tail; node = node->next) {
+        gw_event_t *ev = H2O_STRUCT_FROM_MEMBER(gw_event_t, link, node);
+        if (gw_run_record_off(ev) < run->written_off)
+            continue;
+        headers[n] = (gw_runlog_header_t){ev->id, (uint32_t)ev->len, GW_RUNLOG_MAGIC};
+        iov[2 * n] = (struct iovec){&headers[n], HEADER_LEN};
+        iov[2 * n + 1] = (struct iovec){ev->frame, ev->len};
+        batch_end = ev->log_pos;
+        if (++n == BATCH || node->next == &run->tail) {
+            if ((ret = gw_runstore_write(&run->runs->store, &run->file, batch_off, iov, 2 * n)) != 0)
+                return ret;
+            run->written_off = batch_off = batch_end;
+            n = 0;
+        }
     }
+    return 0;
+}
+
+static void insert(gw_run_t *run, json_t *event, int last);
+
+/* The file cannot take the log any more: say so in the run's own stream, which from now on only keeps what fits the tail. */
+static void log_failed(gw_run_t *run, int err)
+{
+    char evalue[256];
+
+    run->log_error = err;
+    run->log_error_reported = 1;
+    snprintf(evalue, sizeof(evalue),
+             "kgate could not write this run's event log to its runtime dir (%s): the run's further output is dropped",
+             gw_strerror(err));
+    insert(run, gw_error_event("RunLogError", evalue), 0);
+}
+
+/* Keeps the tail within its bound: its records go to the file, the oldest leave RAM (down to half, so that writes come in batches).
+ */
+static void spill(gw_run_t *run)
+{
+    gw_event_t *head;
+    int ret;
+
+    if (run->tail_bytes <= GW_RUNLOG_TAIL_BYTES || run->log_error != 0)
+        return;
+    if ((ret = write_tail(run)) != 0) {
+        log_failed(run, ret);
+        return;
+    }
+    while (run->tail_bytes > GW_RUNLOG_TAIL_BYTES / 2 && (head = gw_run_tail_first(run)) != NULL)
+        tail_remove(run, head);
+}
+
+/* Renders `event` (stolen) as the next event and links it into the log; the `last` one is flushed by gw_run_finish. */
+static void insert(gw_run_t *run, json_t *event, int last)
+{
+    gw_event_t *ev = gw_event_render(event, ++run->last_event_id, run->runs->host->config->compat_execd);
+    uint64_t off = run->end_off;
+
+    json_decref(event);
+    ev->log_pos = off + HEADER_LEN + ev->len;
+    ev->in_log = 1;
+    h2o_linklist_insert(&run->tail, &ev->link);
+    run->end_off = ev->log_pos;
+    run->tail_bytes += ev->len;
+    run->log_bytes += ev->len;
+    if ((ev->id - 1) % GW_RUNLOG_INDEX_STRIDE == 0) {
+        h2o_vector_reserve(NULL, &run->index, run->index.size + 1);
+        run->index.entries[run->index.size++] = (gw_runlog_mark_t){ev->id, off};
+    }
+    trim_log(run);
+    if (!last)
+        spill(run);
+    gw_run_notify_cursors(run);
 }
 
 static void report_truncation(gw_run_t *run)
@@ -105,9 +259,23 @@ static json_t *apply_limits(gw_run_t *run, json_t *event, int *truncated)
     return event;
 }
 
+/* An event the failed log has no room for: counted where the run's `dropped` can say so. */
+static void drop_for_log(gw_run_t *run, json_t *event)
+{
+    const char *type = json_string_value(json_object_get(event, "type"));
+
+    if (type != NULL && (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0)) {
+        size_t len = json_string_length(json_object_get(event, "text"));
+        run->output_bytes -= len;
+        run->output_dropped_bytes += len;
+    } else if (type != NULL && strcmp(type, "result") == 0) {
+        ++run->results_dropped;
+    }
+    json_decref(event);
+}
+
 void gw_run_append(gw_run_t *run, json_t *event)
 {
-    gw_event_t *ev;
     int truncated;
 
     if (run->state == GW_RUN_FINISHED) {
@@ -118,25 +286,120 @@ void gw_run_append(gw_run_t *run, json_t *event)
     if (event != NULL) {
         if (json_object_get(event, "timestamp") == NULL)
             json_object_set_new(event, "timestamp", json_integer(gw_unix_ms()));
-        ev = gw_event_render(event, ++run->last_event_id, run->runs->host->config->compat_execd);
-        json_decref(event);
-        ev->in_log = 1;
-        h2o_linklist_insert(&run->log, &ev->link);
-        run->log_bytes += ev->len;
-        trim_log(run);
-        gw_run_notify_cursors(run);
+        if (run->log_error != 0 && run->tail_bytes > GW_RUNLOG_TAIL_BYTES)
+            drop_for_log(run, event);
+        else
+            insert(run, event, 0);
     }
     if (truncated)
         report_truncation(run);
 }
 
+void gw_run_append_last(gw_run_t *run, json_t *event)
+{
+    insert(run, event, 1);
+}
+
+/* A small run's whole log, into a block shared with other small runs. */
+static int write_packed(gw_run_t *run)
+{
+    size_t len = (size_t)(run->end_off - run->written_off), at = 0;
+    char *buf = wire_malloc(len);
+    int ret;
+
+    for (h2o_linklist_t *node = run->tail.next; node != &run->tail; node = node->next) {
+        gw_event_t *ev = H2O_STRUCT_FROM_MEMBER(gw_event_t, link, node);
+        gw_runlog_header_t header = {ev->id, (uint32_t)ev->len, GW_RUNLOG_MAGIC};
+        if (gw_run_record_off(ev) < run->written_off)
+            continue;
+        memcpy(buf + at, &header, HEADER_LEN);
+        memcpy(buf + at + HEADER_LEN, ev->frame, ev->len);
+        at += HEADER_LEN + ev->len;
+    }
+    if ((ret = gw_runstore_write_packed(&run->runs->store, &run->file, run->written_off, buf, len)) == 0)
+        run->written_off = run->end_off;
+    free(buf);
+    return ret;
+}
+
+void gw_run_flush_log(gw_run_t *run)
+{
+    gw_event_t *head;
+    int ret;
+
+    if (run->log_error != 0)
+        return;
+    /* nothing is lost when this fails: the tail stays in RAM with every event the file lacks */
+    if (run->end_off == run->written_off)
+        ret = 0;
+    else if (run->file.blocks.size == 0 && run->end_off - run->written_off <= GW_RUNSTORE_PACK_MAX)
+        ret = write_packed(run);
+    else
+        ret = write_tail(run);
+    if (ret != 0) {
+        run->log_error = ret;
+        return;
+    }
+    while ((head = gw_run_tail_first(run)) != NULL)
+        tail_remove(run, head);
+}
+
+int gw_run_find_event(gw_run_t *run, uint64_t id, uint64_t *off)
+{
+    gw_event_t *head = gw_run_tail_first(run);
+    gw_runlog_header_t header;
+    uint64_t cur_id = run->first_id, cur_off = run->first_off;
+    size_t lo = 0, hi = run->index.size;
+    int ret;
+
+    if (id > run->last_event_id) {
+        *off = run->end_off;
+        return 0;
+    }
+    if (id < run->first_id)
+        return GW_EEVENTSGONE;
+    if (head != NULL && id >= head->id) {
+        for (h2o_linklist_t *node = run->tail.prev; node != &run->tail; node = node->prev) {
+            gw_event_t *ev = H2O_STRUCT_FROM_MEMBER(gw_event_t, link, node);
+            if (ev->id == id) {
+                *off = gw_run_record_off(ev);
+                return 0;
+            }
+        }
+    }
+    /* the last mark at or before `id`, then record by record */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (run->index.entries[mid].id <= id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo != 0 && run->index.entries[lo - 1].id >= cur_id) {
+        cur_id = run->index.entries[lo - 1].id;
+        cur_off = run->index.entries[lo - 1].off;
+    }
+    for (; cur_id < id; ++cur_id) {
+        if ((ret = gw_run_read_header(run, cur_off, &header)) != 0)
+            return ret;
+        if (header.id != cur_id)
+            return -EIO;
+        cur_off += HEADER_LEN + header.len;
+    }
+    *off = cur_off;
+    return 0;
+}
+
 void gw_run_clear_log(gw_run_t *run)
 {
-    while (!h2o_linklist_is_empty(&run->log)) {
-        gw_event_t *ev = H2O_STRUCT_FROM_MEMBER(gw_event_t, link, run->log.next);
-        h2o_linklist_unlink(&ev->link);
-        ev->in_log = 0;
-        gw_event_release(ev);
-    }
+    gw_event_t *head;
+
+    while ((head = gw_run_tail_first(run)) != NULL)
+        tail_remove(run, head);
+    gw_runstore_release(&run->runs->store, &run->file);
+    free(run->index.entries);
+    memset(&run->index, 0, sizeof(run->index));
     run->log_bytes = 0;
+    run->first_id = run->last_event_id + 1;
+    run->first_off = run->written_off = run->end_off;
 }

@@ -10,6 +10,12 @@ void gw_runs_init(gw_runs_t *runs, gw_host_t *host)
     h2o_linklist_init_anchor(&runs->finished);
     runs->retained_bytes = 0;
     gw_idmap_init(&runs->by_id);
+    gw_runstore_init(&runs->store);
+}
+
+void gw_runs_set_log_dir(gw_runs_t *runs, const char *dir)
+{
+    gw_runstore_set_dir(&runs->store, dir);
 }
 
 void gw_run_free(gw_run_t *run)
@@ -67,4 +73,5 @@ void gw_runs_dispose(gw_runs_t *runs)
     }
     runs->retained_bytes = 0;
     gw_idmap_dispose(&runs->by_id);
+    gw_runstore_dispose(&runs->store);
 }

@@ -28,7 +28,8 @@ gw_run_t *gw_run_create(gw_runs_t *runs, const char *context_id, const char *ini
     run->runs = runs;
     run->state = GW_RUN_QUEUED;
     run->limits = *limits;
-    h2o_linklist_init_anchor(&run->log);
+    h2o_linklist_init_anchor(&run->tail);
+    run->first_id = 1;
     h2o_linklist_init_anchor(&run->cursors);
     h2o_linklist_insert(&runs->live, &run->link);
     gw_idmap_insert(&runs->by_id, &run->by_id, run->id);
@@ -101,9 +102,9 @@ void gw_run_finish(gw_run_t *run, int execution_count, const char *outcome)
         json_object_set_new(ev, "execution_count", json_integer(execution_count));
     if (run->output_dropped_bytes != 0 || run->results_dropped != 0 || run->messages_dropped != 0)
         json_object_set_new(ev, "dropped", dropped_json(run));
-    gw_run_append(run, ev);
+    gw_run_append_last(run, ev);
     run->state = GW_RUN_FINISHED;
-    run->outcome = outcome;
+    run->outcome = run->log_error_reported ? "error" : outcome;
     run->finished_at_ms = gw_unix_ms();
     run->finished_mono_ms = gw_now_ms();
     run->producer = NULL;
@@ -113,6 +114,7 @@ void gw_run_finish(gw_run_t *run, int execution_count, const char *outcome)
     h2o_linklist_unlink(&run->link);
     h2o_linklist_insert(&runs->finished, &run->link);
     runs->retained_bytes += run->log_bytes;
+    gw_run_flush_log(run);
     /* readers that were waiting for more now see the end */
     gw_run_notify_cursors(run);
 }
@@ -130,9 +132,8 @@ json_t *gw_run_to_json(gw_run_t *run)
         json_object_set_new(obj, "finished_at", json_integer(run->finished_at_ms));
         json_object_set_new(obj, "outcome", json_string(run->outcome));
     }
-    if (!h2o_linklist_is_empty(&run->log))
-        json_object_set_new(obj, "first_retained_event_id",
-                            json_integer((json_int_t)H2O_STRUCT_FROM_MEMBER(gw_event_t, link, run->log.next)->id));
+    if (run->first_id <= run->last_event_id)
+        json_object_set_new(obj, "first_retained_event_id", json_integer((json_int_t)run->first_id));
     json_object_set_new(obj, "dropped", dropped_json(run));
     return obj;
 }

@@ -9,6 +9,7 @@
 #include "core/host.h"
 #include "core/idmap.h"
 #include "core/stream.h"
+#include "runs/store.h"
 
 typedef struct st_gw_run_t gw_run_t;
 
@@ -23,6 +24,7 @@ typedef struct st_gw_runs_t {
     h2o_linklist_t finished; /* gw_run_t, finished and retained, oldest first */
     size_t retained_bytes;   /* log bytes of `finished` */
     gw_idmap_t by_id;        /* every registered run, live or finished */
+    gw_runstore_t store;     /* where the logs are (runs/store.h) */
 } gw_runs_t;
 
 /** What produces a run's events (a kernel request or a shell process), seen from the run. */
@@ -56,10 +58,22 @@ typedef struct st_gw_run_cursor_t {
     gw_run_t *run;       /* NULL once detached */
     h2o_linklist_t link; /* in the run's cursors while attached */
     uint64_t after_id;   /* the first event wanted is after_id + 1 */
+    struct {
+        uint64_t start_off;  /* where event after_id + 1 starts in the log */
+        gw_event_t *piece;   /* the last piece read back from the file (a reference), or NULL */
+        uint64_t piece_from; /* the position it was read for */
+        uint64_t rec_off;    /* the record being read back: [rec_off, rec_end), event rec_id */
+        uint64_t rec_end;
+        uint64_t rec_id;
+        int read_error; /* the -errno of a failed read: the reader gets one error event, then the end */
+        unsigned error_sent : 1;
+    } _private;
 } gw_run_cursor_t;
 
-/** Initialises the registry (lists empty). */
+/** Initialises the registry (lists empty). The logs go to a file in $TMPDIR (or /tmp) unless gw_runs_set_log_dir says where. */
 void gw_runs_init(gw_runs_t *runs, gw_host_t *host);
+/** The directory of the runs' log file (copied): kgate's runtime dir. Call before the first run. */
+void gw_runs_set_log_dir(gw_runs_t *runs, const char *dir);
 /** Collects finished runs past their retention or over the retained-bytes budget (server tick). */
 void gw_runs_collect(gw_runs_t *runs);
 /** Ends every live run now (server shutdown): producers cancelled, readers finished. */
