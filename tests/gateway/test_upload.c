@@ -108,8 +108,9 @@ Test(upload, stepped_parse_agrees_with_one_parse)
     gw_multipart_part_t one[4], stepped[4];
     size_t n_one = 0;
 
-    len += (size_t)sprintf(body + len, "--XyZ\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"path\":\"a\"}\r\n--XyZ\r\n"
-                                       "Content-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\n");
+    len += (size_t)sprintf(body + len,
+                           "--XyZ\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"path\":\"a\"}\r\n--XyZ\r\n"
+                           "Content-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\n");
     memset(body + len, 'q', big);
     /* the boundary's text inside the data, not at a line start: no delimiter */
     memcpy(body + len + big / 2, "\r\n--XyZnot", 10);
