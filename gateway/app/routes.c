@@ -59,6 +59,11 @@ void gw_app_dispatch(gw_server_t *server, h2o_req_t *req)
     gw_route_params_t params;
     gw_route_result_t found = gw_route_match(server->routes.entries, server->routes.size, req->method, path, &route, &params);
 
+    /* a page of another origin first: it never gets an answer it could learn from (gw_auth_origin_allowed) */
+    if (!gw_auth_origin_allowed(req, server->host.config->allow_origin)) {
+        gw_send_error(req, GW_HTTP_FORBIDDEN, "requests from the origin of another site are refused (see --allow-origin)");
+        return;
+    }
     /* the token before anything else: without it only the public routes answer, and a 404 or 405
      * would tell a stranger which routes exist */
     if (!(found == GW_ROUTE_FOUND &&

@@ -1,5 +1,6 @@
 /* The access token, accepted in execd's, OAuth's and Jupyter's header forms, compared in constant time. */
 #include <string.h>
+#include <strings.h>
 #include <sodium.h>
 #include "core/auth.h"
 #include "core/http.h"
@@ -46,6 +47,50 @@ int gw_auth_check(h2o_req_t *req, const char *token)
         if (authorization_matches(token, req->headers.entries[i].value))
             return 1;
     return 0;
+}
+
+/* Whether `origin` (`len` bytes) is one of the comma-separated entries of `allow`, or `allow` is "*". */
+static int origin_listed(const char *allow, const char *origin, size_t len)
+{
+    const char *p = allow;
+
+    if (strcmp(allow, "*") == 0)
+        return 1;
+    while (*p != '\0') {
+        const char *comma = strchr(p, ','), *end = comma != NULL ? comma : p + strlen(p);
+        while (p < end && *p == ' ')
+            ++p;
+        size_t n = (size_t)(end - p);
+        while (n != 0 && p[n - 1] == ' ')
+            --n;
+        if (n == len && strncasecmp(p, origin, len) == 0)
+            return 1;
+        if (comma == NULL)
+            break;
+        p = comma + 1;
+    }
+    return 0;
+}
+
+int gw_auth_origin_allowed(h2o_req_t *req, const char *allow)
+{
+    ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("origin"), -1);
+    h2o_iovec_t origin, host = req->authority;
+    const char *authority;
+
+    if (i == -1)
+        return 1;
+    origin = req->headers.entries[i].value;
+    if (allow != NULL && origin_listed(allow, origin.base, origin.len))
+        return 1;
+    /* "scheme://host[:port]": the authority after "//" must be the Host the request was sent to */
+    for (authority = origin.base; authority + 2 < origin.base + origin.len && memcmp(authority, "://", 3) != 0; ++authority)
+        ;
+    if (authority + 3 > origin.base + origin.len)
+        return 0; /* "null" (a sandboxed frame, a file: page) or garbage */
+    authority += 3;
+    return host.len != 0 && (size_t)(origin.base + origin.len - authority) == host.len &&
+           strncasecmp(authority, host.base, host.len) == 0;
 }
 
 int gw_auth_check_query(h2o_req_t *req, const char *token)

@@ -17,6 +17,15 @@ int gw_auth_token_equal(const char *token, const char *presented, size_t len);
  */
 int gw_auth_check(h2o_req_t *req, const char *token);
 
+/**
+ * True when a browser page may make this request: it carries no Origin header (not a browser, or
+ * a same-origin GET), or its Origin's host[:port] is the request's Host (kgate's own pages), or it
+ * is listed in `allow` (comma-separated origins, exactly as browsers send them, or "*"; NULL: none).
+ * Without it, any page a local user visits could POST code to a kgate on loopback that has no token
+ * (a text/plain POST needs no CORS preflight) or open its WebSockets (which CORS does not cover).
+ */
+int gw_auth_origin_allowed(h2o_req_t *req, const char *allow);
+
 /** True when the request's query carries `token=<token>` (percent-decoded; compared as gw_auth_token_equal does). */
 int gw_auth_check_query(h2o_req_t *req, const char *token);
 

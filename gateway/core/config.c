@@ -20,6 +20,7 @@ enum {
     OPT_WORKSPACE_ROOT,
     OPT_ALLOW_HARDLINKS,
     OPT_AS_EXECD,
+    OPT_ALLOW_ORIGIN,
     OPT_HELP,
     OPT_VERSION,
 #define GW_XX_OPT(field, type, def, opt, help) OPT_LIMIT_##field,
@@ -50,6 +51,7 @@ void gw_config_dispose(gw_config_t *config)
     free(config->runtime_dir);
     free(config->shell);
     free(config->workspace_root);
+    free(config->allow_origin);
     memset(config, 0, sizeof(*config));
 }
 
@@ -61,6 +63,9 @@ static void usage(FILE *fp)
                 "  --access-token TOKEN        require TOKEN on every route but /healthz and /readyz\n"
                 "                              (also KGATE_ACCESS_TOKEN)\n"
                 "  --allow-remote-without-token  listen on a non-loopback address without a token\n"
+                "  --allow-origin ORIGINS      browser pages of these origins (scheme://host[:port], comma-separated,\n"
+                "                              or *) may call kgate; others, which a page's Origin header names, are\n"
+                "                              refused with 403 (default: kgate's own origin only)\n"
                 "  --kernel-path DIR           extra kernelspec directory holding NAME/kernel.json (repeatable;\n"
                 "                              searched before JUPYTER_PATH and the standard directories)\n"
                 "  --compat execd              execd's exact stream framing (`<json>\\n\\n`) and results.text\n"
@@ -134,6 +139,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         {"keep-ansi", no_argument, NULL, OPT_KEEP_ANSI},
         {"shell", required_argument, NULL, OPT_SHELL},
         {"workspace-root", required_argument, NULL, OPT_WORKSPACE_ROOT},
+        {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
         {"allow-hardlinks", no_argument, NULL, OPT_ALLOW_HARDLINKS},
         {"as-execd", no_argument, NULL, OPT_AS_EXECD},
         {"help", no_argument, NULL, OPT_HELP},
@@ -192,6 +198,10 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         case OPT_WORKSPACE_ROOT:
             free(config->workspace_root);
             config->workspace_root = wire_strdup(optarg);
+            break;
+        case OPT_ALLOW_ORIGIN:
+            free(config->allow_origin);
+            config->allow_origin = optarg[0] != '\0' ? wire_strdup(optarg) : NULL;
             break;
         case OPT_ALLOW_HARDLINKS:
             config->allow_hardlinks = 1;

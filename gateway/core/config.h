@@ -74,6 +74,9 @@ typedef struct st_gw_config_t {
      * filesystem unless --workspace-root says otherwise, and commands and sessions start in kgate's
      * own working directory */
     int as_execd;
+    /* origins (scheme://host[:port], comma-separated, or "*") whose browser pages may call kgate;
+     * NULL: only kgate's own origin (a request whose Origin names another host is refused) */
+    char *allow_origin;
 #define GW_XX_FIELD(field, type, def, opt, help) type field;
     GW_LIMITS_MAP(GW_XX_FIELD)
 #undef GW_XX_FIELD

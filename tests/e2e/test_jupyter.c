@@ -698,3 +698,32 @@ Test(jupyter, a_socket_that_stops_reading_is_cut_off_and_others_go_on)
     wsc_close(&other.ws);
     free(id);
 }
+
+Test(jupyter, pages_of_another_site_are_refused)
+{
+    ts_response_t r = {0};
+    char *id = start_kernel("{}");
+    const char *evil[] = {"Authorization: token " TOKEN, "Origin: https://evil.example", NULL};
+    char path[128];
+    jws_t c;
+
+    /* even with the token (a page cannot know it, but a header cannot be trusted either): refused */
+    cr_expect_eq(ts_http_request(own.port, "POST", "/code", evil, "{\"code\":\"1\"}", &r), 403);
+    ts_response_dispose(&r);
+    cr_expect_eq(ts_http_request(own.port, "GET", "/api/kernels", evil, NULL, &r), 403);
+    ts_response_dispose(&r);
+    /* a WebSocket opened by another site's page (CORS does not cover WebSockets) */
+    snprintf(path, sizeof(path), "/api/kernels/%s/channels?token=" TOKEN, id);
+    memset(&c, 0, sizeof(c));
+    const char *ws_headers[] = {"Origin: https://evil.example", NULL};
+    cr_expect_neq(wsc_connect(&c.ws, own.port, path, ws_headers, wsc_now_ms() + 10000), 0);
+    cr_expect_eq(c.ws.status, 403);
+    wsc_close(&c.ws);
+    /* kgate's own origin passes */
+    char same[128];
+    snprintf(same, sizeof(same), "Origin: http://127.0.0.1:%u", own.port);
+    const char *own_headers[] = {"Authorization: token " TOKEN, same, NULL};
+    cr_expect_eq(ts_http_request(own.port, "GET", "/api/kernels", own_headers, NULL, &r), 200, "%s", r.body);
+    ts_response_dispose(&r);
+    free(id);
+}

@@ -9,6 +9,8 @@
  * bodies cross window edges and report progress as a large one does. */
 __typeof__(gw_multipart_boundary) fuzz_small_multipart_boundary;
 __typeof__(gw_multipart_parse) fuzz_small_multipart_parse;
+__typeof__(gw_multipart_parser_init) fuzz_small_multipart_parser_init;
+__typeof__(gw_multipart_parser_step) fuzz_small_multipart_parser_step;
 
 #define MAX_PARTS 4
 
@@ -112,6 +114,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     FUZZ_CHECK(ret == ret_small && n_big == n_small, "windows change the result: %d (%zu parts) and %d (%zu parts)", ret, n_big,
                ret_small, n_small);
+    /* in steps of one window each, as an upload is parsed between loop iterations */
+    {
+        gw_multipart_part_t stepped[MAX_PARTS];
+        gw_multipart_parser_t p;
+        int ret_step = fuzz_small_multipart_parser_init(&p, body, len, boundary, stepped, MAX_PARTS, NULL, NULL);
+        if (ret_step == 0)
+            while ((ret_step = fuzz_small_multipart_parser_step(&p, 1)) == 1)
+                ;
+        FUZZ_CHECK(ret_step == ret, "steps change the result: %d and %d", ret, ret_step);
+        FUZZ_CHECK(ret != 0 || (p.num_parts == n_big && memcmp(big, stepped, n_big * sizeof(big[0])) == 0),
+                   "steps change the parts");
+    }
     FUZZ_CHECK(ret == 0 || ret == GW_EMULTIPART_MALFORMED || ret == GW_EMULTIPART_TOOMANYPARTS || ret == GW_EMULTIPART_NOBOUNDARY,
                "gw_multipart_parse returned %d", ret);
     if (ret == 0) {

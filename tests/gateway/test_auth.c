@@ -111,3 +111,33 @@ Test(auth, any_of_several_headers_may_carry_it)
     cr_assert(gw_auth_check(&t.req, TOKEN));
     gw_test_req_dispose(&t);
 }
+
+/* A request from host `authority` carrying `Origin: origin` (NULL: none), checked against `allow`. */
+static int origin_ok(const char *authority, const char *origin, const char *allow)
+{
+    gw_test_req_t t;
+    int ok;
+
+    gw_test_req_init(&t, "/code");
+    t.req.authority = h2o_iovec_init(authority, strlen(authority));
+    if (origin != NULL)
+        gw_test_req_add_header(&t, "Origin", origin);
+    ok = gw_auth_origin_allowed(&t.req, allow);
+    gw_test_req_dispose(&t);
+    return ok;
+}
+
+Test(auth, pages_of_other_origins_are_refused_unless_allowed)
+{
+    cr_assert(origin_ok("127.0.0.1:44772", NULL, NULL), "no Origin: not a browser's cross-site request");
+    cr_assert(origin_ok("127.0.0.1:44772", "http://127.0.0.1:44772", NULL), "kgate's own origin");
+    cr_assert(origin_ok("Localhost:44772", "http://localhost:44772", NULL), "hosts compare case-insensitively");
+    cr_assert_not(origin_ok("127.0.0.1:44772", "https://evil.example", NULL), "a site's page posting to loopback");
+    cr_assert_not(origin_ok("127.0.0.1:44772", "http://127.0.0.1:8888", NULL), "another port is another origin");
+    cr_assert_not(origin_ok("127.0.0.1:44772", "null", NULL), "a sandboxed frame or a file: page");
+    cr_assert_not(origin_ok("127.0.0.1:44772", "http://127.0.0.1:44772.evil.example", NULL));
+    cr_assert_not(origin_ok("127.0.0.1:44772", "garbage", NULL));
+    cr_assert(origin_ok("127.0.0.1:44772", "https://lab.example", "https://ide.example, https://lab.example"), "listed");
+    cr_assert_not(origin_ok("127.0.0.1:44772", "https://lab.example.org", "https://lab.example"), "exact entries only");
+    cr_assert(origin_ok("127.0.0.1:44772", "https://anything.example", "*"));
+}
