@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include "kmgr/errors.h"
+#include "kmgr/sandbox.h"
 #include "app/kmgr_loop.h"
 #include "app/listener.h"
 #include "app/routes.h"
@@ -110,6 +111,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     kconfig.shutdown_grace_ms = config->shutdown_grace_ms;
     kconfig.startup_timeout_ms = config->kernel_start_timeout_ms;
     kconfig.max_message_bytes = config->max_message_bytes;
+    kconfig.bwrap_path = config->bwrap_path;
     if ((ret = kmgr_manager_create(&kconfig, &gw_kmgr_loop_ops, server, &server->kmgr)) != 0) {
         fprintf(stderr, "kgate: cannot create the kernel manager: %s\n", kmgr_strerror(ret));
         return -1;
@@ -127,6 +129,24 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     gw_jupyter_init(&server->jupyter, &server->host, &server->languages, &server->contexts);
     if (gw_files_init(&server->files, &server->host) != 0)
         return -1;
+    server->contexts.workspace = server->files.ws.root;
+    if (config->sandbox) {
+        char why[512];
+        if (kmgr_manager_bwrap_path(server->kmgr) == NULL) {
+            fprintf(stderr, "kgate: --sandbox bwrap: %s not found (install bubblewrap: deploy/deps.sh --with-sandbox)\n",
+                    config->bwrap_path != NULL ? config->bwrap_path : "bwrap");
+            return -1;
+        }
+        if (kmgr_bwrap_probe(kmgr_manager_bwrap_path(server->kmgr), why, sizeof(why)) != 0) {
+            fprintf(stderr,
+                    "kgate: --sandbox bwrap: %s (in an unprivileged container, run kgate with --sandbox none: the container is the "
+                    "boundary)\n",
+                    why);
+            return -1;
+        }
+    }
+    fprintf(stderr, "kgate: sandbox: %s%s; %s\n", config->sandbox ? "bwrap " : "none",
+            config->sandbox ? kmgr_manager_bwrap_path(server->kmgr) : "", kmgr_manager_limits_mechanism(server->kmgr));
     gw_app_build_routes(server);
 
     server->tick_entry.cb = on_tick;

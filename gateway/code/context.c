@@ -90,6 +90,9 @@ static void on_kernel_state(kmgr_kernel_t *kernel, void *data)
 int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts, gw_context_t **out)
 {
     kmgr_kernel_options_t kopts = {.spec = opts->spec, .cwd = opts->cwd, .env = opts->env, .on_state = on_kernel_state};
+    const gw_config_t *config = contexts->host->config;
+    gw_context_sandbox_t sandbox;
+    kmgr_sandbox_t ksandbox;
     gw_context_t *ctx;
     int ret;
 
@@ -97,7 +100,17 @@ int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts,
         return GW_ESHUTTINGDOWN;
     if (contexts->count >= contexts->host->config->max_contexts)
         return GW_ETOOMANYCONTEXTS;
+    if (opts->sandbox != NULL)
+        sandbox = *opts->sandbox;
+    else
+        gw_context_sandbox_defaults(config, &sandbox);
+    ksandbox = (kmgr_sandbox_t){.kind = config->sandbox ? KMGR_SANDBOX_BWRAP : KMGR_SANDBOX_NONE,
+                                .share_net = sandbox.share_net,
+                                .workspace = contexts->workspace,
+                                .limits = sandbox.limits};
+    kopts.sandbox = &ksandbox;
     ctx = wire_calloc(1, sizeof(*ctx));
+    ctx->sandbox = sandbox;
     kopts.data = ctx;
     if ((ret = kmgr_kernel_start(contexts->kmgr, &kopts, &ctx->kernel)) != 0) {
         free(ctx);
@@ -256,5 +269,7 @@ json_t *gw_context_to_json(const gw_context_t *ctx)
                             (json_int_t)ctx->last_activity_ms, "execution_count", ctx->execution_count, "default", ctx->is_default);
 
     json_object_set_new(obj, "cwd", ctx->cwd != NULL ? json_string(ctx->cwd) : json_null());
+    json_object_set_new(obj, "sandbox", gw_context_sandbox_to_json(&ctx->sandbox, ctx->contexts->host->config->sandbox));
+    json_object_set_new(obj, "limits", gw_context_limits_to_json(&ctx->sandbox.limits));
     return obj;
 }

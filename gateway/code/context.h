@@ -11,6 +11,7 @@
 #include "core/host.h"
 #include "core/idmap.h"
 #include "code/languages.h"
+#include "code/sandbox.h"
 #include "code/translate.h"
 #include "runs/run.h"
 
@@ -21,6 +22,8 @@ typedef struct st_gw_contexts_t {
     gw_languages_t *languages;
     kmgr_manager_t *kmgr;
     gw_translate_opts_t translate;
+    /* the workspace a sandboxed kernel may write (the files root: gw_files_t's); borrowed, set by the app once known */
+    const char *workspace;
     h2o_linklist_t list; /* gw_context_t */
     size_t count;        /* bounded by config->max_contexts */
     gw_idmap_t by_id;
@@ -35,6 +38,7 @@ typedef struct st_gw_context_t {
     const kmgr_kernelspec_t *spec;
     kmgr_kernel_t *kernel;
     char *cwd;
+    gw_context_sandbox_t sandbox; /* what its kernel runs under (config->sandbox decides the profile) */
     int64_t created_at_ms;
     int64_t last_activity_ms;      /* wall clock, for clients */
     int64_t last_activity_mono_ms; /* the same on the gw_now_ms clock, which no clock step moves: idle expiry */
@@ -104,8 +108,9 @@ int gw_context_send_parts(gw_context_t *ctx, wire_channel_t channel, const wire_
 /** How to create a context. */
 typedef struct st_gw_context_options_t {
     const kmgr_kernelspec_t *spec;
-    const char *cwd; /* copied; NULL: kgate's own */
-    json_t *env;     /* {"K": "V"} added to the kernel's environment; borrowed; may be NULL */
+    const char *cwd;                     /* copied; NULL: kgate's own */
+    json_t *env;                         /* {"K": "V"} added to the kernel's environment; borrowed; may be NULL */
+    const gw_context_sandbox_t *sandbox; /* NULL: gw_context_sandbox_defaults */
     unsigned is_default : 1;
     unsigned is_ephemeral : 1;
 } gw_context_options_t;
@@ -159,7 +164,10 @@ int gw_context_interrupt(gw_context_t *ctx);
  */
 int gw_context_restart(gw_context_t *ctx);
 
-/** The context object: id, language, kernel, status, cwd, created_at, last_activity, execution_count, default. */
+/**
+ * The context object: id, language, kernel, status, cwd, created_at, last_activity, execution_count,
+ * default, sandbox ({"profile", "share_net"}) and limits (those in force).
+ */
 json_t *gw_context_to_json(const gw_context_t *ctx);
 
 #endif

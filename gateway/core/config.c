@@ -21,6 +21,8 @@ enum {
     OPT_ALLOW_HARDLINKS,
     OPT_AS_EXECD,
     OPT_ALLOW_ORIGIN,
+    OPT_SANDBOX,
+    OPT_BWRAP,
     OPT_HELP,
     OPT_VERSION,
 #define GW_XX_OPT(field, type, def, opt, help) OPT_LIMIT_##field,
@@ -52,6 +54,7 @@ void gw_config_dispose(gw_config_t *config)
     free(config->shell);
     free(config->workspace_root);
     free(config->allow_origin);
+    free(config->bwrap_path);
     memset(config, 0, sizeof(*config));
 }
 
@@ -78,7 +81,11 @@ static void usage(FILE *fp)
                 "  --as-execd                  be a sandbox's execd: files routes serve the whole filesystem\n"
                 "                              (unless --workspace-root), commands start in kgate's cwd\n"
                 "  --allow-hardlinks           let the files routes read and chmod regular files with several\n"
-                "                              hard links (refused by default: one may be outside the root)\n");
+                "                              hard links (refused by default: one may be outside the root)\n"
+                "  --sandbox none|bwrap        run kernels as plain children (none, the default) or in bubblewrap:\n"
+                "                              no network, the system read-only, the workspace writable, a private\n"
+                "                              /tmp and HOME, kgate's runtime dir hidden (see README, Sandbox)\n"
+                "  --bwrap PATH                the bubblewrap executable (default: bwrap on PATH)\n");
 #define GW_XX_USAGE(field, type, def, opt, help)                                                                                   \
     fprintf(fp, "  --%-26s %s (default %llu)\n", opt " N", help, (unsigned long long)(def));
     GW_LIMITS_MAP(GW_XX_USAGE)
@@ -142,6 +149,8 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
         {"allow-hardlinks", no_argument, NULL, OPT_ALLOW_HARDLINKS},
         {"as-execd", no_argument, NULL, OPT_AS_EXECD},
+        {"sandbox", required_argument, NULL, OPT_SANDBOX},
+        {"bwrap", required_argument, NULL, OPT_BWRAP},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
 #define GW_XX_LONGOPT(field, type, def, opt, help) {opt, required_argument, NULL, OPT_LIMIT_##field},
@@ -209,6 +218,20 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         case OPT_AS_EXECD:
             config->as_execd = 1;
             break;
+        case OPT_SANDBOX:
+            if (strcmp(optarg, "none") == 0) {
+                config->sandbox = 0;
+            } else if (strcmp(optarg, "bwrap") == 0) {
+                config->sandbox = 1;
+            } else {
+                fprintf(err, "kgate: --sandbox wants \"none\" or \"bwrap\", got \"%s\"\n", optarg);
+                return -1;
+            }
+            break;
+        case OPT_BWRAP:
+            free(config->bwrap_path);
+            config->bwrap_path = wire_strdup(optarg);
+            break;
         case OPT_HELP:
             usage(out);
             return 1;
@@ -217,7 +240,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
             return 1;
 #define GW_XX_CASE(field, type, def, opt, help)                                                                                    \
     case OPT_LIMIT_##field:                                                                                                        \
-        if (wire_parse_decimal(optarg, (type)-1, &n) != 0 || n == 0) {                                                             \
+        if (wire_parse_decimal(optarg, (type)-1, &n) != 0 || (n == 0 && (def) != 0)) {                                             \
             fprintf(err, "kgate: --%s wants a positive integer, got \"%s\"\n", opt, optarg);                                       \
             return -1;                                                                                                             \
         }                                                                                                                          \

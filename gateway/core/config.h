@@ -54,7 +54,13 @@
        "/proxy: an upstream silent this long (connecting, answering, mid-body) gets 504 or is cut")                                \
     XX(max_proxy_connections, unsigned, 256, "max-proxy-connections",                                                              \
        "/proxy: requests and WebSockets relayed at once; beyond: 429 TOO_MANY_PROXY_CONNECTIONS")                                  \
-    XX(max_proxy_body_bytes, size_t, 1u << 30, "max-proxy-body-bytes", "largest request body relayed by /proxy")
+    XX(max_proxy_body_bytes, size_t, 1u << 30, "max-proxy-body-bytes", "largest request body relayed by /proxy")                   \
+    XX(max_memory_mb, unsigned, 0, "max-memory-mb",                                                                                \
+       "memory cap of a context's kernel (MiB; its default and the most limits.memory_mb may ask; 0: none)")                       \
+    XX(max_pids, unsigned, 0, "max-pids", "processes of a context's kernel at once (default and bound of limits.pids; 0: none)")   \
+    XX(max_cpu_seconds, unsigned, 0, "max-cpu-seconds", "CPU seconds per kernel process (default and bound; 0: none)")             \
+    XX(max_open_files, unsigned, 0, "max-open-files", "open files per kernel process (default and bound; 0: kgate's own)")         \
+    XX(max_file_size_mb, unsigned, 0, "max-file-size-mb", "largest file a kernel may write (MiB; default and bound; 0: none)")
 
 typedef struct st_gw_config_t {
     char *listen_host; /* "127.0.0.1", "::1", "0.0.0.0" ... */
@@ -77,6 +83,9 @@ typedef struct st_gw_config_t {
     /* origins (scheme://host[:port], comma-separated, or "*") whose browser pages may call kgate;
      * NULL: only kgate's own origin (a request whose Origin names another host is refused) */
     char *allow_origin;
+    /* where kernels run: 0 as plain children (--sandbox none), 1 in bubblewrap (--sandbox bwrap) */
+    int sandbox;
+    char *bwrap_path; /* NULL: bwrap on PATH */
 #define GW_XX_FIELD(field, type, def, opt, help) type field;
     GW_LIMITS_MAP(GW_XX_FIELD)
 #undef GW_XX_FIELD

@@ -125,7 +125,9 @@ GW_EXECD_HANDLER(context_create)
     gw_execd_t *execd = gw_execd_from(door);
     json_t *body = gw_parse_body(req);
     gw_context_options_t opts = {0};
+    gw_context_sandbox_t sandbox;
     const char *language;
+    char err[256];
     gw_context_t *ctx;
     (void)params;
 
@@ -140,6 +142,11 @@ GW_EXECD_HANDLER(context_create)
         goto Exit;
     if (validate_cwd_env(req, body, &opts.cwd, &opts.env) != 0)
         goto Exit;
+    if (gw_context_sandbox_parse(body, execd->host->config, &sandbox, err, sizeof(err)) != 0) {
+        gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "%s", err);
+        goto Exit;
+    }
+    opts.sandbox = &sandbox;
     if (gw_execd_create_context(execd, req, &opts, &ctx) != 0)
         goto Exit;
     gw_execd_respond_when_ready(ctx, req);

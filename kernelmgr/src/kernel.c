@@ -289,7 +289,7 @@ static int launch(kmgr_kernel_t *k, char *why, size_t whylen)
     kmgr_proc_t *proc;
     int ret;
 
-    if ((ret = kmgr_proc_spawn(k->mgr, k->spec, k->cwd, k->env, &proc, why, whylen)) != 0)
+    if ((ret = kmgr_proc_spawn(k->mgr, k->spec, k->cwd, k->env, &k->sandbox, &proc, why, whylen)) != 0)
         return ret;
     if ((ret = kmgr_channels_open(&proc->channels, &channel_ops, k)) != 0) {
         snprintf(why, whylen, "cannot open the kernel's channels");
@@ -323,6 +323,10 @@ int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, km
     k->spec = opts->spec;
     k->cwd = wire_strdup(opts->cwd);
     k->env = opts->env != NULL ? json_deep_copy(opts->env) : NULL;
+    if (opts->sandbox != NULL) {
+        k->sandbox = *opts->sandbox;
+        k->sandbox.workspace = k->workspace = wire_strdup(opts->sandbox->workspace);
+    }
     k->on_state = opts->on_state;
     k->data = opts->data;
     k->state = k->notified_state = KMGR_KERNEL_STARTING;
@@ -361,6 +365,7 @@ void kmgr_kernel_free(kmgr_kernel_t *k)
         kmgr_manager_adopt(k->mgr, k->proc, 0);
     json_decref(k->info);
     json_decref(k->env);
+    free(k->workspace);
     free(k->cwd);
     free(k);
 }
@@ -394,7 +399,8 @@ int kmgr_kernel_interrupt(kmgr_kernel_t *k)
 {
     if (k->destroyed || k->state == KMGR_KERNEL_DEAD || k->proc == NULL || k->proc->pid == 0)
         return KMGR_EDIED;
-    if (k->spec->interrupt_mode == KMGR_INTERRUPT_SIGNAL) {
+    /* a signal would reach bwrap, which dies of SIGINT and takes the sandbox along: the control channel instead */
+    if (k->spec->interrupt_mode == KMGR_INTERRUPT_SIGNAL && k->sandbox.kind == KMGR_SANDBOX_NONE) {
         kmgr_proc_signal(k->proc, SIGINT);
         return 0;
     }

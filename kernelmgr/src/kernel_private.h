@@ -126,6 +126,8 @@ struct st_kmgr_kernel_t {
     const kmgr_kernelspec_t *spec;
     char *cwd;
     json_t *env;
+    kmgr_sandbox_t sandbox; /* its workspace points at `workspace` */
+    char *workspace;
     void (*on_state)(kmgr_kernel_t *kernel, void *data);
     void *data;
     kmgr_kernel_state_t state;

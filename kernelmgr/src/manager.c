@@ -55,6 +55,35 @@ static char *make_runtime_dir(const char *given, int *owns)
     return path;
 }
 
+static char *find_bwrap(const char *given)
+{
+    const char *path = getenv("PATH");
+    char *copy, *save = NULL, *found = NULL;
+
+    if (given != NULL)
+        return access(given, X_OK) == 0 ? wire_strdup(given) : NULL;
+    copy = wire_strdup(path != NULL ? path : "/usr/local/bin:/usr/bin:/bin");
+    for (char *dir = strtok_r(copy, ":", &save); dir != NULL && found == NULL; dir = strtok_r(NULL, ":", &save)) {
+        char *candidate = kmgr_path_join(dir, "bwrap");
+        if (access(candidate, X_OK) == 0)
+            found = candidate;
+        else
+            free(candidate);
+    }
+    free(copy);
+    return found;
+}
+
+const char *kmgr_manager_limits_mechanism(const kmgr_manager_t *mgr)
+{
+    return mgr->cgroups.mechanism;
+}
+
+const char *kmgr_manager_bwrap_path(const kmgr_manager_t *mgr)
+{
+    return mgr->bwrap_path;
+}
+
 int kmgr_manager_create(const kmgr_config_t *config, const kmgr_loop_ops_t *ops, void *loop, kmgr_manager_t **out)
 {
     kmgr_manager_t *mgr = wire_calloc(1, sizeof(*mgr));
@@ -81,6 +110,8 @@ int kmgr_manager_create(const kmgr_config_t *config, const kmgr_loop_ops_t *ops,
         int limit = zmq_ctx_get(mgr->zctx, ZMQ_SOCKET_LIMIT);
         zmq_ctx_set(mgr->zctx, ZMQ_MAX_SOCKETS, limit > 0 && limit < KMGR_MAX_SOCKETS ? limit : KMGR_MAX_SOCKETS);
     }
+    kmgr_cgroups_init(&mgr->cgroups);
+    mgr->bwrap_path = find_bwrap(mgr->config.bwrap_path);
     *out = mgr;
     return 0;
 
@@ -132,6 +163,8 @@ void kmgr_manager_destroy(kmgr_manager_t *mgr)
     for (link = mgr->kernels.next; link != &mgr->kernels; link = mgr->kernels.next)
         kmgr_link_unlink(link); /* unreachable: shutdown_all + sweep emptied it */
     zmq_ctx_term(mgr->zctx);
+    kmgr_cgroups_dispose(&mgr->cgroups);
+    free(mgr->bwrap_path);
     kmgr_instance_dispose(&mgr->instance);
     if (mgr->owns_runtime_dir)
         kmgr_rmtree(mgr->runtime_dir);
@@ -221,6 +254,8 @@ void kmgr_manager_tick(kmgr_manager_t *mgr)
         next = link->next;
         tick_shutdown(mgr, KMGR_FROM_MEMBER(kmgr_proc_t, link, link), now);
     }
+    if (mgr->cgroups.nstale != 0)
+        kmgr_cgroups_tick(&mgr->cgroups);
     sweep_destroyed(mgr);
 }
 

@@ -6,6 +6,7 @@
 #include "kmgr/kernel.h"
 #include "kmgr/loop.h"
 #include "kmgr/manager.h"
+#include "cgroup.h"
 #include "instance.h"
 #include "process.h"
 #include "util_private.h"
@@ -28,6 +29,10 @@ struct st_kmgr_manager_t {
     kmgr_link_t kernels;
     /* Detached incarnations in their shutdown sequence (kmgr_proc_t.link). */
     kmgr_link_t shutting_down;
+    /* control groups for kernels with memory or process limits, where the host allows them */
+    kmgr_cgroups_t cgroups;
+    /* the bwrap executable (config.bwrap_path, or found on PATH), NULL if there is none */
+    char *bwrap_path;
     /* Set between ops->schedule and the kmgr_manager_run_pending it asked for. */
     int scheduled;
 };

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -15,7 +16,9 @@
 #include <unistd.h>
 #include "wire/alloc.h"
 #include "kmgr/errors.h"
+#include "kmgr/sandbox.h"
 #include "kmgr/spawn.h"
+#include "cgroup.h"
 #include "manager_private.h"
 #include "process.h"
 
@@ -71,15 +74,6 @@ static const char *envv_get(const envv_t *v, const char *key)
         if (strncmp(v->entries[i], key, keylen) == 0 && v->entries[i][keylen] == '=')
             return v->entries[i] + keylen + 1;
     return NULL;
-}
-
-static void strv_free(char **v)
-{
-    if (v == NULL)
-        return;
-    for (char **p = v; *p != NULL; ++p)
-        free(*p);
-    free(v);
 }
 
 /* Replaces every occurrence of `pattern` in `s` (owned, freed) with `value`. */
@@ -183,16 +177,39 @@ static int write_connection(kmgr_proc_t *proc, const kmgr_kernelspec_t *spec)
     return wire_connection_write(&proc->conn, proc->conn_path) == 0 ? 0 : KMGR_EIO;
 }
 
-int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const char *cwd, json_t *env, kmgr_proc_t **out, char *why,
-                    size_t whylen)
+/* The limits a cgroup does not enforce, as rlimits of the child (a sandbox's bwrap passes them on to the kernel). */
+static size_t limits_to_rlimits(const kmgr_manager_t *mgr, const kmgr_limits_t *l, kmgr_spawn_rlimit_t *out)
 {
+    size_t n = 0;
+
+    if (l->memory_bytes != 0 && !kmgr_cgroups_has(&mgr->cgroups, KMGR_CG_MEMORY))
+        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_AS, l->memory_bytes};
+    if (l->pids != 0 && !kmgr_cgroups_has(&mgr->cgroups, KMGR_CG_PIDS))
+        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_NPROC, l->pids};
+    if (l->cpu_seconds != 0)
+        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_CPU, l->cpu_seconds};
+    if (l->open_files != 0)
+        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_NOFILE, l->open_files};
+    if (l->file_size_bytes != 0)
+        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_FSIZE, l->file_size_bytes};
+    return n;
+}
+
+int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const char *cwd, json_t *env, const kmgr_sandbox_t *sandbox,
+                    kmgr_proc_t **out, char *why, size_t whylen)
+{
+    static const kmgr_sandbox_t no_sandbox = {KMGR_SANDBOX_NONE};
     kmgr_proc_t *proc = wire_calloc(1, sizeof(*proc));
-    char **argv = NULL, *ipython_dir = NULL, *log_path = NULL, *program = NULL, pidbuf[32];
+    char **argv = NULL, **wrapped = NULL, *ipython_dir = NULL, *log_path = NULL, *program = NULL, pidbuf[32];
     envv_t envv = {NULL, 0, 0};
     kmgr_spawn_options_t opts;
     kmgr_spawn_failure_t failure;
+    kmgr_spawn_rlimit_t rlimits[5];
+    int cgroup_fds[KMGR_CG_COUNT] = {-1, -1, -1};
     int ret, log_fd;
 
+    if (sandbox == NULL)
+        sandbox = &no_sandbox;
     if (why != NULL && whylen != 0)
         why[0] = '\0';
     kmgr_list_init(&proc->link);
@@ -237,16 +254,25 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
 
     for (char **e = environ; e != NULL && *e != NULL; ++e) {
         const char *eq = strchr(*e, '=');
+        /* kgate's own access token stays out of a sandbox */
+        if (sandbox->kind != KMGR_SANDBOX_NONE &&
+            (strncmp(*e, "KGATE_ACCESS_TOKEN=", 19) == 0 || strncmp(*e, "JPY_PARENT_PID=", 15) == 0))
+            continue;
         if (eq != NULL && eq != *e) {
             char *key = wire_strndup(*e, eq - *e);
             envv_set(&envv, key, eq + 1);
             free(key);
         }
     }
+    if (sandbox->kind == KMGR_SANDBOX_BWRAP)
+        envv_set(&envv, "HOME", KMGR_SANDBOX_HOME);
     envv_set_json(&envv, spec->env);
     envv_set_json(&envv, env);
-    snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
-    envv_set(&envv, "JPY_PARENT_PID", pidbuf);
+    /* in a pid namespace kgate's pid means nothing, and ipykernel would exit when "its parent" is gone */
+    if (sandbox->kind == KMGR_SANDBOX_NONE) {
+        snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
+        envv_set(&envv, "JPY_PARENT_PID", pidbuf);
+    }
     envv_set(&envv, "PYDEVD_DISABLE_FILE_VALIDATION", "1");
     envv_set(&envv, "IPYTHONDIR", ipython_dir);
     envv_set(&envv, KMGR_INSTANCE_VAR, mgr->instance.token);
@@ -263,10 +289,52 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
         ret = KMGR_ESPAWN;
         goto Error;
     }
-    opts = (kmgr_spawn_options_t){
-        .path = program, .argv = argv, .envp = envv.entries, .fds = {KMGR_SPAWN_DEVNULL, log_fd, log_fd}, .cwd = cwd};
+    proc->limits = sandbox->limits;
+    proc->sandboxed = sandbox->kind != KMGR_SANDBOX_NONE;
+    if ((sandbox->limits.memory_bytes != 0 && kmgr_cgroups_has(&mgr->cgroups, KMGR_CG_MEMORY)) ||
+        (sandbox->limits.pids != 0 && kmgr_cgroups_has(&mgr->cgroups, KMGR_CG_PIDS))) {
+        if ((ret = kmgr_cgroup_create(&mgr->cgroups, proc->uuid, &sandbox->limits, &proc->cgroup, cgroup_fds, why, whylen)) != 0) {
+            close(log_fd);
+            goto Error;
+        }
+    }
+    opts = (kmgr_spawn_options_t){.path = program,
+                                  .argv = argv,
+                                  .envp = envv.entries,
+                                  .fds = {KMGR_SPAWN_DEVNULL, log_fd, log_fd},
+                                  .cwd = cwd,
+                                  .cgroup_fds = cgroup_fds,
+                                  .ncgroup_fds = KMGR_CG_COUNT,
+                                  .rlimits = rlimits,
+                                  .nrlimits = limits_to_rlimits(mgr, &sandbox->limits, rlimits)};
+    if (sandbox->kind == KMGR_SANDBOX_BWRAP) {
+        kmgr_bwrap_args_t bargs = {.bwrap = mgr->bwrap_path,
+                                   .runtime_dir = mgr->runtime_dir,
+                                   .kernel_dir = proc->dir,
+                                   .workspace = sandbox->workspace,
+                                   .cwd = cwd,
+                                   .resource_dir = spec->resource_dir,
+                                   .home = KMGR_SANDBOX_HOME,
+                                   .share_net = sandbox->share_net};
+        if (mgr->bwrap_path == NULL) {
+            snprintf(why, whylen, "cannot sandbox the kernel: bwrap was not found");
+            close(log_fd);
+            ret = KMGR_ESPAWN;
+            goto Error;
+        }
+        char *name = argv[0];
+        /* bwrap would search its own PATH: the program found on the kernel's */
+        argv[0] = program;
+        wrapped = kmgr_bwrap_argv(&bargs, argv);
+        argv[0] = name;
+        opts.path = mgr->bwrap_path;
+        opts.argv = wrapped;
+    }
     ret = kmgr_spawn(&opts, &proc->pid, &failure);
     close(log_fd);
+    for (int i = 0; i != KMGR_CG_COUNT; ++i)
+        if (cgroup_fds[i] != -1)
+            close(cgroup_fds[i]);
     if (ret != 0) {
         proc->pid = 0;
         if (strcmp(failure.step, "chdir") == 0)
@@ -285,8 +353,9 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
 Error:
     kmgr_proc_free(proc);
 Exit:
-    strv_free(argv);
-    strv_free(envv.entries);
+    kmgr_strv_free(wrapped);
+    kmgr_strv_free(argv);
+    kmgr_strv_free(envv.entries);
     free(program);
     free(log_path);
     free(ipython_dir);
@@ -324,17 +393,31 @@ void kmgr_proc_signal(kmgr_proc_t *proc, int sig)
 
 void kmgr_proc_describe_exit(const kmgr_proc_t *proc, char *buf, size_t bufsize)
 {
-    if (proc->pid != 0 || proc->wstatus == -1) {
-        snprintf(buf, bufsize, "exited");
-    } else if (WIFEXITED(proc->wstatus)) {
-        snprintf(buf, bufsize, "exited with code %d", WEXITSTATUS(proc->wstatus));
-    } else if (WIFSIGNALED(proc->wstatus)) {
-        int sig = WTERMSIG(proc->wstatus);
+    int sig = 0;
+    char limit[32];
+
+    if (proc->pid == 0 && proc->wstatus != -1) {
+        if (WIFSIGNALED(proc->wstatus))
+            sig = WTERMSIG(proc->wstatus);
+        /* bwrap exits with 128 + the signal that killed the kernel */
+        else if (proc->sandboxed && WIFEXITED(proc->wstatus) && WEXITSTATUS(proc->wstatus) > 128)
+            sig = WEXITSTATUS(proc->wstatus) - 128;
+    }
+    if (proc->limits.memory_bytes != 0 && kmgr_cgroup_oom_kills(&proc->cgroup) != 0) {
+        kmgr_format_bytes(proc->limits.memory_bytes, limit, sizeof(limit));
+        snprintf(buf, bufsize, "out of memory (memory limit %s)", limit);
+    } else if (sig == SIGXCPU && proc->limits.cpu_seconds != 0) {
+        snprintf(buf, bufsize, "CPU time limit exceeded (%llu s): killed by SIGXCPU", (unsigned long long)proc->limits.cpu_seconds);
+    } else if (sig != 0) {
         const char *abbrev = sigabbrev_np(sig);
         if (abbrev != NULL)
             snprintf(buf, bufsize, "killed by signal %d (SIG%s)", sig, abbrev);
         else
             snprintf(buf, bufsize, "killed by signal %d", sig);
+    } else if (proc->pid != 0 || proc->wstatus == -1) {
+        snprintf(buf, bufsize, "exited");
+    } else if (WIFEXITED(proc->wstatus)) {
+        snprintf(buf, bufsize, "exited with code %d", WEXITSTATUS(proc->wstatus));
     } else {
         snprintf(buf, bufsize, "exited (status 0x%x)", (unsigned)proc->wstatus);
     }
@@ -361,6 +444,7 @@ void kmgr_proc_free(kmgr_proc_t *proc)
     kmgr_channels_close(&proc->channels, 0);
     wire_signer_dispose(&proc->signer);
     wire_connection_dispose(&proc->conn);
+    kmgr_cgroup_release(&proc->cgroup);
     if (proc->dir != NULL)
         kmgr_rmtree(proc->dir);
     free(proc->conn_path);

@@ -11,6 +11,8 @@
 #include "wire/signer.h"
 #include "kmgr/kernelspec.h"
 #include "kmgr/manager.h"
+#include "kmgr/sandbox.h"
+#include "cgroup.h"
 #include "channels.h"
 #include "util_private.h"
 
@@ -34,6 +36,10 @@ struct st_kmgr_proc_t {
     pid_t pid;   /* 0 once reaped */
     int wstatus; /* valid once reaped */
     kmgr_proc_phase_t phase;
+    /* its sandbox and limits: a killed kernel's reason names the limit it hit */
+    int sandboxed;
+    kmgr_limits_t limits;
+    kmgr_cgroup_t cgroup; /* empty when its limits needed none */
     uint64_t deadline;
     /* Opened by the kernel that owns this incarnation, closed (but for control) once detached. */
     kmgr_channels_t channels;
@@ -44,15 +50,20 @@ struct st_kmgr_proc_t {
  * Returns 0 with `*out` set (phase RUNNING, its channels initialised but closed), or KMGR_EIO /
  * KMGR_ESPAWN; on error nothing is left behind and `why` (if non-NULL, `whylen` bytes) says what failed.
  */
-int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const char *cwd, json_t *env, kmgr_proc_t **out, char *why,
-                    size_t whylen);
+int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const char *cwd, json_t *env, const kmgr_sandbox_t *sandbox,
+                    kmgr_proc_t **out, char *why, size_t whylen);
 /** Reaps the process if it has exited (WNOHANG). Returns 1 when it is (now or already) reaped. */
 int kmgr_proc_reap(kmgr_proc_t *proc);
 /** Sends `sig` to the process group (no-op once reaped). */
 void kmgr_proc_signal(kmgr_proc_t *proc, int sig);
-/** Formats why a reaped process ended: "exited with code 1", "killed by signal 9 (SIGKILL)". */
+/** The private HOME of a sandboxed kernel, on its private /tmp. */
+#define KMGR_SANDBOX_HOME "/tmp/home"
+/**
+ * Formats why a reaped process ended: "exited with code 1", "killed by signal 9 (SIGKILL)", "out of
+ * memory (memory limit 256 MiB)" when its cgroup's OOM killer struck, "CPU time limit exceeded (60 s) ...".
+ */
 void kmgr_proc_describe_exit(const kmgr_proc_t *proc, char *buf, size_t bufsize);
-/** Closes sockets, wipes the key, removes the directory and frees. The process must be reaped. */
+/** Closes sockets, wipes the key, removes the directory and the cgroups, and frees. The process must be reaped. */
 void kmgr_proc_free(kmgr_proc_t *proc);
 /** Removes a directory tree (no symlinks followed); best effort. */
 void kmgr_rmtree(const char *path);

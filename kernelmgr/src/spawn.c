@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include "kmgr/errors.h"
@@ -23,9 +24,22 @@
  * system calls (glibc's setuid would signal kgate's other threads).
  */
 
-static const char *const steps[] = {"dup2", "set the controlling terminal", "chdir", "setgroups", "setgid", "setuid", "prctl",
-                                    "exec"};
-enum { STEP_DUP2, STEP_CTTY, STEP_CHDIR, STEP_SETGROUPS, STEP_SETGID, STEP_SETUID, STEP_PRCTL, STEP_EXEC, STEP_NONE };
+static const char *const steps[] = {
+    "dup2",     "set the controlling terminal", "chdir", "setgroups", "setgid", "setuid", "prctl", "exec", "join the cgroup",
+    "setrlimit"};
+enum {
+    STEP_DUP2,
+    STEP_CTTY,
+    STEP_CHDIR,
+    STEP_SETGROUPS,
+    STEP_SETGID,
+    STEP_SETUID,
+    STEP_PRCTL,
+    STEP_EXEC,
+    STEP_CGROUP,
+    STEP_RLIMIT,
+    STEP_NONE
+};
 
 /* What the child leaves in the parent's memory when a step fails (vfork resumes the parent only after exec or _exit). */
 typedef struct st_child_report_t {
@@ -55,6 +69,10 @@ static void child_exec(const kmgr_spawn_options_t *opts, pid_t parent, int devnu
     int fds[3];
 
     setsid();
+    /* first, while the descriptors are where the parent opened them: the groups then hold everything the child starts */
+    for (size_t i = 0; i != opts->ncgroup_fds; ++i)
+        if (opts->cgroup_fds[i] >= 0 && write(opts->cgroup_fds[i], "0", 1) != 1)
+            child_fail(report, STEP_CGROUP);
     /* defaults before unblocking: a handled signal would run kgate's handler on kgate's memory, an
      * ignored one would stay ignored after exec (kgate ignores SIGPIPE) */
     for (int sig = 1; sig < NSIG; ++sig)
@@ -83,6 +101,11 @@ static void child_exec(const kmgr_spawn_options_t *opts, pid_t parent, int devnu
     }
     if (opts->uid != NULL && syscall(SYS_setuid, *opts->uid) != 0)
         child_fail(report, STEP_SETUID);
+    for (size_t i = 0; i != opts->nrlimits; ++i) {
+        struct rlimit rl = {.rlim_cur = opts->rlimits[i].value, .rlim_max = opts->rlimits[i].value};
+        if (setrlimit(opts->rlimits[i].resource, &rl) != 0)
+            child_fail(report, STEP_RLIMIT);
+    }
     /* after the credentials: changing them clears the parent-death signal */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0)
         child_fail(report, STEP_PRCTL);

@@ -8,6 +8,7 @@
 #include "wire/message.h"
 #include "kmgr/kernelspec.h"
 #include "kmgr/manager.h"
+#include "kmgr/sandbox.h"
 
 typedef struct st_kmgr_kernel_t kmgr_kernel_t;
 typedef struct st_kmgr_request_t kmgr_request_t;
@@ -37,6 +38,12 @@ typedef struct st_kmgr_kernel_options_t {
     const char *cwd;
     /** Extra environment (object of strings), applied after the spec's env; borrowed, may be NULL. */
     json_t *env;
+    /**
+     * Where the kernel runs (kmgr_sandbox_t: bwrap or not) and its limits, for every incarnation; copied.
+     * NULL: no sandbox, no limits. A sandboxed kernel is interrupted over the control channel whatever
+     * its spec's interrupt_mode (a signal would reach bwrap), and does not get JPY_PARENT_PID.
+     */
+    const kmgr_sandbox_t *sandbox;
     /**
      * Called (from the loop) whenever kmgr_kernel_state() changes, including the transition out of
      * STARTING (to IDLE when ready, or to DEAD when start-up failed). Not called after
@@ -77,7 +84,8 @@ int kmgr_kernel_restart(kmgr_kernel_t *kernel);
 
 /**
  * Interrupts the running code as the spec's interrupt_mode says: SIGINT to the kernel's process
- * group ("signal") or a control interrupt_request ("message"). Returns 0, or KMGR_EDIED.
+ * group ("signal") or a control interrupt_request ("message", and always for a sandboxed kernel).
+ * Returns 0, or KMGR_EDIED.
  */
 int kmgr_kernel_interrupt(kmgr_kernel_t *kernel);
 
@@ -91,7 +99,8 @@ const char *kmgr_kernel_connection_file(const kmgr_kernel_t *kernel);
 json_t *kmgr_kernel_info(const kmgr_kernel_t *kernel);
 /**
  * Why the kernel is DEAD, for humans: "exited with code 1", "killed by signal 9 (SIGKILL)",
- * "stopped answering heartbeats", "did not become ready within 60000 ms". "" otherwise.
+ * "out of memory (memory limit 256 MiB)", "stopped answering heartbeats", "did not become ready
+ * within 60000 ms". "" otherwise.
  */
 const char *kmgr_kernel_exit_reason(const kmgr_kernel_t *kernel);
 /**

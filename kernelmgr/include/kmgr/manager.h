@@ -34,6 +34,8 @@ typedef struct st_kmgr_config_t {
      * in flight (KMGR_REQ_DROPPED) and ends them once the kernel has dealt with them.
      */
     size_t max_message_bytes;
+    /** The bwrap executable for sandboxed kernels; NULL: "bwrap" on PATH. */
+    const char *bwrap_path;
 } kmgr_config_t;
 
 /**
@@ -86,6 +88,16 @@ const char *kmgr_manager_runtime_dir(const kmgr_manager_t *mgr);
  * described at kmgr_manager_create cover them. Owned by the manager.
  */
 const char *kmgr_manager_instance_env(const kmgr_manager_t *mgr);
+
+/**
+ * Which mechanism enforces memory and process limits (kmgr_limits_t) on this host, for a log line:
+ * "memory limits: cgroup v1 memory.limit_in_bytes; process limits: cgroup pids.max (cgroup v1 under
+ * ...)" or "memory limits: RLIMIT_AS; ...". Owned by the manager.
+ */
+const char *kmgr_manager_limits_mechanism(const kmgr_manager_t *mgr);
+
+/** The bwrap executable sandboxed kernels start with, or NULL when none was found. */
+const char *kmgr_manager_bwrap_path(const kmgr_manager_t *mgr);
 
 /** How many processes left by dead kgates kmgr_manager_create killed in the runtime directory. */
 size_t kmgr_manager_swept(const kmgr_manager_t *mgr);

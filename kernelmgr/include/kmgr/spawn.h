@@ -7,6 +7,12 @@
 /** Stands for /dev/null in kmgr_spawn_options_t.fds. */
 #define KMGR_SPAWN_DEVNULL (-1)
 
+/** A resource limit the child sets (soft and hard) before exec. */
+typedef struct st_kmgr_spawn_rlimit_t {
+    int resource; /* RLIMIT_AS, RLIMIT_CPU, ... */
+    unsigned long long value;
+} kmgr_spawn_rlimit_t;
+
 /** How to start one program. Every pointer is borrowed for the call only. */
 typedef struct st_kmgr_spawn_options_t {
     const char *path;  /* the program, as execve takes it (no PATH search) */
@@ -17,12 +23,16 @@ typedef struct st_kmgr_spawn_options_t {
     const uid_t *uid;  /* non-NULL: the child switches to this user (after the group, see gid) */
     const gid_t *gid;  /* non-NULL: the child's only group, supplementary groups included */
     unsigned controlling_tty : 1; /* fds[0] is a terminal's slave side: it becomes the new session's controlling terminal */
+    const int *cgroup_fds;        /* cgroup.procs files open for writing: the child joins each group first (writes "0") */
+    size_t ncgroup_fds;
+    const kmgr_spawn_rlimit_t *rlimits; /* set in the child after the credentials change */
+    size_t nrlimits;
 } kmgr_spawn_options_t;
 
 /** The set-up step of a child that failed, and why. */
 typedef struct st_kmgr_spawn_failure_t {
     const char *step; /* "open /dev/null", "fork", "dup2", "set the controlling terminal", "chdir", "setgroups", "setgid",
-                         "setuid", "prctl", "exec" */
+                         "setuid", "prctl", "exec", "join the cgroup", "setrlimit" */
     int err;          /* its errno */
 } kmgr_spawn_failure_t;
 

@@ -1,0 +1,65 @@
+/* kmgr/sandbox.h: what a kernel may reach (a bubblewrap profile) and use (limits); the bwrap command line, built purely. */
+#ifndef KMGR_SANDBOX_H
+#define KMGR_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/** Resource limits of one kernel (its whole process tree where a cgroup holds it). 0: no limit. */
+typedef struct st_kmgr_limits_t {
+    uint64_t memory_bytes;    /* cgroup memory.max / memory.limit_in_bytes where kgate may create cgroups, else RLIMIT_AS */
+    uint64_t pids;            /* cgroup pids.max, else RLIMIT_NPROC (which does not bind root) */
+    uint64_t cpu_seconds;     /* RLIMIT_CPU, per process: a process past it gets SIGXCPU */
+    uint64_t open_files;      /* RLIMIT_NOFILE */
+    uint64_t file_size_bytes; /* RLIMIT_FSIZE: a bigger write fails with EFBIG (Python ignores SIGXFSZ) */
+} kmgr_limits_t;
+
+typedef enum {
+    KMGR_SANDBOX_NONE,  /* a plain child of kgate, with kgate's rights */
+    KMGR_SANDBOX_BWRAP, /* bubblewrap: see kmgr_bwrap_argv */
+} kmgr_sandbox_kind_t;
+
+/** A kernel's sandbox and limits (kmgr_kernel_options_t.sandbox). Strings are copied by kmgr_kernel_start. */
+typedef struct st_kmgr_sandbox_t {
+    kmgr_sandbox_kind_t kind;
+    int share_net;         /* bwrap: keep the host's network namespace */
+    const char *workspace; /* bwrap: bound read-write at the same path; NULL: none */
+    kmgr_limits_t limits;
+} kmgr_sandbox_t;
+
+/** Everything the bwrap command line depends on; every string borrowed for the call. */
+typedef struct st_kmgr_bwrap_args_t {
+    const char *bwrap;        /* the bwrap executable */
+    const char *runtime_dir;  /* hidden (an empty tmpfs over it) ... */
+    const char *kernel_dir;   /* ... but for this one directory under it, bound read-write (ipc sockets, connection file) */
+    const char *workspace;    /* bound read-write; NULL: none */
+    const char *cwd;          /* the kernel's directory: bound read-only when outside the workspace and /tmp is hiding it; NULL */
+    const char *resource_dir; /* the kernelspec's directory, bound read-only (it may live under /tmp); NULL */
+    const char *home;         /* the private HOME created on the sandbox's /tmp */
+    int share_net;
+} kmgr_bwrap_args_t;
+
+/**
+ * Builds `bwrap [options] -- cmd...`: new user, pid, ipc, uts (and, unless share_net, net) namespaces,
+ * no nested user namespaces, every capability dropped (bwrap always sets no_new_privs), a new session
+ * (no TIOCSTI into kgate's terminal), SIGKILL when kgate dies; the system read-only (`/` bound
+ * read-only), fresh /dev and /proc, a private /tmp with `home` in it, the workspace read-write, the
+ * runtime dir hidden but for `kernel_dir`, and `cwd` as the working directory. The order of the mounts
+ * is the order of the arguments: a later mount hides what an earlier one showed beneath it. Pure; the
+ * result is NULL-terminated and owned by the caller (kmgr_strv_free).
+ */
+char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd);
+/** Frees a NULL-terminated vector of strings and the strings; accepts NULL. */
+void kmgr_strv_free(char **v);
+
+/**
+ * Whether `bwrap` can create the namespaces kmgr_bwrap_argv asks for on this host: runs `bwrap` with
+ * them around /bin/true. Returns 0, or KMGR_ESPAWN with the reason in `why` (its stderr's first line).
+ * Blocks for the few milliseconds the run takes: call it at start-up.
+ */
+int kmgr_bwrap_probe(const char *bwrap, char *why, size_t whylen);
+
+/** "256 MiB", "1.5 GiB", "100 B": a byte count for humans (writes at most `size` bytes). */
+void kmgr_format_bytes(uint64_t bytes, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,169 @@
+/* kernelmgr/src/sandbox.c: the bubblewrap command line of a kernel, and whether bwrap works on this host. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "wire/alloc.h"
+#include "kmgr/errors.h"
+#include "kmgr/sandbox.h"
+#include "kmgr/spawn.h"
+
+/* The namespaces and hardening shared by every sandbox (and the probe). */
+#define BWRAP_ISOLATION                                                                                                            \
+    "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--disable-userns", "--cap-drop", "ALL",                  \
+        "--die-with-parent", "--new-session", "--hostname", "sandbox"
+
+typedef struct st_argv_t {
+    char **v;
+    size_t n, cap;
+} argv_t;
+
+static void push(argv_t *a, const char *s)
+{
+    if (a->n + 2 > a->cap) {
+        a->cap = a->cap != 0 ? a->cap * 2 : 64;
+        a->v = wire_realloc(a->v, a->cap * sizeof(char *));
+    }
+    a->v[a->n++] = wire_strdup(s);
+    a->v[a->n] = NULL;
+}
+
+static void push3(argv_t *a, const char *opt, const char *x, const char *y)
+{
+    push(a, opt);
+    push(a, x);
+    if (y != NULL)
+        push(a, y);
+}
+
+/* Whether `path` is `dir` or lies beneath it (lexically: both are absolute, without "." or ".."). */
+static int is_within(const char *path, const char *dir)
+{
+    size_t len = strlen(dir);
+
+    while (len > 1 && dir[len - 1] == '/')
+        --len;
+    if (len == 1 && dir[0] == '/')
+        return path[0] == '/';
+    return strncmp(path, dir, len) == 0 && (path[len] == '\0' || path[len] == '/');
+}
+
+char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd)
+{
+    static const char *const isolation[] = {BWRAP_ISOLATION};
+    const char *ws = args->workspace;
+    int ws_in_tmp = ws != NULL && is_within(ws, "/tmp");
+    argv_t a = {NULL};
+
+    push(&a, args->bwrap);
+    for (size_t i = 0; i != sizeof(isolation) / sizeof(isolation[0]); ++i)
+        push(&a, isolation[i]);
+    if (!args->share_net)
+        push(&a, "--unshare-net");
+    push3(&a, "--ro-bind", "/", "/");
+    /* a workspace under /tmp goes on the private /tmp; any other, first, so that /tmp stays private over it */
+    if (ws != NULL && !ws_in_tmp)
+        push3(&a, "--bind", ws, ws);
+    push3(&a, "--tmpfs", "/tmp", NULL);
+    if (args->home != NULL)
+        push3(&a, "--dir", args->home, NULL);
+    if (ws_in_tmp)
+        push3(&a, "--bind", ws, ws);
+    push3(&a, "--dev", "/dev", NULL);
+    push3(&a, "--proc", "/proc", NULL);
+    /* keys and connection files of every other kernel live here */
+    push3(&a, "--tmpfs", args->runtime_dir, NULL);
+    push3(&a, "--bind", args->kernel_dir, args->kernel_dir);
+    if (args->resource_dir != NULL && !is_within(args->resource_dir, args->runtime_dir))
+        push3(&a, "--ro-bind-try", args->resource_dir, args->resource_dir);
+    if (args->cwd != NULL) {
+        if (!is_within(args->cwd, args->runtime_dir) && (ws == NULL || !is_within(args->cwd, ws)))
+            push3(&a, "--ro-bind", args->cwd, args->cwd);
+        push3(&a, "--chdir", args->cwd, NULL);
+    }
+    push(&a, "--");
+    for (char *const *p = cmd; *p != NULL; ++p)
+        push(&a, *p);
+    return a.v;
+}
+
+void kmgr_strv_free(char **v)
+{
+    if (v == NULL)
+        return;
+    for (char **p = v; *p != NULL; ++p)
+        free(*p);
+    free(v);
+}
+
+int kmgr_bwrap_probe(const char *bwrap, char *why, size_t whylen)
+{
+    static const char *const isolation[] = {BWRAP_ISOLATION};
+    const char *argv[64];
+    char *const envp[] = {NULL};
+    char buf[512];
+    kmgr_spawn_failure_t failure;
+    kmgr_spawn_options_t opts;
+    size_t n = 0, len = 0;
+    int pipefd[2], status, ret;
+    pid_t pid;
+    ssize_t r;
+
+    argv[n++] = bwrap;
+    for (size_t i = 0; i != sizeof(isolation) / sizeof(isolation[0]); ++i)
+        argv[n++] = isolation[i];
+    for (const char *const *p = (const char *const[]){"--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+                                                      "--tmpfs", "/tmp", "--", "/bin/true", NULL};
+         *p != NULL; ++p)
+        argv[n++] = *p;
+    argv[n] = NULL;
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        snprintf(why, whylen, "pipe: %s", strerror(errno));
+        return KMGR_ESPAWN;
+    }
+    opts = (kmgr_spawn_options_t){
+        .path = bwrap, .argv = (char *const *)argv, .envp = envp, .fds = {KMGR_SPAWN_DEVNULL, KMGR_SPAWN_DEVNULL, pipefd[1]}};
+    ret = kmgr_spawn(&opts, &pid, &failure);
+    close(pipefd[1]);
+    if (ret != 0) {
+        close(pipefd[0]);
+        snprintf(why, whylen, "cannot run %s: %s: %s", bwrap, failure.step, strerror(failure.err));
+        return KMGR_ESPAWN;
+    }
+    while (len < sizeof(buf) - 1 && ((r = read(pipefd[0], buf + len, sizeof(buf) - 1 - len)) > 0 || (r < 0 && errno == EINTR)))
+        if (r > 0)
+            len += (size_t)r;
+    close(pipefd[0]);
+    buf[len] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+        ;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
+    snprintf(why, whylen, "%s cannot create namespaces here: %s", bwrap, buf[0] != '\0' ? buf : "it failed");
+    return KMGR_ESPAWN;
+}
+
+void kmgr_format_bytes(uint64_t bytes, char *buf, size_t size)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    size_t u = 0;
+    uint64_t whole = bytes;
+
+    while (u + 1 < sizeof(units) / sizeof(units[0]) && whole >= 1024 && whole % 1024 == 0) {
+        whole /= 1024;
+        ++u;
+    }
+    if (u == 0 && bytes >= 1024 * 1024) {
+        /* not a round number of KiB: one decimal of the largest unit that fits */
+        double v = (double)bytes;
+        for (u = 0; v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0]); ++u)
+            v /= 1024;
+        snprintf(buf, size, "%.1f %s", v, units[u]);
+        return;
+    }
+    snprintf(buf, size, "%llu %s", (unsigned long long)whole, units[u]);
+}

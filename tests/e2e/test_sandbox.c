@@ -1,0 +1,347 @@
+/* tests/e2e/test_sandbox.c: kernels under --sandbox bwrap: what a context can reach (network, runtime dir, files), its limits
+ * (a memory cap ends a run with KernelDied naming it; a fork bomb stays capped while kgate keeps answering), and that
+ * interrupt, timeout, stdin and restart still work inside. Each test runs a private kgate. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "exec_helpers.h"
+#include "support/api.h"
+#include "support/base.h"
+#include "support/events.h"
+#include "support/gateway.h"
+#include "support/http.h"
+#include "support/stream.h"
+
+static void fini(void)
+{
+    xh_gateways_stop_all();
+}
+
+TestSuite(sandbox, .fini = fini, .timeout = 300);
+
+/* The test is skipped only where bwrap cannot create the namespaces kgate asks for (an unprivileged container). */
+static void require_bwrap(void)
+{
+    if (system("bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-net --disable-userns --cap-drop ALL "
+               "--die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true >/dev/null 2>&1") != 0)
+        cr_skip_test("bwrap cannot create user/pid/net namespaces on this host (or is not installed): --sandbox bwrap cannot run");
+}
+
+static ts_gateway_t gw;
+static char ws[300];
+
+/* A private kgate with --sandbox bwrap and a workspace of its own (under its temp dir), plus `extra` arguments. */
+static void start(const char *const *extra)
+{
+    const char *args[16] = {"--sandbox", "bwrap", "--workspace-root", NULL};
+    size_t n = 3;
+
+    require_bwrap();
+    snprintf(ws, sizeof(ws), "/tmp/kgate-e2e-ws-%d", (int)getpid());
+    mkdir(ws, 0755);
+    args[n++] = ws;
+    for (; extra != NULL && *extra != NULL; ++extra)
+        args[n++] = *extra;
+    args[n] = NULL;
+    xh_gateway_start(&gw, args);
+}
+
+static void stop(void)
+{
+    char cmd[400];
+    xh_gateway_stop(&gw);
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", ws);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* POST /code/context with `extra` fields (a JSON object text) merged in; returns the id (caller frees). */
+static char *context_new(const char *extra)
+{
+    json_t *body = json_loads(extra != NULL ? extra : "{}", 0, NULL);
+    ts_response_t r;
+    int64_t t0 = ts_now_ms();
+
+    json_object_set_new(body, "language", json_string("python"));
+    int st = ts_post_json(gw.port, "/code/context", NULL, body, &r);
+    json_decref(body);
+    cr_assert_eq(st, 200, "POST /code/context %s: HTTP %d (%s) %.600s", extra != NULL ? extra : "", st, r.error, r.body);
+    cr_log_info("sandboxed context ready in %lld ms", (long long)(ts_now_ms() - t0));
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(r.json, "sandbox"), "profile")), "bwrap", "%s", r.body);
+    char *id = strdup(json_string_value(json_object_get(r.json, "id")));
+    ts_response_dispose(&r);
+    return id;
+}
+
+/* Runs `code` and returns its stdout (caller frees); asserts that it ran without an error. */
+static char *run_stdout(const char *ctx, const char *code)
+{
+    ts_events_t evs;
+    char sum[E2E_MSG_SIZE];
+
+    json_t *body = xh_body(ctx, code);
+    xh_run(gw.port, body, ts_now_ms() + XH_RUN_MS, &evs);
+    json_decref(body);
+    cr_assert_eq(ts_events_count(&evs, "error"), 0, "%s", ts_events_summary(&evs, sum, sizeof(sum)));
+    size_t len = 0;
+    char *out = calloc(1, 1);
+    for (size_t i = 0; i != evs.n; ++i) {
+        const char *text = strcmp(evs.v[i].type, "stdout") == 0 ? xh_str(evs.v[i].json, "text") : NULL;
+        if (text == NULL)
+            continue;
+        out = realloc(out, len + strlen(text) + 1);
+        strcpy(out + len, text);
+        len += strlen(text);
+    }
+    ts_events_dispose(&evs);
+    return out;
+}
+
+static const char connect_code[] = "import socket\n"
+                                   "def probe(host, port):\n"
+                                   "    try:\n"
+                                   "        socket.create_connection((host, port), timeout=2).close()\n"
+                                   "        return 'open'\n"
+                                   "    except OSError as e:\n"
+                                   "        return 'refused' if isinstance(e, ConnectionRefusedError) else type(e).__name__\n"
+                                   "print(probe('127.0.0.1', %u), probe('1.1.1.1', 53))\n";
+
+Test(sandbox, no_network_unless_share_net)
+{
+    char code[1024];
+
+    start(NULL);
+    snprintf(code, sizeof(code), connect_code, gw.port);
+    char *ctx = context_new(NULL);
+    char *out = run_stdout(ctx, code);
+    /* its own loopback answers nothing, and no other address is reachable */
+    cr_assert(strncmp(out, "refused ", 8) == 0 && strstr(out, "open") == NULL, "without share_net: %s", out);
+    free(out);
+    char *shared = context_new("{\"sandbox\": {\"share_net\": true}}");
+    out = run_stdout(shared, code);
+    cr_assert(strncmp(out, "open ", 5) == 0, "with share_net, kgate's own port must be reachable: %s", out);
+    free(out);
+    free(ctx);
+    free(shared);
+    stop();
+}
+
+Test(sandbox, runtime_dir_and_other_contexts_are_hidden)
+{
+    char code[8192], entries[4096] = "";
+    struct dirent *de;
+    DIR *d;
+
+    start(NULL);
+    char *a = context_new(NULL), *b = context_new(NULL);
+    /* what the runtime dir holds, seen from outside: both kernels' directories and kgate's instance record */
+    cr_assert_not_null(d = opendir(gw.runtime_dir));
+    while ((de = readdir(d)) != NULL)
+        if (de->d_name[0] != '.')
+            snprintf(entries + strlen(entries), sizeof(entries) - strlen(entries), "'%s',", de->d_name);
+    closedir(d);
+    snprintf(code, sizeof(code),
+             "import os\n"
+             "rt = '%s'\n"
+             "seen = os.listdir(rt)\n"
+             "readable = []\n"
+             "for e in [%s]:\n"
+             "    for f in ['', '/connection.json']:\n"
+             "        try:\n"
+             "            open(rt + '/' + e + f).read() if f else os.listdir(rt + '/' + e)\n"
+             "            readable.append(e + f)\n"
+             "        except OSError:\n"
+             "            pass\n"
+             "print(len(seen), len(readable), os.environ.get('JPY_PARENT_PID'), os.environ.get('KGATE_ACCESS_TOKEN'))\n",
+             gw.runtime_dir, entries);
+    char *out = run_stdout(a, code);
+    /* its own directory (and its connection file), nothing else */
+    cr_assert_str_eq(out, "1 2 None None\n", "runtime dir entries outside: [%s]; inside: %s", entries, out);
+    free(out);
+    free(a);
+    free(b);
+    stop();
+}
+
+Test(sandbox, workspace_and_tmp_are_writable_the_system_is_not)
+{
+    char code[2048], path[400];
+    struct stat st;
+
+    start(NULL);
+    char *ctx = context_new(NULL);
+    snprintf(code, sizeof(code),
+             "import os\n"
+             "open('%s/from_sandbox.txt', 'w').write('ws')\n"
+             "open('/tmp/kgate_sandbox_private', 'w').write('tmp')\n"
+             "os.makedirs(os.path.expanduser('~/.cache'), exist_ok=True)\n"
+             "try:\n"
+             "    open('/usr/kgate_sandbox_probe', 'w')\n"
+             "    print('usr writable')\n"
+             "except OSError as e:\n"
+             "    print('usr', e.errno == 30)\n",
+             ws);
+    char *out = run_stdout(ctx, code);
+    cr_assert_str_eq(out, "usr True\n", "%s", out);
+    free(out);
+    snprintf(path, sizeof(path), "%s/from_sandbox.txt", ws);
+    cr_assert_eq(stat(path, &st), 0, "the workspace file is not on the host");
+    cr_assert_neq(stat("/tmp/kgate_sandbox_private", &st), 0, "the sandbox's /tmp must be private");
+    free(ctx);
+    stop();
+}
+
+Test(sandbox, memory_cap_ends_the_run_with_kernel_died_and_the_context_restarts)
+{
+    start((const char *const[]){"--max-memory-mb", "1024", NULL});
+    char *ctx = context_new("{\"limits\": {\"memory_mb\": 256}}");
+    ts_events_t evs;
+    char sum[E2E_MSG_SIZE], path[256];
+
+    json_t *big = xh_body(ctx, "x = bytearray(1 << 30)\nprint('survived')");
+    xh_run(gw.port, big, ts_now_ms() + XH_RUN_MS, &evs);
+    json_decref(big);
+    const ts_event_t *err = xh_error_event(&evs, "KernelDied");
+    const char *evalue = xh_str(json_object_get(err->json, "error"), "evalue");
+    cr_assert_str_eq(evalue, "out of memory (memory limit 256 MiB)", "%s", ts_events_summary(&evs, sum, sizeof(sum)));
+    ts_events_dispose(&evs);
+
+    ts_response_t r;
+    snprintf(path, sizeof(path), "/code/contexts/%s/restart", ctx);
+    int st = ts_http_request(gw.port, "POST", path, NULL, "", &r);
+    cr_assert_eq(st, 200, "restart: HTTP %d %.400s", st, r.body);
+    ts_response_dispose(&r);
+    char *out = run_stdout(ctx, "x = bytearray(64 << 20)\nprint(len(x) >> 20)");
+    cr_assert_str_eq(out, "64\n");
+    free(out);
+
+    /* above the server's maximum: refused */
+    json_t *body = json_pack("{s:s, s:{s:i}}", "language", "python", "limits", "memory_mb", 2048);
+    st = ts_post_json(gw.port, "/code/context", NULL, body, &r);
+    json_decref(body);
+    cr_assert_eq(st, 400, "memory_mb above --max-memory-mb: HTTP %d %.400s", st, r.body);
+    ts_response_dispose(&r);
+    free(ctx);
+    stop();
+}
+
+Test(sandbox, fork_bomb_is_capped_and_kgate_answers_meanwhile)
+{
+    start(NULL);
+    char *ctx = context_new("{\"limits\": {\"pids\": 32}}");
+    json_t *body = xh_body(ctx, "import os, time\n"
+                                "me, end, failed = os.getpid(), time.time() + 4, 0\n"
+                                "while time.time() < end:\n"
+                                "    try:\n"
+                                "        os.fork()\n"
+                                "    except OSError:\n"
+                                "        failed += 1\n"
+                                "if os.getpid() != me:\n"
+                                "    os._exit(0)\n"
+                                "while True:\n"
+                                "    try:\n"
+                                "        os.waitpid(-1, 0)\n"
+                                "    except ChildProcessError:\n"
+                                "        break\n"
+                                "print('capped', failed > 0)\n");
+    int64_t t0 = ts_now_ms();
+    ts_stream_t *s = xh_open(gw.port, body, t0 + XH_RUN_MS);
+    json_decref(body);
+    ts_events_t evs = {0};
+    int64_t worst = 0;
+    int polls = 0;
+
+    /* /healthz while the bomb goes off (it runs for 4 s) */
+    usleep(500 * 1000);
+    while (ts_now_ms() < t0 + 3500) {
+        ts_response_t r;
+        int64_t t = ts_now_ms();
+        int st = ts_http_request(gw.port, "GET", "/healthz", NULL, NULL, &r);
+        int64_t took = ts_now_ms() - t;
+        ts_response_dispose(&r);
+        cr_assert_eq(st, 200, "/healthz during the fork bomb: HTTP %d", st);
+        worst = took > worst ? took : worst;
+        ++polls;
+        usleep(50 * 1000);
+    }
+    cr_log_info("/healthz during a fork bomb capped at 32 processes: %d polls, worst %lld ms", polls, (long long)worst);
+    cr_assert(worst < 100, "/healthz took %lld ms during the fork bomb (expected < 100 ms)", (long long)worst);
+    ts_stream_collect(s, t0 + XH_RUN_MS, 0, &evs);
+    ts_stream_close(s);
+    char sum[E2E_MSG_SIZE];
+    E2E_ASSERT_TEXT(&evs, "stdout", "capped True\n");
+    cr_assert_eq(ts_events_count(&evs, "error"), 0, "%s", ts_events_summary(&evs, sum, sizeof(sum)));
+    ts_events_dispose(&evs);
+    char *out = run_stdout(ctx, "print('alive')");
+    cr_assert_str_eq(out, "alive\n");
+    free(out);
+    free(ctx);
+    stop();
+}
+
+Test(sandbox, interrupt_timeout_stdin_and_restart_work_inside)
+{
+    start(NULL);
+    char *ctx = context_new(NULL);
+    ts_events_t evs = {0};
+    char sum[E2E_MSG_SIZE], path[256];
+    ts_response_t r;
+
+    /* interrupt (over the control channel: SIGINT would kill bwrap) */
+    json_t *body = xh_body(ctx, "kept = 7\nimport time\ntime.sleep(30)");
+    int64_t t0 = ts_now_ms();
+    ts_stream_t *s = xh_open(gw.port, body, t0 + XH_RUN_MS);
+    json_decref(body);
+    xh_wait_event(s, &evs, "execution_count", 0, t0 + XH_RUN_MS);
+    usleep(300 * 1000);
+    snprintf(path, sizeof(path), "/code?id=%s", ctx);
+    cr_assert_eq(ts_http_request(gw.port, "DELETE", path, NULL, NULL, &r), 200, "DELETE %s: %.400s", path, r.body);
+    ts_response_dispose(&r);
+    ts_stream_collect(s, ts_now_ms() + 10000, 0, &evs);
+    ts_stream_close(s);
+    xh_error_event(&evs, "KeyboardInterrupt");
+    cr_assert(evs.end_ms - t0 < 10000, "%s", ts_events_summary(&evs, sum, sizeof(sum)));
+    ts_events_dispose(&evs);
+
+    /* timeout: interrupted, the state kept */
+    body = xh_body(ctx, "while True: pass");
+    json_object_set_new(body, "timeout", json_integer(1000));
+    xh_run(gw.port, body, ts_now_ms() + 20000, &evs);
+    json_decref(body);
+    xh_error_event(&evs, "TimeoutError");
+    ts_events_dispose(&evs);
+    char *out = run_stdout(ctx, "print(kept * 6)");
+    cr_assert_str_eq(out, "42\n");
+    free(out);
+
+    /* stdin */
+    body = xh_body(ctx, "print('hello', input('name? '))");
+    json_object_set_new(body, "stdin", json_true());
+    int64_t deadline = ts_now_ms() + XH_RUN_MS;
+    s = xh_open(gw.port, body, deadline);
+    json_decref(body);
+    xh_wait_event(s, &evs, "input_request", 0, deadline);
+    snprintf(path, sizeof(path), "/code/executions/%s/input", xh_execution_id(&evs));
+    json_t *input = json_pack("{s:s}", "value", "sandbox");
+    cr_assert_eq(ts_post_json(gw.port, path, NULL, input, &r), 200, "POST %s: %.400s", path, r.body);
+    json_decref(input);
+    ts_response_dispose(&r);
+    ts_stream_collect(s, deadline, 0, &evs);
+    ts_stream_close(s);
+    E2E_ASSERT_TEXT(&evs, "stdout", "hello sandbox\n");
+    ts_events_dispose(&evs);
+
+    /* restart: the state is gone, the kernel answers */
+    snprintf(path, sizeof(path), "/code/contexts/%s/restart", ctx);
+    cr_assert_eq(ts_http_request(gw.port, "POST", path, NULL, "", &r), 200, "restart: %.400s", r.body);
+    ts_response_dispose(&r);
+    out = run_stdout(ctx, "print('kept' in globals())");
+    cr_assert_str_eq(out, "False\n");
+    free(out);
+    free(ctx);
+    stop();
+}

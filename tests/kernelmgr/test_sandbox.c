@@ -1,0 +1,120 @@
+/* tests/kernelmgr/test_sandbox.c: the bwrap command line of each profile (kmgr_bwrap_argv), its probe, byte formatting. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <criterion/criterion.h>
+#include "kmgr/errors.h"
+#include "kmgr/sandbox.h"
+
+TestSuite(sandbox, .timeout = 30);
+
+/* The vector as one space-separated string, to compare with an expected command line. */
+static char *joined(char **v)
+{
+    static char buf[4096];
+    size_t o = 0;
+
+    for (char **p = v; *p != NULL; ++p)
+        o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s", p == v ? "" : " ", *p);
+    return buf;
+}
+
+#define ISOLATION                                                                                                                  \
+    "bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --disable-userns --cap-drop ALL --die-with-parent "            \
+    "--new-session --hostname sandbox"
+
+static char *const cmd[] = {"/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "/run/kg/k1/connection.json", NULL};
+
+Test(sandbox, default_profile_has_no_network_and_hides_the_runtime_dir)
+{
+    kmgr_bwrap_args_t a = {.bwrap = "bwrap",
+                           .runtime_dir = "/run/kg",
+                           .kernel_dir = "/run/kg/k1",
+                           .workspace = "/srv/ws",
+                           .resource_dir = "/usr/share/jupyter/kernels/python3",
+                           .home = "/tmp/home"};
+    char **v = kmgr_bwrap_argv(&a, cmd);
+
+    cr_assert_str_eq(joined(v), ISOLATION " --unshare-net --ro-bind / / --bind /srv/ws /srv/ws --tmpfs /tmp --dir /tmp/home"
+                                          " --dev /dev --proc /proc --tmpfs /run/kg --bind /run/kg/k1 /run/kg/k1"
+                                          " --ro-bind-try /usr/share/jupyter/kernels/python3 /usr/share/jupyter/kernels/python3"
+                                          " -- /usr/bin/python3 -m ipykernel_launcher -f /run/kg/k1/connection.json");
+    kmgr_strv_free(v);
+}
+
+Test(sandbox, share_net_keeps_the_network)
+{
+    kmgr_bwrap_args_t a = {.bwrap = "/usr/bin/bwrap", .runtime_dir = "/run/kg", .kernel_dir = "/run/kg/k1", .share_net = 1};
+    char **v = kmgr_bwrap_argv(&a, cmd);
+
+    cr_assert_null(strstr(joined(v), "--unshare-net"));
+    cr_assert_str_eq(v[0], "/usr/bin/bwrap");
+    cr_assert_not_null(strstr(joined(v), "--tmpfs /run/kg --bind /run/kg/k1 /run/kg/k1"));
+    kmgr_strv_free(v);
+}
+
+/* A workspace under /tmp is bound after the private /tmp (else the tmpfs would hide it); the runtime dir under /tmp is still
+ * hidden. */
+Test(sandbox, workspace_under_tmp_goes_on_the_private_tmp)
+{
+    kmgr_bwrap_args_t a = {.bwrap = "bwrap",
+                           .runtime_dir = "/tmp/kgate-x",
+                           .kernel_dir = "/tmp/kgate-x/k1",
+                           .workspace = "/tmp/ws",
+                           .home = "/tmp/home"};
+    char **v = kmgr_bwrap_argv(&a, cmd);
+
+    cr_assert_not_null(strstr(joined(v), "--ro-bind / / --tmpfs /tmp --dir /tmp/home --bind /tmp/ws /tmp/ws --dev /dev --proc /proc"
+                                         " --tmpfs /tmp/kgate-x --bind /tmp/kgate-x/k1 /tmp/kgate-x/k1 --"),
+                       "%s", joined(v));
+    kmgr_strv_free(v);
+}
+
+/* A cwd outside the workspace is shown read-only; one inside the runtime dir is never bound (bwrap then fails to chdir). */
+Test(sandbox, cwd_binding)
+{
+    kmgr_bwrap_args_t a = {
+        .bwrap = "bwrap", .runtime_dir = "/run/kg", .kernel_dir = "/run/kg/k1", .workspace = "/srv/ws", .cwd = "/srv/ws/sub"};
+    char **v = kmgr_bwrap_argv(&a, cmd);
+
+    cr_assert_not_null(strstr(joined(v), "--bind /run/kg/k1 /run/kg/k1 --chdir /srv/ws/sub --"), "%s", joined(v));
+    kmgr_strv_free(v);
+    a.cwd = "/tmp/elsewhere";
+    v = kmgr_bwrap_argv(&a, cmd);
+    cr_assert_not_null(strstr(joined(v), "--ro-bind /tmp/elsewhere /tmp/elsewhere --chdir /tmp/elsewhere --"), "%s", joined(v));
+    kmgr_strv_free(v);
+    a.cwd = "/run/kg/k2";
+    v = kmgr_bwrap_argv(&a, cmd);
+    cr_assert_null(strstr(joined(v), "--ro-bind /run/kg/k2"), "%s", joined(v));
+    cr_assert_not_null(strstr(joined(v), "--chdir /run/kg/k2 --"));
+    kmgr_strv_free(v);
+    /* "/srv/wsx" is not within "/srv/ws" */
+    a.cwd = "/srv/wsx";
+    v = kmgr_bwrap_argv(&a, cmd);
+    cr_assert_not_null(strstr(joined(v), "--ro-bind /srv/wsx /srv/wsx"), "%s", joined(v));
+    kmgr_strv_free(v);
+}
+
+Test(sandbox, probe)
+{
+    char why[512] = "";
+
+    cr_assert_eq(kmgr_bwrap_probe("/nonexistent/bwrap", why, sizeof(why)), KMGR_ESPAWN);
+    cr_assert_not_null(strstr(why, "/nonexistent/bwrap"), "%s", why);
+    if (access("/usr/bin/bwrap", X_OK) == 0 && kmgr_bwrap_probe("/usr/bin/bwrap", why, sizeof(why)) != 0)
+        cr_log_warn("bwrap cannot create namespaces on this host: %s", why);
+}
+
+Test(sandbox, format_bytes)
+{
+    char buf[32];
+
+    kmgr_format_bytes(256u << 20, buf, sizeof(buf));
+    cr_assert_str_eq(buf, "256 MiB");
+    kmgr_format_bytes(1ull << 30, buf, sizeof(buf));
+    cr_assert_str_eq(buf, "1 GiB");
+    kmgr_format_bytes(1000, buf, sizeof(buf));
+    cr_assert_str_eq(buf, "1000 B");
+    kmgr_format_bytes(3u << 19, buf, sizeof(buf));
+    cr_assert_str_eq(buf, "1536 KiB");
+}
