@@ -54,7 +54,12 @@
        "/proxy: an upstream silent this long (connecting, answering, mid-body) gets 504 or is cut")                                \
     XX(max_proxy_connections, unsigned, 256, "max-proxy-connections",                                                              \
        "/proxy: requests and WebSockets relayed at once; beyond: 429 TOO_MANY_PROXY_CONNECTIONS")                                  \
-    XX(max_proxy_body_bytes, size_t, 1u << 30, "max-proxy-body-bytes", "largest request body relayed by /proxy")
+    XX(max_proxy_body_bytes, size_t, 1u << 30, "max-proxy-body-bytes", "largest request body relayed by /proxy")                   \
+    XX(mcp_max_sessions, unsigned, 16, "mcp-max-sessions", "MCP sessions open at once; beyond: initialize is refused (429)")       \
+    XX(mcp_session_idle_ms, unsigned, 1800000, "mcp-session-idle-ms",                                                              \
+       "an MCP session without a request this long ends, and its kernels and bash session with it")                                \
+    XX(mcp_output_bytes, size_t, 1u << 20, "mcp-output-bytes",                                                                     \
+       "output kept per MCP tool call (text and results); the rest is dropped")
 
 typedef struct st_gw_config_t {
     char *listen_host; /* "127.0.0.1", "::1", "0.0.0.0" ... */
