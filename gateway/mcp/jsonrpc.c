@@ -16,7 +16,7 @@ int gw_mcp_message_parse(const char *body, size_t len, gw_mcp_message_t *msg, co
     memset(msg, 0, sizeof(*msg));
     *bad_id = NULL;
     /* NUL inside strings is kept: the editor refuses such paths like any other escape, code refuses it by name */
-    if ((root = json_loadb(body, len, JSON_ALLOW_NUL, NULL)) == NULL) {
+    if ((root = json_loadb(body, len, JSON_ALLOW_NUL | JSON_DECODE_ANY, NULL)) == NULL) {
         *why = "Parse error: the body is not JSON";
         return GW_MCP_PARSE_ERROR;
     }

@@ -125,8 +125,8 @@ static void add_error(gw_mcp_output_t *out, const json_t *error)
     size_t i, n = 0;
 
     json_decref(out->error);
-    out->error = json_pack("{s:s, s:s, s:O}", "ename", ename != NULL ? ename : "Error", "evalue", evalue != NULL ? evalue : "",
-                           "traceback", json_is_array(tb) ? tb : json_array());
+    out->error = json_pack("{s:s, s:s, s:o}", "ename", ename != NULL ? ename : "Error", "evalue", evalue != NULL ? evalue : "",
+                           "traceback", json_is_array(tb) ? json_incref(tb) : json_array());
     if (out->text.len != 0 && out->text.base[out->text.len - 1] != '\n')
         buf_append(&out->text, "\n", 1);
     json_array_foreach(tb, i, line)
