@@ -59,12 +59,9 @@ typedef struct st_gw_mcp_call_t {
 
 /* ---- answering at once ------------------------------------------------------------------------ */
 
-/* A message answering a request at once: JSON, or a one-message SSE stream for a client that takes only SSE. */
-static void respond_now(h2o_req_t *req, unsigned accepts, json_t *message);
-
 static void respond_result(h2o_req_t *req, unsigned accepts, json_t *id, json_t *result)
 {
-    respond_now(req, accepts, gw_mcp_result(id, result));
+    gw_mcp_respond(req, accepts, gw_mcp_result(id, result));
 }
 
 static void respond_tool_error(h2o_req_t *req, unsigned accepts, json_t *id, const char *text)
@@ -219,7 +216,7 @@ static void on_finish(h2o_timeout_entry_t *entry)
         push_message(call, message, 1);
     } else {
         call->answered = 1;
-        respond_now(call->req, call->accepts, message);
+        gw_mcp_respond(call->req, call->accepts, message);
     }
 }
 
@@ -470,7 +467,7 @@ void gw_mcp_tools_call(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, js
     switch (tool) {
     case GW_MCP_TOOL_UNKNOWN:
         snprintf(text, sizeof(text), "Unknown tool: %.100s (tools/list names them)", name);
-        respond_now(req, accepts, gw_mcp_error(id, GW_MCP_INVALID_PARAMS, text));
+        gw_mcp_respond(req, accepts, gw_mcp_error(id, GW_MCP_INVALID_PARAMS, text));
         break;
     case GW_MCP_TOOL_RUN_CODE:
     case GW_MCP_TOOL_BASH:
@@ -518,7 +515,7 @@ static void one_close(gw_event_source_t *source)
 
 static const gw_event_source_ops_t one_ops = {one_next, one_is_end, one_close};
 
-static void respond_now(h2o_req_t *req, unsigned accepts, json_t *message)
+void gw_mcp_respond(h2o_req_t *req, unsigned accepts, json_t *message)
 {
     static const char head[] = "event: message\ndata: ";
     one_message_t *one;

@@ -77,6 +77,11 @@ void gw_mcp_tools_call(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, js
 void gw_mcp_call_forget_session(h2o_linklist_t *link);
 /** notifications/cancelled: interrupts the run of request `request_id` of `session` (state kept); no-op when unknown. */
 void gw_mcp_cancel(gw_mcp_session_t *session, json_t *request_id);
+/**
+ * Answers a request at once with a JSON-RPC message (reference stolen): JSON, or a one-message SSE stream for
+ * a client whose Accept (`accepts`, gw_mcp_accepts) takes only SSE.
+ */
+void gw_mcp_respond(h2o_req_t *req, unsigned accepts, json_t *message);
 /** Sends a JSON-RPC message (reference stolen) as the JSON response to `req` with `status`. */
 void gw_mcp_send(h2o_req_t *req, int status, json_t *message);
 

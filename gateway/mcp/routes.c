@@ -209,16 +209,16 @@ static void on_request(gw_mcp_session_t *session, h2o_req_t *req, gw_mcp_message
     char text[256];
 
     if (msg->params != NULL && !json_is_object(msg->params)) {
-        gw_mcp_send(req, 200, gw_mcp_error(msg->id, GW_MCP_INVALID_PARAMS, "params must be an object"));
+        gw_mcp_respond(req, accepts, gw_mcp_error(msg->id, GW_MCP_INVALID_PARAMS, "params must be an object"));
         return;
     }
     if (strcmp(msg->method, "ping") == 0) {
-        gw_mcp_send(req, 200, gw_mcp_result(msg->id, json_object()));
+        gw_mcp_respond(req, accepts, gw_mcp_result(msg->id, json_object()));
     } else if (strcmp(msg->method, "tools/list") == 0) {
-        gw_mcp_send(req, 200, gw_mcp_result(msg->id, gw_mcp_tools_list()));
+        gw_mcp_respond(req, accepts, gw_mcp_result(msg->id, gw_mcp_tools_list()));
     } else if (strcmp(msg->method, "tools/call") == 0) {
         if (!json_is_string(json_object_get(msg->params, "name"))) {
-            gw_mcp_send(req, 200, gw_mcp_error(msg->id, GW_MCP_INVALID_PARAMS, "tools/call takes params {name, arguments}"));
+            gw_mcp_respond(req, accepts, gw_mcp_error(msg->id, GW_MCP_INVALID_PARAMS, "tools/call takes params {name, arguments}"));
             return;
         }
         gw_mcp_tools_call(session, req, msg->id, msg->params, accepts);
@@ -227,14 +227,15 @@ static void on_request(gw_mcp_session_t *session, h2o_req_t *req, gw_mcp_message
         const char *level = json_string_value(json_object_get(msg->params, "level"));
         for (size_t i = 0; level != NULL && i != sizeof(levels) / sizeof(levels[0]); ++i) {
             if (strcmp(level, levels[i]) == 0) {
-                gw_mcp_send(req, 200, gw_mcp_result(msg->id, json_object()));
+                gw_mcp_respond(req, accepts, gw_mcp_result(msg->id, json_object()));
                 return;
             }
         }
-        gw_mcp_send(req, 200, gw_mcp_error(msg->id, GW_MCP_INVALID_PARAMS, "level must be one of RFC 5424's: debug ... emergency"));
+        gw_mcp_respond(req, accepts,
+                       gw_mcp_error(msg->id, GW_MCP_INVALID_PARAMS, "level must be one of RFC 5424's: debug ... emergency"));
     } else {
         snprintf(text, sizeof(text), "Method not found: %.100s", msg->method);
-        gw_mcp_send(req, 200, gw_mcp_error(msg->id, GW_MCP_METHOD_NOT_FOUND, text));
+        gw_mcp_respond(req, accepts, gw_mcp_error(msg->id, GW_MCP_METHOD_NOT_FOUND, text));
     }
 }
 
