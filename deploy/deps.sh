@@ -6,7 +6,9 @@
 # Also installs the tslab kernel (JavaScript, TypeScript) from npm into $KGATE_TSLAB_DIR
 # (default /usr/local/lib/kgate/tslab), pinned by kernels/tslab/package-lock.json, and the Jupyter
 # clients the e2e tests drive (@jupyterlab/services, ws) into $KGATE_JCLIENTS_DIR (default
-# /usr/local/lib/kgate/jupyter-clients), pinned by tests/e2e/jupyter_clients/package-lock.json.
+# /usr/local/lib/kgate/jupyter-clients), pinned by tests/e2e/jupyter_clients/package-lock.json, and the
+# official MCP TypeScript SDK into $KGATE_MCP_CLIENT_DIR (default /usr/local/lib/kgate/mcp-client), pinned
+# by tests/e2e/mcp_client/package-lock.json.
 set -euo pipefail
 
 # What building kgate needs. pkg-config modules, not CMake configs: none of the -dev packages
@@ -30,6 +32,7 @@ with_tslab=1
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tslab_dir=${KGATE_TSLAB_DIR:-/usr/local/lib/kgate/tslab}
 jclients_dir=${KGATE_JCLIENTS_DIR:-/usr/local/lib/kgate/jupyter-clients}
+mcpclient_dir=${KGATE_MCP_CLIENT_DIR:-/usr/local/lib/kgate/mcp-client}
 usage() {
     sed -n '4,5s/^# \{0,1\}//p' "$0"
 }
@@ -137,6 +140,23 @@ install_jclients() {
     (cd "$jclients_dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
 }
 
+# The official MCP TypeScript SDK (its client drives tests/e2e/test_mcp.c), pinned by tests/e2e/mcp_client's lock.
+install_mcpclient() {
+    local src=$repo/tests/e2e/mcp_client
+    if [[ -d $mcpclient_dir/node_modules/@modelcontextprotocol/sdk ]] && cmp -s "$src/package-lock.json" "$mcpclient_dir/package-lock.json"; then
+        return 0
+    fi
+    if [[ $dry_run -eq 1 ]]; then
+        echo "deps.sh: would install the MCP client (npm) into $mcpclient_dir"
+        return 0
+    fi
+    echo "deps.sh: installing the MCP client (npm) into $mcpclient_dir" >&2
+    mkdir -p "$mcpclient_dir"
+    cp "$src/package.json" "$src/package-lock.json" "$mcpclient_dir/"
+    (cd "$mcpclient_dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
+}
+
 install_packages
 install_tslab
 install_jclients
+install_mcpclient

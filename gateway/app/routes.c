@@ -50,6 +50,7 @@ void gw_app_build_routes(gw_server_t *server)
     gw_execd_add_routes(&server->execd, &server->routes);
     gw_proxy_add_routes(&server->proxy, &server->routes);
     gw_jupyter_add_routes(&server->jupyter, &server->routes);
+    gw_mcp_add_routes(&server->mcp, &server->routes);
 }
 
 void gw_app_dispatch(gw_server_t *server, h2o_req_t *req)

@@ -38,6 +38,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
     gw_commands_tick(&server->commands);
     gw_metrics_tick(&server->metrics);
     gw_execd_tick(&server->execd);
+    gw_mcp_tick(&server->mcp);
     gw_contexts_tick(&server->contexts);
     gw_runs_collect(&server->runs);
     h2o_timeout_link(server->ctx.loop, &server->tick_timeout, &server->tick_entry);
@@ -147,6 +148,8 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     }
     fprintf(stderr, "kgate: sandbox: %s%s; %s\n", config->sandbox ? "bwrap " : "none",
             config->sandbox ? kmgr_manager_bwrap_path(server->kmgr) : "", kmgr_manager_limits_mechanism(server->kmgr));
+    gw_mcp_init(&server->mcp, &server->host, &server->languages, &server->contexts, &server->files);
+    server->mcp_ready = 1;
     gw_app_build_routes(server);
 
     server->tick_entry.cb = on_tick;
@@ -169,6 +172,8 @@ void gw_server_begin_shutdown(gw_server_t *server)
         return;
     server->host.shutting_down = 1;
     gw_listener_close(&server->listener);
+    if (server->mcp_ready)
+        gw_mcp_shutdown(&server->mcp);
     gw_contexts_destroy_all(&server->contexts);
     gw_shells_kill_all(&server->shells);
     gw_runs_shutdown(&server->runs);
@@ -204,6 +209,8 @@ void gw_server_dispose(gw_server_t *server)
         gw_commands_dispose(&server->commands);
         gw_jupyter_dispose(&server->jupyter);
     }
+    if (server->mcp_ready)
+        gw_mcp_dispose(&server->mcp);
     gw_files_dispose(&server->files);
     gw_languages_dispose(&server->languages);
     gw_route_table_dispose(&server->routes);

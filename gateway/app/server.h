@@ -13,6 +13,7 @@
 #include "execd/execd.h"
 #include "files/files.h"
 #include "jupyter/jupyter.h"
+#include "mcp/mcp.h"
 #include "metrics/metrics.h"
 #include "procs/command.h"
 #include "procs/pty.h"
@@ -46,6 +47,7 @@ struct st_gw_server_t {
     gw_execd_t execd;
     gw_proxy_t proxy;
     gw_jupyter_t jupyter;
+    gw_mcp_t mcp;
     gw_route_table_t routes;
     /* timers of the app (the shared ones are the host's) */
     h2o_timeout_t tick_timeout; /* KMGR_TICK_MS: kernel manager, child processes, retention */
@@ -53,6 +55,7 @@ struct st_gw_server_t {
     h2o_timeout_entry_t kmgr_pending_entry;
     unsigned initialised : 1;   /* gw_server_init got far enough for gw_server_dispose */
     unsigned listener_open : 1; /* the listener's timer exists */
+    unsigned mcp_ready : 1;     /* the MCP door's timeout exists */
 };
 
 typedef struct st_gw_server_t gw_server_t;

@@ -60,7 +60,12 @@
     XX(max_pids, unsigned, 0, "max-pids", "processes of a context's kernel at once (default and bound of limits.pids; 0: none)")   \
     XX(max_cpu_seconds, unsigned, 0, "max-cpu-seconds", "CPU seconds per kernel process (default and bound; 0: none)")             \
     XX(max_open_files, unsigned, 0, "max-open-files", "open files per kernel process (default and bound; 0: kgate's own)")         \
-    XX(max_file_size_mb, unsigned, 0, "max-file-size-mb", "largest file a kernel may write (MiB; default and bound; 0: none)")
+    XX(max_file_size_mb, unsigned, 0, "max-file-size-mb", "largest file a kernel may write (MiB; default and bound; 0: none)")     \
+    XX(mcp_max_sessions, unsigned, 16, "mcp-max-sessions", "MCP sessions open at once; beyond: initialize is refused (429)")       \
+    XX(mcp_session_idle_ms, unsigned, 1800000, "mcp-session-idle-ms",                                                              \
+       "an MCP session without a request this long ends, and its kernels and bash session with it")                                \
+    XX(mcp_output_bytes, size_t, 1u << 20, "mcp-output-bytes",                                                                     \
+       "output kept per MCP tool call (text and results); the rest is dropped")
 
 typedef struct st_gw_config_t {
     char *listen_host; /* "127.0.0.1", "::1", "0.0.0.0" ... */

@@ -23,6 +23,8 @@ static const char *reason_phrase(int status)
         return "OK";
     case 201:
         return "Created";
+    case 202:
+        return "Accepted";
     case 400:
         return "Bad Request";
     case 401:
@@ -33,6 +35,8 @@ static const char *reason_phrase(int status)
         return "Not Found";
     case 405:
         return "Method Not Allowed";
+    case 406:
+        return "Not Acceptable";
     case 409:
         return "Conflict";
     case 410:
@@ -101,6 +105,11 @@ void gw_send_error(h2o_req_t *req, gw_http_error_t err, const char *fmt, ...)
 void gw_send_empty(h2o_req_t *req)
 {
     send_body(req, 200, NULL, NULL, 0);
+}
+
+void gw_send_empty_status(h2o_req_t *req, int status)
+{
+    send_body(req, status, NULL, NULL, 0);
 }
 
 json_t *gw_parse_body_with(h2o_req_t *req, size_t flags)

@@ -62,6 +62,8 @@ void gw_send_json(h2o_req_t *req, int status, json_t *json);
 void gw_send_error(h2o_req_t *req, gw_http_error_t err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /** Sends 200 with an empty body and Content-Length: 0. */
 void gw_send_empty(h2o_req_t *req);
+/** Sends `status` (202 Accepted, say) with an empty body and Content-Length: 0. */
+void gw_send_empty_status(h2o_req_t *req, int status);
 /** Adds the headers every kgate response carries (version). */
 void gw_add_common_headers(h2o_req_t *req);
 

@@ -141,6 +141,23 @@ static const include_rule_t include_rules[] = {
     {"gateway/jupyter/", "kmgr/kernel.h", DOORS_THROUGH_ENGINE},
     {"gateway/jupyter/", "kmgr/manager.h", DOORS_THROUGH_ENGINE},
     {"gateway/jupyter/", "zmq*", DOORS_THROUGH_ENGINE},
+    /* the MCP door likewise */
+    {"gateway/core/", "mcp/", CORE_KNOWS_NO_STATE},
+    {"gateway/runs/", "mcp/", ENGINE_NO_DOORS},
+    {"gateway/code/", "mcp/", ENGINE_NO_DOORS},
+    {"gateway/procs/", "mcp/", ENGINE_NO_DOORS},
+    {"gateway/files/", "mcp/", ENGINE_NO_DOORS},
+    {"gateway/metrics/", "mcp/", ENGINE_NO_DOORS},
+    {"gateway/execd/", "mcp/", DOORS_THROUGH_ENGINE},
+    {"gateway/proxy/", "mcp/", DOORS_THROUGH_ENGINE},
+    {"gateway/jupyter/", "mcp/", DOORS_THROUGH_ENGINE},
+    {"gateway/mcp/", "app/", DOORS_THROUGH_ENGINE},
+    {"gateway/mcp/", "execd/", DOORS_THROUGH_ENGINE},
+    {"gateway/mcp/", "proxy/", DOORS_THROUGH_ENGINE},
+    {"gateway/mcp/", "jupyter/", DOORS_THROUGH_ENGINE},
+    {"gateway/mcp/", "kmgr/kernel.h", DOORS_THROUGH_ENGINE},
+    {"gateway/mcp/", "kmgr/manager.h", DOORS_THROUGH_ENGINE},
+    {"gateway/mcp/", "zmq*", DOORS_THROUGH_ENGINE},
 };
 
 /* The engine's headers are its contract to every front door: they name no HTTP request or response. */
@@ -545,6 +562,18 @@ static const link_rule_t link_rules[] = {
     {"kgate_gw_jupyter", "kgate_gw_app", DOORS_THROUGH_ENGINE},
     {"kgate_gw_jupyter", "kgate_gw_execd", DOORS_THROUGH_ENGINE},
     {"kgate_gw_jupyter", "kgate_gw_proxy", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_runs", "kgate_gw_mcp", ENGINE_NO_DOORS},
+    {"kgate_gw_code", "kgate_gw_mcp", ENGINE_NO_DOORS},
+    {"kgate_gw_procs", "kgate_gw_mcp", ENGINE_NO_DOORS},
+    {"kgate_gw_files", "kgate_gw_mcp", ENGINE_NO_DOORS},
+    {"kgate_gw_metrics", "kgate_gw_mcp", ENGINE_NO_DOORS},
+    {"kgate_gw_execd", "kgate_gw_mcp", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_proxy", "kgate_gw_mcp", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_jupyter", "kgate_gw_mcp", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_mcp", "kgate_gw_app", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_mcp", "kgate_gw_execd", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_mcp", "kgate_gw_proxy", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_mcp", "kgate_gw_jupyter", DOORS_THROUGH_ENGINE},
 };
 
 /* Returns a copy of `target`'s dependency list (caller frees), failing the test when it is absent. */

@@ -1,0 +1,93 @@
+/* mcp/mcp.h: the MCP front door: the Model Context Protocol over Streamable HTTP at /mcp (API.md 5.3). */
+#ifndef GW_MCP_H
+#define GW_MCP_H
+
+#include <h2o.h>
+#include <jansson.h>
+#include "core/host.h"
+#include "core/router.h"
+#include "code/context.h"
+#include "code/languages.h"
+#include "files/files.h"
+#include "runs/run.h"
+#include "mcp/output.h"
+
+/* Length of a session id: 16 random bytes from libsodium, in hex. */
+#define GW_MCP_SESSION_ID_LEN 32
+/*
+ * Progress notifications and keep-alives of a streamed call: every tick. A tools/call without a progress token
+ * answers in JSON when its run ends before the first tick; beyond, it streams (SSE).
+ */
+#define GW_MCP_TICK_MS 1000
+
+/**
+ * The door's state: the engine features it speaks for (borrowed), and its sessions. Each session
+ * owns its contexts (one per language, and the bash kernel of its `bash` tool), by id: the engine
+ * may delete a context on its own (idle, DELETE /code/contexts/{id}), so a session never holds one
+ * by pointer.
+ */
+typedef struct st_gw_mcp_t {
+    gw_door_t super;
+    gw_host_t *host;
+    gw_languages_t *languages;
+    gw_contexts_t *contexts;
+    gw_files_t *files;
+    h2o_linklist_t sessions;    /* gw_mcp_session_t */
+    size_t nsessions;           /* bounded by config->mcp_max_sessions */
+    h2o_timeout_t tick_timeout; /* GW_MCP_TICK_MS: progress of the calls in flight */
+} gw_mcp_t;
+
+/** One MCP session (Mcp-Session-Id): created by initialize, ended by DELETE /mcp, idle expiry or shutdown. */
+typedef struct st_gw_mcp_session_t {
+    char id[GW_MCP_SESSION_ID_LEN + 1];
+    gw_mcp_t *mcp;
+    h2o_linklist_t link; /* in mcp->sessions */
+    char version[16];    /* the negotiated protocol revision */
+    int initialized;     /* notifications/initialized arrived */
+    int64_t last_activity_mono_ms;
+    json_t *contexts;     /* kernelspec name -> context id (the `bash` spec's is the bash tool's) */
+    h2o_linklist_t calls; /* gw_mcp_call_t in flight */
+} gw_mcp_session_t;
+
+/** Initialises the door over the engine's features (borrowed for the door's life). */
+void gw_mcp_init(gw_mcp_t *mcp, gw_host_t *host, gw_languages_t *languages, gw_contexts_t *contexts, gw_files_t *files);
+/** Appends the door's routes (POST, GET and DELETE /mcp) to `table`. */
+void gw_mcp_add_routes(gw_mcp_t *mcp, gw_route_table_t *table);
+/** Ends sessions idle for longer than config->mcp_session_idle_ms (server tick). */
+void gw_mcp_tick(gw_mcp_t *mcp);
+/** Ends every session (server shutdown, before the contexts go). */
+void gw_mcp_shutdown(gw_mcp_t *mcp);
+/** Releases what is left (after the loop has stopped). */
+void gw_mcp_dispose(gw_mcp_t *mcp);
+
+/* ---- shared by the door's files ---- */
+
+/** The session with `id`, or NULL. */
+gw_mcp_session_t *gw_mcp_session_find(gw_mcp_t *mcp, const char *id, size_t len);
+/** Ends `session`: its calls lose it (their runs end with its contexts), its contexts are destroyed, it is freed. */
+void gw_mcp_session_end(gw_mcp_session_t *session);
+
+/**
+ * Runs tools/call `params` (an object, borrowed) of request `id` (borrowed) for `session` and
+ * answers `req` (a JSON-RPC response in JSON or in an SSE stream, as `accepts` allows: see
+ * gw_mcp_accepts), now or when the run ends.
+ */
+void gw_mcp_tools_call(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, json_t *params, unsigned accepts);
+/** The session of the call linked at `link` (in session->calls, already unlinked) has ended: the call goes on without it. */
+void gw_mcp_call_forget_session(h2o_linklist_t *link);
+/** notifications/cancelled: interrupts the run of request `request_id` of `session` (state kept); no-op when unknown. */
+void gw_mcp_cancel(gw_mcp_session_t *session, json_t *request_id);
+/**
+ * Answers a request at once with a JSON-RPC message (reference stolen): JSON, or a one-message SSE stream for
+ * a client whose Accept (`accepts`, gw_mcp_accepts) takes only SSE.
+ */
+void gw_mcp_respond(h2o_req_t *req, unsigned accepts, json_t *message);
+/** Sends a JSON-RPC message (reference stolen) as the JSON response to `req` with `status`. */
+void gw_mcp_send(h2o_req_t *req, int status, json_t *message);
+
+static inline gw_mcp_t *gw_mcp_from(gw_door_t *door)
+{
+    return H2O_STRUCT_FROM_MEMBER(gw_mcp_t, super, door);
+}
+
+#endif

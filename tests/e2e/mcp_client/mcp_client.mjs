@@ -1,0 +1,279 @@
+// tests/e2e/mcp_client/mcp_client.mjs: the official MCP TypeScript SDK's client (@modelcontextprotocol/sdk, Streamable
+// HTTP) driving kgate's /mcp door through what an agent does with it (API.md 5.3).
+//
+// Usage: node mcp_client.mjs --url http://127.0.0.1:PORT/mcp --token TOKEN --kgate http://127.0.0.1:PORT
+//                            [--modules DIR] [--scenario main|bounds] [--timeout-ms N]
+//   --modules: where deploy/deps.sh ran `npm ci` on this directory's lock ($KGATE_MCP_CLIENT_DIR,
+//              default /usr/local/lib/kgate/mcp-client).
+//   --scenario main: every tool, state, isolation, images, errors, timeouts, progress, cancellation, session end;
+//              bounds: a kgate started with --mcp-max-sessions 1 --mcp-session-idle-ms 1500.
+// Prints one JSON line per step on stdout, {"step": ..., "ok": true|false, "detail": ...}, then {"step":"done",...}.
+// Exits 0 when every step passed, 1 when one failed, 2 on a usage error or the global timeout.
+
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+const argv = process.argv.slice(2);
+const opt = (name, dflt) => {
+    const i = argv.indexOf(`--${name}`);
+    return i >= 0 && i + 1 < argv.length ? argv[i + 1] : dflt;
+};
+const url = opt('url');
+const token = opt('token', '');
+const kgate = opt('kgate');
+const modulesDir = opt('modules', process.env.KGATE_MCP_CLIENT_DIR || '/usr/local/lib/kgate/mcp-client');
+const scenario = opt('scenario', 'main');
+const timeoutMs = Number(opt('timeout-ms', '240000'));
+if (!url || !kgate) {
+    process.stderr.write('usage: node mcp_client.mjs --url URL --token TOKEN --kgate BASE_URL [--modules DIR] [--scenario main|bounds]\n');
+    process.exit(2);
+}
+
+const emit = obj => process.stdout.write(JSON.stringify(obj) + '\n');
+const timer = setTimeout(() => {
+    emit({ step: 'timeout', ok: false, detail: `global timeout of ${timeoutMs} ms` });
+    process.exit(2);
+}, timeoutMs);
+
+let Client, StreamableHTTPClientTransport;
+try {
+    const require = createRequire(path.join(path.resolve(modulesDir), 'package.json'));
+    ({ Client } = require('@modelcontextprotocol/sdk/client/index.js'));
+    ({ StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js'));
+} catch (e) {
+    emit({ step: 'load', ok: false, detail: `cannot load @modelcontextprotocol/sdk from ${modulesDir} (deploy/deps.sh installs it): ${e.message}` });
+    process.exit(2);
+}
+
+let failed = 0;
+const step = async (name, fn) => {
+    const t0 = Date.now();
+    try {
+        const detail = await fn();
+        emit({ step: name, ok: true, ms: Date.now() - t0, detail: detail ?? '' });
+    } catch (e) {
+        failed++;
+        emit({ step: name, ok: false, ms: Date.now() - t0, detail: String(e && e.stack ? e.stack : e).slice(0, 2000) });
+    }
+};
+const check = (cond, what) => {
+    if (!cond) throw new Error(what);
+};
+const auth = { Authorization: `Bearer ${token}` };
+
+async function connect(name) {
+    const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: auth } });
+    const client = new Client({ name, version: '1.0.0' });
+    await client.connect(transport);
+    return { client, transport };
+}
+const text = result => (result.content || []).filter(c => c.type === 'text').map(c => c.text).join('');
+const run = (s, code, extra = {}, options = {}) =>
+    s.client.callTool({ name: 'run_code', arguments: { code, ...extra } }, undefined, { timeout: 120000, ...options });
+const bash = (s, command) => s.client.callTool({ name: 'bash', arguments: { command } }, undefined, { timeout: 120000 });
+const edit = (s, args) => s.client.callTool({ name: 'str_replace_based_edit_tool', arguments: args });
+const contexts = async () => {
+    const r = await fetch(`${kgate}/code/contexts`, { headers: auth });
+    check(r.status === 200, `GET /code/contexts: HTTP ${r.status}`);
+    return (await r.json()).map(c => c.id);
+};
+
+// A 2x2 PNG, written by the kernel itself (zlib and struct only: matplotlib need not be installed).
+const PNG_CODE = `
+import struct, zlib
+from IPython.display import Image, display
+def _chunk(kind, data):
+    c = kind + data
+    return struct.pack('>I', len(data)) + c + struct.pack('>I', zlib.crc32(c) & 0xffffffff)
+_raw = b''.join(b'\\x00' + b'\\xff\\x00\\x00' * 2 for _ in range(2))
+png = b'\\x89PNG\\r\\n\\x1a\\n' + _chunk(b'IHDR', struct.pack('>IIBBBBB', 2, 2, 8, 2, 0, 0, 0)) + _chunk(b'IDAT', zlib.compress(_raw)) + _chunk(b'IEND', b'')
+display(Image(data=png, format='png'))
+print('drawn')
+`;
+
+async function main() {
+    let a, b;
+    await step('initialize', async () => {
+        a = await connect('kgate-e2e-a');
+        const info = a.client.getServerVersion();
+        check(info && info.name === 'kgate', `serverInfo ${JSON.stringify(info)}`);
+        check(/^[0-9a-f]{32}$/.test(a.transport.sessionId || ''), `Mcp-Session-Id ${a.transport.sessionId}`);
+        check(a.transport.protocolVersion === '2025-11-25', `negotiated ${a.transport.protocolVersion}`);
+        check(a.client.getServerCapabilities().tools, 'no tools capability');
+        await a.client.ping();
+        return `session ${a.transport.sessionId.slice(0, 8)}..., ${a.transport.protocolVersion}`;
+    });
+    await step('list_tools', async () => {
+        const { tools } = await a.client.listTools();
+        const names = tools.map(t => t.name).sort();
+        check(JSON.stringify(names) === JSON.stringify(['bash', 'list_languages', 'run_code', 'str_replace_based_edit_tool']), `tools ${names}`);
+        for (const t of tools) check(t.inputSchema && t.inputSchema.type === 'object', `${t.name} has no object inputSchema`);
+        check(tools.find(t => t.name === 'run_code').inputSchema.required.includes('code'), 'run_code requires code');
+        return names.join(',');
+    });
+    await step('list_languages', async () => {
+        const r = await a.client.callTool({ name: 'list_languages', arguments: {} });
+        const langs = r.structuredContent.languages.map(l => l.language);
+        check(langs.includes('python'), `languages ${langs}`);
+        return langs.join(',');
+    });
+    await step('state', async () => {
+        let r = await run(a, 'x = 41\nprint("set")');
+        check(!r.isError && text(r).includes('set'), `first call: ${JSON.stringify(r)}`);
+        r = await run(a, 'x + 1');
+        check(!r.isError && text(r).trim() === '42', `second call: ${JSON.stringify(r)}`);
+        check(r.structuredContent.results[0]['text/plain'] === '42' && r.structuredContent.execution_count === 2,
+            `structuredContent ${JSON.stringify(r.structuredContent)}`);
+        return text(r).trim();
+    });
+    await step('isolation', async () => {
+        b = await connect('kgate-e2e-b');
+        check(b.transport.sessionId !== a.transport.sessionId, 'the same session id twice');
+        const r = await run(b, 'x');
+        check(r.isError && r.structuredContent.error.ename === 'NameError', `session B sees x: ${JSON.stringify(r)}`);
+        return 'NameError in session B';
+    });
+    await step('image', async () => {
+        const r = await run(a, PNG_CODE);
+        const img = r.content.find(c => c.type === 'image');
+        check(!r.isError && img, `no image block: ${JSON.stringify(r).slice(0, 500)}`);
+        check(img.mimeType === 'image/png' && Buffer.from(img.data, 'base64').subarray(1, 4).toString() === 'PNG', `image ${img.mimeType}`);
+        check(text(r).includes('drawn'), 'stdout missing');
+        return `${img.mimeType}, ${Buffer.from(img.data, 'base64').length} bytes`;
+    });
+    await step('error', async () => {
+        const r = await run(a, 'def f():\n    return 1 / 0\nf()');
+        check(r.isError === true, 'not isError');
+        check(/Traceback|ZeroDivisionError/.test(text(r)) && text(r).includes('return 1 / 0'), `traceback: ${text(r)}`);
+        check(r.structuredContent.error.ename === 'ZeroDivisionError' && r.structuredContent.error.traceback.length > 0, 'error object');
+        return r.structuredContent.error.ename;
+    });
+    await step('timeout', async () => {
+        const t0 = Date.now();
+        const r = await run(a, 'import time\ntime.sleep(30)', { timeout_ms: 1000 });
+        check(r.isError && r.structuredContent.error.ename === 'TimeoutError', `timeout result ${JSON.stringify(r)}`);
+        check(Date.now() - t0 < 15000, `took ${Date.now() - t0} ms`);
+        const after = await run(a, 'x');
+        check(!after.isError && text(after).trim() === '41', `state after the timeout: ${JSON.stringify(after)}`);
+        return `TimeoutError after ${Date.now() - t0} ms, state kept`;
+    });
+    await step('progress', async () => {
+        const seen = [];
+        const r = await run(a, 'import time\nfor i in range(4):\n    print("tick", i, flush=True)\n    time.sleep(0.5)', {}, {
+            onprogress: p => seen.push(p),
+        });
+        check(!r.isError && text(r).includes('tick 3'), `result ${JSON.stringify(r)}`);
+        check(seen.length >= 2, `${seen.length} progress notifications`);
+        for (let i = 1; i < seen.length; i++) check(seen[i].progress > seen[i - 1].progress, 'progress does not grow');
+        return `${seen.length} notifications, last: ${seen[seen.length - 1].message}`;
+    });
+    await step('cancel', async () => {
+        const ac = new AbortController();
+        const t0 = Date.now();
+        const pending = run(a, 'import time\ntime.sleep(60)\nprint("not interrupted")', {}, { signal: ac.signal });
+        setTimeout(() => ac.abort('the test cancels'), 1500);
+        let rejected = false;
+        try {
+            await pending;
+        } catch {
+            rejected = true;
+        }
+        check(rejected, 'the cancelled call resolved');
+        // the kernel was interrupted, not left sleeping: the next call answers at once, with its state
+        const r = await run(a, 'x');
+        check(!r.isError && text(r).trim() === '41', `after the cancellation: ${JSON.stringify(r)}`);
+        check(Date.now() - t0 < 20000, `the next call waited ${Date.now() - t0} ms: the run was not interrupted`);
+        return `next call answered ${Date.now() - t0} ms after the start`;
+    });
+    await step('bash', async () => {
+        let r = await bash(a, 'mkdir -p mcp_sub && cd mcp_sub && export MCP_VAR=kept');
+        check(!r.isError, `cd: ${JSON.stringify(r)}`);
+        r = await bash(a, 'pwd; echo "var=$MCP_VAR"');
+        check(!r.isError && /mcp_sub\n/.test(text(r)) && text(r).includes('var=kept'), `second call: ${text(r)}`);
+        const other = await bash(b, 'pwd');
+        check(!/mcp_sub/.test(text(other)), `session B shares the cwd: ${text(other)}`);
+        r = await bash(a, '(exit 3)');
+        check(r.isError, 'a failing command is not isError');
+        return text(await bash(a, 'pwd')).trim();
+    });
+    await step('editor', async () => {
+        let r = await edit(a, { command: 'create', path: 'mcp_edit.txt', file_text: 'alpha\nbeta\n' });
+        check(!r.isError, `create: ${text(r)}`);
+        r = await edit(a, { command: 'view', path: 'mcp_edit.txt' });
+        check(text(r) === '1: alpha\n2: beta', `view: ${JSON.stringify(text(r))}`);
+        r = await edit(a, { command: 'str_replace', path: 'mcp_edit.txt', old_str: 'beta', new_str: 'gamma' });
+        check(!r.isError, `str_replace: ${text(r)}`);
+        r = await edit(a, { command: 'view', path: 'mcp_edit.txt' });
+        check(text(r) === '1: alpha\n2: gamma', `view after str_replace: ${JSON.stringify(text(r))}`);
+        r = await edit(a, { command: 'str_replace', path: 'mcp_edit.txt', old_str: 'nowhere', new_str: 'x' });
+        check(r.isError && text(r).includes('No match'), `no match: ${JSON.stringify(r)}`);
+        r = await edit(a, { command: 'undo_edit', path: 'mcp_edit.txt' });
+        check(!r.isError, `undo_edit: ${text(r)}`);
+        r = await edit(a, { command: 'view', path: 'mcp_edit.txt' });
+        check(text(r) === '1: alpha\n2: beta', `view after undo: ${JSON.stringify(text(r))}`);
+        r = await edit(a, { command: 'view', path: '../../etc/passwd' });
+        check(r.isError, 'a path outside the workspace was served');
+        return 'view, str_replace, undo_edit';
+    });
+    await step('session_end', async () => {
+        const before = await contexts();
+        check(before.length >= 3, `contexts of both sessions: ${before}`);
+        const sid = a.transport.sessionId;
+        await a.transport.terminateSession();
+        await a.client.close();
+        await b.transport.terminateSession();
+        await b.client.close();
+        const after = await contexts();
+        check(after.length === 0, `contexts left after both sessions ended: ${after}`);
+        const r = await fetch(url, {
+            method: 'POST',
+            headers: { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sid },
+            body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+        });
+        check(r.status === 404, `a request in the ended session: HTTP ${r.status}`);
+        return `${before.length} contexts released`;
+    });
+}
+
+async function bounds() {
+    let a;
+    await step('max_sessions', async () => {
+        a = await connect('kgate-e2e-a');
+        let refused = null;
+        try {
+            await connect('kgate-e2e-b');
+        } catch (e) {
+            refused = String(e.message || e);
+        }
+        check(refused && /maximum/.test(refused), `a second session: ${refused}`);
+        return refused.slice(0, 200);
+    });
+    await step('idle_expiry', async () => {
+        const r = await run(a, 'y = 1');
+        check(!r.isError, JSON.stringify(r));
+        check((await contexts()).length === 1, 'no context');
+        await new Promise(res => setTimeout(res, 4000));
+        check((await contexts()).length === 0, 'the idle session kept its context');
+        let gone = null;
+        try {
+            await run(a, 'y');
+        } catch (e) {
+            gone = e;
+        }
+        // the transport's StreamableHTTPError carries the HTTP status: 404 ends a session (the client starts a new one)
+        check(gone && gone.code === 404, `a call in the expired session: ${gone}`);
+        const c = await connect('kgate-e2e-c');
+        await c.client.close();
+        return 'ended after 1.5 s idle; its slot is free again';
+    });
+}
+
+try {
+    await (scenario === 'bounds' ? bounds() : main());
+} catch (e) {
+    failed++;
+    emit({ step: 'script', ok: false, detail: String(e && e.stack ? e.stack : e) });
+}
+emit({ step: 'done', ok: failed === 0, detail: `${failed} failed` });
+clearTimeout(timer);
+process.exit(failed === 0 ? 0 : 1);

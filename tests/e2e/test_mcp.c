@@ -1,0 +1,163 @@
+/* tests/e2e/test_mcp.c: the official MCP TypeScript SDK client against kgate's /mcp door (API.md 5.3). */
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "exec_helpers.h"
+#include "jserver.h"
+#include "support/base.h"
+#include "support/gateway.h"
+#include "support/proc.h"
+
+/*
+ * The client is @modelcontextprotocol/sdk's Client over its StreamableHTTPClientTransport, driven by
+ * tests/e2e/mcp_client/mcp_client.mjs, which prints one JSON line per step. kgate runs with a token and its own
+ * workspace root; after the script this test checks what the SDK cannot see: no context and no kernel process left.
+ */
+
+#define SCRIPT KGATE_SOURCE_DIR "/tests/e2e/mcp_client/mcp_client.mjs"
+#define DEFAULT_MODULES_DIR "/usr/local/lib/kgate/mcp-client" /* where deploy/deps.sh installs the npm lock */
+#define SCRIPT_MS 300000
+#define SCRIPT_TIMEOUT_S "240"
+#define RELEASE_MS 30000 /* kernels of ended sessions: shut down within kgate's grace periods */
+
+static ts_gateway_t gateway;
+static char token[64];
+static char workspace[256];
+
+/* This binary checks kgate, not itself (as test_jupyter_clients.c: a failed assertion abandons the test's heap). */
+int __lsan_is_turned_off(void);
+int __lsan_is_turned_off(void)
+{
+    return 1;
+}
+
+static const char *modules_dir(void)
+{
+    const char *d = getenv("KGATE_MCP_CLIENT_DIR");
+    return d != NULL && *d != '\0' ? d : DEFAULT_MODULES_DIR;
+}
+
+static void start(const char *const *extra)
+{
+    const char *args[16] = {"--access-token", token, "--workspace-root", workspace};
+    size_t n = 4;
+
+    js_random_token(token, sizeof(token));
+    snprintf(workspace, sizeof(workspace), "/tmp/kgate-mcp-ws-XXXXXX");
+    cr_assert_not_null(mkdtemp(workspace), "mkdtemp");
+    for (size_t i = 0; extra != NULL && extra[i] != NULL && n < 15; i++)
+        args[n++] = extra[i];
+    args[n] = NULL;
+    xh_gateway_start(&gateway, args);
+}
+
+static void fini(void)
+{
+    char cmd[300];
+
+    xh_gateways_stop_all();
+    if (workspace[0] != '\0') {
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", workspace);
+        if (system(cmd) != 0)
+            cr_log_warn("cannot remove %s", workspace);
+    }
+}
+
+TestSuite(mcp, .fini = fini, .timeout = 600);
+
+/* Runs the script's `scenario`, asserts every step in `steps` (NULL-terminated) reported ok and that it exited 0. */
+static void run_client(const char *scenario, const char *const *steps)
+{
+    char package[1024], url[64], base[64];
+    js_run_t run;
+
+    snprintf(package, sizeof(package), "%s/node_modules/@modelcontextprotocol/sdk/package.json", modules_dir());
+    cr_assert(access(package, R_OK) == 0,
+              "@modelcontextprotocol/sdk is not installed in %s: deploy/deps.sh installs it (npm ci of %s)", modules_dir(),
+              KGATE_SOURCE_DIR "/tests/e2e/mcp_client/package-lock.json");
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/mcp", gateway.port);
+    snprintf(base, sizeof(base), "http://127.0.0.1:%u", gateway.port);
+    const char *argv[] = {"node", SCRIPT,      "--url",       url,          "--token", token,          "--kgate",
+                          base,   "--modules", modules_dir(), "--scenario", scenario,  "--timeout-ms", SCRIPT_TIMEOUT_S "000",
+                          NULL};
+    cr_assert_eq(js_run(argv, NULL, SCRIPT_MS, &run), 0, "cannot run node: %s", run.error);
+
+    json_t *seen = json_object();
+    char *save = NULL, *copy = strdup(run.out);
+    for (char *line = strtok_r(copy, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        json_t *j = json_loads(line, 0, NULL);
+        const char *step = json_string_value(json_object_get(j, "step"));
+        if (step != NULL)
+            json_object_set(seen, step, j);
+        json_decref(j);
+    }
+    free(copy);
+    int exited_ok = !run.timed_out && WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0, all = 1;
+    for (size_t i = 0; steps[i] != NULL; i++) {
+        json_t *s = json_object_get(seen, steps[i]);
+        const char *detail = json_string_value(json_object_get(s, "detail"));
+        if (!json_is_true(json_object_get(s, "ok")))
+            all = 0;
+        cr_expect(s != NULL, "step `%s` never reported", steps[i]);
+        cr_expect(s == NULL || json_is_true(json_object_get(s, "ok")), "step `%s` failed: %s", steps[i],
+                  detail != NULL ? detail : "");
+    }
+    size_t errlen = strlen(run.err);
+    if (!exited_ok || !all)
+        ts_gateway_dump_log(&gateway, 8192);
+    cr_expect(exited_ok, "the MCP client %s (wait status %#x)\n--- stdout ---\n%s--- stderr (last 6000 bytes) ---\n%s",
+              run.timed_out ? "was killed at its deadline" : "exited with an error", run.status, run.out,
+              run.err + (errlen > 6000 ? errlen - 6000 : 0));
+    if (exited_ok && all)
+        cr_log_info("MCP client (%s):\n%s", scenario, run.out);
+    json_decref(seen);
+    js_run_dispose(&run);
+}
+
+/* kgate's live descendants: its kernels and their children (its watchdog is none of them: support/proc.h). */
+static size_t kgate_children(void)
+{
+    ts_proc_t procs[64];
+    return ts_descendants(gateway.pid, procs, 64);
+}
+
+/* No context and, by RELEASE_MS, no kernel process of kgate's left. */
+static void assert_released(void)
+{
+    char *body = NULL;
+    int st = js_get(gateway.port, token, "/code/contexts", &body);
+    cr_expect(st == 200 && body != NULL && strcmp(body, "[]") == 0, "GET /code/contexts after the sessions ended: HTTP %d %.600s",
+              st, body != NULL ? body : "");
+    free(body);
+    int64_t deadline = ts_now_ms() + RELEASE_MS;
+    size_t n;
+    while ((n = kgate_children()) != 0 && ts_now_ms() < deadline)
+        usleep(100 * 1000);
+    cr_expect_eq(n, 0, "%zu kernel process(es) of kgate still alive %d ms after their MCP sessions ended", n, RELEASE_MS);
+}
+
+/* Every tool, state within a session and not across two, images, errors, timeouts, progress, cancellation, session end. */
+Test(mcp, sdk_client)
+{
+    const char *steps[] = {"initialize", "list_tools", "list_languages", "state",  "isolation",   "image", "error", "timeout",
+                           "progress",   "cancel",     "bash",           "editor", "session_end", "done",  NULL};
+    start(NULL);
+    run_client("main", steps);
+    assert_released();
+}
+
+/* The bounds: a second session beyond --mcp-max-sessions is refused; an idle session ends with its kernel. */
+Test(mcp, sdk_client_bounds)
+{
+    const char *extra[] = {"--mcp-max-sessions", "1", "--mcp-session-idle-ms", "1500", NULL};
+    const char *steps[] = {"max_sessions", "idle_expiry", "done", NULL};
+    start(extra);
+    run_client("bounds", steps);
+    assert_released();
+}

@@ -1,0 +1,91 @@
+/* tests/fuzz/fuzz_mcp_jsonrpc.c: the MCP door's pure parts on any bytes: JSON-RPC parsing, header checks, tool arguments, results.
+ */
+#include <jansson.h>
+#include "fuzz.h"
+#include "wire/alloc.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/output.h"
+#include "mcp/tools.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    wire_global_init();
+    return 0;
+}
+
+/* What a parsed message promises its dispatcher. */
+static void check_message(const gw_mcp_message_t *msg)
+{
+    switch (msg->kind) {
+    case GW_MCP_REQUEST:
+        FUZZ_CHECK(json_is_string(msg->id) || json_is_integer(msg->id), "a request without a usable id");
+        FUZZ_CHECK(msg->method != NULL && msg->method[0] != '\0', "a request without a method");
+        break;
+    case GW_MCP_NOTIFICATION:
+        FUZZ_CHECK(msg->id == NULL && msg->method != NULL, "a notification with an id or without a method");
+        break;
+    case GW_MCP_RESPONSE:
+        FUZZ_CHECK(msg->id != NULL && msg->method == NULL, "a response without an id, or with a method");
+        break;
+    }
+}
+
+/* The tool checks and the result builder on whatever the message carries: none may crash, and a result is JSON. */
+static void exercise_tools(json_t *root)
+{
+    json_t *params = json_object_get(root, "params"), *args = json_object_get(params, "arguments"), *result;
+    gw_mcp_run_args_t a;
+    gw_mcp_output_t out;
+    char why[256];
+    size_t i;
+
+    if (gw_mcp_run_code_args(args, 86400000, &a, why, sizeof(why)) == 0)
+        FUZZ_CHECK(a.code != NULL && a.code[0] != '\0' && a.language != NULL, "run_code accepted without code");
+    if (gw_mcp_bash_args(args, 86400000, &a, why, sizeof(why)) == 0)
+        FUZZ_CHECK(a.code != NULL || a.restart, "bash accepted without a command or a restart");
+    gw_mcp_editor_args(args, why, sizeof(why));
+    if (json_is_string(json_object_get(params, "name")))
+        gw_mcp_tool_find(json_string_value(json_object_get(params, "name")));
+    /* the message's values as a run's events: the budget is small, so that cuts happen */
+    gw_mcp_output_init(&out, 64);
+    gw_mcp_output_add(&out, root);
+    if (json_is_array(json_object_get(root, "events"))) {
+        json_t *ev;
+        json_array_foreach(json_object_get(root, "events"), i, ev) gw_mcp_output_add(&out, ev);
+    }
+    result = gw_mcp_output_result(&out, "python", 1);
+    FUZZ_CHECK(json_is_array(json_object_get(result, "content")), "a result without content");
+    FUZZ_CHECK(out.used_bytes <= out.max_bytes, "output past its budget: %zu > %zu", out.used_bytes, out.max_bytes);
+    json_decref(result);
+    gw_mcp_output_dispose(&out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *copy = fuzz_copy(data, size);
+    gw_mcp_message_t msg;
+    const char *why = NULL;
+    json_t *bad_id = NULL;
+    size_t half = size / 2;
+    int ret = gw_mcp_message_parse(copy, size, &msg, &why, &bad_id);
+
+    if (ret == 0) {
+        check_message(&msg);
+        exercise_tools(msg.root);
+        gw_mcp_message_dispose(&msg);
+    } else {
+        FUZZ_CHECK(ret == GW_MCP_PARSE_ERROR || ret == GW_MCP_INVALID_REQUEST, "code %d", ret);
+        FUZZ_CHECK(why != NULL, "no reason");
+        FUZZ_CHECK(bad_id == NULL || json_is_string(bad_id) || json_is_integer(bad_id), "a named id that is no id");
+        json_decref(bad_id);
+    }
+    /* the header checks on the same bytes: an Accept value, an Origin against a Host */
+    FUZZ_CHECK((gw_mcp_accepts(copy, size) & ~(GW_MCP_ACCEPT_JSON | GW_MCP_ACCEPT_SSE)) == 0, "unknown accept flags");
+    gw_mcp_origin_allowed(copy, half, copy + half, size - half);
+    gw_mcp_version_supported(copy, size);
+    gw_mcp_session_id_valid(copy, size);
+    free(copy);
+    return 0;
+}
