@@ -31,7 +31,7 @@ typedef struct st_gw_kernel_run_t {
     unsigned saw_error : 1;       /* an error event was relayed: the run's outcome is "error" */
     unsigned restarting : 1;
     unsigned input_pending : 1;
-    unsigned setup_failed : 1;  /* its reply said so: setup_error tells why */
+    unsigned setup_failed : 1; /* its reply said so: setup_error tells why */
     unsigned got_reply : 1;
     unsigned saw_oversized : 1; /* a kernel message over the cap was dropped meanwhile */
     h2o_linklist_t link;        /* in ctx->runs, arrival order: the head is the one sent to the kernel */

@@ -11,10 +11,9 @@
 
 /* Python 3's hard keywords (keyword.kwlist): an identifier equal to one would not parse */
 static const char *const python_keywords[] = {
-    "False",  "None",   "True",    "and",      "as",     "assert", "async", "await",  "break", "class",  "continue",
-    "def",    "del",    "elif",    "else",     "except", "finally", "for",  "from",   "global", "if",    "import",
-    "in",     "is",     "lambda",  "nonlocal", "not",    "or",     "pass",  "raise",  "return", "try",   "while",
-    "with",   "yield"};
+    "False",  "None",     "True", "and",    "as",      "assert", "async",  "await",  "break", "class",  "continue", "def",
+    "del",    "elif",     "else", "except", "finally", "for",    "from",   "global", "if",    "import", "in",       "is",
+    "lambda", "nonlocal", "not",  "or",     "pass",    "raise",  "return", "try",    "while", "with",   "yield"};
 
 char *gw_tool_python_ident(const char *name)
 {
@@ -198,8 +197,7 @@ char *gw_toolset_python_setup(const gw_toolset_t *set, const gw_config_t *config
         json_array_append_new(jtools, jt);
     }
     json_object_set_new(spec, "tools", jtools);
-    json_object_set_new(spec, "limits",
-                        json_pack("{s:I}", "max_argument_bytes", (json_int_t)config->max_tool_argument_bytes));
+    json_object_set_new(spec, "limits", json_pack("{s:I}", "max_argument_bytes", (json_int_t)config->max_tool_argument_bytes));
     spec_text = json_dumps(spec, JSON_COMPACT);
     lit_boot = python_literal(boot);
     lit_shim = python_literal(tools_python_shim);

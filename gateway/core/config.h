@@ -54,10 +54,10 @@
        "/proxy: an upstream silent this long (connecting, answering, mid-body) gets 504 or is cut")                                \
     XX(max_proxy_connections, unsigned, 256, "max-proxy-connections",                                                              \
        "/proxy: requests and WebSockets relayed at once; beyond: 429 TOO_MANY_PROXY_CONNECTIONS")                                  \
-    XX(max_proxy_body_bytes, size_t, 1u << 30, "max-proxy-body-bytes", "largest request body relayed by /proxy")                  \
+    XX(max_proxy_body_bytes, size_t, 1u << 30, "max-proxy-body-bytes", "largest request body relayed by /proxy")                   \
     XX(max_tools, unsigned, 128, "max-tools", "tools one POST /code may declare (code mode)")                                      \
     XX(max_tool_spec_bytes, size_t, 64u << 10, "max-tool-spec-bytes", "one declared tool as JSON (name, description, schema)")     \
-    XX(max_tool_calls, unsigned, 1000, "max-tool-calls", "tool calls one run may make; beyond, a call raises in the code")          \
+    XX(max_tool_calls, unsigned, 1000, "max-tool-calls", "tool calls one run may make; beyond, a call raises in the code")         \
     XX(max_pending_tool_calls, unsigned, 64, "max-pending-tool-calls",                                                             \
        "tool calls awaited at once by one run; beyond, the extra calls raise in the code")                                         \
     XX(max_tool_argument_bytes, size_t, 1u << 20, "max-tool-argument-bytes", "one tool call's arguments as JSON")                  \

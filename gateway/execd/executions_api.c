@@ -129,8 +129,8 @@ GW_EXECD_HANDLER(execution_tool_result)
         goto Exit;
     }
     if ((size = json_dumpb(result != NULL ? result : error, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY)) > max) {
-        gw_send_error(req, GW_HTTP_PAYLOAD_TOO_LARGE, "the answer takes %zu bytes as JSON, more than the %zu allowed (--max-tool-result-bytes)",
-                      size, max);
+        gw_send_error(req, GW_HTTP_PAYLOAD_TOO_LARGE,
+                      "the answer takes %zu bytes as JSON, more than the %zu allowed (--max-tool-result-bytes)", size, max);
         goto Exit;
     }
     ret = gw_run_tool_result(run, json_string_value(id), result, json_string_value(error));
