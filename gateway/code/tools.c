@@ -181,6 +181,9 @@ char *gw_toolset_python_setup(const gw_toolset_t *set, const gw_config_t *config
                                "    m = types.ModuleType('_kgate_codemode')\n"
                                "    m.__kgate_source__ = source\n"
                                "    exec(compile(source, '<kgate code mode>', 'exec'), m.__dict__)\n"
+                               "    import linecache\n" /* tracebacks show the line that raised */
+                               "    linecache.cache['<kgate code mode>'] = (len(source), None, source.splitlines(True), "
+                               "'<kgate code mode>')\n"
                                "    sys.modules['_kgate_codemode'] = m\n"
                                "m.install(spec)\n";
     json_t *spec = json_object(), *jtools = json_array();
