@@ -136,8 +136,10 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
             break;
         }
         if (!krun->allow_stdin) {
-            /* the kernel asked although the run did not opt in: an empty line, never a hang */
-            kmgr_request_input_reply(req, "");
+            /* the kernel asked although the run did not opt in: an empty line, never a hang; a run with tools
+             * has stdin open for them only, and input() there ends at once as at end of file ("\x04" is
+             * ipykernel's EOF: EOFError), as it fails at once in a run without stdin */
+            kmgr_request_input_reply(req, krun->tool_calls.tools != NULL ? "\x04" : "");
             break;
         }
         krun->input_pending = 1;
