@@ -168,7 +168,8 @@ Test(code_mode, an_error_answer_raises_in_the_code_naming_the_tool)
 Test(code_mode, a_name_that_is_no_identifier_is_sanitised_and_events_keep_the_declared_one)
 {
     char *ctx = xh_context_new(port(), NULL, NULL);
-    json_t *body = tools_body(ctx, "print(search_records(query='kgate', limit=2), search_records.__name__)");
+    json_t *body = tools_body(ctx, "try:\n    input('stdin is not open for input()')\nexcept EOFError:\n    print('eof')\n"
+                                   "print(search_records(query='kgate', limit=2), search_records.__name__)");
     int64_t deadline = ts_now_ms() + XH_RUN_MS;
     ts_events_t evs = {0};
     char exec_id[64];
@@ -182,7 +183,8 @@ Test(code_mode, a_name_that_is_no_identifier_is_sanitised_and_events_keep_the_de
     ts_stream_collect(s, deadline, 0, &evs);
     ts_stream_close(s);
     E2E_ASSERT_RUN(&evs, ctx, E2E_FRAMING_SSE);
-    E2E_ASSERT_TEXT(&evs, "stdout", "['r1', 'r2'] search_records\n");
+    E2E_ASSERT_TEXT(&evs, "stdout", "eof\n['r1', 'r2'] search_records\n");
+    cr_assert_eq(ts_events_count(&evs, "input_request"), 0);
     ts_events_dispose(&evs);
     free(ctx);
 }
@@ -190,7 +192,7 @@ Test(code_mode, a_name_that_is_no_identifier_is_sanitised_and_events_keep_the_de
 Test(code_mode, a_caller_that_disconnects_after_a_tool_call_resumes_and_answers)
 {
     char *ctx = xh_context_new(port(), NULL, NULL);
-    json_t *body = tools_body(ctx, "print('before', flush=True)\nprint(get_weather(city='Lima'))");
+    json_t *body = tools_body(ctx, "print(get_weather(city='Lima'))");
     int64_t deadline = ts_now_ms() + XH_RUN_MS;
     ts_events_t evs = {0}, rest = {0};
     char exec_id[64], path[256], header[64];

@@ -125,6 +125,9 @@ ENGINE_TEST(code_mode, the_tools_are_bound_by_a_silent_setup_before_the_runs_cod
     set_up();
     cr_expect_str_eq(fake_request_seen(request(1))->code, "print(await fetch(url='x'))");
     cr_expect(fake_request_seen(request(1))->allow_stdin, "tool calls travel on stdin: the kernel must be allowed to ask");
+    fake_request_input(request(1), "name? ", 0);
+    cr_expect_str_eq(json_string_value(json_array_get(fake_request_seen(request(1))->input_replies, 0)), "\x04",
+                     "input() without stdin opted in ends at once (EOF), as without tools");
     fake_request_complete(request(1), 1);
     events = run_events(run);
     cr_expect_eq(count_type(events, "error"), 0);
