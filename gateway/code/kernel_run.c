@@ -1,17 +1,22 @@
 /* Runs executed by a context's kernel: a per-context FIFO, timeouts, stdin, and kernel death. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "wire/alloc.h"
 #include "kmgr/errors.h"
 #include "code/kernel_run.h"
 #include "core/errors.h"
 #include "code/translate.h"
+#include "code/tool_calls.h"
 
 typedef struct st_gw_kernel_run_t {
     gw_run_t *run;
     gw_context_t *ctx;
     kmgr_request_t *request; /* NULL while queued */
     char *code;              /* until sent */
+    char *setup_code;        /* code mode: run silently first, until sent */
+    gw_tool_calls_t tool_calls;
     int execution_count;
     int allow_stdin;
     unsigned timeout_ms;
@@ -20,11 +25,13 @@ typedef struct st_gw_kernel_run_t {
     int64_t input_deadline_ms; /* while input_pending: an unanswered input() ends the run then; same clock */
     unsigned stdin_timeout_ms;
     json_t *reply_error; /* the error the shell reply implies, sent at DONE unless iopub carried one */
+    char setup_error[256];
     unsigned timed_out : 1;
     unsigned stdin_timed_out : 1; /* the timeout was the stdin wait's */
     unsigned saw_error : 1;       /* an error event was relayed: the run's outcome is "error" */
     unsigned restarting : 1;
     unsigned input_pending : 1;
+    unsigned setup_failed : 1; /* its reply said so: setup_error tells why */
     unsigned got_reply : 1;
     unsigned saw_oversized : 1; /* a kernel message over the cap was dropped meanwhile */
     h2o_linklist_t link;        /* in ctx->runs, arrival order: the head is the one sent to the kernel */
@@ -38,6 +45,8 @@ static void kernel_run_free(gw_kernel_run_t *krun)
     h2o_linklist_unlink(&krun->link);
     json_decref(krun->reply_error);
     free(krun->code);
+    free(krun->setup_code);
+    gw_tool_calls_dispose(&krun->tool_calls);
     free(krun);
 }
 
@@ -114,21 +123,36 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
             krun->reply_error = event;
         }
         break;
-    case KMGR_REQ_INPUT:
+    case KMGR_REQ_INPUT: {
+        const char *prompt = json_string_value(json_object_get(msg->content, "prompt"));
+        json_t *calls;
+        if (gw_tool_batch_parse(prompt, &calls)) {
+            /* code mode: a batch of tool calls, not a question for a person (no stdin timeout) */
+            char *reply = gw_tool_calls_open_batch(&krun->tool_calls, run, calls);
+            json_decref(calls);
+            if (reply != NULL)
+                kmgr_request_input_reply(req, reply);
+            free(reply);
+            break;
+        }
         if (!krun->allow_stdin) {
-            /* the kernel asked although the run did not opt in: an empty line, never a hang */
-            kmgr_request_input_reply(req, "");
+            /* the kernel asked although the run did not opt in: an empty line, never a hang; a run with tools
+             * has stdin open for them only, and input() there ends at once as at end of file ("\x04" is
+             * ipykernel's EOF: EOFError), as it fails at once in a run without stdin */
+            kmgr_request_input_reply(req, krun->tool_calls.tools != NULL ? "\x04" : "");
             break;
         }
         krun->input_pending = 1;
         krun->input_deadline_ms = gw_now_ms() + krun->stdin_timeout_ms;
         event = gw_event_new("input_request");
-        json_object_set_new(event, "text", json_string(json_string_value(json_object_get(msg->content, "prompt")) ?: ""));
+        json_object_set_new(event, "text", json_string(prompt ?: ""));
         json_object_set_new(event, "password", json_boolean(json_is_true(json_object_get(msg->content, "password"))));
         gw_run_append(run, event);
         break;
+    }
     case KMGR_REQ_DONE:
         krun->request = NULL;
+        gw_tool_calls_close(&krun->tool_calls);
         if (krun->timed_out) {
             append_timeout_error(krun);
             kernel_run_end(krun, "timeout");
@@ -148,6 +172,7 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
         break;
     case KMGR_REQ_FAILED:
         krun->request = NULL;
+        gw_tool_calls_close(&krun->tool_calls);
         if (krun->timed_out) {
             append_timeout_error(krun);
             kernel_run_end(krun, "timeout");
@@ -162,25 +187,89 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
     }
 }
 
-static void start_next(gw_context_t *ctx)
+/* Sends the run's own code (after its setup, if any). Returns 0, or -1 after aborting the context's runs. */
+static int send_code(gw_kernel_run_t *krun)
 {
-    gw_kernel_run_t *krun;
+    gw_context_t *ctx = krun->ctx;
     /* runs are serialised here already; ipykernel's stop_on_error would abort the next run if it
      * arrived within its abort window after an error */
     kmgr_execute_options_t opts = {.silent = 0, .store_history = 1, .stop_on_error = 0};
+
+    /* tool calls travel as stdin requests: the kernel must be allowed to make them */
+    opts.allow_stdin = krun->allow_stdin || krun->tool_calls.tools != NULL;
+    if (kmgr_kernel_execute(ctx->kernel, krun->code, &opts, on_request_event, krun, &krun->request) != 0) {
+        gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(ctx->kernel), "kernel_died");
+        return -1;
+    }
+    free(krun->code);
+    krun->code = NULL;
+    return 0;
+}
+
+/* The setup execute of a run with tools: silent, no history; the run's code follows once it is done. */
+static void on_setup_event(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, int err, void *data)
+{
+    gw_kernel_run_t *krun = data;
+    const char *status;
+
+    gw_context_touch(krun->ctx);
+    switch (ev) {
+    case KMGR_REQ_IOPUB:
+    case KMGR_REQ_DROPPED:
+        break;
+    case KMGR_REQ_INPUT:
+        kmgr_request_input_reply(req, "");
+        break;
+    case KMGR_REQ_REPLY:
+        status = json_string_value(json_object_get(msg->content, "status"));
+        if (status == NULL || strcmp(status, "ok") != 0) {
+            krun->setup_failed = 1;
+            snprintf(krun->setup_error, sizeof(krun->setup_error), "%s: %s",
+                     json_string_value(json_object_get(msg->content, "ename")) ?: (status ?: "no status"),
+                     json_string_value(json_object_get(msg->content, "evalue")) ?: "");
+        }
+        break;
+    case KMGR_REQ_DONE:
+        krun->request = NULL;
+        if (krun->timed_out) {
+            append_timeout_error(krun);
+            kernel_run_end(krun, "timeout");
+        } else if (krun->setup_failed) {
+            char evalue[400];
+            snprintf(evalue, sizeof(evalue), "the tools could not be bound in the kernel (%s); the run's code did not run",
+                     krun->setup_error);
+            gw_run_append(krun->run, gw_error_event("ToolSetupFailed", evalue));
+            kernel_run_end(krun, "error");
+        } else {
+            send_code(krun);
+        }
+        break;
+    case KMGR_REQ_FAILED:
+        on_request_event(req, ev, msg, err, data);
+        break;
+    }
+}
+
+static void start_next(gw_context_t *ctx)
+{
+    gw_kernel_run_t *krun;
 
     if (h2o_linklist_is_empty(&ctx->runs))
         return;
     krun = H2O_STRUCT_FROM_MEMBER(gw_kernel_run_t, link, ctx->runs.next);
     if (krun->request != NULL)
         return;
-    opts.allow_stdin = krun->allow_stdin;
-    if (kmgr_kernel_execute(ctx->kernel, krun->code, &opts, on_request_event, krun, &krun->request) != 0) {
-        gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(ctx->kernel), "kernel_died");
+    if (krun->setup_code != NULL) {
+        kmgr_execute_options_t opts = {.silent = 1, .store_history = 0, .allow_stdin = 0, .stop_on_error = 0};
+        if (kmgr_kernel_execute(ctx->kernel, krun->setup_code, &opts, on_setup_event, krun, &krun->request) != 0) {
+            gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(ctx->kernel), "kernel_died");
+            return;
+        }
+        free(krun->setup_code);
+        krun->setup_code = NULL;
+    } else if (send_code(krun) != 0) {
         return;
     }
-    free(krun->code);
-    krun->code = NULL;
     gw_run_mark_started(krun->run);
     krun->deadline_ms = gw_now_ms() + krun->timeout_ms;
 }
@@ -192,6 +281,8 @@ int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts,
 
     if (gw_context_is_dead(ctx))
         return GW_EKERNELDEAD;
+    if (opts->tools != NULL && strcasecmp(ctx->spec->language, "python") != 0)
+        return GW_ETOOLSUNSUPPORTED;
     if (gw_kernel_runs_count(ctx) > ctx->contexts->host->config->max_queue)
         return GW_EQUEUEFULL;
     run = gw_run_create(ctx->contexts->runs, ctx->id, ctx->id, &opts->limits);
@@ -199,6 +290,9 @@ int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts,
     krun->run = run;
     krun->ctx = ctx;
     krun->code = wire_strdup(opts->code);
+    gw_tool_calls_init(&krun->tool_calls, opts->tools, ctx->contexts->host->config);
+    if (opts->tools != NULL)
+        krun->setup_code = gw_toolset_python_setup(opts->tools, ctx->contexts->host->config);
     krun->execution_count = -1;
     krun->allow_stdin = opts->allow_stdin;
     krun->timeout_ms = opts->timeout_ms;
@@ -279,6 +373,7 @@ void gw_kernel_runs_tick(gw_contexts_t *contexts)
             /* an abandoned input() holds the context no longer than the stdin wait: interrupted like a timeout */
             krun->stdin_timed_out = now < krun->deadline_ms;
             krun->input_pending = 0;
+            gw_tool_calls_close(&krun->tool_calls);
             krun->timed_out = 1;
             krun->grace_deadline_ms = now + contexts->host->config->timeout_grace_ms;
             kmgr_kernel_interrupt(ctx->kernel);
@@ -306,6 +401,8 @@ static void on_stop(gw_run_t *run, void *data)
     gw_context_t *ctx = krun->ctx;
 
     if (krun->request != NULL) {
+        /* the interrupt withdraws a batch of tool calls the kernel waits on */
+        gw_tool_calls_close(&krun->tool_calls);
         kmgr_kernel_interrupt(ctx->kernel);
         return;
     }
@@ -327,4 +424,20 @@ static int on_input(gw_run_t *run, void *data, const char *value)
     return 0;
 }
 
-static const gw_run_producer_t kernel_producer = {on_cancel, on_stop, on_input};
+static int on_tool_result(gw_run_t *run, void *data, const char *call_id, const json_t *result, const char *error)
+{
+    gw_kernel_run_t *krun = data;
+    char *reply;
+    int ret;
+    (void)run;
+
+    if ((ret = gw_tool_calls_answer(&krun->tool_calls, call_id, result, error, &reply)) != 0)
+        return ret;
+    /* an open batch implies the request in flight is the run's code, waiting on stdin */
+    if (reply != NULL && krun->request != NULL)
+        kmgr_request_input_reply(krun->request, reply);
+    free(reply);
+    return 0;
+}
+
+static const gw_run_producer_t kernel_producer = {on_cancel, on_stop, on_input, on_tool_result};

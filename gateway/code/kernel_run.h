@@ -3,6 +3,7 @@
 #define GW_KERNEL_RUN_H
 
 #include "code/context.h"
+#include "code/tools.h"
 #include "runs/run.h"
 
 typedef struct st_gw_kernel_run_options_t {
@@ -11,6 +12,9 @@ typedef struct st_gw_kernel_run_options_t {
     int allow_stdin;           /* input() becomes an input_request event, answered with gw_run_input */
     unsigned stdin_timeout_ms; /* an input request unanswered this long interrupts the run (StdinTimeout); 0: the config's */
     gw_run_limits_t limits;
+    /* code mode: tools bound as functions for this run (a Python context only); taken by
+     * gw_kernel_run_submit when it succeeds, the caller's to free otherwise. NULL: none */
+    gw_toolset_t *tools;
 } gw_kernel_run_options_t;
 
 /**
@@ -22,6 +26,13 @@ typedef struct st_gw_kernel_run_options_t {
  * ename is "TimeoutError" ("StdinTimeout" when an input request waited longer than its
  * stdin_timeout_ms: the run timeout counts from when the run leaves the queue, the stdin timeout
  * from each input request).
+ *
+ * With `tools` (code mode), a silent execute binds them as functions before the run's code runs
+ * (code/tools_shim.py); each batch of calls the code makes arrives as a marked input_request and
+ * becomes `tool_call` events, answered with gw_run_tool_result; once every call of the batch is
+ * answered the kernel gets their results in one input_reply. Waiting for tool results is bounded
+ * by the run's timeout, not by the stdin timeout (which is for a person typing). GW_ETOOLSUNSUPPORTED
+ * when the context's language is not Python.
  */
 int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts, gw_run_t **out);
 

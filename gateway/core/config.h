@@ -65,7 +65,14 @@
     XX(mcp_session_idle_ms, unsigned, 1800000, "mcp-session-idle-ms",                                                              \
        "an MCP session without a request this long ends, and its kernels and bash session with it")                                \
     XX(mcp_output_bytes, size_t, 1u << 20, "mcp-output-bytes",                                                                     \
-       "output kept per MCP tool call (text and results); the rest is dropped")
+       "output kept per MCP tool call (text and results); the rest is dropped")                                                    \
+    XX(max_tools, unsigned, 128, "max-tools", "tools one POST /code may declare (code mode)")                                      \
+    XX(max_tool_spec_bytes, size_t, 64u << 10, "max-tool-spec-bytes", "one declared tool as JSON (name, description, schema)")     \
+    XX(max_tool_calls, unsigned, 1000, "max-tool-calls", "tool calls one run may make; beyond, a call raises in the code")         \
+    XX(max_pending_tool_calls, unsigned, 64, "max-pending-tool-calls",                                                             \
+       "tool calls awaited at once by one run; beyond, the extra calls raise in the code")                                         \
+    XX(max_tool_argument_bytes, size_t, 1u << 20, "max-tool-argument-bytes", "one tool call's arguments as JSON")                  \
+    XX(max_tool_result_bytes, size_t, 4u << 20, "max-tool-result-bytes", "one tool_results answer as JSON; beyond: 413")
 
 typedef struct st_gw_config_t {
     char *listen_host; /* "127.0.0.1", "::1", "0.0.0.0" ... */

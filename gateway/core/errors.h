@@ -50,7 +50,12 @@
     XX(JMSG_TEXTBUFFERS, "a text frame cannot carry buffers: send them in a binary frame")                                         \
     XX(JMSG_HEADER, "the message header lacks a usable msg_id or msg_type string")                                                 \
     XX(JMSG_CHANNEL, "a client may send on the shell, control and stdin channels only")                                            \
-    XX(JMSG_TOOBIG, "the message is too large for the legacy binary framing (4 GiB)")
+    XX(JMSG_TOOBIG, "the message is too large for the legacy binary framing (4 GiB)")                                              \
+    XX(TOOLSINVALID, "the tools declared are invalid")                                                                             \
+    XX(TOOLSUNSUPPORTED, "tools are supported in Python (ipykernel) contexts only")                                                \
+    XX(TOOLCALLNOTFOUND, "the run has no tool call with that id")                                                                  \
+    XX(TOOLCALLANSWERED, "the tool call has been answered already")                                                                \
+    XX(TOOLCALLCLOSED, "the tool call is no longer awaited (its run was interrupted, timed out or ended)")
 
 typedef enum {
     GW_OK = 0,

@@ -48,7 +48,10 @@
     XX(TOO_MANY_SESSIONS, 429)                                                                                                     \
     XX(TOO_MANY_PROXY_CONNECTIONS, 429)                                                                                            \
     XX(BAD_GATEWAY, 502)                                                                                                           \
-    XX(GATEWAY_TIMEOUT, 504)
+    XX(GATEWAY_TIMEOUT, 504)                                                                                                       \
+    XX(TOOL_CALL_NOT_FOUND, 404)                                                                                                   \
+    XX(TOOL_CALL_ANSWERED, 409)                                                                                                    \
+    XX(TOOL_CALL_CLOSED, 409)
 
 typedef enum {
 #define GW_XX_ENUM(name, status) GW_HTTP_##name,

@@ -101,6 +101,13 @@ static int parse_options(gw_execd_t *execd, h2o_req_t *req, json_t *body, gw_ker
         optional_bound(req, body, "stdin_timeout", config->stdin_timeout_ms, config->max_timeout_ms, &stdin_timeout) != 0 ||
         optional_bool(req, body, "stdin", &opts->allow_stdin) != 0 || optional_bool(req, body, "stateless", stateless) != 0)
         return -1;
+    {
+        char err[512];
+        if (gw_toolset_parse(json_object_get(body, "tools"), config, &opts->tools, err, sizeof(err)) != 0) {
+            gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "%s", err);
+            return -1;
+        }
+    }
     opts->code = json_string_value(jcode);
     opts->timeout_ms = (unsigned)timeout;
     opts->stdin_timeout_ms = (unsigned)stdin_timeout;
@@ -109,10 +116,14 @@ static int parse_options(gw_execd_t *execd, h2o_req_t *req, json_t *body, gw_ker
     return 0;
 }
 
-/* Answers the error of a refused submission (GW_EKERNELDEAD, GW_EQUEUEFULL). */
+/* Answers the error of a refused submission (GW_EKERNELDEAD, GW_EQUEUEFULL, GW_ETOOLSUNSUPPORTED). */
 static void respond_submit_error(h2o_req_t *req, gw_context_t *ctx, int err)
 {
-    if (err == GW_EKERNELDEAD)
+    if (err == GW_ETOOLSUNSUPPORTED)
+        gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY,
+                      "tools are supported in Python contexts only; context %s runs %s (kernel %s)", ctx->id, ctx->spec->language,
+                      ctx->spec->name);
+    else if (err == GW_EKERNELDEAD)
         gw_send_error(req, GW_HTTP_KERNEL_UNAVAILABLE,
                       "the kernel of context %s is dead (%s); restart it with POST /code/contexts/%s/restart", ctx->id,
                       gw_context_exit_reason(ctx), ctx->id);
@@ -156,6 +167,11 @@ GW_EXECD_HANDLER(code_execute)
         if (ctx == NULL && !stateless)
             goto Exit;
     }
+    if (ctx == NULL && opts.tools != NULL) {
+        gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY,
+                      "tools need a Python kernel: name a context or a language (a stateless run without one is a shell)");
+        goto Exit;
+    }
     if (ctx == NULL) {
         if (gw_shell_start(execd->shells, opts.code, &opts.limits, opts.timeout_ms, &run) != 0) {
             gw_send_error(req, GW_HTTP_RUNTIME_ERROR, "cannot start %s for a stateless run", execd->host->config->shell);
@@ -163,10 +179,15 @@ GW_EXECD_HANDLER(code_execute)
         }
     } else if ((ret = gw_kernel_run_submit(ctx, &opts, &run)) != 0) {
         respond_submit_error(req, ctx, ret);
+        if (ctx->is_ephemeral && gw_kernel_runs_count(ctx) == 0)
+            gw_context_destroy(ctx);
         goto Exit;
+    } else {
+        opts.tools = NULL; /* the run's now */
     }
     gw_execd_stream_run(execd, req, run, 0);
 Exit:
+    gw_toolset_destroy(opts.tools);
     json_decref(body);
 }
 

@@ -79,6 +79,7 @@ GW_EXECD_HANDLER(execution_get);
 GW_EXECD_HANDLER(execution_events);
 GW_EXECD_HANDLER(execution_cancel);
 GW_EXECD_HANDLER(execution_input);
+GW_EXECD_HANDLER(execution_tool_result);
 GW_EXECD_HANDLER(command_run);
 GW_EXECD_HANDLER(command_interrupt);
 GW_EXECD_HANDLER(command_status);

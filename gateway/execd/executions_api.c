@@ -1,8 +1,9 @@
-/* Routes of /code/executions/{id}: state, resumable event stream, cancel, and stdin answers. */
+/* Routes of /code/executions/{id}: state, resumable event stream, cancel, stdin answers and tool results. */
 #include <stdlib.h>
 #include <string.h>
 #include "wire/text.h"
 #include "execd/execd.h"
+#include "core/errors.h"
 #include "core/http.h"
 #include "runs/run.h"
 
@@ -96,5 +97,61 @@ GW_EXECD_HANDLER(execution_input)
     } else {
         gw_send_empty(req);
     }
+    json_decref(body);
+}
+
+GW_EXECD_HANDLER(execution_tool_result)
+{
+    gw_execd_t *execd = gw_execd_from(door);
+    gw_run_t *run = run_from_params(execd, req, params);
+    const size_t max = execd->host->config->max_tool_result_bytes;
+    json_t *body, *id, *result, *error;
+    size_t size;
+    int ret;
+
+    if (run == NULL)
+        return;
+    if ((body = gw_parse_body(req)) == NULL)
+        return;
+    id = json_object_get(body, "id");
+    result = json_object_get(body, "result");
+    error = json_object_get(body, "error");
+    if (!json_is_string(id) || json_string_length(id) == 0) {
+        gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "id must be the call's id (the `id` of its tool_call event)");
+        goto Exit;
+    }
+    if ((result == NULL) == (error == NULL)) {
+        gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "give exactly one of result (any JSON) and error (a message)");
+        goto Exit;
+    }
+    if (error != NULL && (!json_is_string(error) || strlen(json_string_value(error)) != json_string_length(error))) {
+        gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "error must be a string (the message raised in the code), without NUL");
+        goto Exit;
+    }
+    if ((size = json_dumpb(result != NULL ? result : error, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY)) > max) {
+        gw_send_error(req, GW_HTTP_PAYLOAD_TOO_LARGE,
+                      "the answer takes %zu bytes as JSON, more than the %zu allowed (--max-tool-result-bytes)", size, max);
+        goto Exit;
+    }
+    ret = gw_run_tool_result(run, json_string_value(id), result, json_string_value(error));
+    switch (ret) {
+    case 0:
+        gw_send_empty(req);
+        break;
+    case GW_ETOOLCALLNOTFOUND:
+        gw_send_error(req, GW_HTTP_TOOL_CALL_NOT_FOUND, "execution %s has no tool call with id \"%.64s\"", gw_run_id(run),
+                      json_string_value(id));
+        break;
+    case GW_ETOOLCALLANSWERED:
+        gw_send_error(req, GW_HTTP_TOOL_CALL_ANSWERED, "tool call %.64s of execution %s has been answered already",
+                      json_string_value(id), gw_run_id(run));
+        break;
+    default:
+        gw_send_error(req, GW_HTTP_TOOL_CALL_CLOSED,
+                      "tool call %.64s of execution %s is no longer awaited: the run was interrupted, timed out or has finished",
+                      json_string_value(id), gw_run_id(run));
+        break;
+    }
+Exit:
     json_decref(body);
 }

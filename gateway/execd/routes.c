@@ -69,6 +69,7 @@ void gw_execd_add_routes(gw_execd_t *execd, gw_route_table_t *table)
         {"DELETE", "/code/executions/{}", gw_execd_execution_cancel, 0},
         {"GET", "/code/executions/{}/events", gw_execd_execution_events, 0},
         {"POST", "/code/executions/{}/input", gw_execd_execution_input, 0},
+        {"POST", "/code/executions/{}/tool_results", gw_execd_execution_tool_result, 0},
         {"POST", "/command", gw_execd_command_run, 0},
         {"DELETE", "/command", gw_execd_command_interrupt, 0},
         {"GET", "/command/status/{}", gw_execd_command_status, 0},

@@ -164,7 +164,7 @@ static int on_run_input(gw_run_t *run, void *data, const char *value)
     return GW_ENOINPUT; /* a shell's stdin is /dev/null */
 }
 
-static const gw_run_producer_t shell_producer = {on_run_cancel, on_run_stop, on_run_input};
+static const gw_run_producer_t shell_producer = {on_run_cancel, on_run_stop, on_run_input, NULL};
 
 static h2o_socket_t *watch_pipe(gw_shell_t *shell, int fd)
 {

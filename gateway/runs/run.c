@@ -83,6 +83,15 @@ int gw_run_input(gw_run_t *run, const char *value)
     return run->producer->input(run, run->producer_data, value);
 }
 
+int gw_run_tool_result(gw_run_t *run, const char *call_id, const json_t *result, const char *error)
+{
+    if (run->producer == NULL)
+        return GW_ETOOLCALLCLOSED;
+    if (run->producer->tool_result == NULL)
+        return GW_ETOOLCALLNOTFOUND;
+    return run->producer->tool_result(run, run->producer_data, call_id, result, error);
+}
+
 static json_t *dropped_json(const gw_run_t *run)
 {
     return json_pack("{s:I, s:I, s:I}", "output_bytes", (json_int_t)run->output_dropped_bytes, "results",

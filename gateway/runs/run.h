@@ -36,6 +36,8 @@ typedef struct st_gw_run_producer_t {
     void (*stop)(gw_run_t *run, void *data);
     /** gw_run_input: answers the run's pending input_request with `value`. Returns 0 or GW_ENOINPUT. */
     int (*input)(gw_run_t *run, void *data, const char *value);
+    /** gw_run_tool_result: answers one of the run's tool calls. NULL: the producer makes none. */
+    int (*tool_result)(gw_run_t *run, void *data, const char *call_id, const json_t *result, const char *error);
 } gw_run_producer_t;
 
 /** Where a run is in its life. */
@@ -139,6 +141,14 @@ void gw_run_stop(gw_run_t *run);
 
 /** Answers the run's pending input_request. Returns 0, or GW_ENOINPUT when none is pending. */
 int gw_run_input(gw_run_t *run, const char *value);
+
+/**
+ * Answers the run's tool call `call_id` (code mode) with `result` (borrowed, any JSON) or, when
+ * `error` is not NULL, with an error the code raises. Returns 0, GW_ETOOLCALLNOTFOUND (no such
+ * call), GW_ETOOLCALLANSWERED (answered before) or GW_ETOOLCALLCLOSED (no longer awaited: the run
+ * was interrupted or has finished).
+ */
+int gw_run_tool_result(gw_run_t *run, const char *call_id, const json_t *result, const char *error);
 
 /** The run's state for GET /code/executions/{id}. */
 json_t *gw_run_to_json(gw_run_t *run);

@@ -31,7 +31,7 @@ static int producer_input(gw_run_t *run, void *data, const char *value)
     return 0;
 }
 
-static const gw_run_producer_t counting_producer = {producer_cancel, producer_stop, producer_input};
+static const gw_run_producer_t counting_producer = {producer_cancel, producer_stop, producer_input, NULL};
 
 static json_t *stdout_event(const char *text)
 {
