@@ -11,9 +11,7 @@
 #define DIRECT_MIN ((size_t)64 << 10)
 #define DEFAULT_MAX_MESSAGE (64u << 20)
 #define DEFAULT_MAX_QUEUED (16u << 20)
-/* How long the queue may stay past max_queued_bytes (a peer that keeps reading drains a big message
- * well within it), and how far past it it may ever go (HARD_BOUND_FACTOR times it). */
-#define OVER_BOUND_MS 10000
+/* With over_bound_ms, how far past max_queued_bytes the queue may ever go (this many times it). */
 #define HARD_BOUND_FACTOR 4
 /* Ping intervals of silence after which the peer is presumed gone. */
 #define SILENT_PINGS 3
@@ -24,6 +22,7 @@ struct st_gw_ws_t {
     gw_ws_callbacks_t callbacks;
     void *data;
     size_t max_queued_bytes, hard_queued_bytes;
+    unsigned over_bound_ms;      /* gw_ws_limits_t's */
     int64_t over_bound_since_ms; /* when the queue went past max_queued_bytes; 0: it is not */
     int64_t last_recv_ms;
     h2o_timeout_entry_t flush_entry; /* h2o_websocket_proceed from the loop */
@@ -317,7 +316,8 @@ gw_ws_t *gw_ws_upgrade(h2o_req_t *req, gw_host_t *host, const char *subprotocol,
     ws->callbacks = *callbacks;
     ws->data = data;
     ws->max_queued_bytes = limits != NULL && limits->max_queued_bytes != 0 ? limits->max_queued_bytes : DEFAULT_MAX_QUEUED;
-    ws->hard_queued_bytes = ws->max_queued_bytes * HARD_BOUND_FACTOR;
+    ws->over_bound_ms = limits != NULL ? limits->over_bound_ms : 0;
+    ws->hard_queued_bytes = ws->over_bound_ms != 0 ? ws->max_queued_bytes * HARD_BOUND_FACTOR : ws->max_queued_bytes;
     ws->last_recv_ms = gw_now_ms();
     ws->flush_entry.cb = on_flush;
     ws->ping_entry.cb = on_ping;
@@ -335,26 +335,26 @@ gw_ws_t *gw_ws_upgrade(h2o_req_t *req, gw_host_t *host, const char *subprotocol,
 }
 
 /*
- * The peer stopped reading when the queue stays past max_queued_bytes for OVER_BOUND_MS, or would
- * pass hard_queued_bytes (a message of any size still goes to an empty queue): a peer that reads
- * takes a big message (a kernel's 50 MB output) and what follows it without being cut off, and
- * memory stays under the hard bound or one message.
+ * The peer stopped reading when more than max_queued_bytes waits for it (a message of any size
+ * still goes to an empty queue). With over_bound_ms, the queue may stay past the bound that long and
+ * grow to hard_queued_bytes: a relay's peer that reads takes a big message (a kernel's 50 MB output)
+ * and what follows it without being cut off.
  */
 static int is_over_bound(gw_ws_t *ws, size_t len)
 {
     size_t queued = gw_ws_queued_bytes(ws);
     int64_t now;
 
-    if (queued + len > ws->hard_queued_bytes && queued != 0)
-        return 1;
     if (queued <= ws->max_queued_bytes) {
         ws->over_bound_since_ms = 0;
         return 0;
     }
+    if (ws->over_bound_ms == 0 || queued + len > ws->hard_queued_bytes)
+        return 1;
     now = gw_now_ms();
     if (ws->over_bound_since_ms == 0)
         ws->over_bound_since_ms = now;
-    return now - ws->over_bound_since_ms > OVER_BOUND_MS;
+    return now - ws->over_bound_since_ms > (int64_t)ws->over_bound_ms;
 }
 
 int gw_ws_sendv(gw_ws_t *ws, int is_binary, const h2o_iovec_t *bufs, size_t n)

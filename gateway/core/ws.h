@@ -32,8 +32,11 @@ typedef struct st_gw_ws_callbacks_t {
 /** How a WebSocket is bounded. Zero fields take the defaults noted. */
 typedef struct st_gw_ws_limits_t {
     size_t max_message_bytes; /* a larger incoming message closes with 1009 (default 64 MiB) */
-    size_t max_queued_bytes;  /* more than this waiting for 10 s, or 4 times this, cuts the peer off (default 16 MiB) */
-    unsigned ping_ms;         /* a ping every ping_ms; silence for 3 of them closes (0: the host's ping interval) */
+    size_t max_queued_bytes;  /* more than this waiting for the peer cuts it off (default 16 MiB); see over_bound_ms */
+    /* 0: at once; else the queue may stay past max_queued_bytes this long, and never pass 4 times it
+     * (a relay of big messages: its peer reads, but one message may be bigger than the bound) */
+    unsigned over_bound_ms;
+    unsigned ping_ms; /* a ping every ping_ms; silence for 3 of them closes (0: the host's ping interval) */
 } gw_ws_limits_t;
 
 /**
@@ -63,9 +66,9 @@ void *gw_ws_data(gw_ws_t *ws);
 /**
  * Queues one message (copied) for the peer; it leaves from the loop. Returns 0, or GW_EWSCLOSED
  * once the WebSocket is closing, or GW_EWSFULL when the peer stopped reading: more than
- * max_queued_bytes has waited for it for 10 s, or a non-empty queue would pass 4 times
- * max_queued_bytes; it is then cut off (on_close follows with GW_WS_POLICY_VIOLATION). A peer that
- * reads takes a message bigger than the bound (to an empty queue), and what follows it, without a cut.
+ * max_queued_bytes already waits for it (for longer than over_bound_ms, or a non-empty queue would
+ * pass 4 times the bound); it is then cut off (on_close follows with GW_WS_POLICY_VIOLATION). A
+ * message of any size goes to an empty queue.
  */
 int gw_ws_send(gw_ws_t *ws, int is_binary, const void *data, size_t len);
 

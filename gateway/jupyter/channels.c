@@ -277,7 +277,8 @@ GW_JUPYTER_HANDLER(kernel_channels)
     const char *id = gw_path_param(req, params, 0);
     gw_context_t *ctx = gw_jupyter_find_kernel(jupyter, id);
     int v1;
-    gw_ws_limits_t limits = {.max_message_bytes = jupyter->host->config->max_body_bytes};
+    /* a client that reads takes a kernel's big output (bigger than the queue bound) and what follows it */
+    gw_ws_limits_t limits = {.max_message_bytes = jupyter->host->config->max_body_bytes, .over_bound_ms = 10000};
     gw_jconn_t *conn;
 
     /* refused before the upgrade, as Jupyter Server does: the client sees the status */
