@@ -141,7 +141,7 @@ static void summarize_side(bench_samples_t *per_client, unsigned n, bench_summar
 
 int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_result_t *out)
 {
-    unsigned n = self->clients, rounds = self->rounds;
+    unsigned n = self->clients, rounds = env->rounds != 0 ? env->rounds : self->rounds;
     size_t warmup = env->warmup != SIZE_MAX ? env->warmup : self->default_warmup;
     client_t *clients = wire_calloc(n, sizeof(*clients));
     bench_samples_t *samples = wire_calloc(2 * (size_t)n, sizeof(*samples));
@@ -149,6 +149,8 @@ int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_resu
     ts_rss_sampler_t rss = {0};
     int sampling = 0, err = 0;
 
+    if (rounds > 16)
+        rounds = 16;
     memset(out, 0, sizeof(*out));
     out->kgate_label = self->via_jupyter_ws ? "kgate WebSocket (v1)" : "kgate HTTP POST /code (SSE)";
     out->direct_label = "direct ZMQ, same kernels";
@@ -175,7 +177,7 @@ int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_resu
         free(conn_file);
     }
     /* alternating rounds, kgate first and direct first in turn; each round warms its connections up */
-    for (unsigned r = 0; r != rounds && r != 16 && err == 0; ++r) {
+    for (unsigned r = 0; r != rounds && err == 0; ++r) {
         for (int k = 0; k != 2 && err == 0; ++k) {
             int side = k ^ (int)(r & 1);
             double v = run_round(clients, n, side, self->round_ms, warmup, &samples[side == 0 ? 0 : n]);

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "support/gateway.h"
 #include "support/http.h"
 #include "common.h"
@@ -22,6 +23,10 @@ typedef struct st_bench_env_t {
     int verbose;
     /** --ws-quickack: the kernel WebSocket clients acknowledge every read at once (support/ws_client.h). */
     int ws_quickack;
+    /** --rounds: rounds of each kind for the cases that run in rounds (0: the case's default). */
+    unsigned rounds;
+    /** --upload-mib: the `upload-stall` case's upload size in MiB (0: the case's default). */
+    uint64_t upload_mib;
     /** Set by a signal handler: cases stop sampling and return BENCH_EINTERRUPTED. */
     volatile sig_atomic_t *interrupted;
 } bench_env_t;
@@ -58,6 +63,19 @@ typedef struct st_bench_result_t {
     /** The same of the peer server (its kernels not included), when it ran. */
     long long peer_rss_start_kb;
     long long peer_rss_peak_kb;
+    /*
+     * The `upload-stall` case (`kgate` slot: executes during the uploads, `direct` slot: baseline
+     * rounds; kgate_rss_peak_kb: the peak during the uploads): the uploaded file's bytes, the
+     * uploads' wall time from the first byte sent to the 200 (median, min, max over rounds, ms), the
+     * median part of it spent sending, kgate's CPU per upload (median, ms; -1 unknown), and the
+     * executes split by when they started: while the body was being sent, or after it (kgate
+     * parsing the multipart body and copying the file).
+     */
+    uint64_t upload_bytes;
+    unsigned uploads;
+    double upload_ms, upload_min_ms, upload_max_ms, upload_send_ms, upload_cpu_ms;
+    bench_summary_t upload_sending;
+    bench_summary_t upload_processing;
 } bench_result_t;
 
 typedef struct st_bench_case_t bench_case_t;
@@ -121,6 +139,13 @@ struct st_bench_case_t {
     int via_jupyter_ws;
     double min_peer_speedup;
     long long max_rss_kb;
+    /*
+     * The `upload-stall` case: `code` in a loop on one context, in rounds (`rounds` of each kind)
+     * alone and while another connection uploads `upload_mib` MiB to POST /files/upload. Target:
+     * the p99 during the uploads under `max_p99_ms` (reported, never enforced).
+     */
+    uint64_t upload_mib;
+    double max_p99_ms;
 };
 
 /**
@@ -147,6 +172,9 @@ int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_resu
 
 /** Runner of the `jupyter` case (case_jupyter.c): kgate's WebSocket, direct ZMQ and Jupyter Server's WebSocket, rotated. */
 int bench_run_jupyter(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
+
+/** Runner of the `upload-stall` case (case_upload.c). */
+int bench_run_upload_stall(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 
 /** Runner of the kernel-against-kernel cases (case_kernels.c); BENCH_ESKIPPED when the baseline is not installed. */
 int bench_run_kernel_pair(const bench_case_t *self, bench_env_t *env, bench_result_t *out);

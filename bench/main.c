@@ -1,4 +1,6 @@
 /* bench/main.c: kgate_bench_execute: kgate's latency against a direct ZMQ client, in one interleaved run. */
+#include <errno.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <libgen.h>
@@ -43,6 +45,8 @@ static void usage(FILE *f)
                "  --timeout MS       per-request timeout (default 60000)\n"
                "  --ws-quickack      kernel WebSocket clients acknowledge every read at once (TCP_QUICKACK): no\n"
                "                     delayed-ACK stalls with servers that leave Nagle on (Jupyter Server)\n"
+               "  --rounds N         rounds of each kind in the cases that run in rounds (default: per case, 3; at most 16)\n"
+               "  --upload-mib N     upload-stall: MiB uploaded per upload round (default 1024)\n"
                "  --verbose          progress on stderr\n");
 }
 
@@ -67,6 +71,42 @@ static char *bench_kernels_dir(void)
     self[n] = '\0';
     snprintf(out, sizeof(out), "%s/kernels", dirname(self));
     return wire_strdup(out);
+}
+
+static int has_arg(char *const *args, size_t n, const char *name)
+{
+    for (size_t i = 0; i != n; ++i)
+        if (strcmp(args[i], name) == 0 || (strncmp(args[i], name, strlen(name)) == 0 && args[i][strlen(name)] == '='))
+            return 1;
+    return 0;
+}
+
+/* A new dir $TMPDIR/kgate-bench-ws-XXXXXX in `out`; 0, or -1 with errno set (and the template in `out`). */
+static int make_workspace(char *out, size_t size)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(out, size, "%s/kgate-bench-ws-XXXXXX", tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
+    return mkdtemp(out) != NULL ? 0 : -1;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* Removes the workspace and what is left in it, unless KGATE_BENCH_KEEP says to keep the temp dirs. */
+static void remove_workspace(const char *dir)
+{
+    const char *keep = getenv("KGATE_BENCH_KEEP");
+    if (keep != NULL && keep[0] != '\0' && strcmp(keep, "0") != 0) {
+        fprintf(stderr, "kgate_bench_execute: kept the workspace %s\n", dir);
+        return;
+    }
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static double ratio_of(const bench_result_t *r)
@@ -195,6 +235,37 @@ static void print_rss(const bench_case_t *c, const bench_result_t *r)
                mib(r->peer_rss_start_kb), mib(r->peer_rss_peak_kb));
 }
 
+static int is_upload_case(const bench_case_t *c)
+{
+    return c->upload_mib != 0;
+}
+
+static double p99_ratio(const bench_result_t *r)
+{
+    return r->direct.p99 > 0 ? r->kgate.p99 / r->direct.p99 : 0;
+}
+
+static void print_upload(const bench_case_t *c, const bench_result_t *r)
+{
+    const bench_summary_t *d = &r->kgate, *b = &r->direct, *s = &r->upload_sending, *p = &r->upload_processing;
+    printf("upload-stall: 1+1 during the uploads p50 %.2f, p90 %.2f, p99 %.2f, max %.2f ms; baseline rounds p50 %.2f, p90 %.2f, "
+           "p99 %.2f, max %.2f ms; p99 ratio %.2fx  [%s; target p99 < %.0f ms: %s]\n",
+           d->median, d->p90, d->p99, d->max, b->median, b->p90, b->p99, b->max, p99_ratio(r), c->name, c->max_p99_ms,
+           d->p99 < c->max_p99_ms ? "met" : "NOT met");
+    printf(
+        "upload: %llu MiB per upload, %u uploads: %.2f s median (min-max %.2f-%.2f), %.1f MB/s; %.2f s sending, %.2f s more until "
+        "its 200; kgate CPU %.2f s per upload\n",
+        (unsigned long long)(r->upload_bytes >> 20), r->uploads, r->upload_ms / 1000, r->upload_min_ms / 1000,
+        r->upload_max_ms / 1000, mb_per_s((size_t)r->upload_bytes, r->upload_ms), r->upload_send_ms / 1000,
+        (r->upload_ms - r->upload_send_ms) / 1000, r->upload_cpu_ms / 1000);
+    printf("upload: executes started while sending: n %zu, p50 %.2f, p99 %.2f, max %.2f ms; after (kgate parsing and copying): "
+           "n %zu, p50 %.2f, p99 %.2f, max %.2f ms\n",
+           s->n, s->median, s->p99, s->max, p->n, p->median, p->p99, p->max);
+    if (r->kgate_rss_peak_kb >= 0)
+        printf("rss: kgate VmRSS %.1f MiB at the start, peak %.1f MiB during the uploads (sampled every 50 ms)\n",
+               mib(r->kgate_rss_start_kb), mib(r->kgate_rss_peak_kb));
+}
+
 static void print_table(const bench_case_t **cases, const bench_result_t *results, size_t n, uint16_t port)
 {
     printf("kgate latency benchmark (kgate on 127.0.0.1:%u); clients alternate execute by execute, after a warm-up\n", port);
@@ -211,6 +282,8 @@ static void print_table(const bench_case_t **cases, const bench_result_t *result
         double ratio = ratio_of(r), pct = (ratio - 1) * 100;
         if (is_speedup_case(cases[i])) {
             print_speedup(cases[i], r);
+        } else if (is_upload_case(cases[i])) {
+            print_upload(cases[i], r);
         } else if (is_concurrency_case(cases[i])) {
             printf("overhead: kgate/direct median latency ratio = %.2f (%+.1f%%)  [%s, under load]\n", ratio, pct, cases[i]->name);
             print_concurrency(cases[i], r);
@@ -292,6 +365,20 @@ static void print_json(const bench_case_t **cases, const bench_result_t *results
                                           "peer_start_kb", (json_int_t)r->peer_rss_start_kb, "peer_peak_kb",
                                           (json_int_t)r->peer_rss_peak_kb));
         }
+        if (is_upload_case(cases[i])) {
+            json_t *c = json_array_get(arr, json_array_size(arr) - 1);
+            json_object_set_new(c, "target_pct", json_null());
+            json_object_set_new(c, "within_target", json_boolean(r->kgate.p99 < cases[i]->max_p99_ms));
+            json_object_set_new(
+                c, "upload",
+                json_pack("{sIsisfsfsfsfsfsfsosososfsIsI}", "bytes", (json_int_t)r->upload_bytes, "uploads", (int)r->uploads,
+                          "median_ms", r->upload_ms, "min_ms", r->upload_min_ms, "max_ms", r->upload_max_ms, "send_ms",
+                          r->upload_send_ms, "mb_s", mb_per_s((size_t)r->upload_bytes, r->upload_ms), "kgate_cpu_ms",
+                          r->upload_cpu_ms, "sending", summary_json("started while sending", &r->upload_sending), "processing",
+                          summary_json("started after sending", &r->upload_processing), "target_p99_ms",
+                          json_real(cases[i]->max_p99_ms), "p99_ratio", p99_ratio(r), "kgate_rss_start_kb",
+                          (json_int_t)r->kgate_rss_start_kb, "kgate_rss_peak_kb", (json_int_t)r->kgate_rss_peak_kb));
+        }
         if (is_speedup_case(cases[i])) {
             json_t *c = json_array_get(arr, json_array_size(arr) - 1);
             /* Two kernels through kgate: the overhead target does not apply, the speedup's does. */
@@ -321,7 +408,9 @@ int main(int argc, char **argv)
         OPT_KGATE_ARG,
         OPT_TIMEOUT,
         OPT_VERBOSE,
-        OPT_WS_QUICKACK
+        OPT_WS_QUICKACK,
+        OPT_ROUNDS,
+        OPT_UPLOAD_MIB
     };
     static const struct option longopts[] = {
         {"samples", required_argument, NULL, OPT_SAMPLES},
@@ -334,16 +423,21 @@ int main(int argc, char **argv)
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
         {"verbose", no_argument, NULL, OPT_VERBOSE},
         {"ws-quickack", no_argument, NULL, OPT_WS_QUICKACK},
+        {"rounds", required_argument, NULL, OPT_ROUNDS},
+        {"upload-mib", required_argument, NULL, OPT_UPLOAD_MIB},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const bench_case_t *selected[64];
     char *kernels_dir = NULL;
     bench_result_t results[64];
-    char *extra_args[MAX_EXTRA_ARGS + 3] = {NULL};
+    char *extra_args[MAX_EXTRA_ARGS + 5] = {NULL};
     const bench_case_t *ran[64];
     size_t nselected = 0, nextra = 0, nresults = 0;
     size_t samples = 0, warmup = SIZE_MAX;
+    unsigned rounds = 0;
+    uint64_t upload_mib = 0;
+    char workspace[PATH_MAX] = "";
     unsigned timeout_ms = 60000;
     int json_out = 0, verbose = 0, opt, exit_code = 1, err = 0;
     char *kgate_path = NULL;
@@ -352,6 +446,20 @@ int main(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         char *end;
         switch (opt) {
+        case OPT_ROUNDS:
+        case OPT_UPLOAD_MIB: {
+            unsigned long v = strtoul(optarg, &end, 10);
+            if (end == optarg || *end != '\0' || v == 0 || v > (opt == OPT_ROUNDS ? 16 : 1u << 20)) {
+                fprintf(stderr, "kgate_bench_execute: bad number: %s\n", optarg);
+                exit_code = 2;
+                goto Exit;
+            }
+            if (opt == OPT_ROUNDS)
+                rounds = (unsigned)v;
+            else
+                upload_mib = v;
+            break;
+        }
         case OPT_SAMPLES:
         case OPT_WARMUP:
         case OPT_TIMEOUT: {
@@ -430,6 +538,15 @@ int main(int argc, char **argv)
     kernels_dir = bench_kernels_dir();
     extra_args[nextra++] = "--kernel-path";
     extra_args[nextra++] = kernels_dir;
+    /* Files the cases write (upload-stall) go to a workspace of the bench's own, never kgate's cwd. */
+    if (!has_arg(extra_args, nextra, "--workspace-root")) {
+        if (make_workspace(workspace, sizeof(workspace)) != 0) {
+            fprintf(stderr, "kgate_bench_execute: cannot create a workspace dir in %s: %s\n", workspace, strerror(errno));
+            goto Exit;
+        }
+        extra_args[nextra++] = "--workspace-root";
+        extra_args[nextra++] = workspace;
+    }
 
     /* No SA_RESTART: a signal ends the sampling loop, and kgate is still stopped on the way out. */
     struct sigaction sa = {.sa_handler = on_signal};
@@ -458,6 +575,8 @@ int main(int argc, char **argv)
                        .timeout_ms = timeout_ms,
                        .verbose = verbose,
                        .ws_quickack = ws_quickack,
+                       .rounds = rounds,
+                       .upload_mib = upload_mib,
                        .interrupted = &interrupted};
     for (size_t i = 0; i < nselected; ++i) {
         if (verbose)
@@ -487,6 +606,8 @@ int main(int argc, char **argv)
     exit_code = err == BENCH_EINTERRUPTED ? 130 : err != 0 ? 1 : 0;
 
 Exit:
+    if (workspace[0] != '\0')
+        remove_workspace(workspace);
     free(kernels_dir);
     free(kgate_path);
     return exit_code;

@@ -13,11 +13,12 @@
 #define MAX_QUERY_VALUES 256
 /* Items of one JSON request (permissions, mv, replace, mkdir) and parts of one upload. */
 #define MAX_ITEMS 1024
-/* Bytes read and sent per step of a download, and written per step of an upload. */
+/* Bytes read and sent per step of a download, and written per step of an upload (a 4 MiB write took
+ * up to 26 ms of the loop on a loaded 2-core VM: bench `upload-stall`). */
 #define DOWNLOAD_CHUNK (256u << 10)
-#define UPLOAD_CHUNK (4u << 20)
-/* Bytes of an upload's body the multipart parser searches per loop iteration (a few ms of memmem). */
-#define UPLOAD_PARSE_BUDGET ((size_t)16 << 20)
+#define UPLOAD_CHUNK (1u << 20)
+/* Bytes of an upload's body the multipart parser searches per loop iteration (a ms or two of memmem, faults included). */
+#define UPLOAD_PARSE_BUDGET ((size_t)4 << 20)
 
 typedef gw_query_value_t query_value_t;
 

@@ -145,6 +145,7 @@ static void on_step(h2o_timeout_entry_t *entry)
     if (ret == 0) {
         const char *data = req->entity.base + job->part->data_off + job->written;
         size_t n = job->part->data_len - job->written < UPLOAD_CHUNK ? job->part->data_len - job->written : UPLOAD_CHUNK;
+        gw_body_pages_populate(&job->pages, data, data + n);
         if ((ret = gw_files_write_all(job->fd, data, n)) == 0) {
             gw_body_pages_release(&job->pages, req->entity.base, data + n);
             job->written += n;

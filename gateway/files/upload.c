@@ -371,6 +371,29 @@ void gw_body_pages_init(gw_body_pages_t *pages, const char *base, size_t len)
     for_each_body_mapping(find_mapping, &f);
 }
 
+void gw_body_pages_populate(const gw_body_pages_t *pages, const char *from, const char *to)
+{
+#ifdef MADV_POPULATE_READ
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a, b;
+
+    if (pages->map_start == NULL)
+        return;
+    if (from < pages->map_start)
+        from = pages->map_start;
+    if (to > pages->map_end)
+        to = pages->map_end;
+    a = (uintptr_t)from & ~(page - 1);
+    b = ((uintptr_t)to + page - 1) & ~(page - 1);
+    /* best effort: before Linux 5.14 (EINVAL) the copy faults the pages in itself */
+    if (b > a)
+        madvise((void *)a, b - a, MADV_POPULATE_READ);
+#else
+    (void)pages;
+    (void)from;
+    (void)to;
+#endif
+}
+
 void gw_body_pages_release(const gw_body_pages_t *pages, const char *from, const char *to)
 {
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a, b;

@@ -107,6 +107,14 @@ typedef struct st_gw_body_pages_t {
 /** Finds whether [base, base + len) lies in one of our body-buffer mappings. */
 void gw_body_pages_init(gw_body_pages_t *pages, const char *base, size_t len);
 
+/**
+ * Maps the pages of [from, to) back in one call (MADV_POPULATE_READ) before a write() copies them
+ * to a file. Released pages are not mapped, and write()'s copy from an unmapped source comes up
+ * short: ext4 then zeroes the rest of the destination folio and retries after faulting the
+ * source in, page by page, which doubles the copy's CPU. Best effort; nothing outside the mapping.
+ */
+void gw_body_pages_populate(const gw_body_pages_t *pages, const char *from, const char *to);
+
 /** Drops the resident pages wholly inside [from, to) when they belong to the mapping. */
 void gw_body_pages_release(const gw_body_pages_t *pages, const char *from, const char *to);
 

@@ -288,10 +288,10 @@ static int read_head(ts_http_t *c, const char *method, int64_t deadline_ms, ts_r
     }
 }
 
-int ts_http_start(ts_http_t *c, const char *method, const char *path, const char *const *headers, const char *body,
-                  int64_t deadline_ms, ts_response_t *resp)
+/* The request head, with `body` after it when given and Content-Length `clen` when `has_length`; its length in *len_out. */
+static char *format_request(ts_http_t *c, const char *method, const char *path, const char *const *headers, const char *body,
+                            int has_length, uint64_t clen, int *len_out)
 {
-    memset(resp, 0, sizeof(*resp));
     int has_type = 0;
     size_t blen = body != NULL ? strlen(body) : 0, cap = 512 + strlen(method) + strlen(path) + blen;
     for (size_t i = 0; headers != NULL && headers[i] != NULL; i++) {
@@ -305,11 +305,20 @@ int ts_http_start(ts_http_t *c, const char *method, const char *path, const char
         len += snprintf(req + len, cap - (size_t)len, "%s\r\n", headers[i]);
     if (body != NULL && !has_type)
         len += snprintf(req + len, cap - (size_t)len, "Content-Type: application/json\r\n");
-    if (body != NULL || (strcasecmp(method, "GET") != 0 && strcasecmp(method, "HEAD") != 0))
-        len += snprintf(req + len, cap - (size_t)len, "Content-Length: %zu\r\n", blen);
+    if (has_length)
+        len += snprintf(req + len, cap - (size_t)len, "Content-Length: %llu\r\n", (unsigned long long)clen);
     len += snprintf(req + len, cap - (size_t)len, "\r\n");
     memcpy(req + len, body != NULL ? body : "", blen);
-    len += (int)blen;
+    *len_out = len + (int)blen;
+    return req;
+}
+
+int ts_http_start(ts_http_t *c, const char *method, const char *path, const char *const *headers, const char *body,
+                  int64_t deadline_ms, ts_response_t *resp)
+{
+    memset(resp, 0, sizeof(*resp));
+    int len, has_length = body != NULL || (strcasecmp(method, "GET") != 0 && strcasecmp(method, "HEAD") != 0);
+    char *req = format_request(c, method, path, headers, body, has_length, body != NULL ? strlen(body) : 0, &len);
 
     int err = 0;
     for (int attempt = 0; attempt < 2; ++attempt) {
@@ -326,6 +335,38 @@ int ts_http_start(ts_http_t *c, const char *method, const char *path, const char
     }
     free(req);
     if (err == 0 && !c->keep_alive)
+        resp->keep_alive = 0;
+    return err;
+}
+
+int ts_http_start_streamed(ts_http_t *c, const char *method, const char *path, const char *const *headers, uint64_t content_length,
+                           int64_t deadline_ms, ts_response_t *resp)
+{
+    memset(resp, 0, sizeof(*resp));
+    int len, err = 0;
+    char *req = format_request(c, method, path, headers, NULL, 1, content_length, &len);
+
+    if ((c->fd >= 0 || (err = connect_now(c, deadline_ms, resp)) == 0) &&
+        (err = send_all(c, req, (size_t)len, deadline_ms, resp)) != 0)
+        ts_http_close(c);
+    free(req);
+    return err;
+}
+
+int ts_http_send_body(ts_http_t *c, const void *p, size_t len, int64_t deadline_ms, ts_response_t *resp)
+{
+    int err = c->fd >= 0 ? send_all(c, p, len, deadline_ms, resp) : TS_ECLOSED;
+    if (err != 0)
+        ts_http_close(c);
+    return err;
+}
+
+int ts_http_finish_request(ts_http_t *c, const char *method, int64_t deadline_ms, ts_response_t *resp)
+{
+    int got_bytes = 0, err = c->fd >= 0 ? read_head(c, method, deadline_ms, resp, &got_bytes) : TS_ECLOSED;
+    if (err != 0)
+        ts_http_close(c);
+    else if (!c->keep_alive)
         resp->keep_alive = 0;
     return err;
 }

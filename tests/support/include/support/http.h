@@ -87,6 +87,21 @@ int ts_http_start(ts_http_t *c, const char *method, const char *path, const char
                   int64_t deadline_ms, ts_response_t *resp);
 
 /**
+ * A request whose body is too large to hold, written by the caller: ts_http_start_streamed writes
+ * the head with Content-Length: `content_length` (connecting first when needed), then the caller
+ * writes exactly that many bytes with ts_http_send_body and reads the response head with
+ * ts_http_finish_request (then the body as after ts_http_start). `resp` is zeroed by the first call
+ * and must be released with ts_response_dispose whatever the result. Unlike ts_http_start there is
+ * no second attempt on a reused connection found closed (part of the body may be gone). Each returns
+ * 0, or an error as ts_http_start's with resp->error set (the connection is then closed); a server
+ * that answers early and closes makes ts_http_send_body fail with TS_ECLOSED.
+ */
+int ts_http_start_streamed(ts_http_t *c, const char *method, const char *path, const char *const *headers, uint64_t content_length,
+                           int64_t deadline_ms, ts_response_t *resp);
+int ts_http_send_body(ts_http_t *c, const void *p, size_t len, int64_t deadline_ms, ts_response_t *resp);
+int ts_http_finish_request(ts_http_t *c, const char *method, int64_t deadline_ms, ts_response_t *resp);
+
+/**
  * Reads up to `n` bytes of the decoded body into `out`. Returns how many (> 0), 0 once the body is
  * complete (the connection is closed then unless it can carry another request), or an error as
  * above; after TS_ETIMEDOUT (only) the connection stays open and reading may resume with a later
