@@ -727,3 +727,36 @@ Test(jupyter, pages_of_another_site_are_refused)
     ts_response_dispose(&r);
     free(id);
 }
+
+Test(jupyter, malformed_messages_close_the_socket_and_nothing_else)
+{
+    char *id = start_kernel("{}");
+    char out[64];
+    jws_t c;
+    wsc_msg_t m;
+    static const uint8_t bad_v1[] = {3, 0, 0, 0, 0, 0, 0, 0, 99, 0, 0, 0, 0, 0, 0, 0};
+
+    /* v1: an offsets table that points past the frame */
+    cr_assert_eq(jws_open(&c, id, 1, NULL), 0);
+    cr_assert_eq(wsc_send(&c.ws, WSC_BINARY, bad_v1, sizeof(bad_v1)), 0);
+    cr_assert_eq(wsc_recv(&c.ws, wsc_now_ms() + 10000, &m), 0, "%s", c.ws.error);
+    cr_expect_eq(m.opcode, WSC_CLOSE);
+    cr_expect_eq(m.close_code, 1002, "a protocol error");
+    free(m.data);
+    wsc_close(&c.ws);
+    /* legacy: not JSON */
+    cr_assert_eq(jws_open(&c, id, 0, NULL), 0);
+    cr_assert_eq(wsc_send(&c.ws, WSC_TEXT, "{\"header\": ", 11), 0);
+    cr_assert_eq(wsc_recv(&c.ws, wsc_now_ms() + 10000, &m), 0, "%s", c.ws.error);
+    cr_expect_eq(m.opcode, WSC_CLOSE);
+    cr_expect_eq(m.close_code, 1002);
+    free(m.data);
+    wsc_close(&c.ws);
+    /* a well-formed message on iopub, which clients cannot send on, is dropped and the socket goes on */
+    cr_assert_eq(jws_open(&c, id, 0, NULL), 0);
+    jws_send(&c, "iopub", "execute_request", execute_content("print('never')"), NULL);
+    cr_assert_str_eq(jws_execute(&c, "print('still here')", out, sizeof(out)), "ok");
+    cr_expect_str_eq(out, "still here\n");
+    wsc_close(&c.ws);
+    free(id);
+}
