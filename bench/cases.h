@@ -22,6 +22,8 @@ typedef struct st_bench_env_t {
     int verbose;
     /** --ws-quickack: the kernel WebSocket clients acknowledge every read at once (support/ws_client.h). */
     int ws_quickack;
+    /** --mcp-sse-only: the `mcp` case's client accepts only text/event-stream (bench_mcp_t). */
+    int mcp_sse_only;
     /** Set by a signal handler: cases stop sampling and return BENCH_EINTERRUPTED. */
     volatile sig_atomic_t *interrupted;
 } bench_env_t;
@@ -37,7 +39,8 @@ typedef struct st_bench_result_t {
     /**
      * kgate's own CPU time (user + system, ms) per timed execute, averaged: while it relayed its
      * client's runs, and while the direct client ran (kgate then still verifies and decodes every
-     * iopub message of the shared kernel before dropping it by parent). -1 when unknown (no /proc).
+     * iopub message of the shared kernel before dropping it by parent). The `mcp` case: per MCP
+     * call, and per POST /code. -1 when unknown (no /proc).
      */
     double kgate_cpu_ms_relaying;
     double kgate_cpu_ms_listening;
@@ -121,6 +124,13 @@ struct st_bench_case_t {
     int via_jupyter_ws;
     double min_peer_speedup;
     long long max_rss_kb;
+    /*
+     * The `mcp` case (bench_run_mcp): `code` in `language` as an MCP tools/call run_code (the `kgate`
+     * slot) against POST /code (the `direct` slot), both through kgate, alternately. Target: the MCP
+     * median within `max_overhead_pct` of the /code one (0: the default latency target, 5%).
+     */
+    int via_mcp;
+    double max_overhead_pct;
 };
 
 /**
@@ -147,6 +157,9 @@ int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_resu
 
 /** Runner of the `jupyter` case (case_jupyter.c): kgate's WebSocket, direct ZMQ and Jupyter Server's WebSocket, rotated. */
 int bench_run_jupyter(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
+
+/** Runner of the `mcp` case (case_mcp.c): MCP run_code against POST /code, alternately; kgate's RSS sampled. */
+int bench_run_mcp(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 
 /** Runner of the kernel-against-kernel cases (case_kernels.c); BENCH_ESKIPPED when the baseline is not installed. */
 int bench_run_kernel_pair(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
