@@ -307,6 +307,22 @@ const bench_case_t bench_cases[] = {
         .upload_mib = 1024,
         .max_p99_ms = 50,
     },
+    {
+        /* The MCP door (API.md 5.3) against execd's POST /code on one kgate: the same engine run of `1+1`, in
+         * the MCP session's own python context and in a /code context of the same kernelspec; what differs is
+         * the front door (JSON-RPC in, a tool result rendered from the run's events, JSON out). */
+        .name = "mcp",
+        .description = "`1+1` as an MCP tools/call run_code (Streamable HTTP) against POST /code, alternately",
+        .run = bench_run_mcp,
+        .language = "python",
+        .code = "1+1",
+        .expect_result = "2",
+        .default_samples = 300,
+        .default_warmup = 20,
+        .max_rss_kb = 32 * 1024,
+        .via_mcp = 1,
+        .max_overhead_pct = 10,
+    },
 };
 
 const size_t bench_num_cases = sizeof(bench_cases) / sizeof(bench_cases[0]);

@@ -27,6 +27,8 @@ typedef struct st_bench_env_t {
     unsigned rounds;
     /** --upload-mib: the `upload-stall` case's upload size in MiB (0: the case's default). */
     uint64_t upload_mib;
+    /** --mcp-sse-only: the `mcp` case's client accepts only text/event-stream (bench_mcp_t). */
+    int mcp_sse_only;
     /** Set by a signal handler: cases stop sampling and return BENCH_EINTERRUPTED. */
     volatile sig_atomic_t *interrupted;
 } bench_env_t;
@@ -42,7 +44,8 @@ typedef struct st_bench_result_t {
     /**
      * kgate's own CPU time (user + system, ms) per timed execute, averaged: while it relayed its
      * client's runs, and while the direct client ran (kgate then still verifies and decodes every
-     * iopub message of the shared kernel before dropping it by parent). -1 when unknown (no /proc).
+     * iopub message of the shared kernel before dropping it by parent). The `mcp` case: per MCP
+     * call, and per POST /code. -1 when unknown (no /proc).
      */
     double kgate_cpu_ms_relaying;
     double kgate_cpu_ms_listening;
@@ -146,6 +149,13 @@ struct st_bench_case_t {
      */
     uint64_t upload_mib;
     double max_p99_ms;
+    /*
+     * The `mcp` case (bench_run_mcp): `code` in `language` as an MCP tools/call run_code (the `kgate`
+     * slot) against POST /code (the `direct` slot), both through kgate, alternately. Target: the MCP
+     * median within `max_overhead_pct` of the /code one (0: the default latency target, 5%).
+     */
+    int via_mcp;
+    double max_overhead_pct;
 };
 
 /**
@@ -175,6 +185,8 @@ int bench_run_jupyter(const bench_case_t *self, bench_env_t *env, bench_result_t
 
 /** Runner of the `upload-stall` case (case_upload.c). */
 int bench_run_upload_stall(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
+/** Runner of the `mcp` case (case_mcp.c): MCP run_code against POST /code, alternately; kgate's RSS sampled. */
+int bench_run_mcp(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 
 /** Runner of the kernel-against-kernel cases (case_kernels.c); BENCH_ESKIPPED when the baseline is not installed. */
 int bench_run_kernel_pair(const bench_case_t *self, bench_env_t *env, bench_result_t *out);

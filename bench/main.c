@@ -22,8 +22,9 @@
 #define MAX_EXTRA_ARGS 32
 
 static volatile sig_atomic_t interrupted;
-/* --ws-quickack: said beside the figures it changes */
+/* --ws-quickack, --mcp-sse-only: said beside the figures they change */
 static int ws_quickack;
+static int mcp_sse_only;
 
 static void on_signal(int sig)
 {
@@ -34,9 +35,10 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: kgate_bench_execute [options]\n"
-               "  --samples N        timed executes per client (default: per case: execute 300, stream 5, bash 200, jupyter 200)\n"
+               "  --samples N        timed executes per client (default: per case: execute 300, stream 5, bash 200, jupyter 200,\n"
+               "                     mcp 300)\n"
                "  --warmup N         untimed executes per client first (default: per case: execute 20, stream 1, bash 10,\n"
-               "                     jupyter 20; concurrency cases: per client and round, 5)\n"
+               "                     jupyter 20, mcp 20; concurrency cases: per client and round, 5)\n"
                "  --case NAME        run only this case (repeatable; default: all)\n"
                "  --list             list the cases and exit\n"
                "  --json             print the figures as JSON instead of a table\n"
@@ -47,6 +49,8 @@ static void usage(FILE *f)
                "                     delayed-ACK stalls with servers that leave Nagle on (Jupyter Server)\n"
                "  --rounds N         rounds of each kind in the cases that run in rounds (default: per case, 3; at most 16)\n"
                "  --upload-mib N     upload-stall: MiB uploaded per upload round (default 1024)\n"
+               "  --mcp-sse-only     the mcp case's client accepts only text/event-stream: kgate answers every call\n"
+               "                     in an SSE stream whose head goes out at once, instead of JSON at the end\n"
                "  --verbose          progress on stderr\n");
 }
 
@@ -109,6 +113,12 @@ static void remove_workspace(const char *dir)
     nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* The latency target of a case: its own, or the default. */
+static double target_pct_of(const bench_case_t *c)
+{
+    return c->max_overhead_pct > 0 ? c->max_overhead_pct : TARGET_OVERHEAD_PCT;
+}
+
 static double ratio_of(const bench_result_t *r)
 {
     return r->direct.median > 0 ? r->kgate.median / r->direct.median : 0;
@@ -161,11 +171,11 @@ static double concurrency_ratio(const bench_result_t *r)
 static void print_concurrency(const bench_case_t *c, const bench_result_t *r)
 {
     double cr = concurrency_ratio(r);
-    printf(
-        "concurrency (%u clients on %u kernels, %u rounds of %u ms each way, median round): kgate %.1f executes/s (p99 %.2f ms), "
-        "direct %.1f executes/s (p99 %.2f ms)\n",
-        c->clients, c->clients, c->rounds, c->round_ms, r->kgate_executes_per_s, r->kgate_p99_ms, r->direct_executes_per_s,
-        r->direct_p99_ms);
+    printf("concurrency (%u clients on %u kernels, %u rounds of %u ms each way, median round): kgate %.1f executes/s (p99 %.2f "
+           "ms), "
+           "direct %.1f executes/s (p99 %.2f ms)\n",
+           c->clients, c->clients, c->rounds, c->round_ms, r->kgate_executes_per_s, r->kgate_p99_ms, r->direct_executes_per_s,
+           r->direct_p99_ms);
     printf("concurrency: kgate/direct = %.1f%%  [%s; target >= %.0f%%: %s]\n", cr * 100, c->name, c->min_throughput_ratio * 100,
            cr >= c->min_throughput_ratio ? "met" : "NOT met");
 }
@@ -225,11 +235,11 @@ static void print_rss(const bench_case_t *c, const bench_result_t *r)
         printf("rss: kgate's VmRSS could not be read  [%s]\n", c->name);
         return;
     }
-    printf(
-        "rss: kgate VmRSS %.1f MiB at the start, peak %.1f MiB while the case ran (sampled every 50 ms)  [%s; target < %.0f MiB: "
-        "%s]\n",
-        mib(r->kgate_rss_start_kb), mib(r->kgate_rss_peak_kb), c->name, mib(c->max_rss_kb),
-        r->kgate_rss_peak_kb < c->max_rss_kb ? "met" : "NOT met");
+    printf("rss: kgate VmRSS %.1f MiB at the start, peak %.1f MiB while the case ran (sampled every 50 ms)  [%s; target < %.0f "
+           "MiB: "
+           "%s]\n",
+           mib(r->kgate_rss_start_kb), mib(r->kgate_rss_peak_kb), c->name, mib(c->max_rss_kb),
+           r->kgate_rss_peak_kb < c->max_rss_kb ? "met" : "NOT met");
     if (r->peer_rss_peak_kb >= 0)
         printf("rss: jupyter-server VmRSS %.1f MiB with its kernel started, peak %.1f MiB (its kernel not included)\n",
                mib(r->peer_rss_start_kb), mib(r->peer_rss_peak_kb));
@@ -252,12 +262,12 @@ static void print_upload(const bench_case_t *c, const bench_result_t *r)
            "p99 %.2f, max %.2f ms; p99 ratio %.2fx  [%s; target p99 < %.0f ms: %s]\n",
            d->median, d->p90, d->p99, d->max, b->median, b->p90, b->p99, b->max, p99_ratio(r), c->name, c->max_p99_ms,
            d->p99 < c->max_p99_ms ? "met" : "NOT met");
-    printf(
-        "upload: %llu MiB per upload, %u uploads: %.2f s median (min-max %.2f-%.2f), %.1f MB/s; %.2f s sending, %.2f s more until "
-        "its 200; kgate CPU %.2f s per upload\n",
-        (unsigned long long)(r->upload_bytes >> 20), r->uploads, r->upload_ms / 1000, r->upload_min_ms / 1000,
-        r->upload_max_ms / 1000, mb_per_s((size_t)r->upload_bytes, r->upload_ms), r->upload_send_ms / 1000,
-        (r->upload_ms - r->upload_send_ms) / 1000, r->upload_cpu_ms / 1000);
+    printf("upload: %llu MiB per upload, %u uploads: %.2f s median (min-max %.2f-%.2f), %.1f MB/s; %.2f s sending, %.2f s more "
+           "until "
+           "its 200; kgate CPU %.2f s per upload\n",
+           (unsigned long long)(r->upload_bytes >> 20), r->uploads, r->upload_ms / 1000, r->upload_min_ms / 1000,
+           r->upload_max_ms / 1000, mb_per_s((size_t)r->upload_bytes, r->upload_ms), r->upload_send_ms / 1000,
+           (r->upload_ms - r->upload_send_ms) / 1000, r->upload_cpu_ms / 1000);
     printf("upload: executes started while sending: n %zu, p50 %.2f, p99 %.2f, max %.2f ms; after (kgate parsing and copying): "
            "n %zu, p50 %.2f, p99 %.2f, max %.2f ms\n",
            s->n, s->median, s->p99, s->max, p->n, p->median, p->p99, p->max);
@@ -291,10 +301,19 @@ static void print_table(const bench_case_t **cases, const bench_result_t *result
             printf("overhead: kgate/direct median ratio = %.2f (%+.1f%%)  [%s: %+.3f ms per execute]\n", ratio, pct, cases[i]->name,
                    r->kgate.median - r->direct.median);
             print_throughput(cases[i], r);
+        } else if (cases[i]->via_mcp) {
+            printf("overhead: MCP run_code / POST /code median ratio = %.2f (%+.1f%%)  [%s: %+.3f ms per call; p90 %.3f vs %.3f, "
+                   "p99 %.3f vs %.3f; target < %.0f%%: %s]\n",
+                   ratio, pct, cases[i]->name, r->kgate.median - r->direct.median, r->kgate.p90, r->direct.p90, r->kgate.p99,
+                   r->direct.p99, target_pct_of(cases[i]), pct < target_pct_of(cases[i]) ? "met" : "NOT met");
+            if (r->kgate_cpu_ms_relaying >= 0)
+                printf("kgate CPU per call: %.2f ms per MCP run_code, %.2f ms per POST /code (/proc ticks averaged over the "
+                       "timed calls)\n",
+                       r->kgate_cpu_ms_relaying, r->kgate_cpu_ms_listening);
         } else {
             printf("overhead: kgate/direct median ratio = %.2f (%+.1f%%)  [%s: %+.3f ms per execute; target < %.0f%%: %s]\n", ratio,
-                   pct, cases[i]->name, r->kgate.median - r->direct.median, TARGET_OVERHEAD_PCT,
-                   pct < TARGET_OVERHEAD_PCT ? "met" : "NOT met");
+                   pct, cases[i]->name, r->kgate.median - r->direct.median, target_pct_of(cases[i]),
+                   pct < target_pct_of(cases[i]) ? "met" : "NOT met");
         }
         if (cases[i]->min_peer_speedup > 0)
             print_peer(cases[i], r);
@@ -322,8 +341,8 @@ static void print_json(const bench_case_t **cases, const bench_result_t *results
             arr, json_pack("{sssssssssoso sfsfsfsfsbsI}", "name", cases[i]->name, "description", cases[i]->description, "language",
                            cases[i]->language, "code", cases[i]->code, "kgate", summary_json(r->kgate_label, &r->kgate), "direct",
                            summary_json(r->direct_label, &r->direct), "ratio", ratio, "overhead_pct", pct, "overhead_ms",
-                           r->kgate.median - r->direct.median, "target_pct", TARGET_OVERHEAD_PCT, "within_target",
-                           pct < TARGET_OVERHEAD_PCT, "kgate_reconnects", (json_int_t)r->kgate_reconnects));
+                           r->kgate.median - r->direct.median, "target_pct", target_pct_of(cases[i]), "within_target",
+                           pct < target_pct_of(cases[i]), "kgate_reconnects", (json_int_t)r->kgate_reconnects));
         if (is_throughput_case(cases[i])) {
             json_t *c = json_array_get(arr, json_array_size(arr) - 1);
             size_t b = cases[i]->expect_stdout_bytes;
@@ -379,6 +398,12 @@ static void print_json(const bench_case_t **cases, const bench_result_t *results
                           json_real(cases[i]->max_p99_ms), "p99_ratio", p99_ratio(r), "kgate_rss_start_kb",
                           (json_int_t)r->kgate_rss_start_kb, "kgate_rss_peak_kb", (json_int_t)r->kgate_rss_peak_kb));
         }
+        if (cases[i]->via_mcp) {
+            json_t *c = json_array_get(arr, json_array_size(arr) - 1);
+            json_object_set_new(c, "mcp_sse_only", json_boolean(mcp_sse_only));
+            json_object_set_new(c, "kgate_cpu_ms_per_call",
+                                json_pack("{sfsf}", "mcp", r->kgate_cpu_ms_relaying, "code", r->kgate_cpu_ms_listening));
+        }
         if (is_speedup_case(cases[i])) {
             json_t *c = json_array_get(arr, json_array_size(arr) - 1);
             /* Two kernels through kgate: the overhead target does not apply, the speedup's does. */
@@ -410,7 +435,8 @@ int main(int argc, char **argv)
         OPT_VERBOSE,
         OPT_WS_QUICKACK,
         OPT_ROUNDS,
-        OPT_UPLOAD_MIB
+        OPT_UPLOAD_MIB,
+        OPT_MCP_SSE_ONLY
     };
     static const struct option longopts[] = {
         {"samples", required_argument, NULL, OPT_SAMPLES},
@@ -425,6 +451,7 @@ int main(int argc, char **argv)
         {"ws-quickack", no_argument, NULL, OPT_WS_QUICKACK},
         {"rounds", required_argument, NULL, OPT_ROUNDS},
         {"upload-mib", required_argument, NULL, OPT_UPLOAD_MIB},
+        {"mcp-sse-only", no_argument, NULL, OPT_MCP_SSE_ONLY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -514,6 +541,9 @@ int main(int argc, char **argv)
         case OPT_WS_QUICKACK:
             ws_quickack = 1;
             break;
+        case OPT_MCP_SSE_ONLY:
+            mcp_sse_only = 1;
+            break;
         case 'h':
             usage(stdout);
             exit_code = 0;
@@ -577,6 +607,7 @@ int main(int argc, char **argv)
                        .ws_quickack = ws_quickack,
                        .rounds = rounds,
                        .upload_mib = upload_mib,
+                       .mcp_sse_only = mcp_sse_only,
                        .interrupted = &interrupted};
     for (size_t i = 0; i < nselected; ++i) {
         if (verbose)
