@@ -178,7 +178,8 @@ static void apply_permission_items(gw_execd_t *execd, h2o_req_t *req, mode_t def
                           paths[i], mode_example);
             goto Exit;
         }
-        if (gw_files_parse_owner(req, items[i], &uid, &gid) != 0 || gw_files_resolve(execd->files_ws, req, "path", paths[i], lens[i], p) != 0)
+        if (gw_files_parse_owner(req, items[i], &uid, &gid) != 0 ||
+            gw_files_resolve(execd->files_ws, req, "path", paths[i], lens[i], p) != 0)
             goto Exit;
     }
     /* the path buffers are large: each item is resolved again rather than kept */

@@ -209,7 +209,8 @@ GW_EXECD_HANDLER(files_download)
     ssize_t range_at;
     (void)params;
 
-    if (gw_files_query_one(req, "path", 1, &v, &failed) == NULL || gw_files_resolve(execd->files_ws, req, "path", v.s, v.len, p) != 0)
+    if (gw_files_query_one(req, "path", 1, &v, &failed) == NULL ||
+        gw_files_resolve(execd->files_ws, req, "path", v.s, v.len, p) != 0)
         return;
     has_offset = gw_files_query_one(req, "offset", 0, &vo, &failed) != NULL;
     if (failed)

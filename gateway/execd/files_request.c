@@ -22,7 +22,8 @@
 #include "files/fsops.h"
 #include "files/upload.h"
 
-int gw_files_resolve(const gw_workspace_t *ws, h2o_req_t *req, const char *what, const char *path, size_t len, gw_workspace_path_t *p)
+int gw_files_resolve(const gw_workspace_t *ws, h2o_req_t *req, const char *what, const char *path, size_t len,
+                     gw_workspace_path_t *p)
 {
     int ret = gw_workspace_resolve(ws, path, len, p);
 

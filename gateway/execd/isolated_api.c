@@ -11,8 +11,9 @@
 /* 503 NOT_SUPPORTED: the code's own status is 501 (diff/commit), this one says the host cannot isolate at all. */
 static void send_unavailable(h2o_req_t *req, const gw_isolated_t *iso)
 {
-    gw_send_json(req, 503,
-                 json_pack("{s:s, s:s+}", "code", "NOT_SUPPORTED", "message", "isolated sessions are not available here: ", iso->message));
+    gw_send_json(
+        req, 503,
+        json_pack("{s:s, s:s+}", "code", "NOT_SUPPORTED", "message", "isolated sessions are not available here: ", iso->message));
 }
 
 /* 1 when the routes may run; else answered. */
@@ -172,8 +173,8 @@ GW_EXECD_HANDLER(isolated_run)
         json_object_foreach(envs, key, value)
         {
             if (!is_identifier(key) || !is_c_string(value)) {
-                gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "envs: \"%.64s\" must be a shell variable name with a string value",
-                              key);
+                gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY,
+                              "envs: \"%.64s\" must be a shell variable name with a string value", key);
                 goto Exit;
             }
         }
@@ -187,8 +188,8 @@ GW_EXECD_HANDLER(isolated_run)
         }
         timeout_ms = (unsigned)json_integer_value(timeout) * 1000u;
     }
-    ret = gw_isolated_run(s, json_string_value(code), json_is_object(envs) ? envs : NULL, json_is_string(cwd) ? json_string_value(cwd) : NULL,
-                          timeout_ms, &limits, &run);
+    ret = gw_isolated_run(s, json_string_value(code), json_is_object(envs) ? envs : NULL,
+                          json_is_string(cwd) ? json_string_value(cwd) : NULL, timeout_ms, &limits, &run);
     if (ret == GW_EKERNELDEAD)
         gw_send_error(req, GW_HTTP_KERNEL_UNAVAILABLE, "isolated session %s is destroyed: %s", s->id, s->reason);
     else if (ret == GW_EISOBUSY)

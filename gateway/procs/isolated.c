@@ -451,7 +451,8 @@ static void read_failure(int fd, int status, char *err, size_t errlen)
     if (buf[0] != '\0')
         snprintf(err, errlen, "the sandbox did not start: %s", buf);
     else
-        snprintf(err, errlen, "the sandbox did not start (exit status %d)", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+        snprintf(err, errlen, "the sandbox did not start (exit status %d)",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
 
 int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_session_t **out, char *err, size_t errlen)
@@ -498,13 +499,20 @@ int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_sess
         goto Error;
     }
     s->dir = wire_strdup(dir);
-    if (spec->mode == GW_ISO_OVERLAY && (make_dir(dir, "upper", upper, sizeof(upper)) != 0 ||
-                                         make_dir(dir, "work", work, sizeof(work)) != 0 || make_dir(dir, "merged", merged, sizeof(merged)) != 0)) {
+    if (spec->mode == GW_ISO_OVERLAY &&
+        (make_dir(dir, "upper", upper, sizeof(upper)) != 0 || make_dir(dir, "work", work, sizeof(work)) != 0 ||
+         make_dir(dir, "merged", merged, sizeof(merged)) != 0)) {
         snprintf(err, errlen, "cannot create the overlay's directories: %s", strerror(errno));
         goto Error;
     }
-    paths = (gw_iso_paths_t){.bwrap = iso->bwrap, .unshare = iso->unshare, .runtime_dir = iso->runtime_dir, .ctl_dir = ctl,
-                             .merged_dir = merged, .upper_dir = upper, .work_dir = work, .as_root = geteuid() == 0};
+    paths = (gw_iso_paths_t){.bwrap = iso->bwrap,
+                             .unshare = iso->unshare,
+                             .runtime_dir = iso->runtime_dir,
+                             .ctl_dir = ctl,
+                             .merged_dir = merged,
+                             .upper_dir = upper,
+                             .work_dir = work,
+                             .as_root = geteuid() == 0};
     argv = gw_iso_argv(spec, &paths, cmd);
     envp = gw_iso_env(spec, environ, iso->host->instance_env);
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
@@ -629,7 +637,8 @@ int gw_isolated_run(gw_isolated_session_t *s, const char *code, json_t *envs, co
     if (fclose(f) != 0 || chmod(tmp, 0644) != 0 || rename(tmp, path) != 0)
         return -errno;
     len = snprintf(line, sizeof(line),
-                   ". " GW_ISO_CTL_DIR "/run.sh </dev/null; printf '\\036KGATE:%s:%%d\\036' \"$?\"; printf '\\036KGATE:%s\\036' >&2\n",
+                   ". " GW_ISO_CTL_DIR
+                   "/run.sh </dev/null; printf '\\036KGATE:%s:%%d\\036' \"$?\"; printf '\\036KGATE:%s\\036' >&2\n",
                    s->nonce, s->nonce);
     if (write(s->stdin_fd, line, (size_t)len) != len)
         return errno != 0 ? -errno : -EIO;
@@ -721,8 +730,8 @@ void gw_isolated_tick(gw_isolated_t *iso)
         if (s->run != NULL && s->killed_at_ms != 0 && now - s->killed_at_ms >= ISO_KILL_GRACE_MS) {
             /* bash itself is busy (a shell loop): the session goes with the run */
             char why[160];
-            snprintf(why, sizeof(why), "the run exceeded its timeout of %u ms and bash did not come back: the session was destroyed",
-                     s->timeout_ms);
+            snprintf(why, sizeof(why),
+                     "the run exceeded its timeout of %u ms and bash did not come back: the session was destroyed", s->timeout_ms);
             finish_run(s, gw_error_event("TimeoutError", why), "timeout");
             release_sandbox(s, "a timed-out run did not give bash back");
         }

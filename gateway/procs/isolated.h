@@ -21,11 +21,11 @@ typedef struct st_gw_isolated_session_t {
     int64_t last_run_at_ms; /* wall clock of the last run's end; 0: none yet */
     int64_t idle_since_ms;  /* gw_now_ms clock: creation or the last run's end */
     /* the sandbox */
-    char *dir;        /* <runtime dir>/isolated/<id>: ctl/, and upper/, work/, merged/ for overlay */
-    pid_t pid;        /* the outer process (unshare, then bwrap: one pid); 0 once reaped */
-    pid_t init_pid;   /* the sandbox's pid 1 (bwrap), host pid: its /proc/<pid>/root is the sandbox's root */
-    pid_t bash_pid;   /* the session's bash, host pid */
-    int stdin_fd;     /* bash's stdin (non-blocking); -1 once closed */
+    char *dir;              /* <runtime dir>/isolated/<id>: ctl/, and upper/, work/, merged/ for overlay */
+    pid_t pid;              /* the outer process (unshare, then bwrap: one pid); 0 once reaped */
+    pid_t init_pid;         /* the sandbox's pid 1 (bwrap), host pid: its /proc/<pid>/root is the sandbox's root */
+    pid_t bash_pid;         /* the session's bash, host pid */
+    int stdin_fd;           /* bash's stdin (non-blocking); -1 once closed */
     h2o_socket_t *pipes[2]; /* bash's stdout, stderr */
     char nonce[33];         /* the end-of-run marker's secret */
     /* the run in progress */

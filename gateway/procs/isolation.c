@@ -238,8 +238,8 @@ int gw_iso_spec_parse(json_t *body, const char *root, const char *hidden, unsign
         out->extra_writable = wire_calloc(json_array_size(extra) + 1, sizeof(char *));
         json_array_foreach(extra, i, item)
         {
-            if ((out->extra_writable[out->num_extra_writable] = take_path(item, "extra_writable[]", root, hidden, 1, err, errlen)) ==
-                NULL)
+            if ((out->extra_writable[out->num_extra_writable] =
+                     take_path(item, "extra_writable[]", root, hidden, 1, err, errlen)) == NULL)
                 goto Error;
             ++out->num_extra_writable;
         }
@@ -299,11 +299,11 @@ json_t *gw_iso_spec_to_json(const gw_iso_spec_t *spec)
                                                "readonly", spec->binds[i].readonly));
     for (i = 0; i != spec->num_env_keys; ++i)
         json_array_append_new(keys, json_string(spec->env_keys[i]));
-    out = json_pack("{s:{s:s, s:s}, s:s, s:o, s:o, s:b, s:{s:s, s:o}, s:I}", "workspace", "path", spec->workspace, "mode",
-                    gw_iso_mode_name(spec->mode), "profile", spec->profile == GW_ISO_STRICT ? "strict" : "balanced",
-                    "extra_writable", extra, "binds", binds, "share_net", spec->share_net, "env_passthrough", "mode",
-                    spec->env_allow ? "allow" : "deny", "keys", keys, "idle_timeout_seconds",
-                    (json_int_t)spec->idle_timeout_seconds);
+    out =
+        json_pack("{s:{s:s, s:s}, s:s, s:o, s:o, s:b, s:{s:s, s:o}, s:I}", "workspace", "path", spec->workspace, "mode",
+                  gw_iso_mode_name(spec->mode), "profile", spec->profile == GW_ISO_STRICT ? "strict" : "balanced", "extra_writable",
+                  extra, "binds", binds, "share_net", spec->share_net, "env_passthrough", "mode",
+                  spec->env_allow ? "allow" : "deny", "keys", keys, "idle_timeout_seconds", (json_int_t)spec->idle_timeout_seconds);
     json_object_set_new(out, "uid", spec->uid >= 0 ? json_integer(spec->uid) : json_null());
     json_object_set_new(out, "gid", spec->gid >= 0 ? json_integer(spec->gid) : json_null());
     return out;
@@ -362,7 +362,8 @@ char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char 
     if (spec->mode == GW_ISO_OVERLAY)
         push_all(&b, (const char *const[]){"--bind", paths->merged_dir, spec->workspace, NULL});
     else
-        push_all(&b, (const char *const[]){spec->mode == GW_ISO_RO ? "--ro-bind" : "--bind", spec->workspace, spec->workspace, NULL});
+        push_all(&b,
+                 (const char *const[]){spec->mode == GW_ISO_RO ? "--ro-bind" : "--bind", spec->workspace, spec->workspace, NULL});
     /* 8-9. extra_writable, then binds */
     for (i = 0; i != spec->num_extra_writable; ++i)
         push_all(&b, (const char *const[]){"--bind", spec->extra_writable[i], spec->extra_writable[i], NULL});

@@ -43,8 +43,8 @@ typedef struct st_gw_iso_spec_t {
     gw_iso_bind_t *binds;
     size_t num_binds;
     int share_net;
-    int env_allow;     /* env_passthrough.mode "allow": only env_keys pass; else "deny": every variable but env_keys */
-    int env_explicit;  /* env_passthrough was given */
+    int env_allow;    /* env_passthrough.mode "allow": only env_keys pass; else "deny": every variable but env_keys */
+    int env_explicit; /* env_passthrough was given */
     char **env_keys;
     size_t num_env_keys;
     long uid, gid;                 /* >= 0: the ids inside the sandbox (bwrap --uid/--gid); -1: kgate's */
@@ -72,10 +72,10 @@ const char *gw_iso_mode_name(gw_iso_mode_t mode);
 /** Where a session's sandbox finds its parts on the host; every string borrowed for the call. */
 typedef struct st_gw_iso_paths_t {
     const char *bwrap;
-    const char *unshare;     /* util-linux unshare (overlay only) */
-    const char *runtime_dir; /* hidden inside (an empty tmpfs over it) */
-    const char *ctl_dir;     /* the session's run scripts: bound read-only at GW_ISO_CTL_DIR */
-    const char *merged_dir;  /* overlay: where the wrapper mounts the overlay (bound at the workspace) */
+    const char *unshare;              /* util-linux unshare (overlay only) */
+    const char *runtime_dir;          /* hidden inside (an empty tmpfs over it) */
+    const char *ctl_dir;              /* the session's run scripts: bound read-only at GW_ISO_CTL_DIR */
+    const char *merged_dir;           /* overlay: where the wrapper mounts the overlay (bound at the workspace) */
     const char *upper_dir, *work_dir; /* overlay: the session's upper layer and overlayfs's work dir */
     int as_root;                      /* kgate runs as root: the wrapper needs no user namespace of its own */
 } gw_iso_paths_t;

@@ -28,7 +28,8 @@ TestSuite(isolated, .fini = fini, .timeout = 240);
 static int bwrap_works(void)
 {
     return system("bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-net --disable-userns --cap-drop ALL "
-                  "--die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true >/dev/null 2>&1") == 0;
+                  "--die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true >/dev/null 2>&1") ==
+           0;
 }
 
 static void require_bwrap(void)
@@ -191,7 +192,8 @@ Test(isolated, capabilities_tell_the_truth)
     cr_assert_eq(json_is_true(json_object_get(r.json, "available")), works, "bwrap %s here, capabilities say %s",
                  works ? "works" : "does not work", r.body);
     cr_assert_str_eq(xh_str(r.json, "isolator"), "bwrap");
-    cr_assert(json_is_false(json_object_get(r.json, "diff_supported")) && json_is_false(json_object_get(r.json, "commit_supported")));
+    cr_assert(json_is_false(json_object_get(r.json, "diff_supported")) &&
+              json_is_false(json_object_get(r.json, "commit_supported")));
     if (!works)
         cr_assert(json_is_string(json_object_get(r.json, "message")), "%s", r.body);
     ts_response_dispose(&r);
@@ -279,8 +281,8 @@ Test(isolated, bad_requests)
     snprintf(body, sizeof(body), "{\"workspace\": {\"path\": \"%s/ws\"}, \"extra_writable\": [\"/usr\"]}", root);
     expect("POST", "/v1/isolated/session", body, 400, "INVALID_REQUEST_BODY");
     /* a bind whose source is missing: bwrap's own message */
-    snprintf(body, sizeof(body), "{\"workspace\": {\"path\": \"%s/ws\"}, \"binds\": [{\"source\": \"%s/nothing\", \"dest\": \"/tmp/x\"}]}",
-             root, root);
+    snprintf(body, sizeof(body),
+             "{\"workspace\": {\"path\": \"%s/ws\"}, \"binds\": [{\"source\": \"%s/nothing\", \"dest\": \"/tmp/x\"}]}", root, root);
     expect("POST", "/v1/isolated/session", body, 400, "INVALID_REQUEST_BODY");
     char *id = create("{\"workspace\": {\"path\": \"@/ws\"}}");
     char path[200];

@@ -65,8 +65,8 @@ Test(isolation, defaults_per_profile)
     cr_assert_eq(spec.idle_timeout_seconds, 0);
     gw_iso_spec_dispose(&spec);
     /* OSEP-0013 nests the fields under "isolation" */
-    cr_assert_eq(parse("{\"isolation\": {\"workspace\": {\"path\": \"/srv/root/x\", \"mode\": \"ro\"}}}", &spec, err, sizeof(err)), 0,
-                 "%s", err);
+    cr_assert_eq(parse("{\"isolation\": {\"workspace\": {\"path\": \"/srv/root/x\", \"mode\": \"ro\"}}}", &spec, err, sizeof(err)),
+                 0, "%s", err);
     cr_assert_eq(spec.mode, GW_ISO_RO);
     gw_iso_spec_dispose(&spec);
 }
@@ -77,8 +77,8 @@ Test(isolation, refusals)
         "{}",
         "{\"workspace\": {}}",
         "{\"workspace\": {\"path\": \"rel\"}}",
-        "{\"workspace\": {\"path\": \"/srv/other\"}}",          /* outside the root */
-        "{\"workspace\": {\"path\": \"/srv/root/../etc\"}}",    /* lexically outside */
+        "{\"workspace\": {\"path\": \"/srv/other\"}}",       /* outside the root */
+        "{\"workspace\": {\"path\": \"/srv/root/../etc\"}}", /* lexically outside */
         "{\"workspace\": {\"path\": \"/srv/root\", \"mode\": \"cow\"}}",
         "{\"workspace\": {\"path\": \"/srv/root\"}, \"profile\": \"open\"}",
         "{\"workspace\": {\"path\": \"/srv/root\"}, \"share_net\": 1}",
@@ -120,16 +120,20 @@ Test(isolation, argv_rw_strict_order)
                  0, "%s", err);
     argv = gw_iso_argv(&spec, &paths, cmd);
     cr_assert_str_eq(argv[0], "/usr/bin/bwrap");
-    long net = find(argv, "--unshare-net", NULL, NULL), caps = find(argv, "--cap-drop", "ALL", NULL), uid = find(argv, "--uid", "1000", NULL),
-         root = find(argv, "--ro-bind", "/", "/"), tmp = find(argv, "--tmpfs", "/tmp", NULL), hide = find(argv, "--tmpfs", "/run/kgate-rt", NULL),
+    long net = find(argv, "--unshare-net", NULL, NULL), caps = find(argv, "--cap-drop", "ALL", NULL),
+         uid = find(argv, "--uid", "1000", NULL), root = find(argv, "--ro-bind", "/", "/"),
+         tmp = find(argv, "--tmpfs", "/tmp", NULL), hide = find(argv, "--tmpfs", "/run/kgate-rt", NULL),
          ctl = find(argv, "--ro-bind", paths.ctl_dir, "/run/kgate"), ws = find(argv, "--bind", "/srv/root/ws", "/srv/root/ws"),
-         extra = find(argv, "--bind", "/srv/root/cache", "/srv/root/cache"), bind = find(argv, "--ro-bind", "/srv/root/data", "/data"),
-         home = find(argv, "--dir", "/tmp/home", NULL), chdir_ = find(argv, "--chdir", "/srv/root/ws", NULL), sep = find(argv, "--", NULL, NULL);
-    cr_assert(net > 0 && caps > 0 && uid > 0 && find(argv, "--disable-userns", NULL, NULL) > 0 && find(argv, "--die-with-parent", NULL, NULL) > 0);
+         extra = find(argv, "--bind", "/srv/root/cache", "/srv/root/cache"),
+         bind = find(argv, "--ro-bind", "/srv/root/data", "/data"), home = find(argv, "--dir", "/tmp/home", NULL),
+         chdir_ = find(argv, "--chdir", "/srv/root/ws", NULL), sep = find(argv, "--", NULL, NULL);
+    cr_assert(net > 0 && caps > 0 && uid > 0 && find(argv, "--disable-userns", NULL, NULL) > 0 &&
+              find(argv, "--die-with-parent", NULL, NULL) > 0);
     /* each later mount lies over the earlier ones: the order is the contract */
     cr_assert(root < tmp && tmp < hide && hide < ctl && ctl < ws && ws < extra && extra < bind && bind < home && home < chdir_ &&
-              chdir_ < sep, "order: root %ld tmp %ld hide %ld ctl %ld ws %ld extra %ld bind %ld home %ld", root, tmp, hide, ctl, ws,
-              extra, bind, home);
+                  chdir_ < sep,
+              "order: root %ld tmp %ld hide %ld ctl %ld ws %ld extra %ld bind %ld home %ld", root, tmp, hide, ctl, ws, extra, bind,
+              home);
     cr_assert_str_eq(argv[sep + 1], "/bin/bash");
     cr_assert_null(argv[sep + 4]);
     kmgr_strv_free(argv);
@@ -142,9 +146,10 @@ Test(isolation, argv_modes)
     char err[256], **argv;
 
     /* balanced, ro, share_net: the host's /tmp, the workspace read-only, the network kept */
-    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/srv/root/ws\", \"mode\": \"ro\"}, \"profile\": \"balanced\", \"share_net\": true}",
-                       &spec, err, sizeof(err)),
-                 0, "%s", err);
+    cr_assert_eq(
+        parse("{\"workspace\": {\"path\": \"/srv/root/ws\", \"mode\": \"ro\"}, \"profile\": \"balanced\", \"share_net\": true}",
+              &spec, err, sizeof(err)),
+        0, "%s", err);
     argv = gw_iso_argv(&spec, &paths, cmd);
     cr_assert_eq(find(argv, "--unshare-net", NULL, NULL), -1);
     cr_assert(find(argv, "--bind", "/tmp", "/tmp") > 0);
@@ -184,16 +189,23 @@ static int has(char **env, const char *entry)
 
 Test(isolation, environment)
 {
-    char *const host[] = {"PATH=/usr/bin", "HOME=/root", "OPENAI_API_KEY=k", "AWS_REGION=r", "GITHUB_TOKEN=t", "PLAIN=p",
-                          "KGATE_ACCESS_TOKEN=secret", "KGATE_INSTANCE=old", NULL};
+    char *const host[] = {"PATH=/usr/bin",
+                          "HOME=/root",
+                          "OPENAI_API_KEY=k",
+                          "AWS_REGION=r",
+                          "GITHUB_TOKEN=t",
+                          "PLAIN=p",
+                          "KGATE_ACCESS_TOKEN=secret",
+                          "KGATE_INSTANCE=old",
+                          NULL};
     gw_iso_spec_t spec;
     char err[256], **env;
 
     cr_assert_eq(parse("{\"workspace\": {\"path\": \"/srv/root\"}}", &spec, err, sizeof(err)), 0);
     env = gw_iso_env(&spec, host, "KGATE_INSTANCE=tok");
     cr_assert(has(env, "PATH=/usr/bin") && has(env, "PLAIN=p") && has(env, "HOME=/tmp/home") && has(env, "KGATE_INSTANCE=tok"));
-    cr_assert(!has(env, "OPENAI_API_KEY=k") && !has(env, "AWS_REGION=r") && !has(env, "GITHUB_TOKEN=t") && !has(env, "HOME=/root") &&
-              !has(env, "KGATE_ACCESS_TOKEN=secret") && !has(env, "KGATE_INSTANCE=old"));
+    cr_assert(!has(env, "OPENAI_API_KEY=k") && !has(env, "AWS_REGION=r") && !has(env, "GITHUB_TOKEN=t") &&
+              !has(env, "HOME=/root") && !has(env, "KGATE_ACCESS_TOKEN=secret") && !has(env, "KGATE_INSTANCE=old"));
     kmgr_strv_free(env);
     gw_iso_spec_dispose(&spec);
 
@@ -203,10 +215,11 @@ Test(isolation, environment)
     kmgr_strv_free(env);
     gw_iso_spec_dispose(&spec);
 
-    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/srv/root\"}, \"profile\": \"balanced\", \"env_passthrough\": {\"mode\": \"deny\", "
-                       "\"keys\": [\"PLAIN\"]}}",
-                       &spec, err, sizeof(err)),
-                 0);
+    cr_assert_eq(
+        parse("{\"workspace\": {\"path\": \"/srv/root\"}, \"profile\": \"balanced\", \"env_passthrough\": {\"mode\": \"deny\", "
+              "\"keys\": [\"PLAIN\"]}}",
+              &spec, err, sizeof(err)),
+        0);
     env = gw_iso_env(&spec, host, NULL);
     cr_assert(!has(env, "PLAIN=p") && has(env, "AWS_REGION=r"));
     kmgr_strv_free(env);
