@@ -35,6 +35,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
     kmgr_manager_tick(server->kmgr);
     gw_shells_tick(&server->shells);
     gw_ptys_tick(&server->ptys);
+    gw_isolated_tick(&server->isolated);
     gw_commands_tick(&server->commands);
     gw_metrics_tick(&server->metrics);
     gw_execd_tick(&server->execd);
@@ -126,11 +127,15 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     gw_ptys_init(&server->ptys, &server->host);
     gw_metrics_init(&server->metrics);
     gw_execd_init(&server->execd, &server->host, &server->runs, &server->languages, &server->contexts, &server->shells,
-                  &server->commands, &server->files, &server->metrics, &server->ptys);
+                  &server->commands, &server->files, &server->metrics, &server->ptys, &server->isolated);
     gw_jupyter_init(&server->jupyter, &server->host, &server->languages, &server->contexts);
     if (gw_files_init(&server->files, &server->host) != 0)
         return -1;
     server->contexts.workspace = server->files.ws.root;
+    gw_isolated_init(&server->isolated, &server->host, &server->runs, config->bwrap_path, kmgr_manager_runtime_dir(server->kmgr),
+                     server->files.ws.root);
+    fprintf(stderr, "kgate: isolated sessions: %s%s\n", server->isolated.available ? "available, bwrap " : "not available: ",
+            server->isolated.available ? server->isolated.version : server->isolated.message);
     if (config->sandbox) {
         char why[512];
         if (kmgr_manager_bwrap_path(server->kmgr) == NULL) {
@@ -176,6 +181,7 @@ void gw_server_begin_shutdown(gw_server_t *server)
         gw_mcp_shutdown(&server->mcp);
     gw_contexts_destroy_all(&server->contexts);
     gw_shells_kill_all(&server->shells);
+    gw_isolated_destroy_all(&server->isolated);
     gw_runs_shutdown(&server->runs);
     gw_execd_shutdown(&server->execd);
     gw_jupyter_shutdown(&server->jupyter);
@@ -212,6 +218,7 @@ void gw_server_dispose(gw_server_t *server)
     if (server->mcp_ready)
         gw_mcp_dispose(&server->mcp);
     gw_files_dispose(&server->files);
+    gw_isolated_dispose(&server->isolated);
     gw_languages_dispose(&server->languages);
     gw_route_table_dispose(&server->routes);
     /* h2o's own state last: nothing of ours references its loop, timeouts or pools any more */

@@ -16,6 +16,7 @@
 #include "mcp/mcp.h"
 #include "metrics/metrics.h"
 #include "procs/command.h"
+#include "procs/isolated.h"
 #include "procs/pty.h"
 #include "procs/shell.h"
 #include "proxy/proxy.h"
@@ -40,6 +41,7 @@ struct st_gw_server_t {
     gw_shells_t shells;
     gw_commands_t commands;
     gw_ptys_t ptys;
+    gw_isolated_t isolated;
     gw_files_t files;
     gw_metrics_t metrics;
     /* the front doors, and the app's own routes (health) */

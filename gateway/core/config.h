@@ -72,7 +72,13 @@
     XX(max_pending_tool_calls, unsigned, 64, "max-pending-tool-calls",                                                             \
        "tool calls awaited at once by one run; beyond, the extra calls raise in the code")                                         \
     XX(max_tool_argument_bytes, size_t, 1u << 20, "max-tool-argument-bytes", "one tool call's arguments as JSON")                  \
-    XX(max_tool_result_bytes, size_t, 4u << 20, "max-tool-result-bytes", "one tool_results answer as JSON; beyond: 413")
+    XX(max_tool_result_bytes, size_t, 4u << 20, "max-tool-result-bytes", "one tool_results answer as JSON; beyond: 413")           \
+    XX(max_isolated_sessions, unsigned, 16, "max-isolated-sessions",                                                               \
+       "isolated sessions (/v1/isolated) at once, destroyed ones kept for GET included; beyond: 429 TOO_MANY_SESSIONS")            \
+    XX(isolated_idle_seconds, unsigned, 1800, "isolated-idle-seconds",                                                             \
+       "an isolated session's idle_timeout_seconds when its request sets none (0: no expiry)")                                     \
+    XX(isolated_run_timeout_seconds, unsigned, 300, "isolated-run-timeout-seconds",                                                \
+       "an isolated run's timeout_seconds when its request sets none (0: none)")
 
 typedef struct st_gw_config_t {
     char *listen_host; /* "127.0.0.1", "::1", "0.0.0.0" ... */

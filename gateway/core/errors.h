@@ -55,7 +55,9 @@
     XX(TOOLSUNSUPPORTED, "tools are supported in Python (ipykernel) contexts only")                                                \
     XX(TOOLCALLNOTFOUND, "the run has no tool call with that id")                                                                  \
     XX(TOOLCALLANSWERED, "the tool call has been answered already")                                                                \
-    XX(TOOLCALLCLOSED, "the tool call is no longer awaited (its run was interrupted, timed out or ended)")
+    XX(TOOLCALLCLOSED, "the tool call is no longer awaited (its run was interrupted, timed out or ended)")                         \
+    XX(ISOBUSY, "the isolated session is running another command (one at a time)")                                                 \
+    XX(TOOMANYISOLATED, "the maximum number of isolated sessions exists")
 
 typedef enum {
     GW_OK = 0,

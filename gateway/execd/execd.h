@@ -10,6 +10,7 @@
 #include "files/files.h"
 #include "metrics/metrics.h"
 #include "procs/command.h"
+#include "procs/isolated.h"
 #include "procs/pty.h"
 #include "procs/shell.h"
 #include "runs/run.h"
@@ -27,6 +28,10 @@ typedef struct st_gw_execd_t {
     gw_shells_t *shells;
     gw_commands_t *commands;
     gw_files_t *files;
+    /* the workspace the files handler being called works in: files->ws, or an isolated session's view while its
+     * /v1/isolated/session/{id}/files/... wrapper calls the handler (a handler that goes on later copies it) */
+    const gw_workspace_t *files_ws;
+    gw_isolated_t *isolated;
     gw_metrics_t *metrics;
     gw_ptys_t *ptys;
     h2o_linklist_t metrics_watches; /* GET /metrics/watch responses */
@@ -35,7 +40,10 @@ typedef struct st_gw_execd_t {
 
 /** Initialises the door over the given engine features (all borrowed for the door's life). */
 void gw_execd_init(gw_execd_t *execd, gw_host_t *host, gw_runs_t *runs, gw_languages_t *languages, gw_contexts_t *contexts,
-                   gw_shells_t *shells, gw_commands_t *commands, gw_files_t *files, gw_metrics_t *metrics, gw_ptys_t *ptys);
+                   gw_shells_t *shells, gw_commands_t *commands, gw_files_t *files, gw_metrics_t *metrics, gw_ptys_t *ptys,
+                   gw_isolated_t *isolated);
+/** Appends the isolated sessions' routes (/v1/isolated/..., isolated_api.c) to `table`. */
+void gw_execd_add_isolated_routes(gw_execd_t *execd, gw_route_table_t *table);
 /** Appends the door's routes to `table` (body limits from the configuration). */
 void gw_execd_add_routes(gw_execd_t *execd, gw_route_table_t *table);
 /** Writes due lines of /metrics/watch streams (server tick). */
@@ -93,6 +101,13 @@ GW_EXECD_HANDLER(pty_create);
 GW_EXECD_HANDLER(pty_get);
 GW_EXECD_HANDLER(pty_delete);
 GW_EXECD_HANDLER(pty_ws);
+GW_EXECD_HANDLER(isolated_capabilities);
+GW_EXECD_HANDLER(isolated_create);
+GW_EXECD_HANDLER(isolated_list);
+GW_EXECD_HANDLER(isolated_get);
+GW_EXECD_HANDLER(isolated_delete);
+GW_EXECD_HANDLER(isolated_run);
+GW_EXECD_HANDLER(isolated_diff);
 
 /** The door's state from a handler's `door` argument. */
 static inline gw_execd_t *gw_execd_from(gw_door_t *door)

@@ -36,7 +36,7 @@ GW_EXECD_HANDLER(files_info)
     if (n < 0)
         return;
     for (i = 0; i != n; ++i) {
-        if (gw_files_resolve(execd, req, "path", values[i].s, values[i].len, p) != 0)
+        if (gw_files_resolve(execd->files_ws, req, "path", values[i].s, values[i].len, p) != 0)
             return;
     }
     result = json_object();
@@ -44,8 +44,8 @@ GW_EXECD_HANDLER(files_info)
         const char *name;
         int dir_fd, ret;
         json_t *info;
-        gw_files_resolve(execd, req, "path", values[i].s, values[i].len, p);
-        if ((ret = gw_files_open_for_stat(&execd->files->ws, p, &dir_fd, &name)) == 0) {
+        gw_files_resolve(execd->files_ws, req, "path", values[i].s, values[i].len, p);
+        if ((ret = gw_files_open_for_stat(execd->files_ws, p, &dir_fd, &name)) == 0) {
             info = gw_files_info_json(dir_fd, name, p->abs, &ret);
             close(dir_fd);
             if (info != NULL) {
@@ -75,7 +75,7 @@ static long required_paths(gw_execd_t *execd, h2o_req_t *req, query_value_t *val
         return -1;
     }
     for (i = 0; i != n; ++i)
-        if (gw_files_resolve(execd, req, "path", values[i].s, values[i].len, p) != 0)
+        if (gw_files_resolve(execd->files_ws, req, "path", values[i].s, values[i].len, p) != 0)
             return -1;
     return n;
 }
@@ -96,7 +96,7 @@ static void delete_paths(gw_execd_t *execd, h2o_req_t *req, int trees)
     if (n < 0)
         return;
     for (i = 0; i != n; ++i) {
-        gw_files_resolve(execd, req, "path", values[i].s, values[i].len, p);
+        gw_files_resolve(execd->files_ws, req, "path", values[i].s, values[i].len, p);
         if (p->rel[0] != '\0')
             continue;
         if (trees)
@@ -110,8 +110,8 @@ static void delete_paths(gw_execd_t *execd, h2o_req_t *req, int trees)
     for (i = 0; i != n; ++i) {
         struct stat st;
         int dir_fd, ret;
-        gw_files_resolve(execd, req, "path", values[i].s, values[i].len, p);
-        if ((ret = gw_workspace_open_parent(&execd->files->ws, p, &dir_fd)) == 0) {
+        gw_files_resolve(execd->files_ws, req, "path", values[i].s, values[i].len, p);
+        if ((ret = gw_workspace_open_parent(execd->files_ws, p, &dir_fd)) == 0) {
             if (fstatat(dir_fd, p->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
                 ret = -errno;
             else if (trees)
@@ -178,7 +178,8 @@ static void apply_permission_items(gw_execd_t *execd, h2o_req_t *req, mode_t def
                           paths[i], mode_example);
             goto Exit;
         }
-        if (gw_files_parse_owner(req, items[i], &uid, &gid) != 0 || gw_files_resolve(execd, req, "path", paths[i], lens[i], p) != 0)
+        if (gw_files_parse_owner(req, items[i], &uid, &gid) != 0 ||
+            gw_files_resolve(execd->files_ws, req, "path", paths[i], lens[i], p) != 0)
             goto Exit;
     }
     /* the path buffers are large: each item is resolved again rather than kept */
@@ -191,7 +192,7 @@ static void apply_permission_items(gw_execd_t *execd, h2o_req_t *req, mode_t def
         if (jmode != NULL)
             gw_files_parse_mode(jmode, &mode);
         gw_files_parse_owner(req, items[i], &uid, &gid);
-        gw_files_resolve(execd, req, "path", paths[i], lens[i], p);
+        gw_files_resolve(execd->files_ws, req, "path", paths[i], lens[i], p);
         if ((ret = apply(execd, p, jmode != NULL, mode, uid, gid)) != 0) {
             gw_files_respond_errno(req, ret, failing, paths[i]);
             goto Exit;
@@ -207,7 +208,7 @@ static int apply_at(gw_execd_t *execd, const gw_workspace_path_t *where, int fla
 {
     int fd, ret;
 
-    if ((ret = gw_workspace_open(&execd->files->ws, where->rel, O_PATH | flags, 0, &fd)) == 0) {
+    if ((ret = gw_workspace_open(execd->files_ws, where->rel, O_PATH | flags, 0, &fd)) == 0) {
         ret = gw_files_apply_permission(fd, has_mode, mode, uid, gid);
         close(fd);
     }
@@ -249,7 +250,7 @@ static int make_parents(gw_execd_t *execd, const gw_workspace_path_t *p)
         return 0;
     memcpy(parent, p->rel, (size_t)(slash - p->rel));
     parent[slash - p->rel] = '\0';
-    return gw_workspace_mkdirs(&execd->files->ws, parent, 0755);
+    return gw_workspace_mkdirs(execd->files_ws, parent, 0755);
 }
 
 GW_EXECD_HANDLER(files_mv)
@@ -282,8 +283,8 @@ GW_EXECD_HANDLER(files_mv)
             gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "item %zu needs string \"src\" and \"dest\"", i);
             goto Exit;
         }
-        if (gw_files_resolve(execd, req, "src", json_string_value(src), json_string_length(src), ps) != 0 ||
-            gw_files_resolve(execd, req, "dest", json_string_value(dest), json_string_length(dest), pd) != 0)
+        if (gw_files_resolve(execd->files_ws, req, "src", json_string_value(src), json_string_length(src), ps) != 0 ||
+            gw_files_resolve(execd->files_ws, req, "dest", json_string_value(dest), json_string_length(dest), pd) != 0)
             goto Exit;
         if (ps->rel[0] == '\0' || pd->rel[0] == '\0') {
             gw_send_error(req, GW_HTTP_INVALID_PARAMETER, "item %zu: the workspace root itself cannot be moved or replaced", i);
@@ -294,17 +295,17 @@ GW_EXECD_HANDLER(files_mv)
     {
         int sfd = -1, dfd = -1, ret;
         mv_fields(item, &src, &dest);
-        gw_files_resolve(execd, req, "src", json_string_value(src), json_string_length(src), ps);
-        gw_files_resolve(execd, req, "dest", json_string_value(dest), json_string_length(dest), pd);
+        gw_files_resolve(execd->files_ws, req, "src", json_string_value(src), json_string_length(src), ps);
+        gw_files_resolve(execd->files_ws, req, "dest", json_string_value(dest), json_string_length(dest), pd);
         const char *failed = json_string_value(src);
         struct stat st;
-        if ((ret = gw_workspace_open_parent(&execd->files->ws, ps, &sfd)) == 0 &&
+        if ((ret = gw_workspace_open_parent(execd->files_ws, ps, &sfd)) == 0 &&
             fstatat(sfd, ps->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
             ret = -errno;
         if (ret == 0) {
             /* execd creates the destination's missing parents (0755) and never replaces an existing dest */
             failed = json_string_value(dest);
-            if ((ret = make_parents(execd, pd)) == 0 && (ret = gw_workspace_open_parent(&execd->files->ws, pd, &dfd)) == 0 &&
+            if ((ret = make_parents(execd, pd)) == 0 && (ret = gw_workspace_open_parent(execd->files_ws, pd, &dfd)) == 0 &&
                 renameat2(sfd, ps->name, dfd, pd->name, RENAME_NOREPLACE) != 0)
                 ret = -errno;
             if (ret == -ENOENT && fstatat(sfd, ps->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
@@ -381,7 +382,7 @@ GW_EXECD_HANDLER(files_replace)
             gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "\"%.200s\": old must be a non-empty string, new a string", paths[i]);
             goto Exit;
         }
-        if (gw_files_resolve(execd, req, "path", paths[i], lens[i], p) != 0)
+        if (gw_files_resolve(execd->files_ws, req, "path", paths[i], lens[i], p) != 0)
             goto Exit;
     }
     results = json_object();
@@ -390,8 +391,8 @@ GW_EXECD_HANDLER(files_replace)
         char *data, *out;
         size_t len, out_len, count;
         int ret;
-        gw_files_resolve(execd, req, "path", paths[i], lens[i], p);
-        if ((ret = gw_files_read_all(&execd->files->ws, p->rel, execd->host->config->max_edit_file_bytes, &data, &len)) != 0) {
+        gw_files_resolve(execd->files_ws, req, "path", paths[i], lens[i], p);
+        if ((ret = gw_files_read_all(execd->files_ws, p->rel, execd->host->config->max_edit_file_bytes, &data, &len)) != 0) {
             gw_files_respond_errno(req, ret, "", paths[i]);
             goto Exit;
         }
@@ -401,7 +402,7 @@ GW_EXECD_HANDLER(files_replace)
         if (out_len > execd->host->config->max_edit_file_bytes)
             ret = -EFBIG;
         else if (count != 0)
-            ret = gw_files_write_atomic(&execd->files->ws, p, out, out_len, 0644);
+            ret = gw_files_write_atomic(execd->files_ws, p, out, out_len, 0644);
         free(out);
         if (ret != 0) {
             gw_files_respond_errno(req, ret, "", paths[i]);
@@ -424,7 +425,7 @@ Exit:
 
 static int make_directory(gw_execd_t *execd, const gw_workspace_path_t *where, int has_mode, mode_t mode, uid_t uid, gid_t gid)
 {
-    int ret = gw_workspace_mkdirs(&execd->files->ws, where->rel, 0755);
+    int ret = gw_workspace_mkdirs(execd->files_ws, where->rel, 0755);
     (void)has_mode;
 
     /* mkdir's mode passes through the umask; the requested mode is applied exactly */

@@ -209,7 +209,8 @@ GW_EXECD_HANDLER(files_download)
     ssize_t range_at;
     (void)params;
 
-    if (gw_files_query_one(req, "path", 1, &v, &failed) == NULL || gw_files_resolve(execd, req, "path", v.s, v.len, p) != 0)
+    if (gw_files_query_one(req, "path", 1, &v, &failed) == NULL ||
+        gw_files_resolve(execd->files_ws, req, "path", v.s, v.len, p) != 0)
         return;
     has_offset = gw_files_query_one(req, "offset", 0, &vo, &failed) != NULL;
     if (failed)
@@ -230,7 +231,7 @@ GW_EXECD_HANDLER(files_download)
         gw_send_error(req, GW_HTTP_INVALID_PARAMETER, "offset/limit (lines) and a Range header (bytes) are mutually exclusive");
         return;
     }
-    if ((ret = gw_workspace_open(&execd->files->ws, p->rel, O_RDONLY, 0, &fd)) != 0) {
+    if ((ret = gw_workspace_open(execd->files_ws, p->rel, O_RDONLY, 0, &fd)) != 0) {
         gw_files_respond_errno(req, ret, "", v.s);
         return;
     }

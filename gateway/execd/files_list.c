@@ -138,9 +138,10 @@ static int open_walk_root(gw_execd_t *execd, h2o_req_t *req, gw_workspace_path_t
     struct stat st;
     const char *name;
 
-    if (gw_files_query_one(req, "path", 1, &v, &failed) == NULL || gw_files_resolve(execd, req, "path", v.s, v.len, p) != 0)
+    if (gw_files_query_one(req, "path", 1, &v, &failed) == NULL ||
+        gw_files_resolve(execd->files_ws, req, "path", v.s, v.len, p) != 0)
         return -1;
-    if ((ret = gw_files_open_for_stat(&execd->files->ws, p, &dir_fd, &name)) == 0) {
+    if ((ret = gw_files_open_for_stat(execd->files_ws, p, &dir_fd, &name)) == 0) {
         if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW | (name[0] == '\0' ? AT_EMPTY_PATH : 0)) != 0)
             ret = -errno;
         close(dir_fd);
@@ -150,7 +151,7 @@ static int open_walk_root(gw_execd_t *execd, h2o_req_t *req, gw_workspace_path_t
         return -1;
     }
     if (ret == 0)
-        ret = gw_workspace_open(&execd->files->ws, p->rel, O_RDONLY | O_DIRECTORY, 0, fd);
+        ret = gw_workspace_open(execd->files_ws, p->rel, O_RDONLY | O_DIRECTORY, 0, fd);
     if (ret != 0) {
         gw_files_respond_errno(req, ret, "", v.s);
         return -1;

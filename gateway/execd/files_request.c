@@ -22,9 +22,10 @@
 #include "files/fsops.h"
 #include "files/upload.h"
 
-int gw_files_resolve(gw_execd_t *execd, h2o_req_t *req, const char *what, const char *path, size_t len, gw_workspace_path_t *p)
+int gw_files_resolve(const gw_workspace_t *ws, h2o_req_t *req, const char *what, const char *path, size_t len,
+                     gw_workspace_path_t *p)
 {
-    int ret = gw_workspace_resolve(&execd->files->ws, path, len, p);
+    int ret = gw_workspace_resolve(ws, path, len, p);
 
     switch (ret) {
     case 0:
@@ -32,7 +33,7 @@ int gw_files_resolve(gw_execd_t *execd, h2o_req_t *req, const char *what, const 
     case GW_EWORKSPACE_NUL:
     case GW_EWORKSPACE_OUTSIDE:
         gw_send_error(req, GW_HTTP_PATH_OUTSIDE_WORKSPACE, "%s \"%.*s\" refused: %s (%s)", what, (int)(len > 200 ? 200 : len), path,
-                      gw_strerror(ret), execd->files->ws.root);
+                      gw_strerror(ret), ws->root);
         return -1;
     default:
         gw_send_error(req, GW_HTTP_INVALID_PARAMETER, "%s: %s", what, gw_strerror(ret));
@@ -63,6 +64,11 @@ void gw_files_respond_errno(h2o_req_t *req, int err, const char *prefix, const c
     case EACCES:
     case EPERM:
         code = GW_HTTP_PERMISSION_DENIED;
+        break;
+    case EROFS:
+        /* an isolated session's ro workspace, or its read-only system */
+        code = GW_HTTP_PERMISSION_DENIED;
+        why = "read-only file system";
         break;
     case ENOTDIR:
         code = GW_HTTP_NOT_A_DIRECTORY;

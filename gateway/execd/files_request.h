@@ -34,7 +34,8 @@ json_t *gw_files_parse_body(h2o_req_t *req);
  * NUL byte), 400 INVALID_PARAMETER (empty, too long). Returns 0 or -1 (answered). `what` names the
  * field in messages.
  */
-int gw_files_resolve(gw_execd_t *execd, h2o_req_t *req, const char *what, const char *path, size_t len, gw_workspace_path_t *p);
+int gw_files_resolve(const gw_workspace_t *ws, h2o_req_t *req, const char *what, const char *path, size_t len,
+                     gw_workspace_path_t *p);
 
 /**
  * Answers the error for a failed file system call (-errno `err`): EXDEV 403 PATH_OUTSIDE_WORKSPACE,

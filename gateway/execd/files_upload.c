@@ -40,6 +40,7 @@ typedef struct st_upload_meta_t {
  */
 typedef struct st_upload_job_t {
     gw_execd_t *execd;
+    gw_workspace_t ws; /* a copy of the request's workspace (its own descriptor): an isolated session may go mid-upload */
     h2o_req_t *req;
     gw_multipart_parser_t parser;
     gw_multipart_part_t *parts; /* owned */
@@ -76,6 +77,7 @@ static void on_job_dispose(void *p)
     if (h2o_timeout_is_linked(&job->step))
         h2o_timeout_unlink(&job->step);
     abandon_file(job);
+    gw_workspace_dispose(&job->ws);
     free(job->metas);
     free(job->parts);
 }
@@ -83,7 +85,7 @@ static void on_job_dispose(void *p)
 /* Opens the temporary file of the next file part; 0, 1 when none is left, or -errno. */
 static int begin_file(upload_job_t *job)
 {
-    const gw_workspace_t *ws = &job->execd->files->ws;
+    const gw_workspace_t *ws = &job->ws;
     const upload_meta_t *meta;
     char parent[GW_WORKSPACE_PATH_MAX + 1];
     size_t plen;
@@ -225,7 +227,7 @@ static int check_metadata(upload_job_t *job)
             return -1;
         }
         ret = gw_files_parse_owner(req, meta, &metas[num_meta].uid, &metas[num_meta].gid) != 0 ||
-              gw_files_resolve(job->execd, req, "metadata path", json_string_value(jpath), json_string_length(jpath),
+              gw_files_resolve(&job->ws, req, "metadata path", json_string_value(jpath), json_string_length(jpath),
                                &metas[num_meta].path) != 0;
         json_decref(meta);
         if (ret != 0)
@@ -282,6 +284,8 @@ GW_EXECD_HANDLER(files_upload)
     memset(job, 0, sizeof(*job));
     job->execd = execd;
     job->req = req;
+    job->ws = (gw_workspace_t){wire_strdup(execd->files_ws->root), fcntl(execd->files_ws->root_fd, F_DUPFD_CLOEXEC, 0),
+                               execd->files_ws->allow_hardlinks};
     job->parts = wire_malloc(sizeof(*job->parts) * 2 * MAX_ITEMS);
     job->dir_fd = job->fd = -1;
     job->step.cb = on_parse_step;

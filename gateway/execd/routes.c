@@ -6,7 +6,8 @@
 #include "execd/execd.h"
 
 void gw_execd_init(gw_execd_t *execd, gw_host_t *host, gw_runs_t *runs, gw_languages_t *languages, gw_contexts_t *contexts,
-                   gw_shells_t *shells, gw_commands_t *commands, gw_files_t *files, gw_metrics_t *metrics, gw_ptys_t *ptys)
+                   gw_shells_t *shells, gw_commands_t *commands, gw_files_t *files, gw_metrics_t *metrics, gw_ptys_t *ptys,
+                   gw_isolated_t *isolated)
 {
     memset(execd, 0, sizeof(*execd));
     execd->super.name = "execd";
@@ -17,6 +18,8 @@ void gw_execd_init(gw_execd_t *execd, gw_host_t *host, gw_runs_t *runs, gw_langu
     execd->shells = shells;
     execd->commands = commands;
     execd->files = files;
+    execd->files_ws = &files->ws;
+    execd->isolated = isolated;
     execd->metrics = metrics;
     execd->ptys = ptys;
     h2o_linklist_init_anchor(&execd->metrics_watches);
@@ -93,6 +96,7 @@ void gw_execd_add_routes(gw_execd_t *execd, gw_route_table_t *table)
                             .door = &execd->super};
         gw_route_table_add(table, &route);
     }
+    gw_execd_add_isolated_routes(execd, table);
 }
 
 GW_EXECD_HANDLER(ping)

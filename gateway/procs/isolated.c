@@ -1,0 +1,752 @@
+/* Isolated sessions: a persistent bash in bubblewrap per session, runs delimited by a secret marker on its pipes. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "wire/alloc.h"
+#include "wire/ids.h"
+#include "wire/text.h"
+#include "kmgr/sandbox.h"
+#include "core/errors.h"
+#include "core/event.h"
+#include "procs/isolated.h"
+#include "procs/lines.h"
+#include "procs/spawn.h"
+
+extern char **environ;
+
+/* A line longer than this is sent in pieces (as commands'). */
+#define ISO_MAX_LINE (64u << 10)
+/* How long a new sandbox may take to run its bash, and a timed-out run's bash to come back after its processes were killed. */
+#define ISO_START_MS 5000
+#define ISO_KILL_GRACE_MS 1000
+/* Descendants of bash killed at most at once. */
+#define ISO_MAX_PROCS 4096
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* The first child of `pid` (its main thread's), or 0. */
+static pid_t first_child(pid_t pid)
+{
+    char path[64], buf[64];
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+        return 0;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    return (pid_t)atoi(buf);
+}
+
+/* Every descendant of `pid` (not itself), breadth first, at most `max`. */
+static size_t descendants(pid_t pid, pid_t *out, size_t max)
+{
+    size_t n = 0, next = 0;
+    pid_t cur = pid;
+
+    for (;;) {
+        char path[64], buf[8192], *p, *end;
+        ssize_t len;
+        int fd;
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)cur, (int)cur);
+        if ((fd = open(path, O_RDONLY | O_CLOEXEC)) != -1) {
+            len = read(fd, buf, sizeof(buf) - 1);
+            close(fd);
+            buf[len > 0 ? len : 0] = '\0';
+            for (p = buf; n < max; p = end) {
+                long v = strtol(p, &end, 10);
+                if (end == p)
+                    break;
+                out[n++] = (pid_t)v;
+            }
+        }
+        if (next == n)
+            return n;
+        cur = out[next++];
+    }
+}
+
+static void signal_descendants(pid_t bash, int sig)
+{
+    pid_t *pids;
+    size_t n;
+
+    if (bash <= 0)
+        return;
+    pids = wire_malloc(ISO_MAX_PROCS * sizeof(pid_t));
+    n = descendants(bash, pids, ISO_MAX_PROCS);
+    for (size_t i = 0; i != n; ++i)
+        kill(pids[i], sig);
+    free(pids);
+}
+
+/* Finds `name` as given (with a '/') or on PATH; NULL when not executable. */
+static char *find_exe(const char *name)
+{
+    const char *path = getenv("PATH");
+    char buf[4096];
+
+    if (strchr(name, '/') != NULL)
+        return access(name, X_OK) == 0 ? wire_strdup(name) : NULL;
+    for (const char *p = path != NULL ? path : "/usr/bin:/bin"; *p != '\0';) {
+        size_t len = strcspn(p, ":");
+        snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, p, name);
+        if (len != 0 && access(buf, X_OK) == 0)
+            return wire_strdup(buf);
+        p += len;
+        if (*p == ':')
+            ++p;
+    }
+    return NULL;
+}
+
+/* `bwrap --version`'s output (start-up only). */
+static void read_version(gw_isolated_t *iso)
+{
+    char *argv[] = {iso->bwrap, "--version", NULL}, *envp[] = {NULL}, err[256];
+    gw_spawn_options_t opts = {.path = iso->bwrap, .argv = argv, .envp = envp, .uid = -1, .gid = -1, .fds = {-1, -1, -1}};
+    int fds[2], status;
+    ssize_t n;
+    size_t len = 0;
+    pid_t pid;
+
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return;
+    opts.fds[1] = fds[1];
+    if (gw_spawn(&opts, &pid, err, sizeof(err)) == 0) {
+        close(fds[1]);
+        while (len < sizeof(iso->version) - 1 && (n = read(fds[0], iso->version + len, sizeof(iso->version) - 1 - len)) > 0)
+            len += (size_t)n;
+        waitpid(pid, &status, 0);
+    } else {
+        close(fds[1]);
+    }
+    close(fds[0]);
+    iso->version[len] = '\0';
+    iso->version[strcspn(iso->version, "\n")] = '\0';
+    /* "bubblewrap 0.8.0" -> "0.8.0" */
+    if (strncmp(iso->version, "bubblewrap ", 11) == 0)
+        memmove(iso->version, iso->version + 11, strlen(iso->version + 11) + 1);
+}
+
+void gw_isolated_init(gw_isolated_t *iso, gw_host_t *host, gw_runs_t *runs, const char *bwrap_path, const char *runtime_dir,
+                      const char *root)
+{
+    memset(iso, 0, sizeof(*iso));
+    iso->host = host;
+    iso->runs = runs;
+    iso->runtime_dir = wire_strdup(runtime_dir);
+    iso->root = wire_strdup(root);
+    h2o_linklist_init_anchor(&iso->sessions);
+    iso->bwrap = find_exe(bwrap_path != NULL ? bwrap_path : "bwrap");
+    iso->unshare = find_exe("unshare");
+    if (iso->bwrap == NULL) {
+        snprintf(iso->message, sizeof(iso->message), "%s not found (install bubblewrap: deploy/deps.sh --with-sandbox)",
+                 bwrap_path != NULL ? bwrap_path : "bwrap");
+        return;
+    }
+    read_version(iso);
+    if (kmgr_bwrap_probe(iso->bwrap, iso->message, sizeof(iso->message)) != 0)
+        return;
+    iso->available = 1;
+}
+
+void gw_isolated_dispose(gw_isolated_t *iso)
+{
+    free(iso->bwrap);
+    free(iso->unshare);
+    free(iso->runtime_dir);
+    free(iso->root);
+}
+
+static void close_pipe(gw_isolated_session_t *s, int index)
+{
+    if (s->pipes[index] == NULL)
+        return;
+    h2o_socket_read_stop(s->pipes[index]);
+    h2o_socket_close(s->pipes[index]);
+    s->pipes[index] = NULL;
+}
+
+static void finish_run(gw_isolated_session_t *s, json_t *error, const char *outcome)
+{
+    gw_run_t *run = s->run;
+
+    s->run = NULL;
+    s->deadline_ms = s->killed_at_ms = 0;
+    s->timed_out = 0;
+    s->marker_seen[0] = s->marker_seen[1] = 0;
+    s->after_cr[0] = s->after_cr[1] = 0;
+    s->last_run_at_ms = gw_unix_ms();
+    s->idle_since_ms = gw_now_ms();
+    if (run == NULL) {
+        json_decref(error);
+        return;
+    }
+    if (error != NULL)
+        gw_run_append(run, error);
+    gw_run_finish(run, -1, outcome);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st, (void)ftw;
+    if (type == FTW_DP || type == FTW_D)
+        chmod(path, 0700), rmdir(path); /* overlayfs leaves work/work mode 000 */
+    else
+        unlink(path);
+    return 0;
+}
+
+/* Kills the sandbox and waits until it is gone (a few ms: bwrap's pid 1 dies with it), then removes its directory. */
+static void release_sandbox(gw_isolated_session_t *s, const char *reason)
+{
+    int64_t until;
+
+    if (!s->destroyed) {
+        s->destroyed = 1;
+        snprintf(s->reason, sizeof(s->reason), "%s", reason);
+    }
+    if (s->run != NULL)
+        finish_run(s, gw_error_event("SessionDestroyed", s->reason), "error");
+    close_pipe(s, 0);
+    close_pipe(s, 1);
+    if (s->stdin_fd != -1) {
+        close(s->stdin_fd);
+        s->stdin_fd = -1;
+    }
+    if (s->pid > 0) {
+        kill(s->pid, SIGKILL);
+        while (waitpid(s->pid, NULL, 0) == -1 && errno == EINTR)
+            ;
+        s->pid = 0;
+    }
+    if (s->init_pid > 0) {
+        kill(s->init_pid, SIGKILL);
+        for (until = gw_now_ms() + 2000; kill(s->init_pid, 0) == 0 && gw_now_ms() < until;)
+            sleep_ms(1);
+        s->init_pid = s->bash_pid = 0;
+    }
+    if (s->dir != NULL) {
+        /* the upper layer and the scripts; never following a link the sandbox may have planted in its upper layer */
+        nftw(s->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        free(s->dir);
+        s->dir = NULL;
+    }
+}
+
+void gw_isolated_destroy(gw_isolated_session_t *s)
+{
+    release_sandbox(s, "deleted");
+    h2o_linklist_unlink(&s->link);
+    --s->owner->num_sessions;
+    gw_iso_spec_dispose(&s->spec);
+    free(s);
+}
+
+gw_isolated_session_t *gw_isolated_find(gw_isolated_t *iso, const char *id)
+{
+    for (h2o_linklist_t *node = iso->sessions.next; node != &iso->sessions; node = node->next) {
+        gw_isolated_session_t *s = H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, link, node);
+        if (strcmp(s->id, id) == 0)
+            return s;
+    }
+    return NULL;
+}
+
+/* The run's output, line by line; `final` flushes an incomplete last line. Returns the bytes consumed. */
+typedef struct st_line_ctx_t {
+    gw_isolated_session_t *s;
+    int index;
+} line_ctx_t;
+
+static void on_line(void *data, const char *line, size_t len)
+{
+    line_ctx_t *lc = data;
+    json_t *ev = gw_event_new(lc->index == 0 ? "stdout" : "stderr");
+    char *text;
+    size_t text_len;
+
+    if (len == 0) {
+        json_object_set_new(ev, "text", json_string("\n")); /* as execd's commands: a blank line is "\n" */
+    } else {
+        wire_utf8_sanitize(line, len, 1, &text, &text_len);
+        json_object_set_new(ev, "text", json_stringn_nocheck(text, text_len));
+        free(text);
+    }
+    gw_run_append(lc->s->run, ev);
+}
+
+static size_t relay(gw_isolated_session_t *s, int index, const char *buf, size_t len, int final)
+{
+    line_ctx_t lc = {s, index};
+
+    if (s->run == NULL)
+        return len; /* output between runs (a background job's) has no run to go to */
+    return gw_lines_split(buf, len, final, ISO_MAX_LINE, &s->after_cr[index], on_line, &lc);
+}
+
+static void maybe_finish(gw_isolated_session_t *s)
+{
+    char evalue[32], why[160];
+
+    if (s->run == NULL || !s->marker_seen[0] || !s->marker_seen[1])
+        return;
+    snprintf(evalue, sizeof(evalue), "%d", s->exit_code);
+    if (s->timed_out) {
+        snprintf(why, sizeof(why), "the run exceeded its timeout of %u ms: its processes were killed", s->timeout_ms);
+        finish_run(s, gw_error_event("TimeoutError", why), "timeout");
+    } else if (s->exit_code != 0) {
+        finish_run(s, gw_error_event("CommandExitError", evalue), "error");
+    } else {
+        finish_run(s, NULL, "ok");
+    }
+}
+
+/* Relays what the pipe holds up to the end-of-run marker ("\036KGATE:<nonce>:<status>\036" on stdout, "\036KGATE:<nonce>\036"
+ * on stderr), keeping back a tail that may be the start of one. */
+static void process_pipe(gw_isolated_session_t *s, int index, int final)
+{
+    h2o_socket_t *sock = s->pipes[index];
+    char prefix[64];
+    size_t plen = (size_t)snprintf(prefix, sizeof(prefix), "\036KGATE:%s", s->nonce), consumed = 0;
+
+    for (;;) {
+        const char *buf = sock->input->bytes + consumed;
+        size_t len = sock->input->size - consumed, safe, k;
+        const char *m = s->run != NULL && !s->marker_seen[index] ? memmem(buf, len, prefix, plen) : NULL;
+        if (m != NULL) {
+            const char *p = m + plen, *end = buf + len;
+            int code = 0;
+            if (index == 0) {
+                if (p == end || *p != ':')
+                    goto Partial;
+                for (++p; p != end && *p >= '0' && *p <= '9'; ++p)
+                    code = code * 10 + (*p - '0');
+            }
+            if (p == end || *p != '\036')
+                goto Partial;
+            relay(s, index, buf, (size_t)(m - buf), 1);
+            consumed += (size_t)(p + 1 - buf);
+            s->after_cr[index] = 0;
+            s->marker_seen[index] = 1;
+            if (index == 0)
+                s->exit_code = code;
+            maybe_finish(s);
+            continue;
+        Partial:
+            consumed += relay(s, index, buf, (size_t)(m - buf), 0);
+            break;
+        }
+        /* no marker: keep back the longest tail that begins one */
+        safe = len;
+        if (s->run != NULL && !final)
+            for (k = plen < len ? plen : len; k > 0; --k)
+                if (memcmp(buf + len - k, prefix, k) == 0) {
+                    safe = len - k;
+                    break;
+                }
+        consumed += relay(s, index, buf, safe, final);
+        break;
+    }
+    h2o_buffer_consume(&sock->input, consumed);
+}
+
+static void on_pipe_read(h2o_socket_t *sock, const char *err)
+{
+    gw_isolated_session_t *s = sock->data;
+    int index = sock == s->pipes[0] ? 0 : 1;
+
+    process_pipe(s, index, err != NULL);
+    if (err != NULL) {
+        /* bash is gone: the tick reaps the sandbox and records why */
+        close_pipe(s, index);
+        if (s->run != NULL)
+            finish_run(s, gw_error_event("SessionDestroyed", "the session's bash exited during the run"), "error");
+    }
+}
+
+static void on_run_cancel(gw_run_t *run, void *data)
+{
+    gw_isolated_session_t *s = data;
+    (void)run;
+
+    s->run = NULL;
+    signal_descendants(s->bash_pid, SIGKILL);
+}
+
+static void on_run_stop(gw_run_t *run, void *data)
+{
+    gw_isolated_session_t *s = data;
+    (void)run;
+
+    signal_descendants(s->bash_pid, SIGINT);
+}
+
+static int on_run_input(gw_run_t *run, void *data, const char *value)
+{
+    (void)run, (void)data, (void)value;
+    return GW_ENOINPUT; /* a run's stdin is /dev/null */
+}
+
+static const gw_run_producer_t iso_producer = {on_run_cancel, on_run_stop, on_run_input, NULL};
+
+static int make_dir(const char *parent, const char *name, char *out, size_t size)
+{
+    snprintf(out, size, "%s/%s", parent, name);
+    return mkdir(out, 0700) == 0 || errno == EEXIST ? 0 : -errno;
+}
+
+/* mkdir -p on the host (the workspace is created when missing, as execd does). */
+static int mkdirs(const char *path)
+{
+    char buf[4096];
+    size_t len = strlen(path);
+
+    if (len >= sizeof(buf))
+        return -ENAMETOOLONG;
+    memcpy(buf, path, len + 1);
+    for (char *p = buf + 1; *p != '\0'; ++p) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    return mkdir(buf, 0755) == 0 || errno == EEXIST ? 0 : -errno;
+}
+
+static int is_within(const char *path, const char *dir)
+{
+    size_t len = strlen(dir);
+    return strcmp(dir, "/") == 0 || (strncmp(path, dir, len) == 0 && (path[len] == '\0' || path[len] == '/'));
+}
+
+/* What a sandbox that exited at start said on stderr (its first line). */
+static void read_failure(int fd, int status, char *err, size_t errlen)
+{
+    char buf[512];
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+
+    buf[n > 0 ? n : 0] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    if (buf[0] != '\0')
+        snprintf(err, errlen, "the sandbox did not start: %s", buf);
+    else
+        snprintf(err, errlen, "the sandbox did not start (exit status %d)",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
+int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_session_t **out, char *err, size_t errlen)
+{
+    char top[4096], dir[4096], ctl[4096], upper[4096], work[4096], merged[4096], rootpath[4200], *real;
+    char *cmd[] = {"/bin/bash", "--noprofile", "--norc", NULL}, **argv = NULL, **envp = NULL;
+    int in[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1}, ret = GW_ESPAWN, status, fd;
+    gw_isolated_session_t *s = NULL;
+    gw_spawn_options_t opts = {.uid = -1, .gid = -1};
+    gw_iso_paths_t paths = {0};
+    int64_t until;
+    pid_t pid = 0;
+
+    if (iso->num_sessions >= iso->host->config->max_isolated_sessions) {
+        snprintf(err, errlen, "%zu isolated sessions exist (--max-isolated-sessions): delete one first", iso->num_sessions);
+        return GW_ETOOMANYISOLATED;
+    }
+    if (spec->mode == GW_ISO_OVERLAY && iso->unshare == NULL) {
+        snprintf(err, errlen, "overlay needs util-linux's unshare, which is not installed");
+        return GW_ESPAWN;
+    }
+    /* the workspace exists (created when missing) and, symbolic links resolved, still lies beneath the root */
+    if ((ret = mkdirs(spec->workspace)) != 0 || (real = realpath(spec->workspace, NULL)) == NULL) {
+        snprintf(err, errlen, "cannot create the workspace %s: %s", spec->workspace, strerror(ret != 0 ? -ret : errno));
+        return GW_ESPAWN;
+    }
+    if (!is_within(real, iso->root) || strcmp(real, "/") == 0 || is_within(real, iso->runtime_dir)) {
+        snprintf(err, errlen, "the workspace %s resolves to %s, outside the workspace root %s", spec->workspace, real, iso->root);
+        free(real);
+        return GW_ESPAWN;
+    }
+    free(spec->workspace);
+    spec->workspace = real;
+
+    s = wire_calloc(1, sizeof(*s));
+    s->owner = iso;
+    s->stdin_fd = -1;
+    wire_uuid4(s->id);
+    wire_random_hex(s->nonce, 16);
+    ret = GW_ESPAWN;
+    if (make_dir(iso->runtime_dir, "isolated", top, sizeof(top)) != 0 || make_dir(top, s->id, dir, sizeof(dir)) != 0 ||
+        make_dir(dir, "ctl", ctl, sizeof(ctl)) != 0) {
+        snprintf(err, errlen, "cannot create the session's directory under %s: %s", iso->runtime_dir, strerror(errno));
+        goto Error;
+    }
+    s->dir = wire_strdup(dir);
+    if (spec->mode == GW_ISO_OVERLAY &&
+        (make_dir(dir, "upper", upper, sizeof(upper)) != 0 || make_dir(dir, "work", work, sizeof(work)) != 0 ||
+         make_dir(dir, "merged", merged, sizeof(merged)) != 0)) {
+        snprintf(err, errlen, "cannot create the overlay's directories: %s", strerror(errno));
+        goto Error;
+    }
+    paths = (gw_iso_paths_t){.bwrap = iso->bwrap,
+                             .unshare = iso->unshare,
+                             .runtime_dir = iso->runtime_dir,
+                             .ctl_dir = ctl,
+                             .merged_dir = merged,
+                             .upper_dir = upper,
+                             .work_dir = work,
+                             .as_root = geteuid() == 0};
+    argv = gw_iso_argv(spec, &paths, cmd);
+    envp = gw_iso_env(spec, environ, iso->host->instance_env);
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
+        snprintf(err, errlen, "cannot create pipes: %s", strerror(errno));
+        goto Error;
+    }
+    opts.path = argv[0];
+    opts.argv = argv;
+    opts.envp = envp;
+    opts.fds[0] = in[0];
+    opts.fds[1] = outp[1];
+    opts.fds[2] = errp[1];
+    if ((ret = gw_spawn(&opts, &pid, err, errlen)) != 0)
+        goto Error;
+    s->pid = pid;
+    close(in[0]);
+    close(outp[1]);
+    close(errp[1]);
+    in[0] = outp[1] = errp[1] = -1;
+    /* ready once bwrap's pid 1 has set the mounts up and started bash (its child) */
+    ret = GW_ESPAWN;
+    for (until = gw_now_ms() + ISO_START_MS;; sleep_ms(1)) {
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            s->pid = 0;
+            read_failure(errp[0], status, err, errlen);
+            goto Error;
+        }
+        if ((s->init_pid = first_child(pid)) > 0 && (s->bash_pid = first_child(s->init_pid)) > 0)
+            break;
+        if (gw_now_ms() > until) {
+            snprintf(err, errlen, "the sandbox did not start bash within %d ms", ISO_START_MS);
+            goto Error;
+        }
+    }
+    snprintf(rootpath, sizeof(rootpath), "/proc/%d/root%s", (int)s->init_pid, spec->workspace);
+    if ((fd = open(rootpath, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1) {
+        snprintf(err, errlen, "cannot reach the sandbox's workspace (%s): %s", rootpath, strerror(errno));
+        goto Error;
+    }
+    close(fd);
+    s->stdin_fd = in[1];
+    in[1] = -1;
+    fcntl(s->stdin_fd, F_SETFL, O_NONBLOCK);
+    s->pipes[0] = h2o_evloop_socket_create(iso->host->loop, outp[0], 0);
+    s->pipes[1] = h2o_evloop_socket_create(iso->host->loop, errp[0], 0);
+    outp[0] = errp[0] = -1;
+    for (int i = 0; i != 2; ++i) {
+        s->pipes[i]->data = s;
+        h2o_socket_read_start(s->pipes[i], on_pipe_read);
+    }
+    s->spec = *spec;
+    memset(spec, 0, sizeof(*spec));
+    s->created_at_ms = gw_unix_ms();
+    s->idle_since_ms = gw_now_ms();
+    h2o_linklist_insert(&iso->sessions, &s->link);
+    ++iso->num_sessions;
+    *out = s;
+    ret = 0;
+    goto Exit;
+
+Error:
+    release_sandbox(s, "failed to start");
+    free(s);
+Exit:
+    for (int i = 0; i != 2; ++i) {
+        if (in[i] != -1)
+            close(in[i]);
+        if (outp[i] != -1)
+            close(outp[i]);
+        if (errp[i] != -1)
+            close(errp[i]);
+    }
+    kmgr_strv_free(argv);
+    kmgr_strv_free(envp);
+    return ret;
+}
+
+/* Single-quoted for bash. */
+static void put_quoted(FILE *f, const char *s)
+{
+    fputc('\'', f);
+    for (; *s != '\0'; ++s) {
+        if (*s == '\'')
+            fputs("'\\''", f);
+        else
+            fputc(*s, f);
+    }
+    fputc('\'', f);
+}
+
+int gw_isolated_run(gw_isolated_session_t *s, const char *code, json_t *envs, const char *cwd, unsigned timeout_ms,
+                    const gw_run_limits_t *limits, gw_run_t **out)
+{
+    char path[4200], tmp[4200], line[256];
+    const char *key;
+    json_t *value;
+    FILE *f;
+    int len;
+
+    if (s->destroyed || s->stdin_fd == -1)
+        return GW_EKERNELDEAD;
+    if (s->run != NULL)
+        return GW_EISOBUSY;
+    /* the code goes through a file (bash reads a sourced file whole before running it); stdin only carries a short line */
+    snprintf(path, sizeof(path), "%s/ctl/run.sh", s->dir);
+    snprintf(tmp, sizeof(tmp), "%s/ctl/.run.sh.tmp", s->dir);
+    if ((f = fopen(tmp, "w")) == NULL)
+        return -errno;
+    json_object_foreach(envs, key, value)
+    {
+        fprintf(f, "export %s=", key);
+        put_quoted(f, json_string_value(value));
+        fputc('\n', f);
+    }
+    if (cwd != NULL) {
+        fputs("cd -- ", f);
+        put_quoted(f, cwd);
+        fputs(" || return 1\n", f);
+    }
+    fputs(code, f);
+    fputc('\n', f);
+    if (fclose(f) != 0 || chmod(tmp, 0644) != 0 || rename(tmp, path) != 0)
+        return -errno;
+    len = snprintf(line, sizeof(line),
+                   ". " GW_ISO_CTL_DIR
+                   "/run.sh </dev/null; printf '\\036KGATE:%s:%%d\\036' \"$?\"; printf '\\036KGATE:%s\\036' >&2\n",
+                   s->nonce, s->nonce);
+    if (write(s->stdin_fd, line, (size_t)len) != len)
+        return errno != 0 ? -errno : -EIO;
+    ++s->run_seq;
+    s->run = gw_run_create(s->owner->runs, NULL, NULL, limits);
+    gw_run_mark_started(s->run);
+    gw_run_set_producer(s->run, &iso_producer, s);
+    s->timeout_ms = timeout_ms;
+    s->deadline_ms = timeout_ms != 0 ? gw_now_ms() + timeout_ms : 0;
+    *out = s->run;
+    return 0;
+}
+
+int gw_isolated_view_path(const gw_isolated_session_t *s, char *buf, size_t size)
+{
+    if (s->destroyed || s->init_pid <= 0)
+        return GW_EKERNELDEAD;
+    snprintf(buf, size, "/proc/%d/root%s", (int)s->init_pid, s->spec.workspace);
+    return 0;
+}
+
+const char *gw_isolated_status(const gw_isolated_session_t *s)
+{
+    return s->destroyed ? "destroyed" : "active";
+}
+
+long gw_isolated_idle_remaining(const gw_isolated_session_t *s)
+{
+    int64_t left;
+
+    if (s->spec.idle_timeout_seconds == 0)
+        return -1;
+    if (s->run != NULL)
+        return (long)s->spec.idle_timeout_seconds;
+    left = (int64_t)s->spec.idle_timeout_seconds * 1000 - (gw_now_ms() - s->idle_since_ms);
+    return left > 0 ? (long)((left + 999) / 1000) : 0;
+}
+
+static json_t *iso_date(int64_t unix_ms)
+{
+    struct timespec ts = {unix_ms / 1000, (unix_ms % 1000) * 1000000L};
+    char buf[WIRE_DATE_STRLEN + 1];
+
+    if (unix_ms == 0)
+        return json_null();
+    wire_iso8601_format(&ts, buf);
+    return json_string(buf);
+}
+
+json_t *gw_isolated_to_json(const gw_isolated_session_t *s)
+{
+    json_t *obj = gw_iso_spec_to_json(&s->spec);
+    long idle = gw_isolated_idle_remaining(s);
+
+    json_object_set_new(obj, "session_id", json_string(s->id));
+    json_object_set_new(obj, "status", json_string(gw_isolated_status(s)));
+    json_object_set_new(obj, "created_at", iso_date(s->created_at_ms));
+    json_object_set_new(obj, "last_run_at", iso_date(s->last_run_at_ms));
+    json_object_set_new(obj, "idle_remaining_seconds", idle >= 0 ? json_integer(idle) : json_null());
+    json_object_set_new(obj, "running", json_boolean(s->run != NULL));
+    if (s->destroyed)
+        json_object_set_new(obj, "reason", json_string(s->reason));
+    return obj;
+}
+
+void gw_isolated_tick(gw_isolated_t *iso)
+{
+    int64_t now = gw_now_ms();
+    h2o_linklist_t *node, *next;
+
+    if (iso->sessions.next == NULL)
+        return;
+    for (node = iso->sessions.next; node != &iso->sessions; node = next) {
+        gw_isolated_session_t *s = H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, link, node);
+        int status;
+        next = node->next;
+        if (s->pid > 0 && waitpid(s->pid, &status, WNOHANG) == s->pid) {
+            char why[128];
+            s->pid = 0;
+            snprintf(why, sizeof(why), "the session's bash exited (status %d)",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+            release_sandbox(s, why);
+        }
+        if (s->run != NULL && s->deadline_ms != 0 && now >= s->deadline_ms && !s->timed_out) {
+            s->timed_out = 1;
+            s->killed_at_ms = now;
+            signal_descendants(s->bash_pid, SIGKILL);
+        }
+        if (s->run != NULL && s->killed_at_ms != 0 && now - s->killed_at_ms >= ISO_KILL_GRACE_MS) {
+            /* bash itself is busy (a shell loop): the session goes with the run */
+            char why[160];
+            snprintf(why, sizeof(why),
+                     "the run exceeded its timeout of %u ms and bash did not come back: the session was destroyed", s->timeout_ms);
+            finish_run(s, gw_error_event("TimeoutError", why), "timeout");
+            release_sandbox(s, "a timed-out run did not give bash back");
+        }
+        if (s->run == NULL && s->spec.idle_timeout_seconds != 0 &&
+            now - s->idle_since_ms >= (int64_t)s->spec.idle_timeout_seconds * 1000)
+            gw_isolated_destroy(s);
+    }
+}
+
+void gw_isolated_destroy_all(gw_isolated_t *iso)
+{
+    if (iso->sessions.next == NULL)
+        return; /* never initialised (start-up failed first) */
+    while (!h2o_linklist_is_empty(&iso->sessions)) {
+        gw_isolated_session_t *s = H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, link, iso->sessions.next);
+        gw_isolated_destroy(s);
+    }
+}

@@ -1,0 +1,105 @@
+/* procs/isolated.h: execd's isolated sessions: one persistent bash per session inside its own bubblewrap sandbox, its runs
+ * streamed as runs, its filesystem reachable from outside as the sandbox sees it. */
+#ifndef GW_ISOLATED_H
+#define GW_ISOLATED_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <h2o.h>
+#include "core/host.h"
+#include "procs/isolation.h"
+#include "runs/run.h"
+
+typedef struct st_gw_isolated_t gw_isolated_t;
+
+/** One session. Written by procs/isolated.c only. */
+typedef struct st_gw_isolated_session_t {
+    gw_isolated_t *owner;
+    char id[37];
+    gw_iso_spec_t spec;
+    int64_t created_at_ms;  /* wall clock */
+    int64_t last_run_at_ms; /* wall clock of the last run's end; 0: none yet */
+    int64_t idle_since_ms;  /* gw_now_ms clock: creation or the last run's end */
+    /* the sandbox */
+    char *dir;              /* <runtime dir>/isolated/<id>: ctl/, and upper/, work/, merged/ for overlay */
+    pid_t pid;              /* the outer process (unshare, then bwrap: one pid); 0 once reaped */
+    pid_t init_pid;         /* the sandbox's pid 1 (bwrap), host pid: its /proc/<pid>/root is the sandbox's root */
+    pid_t bash_pid;         /* the session's bash, host pid */
+    int stdin_fd;           /* bash's stdin (non-blocking); -1 once closed */
+    h2o_socket_t *pipes[2]; /* bash's stdout, stderr */
+    char nonce[33];         /* the end-of-run marker's secret */
+    /* the run in progress */
+    gw_run_t *run;
+    unsigned run_seq;
+    int64_t deadline_ms;  /* gw_now_ms; 0: none */
+    int64_t killed_at_ms; /* the run's processes were killed (timeout): the session goes too if bash does not come back */
+    unsigned timeout_ms;
+    int after_cr[2];
+    int marker_seen[2];
+    int exit_code;
+    unsigned timed_out : 1;
+    unsigned destroyed : 1; /* the sandbox is gone (bash exited, or it was killed): kept for GET until deleted or expired */
+    char reason[160];       /* why it was destroyed */
+    h2o_linklist_t link;
+} gw_isolated_session_t;
+
+/** Every isolated session, and what the host allows. */
+struct st_gw_isolated_t {
+    gw_host_t *host;
+    gw_runs_t *runs;
+    char *bwrap, *unshare; /* absolute paths; NULL: not found */
+    char *runtime_dir;
+    char *root; /* the files root: workspaces and writable binds live under it */
+    int available;
+    char message[512]; /* why not available */
+    char version[64];  /* bwrap --version */
+    h2o_linklist_t sessions;
+    size_t num_sessions;
+};
+
+/**
+ * Finds bwrap (`bwrap_path`, else on PATH) and unshare, and probes whether bwrap can create the sandbox's namespaces
+ * here (kmgr_bwrap_probe: a few ms, at start-up). `root` is the files root. Never fails: `available` and `message` say.
+ */
+void gw_isolated_init(gw_isolated_t *iso, gw_host_t *host, gw_runs_t *runs, const char *bwrap_path, const char *runtime_dir,
+                      const char *root);
+void gw_isolated_dispose(gw_isolated_t *iso);
+
+/**
+ * Starts a session (takes ownership of `spec` on success, leaves it to the caller otherwise): creates its directories,
+ * mkdir -p of the workspace, runs the sandbox and waits (a few ms, at most 5 s) until its bash runs. Returns 0, or
+ * GW_ETOOMANYSESSIONS, or GW_ESPAWN with the reason in `err` (bwrap's own message: a missing bind source, ...).
+ */
+int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_session_t **out, char *err, size_t errlen);
+gw_isolated_session_t *gw_isolated_find(gw_isolated_t *iso, const char *id);
+/** Kills the session's processes, removes its directories (its upper layer) and forgets it. */
+void gw_isolated_destroy(gw_isolated_session_t *s);
+
+/**
+ * Runs `code` in the session's bash (sourced: cwd and variables persist), after exporting `envs` ({"K": "V"}, may be NULL)
+ * and changing to `cwd` (NULL: stay). Output becomes stdout/stderr events, one per line (as /command's); a non-zero status
+ * an error event (CommandExitError, evalue the status); past `timeout_ms` (0: none) every process the run started is
+ * killed (TimeoutError), and the session too if bash itself does not come back within a second. Returns 0 and the run,
+ * GW_EBUSY (a run is in progress: one at a time), GW_EKERNELDEAD (the session is destroyed), or -errno.
+ */
+int gw_isolated_run(gw_isolated_session_t *s, const char *code, json_t *envs, const char *cwd, unsigned timeout_ms,
+                    const gw_run_limits_t *limits, gw_run_t **out);
+
+/**
+ * The workspace as the sandbox sees it, a path on the host: "/proc/<sandbox pid 1>/root<workspace>" (its mount namespace:
+ * an overlay's merged view, a read-only bind's EROFS). Returns 0, or GW_EKERNELDEAD once the session is destroyed.
+ */
+int gw_isolated_view_path(const gw_isolated_session_t *s, char *buf, size_t size);
+
+/** "active" or "destroyed"; the seconds left before idle expiry (-1: none). */
+const char *gw_isolated_status(const gw_isolated_session_t *s);
+long gw_isolated_idle_remaining(const gw_isolated_session_t *s);
+/** {session_id, status, created_at, last_run_at, idle_remaining_seconds, ...the creation fields, reason?}. */
+json_t *gw_isolated_to_json(const gw_isolated_session_t *s);
+
+/** Reaps, enforces run timeouts and idle expiry (server tick). */
+void gw_isolated_tick(gw_isolated_t *iso);
+/** Destroys every session (server shutdown). */
+void gw_isolated_destroy_all(gw_isolated_t *iso);
+
+#endif

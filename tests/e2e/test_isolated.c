@@ -1,0 +1,581 @@
+/* tests/e2e/test_isolated.c: execd's isolated sessions (/v1/isolated, API.md 5.1): capabilities, create/list/get/delete,
+ * runs in one persistent bash per session (state kept), the workspace modes (overlay writes stay in the session, ro refuses),
+ * the files routes as the sandbox sees them, share_net, env_passthrough, idle expiry, bounds. Each test runs a private kgate
+ * on a workspace root of its own; skipped only where bwrap cannot create its namespaces (detected by running it). */
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "exec_helpers.h"
+#include "support/api.h"
+#include "support/base.h"
+#include "support/events.h"
+#include "support/gateway.h"
+#include "support/http.h"
+#include "support/stream.h"
+
+static void fini(void)
+{
+    xh_gateways_stop_all();
+}
+
+TestSuite(isolated, .fini = fini, .timeout = 240);
+
+static int bwrap_works(void)
+{
+    return system("bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-net --disable-userns --cap-drop ALL "
+                  "--die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true >/dev/null 2>&1") ==
+           0;
+}
+
+static void require_bwrap(void)
+{
+    if (!bwrap_works())
+        cr_skip_test("bwrap cannot create user/pid/net namespaces on this host (or is not installed): isolated sessions are "
+                     "unavailable here, which test capabilities_tell_the_truth checks");
+}
+
+static ts_gateway_t gw;
+static char root[300];
+
+static void sh(const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* The whole file (up to 64 KiB) in a static buffer, or NULL. */
+static char *slurp(const char *path)
+{
+    static char buf[65536];
+    FILE *f = fopen(path, "r");
+    size_t n;
+    if (f == NULL)
+        return NULL;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return buf;
+}
+
+/* A private kgate on a fresh workspace root (root/ws holds base.txt), with `extra` arguments. */
+static void start(const char *const *extra)
+{
+    const char *args[16] = {"--workspace-root", NULL};
+    size_t n = 1;
+
+    snprintf(root, sizeof(root), "/tmp/kgate-e2e-iso-%d", (int)getpid());
+    sh("rm -rf %s && mkdir -p %s/ws && echo base > %s/ws/base.txt", root, root, root);
+    args[n++] = root;
+    for (; extra != NULL && *extra != NULL; ++extra)
+        args[n++] = *extra;
+    args[n] = NULL;
+    xh_gateway_start(&gw, args);
+}
+
+static void stop(void)
+{
+    xh_gateway_stop(&gw);
+    sh("rm -rf %s", root);
+}
+
+/* One request; returns the status, the response in `r` (dispose it). */
+static int req(const char *method, const char *path, const char *body, ts_response_t *r)
+{
+    const char *headers[] = {"Content-Type: application/json", NULL};
+    return ts_http_request(gw.port, method, path, headers, body, r);
+}
+
+static void expect(const char *method, const char *path, const char *body, int status, const char *code)
+{
+    ts_response_t r;
+    int st = req(method, path, body, &r);
+    cr_assert_eq(st, status, "%s %s: HTTP %d, expected %d: %.600s", method, path, st, status, r.body);
+    if (code != NULL)
+        cr_assert_str_eq(xh_str(r.json, "code"), code, "%s %s: %.600s", method, path, r.body);
+    ts_response_dispose(&r);
+}
+
+/* POST /v1/isolated/session with `tmpl` (a JSON object; "@" stands for the workspace root); returns the id (caller frees). */
+static char *create(const char *tmpl)
+{
+    char body[4096];
+    size_t len = 0;
+    ts_response_t r;
+    int st;
+
+    for (; *tmpl != '\0' && len + sizeof(root) + 1 < sizeof(body); ++tmpl)
+        len += (size_t)(*tmpl == '@' ? snprintf(body + len, sizeof(body) - len, "%s", root) : (body[len] = *tmpl, 1));
+    body[len] = '\0';
+    st = req("POST", "/v1/isolated/session", body, &r);
+    cr_assert_eq(st, 200, "POST /v1/isolated/session %s: HTTP %d: %.800s", body, st, r.body);
+    cr_assert_str_eq(xh_str(r.json, "status"), "active", "%s", r.body);
+    char *id = strdup(xh_str(r.json, "session_id"));
+    ts_response_dispose(&r);
+    return id;
+}
+
+/* Runs `code` in session `id` (`extra`: more JSON fields, or ""), returns its stdout lines joined by '\n' (caller frees);
+ * `ename` receives the error event's ename ("" when none). */
+static char *run(const char *id, const char *code, const char *extra, char *ename, size_t ename_size)
+{
+    char path[200], err[256], sum[E2E_MSG_SIZE];
+    json_t *body = json_object();
+    ts_events_t evs = {0};
+    char *text, *out = calloc(1, 1);
+    size_t len = 0;
+
+    json_object_set_new(body, "code", json_string(code));
+    if (extra[0] != '\0') {
+        json_t *more = json_loads(extra, 0, NULL);
+        json_object_update(body, more);
+        json_decref(more);
+    }
+    text = json_dumps(body, JSON_COMPACT);
+    json_decref(body);
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/run", id);
+    ts_stream_t *s = ts_stream_open(gw.port, "POST", path, (const char *const[]){"Content-Type: application/json", NULL}, text,
+                                    ts_now_ms() + XH_HEAD_MS, err);
+    free(text);
+    cr_assert_not_null(s, "POST %s: %s", path, err);
+    cr_assert(ts_stream_is_sse(s), "POST %s: HTTP %d %.600s", path, ts_stream_response(s)->status, ts_stream_response(s)->body);
+    ts_stream_collect(s, ts_now_ms() + XH_RUN_MS, 0, &evs);
+    ts_stream_close(s);
+    cr_assert(ts_events_find(&evs, "execution_complete", 0) >= 0, "no execution_complete: %s",
+              ts_events_summary(&evs, sum, sizeof(sum)));
+    ename[0] = '\0';
+    for (size_t i = 0; i != evs.n; ++i) {
+        if (strcmp(evs.v[i].type, "stdout") == 0) {
+            const char *t = xh_str(evs.v[i].json, "text");
+            out = realloc(out, len + strlen(t) + 2);
+            len += (size_t)sprintf(out + len, "%s%s", len != 0 ? "\n" : "", t);
+        } else if (strcmp(evs.v[i].type, "error") == 0) {
+            snprintf(ename, ename_size, "%s", xh_str(json_object_get(evs.v[i].json, "error"), "ename"));
+        }
+    }
+    ts_events_dispose(&evs);
+    return out;
+}
+
+/* run() asserting no error. */
+static char *run_ok(const char *id, const char *code)
+{
+    char ename[64];
+    char *out = run(id, code, "", ename, sizeof(ename));
+    cr_assert_str_eq(ename, "", "run %s: error %s (stdout %s)", code, ename, out);
+    return out;
+}
+
+static void delete_session(const char *id)
+{
+    char path[200];
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s", id);
+    expect("DELETE", path, NULL, 200, NULL);
+    expect("GET", path, NULL, 404, "SESSION_NOT_FOUND");
+}
+
+Test(isolated, capabilities_tell_the_truth)
+{
+    ts_response_t r;
+    int works = bwrap_works();
+
+    start(NULL);
+    cr_assert_eq(req("GET", "/v1/isolated/capabilities", NULL, &r), 200);
+    cr_assert_eq(json_is_true(json_object_get(r.json, "available")), works, "bwrap %s here, capabilities say %s",
+                 works ? "works" : "does not work", r.body);
+    cr_assert_str_eq(xh_str(r.json, "isolator"), "bwrap");
+    cr_assert(json_is_false(json_object_get(r.json, "diff_supported")) &&
+              json_is_false(json_object_get(r.json, "commit_supported")));
+    if (!works)
+        cr_assert(json_is_string(json_object_get(r.json, "message")), "%s", r.body);
+    ts_response_dispose(&r);
+    if (!works)
+        expect("POST", "/v1/isolated/session", "{\"workspace\": {\"path\": \"/tmp\"}}", 503, "NOT_SUPPORTED");
+    stop();
+}
+
+/* A kgate whose bwrap cannot run (a path that is no bwrap) says so, and every other route answers 503 NOT_SUPPORTED. */
+Test(isolated, unavailable_without_bwrap)
+{
+    ts_response_t r;
+
+    start((const char *const[]){"--bwrap", "/bin/false", NULL});
+    cr_assert_eq(req("GET", "/v1/isolated/capabilities", NULL, &r), 200);
+    cr_assert(json_is_false(json_object_get(r.json, "available")), "%s", r.body);
+    cr_assert(strstr(xh_str(r.json, "message"), "/bin/false") != NULL, "%s", r.body);
+    ts_response_dispose(&r);
+    expect("POST", "/v1/isolated/session", "{\"workspace\": {\"path\": \"/tmp\"}}", 503, "NOT_SUPPORTED");
+    expect("GET", "/v1/isolated/sessions", NULL, 503, "NOT_SUPPORTED");
+    expect("GET", "/v1/isolated/session/x", NULL, 503, "NOT_SUPPORTED");
+    expect("POST", "/v1/isolated/session/x/run", "{\"code\": \"true\"}", 503, "NOT_SUPPORTED");
+    expect("GET", "/v1/isolated/session/x/files/info?path=/", NULL, 503, "NOT_SUPPORTED");
+    stop();
+}
+
+Test(isolated, create_list_get_delete)
+{
+    ts_response_t r;
+    char path[200];
+
+    require_bwrap();
+    start(NULL);
+    char *id = create("{\"workspace\": {\"path\": \"@/ws\", \"mode\": \"rw\"}, \"profile\": \"balanced\", "
+                      "\"idle_timeout_seconds\": 600}");
+    cr_assert_eq(req("GET", "/v1/isolated/sessions", NULL, &r), 200);
+    cr_assert_eq(json_array_size(json_object_get(r.json, "sessions")), 1, "%s", r.body);
+    cr_assert_str_eq(xh_str(json_array_get(json_object_get(r.json, "sessions"), 0), "session_id"), id);
+    ts_response_dispose(&r);
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s", id);
+    cr_assert_eq(req("GET", path, NULL, &r), 200);
+    cr_assert_str_eq(xh_str(r.json, "status"), "active");
+    cr_assert_str_eq(xh_str(r.json, "profile"), "balanced");
+    cr_assert_str_eq(xh_str(json_object_get(r.json, "workspace"), "mode"), "rw");
+    cr_assert(json_is_null(json_object_get(r.json, "last_run_at")), "%s", r.body);
+    cr_assert(xh_int(r.json, "idle_remaining_seconds") > 590, "%s", r.body);
+    cr_assert(json_is_string(json_object_get(r.json, "created_at")));
+    ts_response_dispose(&r);
+    free(run_ok(id, "true"));
+    cr_assert_eq(req("GET", path, NULL, &r), 200);
+    cr_assert(json_is_string(json_object_get(r.json, "last_run_at")), "%s", r.body);
+    ts_response_dispose(&r);
+    /* the defaults of strict: overlay */
+    char *strict = create("{\"workspace\": {\"path\": \"@/ws\"}}");
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s", strict);
+    cr_assert_eq(req("GET", path, NULL, &r), 200);
+    cr_assert_str_eq(xh_str(r.json, "profile"), "strict");
+    cr_assert_str_eq(xh_str(json_object_get(r.json, "workspace"), "mode"), "overlay");
+    ts_response_dispose(&r);
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/diff", strict);
+    expect("GET", path, NULL, 501, "NOT_SUPPORTED");
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/commit", strict);
+    expect("POST", path, "{}", 501, "NOT_SUPPORTED");
+    delete_session(id);
+    delete_session(strict);
+    expect("DELETE", "/v1/isolated/session/nope", NULL, 404, "SESSION_NOT_FOUND");
+    free(id);
+    free(strict);
+    stop();
+}
+
+Test(isolated, bad_requests)
+{
+    char body[2000];
+
+    require_bwrap();
+    start(NULL);
+    expect("POST", "/v1/isolated/session", "{}", 400, "INVALID_REQUEST_BODY");
+    expect("POST", "/v1/isolated/session", "{\"workspace\": {\"path\": \"relative\"}}", 400, "INVALID_REQUEST_BODY");
+    expect("POST", "/v1/isolated/session", "{\"workspace\": {\"path\": \"/etc\"}}", 400, "INVALID_REQUEST_BODY");
+    snprintf(body, sizeof(body), "{\"workspace\": {\"path\": \"%s/ws\", \"mode\": \"cow\"}}", root);
+    expect("POST", "/v1/isolated/session", body, 400, "INVALID_REQUEST_BODY");
+    snprintf(body, sizeof(body), "{\"workspace\": {\"path\": \"%s/ws\"}, \"profile\": \"lax\"}", root);
+    expect("POST", "/v1/isolated/session", body, 400, "INVALID_REQUEST_BODY");
+    snprintf(body, sizeof(body), "{\"workspace\": {\"path\": \"%s/ws\"}, \"extra_writable\": [\"/usr\"]}", root);
+    expect("POST", "/v1/isolated/session", body, 400, "INVALID_REQUEST_BODY");
+    /* a bind whose source is missing: bwrap's own message */
+    snprintf(body, sizeof(body),
+             "{\"workspace\": {\"path\": \"%s/ws\"}, \"binds\": [{\"source\": \"%s/nothing\", \"dest\": \"/tmp/x\"}]}", root, root);
+    expect("POST", "/v1/isolated/session", body, 400, "INVALID_REQUEST_BODY");
+    char *id = create("{\"workspace\": {\"path\": \"@/ws\"}}");
+    char path[200];
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/run", id);
+    expect("POST", path, "{}", 400, "INVALID_REQUEST_BODY");
+    expect("POST", path, "{\"code\": \"true\", \"envs\": {\"A;B\": \"x\"}}", 400, "INVALID_REQUEST_BODY");
+    expect("POST", "/v1/isolated/session/nope/run", "{\"code\": \"true\"}", 404, "SESSION_NOT_FOUND");
+    free(id);
+    stop();
+}
+
+/* cwd, exported variables and functions persist between runs of one session; a failing command is CommandExitError; envs and
+ * cwd of a run apply; another session has its own bash. */
+Test(isolated, state_kept_between_runs)
+{
+    char ename[64], extra[400];
+
+    require_bwrap();
+    start(NULL);
+    char *id = create("{\"workspace\": {\"path\": \"@/ws\", \"mode\": \"rw\"}}");
+    free(run_ok(id, "mkdir -p sub && cd sub && export KEPT=yes && greet() { echo hello \"$1\"; }"));
+    char *out = run_ok(id, "pwd; echo \"$KEPT\"; greet you");
+    char want[600];
+    snprintf(want, sizeof(want), "%s/ws/sub\nyes\nhello you", root);
+    cr_assert_str_eq(out, want);
+    free(out);
+    out = run(id, "echo before; exit_status() { return 3; }; exit_status", "", ename, sizeof(ename));
+    cr_assert_str_eq(ename, "CommandExitError");
+    cr_assert_str_eq(out, "before");
+    free(out);
+    snprintf(extra, sizeof(extra), "{\"envs\": {\"ONE\": \"it's 1\"}, \"cwd\": \"%s/ws\"}", root);
+    out = run(id, "pwd; echo \"$ONE\"", extra, ename, sizeof(ename));
+    snprintf(want, sizeof(want), "%s/ws\nit's 1", root);
+    cr_assert_str_eq(out, want);
+    free(out);
+    /* a second session does not share the first one's shell */
+    char *other = create("{\"workspace\": {\"path\": \"@/ws\", \"mode\": \"rw\"}}");
+    out = run_ok(other, "echo \"[$KEPT]\"; echo $$");
+    cr_assert(strncmp(out, "[]\n", 3) == 0, "%s", out);
+    free(out);
+    /* its own pid namespace: bash is pid 2, under bwrap's pid 1 */
+    out = run_ok(id, "echo $$; ls /proc | grep -c '^[0-9]'");
+    cr_assert(strncmp(out, "2\n", 2) == 0, "%s", out);
+    free(out);
+    free(id);
+    free(other);
+    stop();
+}
+
+Test(isolated, timeout_kills_the_run_and_keeps_the_session)
+{
+    char ename[64];
+
+    require_bwrap();
+    start(NULL);
+    char *id = create("{\"workspace\": {\"path\": \"@/ws\", \"mode\": \"rw\"}}");
+    free(run_ok(id, "export STILL=here"));
+    int64_t t0 = ts_now_ms();
+    char *out = run(id, "echo started; sleep 30", "{\"timeout_seconds\": 1}", ename, sizeof(ename));
+    cr_assert_str_eq(ename, "TimeoutError");
+    cr_assert(ts_now_ms() - t0 < 10000, "the timeout took %lld ms", (long long)(ts_now_ms() - t0));
+    free(out);
+    out = run_ok(id, "echo $STILL");
+    cr_assert_str_eq(out, "here");
+    free(out);
+    free(id);
+    stop();
+}
+
+/* overlay: a write is visible inside the session (runs and files routes) and absent from the workspace; deleting the session
+ * removes its upper layer. */
+Test(isolated, overlay_keeps_the_workspace_untouched)
+{
+    char path[700], wsfile[400];
+    ts_response_t r;
+
+    require_bwrap();
+    start(NULL);
+    char *id = create("{\"workspace\": {\"path\": \"@/ws\", \"mode\": \"overlay\"}}");
+    char *out = run_ok(id, "echo changed > base.txt; echo new > new.txt; cat base.txt new.txt");
+    cr_assert_str_eq(out, "changed\nnew");
+    free(out);
+    snprintf(wsfile, sizeof(wsfile), "%s/ws/base.txt", root);
+    cr_assert_str_eq(slurp(wsfile), "base\n");
+    snprintf(wsfile, sizeof(wsfile), "%s/ws/new.txt", root);
+    cr_assert_eq(access(wsfile, F_OK), -1, "new.txt reached the workspace");
+    /* the files routes see the session's view */
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/files/download?path=%s/ws/new.txt", id, root);
+    cr_assert_eq(req("GET", path, NULL, &r), 200, "%s", r.body);
+    cr_assert_str_eq(r.body, "new\n");
+    ts_response_dispose(&r);
+    /* and what they write stays in the session too */
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/directories", id);
+    char body[2000];
+    snprintf(body, sizeof(body), "{\"%s/ws/made\": {\"mode\": 755}}", root);
+    expect("POST", path, body, 200, NULL);
+    snprintf(wsfile, sizeof(wsfile), "%s/ws/made", root);
+    cr_assert_eq(access(wsfile, F_OK), -1, "a directory made through the session reached the workspace");
+    out = run_ok(id, "test -d made && echo yes");
+    cr_assert_str_eq(out, "yes");
+    free(out);
+    /* the server's own /files see the workspace as it is */
+    snprintf(path, sizeof(path), "/files/download?path=%s/ws/base.txt", root);
+    cr_assert_eq(req("GET", path, NULL, &r), 200);
+    cr_assert_str_eq(r.body, "base\n");
+    ts_response_dispose(&r);
+    delete_session(id);
+    free(id);
+    /* the upper layer went with it (kgate's runtime dir holds no isolated session any more) */
+    stop();
+}
+
+Test(isolated, ro_refuses_writes)
+{
+    char path[700], ename[64], wsfile[400];
+
+    require_bwrap();
+    start(NULL);
+    char *id = create("{\"workspace\": {\"path\": \"@/ws\", \"mode\": \"ro\"}}");
+    char *out = run(id, "cat base.txt; echo x > base.txt", "", ename, sizeof(ename));
+    cr_assert_str_eq(ename, "CommandExitError");
+    cr_assert_str_eq(out, "base");
+    free(out);
+    /* /tmp stays writable */
+    out = run_ok(id, "echo t > /tmp/t && cat /tmp/t");
+    cr_assert_str_eq(out, "t");
+    free(out);
+    snprintf(wsfile, sizeof(wsfile), "%s/ws/base.txt", root);
+    cr_assert_str_eq(slurp(wsfile), "base\n");
+    /* the files routes: reads work, writes are refused */
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/files/info?path=%s/ws/base.txt", id, root);
+    expect("GET", path, NULL, 200, NULL);
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/files?path=%s/ws/base.txt", id, root);
+    expect("DELETE", path, NULL, 403, "PERMISSION_DENIED");
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/directories", id);
+    char body[2000];
+    snprintf(body, sizeof(body), "{\"%s/ws/made\": {\"mode\": 755}}", root);
+    expect("POST", path, body, 403, "PERMISSION_DENIED");
+    cr_assert_str_eq(slurp(wsfile), "base\n");
+    free(id);
+    stop();
+}
+
+/* rw: the files routes of the session: upload, list, search, mv, replace, permissions, info, download, delete; paths outside
+ * the session's workspace are refused. */
+Test(isolated, files_routes_rw)
+{
+    const char *headers[] = {"Content-Type: multipart/form-data; boundary=----isoB", NULL};
+    char path[800], body[2000], wsfile[400];
+    ts_response_t r;
+
+    require_bwrap();
+    start(NULL);
+    char *id = create("{\"workspace\": {\"path\": \"@/ws\", \"mode\": \"rw\"}}");
+    snprintf(body, sizeof(body),
+             "------isoB\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"path\":\"%s/ws/up/one.txt\"}\r\n"
+             "------isoB\r\nContent-Disposition: form-data; name=\"file\"; filename=\"one.txt\"\r\n\r\nuploaded\n\r\n"
+             "------isoB--\r\n",
+             root);
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/files/upload", id);
+    cr_assert_eq(ts_http_request(gw.port, "POST", path, headers, body, &r), 200, "%s", r.body);
+    ts_response_dispose(&r);
+    char *out = run_ok(id, "cat up/one.txt");
+    cr_assert_str_eq(out, "uploaded");
+    free(out);
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/directories/list?path=%s/ws", id, root);
+    cr_assert_eq(req("GET", path, NULL, &r), 200, "%s", r.body);
+    cr_assert(strstr(r.body, "base.txt") != NULL && strstr(r.body, "up") != NULL, "%s", r.body);
+    ts_response_dispose(&r);
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/files/search?path=%s/ws&pattern=*.txt", id, root);
+    cr_assert_eq(req("GET", path, NULL, &r), 200, "%s", r.body);
+    cr_assert(strstr(r.body, "one.txt") != NULL, "%s", r.body);
+    ts_response_dispose(&r);
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/files/mv", id);
+    snprintf(body, sizeof(body), "[{\"src\": \"%s/ws/up/one.txt\", \"dest\": \"%s/ws/up/two.txt\"}]", root, root);
+    expect("POST", path, body, 200, NULL);
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/files/replace", id);
+    snprintf(body, sizeof(body), "{\"%s/ws/up/two.txt\": {\"old\": \"uploaded\", \"new\": \"replaced\"}}", root);
+    expect("POST", path, body, 200, NULL);
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/files/permissions", id);
+    snprintf(body, sizeof(body), "{\"%s/ws/up/two.txt\": {\"mode\": 600}}", root);
+    expect("POST", path, body, 200, NULL);
+    snprintf(wsfile, sizeof(wsfile), "%s/ws/up/two.txt", root);
+    cr_assert_str_eq(slurp(wsfile), "replaced\n");
+    struct stat st;
+    cr_assert_eq(stat(wsfile, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600);
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/files/info?path=%s/ws/up/two.txt", id, root);
+    expect("GET", path, NULL, 200, NULL);
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/files?path=%s/ws/up/two.txt", id, root);
+    expect("DELETE", path, NULL, 200, NULL);
+    cr_assert_eq(access(wsfile, F_OK), -1);
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/directories?path=%s/ws/up", id, root);
+    expect("DELETE", path, NULL, 200, NULL);
+    /* outside the session's workspace: refused, even where the sandbox can read */
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/files/download?path=/etc/hostname", id);
+    expect("GET", path, NULL, 403, "PATH_OUTSIDE_WORKSPACE");
+    /* a link planted inside pointing out is not followed */
+    free(run_ok(id, "ln -s /etc/passwd leak"));
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/files/download?path=%s/ws/leak", id, root);
+    expect("GET", path, NULL, 403, "PATH_OUTSIDE_WORKSPACE");
+    snprintf(path, sizeof(path), "/v1/isolated/session/nope/files/info?path=%s/ws", root);
+    expect("GET", path, NULL, 404, "SESSION_NOT_FOUND");
+    free(id);
+    stop();
+}
+
+/* No network without share_net (not even kgate's own port: the loopback is the sandbox's own); with it, kgate answers. */
+Test(isolated, share_net)
+{
+    char code[300];
+
+    require_bwrap();
+    start(NULL);
+    snprintf(code, sizeof(code), "exec 3<>/dev/tcp/127.0.0.1/%u && echo open || echo closed", gw.port);
+    char *closed = create("{\"workspace\": {\"path\": \"@/ws\"}}");
+    char *out = run_ok(closed, code);
+    cr_assert_str_eq(out, "closed");
+    free(out);
+    char *open_ = create("{\"workspace\": {\"path\": \"@/ws\"}, \"share_net\": true}");
+    out = run_ok(open_, code);
+    cr_assert_str_eq(out, "open");
+    free(out);
+    free(closed);
+    free(open_);
+    stop();
+}
+
+/* strict drops secrets from kgate's environment; env_passthrough allow passes only what it lists; kgate's runtime dir is hidden. */
+Test(isolated, environment_and_hidden_runtime_dir)
+{
+    require_bwrap();
+    setenv("ISO_TEST_API_KEY", "secret", 1);
+    setenv("ISO_TEST_PLAIN", "plain", 1);
+    start(NULL);
+    char *strict = create("{\"workspace\": {\"path\": \"@/ws\"}}");
+    char *out = run_ok(strict, "echo \"[$ISO_TEST_API_KEY][$ISO_TEST_PLAIN][$HOME]\"");
+    cr_assert_str_eq(out, "[][plain][/tmp/home]");
+    free(out);
+    char *allow = create("{\"workspace\": {\"path\": \"@/ws\"}, \"profile\": \"balanced\", "
+                         "\"env_passthrough\": {\"mode\": \"allow\", \"keys\": [\"ISO_TEST_API_KEY\"]}}");
+    out = run_ok(allow, "echo \"[$ISO_TEST_API_KEY][$ISO_TEST_PLAIN]\"");
+    cr_assert_str_eq(out, "[secret][]");
+    free(out);
+    /* kgate's runtime dir (keys, every session's layers) is an empty directory inside */
+    char code[600];
+    cr_assert(access(gw.runtime_dir, F_OK) == 0, "%s", gw.runtime_dir);
+    snprintf(code, sizeof(code), "ls -A '%s' | wc -l", gw.runtime_dir);
+    out = run_ok(strict, code);
+    cr_assert_str_eq(out, "0", "kgate's runtime dir %s is visible inside", gw.runtime_dir);
+    free(out);
+    free(run_ok(allow, code)); /* balanced binds the host's /tmp: hidden all the same */
+    out = run_ok(allow, code);
+    cr_assert_str_eq(out, "0", "kgate's runtime dir %s is visible inside balanced", gw.runtime_dir);
+    free(out);
+    free(strict);
+    free(allow);
+    stop();
+}
+
+Test(isolated, idle_expiry)
+{
+    char path[200];
+    ts_response_t r;
+
+    require_bwrap();
+    start(NULL);
+    char *id = create("{\"workspace\": {\"path\": \"@/ws\"}, \"idle_timeout_seconds\": 1}");
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s", id);
+    int64_t until = ts_now_ms() + 10000;
+    int st;
+    while ((st = req("GET", path, NULL, &r)) == 200 && ts_now_ms() < until) {
+        ts_response_dispose(&r);
+        usleep(100 * 1000);
+    }
+    cr_assert_eq(st, 404, "the session did not expire: %.400s", r.body);
+    ts_response_dispose(&r);
+    free(id);
+    stop();
+}
+
+Test(isolated, bounded_sessions)
+{
+    char body[2000];
+
+    require_bwrap();
+    start((const char *const[]){"--max-isolated-sessions", "2", NULL});
+    char *a = create("{\"workspace\": {\"path\": \"@/ws\"}}"), *b = create("{\"workspace\": {\"path\": \"@/ws\"}}");
+    snprintf(body, sizeof(body), "{\"workspace\": {\"path\": \"%s/ws\"}}", root);
+    expect("POST", "/v1/isolated/session", body, 429, "TOO_MANY_SESSIONS");
+    delete_session(a);
+    free(create("{\"workspace\": {\"path\": \"@/ws\"}}"));
+    free(a);
+    free(b);
+    stop();
+}

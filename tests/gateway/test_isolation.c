@@ -1,0 +1,236 @@
+/* tests/gateway/test_isolation.c: an isolated session's request (procs/isolation.h): parsing and its checks, the profiles'
+ * bubblewrap command line (mount order per mode), and the environment each profile passes. Pure. */
+#include <stdlib.h>
+#include <string.h>
+#include <criterion/criterion.h>
+#include "kmgr/sandbox.h"
+#include "procs/isolation.h"
+#include "gw_test.h"
+
+TestSuite(isolation, .init = gw_test_init);
+
+static int parse(const char *text, gw_iso_spec_t *spec, char *err, size_t errlen)
+{
+    json_t *body = json_loads(text, 0, NULL);
+    int ret;
+
+    cr_assert_not_null(body, "bad test JSON: %s", text);
+    err[0] = '\0';
+    ret = gw_iso_spec_parse(body, "/srv/root", "/run/kgate-rt", 1800, spec, err, errlen);
+    json_decref(body);
+    return ret;
+}
+
+/* The index of `arg` followed by `a1` (and `a2` when not NULL) in argv, or -1. */
+static long find(char **argv, const char *arg, const char *a1, const char *a2)
+{
+    for (long i = 0; argv[i] != NULL; ++i)
+        if (strcmp(argv[i], arg) == 0 && (a1 == NULL || (argv[i + 1] != NULL && strcmp(argv[i + 1], a1) == 0)) &&
+            (a2 == NULL || (argv[i + 1] != NULL && argv[i + 2] != NULL && strcmp(argv[i + 2], a2) == 0)))
+            return i;
+    return -1;
+}
+
+static const gw_iso_paths_t paths = {.bwrap = "/usr/bin/bwrap",
+                                     .unshare = "/usr/bin/unshare",
+                                     .runtime_dir = "/run/kgate-rt",
+                                     .ctl_dir = "/run/kgate-rt/isolated/S/ctl",
+                                     .merged_dir = "/run/kgate-rt/isolated/S/merged",
+                                     .upper_dir = "/run/kgate-rt/isolated/S/upper",
+                                     .work_dir = "/run/kgate-rt/isolated/S/work",
+                                     .as_root = 1};
+static char *const cmd[] = {"/bin/bash", "--noprofile", "--norc", NULL};
+
+Test(isolation, defaults_per_profile)
+{
+    gw_iso_spec_t spec;
+    char err[256];
+
+    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/srv/root/ws/./a/..\"}}", &spec, err, sizeof(err)), 0, "%s", err);
+    cr_assert_str_eq(spec.workspace, "/srv/root/ws");
+    cr_assert_eq(spec.profile, GW_ISO_STRICT);
+    cr_assert_eq(spec.mode, GW_ISO_OVERLAY);
+    cr_assert_eq(spec.share_net, 0);
+    cr_assert_eq(spec.idle_timeout_seconds, 1800);
+    cr_assert_eq(spec.uid, -1);
+    gw_iso_spec_dispose(&spec);
+    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/srv/root\"}, \"profile\": \"balanced\", \"share_net\": true, \"uid\": 1000, "
+                       "\"gid\": 100, \"idle_timeout_seconds\": 0}",
+                       &spec, err, sizeof(err)),
+                 0, "%s", err);
+    cr_assert_eq(spec.mode, GW_ISO_RW);
+    cr_assert_eq(spec.share_net, 1);
+    cr_assert_eq(spec.uid, 1000);
+    cr_assert_eq(spec.gid, 100);
+    cr_assert_eq(spec.idle_timeout_seconds, 0);
+    gw_iso_spec_dispose(&spec);
+    /* OSEP-0013 nests the fields under "isolation" */
+    cr_assert_eq(parse("{\"isolation\": {\"workspace\": {\"path\": \"/srv/root/x\", \"mode\": \"ro\"}}}", &spec, err, sizeof(err)),
+                 0, "%s", err);
+    cr_assert_eq(spec.mode, GW_ISO_RO);
+    gw_iso_spec_dispose(&spec);
+}
+
+Test(isolation, refusals)
+{
+    static const char *const bad[] = {
+        "{}",
+        "{\"workspace\": {}}",
+        "{\"workspace\": {\"path\": \"rel\"}}",
+        "{\"workspace\": {\"path\": \"/srv/other\"}}",       /* outside the root */
+        "{\"workspace\": {\"path\": \"/srv/root/../etc\"}}", /* lexically outside */
+        "{\"workspace\": {\"path\": \"/srv/root\", \"mode\": \"cow\"}}",
+        "{\"workspace\": {\"path\": \"/srv/root\"}, \"profile\": \"open\"}",
+        "{\"workspace\": {\"path\": \"/srv/root\"}, \"share_net\": 1}",
+        "{\"workspace\": {\"path\": \"/srv/root\"}, \"extra_writable\": [\"/usr\"]}",
+        "{\"workspace\": {\"path\": \"/srv/root\"}, \"extra_writable\": \"/srv/root/a\"}",
+        "{\"workspace\": {\"path\": \"/srv/root\"}, \"binds\": [{\"source\": \"/usr\"}]}", /* writable, outside */
+        "{\"workspace\": {\"path\": \"/srv/root\"}, \"binds\": [{\"source\": \"/run/kgate-rt/k\", \"readonly\": true}]}",
+        "{\"workspace\": {\"path\": \"/srv/root\"}, \"binds\": [{\"source\": \"/usr\", \"readonly\": true, \"dest\": \"/\"}]}",
+        "{\"workspace\": {\"path\": \"/srv/root\"}, \"env_passthrough\": {\"mode\": \"some\"}}",
+        "{\"workspace\": {\"path\": \"/srv/root\"}, \"env_passthrough\": {\"keys\": [\"A=B\"]}}",
+        "{\"workspace\": {\"path\": \"/srv/root\"}, \"uid\": -1}",
+        "{\"workspace\": {\"path\": \"/srv/root\"}, \"idle_timeout_seconds\": -5}",
+        NULL,
+    };
+    gw_iso_spec_t spec;
+    char err[256];
+
+    for (const char *const *b = bad; *b != NULL; ++b) {
+        cr_assert_eq(parse(*b, &spec, err, sizeof(err)), -1, "accepted: %s", *b);
+        cr_assert(err[0] != '\0', "no message for %s", *b);
+    }
+    /* a read-only bind may come from anywhere but the runtime dir */
+    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/srv/root\"}, \"binds\": [{\"source\": \"/usr/share\", \"readonly\": true, "
+                       "\"dest\": \"/opt/share\"}]}",
+                       &spec, err, sizeof(err)),
+                 0, "%s", err);
+    cr_assert_str_eq(spec.binds[0].dest, "/opt/share");
+    gw_iso_spec_dispose(&spec);
+}
+
+Test(isolation, argv_rw_strict_order)
+{
+    gw_iso_spec_t spec;
+    char err[256], **argv;
+
+    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/srv/root/ws\", \"mode\": \"rw\"}, \"extra_writable\": [\"/srv/root/cache\"], "
+                       "\"binds\": [{\"source\": \"/srv/root/data\", \"dest\": \"/data\", \"readonly\": true}], \"uid\": 1000}",
+                       &spec, err, sizeof(err)),
+                 0, "%s", err);
+    argv = gw_iso_argv(&spec, &paths, cmd);
+    cr_assert_str_eq(argv[0], "/usr/bin/bwrap");
+    long net = find(argv, "--unshare-net", NULL, NULL), caps = find(argv, "--cap-drop", "ALL", NULL),
+         uid = find(argv, "--uid", "1000", NULL), root = find(argv, "--ro-bind", "/", "/"),
+         tmp = find(argv, "--tmpfs", "/tmp", NULL), hide = find(argv, "--tmpfs", "/run/kgate-rt", NULL),
+         ctl = find(argv, "--ro-bind", paths.ctl_dir, "/run/kgate"), ws = find(argv, "--bind", "/srv/root/ws", "/srv/root/ws"),
+         extra = find(argv, "--bind", "/srv/root/cache", "/srv/root/cache"),
+         bind = find(argv, "--ro-bind", "/srv/root/data", "/data"), home = find(argv, "--dir", "/tmp/home", NULL),
+         chdir_ = find(argv, "--chdir", "/srv/root/ws", NULL), sep = find(argv, "--", NULL, NULL);
+    cr_assert(net > 0 && caps > 0 && uid > 0 && find(argv, "--disable-userns", NULL, NULL) > 0 &&
+              find(argv, "--die-with-parent", NULL, NULL) > 0);
+    /* each later mount lies over the earlier ones: the order is the contract */
+    cr_assert(root < tmp && tmp < hide && hide < ctl && ctl < ws && ws < extra && extra < bind && bind < home && home < chdir_ &&
+                  chdir_ < sep,
+              "order: root %ld tmp %ld hide %ld ctl %ld ws %ld extra %ld bind %ld home %ld", root, tmp, hide, ctl, ws, extra, bind,
+              home);
+    cr_assert_str_eq(argv[sep + 1], "/bin/bash");
+    cr_assert_null(argv[sep + 4]);
+    kmgr_strv_free(argv);
+    gw_iso_spec_dispose(&spec);
+}
+
+Test(isolation, argv_modes)
+{
+    gw_iso_spec_t spec;
+    char err[256], **argv;
+
+    /* balanced, ro, share_net: the host's /tmp, the workspace read-only, the network kept */
+    cr_assert_eq(
+        parse("{\"workspace\": {\"path\": \"/srv/root/ws\", \"mode\": \"ro\"}, \"profile\": \"balanced\", \"share_net\": true}",
+              &spec, err, sizeof(err)),
+        0, "%s", err);
+    argv = gw_iso_argv(&spec, &paths, cmd);
+    cr_assert_eq(find(argv, "--unshare-net", NULL, NULL), -1);
+    cr_assert(find(argv, "--bind", "/tmp", "/tmp") > 0);
+    cr_assert(find(argv, "--ro-bind", "/srv/root/ws", "/srv/root/ws") > 0);
+    cr_assert_eq(find(argv, "--bind", "/srv/root/ws", "/srv/root/ws"), -1);
+    kmgr_strv_free(argv);
+    gw_iso_spec_dispose(&spec);
+
+    /* overlay: unshare, a shell mounting the overlay, then bwrap binding the merged view at the workspace */
+    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/srv/root/ws\"}}", &spec, err, sizeof(err)), 0, "%s", err);
+    argv = gw_iso_argv(&spec, &paths, cmd);
+    cr_assert_str_eq(argv[0], "/usr/bin/unshare");
+    cr_assert(find(argv, "--mount", NULL, NULL) > 0);
+    cr_assert_eq(find(argv, "--map-root-user", NULL, NULL), -1, "kgate as root needs no user namespace of its own");
+    long sh = find(argv, "/bin/sh", "-c", NULL);
+    cr_assert(sh > 0);
+    cr_assert(strstr(argv[sh + 2], "mount -t overlay") != NULL && strstr(argv[sh + 2], "lowerdir=/srv/root/ws,upperdir=") != NULL,
+              "%s", argv[sh + 2]);
+    cr_assert_str_eq(argv[sh + 4], "/usr/bin/bwrap");
+    cr_assert(find(argv, "--bind", paths.merged_dir, "/srv/root/ws") > 0);
+    kmgr_strv_free(argv);
+    gw_iso_paths_t user = paths;
+    user.as_root = 0;
+    argv = gw_iso_argv(&spec, &user, cmd);
+    cr_assert(find(argv, "--map-root-user", NULL, NULL) > 0);
+    kmgr_strv_free(argv);
+    gw_iso_spec_dispose(&spec);
+}
+
+static int has(char **env, const char *entry)
+{
+    for (; *env != NULL; ++env)
+        if (strcmp(*env, entry) == 0)
+            return 1;
+    return 0;
+}
+
+Test(isolation, environment)
+{
+    char *const host[] = {"PATH=/usr/bin",
+                          "HOME=/root",
+                          "OPENAI_API_KEY=k",
+                          "AWS_REGION=r",
+                          "GITHUB_TOKEN=t",
+                          "PLAIN=p",
+                          "KGATE_ACCESS_TOKEN=secret",
+                          "KGATE_INSTANCE=old",
+                          NULL};
+    gw_iso_spec_t spec;
+    char err[256], **env;
+
+    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/srv/root\"}}", &spec, err, sizeof(err)), 0);
+    env = gw_iso_env(&spec, host, "KGATE_INSTANCE=tok");
+    cr_assert(has(env, "PATH=/usr/bin") && has(env, "PLAIN=p") && has(env, "HOME=/tmp/home") && has(env, "KGATE_INSTANCE=tok"));
+    cr_assert(!has(env, "OPENAI_API_KEY=k") && !has(env, "AWS_REGION=r") && !has(env, "GITHUB_TOKEN=t") &&
+              !has(env, "HOME=/root") && !has(env, "KGATE_ACCESS_TOKEN=secret") && !has(env, "KGATE_INSTANCE=old"));
+    kmgr_strv_free(env);
+    gw_iso_spec_dispose(&spec);
+
+    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/srv/root\"}, \"profile\": \"balanced\"}", &spec, err, sizeof(err)), 0);
+    env = gw_iso_env(&spec, host, NULL);
+    cr_assert(has(env, "OPENAI_API_KEY=k") && has(env, "HOME=/root") && !has(env, "KGATE_ACCESS_TOKEN=secret"));
+    kmgr_strv_free(env);
+    gw_iso_spec_dispose(&spec);
+
+    cr_assert_eq(
+        parse("{\"workspace\": {\"path\": \"/srv/root\"}, \"profile\": \"balanced\", \"env_passthrough\": {\"mode\": \"deny\", "
+              "\"keys\": [\"PLAIN\"]}}",
+              &spec, err, sizeof(err)),
+        0);
+    env = gw_iso_env(&spec, host, NULL);
+    cr_assert(!has(env, "PLAIN=p") && has(env, "AWS_REGION=r"));
+    kmgr_strv_free(env);
+    gw_iso_spec_dispose(&spec);
+
+    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/srv/root\"}, \"env_passthrough\": {\"mode\": \"allow\", \"keys\": "
+                       "[\"OPENAI_API_KEY\"]}}",
+                       &spec, err, sizeof(err)),
+                 0);
+    env = gw_iso_env(&spec, host, NULL);
+    cr_assert(has(env, "OPENAI_API_KEY=k") && has(env, "PATH=/usr/bin") && !has(env, "PLAIN=p"));
+    kmgr_strv_free(env);
+    gw_iso_spec_dispose(&spec);
+}
