@@ -323,6 +323,22 @@ const bench_case_t bench_cases[] = {
         .via_mcp = 1,
         .max_overhead_pct = 10,
     },
+    {
+        /* issue 13's warm pool: a context ready at once instead of a ~550 ms python start, and what a
+         * burst twice the pool's size gets (the pool serves half, the rest start cold) */
+        .name = "pool",
+        .description = "POST /code/context from a warm python3 pool against a cold start; 8 at once with a pool of 4",
+        .run = bench_run_pool,
+        .language = "python",
+        .code = "",
+        .pool_kernel = "python3",
+        .pool_size = 4,
+        .max_create_ms = 10,
+        .clients = 8,
+        .rounds = 3,
+        .default_samples = 10,
+        .default_warmup = 1,
+    },
 };
 
 const size_t bench_num_cases = sizeof(bench_cases) / sizeof(bench_cases[0]);

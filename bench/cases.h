@@ -13,6 +13,8 @@
 /** What every case is given: the running kgate, an HTTP client of it, and the run's settings. */
 typedef struct st_bench_env_t {
     ts_gateway_t *kgate;
+    /** The kgate binary, for cases that start a kgate of their own with other flags (`pool`). */
+    const char *kgate_exe;
     /** One keep-alive connection to kgate; every request on it is bounded by timeout_ms. */
     ts_http_t *http;
     /** Timed samples per client (0: the case's default). */
@@ -79,6 +81,16 @@ typedef struct st_bench_result_t {
     double upload_ms, upload_min_ms, upload_max_ms, upload_send_ms, upload_cpu_ms;
     bench_summary_t upload_sending;
     bench_summary_t upload_processing;
+    /** The `pool` case: the create latency of every client of its bursts, from a pool and all cold (n 0 when not run). */
+    const char *burst_pool_label;
+    const char *burst_cold_label;
+    bench_summary_t burst_pool;
+    bench_summary_t burst_cold;
+    /** The same bursts from the pool, split: the pool_size fastest clients of each (the pool's), and the others. */
+    const char *burst_hit_label;
+    const char *burst_miss_label;
+    bench_summary_t burst_hit;
+    bench_summary_t burst_miss;
 } bench_result_t;
 
 typedef struct st_bench_case_t bench_case_t;
@@ -156,6 +168,14 @@ struct st_bench_case_t {
      */
     int via_mcp;
     double max_overhead_pct;
+    *The `pool` case (bench_run_pool) : a kgate of its own with `--pool pool_kernel = pool_size`;
+    *POST / code / context from the full pool against a cold start,
+        alternately(target
+                    : the pool's *median under `max_create_ms`),
+        then `rounds` bursts of `clients` creates at once from the full *pool,
+        and as many of cold starts.* / const char *pool_kernel;
+    unsigned pool_size;
+    double max_create_ms;
 };
 
 /**
@@ -187,6 +207,8 @@ int bench_run_jupyter(const bench_case_t *self, bench_env_t *env, bench_result_t
 int bench_run_upload_stall(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 /** Runner of the `mcp` case (case_mcp.c): MCP run_code against POST /code, alternately; kgate's RSS sampled. */
 int bench_run_mcp(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
+/** Runner of the `pool` case (case_pool.c): context creation from a warm pool against cold starts, one by one and in bursts. */
+int bench_run_pool(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 
 /** Runner of the kernel-against-kernel cases (case_kernels.c); BENCH_ESKIPPED when the baseline is not installed. */
 int bench_run_kernel_pair(const bench_case_t *self, bench_env_t *env, bench_result_t *out);

@@ -158,9 +158,28 @@ static void print_throughput(const bench_case_t *c, const bench_result_t *r)
                r->kgate_cpu_ms_relaying, r->kgate_cpu_ms_listening);
 }
 
+static int is_pool_case(const bench_case_t *c)
+{
+    return c->pool_size != 0;
+}
+
 static int is_concurrency_case(const bench_case_t *c)
 {
-    return c->clients != 0;
+    return c->clients != 0 && !is_pool_case(c);
+}
+
+/* The pool case: its verdict, and what a burst got (the table has its rows). */
+static void print_pool(const bench_case_t *c, const bench_result_t *r)
+{
+    double speedup = r->kgate.median > 0 ? r->direct.median / r->kgate.median : 0;
+    printf("pool: create from a warm pool %.3f ms against a cold start %.3f ms (medians, %.0fx)  [%s; target < %.0f ms: %s]\n",
+           r->kgate.median, r->direct.median, speedup, c->name, c->max_create_ms,
+           r->kgate.median < c->max_create_ms ? "met" : "NOT met");
+    printf(
+        "pool: %u contexts asked for at once, %u rounds, with a pool of %u: the %u fastest of each median %.1f ms (max %.1f), the "
+        "others median %.1f ms (max %.1f); all %u cold: median %.1f ms (max %.1f)\n",
+        c->clients, c->rounds, c->pool_size, c->pool_size, r->burst_hit.median, r->burst_hit.max, r->burst_miss.median,
+        r->burst_miss.max, c->clients, r->burst_cold.median, r->burst_cold.max);
 }
 
 static double concurrency_ratio(const bench_result_t *r)
@@ -285,6 +304,14 @@ static void print_table(const bench_case_t **cases, const bench_result_t *result
         print_row(cases[i]->name, results[i].direct_label, &results[i].direct);
         if (results[i].peer.n > 0)
             print_row(cases[i]->name, results[i].peer_label, &results[i].peer);
+        if (results[i].burst_pool.n > 0)
+            print_row(cases[i]->name, results[i].burst_pool_label, &results[i].burst_pool);
+        if (results[i].burst_hit.n > 0)
+            print_row(cases[i]->name, results[i].burst_hit_label, &results[i].burst_hit);
+        if (results[i].burst_miss.n > 0)
+            print_row(cases[i]->name, results[i].burst_miss_label, &results[i].burst_miss);
+        if (results[i].burst_cold.n > 0)
+            print_row(cases[i]->name, results[i].burst_cold_label, &results[i].burst_cold);
     }
     printf("\n");
     for (size_t i = 0; i < n; ++i) {
@@ -294,6 +321,8 @@ static void print_table(const bench_case_t **cases, const bench_result_t *result
             print_speedup(cases[i], r);
         } else if (is_upload_case(cases[i])) {
             print_upload(cases[i], r);
+        } else if (is_pool_case(cases[i])) {
+            print_pool(cases[i], r);
         } else if (is_concurrency_case(cases[i])) {
             printf("overhead: kgate/direct median latency ratio = %.2f (%+.1f%%)  [%s, under load]\n", ratio, pct, cases[i]->name);
             print_concurrency(cases[i], r);
@@ -403,6 +432,19 @@ static void print_json(const bench_case_t **cases, const bench_result_t *results
             json_object_set_new(c, "mcp_sse_only", json_boolean(mcp_sse_only));
             json_object_set_new(c, "kgate_cpu_ms_per_call",
                                 json_pack("{sfsf}", "mcp", r->kgate_cpu_ms_relaying, "code", r->kgate_cpu_ms_listening));
+        }
+        if (is_pool_case(cases[i])) {
+            json_t *c = json_array_get(arr, json_array_size(arr) - 1);
+            /* creation, not execution: the overhead target does not apply, the pool's does */
+            json_object_set_new(c, "target_pct", json_null());
+            json_object_set_new(c, "within_target", json_boolean(r->kgate.median < cases[i]->max_create_ms));
+            json_object_set_new(c, "pool",
+                                json_pack("{sssisisfsoso}", "kernel", cases[i]->pool_kernel, "size", (int)cases[i]->pool_size,
+                                          "burst_clients", (int)cases[i]->clients, "target_create_ms", cases[i]->max_create_ms,
+                                          "burst_pool", summary_json(r->burst_pool_label, &r->burst_pool), "burst_cold",
+                                          summary_json(r->burst_cold_label, &r->burst_cold)));
+            json_object_set_new(json_object_get(c, "pool"), "burst_pool_fastest", summary_json(r->burst_hit_label, &r->burst_hit));
+            json_object_set_new(json_object_get(c, "pool"), "burst_pool_others", summary_json(r->burst_miss_label, &r->burst_miss));
         }
         if (is_speedup_case(cases[i])) {
             json_t *c = json_array_get(arr, json_array_size(arr) - 1);
@@ -599,6 +641,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "kgate pid %d on 127.0.0.1:%u, runtime dir %s\n", (int)kgate.pid, kgate.port, kgate.runtime_dir);
     ts_http_init(&http, kgate.port, 1);
     bench_env_t env = {.kgate = &kgate,
+                       .kgate_exe = kgate_path,
                        .http = &http,
                        .samples = samples,
                        .warmup = warmup,

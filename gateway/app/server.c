@@ -76,6 +76,27 @@ static void discover_kernelspecs(gw_server_t *server, const gw_config_t *config)
     kmgr_kernelspecs_discover(dirs, n, &server->languages.specs, warn_kernelspec);
 }
 
+/* --pool: each named kernelspec's pool, filled from the tick; says what it keeps, or why not. */
+static void start_pools(gw_server_t *server, const gw_config_t *config)
+{
+    char said[512] = "";
+    size_t len = 0;
+
+    for (size_t i = 0; i != config->num_pool; ++i) {
+        const kmgr_kernelspec_t *spec = gw_languages_find(&server->languages, config->pool[i].kernel);
+        if (spec == NULL) {
+            fprintf(stderr, "kgate: pool: no kernelspec named \"%s\"; none is started ahead\n", config->pool[i].kernel);
+            continue;
+        }
+        gw_contexts_set_pool(&server->contexts, spec, config->pool[i].size);
+        if (config->pool[i].size != 0 && len < sizeof(said))
+            len +=
+                (size_t)snprintf(said + len, sizeof(said) - len, "%s%s=%u", len != 0 ? "," : "", spec->name, config->pool[i].size);
+    }
+    if (len != 0)
+        fprintf(stderr, "kgate: pool: %s kernels started ahead (--pool)\n", said);
+}
+
 int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t *loop)
 {
     h2o_hostconf_t *hostconf;
@@ -153,6 +174,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     }
     fprintf(stderr, "kgate: sandbox: %s%s; %s\n", config->sandbox ? "bwrap " : "none",
             config->sandbox ? kmgr_manager_bwrap_path(server->kmgr) : "", kmgr_manager_limits_mechanism(server->kmgr));
+    start_pools(server, config);
     gw_mcp_init(&server->mcp, &server->host, &server->languages, &server->contexts, &server->files);
     server->mcp_ready = 1;
     gw_app_build_routes(server);

@@ -6,6 +6,7 @@
 #include "core/errors.h"
 #include "code/context.h"
 #include "code/kernel_run.h"
+#include "code/pool.h"
 
 void gw_contexts_init(gw_contexts_t *contexts, gw_host_t *host, gw_runs_t *runs, gw_languages_t *languages, kmgr_manager_t *kmgr)
 {
@@ -17,6 +18,7 @@ void gw_contexts_init(gw_contexts_t *contexts, gw_host_t *host, gw_runs_t *runs,
     contexts->translate.compat_execd = host->config->compat_execd;
     contexts->translate.keep_ansi = host->config->keep_ansi;
     h2o_linklist_init_anchor(&contexts->list);
+    h2o_linklist_init_anchor(&contexts->pools);
 }
 
 void gw_context_waiter_cancel(gw_context_waiter_t *waiter)
@@ -76,6 +78,11 @@ static void on_kernel_state(kmgr_kernel_t *kernel, void *data)
 
     if (state == KMGR_KERNEL_IDLE && kmgr_kernel_info(kernel) != NULL)
         gw_languages_note_kernel_info(ctx->contexts->languages, ctx->spec, kmgr_kernel_info(kernel));
+    if (ctx->is_pooled) {
+        /* nobody waits on a pooled kernel, nor taps it: the pool alone hears it (and may free ctx) */
+        gw_pool_on_state(ctx, state);
+        return;
+    }
     FOR_EACH_TAP(ctx, tap, tap->on_state(tap, state));
     if (!is_starting(ctx))
         tell_waiters(ctx);
@@ -87,7 +94,7 @@ static void on_kernel_state(kmgr_kernel_t *kernel, void *data)
     }
 }
 
-int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts, gw_context_t **out)
+int gw_context_spawn(gw_contexts_t *contexts, const gw_context_options_t *opts, gw_context_t **out)
 {
     kmgr_kernel_options_t kopts = {.spec = opts->spec, .cwd = opts->cwd, .env = opts->env, .on_state = on_kernel_state};
     const gw_config_t *config = contexts->host->config;
@@ -96,10 +103,6 @@ int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts,
     gw_context_t *ctx;
     int ret;
 
-    if (contexts->host->shutting_down)
-        return GW_ESHUTTINGDOWN;
-    if (contexts->count >= contexts->host->config->max_contexts)
-        return GW_ETOOMANYCONTEXTS;
     if (opts->sandbox != NULL)
         sandbox = *opts->sandbox;
     else
@@ -116,18 +119,46 @@ int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts,
         free(ctx);
         return ret;
     }
-    wire_uuid4(ctx->id);
     ctx->contexts = contexts;
     ctx->spec = opts->spec;
+    h2o_linklist_init_anchor(&ctx->waiters);
+    h2o_linklist_init_anchor(&ctx->runs);
+    h2o_linklist_init_anchor(&ctx->taps);
+    *out = ctx;
+    return 0;
+}
+
+void gw_context_release(gw_context_t *ctx)
+{
+    kmgr_kernel_destroy(ctx->kernel);
+    free(ctx->cwd);
+    free(ctx);
+}
+
+int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts, gw_context_t **out)
+{
+    gw_context_t *ctx;
+    int ret;
+
+    if (contexts->host->shutting_down)
+        return GW_ESHUTTINGDOWN;
+    if (contexts->count >= contexts->host->config->max_contexts)
+        return GW_ETOOMANYCONTEXTS;
+    if ((ctx = gw_pool_take(contexts, opts)) == NULL) {
+        /* pooled kernels hold places of max_contexts only until a request needs one */
+        while (contexts->count + contexts->pooled >= contexts->host->config->max_contexts && gw_pool_give_up_one(contexts))
+            ;
+        if ((ret = gw_context_spawn(contexts, opts, &ctx)) != 0)
+            return ret;
+    }
+    /* a pooled kernel becomes a context now: a new id, created and active now */
+    wire_uuid4(ctx->id);
     ctx->cwd = wire_strdup(opts->cwd);
     ctx->created_at_ms = gw_unix_ms();
     gw_context_touch(ctx);
     ctx->execution_count = 0;
     ctx->is_default = opts->is_default;
     ctx->is_ephemeral = opts->is_ephemeral;
-    h2o_linklist_init_anchor(&ctx->waiters);
-    h2o_linklist_init_anchor(&ctx->runs);
-    h2o_linklist_init_anchor(&ctx->taps);
     h2o_linklist_insert(&contexts->list, &ctx->link);
     gw_idmap_insert(&contexts->by_id, &ctx->by_id, ctx->id);
     ++contexts->count;
@@ -158,6 +189,7 @@ void gw_context_destroy(gw_context_t *ctx)
 
 void gw_contexts_destroy_all(gw_contexts_t *contexts)
 {
+    gw_pool_dispose_all(contexts);
     while (!h2o_linklist_is_empty(&contexts->list))
         gw_context_destroy(H2O_STRUCT_FROM_MEMBER(gw_context_t, link, contexts->list.next));
     gw_idmap_dispose(&contexts->by_id);
@@ -176,6 +208,7 @@ void gw_contexts_tick(gw_contexts_t *contexts)
             now - ctx->last_activity_mono_ms > (int64_t)contexts->host->config->context_idle_ms)
             gw_context_destroy(ctx);
     }
+    gw_pool_tick(contexts);
 }
 
 gw_context_t *gw_context_find(gw_contexts_t *contexts, const char *id)

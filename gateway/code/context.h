@@ -15,6 +15,22 @@
 #include "code/translate.h"
 #include "runs/run.h"
 
+typedef struct st_gw_context_t gw_context_t;
+
+/**
+ * The warm pool of one kernelspec (code/pool.c): kernels started ahead with the server's defaults
+ * (no cwd, no env, the default sandbox and limits), handed out by gw_context_create.
+ */
+typedef struct st_gw_pool_t {
+    h2o_linklist_t link; /* in contexts->pools */
+    const kmgr_kernelspec_t *spec;
+    unsigned size;          /* the target */
+    h2o_linklist_t kernels; /* gw_context_t (is_pooled), starting or ready, oldest first */
+    unsigned count;         /* in `kernels` */
+    unsigned failures;      /* pooled kernels of this spec that died or failed in a row; 0 again once one is ready */
+    int64_t next_start_ms;  /* gw_now_ms before which none is started (back-off after failures) */
+} gw_pool_t;
+
 /** The registry of contexts, and what their runs need: the kernel manager, the runs, translation options. */
 typedef struct st_gw_contexts_t {
     gw_host_t *host;
@@ -25,14 +41,18 @@ typedef struct st_gw_contexts_t {
     /* the workspace a sandboxed kernel may write (the files root: gw_files_t's); borrowed, set by the app once known */
     const char *workspace;
     h2o_linklist_t list; /* gw_context_t */
-    size_t count;        /* bounded by config->max_contexts */
+    size_t count;        /* bounded by config->max_contexts, with `pooled` */
     gw_idmap_t by_id;
+    h2o_linklist_t pools; /* gw_pool_t: one per kernelspec given a pool (gw_contexts_set_pool) */
+    size_t pooled;        /* pooled kernels of every spec: count + pooled <= max_contexts when a pool starts one */
+    char *pool_cwd; /* the directory pooled kernels start in (kgate's own), resolved: a request's cwd naming it may use them */
 } gw_contexts_t;
 
 /**
- * One context. Its fields are read by anyone holding it and written by code/ only.
+ * One context. Its fields are read by anyone holding it and written by code/ only. A pooled one
+ * (is_pooled) is a kernel waiting in a pool: no id yet, not registered, seen by code/ alone.
  */
-typedef struct st_gw_context_t {
+struct st_gw_context_t {
     char id[WIRE_UUID_STRLEN + 1];
     gw_contexts_t *contexts;
     const kmgr_kernelspec_t *spec;
@@ -45,13 +65,15 @@ typedef struct st_gw_context_t {
     int execution_count;
     unsigned is_default : 1;   /* the language's default context (POST /code with only a language) */
     unsigned is_ephemeral : 1; /* a stateless run's own kernel: not listed, deleted after its run */
-    h2o_linklist_t link;       /* in contexts->list */
+    unsigned is_pooled : 1;    /* waiting in pool->kernels (code/pool.c) */
+    gw_pool_t *pool;           /* while is_pooled */
+    h2o_linklist_t link;       /* in contexts->list, or in pool->kernels while pooled */
     gw_idmap_entry_t by_id;    /* in contexts->by_id */
     h2o_linklist_t waiters;    /* gw_context_waiter_t: told once the kernel is ready */
     h2o_linklist_t runs;       /* gw_kernel_run_t queued or in progress */
     h2o_linklist_t taps;       /* gw_context_tap_t: relays of the kernel's messages */
     size_t ntaps;
-} gw_context_t;
+};
 
 typedef struct st_gw_context_waiter_t gw_context_waiter_t;
 /**
@@ -119,19 +141,40 @@ typedef struct st_gw_context_options_t {
 void gw_contexts_init(gw_contexts_t *contexts, gw_host_t *host, gw_runs_t *runs, gw_languages_t *languages, kmgr_manager_t *kmgr);
 
 /**
- * Starts a kernel and registers a context for it. Returns 0 and the context in `*out`, or
- * GW_ESHUTTINGDOWN, GW_ETOOMANYCONTEXTS (config->max_contexts alive) or a kmgr code (the kernel
- * could not be started); nothing is registered then.
+ * Registers a context: with a kernel of the spec's warm pool when the options ask for nothing a
+ * pooled kernel lacks (no cwd but kgate's own, an empty env, the default sandbox and limits), a
+ * ready one first, else one still starting; otherwise with a kernel started now, after giving up a
+ * pooled kernel if the pools' take the last places of config->max_contexts. Returns 0 and the
+ * context in `*out`, or GW_ESHUTTINGDOWN, GW_ETOOMANYCONTEXTS (config->max_contexts contexts
+ * alive, pooled kernels not counted) or a kmgr code (the kernel could not be started); nothing is
+ * registered then.
  */
 int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts, gw_context_t **out);
 
 /** Shuts the kernel down (in the background) and frees the context; waiters are told, runs end. */
 void gw_context_destroy(gw_context_t *ctx);
 
-/** Destroys every context (server shutdown). */
+/** Destroys every context and every pooled kernel (server shutdown). */
 void gw_contexts_destroy_all(gw_contexts_t *contexts);
 
-/** Enforces run timeouts and deletes contexts idle for longer than config->context_idle_ms (server tick). */
+/**
+ * Keeps `size` kernels of `spec` started ahead (0: none; the pooled kernels beyond are shut down).
+ * gw_contexts_tick starts them, one at a time for all pools, only while no context's kernel is
+ * starting or restarting and while contexts and pooled kernels together stay under
+ * config->max_contexts; a pooled kernel that dies or fails to start is discarded and replaced after
+ * a back-off (1 s, doubling to 60 s; the first failure in a row is logged). Pooled kernels are
+ * neither listed nor found by id, and never expire.
+ */
+void gw_contexts_set_pool(gw_contexts_t *contexts, const kmgr_kernelspec_t *spec, unsigned size);
+/** {"<kernelspec>": {"size", "ready", "starting"}} for every spec given a pool. A new object. */
+json_t *gw_contexts_pool_to_json(const gw_contexts_t *contexts);
+/** The pool entry of `spec` as gw_contexts_pool_to_json renders it, or NULL when the spec has none. A new object. */
+json_t *gw_contexts_pool_spec_to_json(const gw_contexts_t *contexts, const kmgr_kernelspec_t *spec);
+
+/**
+ * Enforces run timeouts, deletes contexts idle for longer than config->context_idle_ms and refills
+ * the warm pools (server tick).
+ */
 void gw_contexts_tick(gw_contexts_t *contexts);
 
 /** The context with `id`, or NULL. */

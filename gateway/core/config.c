@@ -23,6 +23,7 @@ enum {
     OPT_ALLOW_ORIGIN,
     OPT_SANDBOX,
     OPT_BWRAP,
+    OPT_POOL,
     OPT_HELP,
     OPT_VERSION,
 #define GW_XX_OPT(field, type, def, opt, help) OPT_LIMIT_##field,
@@ -36,6 +37,9 @@ void gw_config_init(gw_config_t *config)
     config->listen_host = wire_strdup("127.0.0.1");
     config->listen_port = 44772;
     config->shell = wire_strdup("/bin/bash");
+    config->pool = wire_malloc(sizeof(*config->pool));
+    config->pool[0] = (gw_pool_size_t){wire_strdup(GW_POOL_DEFAULT_KERNEL), GW_POOL_DEFAULT_SIZE};
+    config->num_pool = 1;
 #define GW_XX_DEFAULT(field, type, def, opt, help) config->field = (type)(def);
     GW_LIMITS_MAP(GW_XX_DEFAULT)
 #undef GW_XX_DEFAULT
@@ -55,7 +59,76 @@ void gw_config_dispose(gw_config_t *config)
     free(config->workspace_root);
     free(config->allow_origin);
     free(config->bwrap_path);
+    gw_config_pool_free(config->pool, config->num_pool);
     memset(config, 0, sizeof(*config));
+}
+
+void gw_config_pool_free(gw_pool_size_t *pool, size_t num)
+{
+    for (size_t i = 0; i != num; ++i)
+        free(pool[i].kernel);
+    free(pool);
+}
+
+static int is_kernel_name_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+}
+
+int gw_config_parse_pool(const char *arg, gw_pool_size_t **out, size_t *num, char *err, size_t errlen)
+{
+    gw_pool_size_t *pool = NULL;
+    size_t n = 0;
+    const char *p = arg;
+
+    *out = NULL;
+    *num = 0;
+    if (strcmp(arg, "none") == 0)
+        return 0;
+    for (;;) {
+        const char *name = p, *end;
+        char digits[16];
+        uint64_t size;
+        size_t len;
+        while (is_kernel_name_char(*p))
+            ++p;
+        len = (size_t)(p - name);
+        if (len == 0 || *p != '=') {
+            snprintf(err, errlen, "--pool wants \"none\" or NAME=N[,NAME=N]... (such as python3=2,bash=0), got \"%s\"", arg);
+            goto Error;
+        }
+        ++p;
+        end = strchr(p, ',');
+        if (end == NULL)
+            end = p + strlen(p);
+        if ((size_t)(end - p) >= sizeof(digits)) {
+            snprintf(err, errlen, "--pool: the size of %.*s is not a number from 0 to %u", (int)len, name, GW_POOL_MAX_SIZE);
+            goto Error;
+        }
+        memcpy(digits, p, (size_t)(end - p));
+        digits[end - p] = '\0';
+        if (wire_parse_decimal(digits, GW_POOL_MAX_SIZE, &size) != 0) {
+            snprintf(err, errlen, "--pool: the size of %.*s is not a number from 0 to %u", (int)len, name, GW_POOL_MAX_SIZE);
+            goto Error;
+        }
+        for (size_t i = 0; i != n; ++i) {
+            if (strlen(pool[i].kernel) == len && memcmp(pool[i].kernel, name, len) == 0) {
+                snprintf(err, errlen, "--pool names %.*s twice", (int)len, name);
+                goto Error;
+            }
+        }
+        pool = wire_realloc(pool, sizeof(*pool) * (n + 1));
+        pool[n++] = (gw_pool_size_t){wire_strndup(name, len), (unsigned)size};
+        if (*end == '\0')
+            break;
+        p = end + 1;
+    }
+    *out = pool;
+    *num = n;
+    return 0;
+Error:
+    gw_config_pool_free(pool, n);
+    return -1;
 }
 
 static void usage(FILE *fp)
@@ -86,6 +159,11 @@ static void usage(FILE *fp)
                 "                              no network, the system read-only, the workspace writable, a private\n"
                 "                              /tmp and HOME, kgate's runtime dir hidden (see README, Sandbox)\n"
                 "  --bwrap PATH                the bubblewrap executable (default: bwrap on PATH)\n");
+    fprintf(fp,
+            "  --pool NAME=N[,NAME=N]...   kernels of each kernelspec started ahead, with the default sandbox\n"
+            "                              and limits, so that a new context is ready at once (default\n"
+            "                              " GW_POOL_DEFAULT_KERNEL "=%u; --pool none: no pool; see README, Warm pool)\n",
+            GW_POOL_DEFAULT_SIZE);
 #define GW_XX_USAGE(field, type, def, opt, help)                                                                                   \
     fprintf(fp, "  --%-26s %s (default %llu)\n", opt " N", help, (unsigned long long)(def));
     GW_LIMITS_MAP(GW_XX_USAGE)
@@ -151,6 +229,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         {"as-execd", no_argument, NULL, OPT_AS_EXECD},
         {"sandbox", required_argument, NULL, OPT_SANDBOX},
         {"bwrap", required_argument, NULL, OPT_BWRAP},
+        {"pool", required_argument, NULL, OPT_POOL},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
 #define GW_XX_LONGOPT(field, type, def, opt, help) {opt, required_argument, NULL, OPT_LIMIT_##field},
@@ -232,6 +311,19 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
             free(config->bwrap_path);
             config->bwrap_path = wire_strdup(optarg);
             break;
+        case OPT_POOL: {
+            gw_pool_size_t *pool;
+            size_t num;
+            char why[256];
+            if (gw_config_parse_pool(optarg, &pool, &num, why, sizeof(why)) != 0) {
+                fprintf(err, "kgate: %s\n", why);
+                return -1;
+            }
+            gw_config_pool_free(config->pool, config->num_pool);
+            config->pool = pool;
+            config->num_pool = num;
+            break;
+        }
         case OPT_HELP:
             usage(out);
             return 1;

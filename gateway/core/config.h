@@ -7,6 +7,11 @@
 
 #define GW_VERSION "0.1.0"
 
+/* --pool: the default warm pool (python3=GW_POOL_DEFAULT_SIZE) and the largest size one kernelspec may ask for */
+#define GW_POOL_DEFAULT_KERNEL "python3"
+#define GW_POOL_DEFAULT_SIZE 1
+#define GW_POOL_MAX_SIZE 64
+
 /* XX(field, type, default, option, help): the numeric limits, one table for defaults, --help and parsing. */
 #define GW_LIMITS_MAP(XX)                                                                                                          \
     XX(max_body_bytes, size_t, 8u << 20, "max-body-bytes", "largest accepted request body")                                        \
@@ -80,6 +85,12 @@
     XX(isolated_run_timeout_seconds, unsigned, 300, "isolated-run-timeout-seconds",                                                \
        "an isolated run's timeout_seconds when its request sets none (0: none)")
 
+/** One entry of --pool: `size` kernels of the kernelspec named `kernel` kept started ahead. */
+typedef struct st_gw_pool_size_t {
+    char *kernel;
+    unsigned size;
+} gw_pool_size_t;
+
 typedef struct st_gw_config_t {
     char *listen_host; /* "127.0.0.1", "::1", "0.0.0.0" ... */
     uint16_t listen_port;
@@ -104,15 +115,28 @@ typedef struct st_gw_config_t {
     /* where kernels run: 0 as plain children (--sandbox none), 1 in bubblewrap (--sandbox bwrap) */
     int sandbox;
     char *bwrap_path; /* NULL: bwrap on PATH */
+    /* --pool NAME=N,...: warm kernels per kernelspec (README, Warm pool); default GW_POOL_DEFAULT_KERNEL=GW_POOL_DEFAULT_SIZE,
+     * none after --pool none */
+    gw_pool_size_t *pool;
+    size_t num_pool;
 #define GW_XX_FIELD(field, type, def, opt, help) type field;
     GW_LIMITS_MAP(GW_XX_FIELD)
 #undef GW_XX_FIELD
 } gw_config_t;
 
-/** Fills `config` with the defaults (127.0.0.1:44772, no token, /bin/bash, GW_LIMITS_MAP). */
+/** Fills `config` with the defaults (127.0.0.1:44772, no token, /bin/bash, the default pool, GW_LIMITS_MAP). */
 void gw_config_init(gw_config_t *config);
 /** Releases the strings owned by `config`. */
 void gw_config_dispose(gw_config_t *config);
+
+/**
+ * Pure: parses --pool's value, "none" or "NAME=N[,NAME=N]..." (a kernelspec name of letters, digits,
+ * '.', '_' and '-'; N from 0 to GW_POOL_MAX_SIZE; each name once), into a new array in `*out` (the
+ * caller frees it with gw_config_pool_free). Returns 0, or -1 with why in `err`.
+ */
+int gw_config_parse_pool(const char *arg, gw_pool_size_t **out, size_t *num, char *err, size_t errlen);
+/** Frees what gw_config_parse_pool returned; accepts NULL. */
+void gw_config_pool_free(gw_pool_size_t *pool, size_t num);
 
 /**
  * Parses the command line (and KGATE_ACCESS_TOKEN) into `config`. Returns 0 to run, 1 when

@@ -240,6 +240,17 @@ GW_EXECD_HANDLER(context_restart)
 
 GW_EXECD_HANDLER(languages)
 {
+    gw_execd_t *execd = gw_execd_from(door);
+    json_t *list = gw_languages_to_json(execd->languages), *entry, *pool;
+    size_t i;
     (void)params;
-    gw_send_json(req, 200, gw_languages_to_json(gw_execd_from(door)->languages));
+
+    /* the warm pool of a kernelspec that has one: {"size", "ready", "starting"} */
+    json_array_foreach(list, i, entry)
+    {
+        const kmgr_kernelspec_t *spec = gw_languages_find(execd->languages, json_string_value(json_object_get(entry, "kernel")));
+        if (spec != NULL && (pool = gw_contexts_pool_spec_to_json(execd->contexts, spec)) != NULL)
+            json_object_set_new(entry, "pool", pool);
+    }
+    gw_send_json(req, 200, list);
 }

@@ -355,3 +355,46 @@ Test(config, a_second_parse_forgets_the_first_argv)
     cr_assert_eq(c.keep_ansi, 0);
     gw_config_dispose(&c);
 }
+
+Test(config, pool_defaults_to_python3_and_takes_a_list_or_none)
+{
+    parsed_t p;
+
+    parse(&p, NULL);
+    cr_assert_eq(p.rc, 0);
+    cr_assert_eq(p.config.num_pool, 1, "on by default");
+    cr_assert_str_eq(p.config.pool[0].kernel, "python3");
+    cr_assert_eq(p.config.pool[0].size, GW_POOL_DEFAULT_SIZE);
+    parsed_dispose(&p);
+
+    parse(&p, "--pool", "python3=2,bash=0,my-kernel.v_2=5", NULL);
+    cr_assert_eq(p.rc, 0, "%s", p.err);
+    cr_assert_eq(p.config.num_pool, 3);
+    cr_assert_str_eq(p.config.pool[0].kernel, "python3");
+    cr_assert_eq(p.config.pool[0].size, 2);
+    cr_assert_str_eq(p.config.pool[1].kernel, "bash");
+    cr_assert_eq(p.config.pool[1].size, 0);
+    cr_assert_str_eq(p.config.pool[2].kernel, "my-kernel.v_2");
+    cr_assert_eq(p.config.pool[2].size, 5);
+    parsed_dispose(&p);
+
+    parse(&p, "--pool", "python3=3", "--pool", "none", NULL);
+    cr_assert_eq(p.rc, 0, "%s", p.err);
+    cr_assert_eq(p.config.num_pool, 0, "the last --pool wins");
+    cr_assert_null(p.config.pool);
+    parsed_dispose(&p);
+}
+
+Test(config, bad_pools_are_refused)
+{
+    EXPECT_ERROR("NAME=N", "--pool", "python3");
+    EXPECT_ERROR("NAME=N", "--pool", "");
+    EXPECT_ERROR("NAME=N", "--pool", "=2");
+    EXPECT_ERROR("NAME=N", "--pool", "python3=2,");
+    EXPECT_ERROR("NAME=N", "--pool", "py thon=2");
+    EXPECT_ERROR("size of python3", "--pool", "python3=");
+    EXPECT_ERROR("size of python3", "--pool", "python3=-1");
+    EXPECT_ERROR("size of python3", "--pool", "python3=65");
+    EXPECT_ERROR("size of python3", "--pool", "python3=99999999999999999999");
+    EXPECT_ERROR("twice", "--pool", "python3=1,bash=1,python3=2");
+}

@@ -142,7 +142,7 @@ static int spawn(ts_gateway_t *gw, const ts_gateway_opts_t *opts)
     size_t nargs = 0;
     while (opts->args != NULL && opts->args[nargs] != NULL)
         nargs++;
-    const char **argv = ts_malloc((nargs + 8) * sizeof(*argv));
+    const char **argv = ts_malloc((nargs + 10) * sizeof(*argv));
     size_t argc = 0;
     argv[argc++] = opts->exe;
     argv[argc++] = "--listen";
@@ -154,6 +154,11 @@ static int spawn(ts_gateway_t *gw, const ts_gateway_opts_t *opts)
     if (!has_arg(opts->args, "--kernel-path")) {
         argv[argc++] = "--kernel-path";
         argv[argc++] = TS_KERNEL_PATH;
+    }
+    /* a warm pool's kernels would start beside every test's and bench's own: only those that ask get one */
+    if (!has_arg(opts->args, "--pool")) {
+        argv[argc++] = "--pool";
+        argv[argc++] = "none";
     }
     for (size_t i = 0; i < nargs; i++)
         argv[argc++] = opts->args[i];

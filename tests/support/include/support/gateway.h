@@ -43,9 +43,10 @@ const char *ts_kgate_path(const char *binary_dir);
 
 /**
  * Starts `exe --listen 127.0.0.1:<free port> --runtime-dir <tmp>/runtime --kernel-path
- * TS_KERNEL_PATH <args...>` (the default --runtime-dir and --kernel-path are left out when `args`
- * has its own) with `env` added to its environment and KGATE_ACCESS_TOKEN removed unless `env`
- * sets it. stdout and stderr go to gw->log_path. kgate gets SIGTERM if the starting thread dies.
+ * TS_KERNEL_PATH --pool none <args...>` (the default --runtime-dir, --kernel-path and --pool are
+ * left out when `args` has its own: kgate's default warm pool is off unless a test or case asks)
+ * with `env` added to its environment and KGATE_ACCESS_TOKEN removed unless `env` sets it. stdout
+ * and stderr go to gw->log_path. kgate gets SIGTERM if the starting thread dies.
  * Waits until GET /healthz answers 200 (polling every TS_HEALTH_POLL_MS). Another process may take
  * the port before kgate binds it: when kgate exits saying the address is in use, it is started
  * again on another port (three attempts in all).
