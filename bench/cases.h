@@ -168,12 +168,13 @@ struct st_bench_case_t {
      */
     int via_mcp;
     double max_overhead_pct;
-    *The `pool` case (bench_run_pool) : a kgate of its own with `--pool pool_kernel = pool_size`;
-    *POST / code / context from the full pool against a cold start,
-        alternately(target
-                    : the pool's *median under `max_create_ms`),
-        then `rounds` bursts of `clients` creates at once from the full *pool,
-        and as many of cold starts.* / const char *pool_kernel;
+    /*
+     * The `pool` case (bench_run_pool): a kgate of its own with `--pool pool_kernel=pool_size`;
+     * POST /code/context from the full pool against a cold start, alternately (target: the pool's
+     * median under `max_create_ms`), then `rounds` bursts of `clients` creates at once from the full
+     * pool, and as many of cold starts.
+     */
+    const char *pool_kernel;
     unsigned pool_size;
     double max_create_ms;
 };
