@@ -324,6 +324,18 @@ const bench_case_t bench_cases[] = {
         .max_overhead_pct = 10,
     },
     {
+        /* issue 13: what the sandbox costs a run. A second kgate with --sandbox bwrap (skipped where bwrap cannot
+         * make namespaces), its context against one of the bench's own kgate, same kernelspec, alternately. */
+        .name = "sandbox",
+        .description = "`1+1` in a context of a kgate started with --sandbox bwrap against a plain context, alternately",
+        .run = bench_run_sandbox,
+        .language = "python",
+        .code = "1+1",
+        .expect_result = "2",
+        .default_samples = 200,
+        .default_warmup = 20,
+    },
+    {
         /* issue 13's warm pool: a context ready at once instead of a ~550 ms python start, and what a
          * burst twice the pool's size gets (the pool serves half, the rest start cold) */
         .name = "pool",

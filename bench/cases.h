@@ -208,6 +208,9 @@ int bench_run_jupyter(const bench_case_t *self, bench_env_t *env, bench_result_t
 int bench_run_upload_stall(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 /** Runner of the `mcp` case (case_mcp.c): MCP run_code against POST /code, alternately; kgate's RSS sampled. */
 int bench_run_mcp(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
+/** Runner of the `sandbox` case (case_sandbox.c): `code` in a context of a kgate with --sandbox bwrap against a plain one,
+ * alternately. */
+int bench_run_sandbox(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 /** Runner of the `pool` case (case_pool.c): context creation from a warm pool against cold starts, one by one and in bursts. */
 int bench_run_pool(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 
