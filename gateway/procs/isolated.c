@@ -410,7 +410,8 @@ static const gw_run_producer_t iso_producer = {on_run_cancel, on_run_stop, on_ru
 
 static int make_dir(const char *parent, const char *name, char *out, size_t size)
 {
-    snprintf(out, size, "%s/%s", parent, name);
+    if ((size_t)snprintf(out, size, "%s/%s", parent, name) >= size)
+        return -ENAMETOOLONG;
     return mkdir(out, 0700) == 0 || errno == EEXIST ? 0 : -errno;
 }
 

@@ -28,7 +28,8 @@ static int write_file(const char *dir, const char *file, const char *value)
     int fd, ret = 0;
     size_t len = strlen(value);
 
-    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >= sizeof(path))
+        return -ENAMETOOLONG;
     if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
         return -errno;
     if (write(fd, value, len) != (ssize_t)len)
@@ -43,7 +44,8 @@ static int read_file(const char *dir, const char *file, char *buf, size_t size)
     ssize_t n;
     int fd;
 
-    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >= sizeof(path))
+        return -1;
     if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
         return -1;
     n = read(fd, buf, size - 1);
@@ -87,7 +89,8 @@ static char *make_parent(const char *base)
 {
     char path[4096];
 
-    snprintf(path, sizeof(path), "%s/kgate-%d", strcmp(base, "/") == 0 ? "" : base, (int)getpid());
+    if ((size_t)snprintf(path, sizeof(path), "%s/kgate-%d", strcmp(base, "/") == 0 ? "" : base, (int)getpid()) >= sizeof(path))
+        return NULL;
     if (mkdir(path, 0755) != 0 && errno != EEXIST)
         return NULL;
     return wire_strdup(path);

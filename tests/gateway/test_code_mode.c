@@ -62,7 +62,7 @@ static gw_run_t *running(kmgr_request_t **req, unsigned timeout_ms)
 static void send_batch(kmgr_request_t *req, const char *calls_json)
 {
     char prompt[4096];
-    snprintf(prompt, sizeof(prompt), "%s{\"calls\":%s}", GW_TOOL_CALLS_MARK, calls_json);
+    cr_assert_lt((size_t)snprintf(prompt, sizeof(prompt), "%s{\"calls\":%s}", GW_TOOL_CALLS_MARK, calls_json), sizeof(prompt));
     fake_request_input(req, prompt, 0);
 }
 
