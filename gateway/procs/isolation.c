@@ -330,7 +330,7 @@ static void append_quoted(char **buf, size_t *len, const char *s)
 
 char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char *const *cmd)
 {
-    strv_t b = {NULL}, out = {NULL};
+    strv_t b = {NULL, 0, 0}, out = {NULL, 0, 0};
     char idbuf[32];
     size_t i;
 
@@ -432,7 +432,7 @@ static int listed(const gw_iso_spec_t *spec, const char *name)
 
 char **gw_iso_env(const gw_iso_spec_t *spec, char *const *environ_, const char *mark)
 {
-    strv_t e = {NULL};
+    strv_t e = {NULL, 0, 0};
     char name[256];
     size_t mark_name = mark != NULL ? strcspn(mark, "=") : 0;
 

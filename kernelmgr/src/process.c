@@ -198,7 +198,7 @@ static size_t limits_to_rlimits(const kmgr_manager_t *mgr, const kmgr_limits_t *
 int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const char *cwd, json_t *env, const kmgr_sandbox_t *sandbox,
                     kmgr_proc_t **out, char *why, size_t whylen)
 {
-    static const kmgr_sandbox_t no_sandbox = {KMGR_SANDBOX_NONE};
+    static const kmgr_sandbox_t no_sandbox = {.kind = KMGR_SANDBOX_NONE};
     kmgr_proc_t *proc = wire_calloc(1, sizeof(*proc));
     char **argv = NULL, **wrapped = NULL, *ipython_dir = NULL, *log_path = NULL, *program = NULL, pidbuf[32];
     envv_t envv = {NULL, 0, 0};

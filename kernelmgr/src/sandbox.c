@@ -56,7 +56,7 @@ char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd)
     static const char *const isolation[] = {BWRAP_ISOLATION};
     const char *ws = args->workspace;
     int ws_in_tmp = ws != NULL && is_within(ws, "/tmp");
-    argv_t a = {NULL};
+    argv_t a = {NULL, 0, 0};
 
     push(&a, args->bwrap);
     for (size_t i = 0; i != sizeof(isolation) / sizeof(isolation[0]); ++i)

@@ -42,6 +42,7 @@ static void require_bwrap(void)
 static ts_gateway_t gw;
 static char root[300];
 
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void sh(const char *fmt, ...)
 {
     char cmd[2048];
