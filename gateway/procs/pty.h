@@ -44,15 +44,15 @@ struct st_gw_pty_t {
     char *cwd;     /* NULL: kgate's working directory */
     char *command; /* NULL: an interactive shell; else `<shell> -c command` */
     unsigned started : 1;
-    unsigned is_pipe : 1;  /* once started: pipes (stderr apart) rather than a terminal */
-    unsigned exited : 1;   /* the shell was reaped */
-    unsigned finished : 1; /* exited and its output drained: exit_code is final, on_exit was called */
+    unsigned is_pipe : 1;   /* once started: pipes (stderr apart) rather than a terminal */
+    unsigned exited : 1;    /* the shell was reaped */
+    unsigned finished : 1;  /* exited and its output drained: exit_code is final, on_exit was called */
     unsigned sandboxed : 1; /* --sandbox bwrap: pid is bwrap's, and the shell runs inside it (gw_spawn) */
-    int exit_code;         /* the exit status, 128+N for signal N */
-    pid_t pid;             /* the shell (or its bwrap): leader of its session and process group */
-    gw_ring_t output;      /* stdout and stderr as they arrived; output.total is the output offset */
-    h2o_socket_t *out[2];  /* the terminal's master side (or stdout), stderr (pipe mode); NULL once closed */
-    h2o_socket_t *in;      /* stdin: out[0] itself for a terminal, a pipe otherwise; NULL once closed */
+    int exit_code;          /* the exit status, 128+N for signal N */
+    pid_t pid;              /* the shell (or its bwrap): leader of its session and process group */
+    gw_ring_t output;       /* stdout and stderr as they arrived; output.total is the output offset */
+    h2o_socket_t *out[2];   /* the terminal's master side (or stdout), stderr (pipe mode); NULL once closed */
+    h2o_socket_t *in;       /* stdin: out[0] itself for a terminal, a pipe otherwise; NULL once closed */
     char *stdin_pending, *stdin_sending;
     size_t pending_len, sending_len;
     const gw_pty_sink_t *sink;

@@ -62,7 +62,7 @@ struct st_gw_shell_t {
     unsigned numeric_timeout_evalue : 1;
     unsigned keep_group : 1;
     unsigned sandboxed : 1; /* pid is bwrap's (gw_spawn_signal) */
-    h2o_linklist_t link; /* in shells->list */
+    h2o_linklist_t link;    /* in shells->list */
 };
 
 /**

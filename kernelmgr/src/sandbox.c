@@ -127,8 +127,9 @@ int kmgr_bwrap_probe(const char *bwrap, char *why, size_t whylen)
     argv[n++] = bwrap;
     for (size_t i = 0; i != sizeof(isolation) / sizeof(isolation[0]); ++i)
         argv[n++] = isolation[i];
-    for (const char *const *p = (const char *const[]){"--new-session", "--hostname", "sandbox", "--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                                                      "--tmpfs", "/tmp", "--", "/bin/true", NULL};
+    for (const char *const *p =
+             (const char *const[]){"--new-session", "--hostname", "sandbox", "--unshare-net", "--ro-bind", "/", "/", "--dev",
+                                   "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "/bin/true", NULL};
          *p != NULL; ++p)
         argv[n++] = *p;
     argv[n] = NULL;

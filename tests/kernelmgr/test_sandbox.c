@@ -110,7 +110,8 @@ Test(sandbox, cwd_binding)
 Test(sandbox, process_profile_and_own_terminal)
 {
     static char *const sh[] = {"/bin/bash", "-c", "tty", NULL};
-    kmgr_bwrap_args_t a = {.bwrap = "bwrap", .runtime_dir = "/run/kg", .workspace = "/srv/ws", .cwd = "/srv/ws", .home = "/tmp/home"};
+    kmgr_bwrap_args_t a = {
+        .bwrap = "bwrap", .runtime_dir = "/run/kg", .workspace = "/srv/ws", .cwd = "/srv/ws", .home = "/tmp/home"};
     char **v = kmgr_bwrap_argv(&a, sh);
 
     cr_assert_str_eq(joined(v), ISOLATION " --unshare-net --ro-bind / / --bind /srv/ws /srv/ws --tmpfs /tmp --dir /tmp/home"

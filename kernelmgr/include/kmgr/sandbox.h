@@ -31,7 +31,7 @@ typedef struct st_kmgr_sandbox_t {
 typedef struct st_kmgr_bwrap_args_t {
     const char *bwrap;        /* the bwrap executable */
     const char *runtime_dir;  /* hidden (an empty tmpfs over it) ... */
-    const char *kernel_dir;   /* ... but for this one directory under it, bound read-write (ipc sockets, connection file); NULL: none */
+    const char *kernel_dir;   /* ... but for this one directory under it, read-write (ipc sockets, connection file); or NULL */
     const char *workspace;    /* bound read-write; NULL: none */
     const char *cwd;          /* the kernel's directory: bound read-only when outside the workspace and /tmp is hiding it; NULL */
     const char *resource_dir; /* the kernelspec's directory, bound read-only (it may live under /tmp); NULL */
