@@ -171,7 +171,10 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
                     why);
             return -1;
         }
+        server->host.sandbox_bwrap = kmgr_manager_bwrap_path(server->kmgr);
     }
+    server->host.runtime_dir = kmgr_manager_runtime_dir(server->kmgr);
+    server->host.workspace = server->files.ws.root;
     fprintf(stderr, "kgate: sandbox: %s%s; %s\n", config->sandbox ? "bwrap " : "none",
             config->sandbox ? kmgr_manager_bwrap_path(server->kmgr) : "", kmgr_manager_limits_mechanism(server->kmgr));
     start_pools(server, config);

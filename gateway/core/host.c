@@ -6,6 +6,7 @@ void gw_host_init(gw_host_t *host, h2o_loop_t *loop, const gw_config_t *config)
     host->loop = loop;
     host->config = config;
     host->shutting_down = 0;
+    host->sandbox_bwrap = host->runtime_dir = host->workspace = NULL;
     h2o_timeout_init(loop, &host->zero_timeout, 0);
     h2o_timeout_init(loop, &host->yield_timeout, 1);
     h2o_timeout_init(loop, &host->ping_timeout, config->ping_interval_ms);

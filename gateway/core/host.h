@@ -21,6 +21,11 @@ typedef struct st_gw_host_t {
     /* "KGATE_INSTANCE=<token>" (kmgr_manager_instance_env), set by the server before any feature starts a
      * process: every child gets it in its environment (gw_spawn_env), so that a leftover of a dead kgate is found */
     const char *instance_env;
+    /* --sandbox bwrap: the bwrap executable (resolved), set by the server once bwrap is known to work; NULL: shells,
+     * commands and PTYs run as plain children. With it, the directories their sandbox hides and shows. */
+    const char *sandbox_bwrap;
+    const char *runtime_dir; /* kgate's: keys, connection files, logs (hidden in a sandbox) */
+    const char *workspace;   /* the files root (bound read-write in a sandbox) */
 } gw_host_t;
 
 /** Initialises the timeouts on `loop`; `config` is borrowed for the host's life. */

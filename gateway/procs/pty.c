@@ -202,10 +202,14 @@ int gw_pty_start(gw_pty_t *pty, int pipe_mode, char *err, size_t err_size)
         .path = shell, .argv = argv, .cwd = pty->cwd, .uid = -1, .gid = -1, .fds = {-1, -1, -1}, .controlling_tty = !pipe_mode};
     /* ours: the terminal's master side, or stdin's write end and stdout's and stderr's read ends; theirs: the other sides */
     int ours[3] = {-1, -1, -1}, theirs[3] = {-1, -1, -1}, ret = 0, i;
+    gw_spawn_sandbox_t sandbox;
     char **envp;
 
     if (pty->started)
         return 0;
+    /* on a terminal, the sandbox keeps the session whose controlling terminal is the pty (gw_spawn, kmgr_bwrap_argv) */
+    if (gw_spawn_sandbox_of(pty->ptys->host, &sandbox))
+        spawn.sandbox = &sandbox;
     argv[argc++] = (char *)shell;
     /* execd runs bash without start-up files: a predictable prompt and environment */
     if (strcmp(base != NULL ? base + 1 : shell, "bash") == 0) {
@@ -239,6 +243,7 @@ int gw_pty_start(gw_pty_t *pty, int pipe_mode, char *err, size_t err_size)
     if (ret != 0)
         goto Exit;
     pty->started = 1;
+    pty->sandboxed = spawn.sandbox != NULL;
     pty->is_pipe = pipe_mode != 0;
     pty->in = watch(pty, ours[0], !pipe_mode);
     if (pipe_mode) {
@@ -357,9 +362,9 @@ int gw_pty_signal(gw_pty_t *pty, int sig)
     if (!pty->is_pipe && pty->out[0] != NULL) {
         pid_t fg = tcgetpgrp(h2o_socket_get_fd(pty->out[0]));
         if (fg > 0)
-            group = fg;
+            return kill(-fg, sig) == 0 ? 0 : -errno;
     }
-    return kill(-group, sig) == 0 ? 0 : -errno;
+    return gw_spawn_signal(group, pty->sandboxed, sig);
 }
 
 void gw_pty_destroy(gw_pty_t *pty)

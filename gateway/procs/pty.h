@@ -44,14 +44,15 @@ struct st_gw_pty_t {
     char *cwd;     /* NULL: kgate's working directory */
     char *command; /* NULL: an interactive shell; else `<shell> -c command` */
     unsigned started : 1;
-    unsigned is_pipe : 1;  /* once started: pipes (stderr apart) rather than a terminal */
-    unsigned exited : 1;   /* the shell was reaped */
-    unsigned finished : 1; /* exited and its output drained: exit_code is final, on_exit was called */
-    int exit_code;         /* the exit status, 128+N for signal N */
-    pid_t pid;             /* the shell: leader of its session and process group */
-    gw_ring_t output;      /* stdout and stderr as they arrived; output.total is the output offset */
-    h2o_socket_t *out[2];  /* the terminal's master side (or stdout), stderr (pipe mode); NULL once closed */
-    h2o_socket_t *in;      /* stdin: out[0] itself for a terminal, a pipe otherwise; NULL once closed */
+    unsigned is_pipe : 1;   /* once started: pipes (stderr apart) rather than a terminal */
+    unsigned exited : 1;    /* the shell was reaped */
+    unsigned finished : 1;  /* exited and its output drained: exit_code is final, on_exit was called */
+    unsigned sandboxed : 1; /* --sandbox bwrap: pid is bwrap's, and the shell runs inside it (gw_spawn) */
+    int exit_code;          /* the exit status, 128+N for signal N */
+    pid_t pid;              /* the shell (or its bwrap): leader of its session and process group */
+    gw_ring_t output;       /* stdout and stderr as they arrived; output.total is the output offset */
+    h2o_socket_t *out[2];   /* the terminal's master side (or stdout), stderr (pipe mode); NULL once closed */
+    h2o_socket_t *in;       /* stdin: out[0] itself for a terminal, a pipe otherwise; NULL once closed */
     char *stdin_pending, *stdin_sending;
     size_t pending_len, sending_len;
     const gw_pty_sink_t *sink;
@@ -73,7 +74,8 @@ gw_pty_t *gw_pty_find(gw_ptys_t *ptys, const char *id);
 /**
  * Starts the session's shell (no-op once started): `<shell> [--norc --noprofile] [-c command]` in
  * its own session, on a new pseudo-terminal of 80x24 as its controlling terminal, or with
- * stdin/stdout/stderr pipes when `pipe_mode`; it dies with kgate. Returns 0, or GW_ESPAWN with
+ * stdin/stdout/stderr pipes when `pipe_mode`; it dies with kgate. Under --sandbox bwrap it runs inside
+ * the server's sandbox (gw_spawn_sandbox_of), on the same terminal. Returns 0, or GW_ESPAWN with
  * the reason in `err` (the session stays unstarted).
  */
 int gw_pty_start(gw_pty_t *pty, int pipe_mode, char *err, size_t err_size);

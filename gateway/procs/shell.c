@@ -182,10 +182,13 @@ int gw_shell_spawn(gw_shells_t *shells, const gw_shell_options_t *opts, const gw
     gw_spawn_options_t spawn = {
         .path = config->shell, .argv = argv, .cwd = opts->cwd, .uid = opts->uid, .gid = opts->gid, .fds = {-1, -1, -1}};
     int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, ret;
+    gw_spawn_sandbox_t sandbox;
     gw_shell_t *shell;
     char **envp;
     pid_t pid;
 
+    if (gw_spawn_sandbox_of(shells->host, &sandbox))
+        spawn.sandbox = &sandbox;
     if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
         snprintf(err, err_size, "cannot create pipes: %s", strerror(errno));
         ret = GW_ESPAWN;
@@ -210,6 +213,7 @@ int gw_shell_spawn(gw_shells_t *shells, const gw_shell_options_t *opts, const gw
     shell->blank_as_newline = opts->blank_as_newline;
     shell->numeric_timeout_evalue = opts->numeric_timeout_evalue;
     shell->keep_group = opts->keep_group;
+    shell->sandboxed = spawn.sandbox != NULL;
     h2o_linklist_insert(&shells->list, &shell->link);
     shell->pipes[0] = watch_pipe(shell, out_pipe[0]);
     shell->pipes[1] = watch_pipe(shell, err_pipe[0]);
@@ -250,7 +254,7 @@ int gw_shell_start(gw_shells_t *shells, const char *code, const gw_run_limits_t 
 void gw_shell_signal(gw_shell_t *shell, int sig)
 {
     if (!shell->exited)
-        kill(-shell->pid, sig);
+        gw_spawn_signal(shell->pid, shell->sandboxed, sig);
 }
 
 static gw_shell_t *find_shell(gw_shells_t *shells, const char *run_id)
@@ -270,7 +274,7 @@ int gw_shell_interrupt(gw_shells_t *shells, const char *run_id)
 
     if (shell == NULL || shell->exited)
         return GW_ENOTFOUND;
-    kill(-shell->pid, SIGINT);
+    gw_spawn_signal(shell->pid, shell->sandboxed, SIGINT);
     return 0;
 }
 

@@ -61,12 +61,15 @@ struct st_gw_shell_t {
     unsigned blank_as_newline : 1;
     unsigned numeric_timeout_evalue : 1;
     unsigned keep_group : 1;
-    h2o_linklist_t link; /* in shells->list */
+    unsigned sandboxed : 1; /* pid is bwrap's (gw_spawn_signal) */
+    h2o_linklist_t link;    /* in shells->list */
 };
 
 /**
  * Starts `<config->shell> -c <code>` in a new session (its own process group; stdin /dev/null,
- * stdout and stderr piped into the loop) that dies with kgate (gw_spawn). The child's set-up
+ * stdout and stderr piped into the loop) that dies with kgate (gw_spawn), inside the server's sandbox
+ * under --sandbox bwrap (gw_spawn_sandbox_of; the process is then bwrap, and the shell's background
+ * children end with the shell: the sandbox's pid namespace goes when its first process exits). The child's set-up
  * (chdir, credentials, exec) is checked before this returns. Returns 0 and the process in `*out`,
  * or GW_ESPAWN with the reason in `err` (nothing started). The process belongs to `shells` until
  * it is reaped (gw_shells_tick).

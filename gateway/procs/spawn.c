@@ -1,7 +1,13 @@
-/* Child processes: kmgr_spawn with the gateway's options and error messages, and the environment they get. */
+/* Child processes: kmgr_spawn with the gateway's options and error messages, the environment they get, and their sandbox. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include "wire/alloc.h"
 #include "kmgr/spawn.h"
 #include "core/errors.h"
@@ -57,6 +63,76 @@ void gw_spawn_env_free(char **envp)
     free(envp);
 }
 
+int gw_spawn_sandbox_of(const gw_host_t *host, gw_spawn_sandbox_t *out)
+{
+    const gw_config_t *config = host->config;
+
+    if (host->sandbox_bwrap == NULL)
+        return 0;
+    *out = (gw_spawn_sandbox_t){.bwrap = host->sandbox_bwrap,
+                                .runtime_dir = host->runtime_dir,
+                                .workspace = host->workspace,
+                                .limits = {.memory_bytes = (uint64_t)config->max_memory_mb << 20,
+                                           .pids = config->max_pids,
+                                           .cpu_seconds = config->max_cpu_seconds,
+                                           .open_files = config->max_open_files,
+                                           .file_size_bytes = (uint64_t)config->max_file_size_mb << 20}};
+    return 1;
+}
+
+/* Whether `path` is `dir` or lies beneath it (lexically, as kmgr_bwrap_argv decides what to bind). */
+static int is_within(const char *path, const char *dir)
+{
+    size_t len = strlen(dir);
+
+    while (len > 1 && dir[len - 1] == '/')
+        --len;
+    return strncmp(path, dir, len) == 0 && (path[len] == '\0' || path[len] == '/');
+}
+
+/* `envp` for the sandbox: without kgate's access token, HOME on the private /tmp unless the caller set its own. */
+static char **sandbox_env(char *const *envp)
+{
+    const char *home = getenv("HOME");
+    size_t n = 0, o = 0;
+    char **out;
+    int home_set = 0;
+
+    while (envp[n] != NULL)
+        ++n;
+    out = wire_calloc(n + 2, sizeof(char *));
+    for (size_t i = 0; i != n; ++i) {
+        if (is_variable(envp[i], "KGATE_ACCESS_TOKEN", 18))
+            continue;
+        if (is_variable(envp[i], "HOME", 4)) {
+            if (home != NULL && strcmp(envp[i] + 5, home) == 0)
+                continue; /* kgate's own: a sandbox cannot write it */
+            home_set = 1;
+        }
+        out[o++] = wire_strdup(envp[i]);
+    }
+    if (!home_set)
+        out[o] = wire_strdup("HOME=/tmp/home");
+    return out;
+}
+
+static size_t limits_to_rlimits(const kmgr_limits_t *l, kmgr_spawn_rlimit_t *out)
+{
+    size_t n = 0;
+
+    if (l->memory_bytes != 0)
+        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_AS, l->memory_bytes};
+    if (l->pids != 0)
+        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_NPROC, l->pids};
+    if (l->cpu_seconds != 0)
+        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_CPU, l->cpu_seconds};
+    if (l->open_files != 0)
+        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_NOFILE, l->open_files};
+    if (l->file_size_bytes != 0)
+        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_FSIZE, l->file_size_bytes};
+    return n;
+}
+
 int gw_spawn(const gw_spawn_options_t *opts, pid_t *pid, char *err, size_t err_size)
 {
     uid_t uid = (uid_t)opts->uid;
@@ -70,12 +146,80 @@ int gw_spawn(const gw_spawn_options_t *opts, pid_t *pid, char *err, size_t err_s
                                   .gid = opts->gid >= 0 ? &gid : NULL,
                                   .controlling_tty = opts->controlling_tty};
     kmgr_spawn_failure_t failure;
-    int chdir_failed;
+    kmgr_spawn_rlimit_t rlimits[5];
+    char **wrapped = NULL, **envp = NULL, cwd[PATH_MAX];
+    int chdir_failed, ret;
 
-    if (kmgr_spawn(&spawn, pid, &failure) == 0)
+    if (opts->sandbox != NULL) {
+        const gw_spawn_sandbox_t *sb = opts->sandbox;
+        kmgr_bwrap_args_t bargs = {.bwrap = sb->bwrap,
+                                   .runtime_dir = sb->runtime_dir,
+                                   .workspace = sb->workspace,
+                                   .cwd = opts->cwd,
+                                   .home = "/tmp/home",
+                                   .own_terminal = opts->controlling_tty};
+        size_t argc = 0;
+        if (bargs.cwd == NULL) {
+            if (getcwd(cwd, sizeof(cwd)) == NULL) {
+                snprintf(err, err_size, "getcwd: %s", strerror(errno));
+                return GW_ESPAWN;
+            }
+            bargs.cwd = cwd;
+        }
+        if (bargs.cwd[0] != '/' || is_within(bargs.cwd, sb->runtime_dir)) {
+            snprintf(err, err_size, "the working directory %s is not visible in the sandbox (kgate's runtime dir is hidden%s)",
+                     bargs.cwd, bargs.cwd[0] != '/' ? "; give an absolute path" : "");
+            return GW_ESPAWN;
+        }
+        while (opts->argv[argc] != NULL)
+            ++argc;
+        char **cmd = wire_calloc(argc + 1, sizeof(char *));
+        /* bwrap would search its own PATH for argv[0]: the program the caller named */
+        cmd[0] = (char *)opts->path;
+        for (size_t i = 1; i < argc; ++i)
+            cmd[i] = opts->argv[i];
+        wrapped = kmgr_bwrap_argv(&bargs, cmd);
+        free(cmd);
+        spawn.path = sb->bwrap;
+        spawn.argv = wrapped;
+        spawn.envp = envp = sandbox_env(opts->envp);
+        spawn.rlimits = rlimits;
+        spawn.nrlimits = limits_to_rlimits(&sb->limits, rlimits);
+    }
+    ret = kmgr_spawn(&spawn, pid, &failure);
+    kmgr_strv_free(wrapped);
+    kmgr_strv_free(envp);
+    if (ret == 0)
         return 0;
     chdir_failed = strcmp(failure.step, "chdir") == 0;
     snprintf(err, err_size, "%s%s%s%s: %s", strcmp(failure.step, "fork") == 0 ? "cannot " : "", failure.step,
              chdir_failed ? " " : "", chdir_failed ? opts->cwd : "", strerror(failure.err));
     return GW_ESPAWN;
+}
+
+/* bwrap's pid 1 in the sandbox's pid namespace (bwrap's only child), or 0 before it exists. */
+static pid_t sandbox_init(pid_t bwrap)
+{
+    char path[64], buf[64];
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)bwrap, (int)bwrap);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+        return 0;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return (pid_t)atol(buf);
+}
+
+int gw_spawn_signal(pid_t pid, int sandboxed, int sig)
+{
+    pid_t init;
+
+    /* the pid namespace's init ignores every signal it has no handler for (but SIGKILL from outside): its group's other
+     * members, the program and its jobs, get it */
+    if (sandboxed && sig != SIGKILL && (init = sandbox_init(pid)) > 0 && kill(-init, sig) == 0)
+        return 0;
+    return kill(-pid, sig) == 0 ? 0 : -errno;
 }

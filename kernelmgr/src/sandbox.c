@@ -11,10 +11,10 @@
 #include "kmgr/sandbox.h"
 #include "kmgr/spawn.h"
 
-/* The namespaces and hardening shared by every sandbox (and the probe). */
+/* The namespaces and hardening shared by every sandbox (and the probe); --new-session follows them but for a PTY session. */
 #define BWRAP_ISOLATION                                                                                                            \
     "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--disable-userns", "--cap-drop", "ALL",                  \
-        "--die-with-parent", "--new-session", "--hostname", "sandbox"
+        "--die-with-parent"
 
 typedef struct st_argv_t {
     char **v;
@@ -61,6 +61,11 @@ char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd)
     push(&a, args->bwrap);
     for (size_t i = 0; i != sizeof(isolation) / sizeof(isolation[0]); ++i)
         push(&a, isolation[i]);
+    /* a PTY session's shell keeps the session whose controlling terminal kmgr_spawn set: the terminal is its own (a pty
+     * kgate holds the master of), so TIOCSTI injects into nothing but the sandbox */
+    if (!args->own_terminal)
+        push(&a, "--new-session");
+    push3(&a, "--hostname", "sandbox", NULL);
     if (!args->share_net)
         push(&a, "--unshare-net");
     push3(&a, "--ro-bind", "/", "/");
@@ -76,12 +81,19 @@ char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd)
     push3(&a, "--proc", "/proc", NULL);
     /* keys and connection files of every other kernel live here */
     push3(&a, "--tmpfs", args->runtime_dir, NULL);
-    push3(&a, "--bind", args->kernel_dir, args->kernel_dir);
+    if (args->kernel_dir != NULL)
+        push3(&a, "--bind", args->kernel_dir, args->kernel_dir);
     if (args->resource_dir != NULL && !is_within(args->resource_dir, args->runtime_dir))
         push3(&a, "--ro-bind-try", args->resource_dir, args->resource_dir);
     if (args->cwd != NULL) {
-        if (!is_within(args->cwd, args->runtime_dir) && (ws == NULL || !is_within(args->cwd, ws)))
-            push3(&a, "--ro-bind", args->cwd, args->cwd);
+        /* bound read-only only when it lies apart from every other mount: one inside the runtime dir stays hidden (bwrap
+         * fails to chdir); one inside the workspace is there already; one holding the runtime dir, the workspace or /tmp
+         * (`/`, `/tmp`, a parent of the workspace) is visible already, and binding it would lay the host's view back over
+         * the hidden runtime dir and the private /tmp */
+        const char *c = args->cwd;
+        if (!is_within(c, args->runtime_dir) && !is_within(args->runtime_dir, c) && !is_within("/tmp", c) &&
+            (ws == NULL || (!is_within(c, ws) && !is_within(ws, c))))
+            push3(&a, "--ro-bind", c, c);
         push3(&a, "--chdir", args->cwd, NULL);
     }
     push(&a, "--");
@@ -115,8 +127,9 @@ int kmgr_bwrap_probe(const char *bwrap, char *why, size_t whylen)
     argv[n++] = bwrap;
     for (size_t i = 0; i != sizeof(isolation) / sizeof(isolation[0]); ++i)
         argv[n++] = isolation[i];
-    for (const char *const *p = (const char *const[]){"--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                                                      "--tmpfs", "/tmp", "--", "/bin/true", NULL};
+    for (const char *const *p =
+             (const char *const[]){"--new-session", "--hostname", "sandbox", "--unshare-net", "--ro-bind", "/", "/", "--dev",
+                                   "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "/bin/true", NULL};
          *p != NULL; ++p)
         argv[n++] = *p;
     argv[n] = NULL;

@@ -1,8 +1,11 @@
 /* tests/e2e/test_sandbox.c: kernels under --sandbox bwrap: what a context can reach (network, runtime dir, files), its limits
  * (a memory cap ends a run with KernelDied naming it; a fork bomb stays capped while kgate keeps answering), and that
- * interrupt, timeout, stdin and restart still work inside. Each test runs a private kgate. */
+ * interrupt, timeout, stdin and restart still work inside; stateless shell runs, commands and PTY sessions in the same
+ * sandbox, and nothing of them left once kgate stops. Each test runs a private kgate. */
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +13,7 @@
 #include <unistd.h>
 
 #include "exec_helpers.h"
+#include "pty_asserts.h"
 #include "support/api.h"
 #include "support/base.h"
 #include "support/events.h"
@@ -344,4 +348,274 @@ Test(sandbox, interrupt_timeout_stdin_and_restart_work_inside)
     free(out);
     free(ctx);
     stop();
+}
+
+/* ---- stateless runs, commands and PTY sessions --------------------------------------------------------------------- */
+
+/* How many live processes run `cmdline` exactly (argv joined by spaces), zombies aside. */
+static size_t count_running(const char *cmdline)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    size_t n = 0;
+
+    cr_assert_not_null(d);
+    while ((de = readdir(d)) != NULL) {
+        char path[300], buf[512];
+        ssize_t len;
+        int fd;
+        if (!isdigit((unsigned char)de->d_name[0]))
+            continue;
+        snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+        if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+            continue;
+        len = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (len <= 0)
+            continue;
+        buf[len] = '\0';
+        for (ssize_t i = 0; i < len - 1; ++i)
+            if (buf[i] == '\0')
+                buf[i] = ' ';
+        if (strcmp(buf, cmdline) == 0)
+            ++n;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Waits (bounded) until no process runs `cmdline`; asserts it. */
+static void expect_gone(const char *cmdline, const char *after)
+{
+    for (int i = 0; i != 100 && count_running(cmdline) != 0; ++i)
+        usleep(50 * 1000);
+    cr_assert_eq(count_running(cmdline), 0, "`%s` still runs after %s", cmdline, after);
+}
+
+/* Bash that prints one word per probe: the network (kgate's own port), kgate's runtime dir, the workspace, /usr, the token. */
+static void shell_probes(char *buf, size_t size, const char *name)
+{
+    snprintf(buf, size,
+             "(exec 3<>/dev/tcp/127.0.0.1/%u) 2>/dev/null && echo net-open || echo net-closed; "
+             "echo rt-$(ls -A %s 2>/dev/null | wc -l); "
+             "echo %s > %s/%s && echo ws-written; "
+             "touch /usr/kgate_sandbox_probe 2>/dev/null && echo usr-writable || echo usr-ro; "
+             "echo home-$HOME token-${KGATE_ACCESS_TOKEN:-none}",
+             gw.port, gw.runtime_dir, name, ws, name);
+}
+
+static const char probes_expected[] = "net-closed\nrt-0\nws-written\nusr-ro\nhome-/tmp/home token-none\n";
+
+/* The stdout of `evs` joined (per-read events of a stateless run, or per-line ones of a command with `lines`). */
+static char *joined_stdout(const ts_events_t *evs, int lines)
+{
+    char *out = calloc(1, 1);
+    size_t len = 0;
+
+    for (size_t i = 0; i != evs->n; ++i) {
+        const char *text = strcmp(evs->v[i].type, "stdout") == 0 ? xh_str(evs->v[i].json, "text") : NULL;
+        if (text == NULL)
+            continue;
+        out = realloc(out, len + strlen(text) + 2);
+        strcpy(out + len, text);
+        len += strlen(text);
+        if (lines)
+            out[len++] = '\n', out[len] = '\0';
+    }
+    return out;
+}
+
+static void assert_file(const char *name, const char *content)
+{
+    char path[400], buf[64] = "";
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", ws, name);
+    cr_assert_not_null(f = fopen(path, "r"), "%s was not written on the host", path);
+    cr_assert_not_null(fgets(buf, sizeof(buf), f));
+    fclose(f);
+    cr_assert_str_eq(buf, content);
+}
+
+/* POSTs `body` (stolen) to `path` on the private kgate and collects its stream; asserts 200. */
+static void stream_post(const char *path, json_t *body, ts_events_t *out)
+{
+    char *text = json_dumps(body, JSON_COMPACT), err[256] = "";
+    ts_stream_t *s;
+
+    json_decref(body);
+    memset(out, 0, sizeof(*out));
+    s = ts_stream_open(gw.port, "POST", path, NULL, text, ts_now_ms() + XH_RUN_MS, err);
+    cr_assert_not_null(s, "POST %s %s: %s", path, text, err);
+    cr_assert_eq(ts_stream_response(s)->status, 200, "POST %s %s: HTTP %d %.400s", path, text, ts_stream_response(s)->status,
+                 ts_stream_response(s)->body);
+    free(text);
+    ts_stream_collect(s, ts_now_ms() + XH_RUN_MS, 0, out);
+    ts_stream_close(s);
+}
+
+Test(sandbox, stateless_run_is_sandboxed_and_its_interrupt_and_timeout_work)
+{
+    char code[2048], sum[E2E_MSG_SIZE];
+    ts_events_t evs;
+    ts_response_t r;
+
+    start(NULL);
+    shell_probes(code, sizeof(code), "from_run.txt");
+    json_t *body = xh_body(NULL, code);
+    xh_run(gw.port, body, ts_now_ms() + XH_RUN_MS, &evs);
+    json_decref(body);
+    char *out = joined_stdout(&evs, 0);
+    cr_assert_str_eq(out, probes_expected, "%s", ts_events_summary(&evs, sum, sizeof(sum)));
+    free(out);
+    ts_events_dispose(&evs);
+    assert_file("from_run.txt", "from_run.txt\n");
+
+    /* DELETE /code?id= sends SIGINT: it reaches the shell's group inside (its trap runs, `sleep` ends), not bwrap */
+    body = xh_body(NULL, "trap 'echo trapped' INT; sleep 3001 & wait; echo after $?");
+    int64_t t0 = ts_now_ms();
+    ts_stream_t *s = xh_open(gw.port, body, t0 + XH_RUN_MS);
+    json_decref(body);
+    memset(&evs, 0, sizeof(evs));
+    xh_wait_event(s, &evs, "init", 0, t0 + XH_RUN_MS);
+    for (int i = 0; i != 100 && count_running("sleep 3001") == 0; ++i)
+        usleep(20 * 1000);
+    char path[128];
+    snprintf(path, sizeof(path), "/code?id=%s", xh_str(evs.v[0].json, "text"));
+    cr_assert_eq(ts_http_request(gw.port, "DELETE", path, NULL, NULL, &r), 200, "DELETE %s: %.400s", path, r.body);
+    ts_response_dispose(&r);
+    ts_stream_collect(s, ts_now_ms() + 10000, 0, &evs);
+    ts_stream_close(s);
+    out = joined_stdout(&evs, 0);
+    cr_assert(strncmp(out, "trapped\nafter ", 14) == 0, "%s", ts_events_summary(&evs, sum, sizeof(sum)));
+    free(out);
+    ts_events_dispose(&evs);
+    expect_gone("sleep 3001", "an interrupted stateless run");
+
+    /* a timeout kills the sandbox, background children included */
+    body = xh_body(NULL, "sleep 3002 & sleep 3003");
+    json_object_set_new(body, "timeout", json_integer(1000));
+    xh_run(gw.port, body, ts_now_ms() + 20000, &evs);
+    json_decref(body);
+    xh_error_event(&evs, "TimeoutError");
+    ts_events_dispose(&evs);
+    expect_gone("sleep 3002", "a stateless run's timeout");
+    expect_gone("sleep 3003", "a stateless run's timeout");
+    stop();
+}
+
+Test(sandbox, command_is_sandboxed_and_delete_ends_it)
+{
+    char code[2048], sum[E2E_MSG_SIZE], path[300];
+    ts_events_t evs;
+    ts_response_t r;
+
+    start(NULL);
+    shell_probes(code, sizeof(code), "from_command.txt");
+    stream_post("/command", json_pack("{s:s, s:s}", "command", code, "cwd", ws), &evs);
+    char *out = joined_stdout(&evs, 1);
+    cr_assert_str_eq(out, probes_expected, "%s", ts_events_summary(&evs, sum, sizeof(sum)));
+    free(out);
+    ts_events_dispose(&evs);
+    assert_file("from_command.txt", "from_command.txt\n");
+
+    /* a cwd outside the workspace is shown read-only; kgate's runtime dir is refused */
+    stream_post("/command", json_pack("{s:s, s:s}", "command", "pwd; touch x 2>/dev/null || echo ro", "cwd", "/usr/share"), &evs);
+    out = joined_stdout(&evs, 1);
+    cr_assert_str_eq(out, "/usr/share\nro\n", "%s", ts_events_summary(&evs, sum, sizeof(sum)));
+    free(out);
+    ts_events_dispose(&evs);
+    json_t *body = json_pack("{s:s, s:s}", "command", "ls", "cwd", gw.runtime_dir);
+    int st = ts_post_json(gw.port, "/command", NULL, body, &r);
+    json_decref(body);
+    cr_assert_eq(st, 400, "a cwd in the runtime dir: HTTP %d %.400s", st, r.body);
+    cr_assert_not_null(strstr(r.body, "runtime dir"), "%s", r.body);
+    ts_response_dispose(&r);
+
+    /* a background command, ended by DELETE /command (SIGTERM into the sandbox): nothing of it stays */
+    body = json_pack("{s:s, s:b}", "command", "sleep 3004 & sleep 3005", "background", 1);
+    st = ts_post_json(gw.port, "/command", NULL, body, &r);
+    json_decref(body);
+    cr_assert_eq(st, 200, "%.400s", r.body);
+    const char *init = strstr(r.body, "\"text\":\"");
+    cr_assert_not_null(init, "%s", r.body);
+    char id[64];
+    snprintf(id, sizeof(id), "%.36s", init + 8);
+    ts_response_dispose(&r);
+    for (int i = 0; i != 100 && count_running("sleep 3005") == 0; ++i)
+        usleep(20 * 1000);
+    cr_assert_eq(count_running("sleep 3005"), 1);
+    int64_t t0 = ts_now_ms();
+    snprintf(path, sizeof(path), "/command?id=%s", id);
+    cr_assert_eq(ts_http_request(gw.port, "DELETE", path, NULL, NULL, &r), 200, "DELETE %s: %.400s", path, r.body);
+    ts_response_dispose(&r);
+    expect_gone("sleep 3004", "DELETE /command");
+    expect_gone("sleep 3005", "DELETE /command");
+    cr_log_info("DELETE /command: the sandbox gone in %lld ms", (long long)(ts_now_ms() - t0));
+    snprintf(path, sizeof(path), "/command/status/%s", id);
+    json_t *status = NULL;
+    for (int i = 0; i != 100; ++i, usleep(50 * 1000)) {
+        cr_assert_eq(ts_http_request(gw.port, "GET", path, NULL, NULL, &r), 200);
+        status = json_loads(r.body, 0, NULL);
+        ts_response_dispose(&r);
+        if (json_is_false(json_object_get(status, "running")))
+            break;
+        json_decref(status);
+        status = NULL;
+    }
+    cr_assert_not_null(status, "the command still runs after DELETE");
+    cr_assert_eq(json_integer_value(json_object_get(status, "exit_code")), 143); /* SIGTERM reached the shell */
+    json_decref(status);
+
+    /* one left running when kgate stops: stop() asserts that no descendant of kgate survives */
+    body = json_pack("{s:s, s:b}", "command", "sleep 3006", "background", 1);
+    cr_assert_eq(ts_post_json(gw.port, "/command", NULL, body, &r), 200);
+    json_decref(body);
+    ts_response_dispose(&r);
+    for (int i = 0; i != 100 && count_running("sleep 3006") == 0; ++i)
+        usleep(20 * 1000);
+    stop();
+    expect_gone("sleep 3006", "kgate stopped");
+}
+
+Test(sandbox, pty_session_has_a_terminal_inside_the_sandbox)
+{
+    char line[1024];
+    ptc_t c;
+
+    start(NULL);
+    char *id = pt_create(gw.port, NULL, NULL);
+    pt_attach(&c, gw.port, id, "", NULL);
+    /* bwrap's fresh /dev has a devpts of its own (nested ptys work inside) and shows the session's terminal as
+     * /dev/console: `tty` names that, the same pseudo-terminal (kgate holds its master) */
+    ptc_stdin(&c, "tty && echo tty-ok-$(tty); stty size\n");
+    pt_expect_output(&c, "tty-ok-/dev/console", 0);
+    pt_expect_output(&c, "24 80", 0);
+    ptc_text(&c, "{\"type\":\"resize\",\"cols\":123,\"rows\":45}");
+    ptc_stdin(&c, "stty size\n");
+    pt_expect_output(&c, "45 123", 0);
+    snprintf(line, sizeof(line),
+             "echo rt-$(ls -A %s 2>/dev/null | wc -l)-$(hostname); "
+             "(exec 3<>/dev/tcp/127.0.0.1/%u) 2>/dev/null && echo net-open || echo net-closed\n",
+             gw.runtime_dir, gw.port);
+    ptc_stdin(&c, line);
+    pt_expect_output(&c, "rt-0-sandbox", 0);
+    pt_expect_output(&c, "net-closed", 0);
+    /* job control works on the sandbox's terminal: ^C reaches the foreground job and the shell lives on */
+    ptc_stdin(&c, "sleep 3007\n");
+    for (int i = 0; i != 100 && count_running("sleep 3007") == 0; ++i)
+        usleep(20 * 1000);
+    ptc_stdin(&c, "\x03");
+    ptc_stdin(&c, "echo after-$?\n");
+    pt_expect_output(&c, "after-130", 0);
+    expect_gone("sleep 3007", "^C");
+    /* left running with a job when kgate stops */
+    ptc_stdin(&c, "sleep 3008 &\n");
+    for (int i = 0; i != 100 && count_running("sleep 3008") == 0; ++i)
+        usleep(20 * 1000);
+    ptc_disconnect(&c);
+    ptc_dispose(&c);
+    free(id);
+    stop();
+    expect_gone("sleep 3008", "kgate stopped");
 }

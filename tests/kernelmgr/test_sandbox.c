@@ -88,10 +88,40 @@ Test(sandbox, cwd_binding)
     cr_assert_null(strstr(joined(v), "--ro-bind /run/kg/k2"), "%s", joined(v));
     cr_assert_not_null(strstr(joined(v), "--chdir /run/kg/k2 --"));
     kmgr_strv_free(v);
+    /* a cwd holding the runtime dir, the workspace or /tmp is never bound: the host's view would cover what is hidden */
+    static const char *const ancestors[] = {"/", "/run", "/tmp", "/srv"};
+    for (size_t i = 0; i != sizeof(ancestors) / sizeof(ancestors[0]); ++i) {
+        a.cwd = ancestors[i];
+        v = kmgr_bwrap_argv(&a, cmd);
+        const char *first = strstr(joined(v), "--ro-bind / / ");
+        cr_assert(first != NULL && strstr(first + 1, "--ro-bind") == NULL, "%s", joined(v));
+        cr_assert_not_null(strstr(joined(v), "--chdir"), "%s", joined(v));
+        kmgr_strv_free(v);
+    }
     /* "/srv/wsx" is not within "/srv/ws" */
     a.cwd = "/srv/wsx";
     v = kmgr_bwrap_argv(&a, cmd);
     cr_assert_not_null(strstr(joined(v), "--ro-bind /srv/wsx /srv/wsx"), "%s", joined(v));
+    kmgr_strv_free(v);
+}
+
+/* A shell, command or PTY has no kernel directory: the runtime dir is hidden whole. A PTY session keeps its terminal (no
+ * --new-session); everything else about the profile stays. */
+Test(sandbox, process_profile_and_own_terminal)
+{
+    static char *const sh[] = {"/bin/bash", "-c", "tty", NULL};
+    kmgr_bwrap_args_t a = {
+        .bwrap = "bwrap", .runtime_dir = "/run/kg", .workspace = "/srv/ws", .cwd = "/srv/ws", .home = "/tmp/home"};
+    char **v = kmgr_bwrap_argv(&a, sh);
+
+    cr_assert_str_eq(joined(v), ISOLATION " --unshare-net --ro-bind / / --bind /srv/ws /srv/ws --tmpfs /tmp --dir /tmp/home"
+                                          " --dev /dev --proc /proc --tmpfs /run/kg --chdir /srv/ws -- /bin/bash -c tty");
+    kmgr_strv_free(v);
+    a.own_terminal = 1;
+    v = kmgr_bwrap_argv(&a, sh);
+    cr_assert_null(strstr(joined(v), "--new-session"), "%s", joined(v));
+    cr_assert_not_null(strstr(joined(v), "--die-with-parent --hostname sandbox --unshare-net --ro-bind / / "), "%s", joined(v));
+    cr_assert_not_null(strstr(joined(v), "--tmpfs /run/kg --chdir /srv/ws -- /bin/bash -c tty"), "%s", joined(v));
     kmgr_strv_free(v);
 }
 

@@ -31,20 +31,23 @@ typedef struct st_kmgr_sandbox_t {
 typedef struct st_kmgr_bwrap_args_t {
     const char *bwrap;        /* the bwrap executable */
     const char *runtime_dir;  /* hidden (an empty tmpfs over it) ... */
-    const char *kernel_dir;   /* ... but for this one directory under it, bound read-write (ipc sockets, connection file) */
+    const char *kernel_dir;   /* ... but for this one directory under it, read-write (ipc sockets, connection file); or NULL */
     const char *workspace;    /* bound read-write; NULL: none */
     const char *cwd;          /* the kernel's directory: bound read-only when outside the workspace and /tmp is hiding it; NULL */
     const char *resource_dir; /* the kernelspec's directory, bound read-only (it may live under /tmp); NULL */
-    const char *home;         /* the private HOME created on the sandbox's /tmp */
+    const char *home;         /* the private HOME created on the sandbox's /tmp; NULL: none */
     int share_net;
+    /* the command runs on a terminal of its own (a PTY session, its controlling terminal set before exec): no
+     * --new-session, which would take the terminal away; TIOCSTI can then only reach that terminal, not kgate's */
+    int own_terminal;
 } kmgr_bwrap_args_t;
 
 /**
  * Builds `bwrap [options] -- cmd...`: new user, pid, ipc, uts (and, unless share_net, net) namespaces,
  * no nested user namespaces, every capability dropped (bwrap always sets no_new_privs), a new session
- * (no TIOCSTI into kgate's terminal), SIGKILL when kgate dies; the system read-only (`/` bound
+ * (no TIOCSTI into kgate's terminal; not with own_terminal), SIGKILL when kgate dies; the system read-only (`/` bound
  * read-only), fresh /dev and /proc, a private /tmp with `home` in it, the workspace read-write, the
- * runtime dir hidden but for `kernel_dir`, and `cwd` as the working directory. The order of the mounts
+ * runtime dir hidden but for `kernel_dir` (if any), and `cwd` as the working directory. The order of the mounts
  * is the order of the arguments: a later mount hides what an earlier one showed beneath it. Pure; the
  * result is NULL-terminated and owned by the caller (kmgr_strv_free).
  */
