@@ -60,7 +60,12 @@ void gw_app_dispatch(gw_server_t *server, h2o_req_t *req)
     gw_route_params_t params;
     gw_route_result_t found = gw_route_match(server->routes.entries, server->routes.size, req->method, path, &route, &params);
 
-    /* a page of another origin first: it never gets an answer it could learn from (gw_auth_origin_allowed) */
+    /* a page of another site first: it never gets an answer it could learn from (core/auth.h) */
+    if (!gw_auth_host_allowed(req, server->loopback_listener)) {
+        gw_send_error(req, GW_HTTP_FORBIDDEN,
+                      "kgate listens on loopback: the Host header must name it (localhost, 127.0.0.1 or [::1])");
+        return;
+    }
     if (!gw_auth_origin_allowed(req, server->host.config->allow_origin)) {
         gw_send_error(req, GW_HTTP_FORBIDDEN, "requests from the origin of another site are refused (see --allow-origin)");
         return;

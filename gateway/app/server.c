@@ -124,6 +124,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     server->accept_ctx.ctx = &server->ctx;
     server->accept_ctx.hosts = server->globalconf.hosts;
     gw_host_init(&server->host, loop, config);
+    server->loopback_listener = gw_config_listens_on_loopback(config);
     h2o_timeout_init(loop, &server->tick_timeout, KMGR_TICK_MS);
     gw_proxy_init(&server->proxy, &server->host);
     server->initialised = 1;

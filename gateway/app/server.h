@@ -55,9 +55,10 @@ struct st_gw_server_t {
     h2o_timeout_t tick_timeout; /* KMGR_TICK_MS: kernel manager, child processes, retention */
     h2o_timeout_entry_t tick_entry;
     h2o_timeout_entry_t kmgr_pending_entry;
-    unsigned initialised : 1;   /* gw_server_init got far enough for gw_server_dispose */
-    unsigned listener_open : 1; /* the listener's timer exists */
-    unsigned mcp_ready : 1;     /* the MCP door's timeout exists */
+    unsigned loopback_listener : 1; /* kgate listens on loopback: requests must name it in Host */
+    unsigned initialised : 1;       /* gw_server_init got far enough for gw_server_dispose */
+    unsigned listener_open : 1;     /* the listener's timer exists */
+    unsigned mcp_ready : 1;         /* the MCP door's timeout exists */
 };
 
 typedef struct st_gw_server_t gw_server_t;

@@ -72,25 +72,68 @@ static int origin_listed(const char *allow, const char *origin, size_t len)
     return 0;
 }
 
+int gw_auth_is_loopback_authority(const char *s, size_t len)
+{
+    size_t host_len = 0, i;
+    int dots = 0;
+
+    /* host[:port]: an IPv6 literal is bracketed */
+    if (len != 0 && s[0] == '[') {
+        while (host_len < len && s[host_len] != ']')
+            ++host_len;
+        if (host_len == len)
+            return 0;
+        ++host_len;
+    } else {
+        while (host_len < len && s[host_len] != ':')
+            ++host_len;
+    }
+    for (i = host_len; i < len; ++i)
+        if (!(i == host_len ? s[i] == ':' : s[i] >= '0' && s[i] <= '9'))
+            return 0;
+    if ((host_len == 9 && strncasecmp(s, "localhost", 9) == 0) || (host_len == 5 && memcmp(s, "[::1]", 5) == 0))
+        return 1;
+    if (host_len < 5 || memcmp(s, "127.", 4) != 0)
+        return 0;
+    for (i = 4; i != host_len; ++i) {
+        if (s[i] == '.')
+            ++dots;
+        else if (s[i] < '0' || s[i] > '9')
+            return 0;
+    }
+    return dots == 2;
+}
+
+int gw_auth_host_allowed(h2o_req_t *req, int loopback_listener)
+{
+    h2o_iovec_t host = req->authority;
+
+    /* HTTP/1.0 without Host names nothing a rebound name could be */
+    return !loopback_listener || host.len == 0 || gw_auth_is_loopback_authority(host.base, host.len);
+}
+
 int gw_auth_origin_allowed(h2o_req_t *req, const char *allow)
 {
     ssize_t i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("origin"), -1);
     h2o_iovec_t origin, host = req->authority;
     const char *authority;
+    size_t alen;
 
     if (i == -1)
         return 1;
     origin = req->headers.entries[i].value;
     if (allow != NULL && origin_listed(allow, origin.base, origin.len))
         return 1;
-    /* "scheme://host[:port]": the authority after "//" must be the Host the request was sent to */
-    for (authority = origin.base; authority + 2 < origin.base + origin.len && memcmp(authority, "://", 3) != 0; ++authority)
-        ;
-    if (authority + 3 > origin.base + origin.len)
+    if (origin.len > 7 && strncasecmp(origin.base, "http://", 7) == 0)
+        authority = origin.base + 7;
+    else if (origin.len > 8 && strncasecmp(origin.base, "https://", 8) == 0)
+        authority = origin.base + 8;
+    else
         return 0; /* "null" (a sandboxed frame, a file: page) or garbage */
-    authority += 3;
-    return host.len != 0 && (size_t)(origin.base + origin.len - authority) == host.len &&
-           strncasecmp(authority, host.base, host.len) == 0;
+    alen = (size_t)(origin.base + origin.len - authority);
+    /* a page of this machine (a local tool on another port), or one served from the address the request went to */
+    return gw_auth_is_loopback_authority(authority, alen) ||
+           (host.len != 0 && alen == host.len && strncasecmp(authority, host.base, host.len) == 0);
 }
 
 int gw_auth_check_query(h2o_req_t *req, const char *token)

@@ -18,11 +18,26 @@ int gw_auth_token_equal(const char *token, const char *presented, size_t len);
 int gw_auth_check(h2o_req_t *req, const char *token);
 
 /**
- * True when a browser page may make this request: it carries no Origin header (not a browser, or
- * a same-origin GET), or its Origin's host[:port] is the request's Host (kgate's own pages), or it
- * is listed in `allow` (comma-separated origins, exactly as browsers send them, or "*"; NULL: none).
- * Without it, any page a local user visits could POST code to a kgate on loopback that has no token
- * (a text/plain POST needs no CORS preflight) or open its WebSockets (which CORS does not cover).
+ * True when `s` (`len` bytes: a Host header's or an origin's host[:port]) names this machine's
+ * loopback: localhost, 127.0.0.0/8 or [::1], with any port.
+ */
+int gw_auth_is_loopback_authority(const char *s, size_t len);
+
+/**
+ * True unless kgate listens on loopback (`loopback_listener`) and the request's Host names another
+ * host. A page of another site whose name was made to resolve to 127.0.0.1 (DNS rebinding) is on
+ * "its own" origin to the browser, which then lets it read kgate's answers; its requests still
+ * carry its own name in Host.
+ */
+int gw_auth_host_allowed(h2o_req_t *req, int loopback_listener);
+
+/**
+ * True when a browser page may make this request: it carries no Origin header (not a browser, or a
+ * same-origin GET), or its Origin is of this machine's loopback (a local tool, any port) or the
+ * address the request was sent to, or it is listed in `allow` (comma-separated origins, exactly as
+ * browsers send them, or "*"; NULL: none). Without it, any page a local user visits could POST
+ * code to a kgate on loopback that has no token (a text/plain POST needs no CORS preflight) or open
+ * its WebSockets (which CORS does not cover).
  */
 int gw_auth_origin_allowed(h2o_req_t *req, const char *allow);
 

@@ -198,6 +198,13 @@ static int parse_listen(gw_config_t *config, const char *arg)
     return 0;
 }
 
+static int is_loopback(const char *host);
+
+int gw_config_listens_on_loopback(const gw_config_t *config)
+{
+    return config->listen_host != NULL && is_loopback(config->listen_host);
+}
+
 static int is_loopback(const char *host)
 {
     struct in_addr v4;

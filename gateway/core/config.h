@@ -128,6 +128,8 @@ typedef struct st_gw_config_t {
 void gw_config_init(gw_config_t *config);
 /** Releases the strings owned by `config`. */
 void gw_config_dispose(gw_config_t *config);
+/** True when kgate listens on a loopback address (localhost, 127.0.0.0/8, ::1). */
+int gw_config_listens_on_loopback(const gw_config_t *config);
 
 /**
  * Pure: parses --pool's value, "none" or "NAME=N[,NAME=N]..." (a kernelspec name of letters, digits,

@@ -146,64 +146,6 @@ unsigned gw_mcp_accepts(const char *accept, size_t len)
     return flags;
 }
 
-/* The host of an origin's or a Host header's host[:port] (`*host_len` bytes at the returned pointer); NULL when malformed. */
-static const char *split_host(const char *s, size_t len, size_t *host_len)
-{
-    size_t i;
-
-    if (len != 0 && s[0] == '[') {
-        for (i = 1; i < len && s[i] != ']'; ++i)
-            ;
-        if (i == len)
-            return NULL;
-        *host_len = i + 1;
-        return s;
-    }
-    for (i = 0; i < len && s[i] != ':' && s[i] != '/'; ++i)
-        ;
-    *host_len = i;
-    return i != 0 ? s : NULL;
-}
-
-static int is_loopback_host(const char *h, size_t len)
-{
-    size_t i;
-    int dots = 0;
-
-    if (token_is(h, len, "localhost") || token_is(h, len, "[::1]"))
-        return 1;
-    if (len < 4 || memcmp(h, "127.", 4) != 0)
-        return 0;
-    for (i = 4; i != len; ++i) {
-        if (h[i] == '.')
-            ++dots;
-        else if (h[i] < '0' || h[i] > '9')
-            return 0;
-    }
-    return dots == 2;
-}
-
-int gw_mcp_origin_allowed(const char *origin, size_t len, const char *host, size_t host_len)
-{
-    const char *rest, *h;
-    size_t rest_len, h_len;
-
-    if (origin == NULL)
-        return 1;
-    if (len > 7 && strncasecmp(origin, "http://", 7) == 0)
-        rest = origin + 7, rest_len = len - 7;
-    else if (len > 8 && strncasecmp(origin, "https://", 8) == 0)
-        rest = origin + 8, rest_len = len - 8;
-    else
-        return 0; /* "null" (a sandboxed frame, a file: page) and anything else */
-    if ((h = split_host(rest, rest_len, &h_len)) == NULL)
-        return 0;
-    if (is_loopback_host(h, h_len))
-        return 1;
-    /* the page was served from this very address */
-    return host != NULL && rest_len == host_len && strncasecmp(rest, host, host_len) == 0;
-}
-
 int gw_mcp_session_id_valid(const char *id, size_t len)
 {
     if (len != 32)

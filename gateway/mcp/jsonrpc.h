@@ -62,14 +62,6 @@ const char *gw_mcp_negotiate_version(const char *requested);
  */
 unsigned gw_mcp_accepts(const char *accept, size_t len);
 
-/**
- * True when an Origin header (NULL: absent, allowed) may reach the endpoint: a loopback origin
- * (localhost, 127.0.0.0/8, [::1], any port, http or https) or the origin of the request's own Host
- * (`host`, may be NULL). Against DNS rebinding (the transport's security warning): a page of
- * another site never passes, whatever its DNS says.
- */
-int gw_mcp_origin_allowed(const char *origin, size_t len, const char *host, size_t host_len);
-
 /** True when `id` (`len` bytes) could be a session id this server issued: 32 lower-case hex digits. */
 int gw_mcp_session_id_valid(const char *id, size_t len);
 

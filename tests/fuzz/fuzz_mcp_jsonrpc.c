@@ -2,6 +2,7 @@
  */
 #include <jansson.h>
 #include "fuzz.h"
+#include "core/auth.h"
 #include "wire/alloc.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/output.h"
@@ -81,9 +82,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(bad_id == NULL || json_is_string(bad_id) || json_is_integer(bad_id), "a named id that is no id");
         json_decref(bad_id);
     }
-    /* the header checks on the same bytes: an Accept value, an Origin against a Host */
+    /* the header checks on the same bytes: an Accept value, and (core's) a loopback authority */
     FUZZ_CHECK((gw_mcp_accepts(copy, size) & ~(GW_MCP_ACCEPT_JSON | GW_MCP_ACCEPT_SSE)) == 0, "unknown accept flags");
-    gw_mcp_origin_allowed(copy, half, copy + half, size - half);
+    gw_auth_is_loopback_authority(copy, half);
     gw_mcp_version_supported(copy, size);
     gw_mcp_session_id_valid(copy, size);
     free(copy);

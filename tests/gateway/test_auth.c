@@ -133,11 +133,46 @@ Test(auth, pages_of_other_origins_are_refused_unless_allowed)
     cr_assert(origin_ok("127.0.0.1:44772", "http://127.0.0.1:44772", NULL), "kgate's own origin");
     cr_assert(origin_ok("Localhost:44772", "http://localhost:44772", NULL), "hosts compare case-insensitively");
     cr_assert_not(origin_ok("127.0.0.1:44772", "https://evil.example", NULL), "a site's page posting to loopback");
-    cr_assert_not(origin_ok("127.0.0.1:44772", "http://127.0.0.1:8888", NULL), "another port is another origin");
+    /* a page of this machine (a local tool such as MCP's inspector): no site can have such an origin */
+    cr_assert(origin_ok("127.0.0.1:44772", "http://127.0.0.1:8888", NULL));
+    cr_assert(origin_ok("127.0.0.1:44772", "http://localhost:6274", NULL));
+    cr_assert(origin_ok("127.0.0.1:44772", "https://127.10.0.1:8443", NULL));
+    cr_assert(origin_ok("127.0.0.1:44772", "http://[::1]:3000", NULL));
+    cr_assert(origin_ok("sandbox.example:44772", "https://sandbox.example:44772", NULL), "served from the address asked");
+    cr_assert_not(origin_ok("127.0.0.1:44772", "http://localhost.evil.example", NULL));
+    cr_assert_not(origin_ok("127.0.0.1:44772", "http://127.0.0.1.evil.example", NULL));
+    cr_assert_not(origin_ok("127.0.0.1:44772", "http://[::1", NULL));
+    cr_assert_not(origin_ok("127.0.0.1:44772", "file://", NULL));
     cr_assert_not(origin_ok("127.0.0.1:44772", "null", NULL), "a sandboxed frame or a file: page");
     cr_assert_not(origin_ok("127.0.0.1:44772", "http://127.0.0.1:44772.evil.example", NULL));
     cr_assert_not(origin_ok("127.0.0.1:44772", "garbage", NULL));
     cr_assert(origin_ok("127.0.0.1:44772", "https://lab.example", "https://ide.example, https://lab.example"), "listed");
     cr_assert_not(origin_ok("127.0.0.1:44772", "https://lab.example.org", "https://lab.example"), "exact entries only");
     cr_assert(origin_ok("127.0.0.1:44772", "https://anything.example", "*"));
+}
+
+/* A request whose Host is `authority`, against a kgate listening on loopback or not. */
+static int host_ok(const char *authority, int loopback_listener)
+{
+    gw_test_req_t t;
+    int ok;
+
+    gw_test_req_init(&t, "/code");
+    t.req.authority = h2o_iovec_init(authority, strlen(authority));
+    ok = gw_auth_host_allowed(&t.req, loopback_listener);
+    gw_test_req_dispose(&t);
+    return ok;
+}
+
+Test(auth, a_loopback_kgate_answers_only_requests_that_name_loopback)
+{
+    cr_assert(host_ok("127.0.0.1:44772", 1));
+    cr_assert(host_ok("localhost:44772", 1));
+    cr_assert(host_ok("[::1]:44772", 1));
+    cr_assert(host_ok("127.0.0.1", 1));
+    cr_assert(host_ok("", 1), "HTTP/1.0 without a Host names nothing");
+    cr_assert_not(host_ok("attacker.example:44772", 1), "a rebound name");
+    cr_assert_not(host_ok("127.0.0.1.attacker.example", 1));
+    cr_assert_not(host_ok("localhost:44772x", 1));
+    cr_assert(host_ok("sandbox.example:44772", 0), "a kgate on another address has a token to protect it");
 }

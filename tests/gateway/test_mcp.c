@@ -140,27 +140,6 @@ Test(mcp, accept_header)
     cr_expect_eq(ACCEPTS(" , ,text/*"), GW_MCP_ACCEPT_SSE);
 }
 
-static int ORIGIN(const char *origin, const char *host)
-{
-    return gw_mcp_origin_allowed(origin, strlen(origin), host, host != NULL ? strlen(host) : 0);
-}
-
-Test(mcp, origin)
-{
-    cr_expect(gw_mcp_origin_allowed(NULL, 0, NULL, 0));
-    cr_expect(ORIGIN("http://localhost:6274", NULL));
-    cr_expect(ORIGIN("http://127.0.0.1", NULL));
-    cr_expect(ORIGIN("https://127.10.0.1:8443", NULL));
-    cr_expect(ORIGIN("http://[::1]:3000", NULL));
-    cr_expect(ORIGIN("https://sandbox.example:44772", "sandbox.example:44772"));
-    cr_expect(!ORIGIN("https://evil.example", "sandbox.example:44772"));
-    cr_expect(!ORIGIN("http://localhost.evil.example", NULL));
-    cr_expect(!ORIGIN("http://127.0.0.1.evil.example", NULL));
-    cr_expect(!ORIGIN("null", NULL));
-    cr_expect(!ORIGIN("file://", NULL));
-    cr_expect(!ORIGIN("http://[::1", NULL));
-}
-
 Test(mcp, session_ids)
 {
     cr_expect(gw_mcp_session_id_valid("0123456789abcdef0123456789abcdef", 32));
