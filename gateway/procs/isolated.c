@@ -1,4 +1,7 @@
-/* Isolated sessions: a persistent bash in bubblewrap per session, runs delimited by a secret marker on its pipes. */
+/* Isolated sessions: a persistent bash in bubblewrap per session, runs delimited by a secret marker on its pipes.
+ * Longer than kgate's other files (about 650 lines) on purpose: its parts (start, the pipes' reader, runs, release,
+ * expiry) all work on one gw_isolated_session_t and its one run, and read top to bottom as a session's life; the pure
+ * parts live apart (isolation.c: requests and bwrap's argv; proctree.c: the sandbox's processes). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,10 +18,12 @@
 #include "wire/ids.h"
 #include "wire/text.h"
 #include "kmgr/sandbox.h"
+#include "kmgr/spawn.h"
 #include "core/errors.h"
 #include "core/event.h"
 #include "procs/isolated.h"
 #include "procs/lines.h"
+#include "procs/proctree.h"
 #include "procs/spawn.h"
 
 extern char **environ;
@@ -28,94 +33,6 @@ extern char **environ;
 /* How long a new sandbox may take to run its bash, and a timed-out run's bash to come back after its processes were killed. */
 #define ISO_START_MS 5000
 #define ISO_KILL_GRACE_MS 1000
-/* Descendants of bash killed at most at once. */
-#define ISO_MAX_PROCS 4096
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* The first child of `pid` (its main thread's), or 0. */
-static pid_t first_child(pid_t pid)
-{
-    char path[64], buf[64];
-    ssize_t n;
-    int fd;
-
-    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-        return 0;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    return (pid_t)atoi(buf);
-}
-
-/* Every descendant of `pid` (not itself), breadth first, at most `max`. */
-static size_t descendants(pid_t pid, pid_t *out, size_t max)
-{
-    size_t n = 0, next = 0;
-    pid_t cur = pid;
-
-    for (;;) {
-        char path[64], buf[8192], *p, *end;
-        ssize_t len;
-        int fd;
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)cur, (int)cur);
-        if ((fd = open(path, O_RDONLY | O_CLOEXEC)) != -1) {
-            len = read(fd, buf, sizeof(buf) - 1);
-            close(fd);
-            buf[len > 0 ? len : 0] = '\0';
-            for (p = buf; n < max; p = end) {
-                long v = strtol(p, &end, 10);
-                if (end == p)
-                    break;
-                out[n++] = (pid_t)v;
-            }
-        }
-        if (next == n)
-            return n;
-        cur = out[next++];
-    }
-}
-
-static void signal_descendants(pid_t bash, int sig)
-{
-    pid_t *pids;
-    size_t n;
-
-    if (bash <= 0)
-        return;
-    pids = wire_malloc(ISO_MAX_PROCS * sizeof(pid_t));
-    n = descendants(bash, pids, ISO_MAX_PROCS);
-    for (size_t i = 0; i != n; ++i)
-        kill(pids[i], sig);
-    free(pids);
-}
-
-/* Finds `name` as given (with a '/') or on PATH; NULL when not executable. */
-static char *find_exe(const char *name)
-{
-    const char *path = getenv("PATH");
-    char buf[4096];
-
-    if (strchr(name, '/') != NULL)
-        return access(name, X_OK) == 0 ? wire_strdup(name) : NULL;
-    for (const char *p = path != NULL ? path : "/usr/bin:/bin"; *p != '\0';) {
-        size_t len = strcspn(p, ":");
-        snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, p, name);
-        if (len != 0 && access(buf, X_OK) == 0)
-            return wire_strdup(buf);
-        p += len;
-        if (*p == ':')
-            ++p;
-    }
-    return NULL;
-}
 
 /* `bwrap --version`'s output (start-up only). */
 static void read_version(gw_isolated_t *iso)
@@ -155,8 +72,8 @@ void gw_isolated_init(gw_isolated_t *iso, gw_host_t *host, gw_runs_t *runs, cons
     iso->runtime_dir = wire_strdup(runtime_dir);
     iso->root = wire_strdup(root);
     h2o_linklist_init_anchor(&iso->sessions);
-    iso->bwrap = find_exe(bwrap_path != NULL ? bwrap_path : "bwrap");
-    iso->unshare = find_exe("unshare");
+    iso->bwrap = kmgr_find_executable(bwrap_path != NULL ? bwrap_path : "bwrap");
+    iso->unshare = kmgr_find_executable("unshare");
     if (iso->bwrap == NULL) {
         snprintf(iso->message, sizeof(iso->message), "%s not found (install bubblewrap: deploy/deps.sh --with-sandbox)",
                  bwrap_path != NULL ? bwrap_path : "bwrap");
@@ -241,7 +158,7 @@ static void release_sandbox(gw_isolated_session_t *s, const char *reason)
     if (s->init_pid > 0) {
         kill(s->init_pid, SIGKILL);
         for (until = gw_now_ms() + 2000; kill(s->init_pid, 0) == 0 && gw_now_ms() < until;)
-            sleep_ms(1);
+            gw_sleep_ms(1);
         s->init_pid = s->bash_pid = 0;
     }
     if (s->dir != NULL) {
@@ -389,7 +306,7 @@ static void on_run_cancel(gw_run_t *run, void *data)
     (void)run;
 
     s->run = NULL;
-    signal_descendants(s->bash_pid, SIGKILL);
+    gw_proctree_signal(s->bash_pid, SIGKILL);
 }
 
 static void on_run_stop(gw_run_t *run, void *data)
@@ -397,7 +314,7 @@ static void on_run_stop(gw_run_t *run, void *data)
     gw_isolated_session_t *s = data;
     (void)run;
 
-    signal_descendants(s->bash_pid, SIGINT);
+    gw_proctree_signal(s->bash_pid, SIGINT);
 }
 
 static int on_run_input(gw_run_t *run, void *data, const char *value)
@@ -433,12 +350,6 @@ static int mkdirs(const char *path)
         *p = '/';
     }
     return mkdir(buf, 0755) == 0 || errno == EEXIST ? 0 : -errno;
-}
-
-static int is_within(const char *path, const char *dir)
-{
-    size_t len = strlen(dir);
-    return strcmp(dir, "/") == 0 || (strncmp(path, dir, len) == 0 && (path[len] == '\0' || path[len] == '/'));
 }
 
 /* What a sandbox that exited at start said on stderr (its first line). */
@@ -480,7 +391,7 @@ int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_sess
         snprintf(err, errlen, "cannot create the workspace %s: %s", spec->workspace, strerror(ret != 0 ? -ret : errno));
         return GW_ESPAWN;
     }
-    if (!is_within(real, iso->root) || strcmp(real, "/") == 0 || is_within(real, iso->runtime_dir)) {
+    if (!kmgr_path_within(real, iso->root) || strcmp(real, "/") == 0 || kmgr_path_within(real, iso->runtime_dir)) {
         snprintf(err, errlen, "the workspace %s resolves to %s, outside the workspace root %s", spec->workspace, real, iso->root);
         free(real);
         return GW_ESPAWN;
@@ -535,13 +446,13 @@ int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_sess
     in[0] = outp[1] = errp[1] = -1;
     /* ready once bwrap's pid 1 has set the mounts up and started bash (its child) */
     ret = GW_ESPAWN;
-    for (until = gw_now_ms() + ISO_START_MS;; sleep_ms(1)) {
+    for (until = gw_now_ms() + ISO_START_MS;; gw_sleep_ms(1)) {
         if (waitpid(pid, &status, WNOHANG) == pid) {
             s->pid = 0;
             read_failure(errp[0], status, err, errlen);
             goto Error;
         }
-        if ((s->init_pid = first_child(pid)) > 0 && (s->bash_pid = first_child(s->init_pid)) > 0)
+        if ((s->init_pid = gw_proctree_first_child(pid)) > 0 && (s->bash_pid = gw_proctree_first_child(s->init_pid)) > 0)
             break;
         if (gw_now_ms() > until) {
             snprintf(err, errlen, "the sandbox did not start bash within %d ms", ISO_START_MS);
@@ -726,7 +637,7 @@ void gw_isolated_tick(gw_isolated_t *iso)
         if (s->run != NULL && s->deadline_ms != 0 && now >= s->deadline_ms && !s->timed_out) {
             s->timed_out = 1;
             s->killed_at_ms = now;
-            signal_descendants(s->bash_pid, SIGKILL);
+            gw_proctree_signal(s->bash_pid, SIGKILL);
         }
         if (s->run != NULL && s->killed_at_ms != 0 && now - s->killed_at_ms >= ISO_KILL_GRACE_MS) {
             /* bash itself is busy (a shell loop): the session goes with the run */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
+#include "kmgr/sandbox.h"
 #include "procs/isolation.h"
 
 __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -74,16 +75,6 @@ static char *normalize(const char *path)
     return out;
 }
 
-/* Whether `path` is `dir` or lies beneath it (both normal). */
-static int is_within(const char *path, const char *dir)
-{
-    size_t len = strlen(dir);
-
-    if (strcmp(dir, "/") == 0)
-        return 1;
-    return strncmp(path, dir, len) == 0 && (path[len] == '\0' || path[len] == '/');
-}
-
 /* A JSON string holding a path: normalised, checked against root (when `writable`) and hidden; NULL after filling err. */
 static char *take_path(json_t *value, const char *what, const char *root, const char *hidden, int writable, char *err,
                        size_t errlen)
@@ -95,9 +86,9 @@ static char *take_path(json_t *value, const char *what, const char *root, const 
         ERR("%s must be an absolute path", what);
         return NULL;
     }
-    if (hidden != NULL && (is_within(p, hidden) || is_within(hidden, p))) {
+    if (hidden != NULL && (kmgr_path_within(p, hidden) || kmgr_path_within(hidden, p))) {
         ERR("%s \"%.200s\" would expose kgate's runtime directory", what, p);
-    } else if (writable && !is_within(p, root)) {
+    } else if (writable && !kmgr_path_within(p, root)) {
         ERR("%s \"%.200s\" is outside the workspace root %.200s", what, p, root);
     } else if (strcmp(p, "/") == 0) {
         ERR("%s cannot be /", what);

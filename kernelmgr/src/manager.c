@@ -10,6 +10,7 @@
 #include <zmq.h>
 #include "wire/alloc.h"
 #include "kmgr/errors.h"
+#include "kmgr/spawn.h"
 #include "manager_private.h"
 
 static void fill_defaults(kmgr_config_t *c)
@@ -55,25 +56,6 @@ static char *make_runtime_dir(const char *given, int *owns)
     return path;
 }
 
-static char *find_bwrap(const char *given)
-{
-    const char *path = getenv("PATH");
-    char *copy, *save = NULL, *found = NULL;
-
-    if (given != NULL)
-        return access(given, X_OK) == 0 ? wire_strdup(given) : NULL;
-    copy = wire_strdup(path != NULL ? path : "/usr/local/bin:/usr/bin:/bin");
-    for (char *dir = strtok_r(copy, ":", &save); dir != NULL && found == NULL; dir = strtok_r(NULL, ":", &save)) {
-        char *candidate = kmgr_path_join(dir, "bwrap");
-        if (access(candidate, X_OK) == 0)
-            found = candidate;
-        else
-            free(candidate);
-    }
-    free(copy);
-    return found;
-}
-
 const char *kmgr_manager_limits_mechanism(const kmgr_manager_t *mgr)
 {
     return mgr->cgroups.mechanism;
@@ -111,7 +93,7 @@ int kmgr_manager_create(const kmgr_config_t *config, const kmgr_loop_ops_t *ops,
         zmq_ctx_set(mgr->zctx, ZMQ_MAX_SOCKETS, limit > 0 && limit < KMGR_MAX_SOCKETS ? limit : KMGR_MAX_SOCKETS);
     }
     kmgr_cgroups_init(&mgr->cgroups);
-    mgr->bwrap_path = find_bwrap(mgr->config.bwrap_path);
+    mgr->bwrap_path = kmgr_find_executable(mgr->config.bwrap_path != NULL ? mgr->config.bwrap_path : "bwrap");
     *out = mgr;
     return 0;
 

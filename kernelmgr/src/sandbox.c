@@ -39,8 +39,7 @@ static void push3(argv_t *a, const char *opt, const char *x, const char *y)
         push(a, y);
 }
 
-/* Whether `path` is `dir` or lies beneath it (lexically: both are absolute, without "." or ".."). */
-static int is_within(const char *path, const char *dir)
+int kmgr_path_within(const char *path, const char *dir)
 {
     size_t len = strlen(dir);
 
@@ -55,7 +54,7 @@ char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd)
 {
     static const char *const isolation[] = {BWRAP_ISOLATION};
     const char *ws = args->workspace;
-    int ws_in_tmp = ws != NULL && is_within(ws, "/tmp");
+    int ws_in_tmp = ws != NULL && kmgr_path_within(ws, "/tmp");
     argv_t a = {NULL, 0, 0};
 
     push(&a, args->bwrap);
@@ -83,7 +82,7 @@ char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd)
     push3(&a, "--tmpfs", args->runtime_dir, NULL);
     if (args->kernel_dir != NULL)
         push3(&a, "--bind", args->kernel_dir, args->kernel_dir);
-    if (args->resource_dir != NULL && !is_within(args->resource_dir, args->runtime_dir))
+    if (args->resource_dir != NULL && !kmgr_path_within(args->resource_dir, args->runtime_dir))
         push3(&a, "--ro-bind-try", args->resource_dir, args->resource_dir);
     if (args->cwd != NULL) {
         /* bound read-only only when it lies apart from every other mount: one inside the runtime dir stays hidden (bwrap
@@ -91,8 +90,8 @@ char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd)
          * (`/`, `/tmp`, a parent of the workspace) is visible already, and binding it would lay the host's view back over
          * the hidden runtime dir and the private /tmp */
         const char *c = args->cwd;
-        if (!is_within(c, args->runtime_dir) && !is_within(args->runtime_dir, c) && !is_within("/tmp", c) &&
-            (ws == NULL || (!is_within(c, ws) && !is_within(ws, c))))
+        if (!kmgr_path_within(c, args->runtime_dir) && !kmgr_path_within(args->runtime_dir, c) && !kmgr_path_within("/tmp", c) &&
+            (ws == NULL || (!kmgr_path_within(c, ws) && !kmgr_path_within(ws, c))))
             push3(&a, "--ro-bind", c, c);
         push3(&a, "--chdir", args->cwd, NULL);
     }

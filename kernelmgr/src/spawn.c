@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -10,6 +12,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include "kmgr/errors.h"
+#include "wire/alloc.h"
 #include "kmgr/spawn.h"
 #include "util_private.h"
 
@@ -155,4 +158,23 @@ int kmgr_spawn(const kmgr_spawn_options_t *opts, pid_t *pid, kmgr_spawn_failure_
     }
     *pid = child;
     return 0;
+}
+
+char *kmgr_find_executable(const char *name)
+{
+    const char *path = getenv("PATH");
+    char *copy, *save = NULL, *found = NULL;
+
+    if (strchr(name, '/') != NULL)
+        return access(name, X_OK) == 0 ? wire_strdup(name) : NULL;
+    copy = wire_strdup(path != NULL ? path : "/usr/local/bin:/usr/bin:/bin");
+    for (char *dir = strtok_r(copy, ":", &save); dir != NULL && found == NULL; dir = strtok_r(NULL, ":", &save)) {
+        char *candidate = kmgr_path_join(dir, name);
+        if (access(candidate, X_OK) == 0)
+            found = candidate;
+        else
+            free(candidate);
+    }
+    free(copy);
+    return found;
 }

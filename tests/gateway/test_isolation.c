@@ -114,10 +114,11 @@ Test(isolation, argv_rw_strict_order)
     gw_iso_spec_t spec;
     char err[256], **argv;
 
-    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/data/root/ws\", \"mode\": \"rw\"}, \"extra_writable\": [\"/data/root/cache\"], "
-                       "\"binds\": [{\"source\": \"/data/root/data\", \"dest\": \"/data\", \"readonly\": true}], \"uid\": 1000}",
-                       &spec, err, sizeof(err)),
-                 0, "%s", err);
+    cr_assert_eq(
+        parse("{\"workspace\": {\"path\": \"/data/root/ws\", \"mode\": \"rw\"}, \"extra_writable\": [\"/data/root/cache\"], "
+              "\"binds\": [{\"source\": \"/data/root/data\", \"dest\": \"/data\", \"readonly\": true}], \"uid\": 1000}",
+              &spec, err, sizeof(err)),
+        0, "%s", err);
     argv = gw_iso_argv(&spec, &paths, cmd);
     cr_assert_str_eq(argv[0], "/usr/bin/bwrap");
     long net = find(argv, "--unshare-net", NULL, NULL), caps = find(argv, "--cap-drop", "ALL", NULL),

@@ -65,4 +65,10 @@ int kmgr_bwrap_probe(const char *bwrap, char *why, size_t whylen);
 /** "256 MiB", "1.5 GiB", "100 B": a byte count for humans (writes at most `size` bytes). */
 void kmgr_format_bytes(uint64_t bytes, char *buf, size_t size);
 
+/**
+ * Whether `path` is `dir` or lies beneath it, lexically: both absolute and normal (no "." or ".."
+ * segment, no repeated '/'); a trailing '/' of `dir` is ignored. Every sandbox's bind rules use it.
+ */
+int kmgr_path_within(const char *path, const char *dir);
+
 #endif

@@ -53,4 +53,11 @@ typedef struct st_kmgr_spawn_failure_t {
  */
 int kmgr_spawn(const kmgr_spawn_options_t *opts, pid_t *pid, kmgr_spawn_failure_t *failure);
 
+/**
+ * The program `name` would run as: `name` itself when it holds a '/', else the first executable
+ * `<dir>/name` of $PATH (/usr/local/bin:/usr/bin:/bin without one). A new string (the caller frees
+ * it), or NULL when there is no such executable.
+ */
+char *kmgr_find_executable(const char *name);
+
 #endif
