@@ -87,21 +87,7 @@ static int inherited(const char *entry)
 /* The child's side of the fork: never returns. */
 __attribute__((noreturn)) static void exec_server(const bench_jserver_t *js, char **argv, char **envp, int logfd, pid_t parent)
 {
-    /* If the benchmark dies without stopping it, the server still gets its SIGTERM. */
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent)
-        _exit(127);
-    int nullfd = open("/dev/null", O_RDONLY);
-    if (nullfd >= 0)
-        dup2(nullfd, 0);
-    dup2(logfd, 1);
-    dup2(logfd, 2);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
+    ts_child_prepare(logfd, parent); /* the server goes with its starter (support/proc.h) */
     if (chdir(js->tmpdir) != 0)
         _exit(127);
     execve(argv[0], argv, envp);

@@ -106,20 +106,7 @@ void js_server_dump_log(const js_server_t *js, size_t max)
 /* The child's side: never returns. */
 __attribute__((noreturn)) static void exec_server(const js_server_t *js, const char *const *args, int logfd, pid_t parent)
 {
-    prctl(PR_SET_PDEATHSIG, SIGTERM); /* the test dies without stopping it: it still goes */
-    if (getppid() != parent)
-        _exit(127);
-    int nullfd = open("/dev/null", O_RDONLY);
-    if (nullfd >= 0)
-        dup2(nullfd, 0);
-    dup2(logfd, 1);
-    dup2(logfd, 2);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
+    ts_child_prepare(logfd, parent); /* the server goes with its starter (support/proc.h) */
 
     static const char *const dirs[][2] = {{"JUPYTER_CONFIG_DIR", "config"},
                                           {"JUPYTER_DATA_DIR", "data"},

@@ -105,21 +105,7 @@ static void describe_status(int status, char *buf, size_t size)
 __attribute__((noreturn)) static void exec_kgate(const char *exe, const char **argv, const char *const *env, int logfd,
                                                  pid_t parent)
 {
-    /* If the starting process dies without stopping kgate, kgate still gets its SIGTERM. */
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent)
-        _exit(127);
-    int nullfd = open("/dev/null", O_RDONLY);
-    if (nullfd >= 0)
-        dup2(nullfd, 0);
-    dup2(logfd, 1);
-    dup2(logfd, 2);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
+    ts_child_prepare(logfd, parent); /* the server goes with its starter (support/proc.h) */
     unsetenv("KGATE_ACCESS_TOKEN");
     for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
         const char *eq = strchr(env[i], '=');

@@ -2,10 +2,12 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 #include "support/base.h"
 #include "support/proc.h"
 
@@ -199,4 +201,23 @@ long long ts_rss_sampler_stop(ts_rss_sampler_t *s)
     __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
     pthread_join(s->thread, NULL);
     return s->peak_kb;
+}
+
+void ts_child_prepare(int logfd, pid_t parent)
+{
+    sigset_t none;
+    int nullfd;
+
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        _exit(127);
+    if ((nullfd = open("/dev/null", O_RDONLY)) >= 0)
+        dup2(nullfd, 0);
+    dup2(logfd, 1);
+    dup2(logfd, 2);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
 }

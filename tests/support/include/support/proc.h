@@ -53,4 +53,12 @@ int ts_rss_sampler_start(ts_rss_sampler_t *s, pid_t pid, int period_ms);
 /** Stops the sampling (waits for its thread) and returns the peak in KiB, -1 when no sample could be read. */
 long long ts_rss_sampler_stop(ts_rss_sampler_t *s);
 
+/**
+ * The child's side of starting a server a test or benchmark owns, after fork and before exec: a
+ * parent-death SIGTERM (so that the server goes even if its starter dies without stopping it; the
+ * child exits 127 at once if `parent` is already gone), stdin from /dev/null, stdout and stderr to
+ * `logfd`, no blocked signal, and SIGPIPE, SIGTERM and SIGINT at their defaults.
+ */
+void ts_child_prepare(int logfd, pid_t parent);
+
 #endif
