@@ -395,11 +395,13 @@ Test(spawn, a_manager_kills_its_own_escaped_descendants_when_destroyed)
 Test(spawn, the_watchdog_kills_what_escaped_a_manager_killed_with_sigkill)
 {
     ts_proc_t escaped, watchdog;
-    int report[2], status;
+    int report[2], go[2], status;
     pid_t middle, pids[2];
 
-    /* a middle process creates a manager, starts a double fork with the manager's mark, reports, and dies by SIGKILL */
+    /* a middle process creates a manager, starts a double fork with the manager's mark, reports, and, once this
+     * process has taken the reported processes' identities (the watchdog acts within milliseconds), dies by SIGKILL */
     cr_assert_eq(pipe(report), 0);
+    cr_assert_eq(pipe(go), 0);
     if ((middle = fork()) == 0) {
         char *argv[] = {"/bin/sh", "-c", "sleep 100 > /dev/null 2>&1 & echo $!", NULL}, *envp[] = {NULL, NULL}, buf[32] = "";
         kmgr_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .fds = {KMGR_SPAWN_DEVNULL, -1, 2}};
@@ -410,6 +412,7 @@ Test(spawn, the_watchdog_kills_what_escaped_a_manager_killed_with_sigkill)
         int out[2];
         pid_t sh;
         close(report[0]);
+        close(go[1]);
         if (kmgr_manager_create(NULL, &poll_loop_ops, loop, &mgr) != 0 || ts_watchdog_of(getpid(), &wd) != 0 || pipe(out) != 0)
             _exit(1);
         envp[0] = (char *)kmgr_manager_instance_env(mgr);
@@ -421,15 +424,18 @@ Test(spawn, the_watchdog_kills_what_escaped_a_manager_killed_with_sigkill)
             _exit(1);
         pids[0] = (pid_t)atoi(buf);
         pids[1] = wd.pid;
-        if (write(report[1], pids, sizeof(pids)) != (ssize_t)sizeof(pids))
+        if (write(report[1], pids, sizeof(pids)) != (ssize_t)sizeof(pids) || read(go[0], buf, 1) != 1)
             _exit(1);
         raise(SIGKILL);
     }
     close(report[1]);
+    close(go[0]);
     cr_assert_eq(read(report[0], pids, sizeof(pids)), (ssize_t)sizeof(pids), "the middle process failed");
     close(report[0]);
     escaped = proc_id(pids[0]);
     watchdog = proc_id(pids[1]);
+    cr_assert_eq(write(go[1], "k", 1), 1);
+    close(go[1]);
     cr_assert_eq(waitpid(middle, &status, 0), middle);
     cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
     cr_expect(wait_gone(escaped, 2000), "the double-forked process (pid %d) outlived its manager by 2 s", (int)escaped.pid);
