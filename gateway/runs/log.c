@@ -132,8 +132,9 @@ static void log_failed(gw_run_t *run, int err)
     insert(run, gw_error_event("RunLogError", evalue), 0);
 }
 
-/* Keeps the tail within its bound: its records go to the file, the oldest leave RAM (down to half, so that writes come in batches).
- */
+/* Keeps the tail within its bound: its records go to the file, the oldest leave RAM (down to half, so that writes come in
+ * batches). The newest event stays whatever its size: the readers that keep up, woken for it next, take it from RAM
+ * (dropping it here made every reader of a run printing 1 MB at a time read each event back from the file). */
 static void spill(gw_run_t *run)
 {
     gw_event_t *head;
@@ -145,7 +146,7 @@ static void spill(gw_run_t *run)
         log_failed(run, ret);
         return;
     }
-    while (run->tail_bytes > GW_RUNLOG_TAIL_BYTES / 2 && (head = gw_run_tail_first(run)) != NULL)
+    while (run->tail_bytes > GW_RUNLOG_TAIL_BYTES / 2 && (head = gw_run_tail_first(run)) != NULL && head->link.next != &run->tail)
         tail_remove(run, head);
 }
 
