@@ -22,6 +22,7 @@ static const gw_run_limits_t big_limits = {1u << 30, 1u << 20};
  */
 static int write_errno, read_errno;
 static long long write_budget = -1;
+static unsigned read_calls;
 
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
@@ -37,6 +38,7 @@ ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 
 ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
+    ++read_calls;
     if (read_errno != 0) {
         errno = read_errno;
         return -1;
@@ -173,6 +175,24 @@ static size_t check_stream(const char *bytes, size_t len, uint64_t first_id, con
     }
     *last_type = type;
     return n;
+}
+
+ENGINE_TEST(runlog, a_reader_that_keeps_up_with_events_bigger_than_the_tail_is_served_from_ram)
+{
+    gw_run_t *run = gw_run_create(&eng.runs, NULL, NULL, &big_limits);
+    raw_reader_t keeper;
+    const char *type;
+
+    cr_assert_eq(raw_open(&keeper, run, 0), 0);
+    read_calls = 0;
+    for (unsigned i = 0; i != 8; ++i)
+        gw_run_append(run, pattern_event(i, 1u << 20)); /* 4 times the tail each: written through to the file */
+    cr_expect_eq(read_calls, 0, "a reader woken for each 1 MiB event read %u of them back from the file", read_calls);
+    cr_expect_leq(run->tail_bytes, GW_RUNLOG_TAIL_BYTES + (1u << 20) + 4096, "the tail holds more than the newest event");
+    gw_run_finish(run, 0, "ok");
+    cr_expect(keeper.ended);
+    cr_expect_eq(check_stream(keeper.bytes, keeper.len, 1, &type), 11, "init, ping, 8 outputs, execution_complete");
+    raw_dispose(&keeper);
 }
 
 ENGINE_TEST(runlog, a_log_beyond_the_tail_reaches_every_reader_whole_and_ram_holds_only_the_tail)
