@@ -16,6 +16,7 @@ typedef struct st_gw_sse_writer_t {
     gw_event_t *inflight[BATCH_EVENTS]; /* references kept until h2o is done with the bytes */
     h2o_iovec_t bufs[BATCH_EVENTS];
     size_t num_inflight;
+    h2o_timeout_entry_t deferred; /* a pump at the end of this loop iteration (see on_source_ready) */
     unsigned sending : 1;
     unsigned done : 1; /* FINAL or ERROR sent, or stopped: h2o_send must not be called again */
 } gw_sse_writer_t;
@@ -116,9 +117,24 @@ static void pump(gw_sse_writer_t *writer)
     h2o_send(writer->req, writer->bufs, writer->num_inflight, is_final ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
 }
 
+static void on_deferred(h2o_timeout_entry_t *entry)
+{
+    pump(H2O_STRUCT_FROM_MEMBER(gw_sse_writer_t, deferred, entry));
+}
+
+/*
+ * New events are written at the end of the loop iteration that produced them, not one by one as they
+ * are appended: a kernel's messages for one request (status, execute_input, execute_result, reply)
+ * often arrive in one drain of its sockets, and then go out in one write, which wakes the client once.
+ * (h2o runs the zero timeout in the same iteration, after the I/O callbacks: no added latency.)
+ */
 static void on_source_ready(gw_event_source_t *source)
 {
-    pump(source->writer);
+    gw_sse_writer_t *writer = source->writer;
+    h2o_context_t *ctx = writer->req->conn->ctx;
+
+    if (!h2o_timeout_is_linked(&writer->deferred))
+        h2o_timeout_link(ctx->loop, &ctx->zero_timeout, &writer->deferred);
 }
 
 static void on_proceed(h2o_generator_t *generator, h2o_req_t *req)
@@ -145,6 +161,8 @@ static void on_dispose(void *p)
 {
     gw_sse_writer_t *writer = p;
 
+    if (h2o_timeout_is_linked(&writer->deferred))
+        h2o_timeout_unlink(&writer->deferred);
     writer_close_source(writer);
     release_inflight(writer);
     gw_event_release(writer->last);
@@ -161,6 +179,7 @@ void gw_stream_start(h2o_req_t *req, gw_event_source_t *source, size_t max_batch
     writer->req = req;
     writer->source = source;
     writer->max_batch_bytes = max_batch_bytes;
+    writer->deferred.cb = on_deferred;
     source->writer = writer;
     source->on_ready = on_source_ready;
     h2o_start_response(req, &writer->super);
