@@ -1,7 +1,9 @@
 /* tests/e2e/test_isolated.c: execd's isolated sessions (/v1/isolated, API.md 5.1): capabilities, create/list/get/delete,
  * runs in one persistent bash per session (state kept), the workspace modes (overlay writes stay in the session, ro refuses),
  * the files routes as the sandbox sees them, share_net, env_passthrough, idle expiry, bounds. Each test runs a private kgate
- * on a workspace root of its own; skipped only where bwrap cannot create its namespaces (detected by running it). */
+ * on a workspace root of its own; skipped only where bwrap cannot create its namespaces (detected by running it).
+ * Over 600 lines on purpose: one kgate fixture and its helpers serve every test of the route family, the loop's latency
+ * while sandboxes come and go (the last part) included. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
