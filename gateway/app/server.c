@@ -221,7 +221,7 @@ int gw_server_is_drained(gw_server_t *server)
 {
     return kmgr_manager_num_processes(server->kmgr) == 0 && gw_shells_is_empty(&server->shells) &&
            gw_ptys_is_empty(&server->ptys) && gw_execd_is_drained(&server->execd) && gw_proxy_is_drained(&server->proxy) &&
-           gw_jupyter_is_drained(&server->jupyter);
+           gw_isolated_is_drained(&server->isolated) && gw_jupyter_is_drained(&server->jupyter);
 }
 
 size_t gw_server_close_connections(gw_server_t *server)

@@ -1,4 +1,5 @@
 /* Response and request helpers shared by every route: JSON bodies, API errors, query strings. */
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -228,4 +229,14 @@ char *gw_path_param(h2o_req_t *req, const gw_route_params_t *params, size_t i)
     char *out = h2o_mem_alloc_pool(&req->pool, value.len + 1);
 
     return gw_percent_decode(value.base, value.len, out, 0) < 0 ? NULL : out;
+}
+
+int gw_req_peer_gone(h2o_req_t *req)
+{
+    h2o_socket_t *sock = req->conn->callbacks->get_socket != NULL ? req->conn->callbacks->get_socket(req->conn) : NULL;
+    struct pollfd pfd = {.events = POLLRDHUP};
+
+    if (sock == NULL || (pfd.fd = h2o_socket_get_fd(sock)) < 0)
+        return 0;
+    return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }

@@ -67,6 +67,12 @@ void gw_send_error(h2o_req_t *req, gw_http_error_t err, const char *fmt, ...) __
 void gw_send_empty(h2o_req_t *req);
 /** Sends `status` (202 Accepted, say) with an empty body and Content-Length: 0. */
 void gw_send_empty_status(h2o_req_t *req, int status);
+/**
+ * True when the client of `req` has hung up (or shut down its sending side): a response deferred until some work is done
+ * asks before keeping what it made for the client. h2o 2.2.5 does not read an HTTP/1.1 connection while its request is
+ * handled, so it notices a client gone only when a write fails (PLATFORM.md); this looks at the socket without reading.
+ */
+int gw_req_peer_gone(h2o_req_t *req);
 /** Adds the headers every kgate response carries (version). */
 void gw_add_common_headers(h2o_req_t *req);
 

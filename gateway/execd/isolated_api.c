@@ -57,13 +57,59 @@ GW_EXECD_HANDLER(isolated_capabilities)
     gw_send_json(req, 200, obj);
 }
 
+/* A create or a delete answered once the engine reports; lives in the request's pool. */
+typedef struct st_iso_waiter_t {
+    h2o_req_t *req;
+    gw_isolated_session_t *s; /* until the engine's callback: the client going away first abandons it */
+} iso_waiter_t;
+
+/* The client went away first: a starting session is released, a deletion goes on without us. */
+static void on_waiter_dispose(void *p)
+{
+    iso_waiter_t *w = p;
+
+    if (w->s != NULL)
+        gw_isolated_abandon(w->s);
+}
+
+static iso_waiter_t *new_waiter(h2o_req_t *req)
+{
+    iso_waiter_t *w = h2o_mem_alloc_shared(&req->pool, sizeof(*w), on_waiter_dispose);
+
+    w->req = req;
+    w->s = NULL;
+    return w;
+}
+
+static void on_started(gw_isolated_session_t *s, void *data, const char *error)
+{
+    iso_waiter_t *w = data;
+    json_t *obj;
+
+    w->s = NULL;
+    if (error != NULL) {
+        gw_send_error(w->req, GW_HTTP_INVALID_REQUEST_BODY, "cannot create the isolated session: %s", error);
+        return;
+    }
+    if (gw_req_peer_gone(w->req)) {
+        /* an HTTP/1.1 client that hung up while the sandbox started: nobody would learn the id, nobody would delete it */
+        gw_isolated_destroy(s, NULL, NULL);
+        gw_send_error(w->req, GW_HTTP_INVALID_REQUEST_BODY, "the client went away while the session started");
+        return;
+    }
+    obj = gw_isolated_to_json(s);
+    json_object_set_new(obj, "isolation", gw_iso_spec_to_json(&s->spec)); /* OSEP-0013's shape, besides API.md's */
+    json_object_set_new(obj, "artifacts", json_null());
+    gw_send_json(w->req, 200, obj);
+}
+
 GW_EXECD_HANDLER(isolated_create)
 {
     gw_execd_t *execd = gw_execd_from(door);
     gw_isolated_t *iso = execd->isolated;
     gw_iso_spec_t spec;
-    gw_isolated_session_t *s;
-    json_t *body, *obj;
+    iso_waiter_t *w;
+    json_t *body;
     char err[600];
     int ret;
     (void)params;
@@ -73,18 +119,18 @@ GW_EXECD_HANDLER(isolated_create)
     if (gw_iso_spec_parse(body, iso->root, iso->runtime_dir, execd->host->config->isolated_idle_seconds, &spec, err, sizeof(err)) !=
         0) {
         gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "%s", err);
-    } else if ((ret = gw_isolated_create(iso, &spec, &s, err, sizeof(err))) != 0) {
+        goto Exit;
+    }
+    w = new_waiter(req);
+    if ((ret = gw_isolated_create(iso, &spec, on_started, w, &w->s, err, sizeof(err))) != 0) {
+        w->s = NULL;
         gw_iso_spec_dispose(&spec);
         if (ret == GW_ETOOMANYISOLATED)
             gw_send_error(req, GW_HTTP_TOO_MANY_SESSIONS, "%s", err);
         else
             gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "cannot create the isolated session: %s", err);
-    } else {
-        obj = gw_isolated_to_json(s);
-        json_object_set_new(obj, "isolation", gw_iso_spec_to_json(&s->spec)); /* OSEP-0013's shape, besides API.md's */
-        json_object_set_new(obj, "artifacts", json_null());
-        gw_send_json(req, 200, obj);
     }
+Exit:
     json_decref(body);
 }
 
@@ -111,15 +157,27 @@ GW_EXECD_HANDLER(isolated_get)
         gw_send_json(req, 200, gw_isolated_to_json(s));
 }
 
+/* DELETE answers once the sandbox is gone (API.md: after the answer the id is gone), which the loop learns by polling. */
+static void on_released(void *data)
+{
+    iso_waiter_t *w = data;
+
+    w->s = NULL;
+    gw_send_empty(w->req);
+}
+
 GW_EXECD_HANDLER(isolated_delete)
 {
     gw_execd_t *execd = gw_execd_from(door);
     gw_isolated_session_t *s = session_from_params(execd, req, params);
 
+    iso_waiter_t *w;
+
     if (s == NULL)
         return;
-    gw_isolated_destroy(s);
-    gw_send_empty(req);
+    w = new_waiter(req);
+    w->s = s;
+    gw_isolated_destroy(s, on_released, w);
 }
 
 /* A name bash can export: [A-Za-z_][A-Za-z0-9_]* (anything else would be shell syntax in the run's script). */

@@ -1,11 +1,10 @@
 /* Isolated sessions: a persistent bash in bubblewrap per session, runs delimited by a secret marker on its pipes.
- * Longer than kgate's other files (about 650 lines) on purpose: its parts (start, the pipes' reader, runs, release,
+ * Longer than kgate's other files (about 840 lines) on purpose: its parts (start, the pipes' reader, runs, release,
  * expiry) all work on one gw_isolated_session_t and its one run, and read top to bottom as a session's life; the pure
- * parts live apart (isolation.c: requests and bwrap's argv; proctree.c: the sandbox's processes). */
+ * parts live apart (isolation.c: requests and bwrap's argv; proctree.c: the sandbox's processes; rmtree.c: removal). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 #include "procs/isolated.h"
 #include "procs/lines.h"
 #include "procs/proctree.h"
+#include "procs/rmtree.h"
 #include "procs/spawn.h"
 
 extern char **environ;
@@ -33,6 +33,11 @@ extern char **environ;
 /* How long a new sandbox may take to run its bash, and a timed-out run's bash to come back after its processes were killed. */
 #define ISO_START_MS 5000
 #define ISO_KILL_GRACE_MS 1000
+/* How often the loop checks a starting sandbox, or a killed one; how long a killed one may take to go. */
+#define ISO_POLL_MS 2
+#define ISO_REAP_MS 2000
+
+static void on_poll(h2o_timeout_entry_t *entry);
 
 /* `bwrap --version`'s output (start-up only). */
 static void read_version(gw_isolated_t *iso)
@@ -72,6 +77,8 @@ void gw_isolated_init(gw_isolated_t *iso, gw_host_t *host, gw_runs_t *runs, cons
     iso->runtime_dir = wire_strdup(runtime_dir);
     iso->root = wire_strdup(root);
     h2o_linklist_init_anchor(&iso->sessions);
+    h2o_linklist_init_anchor(&iso->pending);
+    h2o_timeout_init(host->loop, &iso->poll_timeout, ISO_POLL_MS);
     iso->bwrap = kmgr_find_executable(bwrap_path != NULL ? bwrap_path : "bwrap");
     iso->unshare = kmgr_find_executable("unshare");
     if (iso->bwrap == NULL) {
@@ -85,8 +92,45 @@ void gw_isolated_init(gw_isolated_t *iso, gw_host_t *host, gw_runs_t *runs, cons
     iso->available = 1;
 }
 
+static void close_start_fds(gw_isolated_session_t *s)
+{
+    for (int i = 0; i != 2; ++i)
+        if (s->start_fds[i] != -1) {
+            close(s->start_fds[i]);
+            s->start_fds[i] = -1;
+        }
+}
+
+static void free_session(gw_isolated_session_t *s)
+{
+    h2o_linklist_unlink(&s->link);
+    --s->owner->num_sessions;
+    gw_iso_spec_dispose(&s->spec);
+    free(s);
+}
+
 void gw_isolated_dispose(gw_isolated_t *iso)
 {
+    if (iso->host == NULL)
+        return; /* never initialised */
+    /* the loop no longer runs (shutdown's deadline passed): what is still dying is left to the kernel, its directory goes now */
+    while (!h2o_linklist_is_empty(&iso->pending)) {
+        gw_isolated_session_t *s = H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, link, iso->pending.next);
+        if (h2o_timeout_is_linked(&s->poll))
+            h2o_timeout_unlink(&s->poll);
+        if (s->pid > 0) {
+            kill(s->pid, SIGKILL);
+            waitpid(s->pid, NULL, WNOHANG);
+        }
+        close_start_fds(s);
+        if (s->stdin_fd != -1)
+            close(s->stdin_fd);
+        if (s->dir != NULL)
+            gw_rmtree(s->dir);
+        free(s->dir);
+        free_session(s);
+    }
+    h2o_timeout_dispose(iso->host->loop, &iso->poll_timeout);
     free(iso->bwrap);
     free(iso->unshare);
     free(iso->runtime_dir);
@@ -122,21 +166,35 @@ static void finish_run(gw_isolated_session_t *s, json_t *error, const char *outc
     gw_run_finish(run, -1, outcome);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+static void arm(gw_isolated_session_t *s)
 {
-    (void)st, (void)ftw;
-    if (type == FTW_DP || type == FTW_D)
-        chmod(path, 0700), rmdir(path); /* overlayfs leaves work/work mode 000 */
-    else
-        unlink(path);
-    return 0;
+    if (!h2o_timeout_is_linked(&s->poll))
+        h2o_timeout_link(s->owner->host->loop, &s->owner->poll_timeout, &s->poll);
 }
 
-/* Kills the sandbox and waits until it is gone (a few ms: bwrap's pid 1 dies with it), then removes its directory. */
+/* Gone, or a zombie: dead already, its namespaces and mounts released; whichever init adopted it reaps it (in a container
+ * whose pid 1 does not reap, never: kill(pid, 0) would go on succeeding). */
+static int process_gone(pid_t pid)
+{
+    char path[64], buf[512], *paren;
+    ssize_t n;
+    int fd;
+
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return 1;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+        return errno == ENOENT;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    /* "pid (comm) S ...": comm may hold anything, ')' too: the state follows the last one */
+    return (paren = strrchr(buf, ')')) != NULL && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+/* Kills the sandbox; the loop reaps it (on_poll) and then hands its directory to a thread. Never waits. */
 static void release_sandbox(gw_isolated_session_t *s, const char *reason)
 {
-    int64_t until;
-
     if (!s->destroyed) {
         s->destroyed = 1;
         snprintf(s->reason, sizeof(s->reason), "%s", reason);
@@ -145,37 +203,59 @@ static void release_sandbox(gw_isolated_session_t *s, const char *reason)
         finish_run(s, gw_error_event("SessionDestroyed", s->reason), "error");
     close_pipe(s, 0);
     close_pipe(s, 1);
+    close_start_fds(s);
     if (s->stdin_fd != -1) {
         close(s->stdin_fd);
         s->stdin_fd = -1;
     }
-    if (s->pid > 0) {
+    /* a sandbox killed while starting: its pid 1 may exist already */
+    if (s->init_pid <= 0 && s->pid > 0)
+        s->init_pid = gw_proctree_first_child(s->pid);
+    if (s->pid > 0)
         kill(s->pid, SIGKILL);
-        while (waitpid(s->pid, NULL, 0) == -1 && errno == EINTR)
-            ;
-        s->pid = 0;
-    }
-    if (s->init_pid > 0) {
+    if (s->init_pid > 0)
         kill(s->init_pid, SIGKILL);
-        for (until = gw_now_ms() + 2000; kill(s->init_pid, 0) == 0 && gw_now_ms() < until;)
-            gw_sleep_ms(1);
-        s->init_pid = s->bash_pid = 0;
+    if (!s->reaping) {
+        s->reaping = 1;
+        s->until_ms = gw_now_ms() + ISO_REAP_MS;
     }
-    if (s->dir != NULL) {
-        /* the upper layer and the scripts; never following a link the sandbox may have planted in its upper layer */
-        nftw(s->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-        free(s->dir);
-        s->dir = NULL;
-    }
+    arm(s);
 }
 
-void gw_isolated_destroy(gw_isolated_session_t *s)
+/* A killed sandbox: 1 once its processes are gone (or left to the kernel) and its directory handed over. */
+static int reap(gw_isolated_session_t *s)
 {
-    release_sandbox(s, "deleted");
+    pid_t r;
+
+    if (s->pid > 0 && ((r = waitpid(s->pid, NULL, WNOHANG)) == s->pid || (r == -1 && errno == ECHILD)))
+        s->pid = 0;
+    if (s->init_pid > 0 && process_gone(s->init_pid))
+        s->init_pid = 0;
+    if (s->pid > 0 || s->init_pid > 0) {
+        if (gw_now_ms() < s->until_ms)
+            return 0;
+        fprintf(stderr,
+                "kgate: isolated session %s: its sandbox (pid %d, pid 1 %d) is still there %d ms after SIGKILL: left to the "
+                "kernel\n",
+                s->id, (int)s->pid, (int)s->init_pid, ISO_REAP_MS);
+    }
+    s->pid = s->init_pid = s->bash_pid = 0;
+    s->reaping = 0;
+    if (s->dir != NULL) {
+        gw_rmtree_detached(s->dir); /* an upper layer may hold any number of files: never on the loop */
+        s->dir = NULL;
+    }
+    return 1;
+}
+
+void gw_isolated_destroy(gw_isolated_session_t *s, gw_isolated_released_cb cb, void *data)
+{
     h2o_linklist_unlink(&s->link);
-    --s->owner->num_sessions;
-    gw_iso_spec_dispose(&s->spec);
-    free(s);
+    h2o_linklist_insert(&s->owner->pending, &s->link);
+    s->deleting = 1;
+    s->on_released = cb;
+    s->cb_data = data;
+    release_sandbox(s, "deleted"); /* arms the poll even when nothing is left to reap: `cb` runs later, never in here */
 }
 
 gw_isolated_session_t *gw_isolated_find(gw_isolated_t *iso, const char *id)
@@ -367,15 +447,117 @@ static void read_failure(int fd, int status, char *err, size_t errlen)
                  WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
 
-int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_session_t **out, char *err, size_t errlen)
+/* The start failed (`err`): the session goes (released from the loop), its creator hears why. */
+static void fail_start(gw_isolated_session_t *s, const char *err)
 {
-    char top[4096], dir[4096], ctl[4096], upper[4096], work[4096], merged[4096], rootpath[4200], *real;
+    gw_isolated_started_cb cb = s->on_started;
+    void *data = s->cb_data;
+
+    s->starting = 0;
+    s->deleting = 1;
+    s->on_started = NULL;
+    s->on_released = NULL;
+    release_sandbox(s, "failed to start");
+    if (cb != NULL)
+        cb(NULL, data, err);
+}
+
+static void become_ready(gw_isolated_session_t *s)
+{
+    gw_isolated_t *iso = s->owner;
+    gw_isolated_started_cb cb = s->on_started;
+
+    s->starting = 0;
+    s->on_started = NULL;
+    for (int i = 0; i != 2; ++i) {
+        s->pipes[i] = h2o_evloop_socket_create(iso->host->loop, s->start_fds[i], 0);
+        s->start_fds[i] = -1;
+        s->pipes[i]->data = s;
+        h2o_socket_read_start(s->pipes[i], on_pipe_read);
+    }
+    s->created_at_ms = gw_unix_ms();
+    s->idle_since_ms = gw_now_ms();
+    h2o_linklist_unlink(&s->link);
+    h2o_linklist_insert(&iso->sessions, &s->link);
+    if (cb != NULL)
+        cb(s, s->cb_data, NULL);
+}
+
+/* Ready once bwrap's pid 1 has set the mounts up and started bash (its child); each check is a waitpid and two small reads of
+ * /proc, so that the loop never waits for bwrap. */
+static void poll_start(gw_isolated_session_t *s)
+{
+    char err[600], rootpath[4200];
+    int status, fd;
+
+    if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+        s->pid = 0;
+        read_failure(s->start_fds[1], status, err, sizeof(err));
+        fail_start(s, err);
+        return;
+    }
+    if ((s->init_pid = gw_proctree_first_child(s->pid)) > 0 && (s->bash_pid = gw_proctree_first_child(s->init_pid)) > 0) {
+        snprintf(rootpath, sizeof(rootpath), "/proc/%d/root%s", (int)s->init_pid, s->spec.workspace);
+        if ((fd = open(rootpath, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1) {
+            snprintf(err, sizeof(err), "cannot reach the sandbox's workspace (%.400s): %s", rootpath, strerror(errno));
+            fail_start(s, err);
+            return;
+        }
+        close(fd);
+        become_ready(s);
+        return;
+    }
+    if (gw_now_ms() > s->until_ms) {
+        snprintf(err, sizeof(err), "the sandbox did not start bash within %d ms", ISO_START_MS);
+        fail_start(s, err);
+        return;
+    }
+    arm(s);
+}
+
+static void on_poll(h2o_timeout_entry_t *entry)
+{
+    gw_isolated_session_t *s = H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, poll, entry);
+    gw_isolated_released_cb cb;
+    void *data;
+
+    if (s->starting) {
+        poll_start(s);
+        return;
+    }
+    if (s->reaping && !reap(s)) {
+        arm(s);
+        return;
+    }
+    if (!s->deleting)
+        return; /* destroyed but kept for GET */
+    cb = s->on_released;
+    data = s->cb_data;
+    free_session(s);
+    if (cb != NULL)
+        cb(data);
+}
+
+void gw_isolated_abandon(gw_isolated_session_t *s)
+{
+    s->on_started = NULL;
+    s->on_released = NULL;
+    if (s->starting) {
+        s->starting = 0;
+        s->deleting = 1;
+        release_sandbox(s, "its creator went away");
+    }
+}
+
+int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_started_cb cb, void *data, gw_isolated_session_t **out,
+                       char *err, size_t errlen)
+{
+    char top[4096], dir[4096], ctl[4096], upper[4096], work[4096], merged[4096], *real;
     char *cmd[] = {"/bin/bash", "--noprofile", "--norc", NULL}, **argv = NULL, **envp = NULL;
-    int in[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1}, ret = GW_ESPAWN, status, fd;
+    int in[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1}, ret = GW_ESPAWN;
     gw_isolated_session_t *s = NULL;
     gw_spawn_options_t opts = {.uid = -1, .gid = -1};
     gw_iso_paths_t paths = {0};
-    int64_t until;
     pid_t pid = 0;
 
     if (iso->num_sessions >= iso->host->config->max_isolated_sessions) {
@@ -399,11 +581,16 @@ int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_sess
     free(spec->workspace);
     spec->workspace = real;
 
+    /* counted and pending from here: whatever fails below is released the one way, from the loop, without a callback */
     s = wire_calloc(1, sizeof(*s));
     s->owner = iso;
-    s->stdin_fd = -1;
+    s->stdin_fd = s->start_fds[0] = s->start_fds[1] = -1;
+    s->poll.cb = on_poll;
+    s->deleting = 1;
     wire_uuid4(s->id);
     wire_random_hex(s->nonce, 16);
+    h2o_linklist_insert(&iso->pending, &s->link);
+    ++iso->num_sessions;
     ret = GW_ESPAWN;
     if (make_dir(iso->runtime_dir, "isolated", top, sizeof(top)) != 0 || make_dir(top, s->id, dir, sizeof(dir)) != 0 ||
         make_dir(dir, "ctl", ctl, sizeof(ctl)) != 0) {
@@ -440,54 +627,27 @@ int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_sess
     if ((ret = gw_spawn(&opts, &pid, err, errlen)) != 0)
         goto Error;
     s->pid = pid;
-    close(in[0]);
-    close(outp[1]);
-    close(errp[1]);
-    in[0] = outp[1] = errp[1] = -1;
-    /* ready once bwrap's pid 1 has set the mounts up and started bash (its child) */
-    ret = GW_ESPAWN;
-    for (until = gw_now_ms() + ISO_START_MS;; gw_sleep_ms(1)) {
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            s->pid = 0;
-            read_failure(errp[0], status, err, errlen);
-            goto Error;
-        }
-        if ((s->init_pid = gw_proctree_first_child(pid)) > 0 && (s->bash_pid = gw_proctree_first_child(s->init_pid)) > 0)
-            break;
-        if (gw_now_ms() > until) {
-            snprintf(err, errlen, "the sandbox did not start bash within %d ms", ISO_START_MS);
-            goto Error;
-        }
-    }
-    snprintf(rootpath, sizeof(rootpath), "/proc/%d/root%s", (int)s->init_pid, spec->workspace);
-    if ((fd = open(rootpath, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1) {
-        snprintf(err, errlen, "cannot reach the sandbox's workspace (%s): %s", rootpath, strerror(errno));
-        goto Error;
-    }
-    close(fd);
     s->stdin_fd = in[1];
-    in[1] = -1;
+    s->start_fds[0] = outp[0];
+    s->start_fds[1] = errp[0];
+    in[1] = outp[0] = errp[0] = -1;
     fcntl(s->stdin_fd, F_SETFL, O_NONBLOCK);
-    s->pipes[0] = h2o_evloop_socket_create(iso->host->loop, outp[0], 0);
-    s->pipes[1] = h2o_evloop_socket_create(iso->host->loop, errp[0], 0);
-    outp[0] = errp[0] = -1;
-    for (int i = 0; i != 2; ++i) {
-        s->pipes[i]->data = s;
-        h2o_socket_read_start(s->pipes[i], on_pipe_read);
-    }
+    /* a failed start's message is read once bwrap has exited; its pid 1 may still hold the pipe: never wait for it */
+    fcntl(s->start_fds[1], F_SETFL, O_NONBLOCK);
     s->spec = *spec;
     memset(spec, 0, sizeof(*spec));
-    s->created_at_ms = gw_unix_ms();
-    s->idle_since_ms = gw_now_ms();
-    h2o_linklist_insert(&iso->sessions, &s->link);
-    ++iso->num_sessions;
+    s->starting = 1;
+    s->deleting = 0;
+    s->on_started = cb;
+    s->cb_data = data;
+    s->until_ms = gw_now_ms() + ISO_START_MS;
+    arm(s);
     *out = s;
     ret = 0;
     goto Exit;
 
 Error:
     release_sandbox(s, "failed to start");
-    free(s);
 Exit:
     for (int i = 0; i != 2; ++i) {
         if (in[i] != -1)
@@ -627,7 +787,7 @@ void gw_isolated_tick(gw_isolated_t *iso)
         gw_isolated_session_t *s = H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, link, node);
         int status;
         next = node->next;
-        if (s->pid > 0 && waitpid(s->pid, &status, WNOHANG) == s->pid) {
+        if (!s->destroyed && s->pid > 0 && waitpid(s->pid, &status, WNOHANG) == s->pid) {
             char why[128];
             s->pid = 0;
             snprintf(why, sizeof(why), "the session's bash exited (status %d)",
@@ -649,16 +809,27 @@ void gw_isolated_tick(gw_isolated_t *iso)
         }
         if (s->run == NULL && s->spec.idle_timeout_seconds != 0 &&
             now - s->idle_since_ms >= (int64_t)s->spec.idle_timeout_seconds * 1000)
-            gw_isolated_destroy(s);
+            gw_isolated_destroy(s, NULL, NULL);
     }
 }
 
 void gw_isolated_destroy_all(gw_isolated_t *iso)
 {
+    h2o_linklist_t *node, *next;
+
     if (iso->sessions.next == NULL)
         return; /* never initialised (start-up failed first) */
-    while (!h2o_linklist_is_empty(&iso->sessions)) {
-        gw_isolated_session_t *s = H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, link, iso->sessions.next);
-        gw_isolated_destroy(s);
+    for (node = iso->pending.next; node != &iso->pending; node = next) {
+        gw_isolated_session_t *s = H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, link, node);
+        next = node->next;
+        if (s->starting)
+            fail_start(s, "kgate is shutting down");
     }
+    while (!h2o_linklist_is_empty(&iso->sessions))
+        gw_isolated_destroy(H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, link, iso->sessions.next), NULL, NULL);
+}
+
+int gw_isolated_is_drained(gw_isolated_t *iso)
+{
+    return (iso->pending.next == NULL || h2o_linklist_is_empty(&iso->pending)) && gw_rmtree_in_flight() == 0;
 }

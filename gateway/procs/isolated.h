@@ -11,9 +11,15 @@
 #include "runs/run.h"
 
 typedef struct st_gw_isolated_t gw_isolated_t;
+typedef struct st_gw_isolated_session_t gw_isolated_session_t;
+
+/** A create's outcome: `s` ready (findable from now on) and `error` NULL, or `s` NULL and why the sandbox did not start. */
+typedef void (*gw_isolated_started_cb)(gw_isolated_session_t *s, void *data, const char *error);
+/** A deleted session's sandbox is gone and its id forgotten (its directory may still be being removed). */
+typedef void (*gw_isolated_released_cb)(void *data);
 
 /** One session. Written by procs/isolated.c only. */
-typedef struct st_gw_isolated_session_t {
+struct st_gw_isolated_session_t {
     gw_isolated_t *owner;
     char id[37];
     gw_iso_spec_t spec;
@@ -40,8 +46,18 @@ typedef struct st_gw_isolated_session_t {
     unsigned timed_out : 1;
     unsigned destroyed : 1; /* the sandbox is gone (bash exited, or it was killed): kept for GET until deleted or expired */
     char reason[160];       /* why it was destroyed */
-    h2o_linklist_t link;
-} gw_isolated_session_t;
+    /* its life outside the findable list (owner->pending): starting, or deleted and being reaped */
+    unsigned starting : 1;    /* spawned, its bash not running yet */
+    unsigned deleting : 1;    /* gw_isolated_destroy'd: freed once its sandbox is reaped */
+    unsigned reaping : 1;     /* killed: its processes are polled until gone */
+    int64_t until_ms;         /* gw_now_ms: starting, the start's deadline; reaping, when it is left to the kernel */
+    int start_fds[2];         /* starting: bash's stdout and stderr (read ends) until they become `pipes`; -1: none */
+    h2o_timeout_entry_t poll; /* owner->poll_timeout: the start's and the reaping's checks */
+    gw_isolated_started_cb on_started;
+    gw_isolated_released_cb on_released;
+    void *cb_data;
+    h2o_linklist_t link; /* owner->sessions (findable) or owner->pending */
+};
 
 /** Every isolated session, and what the host allows. */
 struct st_gw_isolated_t {
@@ -51,10 +67,12 @@ struct st_gw_isolated_t {
     char *runtime_dir;
     char *root; /* the files root: workspaces and writable binds live under it */
     int available;
-    char message[512]; /* why not available */
-    char version[64];  /* bwrap --version */
-    h2o_linklist_t sessions;
-    size_t num_sessions;
+    char message[512];       /* why not available */
+    char version[64];        /* bwrap --version */
+    h2o_linklist_t sessions; /* ready (active, or destroyed and kept for GET): what find and the list see */
+    h2o_linklist_t pending;  /* starting, or deleted and not reaped yet: nobody's to find */
+    size_t num_sessions;     /* both lists: the bound counts sandboxes still starting and still dying */
+    h2o_timeout_t poll_timeout;
 };
 
 /**
@@ -63,17 +81,32 @@ struct st_gw_isolated_t {
  */
 void gw_isolated_init(gw_isolated_t *iso, gw_host_t *host, gw_runs_t *runs, const char *bwrap_path, const char *runtime_dir,
                       const char *root);
+/** Releases what is left at once (after the loop stopped: a sandbox still dying is left to the kernel) and the timer. */
 void gw_isolated_dispose(gw_isolated_t *iso);
 
 /**
  * Starts a session (takes ownership of `spec` on success, leaves it to the caller otherwise): creates its directories,
- * mkdir -p of the workspace, runs the sandbox and waits (a few ms, at most 5 s) until its bash runs. Returns 0, or
- * GW_ETOOMANYSESSIONS, or GW_ESPAWN with the reason in `err` (bwrap's own message: a missing bind source, ...).
+ * mkdir -p of the workspace, spawns the sandbox and returns at once with the session starting in `*out` (not findable, but
+ * counted against the bound). Returns 0, or GW_ETOOMANYISOLATED, or GW_ESPAWN with the reason in `err`; on an error `cb`
+ * never runs. Otherwise `cb` runs exactly once, later, from the loop (checks every few ms): the session ready once its bash
+ * runs, or the reason it did not start within 5 s (bwrap's own message: a missing bind source, ...), the session then
+ * released by itself. Unless gw_isolated_abandon comes first.
  */
-int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_session_t **out, char *err, size_t errlen);
+int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_started_cb cb, void *data, gw_isolated_session_t **out,
+                       char *err, size_t errlen);
+/** A ready session (never a starting or deleted one), or NULL. */
 gw_isolated_session_t *gw_isolated_find(gw_isolated_t *iso, const char *id);
-/** Kills the session's processes, removes its directories (its upper layer) and forgets it. */
-void gw_isolated_destroy(gw_isolated_session_t *s);
+/**
+ * Forgets the ready session `s` at once (find no longer sees it) and releases it without blocking: SIGKILL, its processes
+ * reaped from the loop (at most 2 s, then left to the kernel with a log line), its directory (its upper layer) removed in
+ * a thread. `cb` (may be NULL) runs once, later, when the sandbox is gone; `s` is freed then.
+ */
+void gw_isolated_destroy(gw_isolated_session_t *s, gw_isolated_released_cb cb, void *data);
+/**
+ * The caller of gw_isolated_create or gw_isolated_destroy for `s` no longer wants its callback (its client went away): a
+ * starting session is released (its callback never runs); a session being deleted goes on without one.
+ */
+void gw_isolated_abandon(gw_isolated_session_t *s);
 
 /**
  * Runs `code` in the session's bash (sourced: cwd and variables persist), after exporting `envs` ({"K": "V"}, may be NULL)
@@ -99,7 +132,9 @@ json_t *gw_isolated_to_json(const gw_isolated_session_t *s);
 
 /** Reaps, enforces run timeouts and idle expiry (server tick). */
 void gw_isolated_tick(gw_isolated_t *iso);
-/** Destroys every session (server shutdown). */
+/** Destroys every session (server shutdown): starting ones report "kgate is shutting down" to their callback. */
 void gw_isolated_destroy_all(gw_isolated_t *iso);
+/** True once no session is starting or being reaped and no directory is being removed (after gw_isolated_destroy_all). */
+int gw_isolated_is_drained(gw_isolated_t *iso);
 
 #endif
