@@ -3,16 +3,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 #include "wire/alloc.h"
 #include "procs/proctree.h"
-
-void gw_sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 pid_t gw_proctree_first_child(pid_t pid)
 {

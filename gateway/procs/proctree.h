@@ -8,8 +8,6 @@
 /* Descendants signalled at most at once by gw_proctree_signal. */
 #define GW_PROCTREE_MAX 4096
 
-/** Sleeps `ms` milliseconds (start-up and tear-down waits only: never from a loop callback that must not block). */
-void gw_sleep_ms(long ms);
 /** The first child of `pid` (of its main thread), or 0. */
 pid_t gw_proctree_first_child(pid_t pid);
 /** Every descendant of `pid` (not itself), breadth first, at most `max` of them into `out`; returns how many. */
