@@ -1,32 +1,27 @@
 /* bench/jupyter_server.c: Debian's Jupyter Server as the benchmark's peer, in a temp dir of its own, stopped by its PID. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include "wire/alloc.h"
 #include "support/base.h"
+#include "support/gateway.h"
 #include "support/http.h"
+#include "support/jserver.h"
 #include "support/proc.h"
 #include "jupyter_server.h"
 
-#define PYTHON "/usr/bin/python3"
+#define PYTHON TS_JSERVER_PYTHON
 #define START_ATTEMPTS 3
 #define STARTUP_MS 60000 /* a cold python import of jupyter_server on a loaded 2-core VM takes seconds */
 #define STOP_GRACE_MS 10000
 #define MAX_DESCENDANTS 512
 #define LOG_TAIL 2048
-
-extern char **environ;
 
 int bench_jserver_available(void)
 {
@@ -37,109 +32,6 @@ int bench_jserver_available(void)
         return 0;
     }
     return 1;
-}
-
-/* Racy by nature (another process may take the port first): start() retries then. */
-static int free_port(unsigned short *port)
-{
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
-    socklen_t len = sizeof(sin);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc = -1;
-
-    if (fd < 0)
-        return -1;
-    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 && getsockname(fd, (struct sockaddr *)&sin, &len) == 0) {
-        *port = ntohs(sin.sin_port);
-        rc = 0;
-    }
-    close(fd);
-    return rc;
-}
-
-static void random_token(char *out, size_t size)
-{
-    unsigned char raw[16] = {0};
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0 || read(fd, raw, sizeof(raw)) != (ssize_t)sizeof(raw))
-        for (size_t i = 0; i != sizeof(raw); ++i)
-            raw[i] = (unsigned char)rand();
-    if (fd >= 0)
-        close(fd);
-    for (size_t i = 0; i != sizeof(raw) && 2 * i + 2 < size; ++i)
-        snprintf(out + 2 * i, 3, "%02x", raw[i]);
-}
-
-/* What the server must not inherit: the machine's Jupyter and IPython configuration, and kgate's own variables. */
-static int inherited(const char *entry)
-{
-    static const char *const dropped[] = {
-        "HOME=", "IPYTHONDIR=", "XDG_CONFIG_HOME=", "XDG_DATA_HOME=", "XDG_RUNTIME_DIR=", "PYTHONSTARTUP=", NULL};
-
-    if (strncmp(entry, "JUPYTER", 7) == 0 || strncmp(entry, "KGATE_", 6) == 0)
-        return 0;
-    for (size_t i = 0; dropped[i] != NULL; ++i)
-        if (strncmp(entry, dropped[i], strlen(dropped[i])) == 0)
-            return 0;
-    return 1;
-}
-
-/* The child's side of the fork: never returns. */
-__attribute__((noreturn)) static void exec_server(const bench_jserver_t *js, char **argv, char **envp, int logfd, pid_t parent)
-{
-    ts_child_prepare(logfd, parent); /* the server goes with its starter (support/proc.h) */
-    if (chdir(js->tmpdir) != 0)
-        _exit(127);
-    execve(argv[0], argv, envp);
-    dprintf(2, "bench: execve(%s): %s\n", argv[0], strerror(errno));
-    _exit(127);
-}
-
-static int spawn(bench_jserver_t *js, const char *log_path)
-{
-    /* it refuses to run as root without this; the benchmark's containers often are root */
-    char *allow_root = geteuid() == 0 ? "--allow-root" : NULL;
-    char token_arg[80], port_arg[32], dirs[5][320];
-    char *argv[] = {
-        PYTHON,     "-m", "jupyter_server", token_arg, port_arg, "--ip=127.0.0.1", "--no-browser", "--ServerApp.port_retries=0",
-        allow_root, NULL};
-    size_t n = 0, k = 0;
-    char **envp;
-    int logfd;
-
-    snprintf(token_arg, sizeof(token_arg), "--ServerApp.token=%s", js->token);
-    snprintf(port_arg, sizeof(port_arg), "--port=%u", js->port);
-    snprintf(dirs[0], sizeof(dirs[0]), "HOME=%s", js->tmpdir);
-    snprintf(dirs[1], sizeof(dirs[1]), "JUPYTER_CONFIG_DIR=%s/config", js->tmpdir);
-    snprintf(dirs[2], sizeof(dirs[2]), "JUPYTER_DATA_DIR=%s/data", js->tmpdir);
-    snprintf(dirs[3], sizeof(dirs[3]), "JUPYTER_RUNTIME_DIR=%s/runtime", js->tmpdir);
-    snprintf(dirs[4], sizeof(dirs[4]), "IPYTHONDIR=%s/ipython", js->tmpdir);
-    while (environ[n] != NULL)
-        ++n;
-    envp = wire_calloc(n + 6, sizeof(*envp));
-    for (size_t i = 0; i != n; ++i)
-        if (inherited(environ[i]))
-            envp[k++] = environ[i];
-    for (size_t i = 0; i != 5; ++i)
-        envp[k++] = dirs[i];
-    if ((logfd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0) {
-        bench_set_detail("open(%s): %s", log_path, strerror(errno));
-        free(envp);
-        return BENCH_EIO;
-    }
-    fflush(NULL);
-    pid_t parent = getpid(), pid = fork();
-    if (pid == 0)
-        exec_server(js, argv, envp, logfd, parent);
-    int fork_errno = errno;
-    close(logfd);
-    free(envp);
-    if (pid < 0) {
-        bench_set_detail("fork: %s", strerror(fork_errno));
-        return BENCH_EIO;
-    }
-    js->pid = pid;
-    return 0;
 }
 
 /* The last bytes of the server's log, on one line, into `out`. */
@@ -178,15 +70,6 @@ static int exited(bench_jserver_t *js, int *status)
     return 0;
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
-{
-    (void)sb;
-    (void)type;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
 static void remove_tmpdir(bench_jserver_t *js)
 {
     const char *keep = getenv("KGATE_BENCH_KEEP");
@@ -196,7 +79,7 @@ static void remove_tmpdir(bench_jserver_t *js)
     if (keep != NULL && *keep != '\0' && strcmp(keep, "0") != 0)
         fprintf(stderr, "kept %s (KGATE_BENCH_KEEP is set)\n", js->tmpdir);
     else
-        nftw(js->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        ts_remove_tree(js->tmpdir);
     js->tmpdir[0] = '\0';
 }
 
@@ -215,17 +98,20 @@ int bench_jserver_start(bench_jserver_t *js, unsigned timeout_ms)
         return BENCH_EIO;
     }
     snprintf(log_path, sizeof(log_path), "%s/jupyter-server.log", js->tmpdir);
-    random_token(js->token, sizeof(js->token));
+    ts_random_hex(js->token, sizeof(js->token));
     snprintf(auth, sizeof(auth), "Authorization: token %s", js->token);
     for (int attempt = 1; attempt <= START_ATTEMPTS; ++attempt) {
-        int status, err;
-        if (free_port(&js->port) != 0) {
+        char err[512];
+        int status;
+        if (ts_free_port(&js->port) != 0) {
             bench_set_detail("no free port on 127.0.0.1");
             break;
         }
-        if ((err = spawn(js, log_path)) != 0) {
+        ts_jserver_cmd_t cmd = {.dir = js->tmpdir, .port = js->port, .token = js->token, .log_path = log_path};
+        if (ts_jserver_spawn(&cmd, &js->pid, err, sizeof(err)) != 0) {
+            bench_set_detail("%s", err);
             remove_tmpdir(js);
-            return err;
+            return BENCH_EIO;
         }
         for (int64_t deadline = ts_now_ms() + STARTUP_MS; ts_now_ms() < deadline;) {
             ts_response_t r = {0};

@@ -27,11 +27,11 @@ typedef struct st_bench_jserver_t {
 int bench_jserver_available(void);
 
 /**
- * Starts `/usr/bin/python3 -m jupyter_server --ServerApp.token=<random> --ip=127.0.0.1
- * --port=<free> --no-browser` with HOME, JUPYTER_CONFIG_DIR, JUPYTER_DATA_DIR, JUPYTER_RUNTIME_DIR
- * and IPYTHONDIR in a fresh temp dir and every other JUPYTER_* variable removed (nothing of the
- * machine's configuration leaks in; kernelspecs come from the system's /usr/share/jupyter, as
- * kgate's do), its output in `<tmpdir>/jupyter-server.log`, and waits until `GET /api` answers
+ * Starts Debian's Jupyter Server (ts_jserver_spawn: `/usr/bin/python3 -m jupyter_server
+ * --ServerApp.token=<random> --ip=127.0.0.1 --port=<free> --no-browser`, HOME and every Jupyter and
+ * IPython dir in a fresh temp dir, none of the machine's configuration; kernelspecs come from the
+ * system's /usr/share/jupyter, as kgate's do), its output in `<tmpdir>/jupyter-server.log`, and waits
+ * until `GET /api` answers
  * 200. A port taken meanwhile by another process means another attempt (three in all). Returns 0,
  * or BENCH_EIO with the detail set (the process, if any, then stopped and the temp dir removed).
  */

@@ -1,6 +1,5 @@
 /* bench/main.c: kgate_bench_execute: kgate's latency against a direct ZMQ client, in one interleaved run. */
 #include <errno.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <libgen.h>
@@ -12,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "wire/alloc.h"
+#include "support/base.h"
 #include "support/gateway.h"
 #include "support/http.h"
 #include "common.h"
@@ -92,15 +92,6 @@ static int make_workspace(char *out, size_t size)
     return mkdtemp(out) != NULL ? 0 : -1;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
 /* Removes the workspace and what is left in it, unless KGATE_BENCH_KEEP says to keep the temp dirs. */
 static void remove_workspace(const char *dir)
 {
@@ -109,7 +100,7 @@ static void remove_workspace(const char *dir)
         fprintf(stderr, "kgate_bench_execute: kept the workspace %s\n", dir);
         return;
     }
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    ts_remove_tree(dir);
 }
 
 /* The latency target of a case: its own, or the default. */

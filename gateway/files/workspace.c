@@ -11,13 +11,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "wire/alloc.h"
+#include "core/paths.h"
 #include "files/workspace.h"
 
 int gw_workspace_resolve_lexical(const char *root, const char *path, size_t len, gw_workspace_path_t *out)
 {
     /* the normalised absolute path is built in out->abs, then checked against the root */
     char *abs = out->abs;
-    size_t root_len = strlen(root), used = 0, i = 0;
+    size_t root_len = strlen(root), used;
 
     if (len == 0)
         return GW_EWORKSPACE_EMPTY;
@@ -25,39 +26,11 @@ int gw_workspace_resolve_lexical(const char *root, const char *path, size_t len,
         return GW_EWORKSPACE_NUL;
     if (len > GW_WORKSPACE_PATH_MAX || root_len > GW_WORKSPACE_PATH_MAX)
         return GW_EWORKSPACE_TOOLONG;
-    if (path[0] != '/') {
-        /* relative: start from the root; "/" as root contributes nothing before the first '/' */
-        used = strcmp(root, "/") == 0 ? 0 : root_len;
-        memcpy(abs, root, used);
-    }
-    while (i < len) {
-        size_t start, clen;
-        while (i < len && path[i] == '/')
-            ++i;
-        start = i;
-        while (i < len && path[i] != '/')
-            ++i;
-        clen = i - start;
-        if (clen == 0 || (clen == 1 && path[start] == '.'))
-            continue;
-        if (clen == 2 && path[start] == '.' && path[start + 1] == '.') {
-            while (used > 0 && abs[used - 1] != '/')
-                --used;
-            if (used > 0)
-                --used; /* the '/' before the popped component; popping past "/" stays at "/" */
-            continue;
-        }
-        if (used + 1 + clen > 2 * GW_WORKSPACE_PATH_MAX + 1)
-            return GW_EWORKSPACE_TOOLONG;
-        abs[used++] = '/';
-        memcpy(abs + used, path + start, clen);
-        used += clen;
-    }
-    abs[used] = '\0';
+    /* a relative path starts from the root */
+    if ((used = gw_path_normalize(root, path, len, abs, sizeof(out->abs))) == 0)
+        return GW_EWORKSPACE_TOOLONG;
 
     if (strcmp(root, "/") == 0) {
-        if (used == 0)
-            strcpy(abs, "/");
         snprintf(out->rel, sizeof(out->rel), "%s", abs[1] != '\0' ? abs + 1 : "");
     } else {
         if (used < root_len || memcmp(abs, root, root_len) != 0 || (used > root_len && abs[root_len] != '/'))

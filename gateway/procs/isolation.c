@@ -6,6 +6,7 @@
 #include <string.h>
 #include "wire/alloc.h"
 #include "kmgr/sandbox.h"
+#include "core/paths.h"
 #include "procs/isolation.h"
 
 __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -42,36 +43,17 @@ static void push_all(strv_t *a, const char *const *items)
 /* Lexical normalisation of an absolute path ("." and ".." applied, no trailing '/'); NULL when not absolute. */
 static char *normalize(const char *path)
 {
-    size_t len = strlen(path), used = 0, i = 0;
+    size_t len = strlen(path);
     char *out;
 
     if (len == 0 || path[0] != '/' || len > 4095)
         return NULL;
+    /* the result is never longer than the path, or than "/" */
     out = wire_malloc(len + 2);
-    while (i < len) {
-        size_t start, clen;
-        while (i < len && path[i] == '/')
-            ++i;
-        start = i;
-        while (i < len && path[i] != '/')
-            ++i;
-        clen = i - start;
-        if (clen == 0 || (clen == 1 && path[start] == '.'))
-            continue;
-        if (clen == 2 && path[start] == '.' && path[start + 1] == '.') {
-            while (used > 0 && out[used - 1] != '/')
-                --used;
-            if (used > 0)
-                --used;
-            continue;
-        }
-        out[used++] = '/';
-        memcpy(out + used, path + start, clen);
-        used += clen;
+    if (gw_path_normalize(NULL, path, len, out, len + 2) == 0) {
+        free(out);
+        return NULL;
     }
-    if (used == 0)
-        out[used++] = '/';
-    out[used] = '\0';
     return out;
 }
 

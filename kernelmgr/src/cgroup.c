@@ -1,4 +1,5 @@
 /* kernelmgr/src/cgroup.c: a control group per kernel incarnation, under a parent kgate creates in its own group. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -11,6 +12,7 @@
 #include "wire/alloc.h"
 #include "kmgr/errors.h"
 #include "cgroup.h"
+#include "instance.h"
 #include "util_private.h"
 
 /*
@@ -21,6 +23,8 @@
  */
 static const char *const names[KMGR_CG_COUNT] = {"memory", "pids", "cpu"};
 #define CG_ROOT "/sys/fs/cgroup"
+/* How deep a sweep looks below a dead kgate's parent (kernels' groups are its children; nothing makes more). */
+#define SWEEP_DEPTH 4
 
 static int write_file(const char *dir, const char *file, const char *value)
 {
@@ -85,15 +89,44 @@ static void own_group(const char *controller, char *out, size_t size)
     fclose(fp);
 }
 
+/*
+ * The parent's name says whose it is: "kgate-<pid>-<start time>-<pid namespace>" (kmgr_process_id_t), so
+ * that a later kgate can tell a dead owner's groups from a live one's even when the pid was reused
+ * (sweep_base). Groups named "kgate-<pid>" come from kgates before that.
+ */
+static void parent_name(char *out, size_t size)
+{
+    kmgr_process_id_t self;
+
+    if (kmgr_process_id_self(&self) == 0)
+        snprintf(out, size, "kgate-%d-%llu-%llu", self.pid, self.starttime, self.pid_ns);
+    else
+        snprintf(out, size, "kgate-%d", (int)getpid());
+}
+
 static char *make_parent(const char *base)
 {
-    char path[4096];
+    char path[4096], name[96];
 
-    if ((size_t)snprintf(path, sizeof(path), "%s/kgate-%d", strcmp(base, "/") == 0 ? "" : base, (int)getpid()) >= sizeof(path))
+    parent_name(name, sizeof(name));
+    if ((size_t)snprintf(path, sizeof(path), "%s/%s", strcmp(base, "/") == 0 ? "" : base, name) >= sizeof(path))
         return NULL;
     if (mkdir(path, 0755) != 0 && errno != EEXIST)
         return NULL;
     return wire_strdup(path);
+}
+
+/* Where this process's parent goes: its own group in the v1 hierarchy of names[controller], or in v2 (controller -1). */
+static int own_base(int controller, char *out, size_t size)
+{
+    char group[2048];
+
+    own_group(controller >= 0 ? names[controller] : NULL, group, sizeof(group));
+    if (group[0] == '\0')
+        return -1;
+    snprintf(out, size, CG_ROOT "%s%s%s", controller >= 0 ? "/" : "", controller >= 0 ? names[controller] : "",
+             strcmp(group, "/") == 0 ? "" : group);
+    return 0;
 }
 
 static void init_v1(kmgr_cgroups_t *cgs)
@@ -101,12 +134,10 @@ static void init_v1(kmgr_cgroups_t *cgs)
     static const char *const probe[KMGR_CG_COUNT] = {"memory.limit_in_bytes", "pids.max", "cpu.shares"};
 
     for (int i = 0; i != KMGR_CG_COUNT; ++i) {
-        char group[2048], base[4096], file[4200];
+        char base[4096], file[4200];
         struct stat st;
-        own_group(names[i], group, sizeof(group));
-        if (group[0] == '\0')
+        if (own_base(i, base, sizeof(base)) != 0)
             continue;
-        snprintf(base, sizeof(base), CG_ROOT "/%s%s", names[i], strcmp(group, "/") == 0 ? "" : group);
         snprintf(file, sizeof(file), "%s/%s", base, i == KMGR_CG_PIDS ? "cgroup.procs" : probe[i]);
         if (stat(file, &st) == 0 && (cgs->parents[i] = make_parent(base)) != NULL)
             cgs->version = 1;
@@ -118,12 +149,10 @@ static void init_v1(kmgr_cgroups_t *cgs)
  * machines (their memory controller is on v1); see PLATFORM.md. */
 static void init_v2(kmgr_cgroups_t *cgs)
 {
-    char group[2048], base[4096], controllers[512], leaf[4200], pid[32];
+    char base[4096], controllers[512], leaf[4200], pid[32];
     char *parent;
 
-    own_group(NULL, group, sizeof(group));
-    snprintf(base, sizeof(base), CG_ROOT "%s", strcmp(group, "/") == 0 ? "" : group);
-    if (group[0] == '\0' || read_file(base, "cgroup.controllers", controllers, sizeof(controllers)) != 0 ||
+    if (own_base(-1, base, sizeof(base)) != 0 || read_file(base, "cgroup.controllers", controllers, sizeof(controllers)) != 0 ||
         strstr(controllers, "memory") == NULL)
         return;
     if (write_file(base, "cgroup.subtree_control", "+memory +pids +cpu") != 0) {
@@ -146,11 +175,17 @@ static void init_v2(kmgr_cgroups_t *cgs)
         cgs->parents[i] = i == 0 ? parent : wire_strdup(parent);
 }
 
+static void sweep(kmgr_cgroups_t *cgs);
+static void drain_stale(kmgr_cgroups_t *cgs);
+
 void kmgr_cgroups_init(kmgr_cgroups_t *cgs)
 {
     struct stat st;
 
     memset(cgs, 0, sizeof(*cgs));
+    /* before this kgate makes its own parent: a dead kgate's pid may be this one's now */
+    sweep(cgs);
+    drain_stale(cgs);
     if (stat(CG_ROOT "/cgroup.controllers", &st) == 0)
         init_v2(cgs);
     else
@@ -202,6 +237,108 @@ static int remove_group(char *dir)
     return rmdir(dir) == 0 || errno == ENOENT;
 }
 
+static void push_stale(kmgr_cgroups_t *cgs, char *dir)
+{
+    cgs->stale = wire_realloc(cgs->stale, (cgs->nstale + 1) * sizeof(char *));
+    cgs->stale[cgs->nstale++] = dir;
+}
+
+static int is_subgroup(DIR *dir, const struct dirent *de)
+{
+    struct stat st;
+
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+        return 0;
+    if (de->d_type != DT_UNKNOWN)
+        return de->d_type == DT_DIR;
+    return fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Kills what `dir` and its subgroups hold and queues them for removal, the deepest first (kmgr_cgroups_tick removes them in
+ * order). With `do_kill` 0 nothing is killed: only the groups already empty go. */
+static void condemn(kmgr_cgroups_t *cgs, const char *dir, int do_kill, int depth)
+{
+    DIR *d;
+    struct dirent *de;
+
+    if (do_kill)
+        kill_members(dir);
+    if (depth != SWEEP_DEPTH && (d = opendir(dir)) != NULL) {
+        while ((de = readdir(d)) != NULL) {
+            if (is_subgroup(d, de)) {
+                char *sub = kmgr_path_join(dir, de->d_name);
+                condemn(cgs, sub, do_kill, depth + 1);
+                free(sub);
+            }
+        }
+        closedir(d);
+    }
+    if (do_kill)
+        push_stale(cgs, wire_strdup(dir));
+    else
+        rmdir(dir);
+}
+
+/*
+ * The groups a kgate that is provably gone left under `base` (it died by SIGKILL: nothing ran its
+ * kmgr_cgroups_dispose). A parent named with its owner's identity is killed and removed when that
+ * process has gone (kmgr_process_id_gone: a dead pid, or one reused by a process of another start
+ * time; another pid namespace never counts as gone). What older kgates named by pid alone ("kgate-<pid>",
+ * and v2's leaf "kgate-self-<pid>") proves less: it goes only when nothing holds that pid, and only
+ * what is already empty (a rmdir never kills).
+ */
+static void sweep_base(kmgr_cgroups_t *cgs, const char *base)
+{
+    DIR *dir = opendir(base);
+    struct dirent *de;
+
+    if (dir == NULL)
+        return;
+    while ((de = readdir(dir)) != NULL) {
+        const char *tail = de->d_name + sizeof("kgate-") - 1;
+        kmgr_process_id_t owner;
+        char path[4096];
+        int n = -1, pid;
+
+        if (strncmp(de->d_name, "kgate-", sizeof("kgate-") - 1) != 0 || !is_subgroup(dir, de) ||
+            (size_t)snprintf(path, sizeof(path), "%s/%s", base, de->d_name) >= sizeof(path))
+            continue;
+        if (strspn(tail, "0123456789-") == strlen(tail) &&
+            sscanf(tail, "%d-%llu-%llu%n", &owner.pid, &owner.starttime, &owner.pid_ns, &n) == 3 && tail[n] == '\0') {
+            if (kmgr_process_id_gone(&owner))
+                condemn(cgs, path, 1, 0);
+        } else if (((n = -1, sscanf(tail, "%d%n", &pid, &n) == 1) || (n = -1, sscanf(tail, "self-%d%n", &pid, &n) == 1)) && n > 0 &&
+                   tail[n] == '\0' && pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+            condemn(cgs, path, 0, 0);
+        }
+    }
+    closedir(dir);
+}
+
+static void sweep(kmgr_cgroups_t *cgs)
+{
+    char base[4096];
+    struct stat st;
+
+    if (stat(CG_ROOT "/cgroup.controllers", &st) == 0) {
+        if (own_base(-1, base, sizeof(base)) == 0)
+            sweep_base(cgs, base);
+        return;
+    }
+    for (int i = 0; i != KMGR_CG_COUNT; ++i)
+        if (own_base(i, base, sizeof(base)) == 0)
+            sweep_base(cgs, base);
+}
+
+void kmgr_cgroups_sweep(void)
+{
+    kmgr_cgroups_t cgs;
+
+    memset(&cgs, 0, sizeof(cgs));
+    sweep(&cgs);
+    kmgr_cgroups_dispose(&cgs);
+}
+
 void kmgr_cgroups_tick(kmgr_cgroups_t *cgs)
 {
     size_t o = 0;
@@ -215,14 +352,19 @@ void kmgr_cgroups_tick(kmgr_cgroups_t *cgs)
     cgs->nstale = o;
 }
 
-void kmgr_cgroups_dispose(kmgr_cgroups_t *cgs)
+/* The last members die within milliseconds of their SIGKILL: waits for them a little. */
+static void drain_stale(kmgr_cgroups_t *cgs)
 {
-    /* the last members die within milliseconds of their SIGKILL: wait for them a little */
     for (int tries = 0; cgs->nstale != 0 && tries != 50; ++tries) {
         kmgr_cgroups_tick(cgs);
         if (cgs->nstale != 0)
             usleep(2000);
     }
+}
+
+void kmgr_cgroups_dispose(kmgr_cgroups_t *cgs)
+{
+    drain_stale(cgs);
     for (size_t i = 0; i != cgs->nstale; ++i)
         free(cgs->stale[i]);
     free(cgs->stale);
@@ -324,8 +466,7 @@ void kmgr_cgroup_release(kmgr_cgroup_t *cg)
         if (remove_group(cg->dirs[i])) {
             free(cg->dirs[i]);
         } else {
-            cgs->stale = wire_realloc(cgs->stale, (cgs->nstale + 1) * sizeof(char *));
-            cgs->stale[cgs->nstale++] = cg->dirs[i];
+            push_stale(cgs, cg->dirs[i]);
         }
         cg->dirs[i] = NULL;
     }

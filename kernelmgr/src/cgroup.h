@@ -10,7 +10,7 @@ enum { KMGR_CG_MEMORY, KMGR_CG_PIDS, KMGR_CG_CPU, KMGR_CG_COUNT };
 
 /**
  * The parents kgate made for its kernels' groups, one per controller ("<controller's mount><kgate's
- * group>/kgate-<pid>" in v1; one directory for all three in v2, where kgate first moves itself into a
+ * group>/kgate-<pid>-<start time>-<pid namespace>" in v1; one directory for all three in v2, where kgate first moves itself into a
  * leaf of its own group, as a delegated manager must). A NULL parent: that controller is unusable.
  */
 typedef struct st_kmgr_cgroups_t {
@@ -28,8 +28,19 @@ typedef struct st_kmgr_cgroup_t {
     char *dirs[KMGR_CG_COUNT];
 } kmgr_cgroup_t;
 
-/** Finds out what this host allows and creates the parents. Never fails: what cannot be used is left NULL. */
+/**
+ * Finds out what this host allows and creates the parents. Never fails: what cannot be used is left
+ * NULL. First it sweeps (kmgr_cgroups_sweep): what a kgate killed with SIGKILL left goes; what is
+ * not gone within about 100 ms is retried by kmgr_cgroups_tick.
+ */
 void kmgr_cgroups_init(kmgr_cgroups_t *cgs);
+/**
+ * Removes, in this process's own groups (each v1 controller's, or v2's), the groups of kgates that are
+ * provably gone, killing what is still in them first; never a live kgate's (nor one of another pid
+ * namespace, whose pids cannot be told from here). Waits up to about 100 ms for the killed processes.
+ * For the watchdog, once its kgate has died.
+ */
+void kmgr_cgroups_sweep(void);
 /** Removes what is left (killing what remains in it) and the parents. */
 void kmgr_cgroups_dispose(kmgr_cgroups_t *cgs);
 /** Retries the removal of stale groups. */

@@ -17,6 +17,7 @@
 #include "wire/ids.h"
 #include "kmgr/errors.h"
 #include "kmgr/util.h"
+#include "cgroup.h"
 #include "instance.h"
 #include "process.h"
 #include "util_private.h"
@@ -71,19 +72,47 @@ typedef struct st_origin_t {
     unsigned long long pid_ns; /* the inode of /proc/self/ns/pid */
 } origin_t;
 
+static int read_pid_ns(unsigned long long *pid_ns)
+{
+    struct stat st;
+
+    if (stat("/proc/self/ns/pid", &st) != 0)
+        return -1;
+    *pid_ns = (unsigned long long)st.st_ino;
+    return 0;
+}
+
 static int read_origin(origin_t *origin)
 {
     int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
     ssize_t n = fd != -1 ? read(fd, origin->boot_id, BOOT_ID_LEN) : -1;
-    struct stat st;
 
     if (fd != -1)
         close(fd);
     origin->boot_id[n == BOOT_ID_LEN ? BOOT_ID_LEN : 0] = '\0';
-    if (n != BOOT_ID_LEN || stat("/proc/self/ns/pid", &st) != 0)
-        return -1;
-    origin->pid_ns = (unsigned long long)st.st_ino;
-    return 0;
+    return n == BOOT_ID_LEN ? read_pid_ns(&origin->pid_ns) : -1;
+}
+
+int kmgr_process_id_self(kmgr_process_id_t *id)
+{
+    pid_t ppid;
+    char state;
+
+    id->pid = (int)getpid();
+    return read_stat(0, &state, &ppid, &id->starttime) == 0 && read_pid_ns(&id->pid_ns) == 0 ? 0 : KMGR_EIO;
+}
+
+int kmgr_process_id_gone(const kmgr_process_id_t *id)
+{
+    unsigned long long here, starttime;
+    pid_t ppid;
+    char state;
+
+    /* a pid of another namespace cannot be looked up from here */
+    if (read_pid_ns(&here) != 0 || id->pid_ns != here)
+        return 0;
+    return !(id->pid > 0 && read_stat(id->pid, &state, &ppid, &starttime) == 0 && starttime == id->starttime && state != 'Z' &&
+             state != 'X');
 }
 
 /* Reads /proc/<pid>/environ into *buf (grown as needed); returns its length, or -1. */
@@ -272,18 +301,11 @@ typedef enum { RECORD_LIVE, RECORD_DEAD, RECORD_REBOOTED } record_state_t;
  */
 static record_state_t record_state(const record_t *rec, const origin_t *here)
 {
-    unsigned long long starttime;
-    pid_t ppid;
-    char state;
+    kmgr_process_id_t id = {.pid = rec->pid, .starttime = rec->starttime, .pid_ns = rec->origin.pid_ns};
 
     if (strcmp(rec->origin.boot_id, here->boot_id) != 0)
         return RECORD_REBOOTED;
-    if (rec->origin.pid_ns != here->pid_ns)
-        return RECORD_LIVE;
-    return rec->pid > 0 && read_stat(rec->pid, &state, &ppid, &starttime) == 0 && starttime == rec->starttime && state != 'Z' &&
-                   state != 'X'
-               ? RECORD_LIVE
-               : RECORD_DEAD;
+    return kmgr_process_id_gone(&id) ? RECORD_DEAD : RECORD_LIVE;
 }
 
 /* "<uuid>" or "<anything>-<uuid>.log": what kgate names its kernel directories and command logs in the runtime dir. */
@@ -437,6 +459,7 @@ static const int watchdog_ignored[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM, SIGPI
  * Never returns. */
 static void watchdog_run(int fd, int ready, const sweep_target_t *self, pid_t kgate)
 {
+    kmgr_process_id_t id;
     struct sigaction ign;
     sigset_t none;
     ssize_t n;
@@ -462,8 +485,18 @@ static void watchdog_run(int fd, int ready, const sweep_target_t *self, pid_t kg
     while ((n = read(fd, &byte, 1)) == -1 && errno == EINTR)
         ;
     /* a byte (or an error) is never sent: only kgate's exit, however it came, ends the read */
-    if (n == 0 && (killed = kill_marked(self, 1)) != 0)
+    if (n != 0)
+        _exit(0);
+    if ((killed = kill_marked(self, 1)) != 0)
         dprintf(2, "kgate: watchdog: kgate (pid %d) died; killed %zu process(es) still carrying its mark\n", (int)kgate, killed);
+    /* its descriptors close before it is a zombie: the cgroup sweep counts it gone only once it is one (bounded) */
+    if (kmgr_process_id_self(&id) == 0) {
+        id.pid = (int)kgate;
+        id.starttime = self->starttime;
+        for (int waited = 0; !kmgr_process_id_gone(&id) && waited < SWEEP_WAIT_MS; waited += 5)
+            usleep(5000);
+    }
+    kmgr_cgroups_sweep();
     _exit(0);
 }
 

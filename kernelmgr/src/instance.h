@@ -31,7 +31,8 @@ typedef struct st_kmgr_instance_t {
  * own (a fork, no exec, in a session of its own, no parent-death signal, deaf to every signal but
  * SIGKILL and SIGSTOP) that holds the read end of a pipe whose write end only this process holds.
  * When that pipe reaches end-of-file, this process has died however it died: the watchdog kills
- * every process carrying the mark (as kmgr_instance_dispose does) and exits. Fork it before any
+ * every process carrying the mark (as kmgr_instance_dispose does), removes the cgroups of kgates now
+ * gone (kmgr_cgroups_sweep) and exits. Fork it before any
  * thread exists. Returns 0, or KMGR_EIO when the record cannot be written or the watchdog started
  * (nothing is left behind then).
  */
@@ -39,5 +40,26 @@ int kmgr_instance_init(kmgr_instance_t *inst, const char *runtime_dir);
 
 /** Kills every live process that carries this instance's token (SIGKILL), stops and reaps the watchdog, then removes the record. */
 void kmgr_instance_dispose(kmgr_instance_t *inst);
+
+/**
+ * A process named so that a reused pid is never taken for it: its pid, its start time (clock ticks
+ * since boot, /proc/<pid>/stat field 22) and the pid namespace these mean something in (the inode of
+ * /proc/self/ns/pid of whoever wrote them down). What a record, and a kgate's cgroup name, hold.
+ */
+typedef struct st_kmgr_process_id_t {
+    int pid;
+    unsigned long long starttime;
+    unsigned long long pid_ns;
+} kmgr_process_id_t;
+
+/** This process's identity in `*id`: 0, or KMGR_EIO when /proc cannot tell. */
+int kmgr_process_id_self(kmgr_process_id_t *id);
+
+/**
+ * 1 when the process `id` names has provably gone: in this pid namespace, its pid holds no process,
+ * a zombie, or one that started at another time (the pid was reused). 0 when it lives or nobody can
+ * tell (another pid namespace, /proc unreadable).
+ */
+int kmgr_process_id_gone(const kmgr_process_id_t *id);
 
 #endif

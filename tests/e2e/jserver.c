@@ -1,26 +1,23 @@
 /* tests/e2e/jserver.c: a Jupyter Server 1.23 process of the test's own, and client scripts run with a deadline. */
 #include "jserver.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <jansson.h>
 
 #include "support/base.h"
+#include "support/gateway.h"
 #include "support/http.h"
+#include "support/jserver.h"
 #include "support/proc.h"
 
 #define START_ATTEMPTS 3
@@ -33,34 +30,6 @@ __attribute__((format(printf, 2, 3))) static void set_error(js_server_t *js, con
     va_start(ap, fmt);
     vsnprintf(js->error, sizeof(js->error), fmt, ap);
     va_end(ap);
-}
-
-void js_random_token(char *buf, size_t size)
-{
-    unsigned char raw[16];
-    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-        for (size_t i = 0; i < sizeof(raw); i++)
-            raw[i] = (unsigned char)(rand() ^ getpid() ^ ts_now_ms());
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof(raw) && n + 2 < size; i++)
-        n += (size_t)snprintf(buf + n, size - n, "%02x", raw[i]);
-}
-
-/* Racy by nature (another process may bind it first): js_server_start retries then. */
-static int free_port(unsigned short *port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
-    socklen_t len = sizeof(sin);
-    int rc = -1;
-    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 && getsockname(fd, (struct sockaddr *)&sin, &len) == 0) {
-        *port = ntohs(sin.sin_port);
-        rc = 0;
-    }
-    close(fd);
-    return rc;
 }
 
 int js_get(unsigned short port, const char *token, const char *path, char **body)
@@ -103,57 +72,6 @@ void js_server_dump_log(const js_server_t *js, size_t max)
     free(buf);
 }
 
-/* The child's side: never returns. */
-__attribute__((noreturn)) static void exec_server(const js_server_t *js, const char *const *args, int logfd, pid_t parent)
-{
-    ts_child_prepare(logfd, parent); /* the server goes with its starter (support/proc.h) */
-
-    static const char *const dirs[][2] = {{"JUPYTER_CONFIG_DIR", "config"},
-                                          {"JUPYTER_DATA_DIR", "data"},
-                                          {"JUPYTER_RUNTIME_DIR", "runtime"},
-                                          {"IPYTHONDIR", "ipython"}};
-    char path[512];
-    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-        snprintf(path, sizeof(path), "%s/%s", js->tmpdir, dirs[i][1]);
-        mkdir(path, 0700);
-        setenv(dirs[i][0], path, 1);
-    }
-    unsetenv("JUPYTER_PATH");
-    unsetenv("JUPYTER_CONFIG_PATH");
-    unsetenv("JUPYTER_GATEWAY_URL");
-    unsetenv("JUPYTER_TOKEN");
-    snprintf(path, sizeof(path), "%s/root", js->tmpdir);
-    mkdir(path, 0700);
-    if (chdir(path) != 0)
-        _exit(127);
-
-    char port[32], token[128], root[600];
-    snprintf(port, sizeof(port), "--port=%u", js->port);
-    snprintf(token, sizeof(token), "--ServerApp.token=%s", js->token);
-    snprintf(root, sizeof(root), "--ServerApp.root_dir=%s", path);
-    size_t nargs = 0;
-    while (args != NULL && args[nargs] != NULL)
-        nargs++;
-    const char **argv = calloc(nargs + 16, sizeof(*argv));
-    size_t argc = 0;
-    argv[argc++] = JS_PYTHON;
-    argv[argc++] = "-m";
-    argv[argc++] = "jupyter_server";
-    argv[argc++] = "--ip=127.0.0.1";
-    argv[argc++] = port;
-    argv[argc++] = "--ServerApp.port_retries=0";
-    argv[argc++] = token;
-    argv[argc++] = root;
-    argv[argc++] = "--no-browser";
-    argv[argc++] = "--allow-root"; /* CI runs as root; harmless otherwise */
-    for (size_t i = 0; i < nargs; i++)
-        argv[argc++] = args[i];
-    argv[argc] = NULL;
-    execv(JS_PYTHON, (char *const *)argv);
-    dprintf(2, "jserver: execv(%s): %s\n", JS_PYTHON, strerror(errno));
-    _exit(127);
-}
-
 /* Polls GET /api until 200 (0), the server exits (1, reaped), or the deadline (-1). */
 static int wait_ready(js_server_t *js)
 {
@@ -179,20 +97,11 @@ static int wait_ready(js_server_t *js)
     }
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
-{
-    (void)sb;
-    (void)type;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
 static void cleanup_tmpdir(js_server_t *js)
 {
     const char *keep = getenv("KGATE_E2E_KEEP");
     if (js->tmpdir[0] != '\0' && (keep == NULL || *keep == '\0' || strcmp(keep, "0") == 0))
-        nftw(js->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        ts_remove_tree(js->tmpdir);
     js->tmpdir[0] = '\0';
 }
 
@@ -209,25 +118,13 @@ int js_server_start(js_server_t *js, const char *label, const char *token, const
     }
     snprintf(js->log_path, sizeof(js->log_path), "%s/server.log", js->tmpdir);
     for (int attempt = 1; attempt <= START_ATTEMPTS; attempt++) {
-        if (free_port(&js->port) != 0) {
+        if (ts_free_port(&js->port) != 0) {
             set_error(js, "no free port: %s", strerror(errno));
             break;
         }
-        int logfd = open(js->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        if (logfd < 0) {
-            set_error(js, "open(%s): %s", js->log_path, strerror(errno));
+        ts_jserver_cmd_t cmd = {.dir = js->tmpdir, .port = js->port, .token = js->token, .args = args, .log_path = js->log_path};
+        if (ts_jserver_spawn(&cmd, &js->pid, js->error, sizeof(js->error)) != 0)
             break;
-        }
-        fflush(NULL);
-        pid_t parent = getpid(), pid = fork();
-        if (pid == 0)
-            exec_server(js, args, logfd, parent);
-        close(logfd);
-        if (pid < 0) {
-            set_error(js, "fork: %s", strerror(errno));
-            break;
-        }
-        js->pid = pid;
         int rc = wait_ready(js);
         if (rc == 0)
             return 0;

@@ -6,9 +6,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define JS_PYTHON "/usr/bin/python3" /* Debian's: the one that has jupyter_server (a `python3` earlier on PATH may not) */
-#define JS_STARTUP_MS 60000          /* until GET /api answers 200 (a Python server starting on a loaded 2-core machine) */
-#define JS_STOP_GRACE_MS 10000       /* SIGTERM to exit, before SIGKILL */
+#include "support/jserver.h"
+
+#define JS_PYTHON TS_JSERVER_PYTHON
+#define JS_STARTUP_MS 60000    /* until GET /api answers 200 (a Python server starting on a loaded 2-core machine) */
+#define JS_STOP_GRACE_MS 10000 /* SIGTERM to exit, before SIGKILL */
 
 /** A Jupyter Server process on 127.0.0.1, started and stopped by PID by the test. */
 typedef struct st_js_server_t {
@@ -21,9 +23,9 @@ typedef struct st_js_server_t {
 } js_server_t;
 
 /**
- * Starts `/usr/bin/python3 -m jupyter_server --ip=127.0.0.1 --port=<free> --ServerApp.token=<token>` with
- * JUPYTER_CONFIG_DIR, JUPYTER_DATA_DIR, JUPYTER_RUNTIME_DIR, IPYTHONDIR and its root dir in a new temp dir
- * (JUPYTER_PATH removed), `args` (NULL-terminated, may be NULL) appended, and waits until GET /api answers 200.
+ * Starts Jupyter Server (ts_jserver_spawn: `/usr/bin/python3 -m jupyter_server --ip=127.0.0.1 --port=<free>
+ * --ServerApp.token=<token>`, its HOME, Jupyter and IPython dirs and its root dir in a new temp dir, none of the
+ * machine's configuration), `args` (NULL-terminated, may be NULL) appended, and waits until GET /api answers 200.
  * `label` names the temp dir. It never moves to another port by itself (port_retries=0): when its port was
  * taken meanwhile it is started again on another (three attempts). Returns 0, or -1 with js->error set and the
  * log's tail on stderr (nothing left running).
@@ -61,8 +63,5 @@ typedef struct st_js_run_t {
 int js_run(const char *const *argv, const char *const *env, int timeout_ms, js_run_t *run);
 
 void js_run_dispose(js_run_t *run);
-
-/** A fresh random token (hex) in `buf`. */
-void js_random_token(char *buf, size_t size);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "exec_helpers.h"
 #include "jserver.h"
+#include "support/base.h"
 #include "support/gateway.h"
 
 /*
@@ -65,7 +66,7 @@ static const char *backend_name(void)
 static void backend_start(void)
 {
     memset(&backend, 0, sizeof(backend));
-    js_random_token(backend.token, sizeof(backend.token));
+    ts_random_hex(backend.token, sizeof(backend.token));
     backend.is_kgate = want_kgate();
     if (backend.is_kgate) {
         const char *args[] = {"--access-token", backend.token, NULL};
@@ -215,7 +216,7 @@ Test(jupyter_clients, jupyter_server_gateway_mode)
     char gateway_url[128], auth[128], front_token[64];
     snprintf(gateway_url, sizeof(gateway_url), "--gateway-url=http://127.0.0.1:%u", backend.port);
     snprintf(auth, sizeof(auth), "--GatewayClient.auth_token=%s", backend.token);
-    js_random_token(front_token, sizeof(front_token));
+    ts_random_hex(front_token, sizeof(front_token));
     const char *args[] = {gateway_url, auth, NULL};
     cr_assert_eq(js_server_start(&front, "jclients-front", front_token, args), 0, "starting Jupyter Server in gateway mode: %s",
                  front.error);

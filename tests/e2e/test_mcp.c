@@ -48,7 +48,7 @@ static void start(const char *const *extra)
     const char *args[16] = {"--access-token", token, "--workspace-root", workspace};
     size_t n = 4;
 
-    js_random_token(token, sizeof(token));
+    ts_random_hex(token, sizeof(token));
     snprintf(workspace, sizeof(workspace), "/tmp/kgate-mcp-ws-XXXXXX");
     cr_assert_not_null(mkdtemp(workspace), "mkdtemp");
     for (size_t i = 0; extra != NULL && extra[i] != NULL && n < 15; i++)

@@ -1,16 +1,13 @@
 /* tests/support/src/gateway.c: starting kgate on a free loopback port, and stopping it and its kernels by PID. */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,23 +37,6 @@ const char *ts_kgate_path(const char *binary_dir)
     else
         snprintf(path, sizeof(path), "%s/gateway/kgate", binary_dir);
     return path;
-}
-
-/* Racy by nature (another process may take the port before kgate binds it): start() retries then. */
-static int free_port(unsigned short *port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return TS_EIO;
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK), .sin_port = 0};
-    socklen_t len = sizeof(sin);
-    int rc = TS_EIO;
-    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0 && getsockname(fd, (struct sockaddr *)&sin, &len) == 0) {
-        *port = ntohs(sin.sin_port);
-        rc = 0;
-    }
-    close(fd);
-    return rc;
 }
 
 static int has_arg(const char *const *args, const char *name)
@@ -237,7 +217,7 @@ int ts_gateway_start(ts_gateway_t *gw, const ts_gateway_opts_t *opts)
     }
 
     for (int attempt = 1;; ++attempt) {
-        if (free_port(&gw->port) != 0) {
+        if (ts_free_port(&gw->port) != 0) {
             set_error(gw, "no free port: %s", strerror(errno));
             break;
         }
@@ -290,6 +270,11 @@ static int rm_entry(const char *path, const struct stat *sb, int type, struct FT
     return 0;
 }
 
+void ts_remove_tree(const char *dir)
+{
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 void ts_gateway_cleanup(ts_gateway_t *gw)
 {
     if (!gw->owner || gw->tmpdir[0] == '\0')
@@ -298,7 +283,7 @@ void ts_gateway_cleanup(ts_gateway_t *gw)
     if (keep != NULL && *keep != '\0' && strcmp(keep, "0") != 0)
         fprintf(stderr, "kept %s (%s is set)\n", gw->tmpdir, gw->keep_env);
     else
-        nftw(gw->tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        ts_remove_tree(gw->tmpdir);
     gw->tmpdir[0] = '\0';
 }
 

@@ -1,4 +1,5 @@
-/* support/base.h: what every part of the test-support library shares: its errors, its clock, its allocator. */
+/* support/base.h: what every part of the test-support library shares: its errors, its clock, its allocator, and a few
+ * helpers for the servers it starts (a free port, a token). */
 #ifndef KGATE_SUPPORT_BASE_H
 #define KGATE_SUPPORT_BASE_H
 
@@ -44,5 +45,14 @@ void *ts_malloc(size_t n);
 void *ts_realloc(void *p, size_t n);
 /** A NUL-terminated copy of the `n` bytes at `s`. */
 char *ts_strndup(const char *s, size_t n);
+
+/**
+ * A TCP port of 127.0.0.1 that nobody listens on at this moment, in `*port`: 0, or TS_EIO. Racy by
+ * nature (another process may take it before the server binds it): starters retry on another then.
+ */
+int ts_free_port(unsigned short *port);
+
+/** `size - 1` (at most 32) random hex digits, NUL-terminated, into `out`: a server's token. */
+void ts_random_hex(char *out, size_t size);
 
 #endif

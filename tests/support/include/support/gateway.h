@@ -78,6 +78,9 @@ int ts_gateway_wait(ts_gateway_t *gw, int64_t deadline_ms);
 /** Removes the temp dir (unless kept). Called by stop; for use after ts_gateway_wait or ts_gateway_stop_keep. */
 void ts_gateway_cleanup(ts_gateway_t *gw);
 
+/** Removes the directory `dir` and everything in it, not following symbolic links, best effort: a server's temp dir. */
+void ts_remove_tree(const char *dir);
+
 /** Writes the last `max` bytes of kgate's log to stderr, framed, for failure reports. */
 void ts_gateway_dump_log(const ts_gateway_t *gw, size_t max);
 
