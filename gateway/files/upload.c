@@ -321,10 +321,19 @@ static size_t for_each_body_mapping(int (*cb)(void *ctx, char *start, char *end)
     return matched;
 }
 
+/*
+ * Drops what of a body mapping is resident, and turns the kernel's readahead off for it: h2o receives
+ * into it page by page (each page faulted in as h2o's read writes to it), and readahead on those faults
+ * read, that is zero-filled, whole windows of the file's still unwritten blocks ahead of the data. Measured on
+ * a 1 GiB upload: 40% of kgate's CPU was that zeroing in the page-fault path (2 s per GiB); with
+ * MADV_RANDOM it is 2%, and the upload's sending phase went from 2.9-3.5 s to 2.2 s. The copy phase asks for
+ * its pages itself (gw_body_pages_populate), readahead included.
+ */
 static int trim_mapping(void *ctx, char *start, char *end)
 {
     (void)ctx;
     madvise(start, (size_t)(end - start), MADV_DONTNEED);
+    madvise(start, (size_t)(end - start), MADV_RANDOM);
     return 0;
 }
 
@@ -384,9 +393,12 @@ void gw_body_pages_populate(const gw_body_pages_t *pages, const char *from, cons
         to = pages->map_end;
     a = (uintptr_t)from & ~(page - 1);
     b = ((uintptr_t)to + page - 1) & ~(page - 1);
-    /* best effort: before Linux 5.14 (EINVAL) the copy faults the pages in itself */
-    if (b > a)
+    /* best effort: before Linux 5.14 (EINVAL) the copy faults the pages in itself. WILLNEED first: the mapping has
+     * readahead off (trim_mapping), and pages the page cache dropped meanwhile come back in large reads, not page by page */
+    if (b > a) {
+        madvise((void *)a, b - a, MADV_WILLNEED);
         madvise((void *)a, b - a, MADV_POPULATE_READ);
+    }
 #else
     (void)pages;
     (void)from;
