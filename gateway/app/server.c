@@ -40,6 +40,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
     gw_metrics_tick(&server->metrics);
     gw_execd_tick(&server->execd);
     gw_mcp_tick(&server->mcp);
+    gw_jupyter_tick(&server->jupyter);
     gw_contexts_tick(&server->contexts);
     gw_runs_collect(&server->runs);
     h2o_timeout_link(server->ctx.loop, &server->tick_timeout, &server->tick_entry);

@@ -50,6 +50,9 @@
     XX(fd_reserve, unsigned, 128, "fd-reserve", "file descriptors kept free of client connections, for kernels and files")         \
     XX(stdin_timeout_ms, unsigned, 120000, "stdin-timeout-ms", "an input() unanswered this long ends its run (StdinTimeout)")      \
     XX(max_ptys, unsigned, 64, "max-ptys", "PTY sessions alive at once; beyond: 429 TOO_MANY_SESSIONS")                            \
+    XX(jupyter_replay_bytes, size_t, 16u << 20, "jupyter-replay-bytes",                                                            \
+       "kernel messages kept for a Jupyter client away (its session_id's last WebSocket closed) until it returns")                 \
+    XX(jupyter_replay_ms, unsigned, 60000, "jupyter-replay-ms", "how long they are kept for it; then dropped")                     \
     XX(pty_ring_bytes, size_t, 1u << 20, "pty-ring-bytes", "output kept per PTY session for replay (the newest bytes)")            \
     XX(pty_idle_ms, unsigned, 1800000, "pty-idle-ms", "PTY sessions with no client and no output this long are deleted")           \
     XX(pty_send_queue_bytes, size_t, 4u << 20, "pty-send-queue-bytes",                                                             \

@@ -4,6 +4,14 @@
  * what the kernel sends comes back verbatim: iopub to every connection of the kernel, a shell or
  * control reply and a stdin request only to the connection whose request caused it (its parent's
  * msg_id), as Jupyter Server's per-connection sockets do.
+ *
+ * A client that connects with `?session_id=` (JupyterLab's KernelConnection passes its clientId, and
+ * reconnects with the same one) is kept for while it is away, as Jupyter Server does
+ * (services/kernels/kernelmanager.py start_buffering / get_buffer): when the last WebSocket of that
+ * session_id on a kernel closes (not when the kernel goes away, nor at shutdown), what would have gone
+ * to it is kept (jupyter/replay.h: bounded in bytes and, unlike Jupyter Server, in time); a WebSocket
+ * of the same session_id gets it first, then goes live, and one with another session_id, or none,
+ * drops it (one buffer per kernel, as there). A restart or the kernel's deletion drops it too.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +24,8 @@
 #include "core/ws.h"
 #include "jupyter/framing.h"
 #include "jupyter/jupyter.h"
+#include "jupyter/replay.h"
 
-/* Requests of one connection awaiting their reply; beyond it the oldest is forgotten (its reply then
- * reaches nobody): a client that sends this many without reading is not waiting for them. */
-#define MAX_ASKED 4096
 /* Messages a connection may send while its kernel starts or restarts, and their bytes; beyond them it
  * is closed (GW_WS_POLICY_VIOLATION): they would wait in kgate's memory. */
 #define MAX_PENDING 256
@@ -27,12 +33,6 @@
 
 /* Close codes of this door (4000-4999: the application's own). */
 #define CLOSE_KERNEL_GONE 4004
-
-typedef struct st_asked_t {
-    gw_idmap_entry_t by_id;
-    h2o_linklist_t fifo;
-    char id[]; /* the request's msg_id */
-} asked_t;
 
 typedef struct st_pending_t {
     h2o_linklist_t link;
@@ -47,12 +47,18 @@ typedef struct st_gw_jconn_t {
     gw_ws_t *ws; /* NULL once closed */
     gw_jframing_t framing;
     h2o_linklist_t link; /* in jupyter->conns */
-    gw_idmap_t asked;    /* asked_t by msg_id */
-    h2o_linklist_t asked_fifo;
-    size_t nasked;
+    gw_jasked_t asked;
+    char *session_id;       /* the client's ?session_id=, or NULL */
     h2o_linklist_t pending; /* pending_t, oldest first */
     size_t npending, pending_bytes;
 } gw_jconn_t;
+
+/* The messages of a kernel kept for a client that went away: a tap of its own, so that they are kept while no socket is open. */
+typedef struct st_gw_jaway_t {
+    gw_context_tap_t tap; /* detached once dropped; the tick then frees the struct */
+    h2o_linklist_t link;  /* in jupyter->away */
+    gw_jreplay_t *replay; /* NULL once dropped */
+} gw_jaway_t;
 
 static gw_jmsg_encoded_t *scratch(gw_jupyter_t *jupyter)
 {
@@ -61,37 +67,11 @@ static gw_jmsg_encoded_t *scratch(gw_jupyter_t *jupyter)
     return jupyter->encoded;
 }
 
-/* ---- what this connection asked ---- */
-
-static void forget_asked(gw_jconn_t *conn, asked_t *a)
-{
-    gw_idmap_remove(&conn->asked, &a->by_id);
-    h2o_linklist_unlink(&a->fifo);
-    --conn->nasked;
-    free(a);
-}
-
-static void remember_asked(gw_jconn_t *conn, const char *msg_id)
-{
-    size_t len = strlen(msg_id);
-    asked_t *a;
-
-    if (gw_idmap_find(&conn->asked, msg_id) != NULL)
-        return;
-    if (conn->nasked == MAX_ASKED)
-        forget_asked(conn, H2O_STRUCT_FROM_MEMBER(asked_t, fifo, conn->asked_fifo.next));
-    a = wire_calloc(1, sizeof(*a) + len + 1);
-    memcpy(a->id, msg_id, len + 1);
-    gw_idmap_insert(&conn->asked, &a->by_id, a->id);
-    h2o_linklist_insert(&conn->asked_fifo, &a->fifo);
-    ++conn->nasked;
-}
-
 static void forget_all(gw_jconn_t *conn)
 {
-    while (!h2o_linklist_is_empty(&conn->asked_fifo))
-        forget_asked(conn, H2O_STRUCT_FROM_MEMBER(asked_t, fifo, conn->asked_fifo.next));
-    gw_idmap_dispose(&conn->asked);
+    gw_jasked_dispose(&conn->asked);
+    free(conn->session_id);
+    conn->session_id = NULL;
     while (!h2o_linklist_is_empty(&conn->pending)) {
         pending_t *p = H2O_STRUCT_FROM_MEMBER(pending_t, link, conn->pending.next);
         h2o_linklist_unlink(&p->link);
@@ -121,16 +101,10 @@ static void on_kernel_message(gw_context_tap_t *tap, wire_channel_t channel, con
                               size_t nparts)
 {
     gw_jconn_t *conn = H2O_STRUCT_FROM_MEMBER(gw_jconn_t, tap, tap);
-    gw_idmap_entry_t *e = NULL;
     gw_jmsg_t jmsg;
 
-    if (channel != WIRE_CHANNEL_IOPUB) {
-        /* a reply or an input request goes to the connection whose request it answers, only */
-        if ((e = gw_idmap_find(&conn->asked, wire_msg_parent_id(msg))) == NULL)
-            return;
-        if (channel == WIRE_CHANNEL_SHELL || channel == WIRE_CHANNEL_CONTROL)
-            forget_asked(conn, H2O_STRUCT_FROM_MEMBER(asked_t, by_id, e));
-    }
+    if (!gw_jasked_claim(&conn->asked, channel, wire_msg_parent_id(msg)))
+        return;
     if (gw_jmsg_from_decoded(&jmsg, channel, msg->header, parts, parts + 4, nparts - 4) != 0)
         return;
     send_to_client(conn, &jmsg);
@@ -148,6 +122,132 @@ static void send_status(gw_jconn_t *conn, const char *state)
         gw_jmsg_dispose(&jmsg);
     }
     wire_msg_destroy(msg);
+}
+
+/* ---- a client away: its messages kept until it returns ---- */
+
+static gw_jaway_t *find_away(gw_jupyter_t *jupyter, const gw_context_t *ctx)
+{
+    for (h2o_linklist_t *node = jupyter->away.next; node != &jupyter->away; node = node->next) {
+        gw_jaway_t *away = H2O_STRUCT_FROM_MEMBER(gw_jaway_t, link, node);
+        if (away->replay != NULL && away->tap.ctx == ctx)
+            return away;
+    }
+    return NULL;
+}
+
+int gw_jupyter_is_buffering(gw_jupyter_t *jupyter, const gw_context_t *ctx)
+{
+    return find_away(jupyter, ctx) != NULL;
+}
+
+/* Drops what was kept; the struct itself is freed by the tick (this may run inside the away's own tap callback). */
+static void away_drop(gw_jaway_t *away, const char *why)
+{
+    size_t lost;
+
+    if (away->replay == NULL)
+        return;
+    if (gw_jreplay_count(away->replay) != 0 || gw_jreplay_lost(away->replay, NULL) != 0) {
+        lost = gw_jreplay_lost(away->replay, NULL);
+        fprintf(stderr, "kgate: jupyter: dropped %zu kernel messages kept for session_id %.64s (%zu more were lost): %s\n",
+                gw_jreplay_count(away->replay), gw_jreplay_session(away->replay), lost, why);
+    }
+    gw_context_tap_detach(&away->tap);
+    gw_jreplay_destroy(away->replay);
+    away->replay = NULL;
+}
+
+static void away_free(gw_jaway_t *away)
+{
+    away_drop(away, "kgate is shutting down");
+    h2o_linklist_unlink(&away->link);
+    free(away);
+}
+
+static void on_away_message(gw_context_tap_t *tap, wire_channel_t channel, const wire_msg_t *msg, const wire_frame_t *parts,
+                            size_t nparts)
+{
+    gw_jaway_t *away = H2O_STRUCT_FROM_MEMBER(gw_jaway_t, tap, tap);
+
+    gw_jreplay_offer(away->replay, channel, wire_msg_type(msg), wire_msg_parent_id(msg), parts, nparts);
+}
+
+static void on_away_state(gw_context_tap_t *tap, kmgr_kernel_state_t state)
+{
+    /* a restart ends every request the client awaited, and Jupyter Server drops the buffer with the old kernel's channels */
+    if (state == KMGR_KERNEL_RESTARTING)
+        away_drop(H2O_STRUCT_FROM_MEMBER(gw_jaway_t, tap, tap), "the kernel restarted");
+}
+
+static void on_away_kernel_gone(gw_context_tap_t *tap, gw_context_t *ctx)
+{
+    (void)ctx;
+    away_drop(H2O_STRUCT_FROM_MEMBER(gw_jaway_t, tap, tap), "the kernel was shut down");
+}
+
+/* `conn` (of a session_id, its kernel still there) is closing: keep what would have gone to it, unless it is not the last. */
+static void start_away(gw_jconn_t *conn)
+{
+    gw_jupyter_t *jupyter = conn->jupyter;
+    gw_context_t *ctx = conn->tap.ctx;
+    const gw_config_t *config = jupyter->host->config;
+    gw_jaway_t *away;
+
+    if (ctx == NULL || conn->session_id == NULL || jupyter->host->shutting_down)
+        return;
+    for (h2o_linklist_t *node = jupyter->conns.next; node != &jupyter->conns; node = node->next) {
+        gw_jconn_t *other = H2O_STRUCT_FROM_MEMBER(gw_jconn_t, link, node);
+        if (other != conn && other->ws != NULL && other->tap.ctx == ctx && other->session_id != NULL &&
+            strcmp(other->session_id, conn->session_id) == 0) {
+            /* the client is still there: the replies it awaited on this socket go to its other one */
+            gw_jasked_move(&other->asked, &conn->asked);
+            return;
+        }
+    }
+    /* one buffer per kernel: a newer absent client replaces an older one, as Jupyter Server's start_buffering does */
+    if ((away = find_away(jupyter, ctx)) != NULL)
+        away_drop(away, "another client of the kernel went away");
+    away = wire_calloc(1, sizeof(*away));
+    away->replay = gw_jreplay_create(conn->session_id, config->jupyter_replay_bytes,
+                                     gw_now_ms() + (int64_t)config->jupyter_replay_ms, &conn->asked);
+    away->tap.on_message = on_away_message;
+    away->tap.on_state = on_away_state;
+    away->tap.on_destroy = on_away_kernel_gone;
+    h2o_linklist_insert(&jupyter->away, &away->link);
+    gw_context_tap_attach(ctx, &away->tap);
+}
+
+static void replay_one(void *data, const gw_jmsg_t *msg)
+{
+    send_to_client(data, msg);
+}
+
+/* A new socket on `ctx`: the kernel's messages kept for its session_id come first; any other client's are dropped. */
+static void end_away(gw_jconn_t *conn, gw_context_t *ctx)
+{
+    gw_jaway_t *away = find_away(conn->jupyter, ctx);
+
+    if (away == NULL)
+        return;
+    if (gw_jreplay_is_for(away->replay, conn->session_id))
+        gw_jreplay_drain(away->replay, replay_one, conn, &conn->asked);
+    away_drop(away, "a client of another session_id connected");
+}
+
+void gw_jupyter_tick(gw_jupyter_t *jupyter)
+{
+    int64_t now = gw_now_ms();
+    h2o_linklist_t *node, *next;
+
+    for (node = jupyter->away.next; node != &jupyter->away; node = next) {
+        gw_jaway_t *away = H2O_STRUCT_FROM_MEMBER(gw_jaway_t, link, node);
+        next = node->next;
+        if (away->replay != NULL && gw_jreplay_is_expired(away->replay, now))
+            away_drop(away, "nobody came back for them in --jupyter-replay-ms");
+        if (away->replay == NULL)
+            away_free(away);
+    }
 }
 
 /* ---- client to kernel ---- */
@@ -177,7 +277,7 @@ static int relay_to_kernel(gw_jconn_t *conn, int is_binary, const uint8_t *data,
         memcpy(parts + 4, jmsg.buffers, jmsg.nbuffers * sizeof(*jmsg.buffers));
     ret = gw_context_send_parts(ctx, jmsg.channel, parts, 4 + jmsg.nbuffers);
     if (ret == 0 && jmsg.channel != WIRE_CHANNEL_STDIN)
-        remember_asked(conn, jmsg.msg_id);
+        gw_jasked_add(&conn->asked, jmsg.msg_id);
     gw_jmsg_dispose(&jmsg);
     if (ret == KMGR_ENOTREADY)
         return ret;
@@ -238,8 +338,7 @@ static void on_kernel_state(gw_context_tap_t *tap, kmgr_kernel_state_t state)
         break;
     case KMGR_KERNEL_RESTARTING:
         /* the requests in flight die with the old process: their replies will never come */
-        while (!h2o_linklist_is_empty(&conn->asked_fifo))
-            forget_asked(conn, H2O_STRUCT_FROM_MEMBER(asked_t, fifo, conn->asked_fifo.next));
+        gw_jasked_clear(&conn->asked);
         break;
     case KMGR_KERNEL_DEAD:
         send_status(conn, "dead");
@@ -263,6 +362,7 @@ static void on_ws_close(gw_ws_t *ws, uint16_t code)
     (void)code;
 
     conn->ws = NULL;
+    start_away(conn);
     gw_context_tap_detach(&conn->tap);
     forget_all(conn);
     h2o_linklist_unlink(&conn->link);
@@ -276,6 +376,7 @@ GW_JUPYTER_HANDLER(kernel_channels)
     gw_jupyter_t *jupyter = gw_jupyter_from(door);
     const char *id = gw_path_param(req, params, 0);
     gw_context_t *ctx = gw_jupyter_find_kernel(jupyter, id);
+    const char *session_id;
     int v1;
     /* a client that reads takes a kernel's big output (bigger than the queue bound) and what follows it */
     gw_ws_limits_t limits = {.max_message_bytes = jupyter->host->config->max_body_bytes, .over_bound_ms = 10000};
@@ -294,18 +395,21 @@ GW_JUPYTER_HANDLER(kernel_channels)
     conn = wire_calloc(1, sizeof(*conn));
     conn->jupyter = jupyter;
     conn->framing = v1 ? GW_JFRAMING_V1 : GW_JFRAMING_LEGACY;
-    gw_idmap_init(&conn->asked);
-    h2o_linklist_init_anchor(&conn->asked_fifo);
+    gw_jasked_init(&conn->asked);
     h2o_linklist_init_anchor(&conn->pending);
     if ((conn->ws = gw_ws_upgrade(req, jupyter->host, v1 ? GW_JFRAMING_V1_PROTOCOL : NULL, &limits, &ws_callbacks, conn)) == NULL) {
+        gw_jasked_dispose(&conn->asked);
         free(conn);
         return;
     }
+    if ((session_id = gw_query_param(req, "session_id")) != NULL && session_id[0] != '\0')
+        conn->session_id = wire_strdup(session_id);
     h2o_linklist_insert(&jupyter->conns, &conn->link);
     conn->tap.on_message = on_kernel_message;
     conn->tap.on_state = on_kernel_state;
     conn->tap.on_destroy = on_kernel_gone;
     gw_context_tap_attach(ctx, &conn->tap);
+    end_away(conn, ctx);
     if (gw_context_is_dead(ctx))
         send_status(conn, "dead");
 }
@@ -317,6 +421,8 @@ void gw_jupyter_shutdown(gw_jupyter_t *jupyter)
         gw_context_tap_detach(&conn->tap);
         close_conn(conn, GW_WS_GOING_AWAY, "kgate is shutting down");
     }
+    while (!h2o_linklist_is_empty(&jupyter->away))
+        away_free(H2O_STRUCT_FROM_MEMBER(gw_jaway_t, link, jupyter->away.next));
 }
 
 int gw_jupyter_is_drained(gw_jupyter_t *jupyter)

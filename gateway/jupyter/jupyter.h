@@ -28,6 +28,8 @@ typedef struct st_gw_jupyter_t {
     h2o_linklist_t sessions; /* gw_jsession_t */
     size_t nsessions;
     h2o_linklist_t conns; /* gw_jconn_t: kernel WebSockets, open or closing */
+    /* gw_jaway_t: at most one per kernel, the messages kept for a session_id whose last WebSocket closed (channels.c) */
+    h2o_linklist_t away;
     /* where a kernel message is encoded for a client (one loop: one at a time); NULL until the first */
     struct st_gw_jmsg_encoded_t *encoded;
 } gw_jupyter_t;
@@ -36,7 +38,9 @@ typedef struct st_gw_jupyter_t {
 void gw_jupyter_init(gw_jupyter_t *jupyter, gw_host_t *host, gw_languages_t *languages, gw_contexts_t *contexts);
 /** Appends the door's routes to `table`; they take the token in `?token=` too, as Jupyter Server does. */
 void gw_jupyter_add_routes(gw_jupyter_t *jupyter, gw_route_table_t *table);
-/** Closes every kernel WebSocket (server shutdown). */
+/** Periodic work (the server's tick): drops the buffers of absent clients that expired (--jupyter-replay-ms). */
+void gw_jupyter_tick(gw_jupyter_t *jupyter);
+/** Closes every kernel WebSocket and drops every buffer kept for an absent client (server shutdown). */
 void gw_jupyter_shutdown(gw_jupyter_t *jupyter);
 /** True once every WebSocket of the door has been disposed (after gw_jupyter_shutdown). */
 int gw_jupyter_is_drained(gw_jupyter_t *jupyter);
@@ -52,8 +56,13 @@ void gw_jupyter_dispose(gw_jupyter_t *jupyter);
 void gw_jupyter_error(h2o_req_t *req, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /** The name of the spec a kernel starts with when a client names none ("" when there is no spec). */
 const char *gw_jupyter_default_spec_name(const gw_languages_t *languages);
-/** The kernel model: id, name, last_activity, execution_state, connections. */
-json_t *gw_jupyter_kernel_model(const gw_context_t *ctx);
+/**
+ * The kernel model: id, name, last_activity, execution_state, connections (the open WebSockets and
+ * execd taps; a buffer kept for an absent client is no connection, as in Jupyter Server).
+ */
+json_t *gw_jupyter_kernel_model(gw_jupyter_t *jupyter, const gw_context_t *ctx);
+/** Whether a buffer is kept on `ctx` for an absent client (it holds one of ctx's taps). */
+int gw_jupyter_is_buffering(gw_jupyter_t *jupyter, const gw_context_t *ctx);
 /** The context of kernel `id` as a kernel (ephemeral ones are not kernels), or NULL. */
 gw_context_t *gw_jupyter_find_kernel(gw_jupyter_t *jupyter, const char *id);
 /**

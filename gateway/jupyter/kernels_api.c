@@ -184,7 +184,7 @@ GW_JUPYTER_HANDLER(kernels_list)
     for (h2o_linklist_t *node = jupyter->contexts->list.next; node != &jupyter->contexts->list; node = node->next) {
         gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
         if (!ctx->is_ephemeral)
-            json_array_append_new(list, gw_jupyter_kernel_model(ctx));
+            json_array_append_new(list, gw_jupyter_kernel_model(jupyter, ctx));
     }
     gw_send_json(req, 200, list);
 }
@@ -214,16 +214,17 @@ GW_JUPYTER_HANDLER(kernel_start)
         goto Exit;
     snprintf(location, sizeof(location), "/api/kernels/%s", ctx->id);
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_LOCATION, NULL, location, strlen(location));
-    gw_send_json(req, 201, gw_jupyter_kernel_model(ctx));
+    gw_send_json(req, 201, gw_jupyter_kernel_model(jupyter, ctx));
 Exit:
     json_decref(body);
 }
 
 GW_JUPYTER_HANDLER(kernel_get)
 {
-    gw_context_t *ctx = kernel_from_params(gw_jupyter_from(door), req, params);
+    gw_jupyter_t *jupyter = gw_jupyter_from(door);
+    gw_context_t *ctx = kernel_from_params(jupyter, req, params);
     if (ctx != NULL)
-        gw_send_json(req, 200, gw_jupyter_kernel_model(ctx));
+        gw_send_json(req, 200, gw_jupyter_kernel_model(jupyter, ctx));
 }
 
 static void send_no_content(h2o_req_t *req)
@@ -264,14 +265,16 @@ GW_JUPYTER_HANDLER(kernel_interrupt)
 typedef struct st_restart_waiter_t {
     gw_context_waiter_t super;
     h2o_req_t *req;
+    gw_jupyter_t *jupyter;
 } restart_waiter_t;
 
 static void on_restarted(gw_context_waiter_t *waiter, gw_context_t *ctx, const char *failure)
 {
-    h2o_req_t *req = H2O_STRUCT_FROM_MEMBER(restart_waiter_t, super, waiter)->req;
+    restart_waiter_t *self = H2O_STRUCT_FROM_MEMBER(restart_waiter_t, super, waiter);
+    h2o_req_t *req = self->req;
 
     if (failure == NULL)
-        gw_send_json(req, 200, gw_jupyter_kernel_model(ctx));
+        gw_send_json(req, 200, gw_jupyter_kernel_model(self->jupyter, ctx));
     else
         gw_jupyter_error(req, 500, "Exception restarting kernel: %s", failure);
 }
@@ -283,7 +286,8 @@ static void on_restart_waiter_dispose(void *p)
 
 GW_JUPYTER_HANDLER(kernel_restart)
 {
-    gw_context_t *ctx = kernel_from_params(gw_jupyter_from(door), req, params);
+    gw_jupyter_t *jupyter = gw_jupyter_from(door);
+    gw_context_t *ctx = kernel_from_params(jupyter, req, params);
     restart_waiter_t *waiter;
     int ret;
 
@@ -296,6 +300,7 @@ GW_JUPYTER_HANDLER(kernel_restart)
     waiter = h2o_mem_alloc_shared(&req->pool, sizeof(*waiter), on_restart_waiter_dispose);
     memset(waiter, 0, sizeof(*waiter));
     waiter->super.cb = on_restarted;
+    waiter->jupyter = jupyter;
     waiter->req = req;
     gw_context_wait_ready(ctx, &waiter->super);
 }

@@ -17,6 +17,7 @@ void gw_jupyter_init(gw_jupyter_t *jupyter, gw_host_t *host, gw_languages_t *lan
     jupyter->contexts = contexts;
     h2o_linklist_init_anchor(&jupyter->sessions);
     h2o_linklist_init_anchor(&jupyter->conns);
+    h2o_linklist_init_anchor(&jupyter->away);
 }
 
 void gw_jupyter_add_routes(gw_jupyter_t *jupyter, gw_route_table_t *table)
@@ -103,7 +104,7 @@ static json_t *iso_time(int64_t unix_ms)
     return json_string(buf);
 }
 
-json_t *gw_jupyter_kernel_model(const gw_context_t *ctx)
+json_t *gw_jupyter_kernel_model(gw_jupyter_t *jupyter, const gw_context_t *ctx)
 {
     const char *state = "dead";
 
@@ -124,7 +125,8 @@ json_t *gw_jupyter_kernel_model(const gw_context_t *ctx)
         }
     }
     return json_pack("{s:s, s:s, s:o, s:s, s:i}", "id", ctx->id, "name", ctx->spec->name, "last_activity",
-                     iso_time(ctx->last_activity_ms), "execution_state", state, "connections", (int)ctx->ntaps);
+                     iso_time(ctx->last_activity_ms), "execution_state", state, "connections",
+                     (int)ctx->ntaps - gw_jupyter_is_buffering(jupyter, ctx));
 }
 
 gw_context_t *gw_jupyter_find_kernel(gw_jupyter_t *jupyter, const char *id)

@@ -55,10 +55,10 @@ static gw_context_t *session_kernel(gw_jupyter_t *jupyter, gw_jsession_t *s)
     return ctx;
 }
 
-static json_t *session_model(const gw_jsession_t *s, const gw_context_t *ctx)
+static json_t *session_model(gw_jupyter_t *jupyter, const gw_jsession_t *s, const gw_context_t *ctx)
 {
     json_t *model = json_pack("{s:s, s:s, s:s, s:s, s:o}", "id", s->id, "path", s->path, "name", s->name, "type", s->type, "kernel",
-                              gw_jupyter_kernel_model(ctx));
+                              gw_jupyter_kernel_model(jupyter, ctx));
     /* Jupyter Server 1.x still names a notebook's path and name here too */
     if (strcmp(s->type, "notebook") == 0)
         json_object_set_new(model, "notebook", json_pack("{s:s, s:s}", "path", s->path, "name", s->name));
@@ -137,18 +137,18 @@ GW_JUPYTER_HANDLER(sessions_list)
         gw_context_t *ctx;
         next = node->next;
         if ((ctx = session_kernel(jupyter, s)) != NULL)
-            json_array_append_new(list, session_model(s, ctx));
+            json_array_append_new(list, session_model(jupyter, s, ctx));
     }
     gw_send_json(req, 200, list);
 }
 
-static void send_created(h2o_req_t *req, const gw_jsession_t *s, const gw_context_t *ctx)
+static void send_created(gw_jupyter_t *jupyter, h2o_req_t *req, const gw_jsession_t *s, const gw_context_t *ctx)
 {
     char location[128];
 
     snprintf(location, sizeof(location), "/api/sessions/%s", s->id);
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_LOCATION, NULL, location, strlen(location));
-    gw_send_json(req, 201, session_model(s, ctx));
+    gw_send_json(req, 201, session_model(jupyter, s, ctx));
 }
 
 GW_JUPYTER_HANDLER(session_create)
@@ -171,7 +171,7 @@ GW_JUPYTER_HANDLER(session_create)
     }
     /* one session per path: asking again returns the one there is */
     if ((s = find_session(jupyter, NULL, path)) != NULL && (ctx = session_kernel(jupyter, s)) != NULL) {
-        send_created(req, s, ctx);
+        send_created(jupyter, req, s, ctx);
         goto Exit;
     }
     if (jupyter->nsessions >= GW_JUPYTER_MAX_SESSIONS) {
@@ -192,7 +192,7 @@ GW_JUPYTER_HANDLER(session_create)
     s->type = wire_strdup(type);
     h2o_linklist_insert(&jupyter->sessions, &s->link);
     ++jupyter->nsessions;
-    send_created(req, s, ctx);
+    send_created(jupyter, req, s, ctx);
 Exit:
     json_decref(body);
 }
@@ -218,7 +218,7 @@ GW_JUPYTER_HANDLER(session_get)
     gw_jsession_t *s = session_from_params(jupyter, req, params, &ctx);
 
     if (s != NULL)
-        gw_send_json(req, 200, session_model(s, ctx));
+        gw_send_json(req, 200, session_model(jupyter, s, ctx));
 }
 
 static void replace(char **field, const char *value)
@@ -264,7 +264,7 @@ GW_JUPYTER_HANDLER(session_patch)
             gw_context_destroy(old);
         }
     }
-    gw_send_json(req, 200, session_model(s, ctx));
+    gw_send_json(req, 200, session_model(jupyter, s, ctx));
 Exit:
     json_decref(body);
 }

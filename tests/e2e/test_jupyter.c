@@ -1,5 +1,6 @@
 /* tests/e2e/test_jupyter.c: the Jupyter Server kernels API of the real kgate: REST shapes, tokens, both WebSocket framings
- * byte for byte, routing between sockets, one registry with /code, restart, death, sessions. */
+ * byte for byte, routing between sockets, one registry with /code, restart, death, sessions, replay to a returning client.
+ * Over 600 lines: every test here speaks through the one WebSocket client of both framings below, kept in one file. */
 #include <criterion/criterion.h>
 #include <regex.h>
 #include <signal.h>
@@ -88,7 +89,7 @@ typedef struct st_jws_t {
     int v1;
 } jws_t;
 
-static int jws_open(jws_t *c, const char *kernel_id, int v1, const char *query)
+static int jws_open_at(jws_t *c, unsigned short port, const char *kernel_id, int v1, const char *query)
 {
     char path[256];
     const char *headers[3] = {"Sec-WebSocket-Protocol: " V1, NULL, NULL};
@@ -96,7 +97,12 @@ static int jws_open(jws_t *c, const char *kernel_id, int v1, const char *query)
     memset(c, 0, sizeof(*c));
     c->v1 = v1;
     snprintf(path, sizeof(path), "/api/kernels/%s/channels%s", kernel_id, query != NULL ? query : "?token=" TOKEN);
-    return wsc_connect(&c->ws, own.port, path, v1 ? headers : NULL, wsc_now_ms() + 10000);
+    return wsc_connect(&c->ws, port, path, v1 ? headers : NULL, wsc_now_ms() + 10000);
+}
+
+static int jws_open(jws_t *c, const char *kernel_id, int v1, const char *query)
+{
+    return jws_open_at(c, own.port, kernel_id, v1, query);
 }
 
 static void put_le64(uint8_t *p, uint64_t v)
@@ -759,4 +765,157 @@ Test(jupyter, malformed_messages_close_the_socket_and_nothing_else)
     cr_expect_str_eq(out, "still here\n");
     wsc_close(&c.ws);
     free(id);
+}
+
+/* ---- a client that goes away and comes back (Jupyter Server's buffering by session_id) ---- */
+
+#define COUNT_TO_FIVE "import time\nfor i in range(5): print(i, flush=True); time.sleep(0.2)"
+
+/* What reached a socket for one request. */
+typedef struct st_got_t {
+    char text[8192]; /* its stdout */
+    int reply, idle; /* its execute_reply and its status idle arrived */
+    int messages;    /* every message with that parent */
+    int lost;        /* a stream to stderr from kgate saying output was lost */
+} got_t;
+
+/* Reads until `parent`'s execute_reply and idle both arrived, or until `deadline`. */
+static void jws_collect(jws_t *c, const char *parent, int64_t deadline, got_t *got)
+{
+    json_t *msg;
+
+    while (!(got->reply && got->idle) && (msg = jws_recv(c, deadline)) != NULL) {
+        if (strcmp(field(msg, "parent_header", "msg_id"), parent) == 0) {
+            const char *type = field(msg, "header", "msg_type");
+            ++got->messages;
+            if (strcmp(type, "stream") == 0 && strcmp(field(msg, "content", "name"), "stdout") == 0)
+                strncat(got->text, field(msg, "content", "text"), sizeof(got->text) - strlen(got->text) - 1);
+            if (strcmp(type, "stream") == 0 && strcmp(field(msg, "content", "name"), "stderr") == 0 &&
+                strstr(field(msg, "content", "text"), "output lost") != NULL)
+                got->lost = 1;
+            if (strcmp(type, "execute_reply") == 0 && strcmp(json_string_value(json_object_get(msg, "channel")), "shell") == 0)
+                got->reply = 1;
+            if (strcmp(type, "status") == 0 && strcmp(field(msg, "content", "execution_state"), "idle") == 0)
+                got->idle = 1;
+        }
+        json_decref(msg);
+    }
+}
+
+/* Opens a socket of client `session` (v1 or legacy) on kgate `port`, starts COUNT_TO_FIVE (or `code`), reads its first
+ * output, and closes the socket. Returns the request's msg_id (static) and what arrived in `got`. */
+static const char *start_then_leave(unsigned short port, const char *token, const char *id, const char *session, const char *code,
+                                    got_t *got)
+{
+    static char exec_id[64];
+    char query[160];
+    jws_t c;
+    json_t *msg;
+
+    snprintf(query, sizeof(query), "?token=%s&session_id=%s", token, session);
+    cr_assert_eq(jws_open_at(&c, port, id, 1, query), 0);
+    snprintf(exec_id, sizeof(exec_id), "%s", jws_send(&c, "shell", "execute_request", execute_content(code), NULL));
+    /* jws_until keeps the stream's text in got->text */
+    msg = jws_until(&c, "iopub", "stream", exec_id, got->text, sizeof(got->text));
+    json_decref(msg);
+    wsc_close(&c.ws);
+    return exec_id;
+}
+
+Test(jupyter, a_client_back_with_its_session_id_gets_what_the_kernel_sent_while_it_was_away)
+{
+    char *id = start_kernel("{}"), path[128];
+    got_t got = {0};
+    const char *exec_id;
+    jws_t c;
+
+    exec_id = start_then_leave(own.port, TOKEN, id, "client-a", COUNT_TO_FIVE, &got);
+    cr_expect_str_eq(got.text, "0\n");
+    usleep(1500 * 1000);
+    /* away, it is no connection (Jupyter Server's model counts 0 while it buffers) */
+    snprintf(path, sizeof(path), "/api/kernels/%s", id);
+    json_t *model = get_json(path, 200);
+    cr_expect_eq(json_integer_value(json_object_get(model, "connections")), 0);
+    json_decref(model);
+    /* back in the other framing: everything it missed, in order, then live */
+    cr_assert_eq(jws_open(&c, id, 0, "?token=" TOKEN "&session_id=client-a"), 0);
+    jws_collect(&c, exec_id, wsc_now_ms() + WAIT_MS, &got);
+    cr_expect_str_eq(got.text, "0\n1\n2\n3\n4\n", "every output sent while the client was away");
+    cr_expect(got.reply, "the execute_reply, routed to the client that asked, was replayed");
+    cr_expect(got.idle, "the status idle of the request was replayed");
+    char out[64];
+    cr_assert_str_eq(jws_execute(&c, "print('live')", out, sizeof(out)), "ok");
+    cr_expect_str_eq(out, "live\n");
+    wsc_close(&c.ws);
+    free(id);
+}
+
+Test(jupyter, a_client_of_another_session_id_gets_nothing_replayed_and_the_buffer_is_gone)
+{
+    char *id = start_kernel("{}"), out[64];
+    got_t got = {0}, other = {0}, late = {0};
+    const char *exec_id;
+    char exec_copy[64];
+    jws_t c;
+
+    exec_id = start_then_leave(own.port, TOKEN, id, "client-a", COUNT_TO_FIVE, &got);
+    snprintf(exec_copy, sizeof(exec_copy), "%s", exec_id);
+    usleep(1500 * 1000);
+    cr_assert_eq(jws_open(&c, id, 1, "?token=" TOKEN "&session_id=client-b"), 0);
+    jws_collect(&c, exec_copy, wsc_now_ms() + 1500, &other);
+    cr_expect_eq(other.messages, 0, "another client got %d of client-a's messages", other.messages);
+    cr_assert_str_eq(jws_execute(&c, "print(6 * 7)", out, sizeof(out)), "ok");
+    cr_expect_str_eq(out, "42\n");
+    /* client-a's buffer was dropped, not kept aside: coming back later it gets nothing either */
+    wsc_close(&c.ws);
+    cr_assert_eq(jws_open(&c, id, 1, "?token=" TOKEN "&session_id=client-a"), 0);
+    jws_collect(&c, exec_copy, wsc_now_ms() + 1500, &late);
+    cr_expect_eq(late.messages, 0, "a dropped buffer came back with %d messages", late.messages);
+    wsc_close(&c.ws);
+    free(id);
+}
+
+Test(jupyter, past_the_replay_bound_the_returning_client_is_told_output_was_lost_and_past_the_time_gets_nothing)
+{
+    static const char *const args[] = {"--access-token", TOKEN, "--jupyter-replay-bytes", "65536", "--jupyter-replay-ms",
+                                       "4000",           NULL};
+    ts_gateway_t small;
+    ts_response_t r = {0};
+    got_t got = {0}, back = {0}, late = {0};
+    const char *exec_id;
+    char exec_copy[64], *id;
+    jws_t c;
+
+    cr_assert_eq(
+        ts_gateway_start(&small, &(ts_gateway_opts_t){.exe = ts_kgate_path(KGATE_BINARY_DIR), .args = args, .label = "jreplay"}), 0,
+        "%s", small.error);
+    cr_assert_eq(ts_http_request_until(small.port, "POST", "/api/kernels", auth, "{}", wsc_now_ms() + WAIT_MS, &r), 201, "%s",
+                 r.body);
+    id = strdup(json_string_value(json_object_get(r.json, "id")));
+    ts_response_dispose(&r);
+    /* 1 MB of output while away, in 10 kB prints: far past 64 KiB */
+    exec_id = start_then_leave(
+        small.port, TOKEN, id, "client-a",
+        "import time\nprint('first', flush=True); time.sleep(0.3)\nfor i in range(100): print('x' * 10000, flush=True)", &got);
+    snprintf(exec_copy, sizeof(exec_copy), "%s", exec_id);
+    usleep(1500 * 1000);
+    cr_assert_eq(jws_open_at(&c, small.port, id, 1, "?token=" TOKEN "&session_id=client-a"), 0);
+    jws_collect(&c, exec_copy, wsc_now_ms() + WAIT_MS, &back);
+    cr_expect(back.lost, "no notice that output was lost");
+    cr_expect_lt(strlen(back.text), 65536, "more than the bound was replayed");
+    cr_expect(back.reply && back.idle, "the request's end is replayed even past the bound");
+    /* away again, past --jupyter-replay-ms: the buffer is dropped */
+    const char *second =
+        jws_send(&c, "shell", "execute_request", execute_content("import time; time.sleep(1); print('late')"), NULL);
+    snprintf(exec_copy, sizeof(exec_copy), "%s", second);
+    wsc_close(&c.ws);
+    sleep(5);
+    cr_assert_eq(jws_open_at(&c, small.port, id, 1, "?token=" TOKEN "&session_id=client-a"), 0);
+    jws_collect(&c, exec_copy, wsc_now_ms() + 1500, &late);
+    cr_expect_eq(late.messages, 0, "an expired buffer was replayed (%d messages)", late.messages);
+    wsc_close(&c.ws);
+    free(id);
+    size_t survivors = 0;
+    cr_expect_eq(ts_gateway_stop(&small, &survivors), 0, "%s", small.error);
+    cr_expect_eq(survivors, 0);
 }
