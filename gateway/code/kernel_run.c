@@ -4,6 +4,8 @@
 #include <string.h>
 #include <strings.h>
 #include "wire/alloc.h"
+#include "wire/codec.h"
+#include "wire/json_scan.h"
 #include "kmgr/errors.h"
 #include "code/kernel_run.h"
 #include "core/errors.h"
@@ -90,6 +92,35 @@ static void append_reply_lost_error(gw_kernel_run_t *krun)
                                                    "message cap (--max-message-bytes); whether the run succeeded is unknown"));
 }
 
+/*
+ * A stream message whose content kernelmgr kept raw (the run opted in: kmgr_execute_options_t.raw_stream): its text
+ * token goes into the event as the kernel encoded it, unless the content is not simple (then it is parsed, and a
+ * malformed one becomes today's message_undecodable notice) or the text does not fit the run's output room (then the
+ * decoded text is cut at a character boundary by gw_run_append).
+ */
+static void append_raw_stream(gw_kernel_run_t *krun, const wire_msg_t *msg, const gw_translate_opts_t *opts)
+{
+    wire_stream_fields_t f;
+    wire_msg_t parsed;
+    json_t *event;
+
+    if (wire_json_scan_stream(msg->raw_content.base, msg->raw_content.len, &f) && f.name != NULL &&
+        gw_run_append_stream(krun->run, f.name_len == 6 && memcmp(f.name, "stderr", 6) == 0, f.text, f.text_len,
+                             f.text_decoded_len))
+        return;
+    /* a view of the borrowed message with its content parsed: the translation of every other message */
+    parsed = *msg;
+    parsed.content_raw = 0;
+    parsed.raw_content = (wire_frame_t){NULL, 0};
+    if ((parsed.content = wire_msg_raw_content_parse(msg)) == NULL) {
+        parsed.content = json_object();
+        parsed.content_undecodable = 1;
+    }
+    if ((event = gw_translate_iopub(&parsed, opts)) != NULL)
+        gw_run_append(krun->run, event);
+    json_decref(parsed.content);
+}
+
 static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, int err, void *data)
 {
     gw_kernel_run_t *krun = data;
@@ -100,6 +131,10 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
     gw_context_touch(krun->ctx);
     switch (ev) {
     case KMGR_REQ_IOPUB:
+        if (msg->content_raw) {
+            append_raw_stream(krun, msg, opts);
+            break;
+        }
         if ((event = gw_translate_iopub(msg, opts)) == NULL)
             break;
         if (json_object_get(event, "error") != NULL) {
@@ -193,7 +228,7 @@ static int send_code(gw_kernel_run_t *krun)
     gw_context_t *ctx = krun->ctx;
     /* runs are serialised here already; ipykernel's stop_on_error would abort the next run if it
      * arrived within its abort window after an error */
-    kmgr_execute_options_t opts = {.silent = 0, .store_history = 1, .stop_on_error = 0};
+    kmgr_execute_options_t opts = {.silent = 0, .store_history = 1, .stop_on_error = 0, .raw_stream = 1};
 
     /* tool calls travel as stdin requests: the kernel must be allowed to make them */
     opts.allow_stdin = krun->allow_stdin || krun->tool_calls.tools != NULL;

@@ -26,6 +26,27 @@ gw_event_t *gw_event_render(const json_t *event, uint64_t id, int compat_execd)
     return ev;
 }
 
+gw_event_t *gw_event_render_stream(int is_stderr, int64_t timestamp, const char *text_token, size_t token_len, uint64_t id,
+                                   int compat_execd)
+{
+    char head[128];
+    int prefix_len = compat_execd ? 0 : snprintf(head, sizeof(head), "id: %" PRIu64 "\ndata: ", id);
+    /* the key order of gw_event_new + "text", as gw_json_render writes it (tests/gateway compares the two) */
+    int head_len =
+        prefix_len + snprintf(head + prefix_len, sizeof(head) - (size_t)prefix_len,
+                              "{\"type\":\"%s\",\"timestamp\":%" PRId64 ",\"text\":", is_stderr ? "stderr" : "stdout", timestamp);
+    gw_event_t *ev = wire_malloc(offsetof(gw_event_t, frame) + (size_t)head_len + token_len + 3);
+
+    memset(ev, 0, offsetof(gw_event_t, frame));
+    ev->id = id;
+    ev->refcnt = 1;
+    memcpy(ev->frame, head, (size_t)head_len);
+    memcpy(ev->frame + head_len, text_token, token_len);
+    memcpy(ev->frame + head_len + token_len, "}\n\n", 3);
+    ev->len = (size_t)head_len + token_len + 3;
+    return ev;
+}
+
 gw_event_t *gw_event_from_bytes(const void *data, size_t len)
 {
     gw_event_t *ev = wire_malloc(offsetof(gw_event_t, frame) + len);

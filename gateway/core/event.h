@@ -30,6 +30,15 @@ typedef struct st_gw_event_t {
  */
 gw_event_t *gw_event_render(const json_t *event, uint64_t id, int compat_execd);
 /**
+ * Renders a `stdout` or `stderr` event whose text is `text_token` (`token_len` bytes: a JSON string
+ * token, quotes included, that the caller has validated, such as wire_json_scan_stream finds) copied
+ * as it is: the frame is what gw_event_render makes of {"type", "timestamp", "text"} built by
+ * gw_event_new, byte for byte except that the string keeps the kernel's escapes, so it parses to the
+ * same event. Returns a new event with refcnt 1.
+ */
+gw_event_t *gw_event_render_stream(int is_stderr, int64_t timestamp, const char *text_token, size_t token_len, uint64_t id,
+                                   int compat_execd);
+/**
  * Copies `len` bytes (a chunk of a relayed body, say) into an event with no SSE framing: the writer
  * sends them as they are. Returns a new event with refcnt 1 and id 0.
  */

@@ -150,13 +150,12 @@ static void spill(gw_run_t *run)
         tail_remove(run, head);
 }
 
-/* Renders `event` (stolen) as the next event and links it into the log; the `last` one is flushed by gw_run_finish. */
-static void insert(gw_run_t *run, json_t *event, int last)
+/* Links `ev` (rendered as event number ++last_event_id; the log takes its reference) into the log: the one place
+ * both ways of rendering an event end; the `last` one is flushed by gw_run_finish. */
+static void link_event(gw_run_t *run, gw_event_t *ev, int last)
 {
-    gw_event_t *ev = gw_event_render(event, ++run->last_event_id, run->runs->host->config->compat_execd);
     uint64_t off = run->end_off;
 
-    json_decref(event);
     ev->log_pos = off + HEADER_LEN + ev->len;
     ev->in_log = 1;
     h2o_linklist_insert(&run->tail, &ev->link);
@@ -171,6 +170,15 @@ static void insert(gw_run_t *run, json_t *event, int last)
     if (!last)
         spill(run);
     gw_run_notify_cursors(run);
+}
+
+/* Renders `event` (stolen) as the next event and links it into the log. */
+static void insert(gw_run_t *run, json_t *event, int last)
+{
+    gw_event_t *ev = gw_event_render(event, ++run->last_event_id, run->runs->host->config->compat_execd);
+
+    json_decref(event);
+    link_event(run, ev, last);
 }
 
 static void report_truncation(gw_run_t *run)
@@ -294,6 +302,29 @@ void gw_run_append(gw_run_t *run, json_t *event)
     }
     if (truncated)
         report_truncation(run);
+}
+
+int gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, size_t token_len, size_t decoded_len)
+{
+    gw_event_t *ev;
+
+    if (run->state == GW_RUN_FINISHED)
+        return 1;
+    /* what apply_limits does for a text that fits; one that does not is cut at a character boundary of the decoded
+     * text, which only the slow path has */
+    if (decoded_len > run->limits.output_bytes - run->output_bytes)
+        return 0;
+    run->output_bytes += decoded_len;
+    if (run->log_error != 0 && run->tail_bytes > GW_RUNLOG_TAIL_BYTES) {
+        /* drop_for_log */
+        run->output_bytes -= decoded_len;
+        run->output_dropped_bytes += decoded_len;
+        return 1;
+    }
+    ev = gw_event_render_stream(is_stderr, gw_unix_ms(), text_token, token_len, ++run->last_event_id,
+                                run->runs->host->config->compat_execd);
+    link_event(run, ev, 0);
+    return 1;
 }
 
 void gw_run_append_last(gw_run_t *run, json_t *event)

@@ -121,6 +121,18 @@ void gw_run_set_producer(gw_run_t *run, const gw_run_producer_t *producer, void 
 void gw_run_append(gw_run_t *run, json_t *event);
 
 /**
+ * Appends a `stdout` (or, with `is_stderr`, `stderr`) event whose text is the JSON string token
+ * `text_token` (`token_len` bytes, quotes included, already validated: wire_json_scan_stream), which
+ * decodes to `decoded_len` bytes, without decoding it: as gw_run_append would append
+ * {"type", "timestamp", "text"} (same output accounting, same frame once parsed; core/event.h
+ * gw_event_render_stream). Returns 1 when done (appended, counted as dropped because the run's log
+ * failed, or ignored because the run has finished), or 0 when the text does not fit the run's
+ * remaining output room: nothing was done, and the caller appends the decoded event with
+ * gw_run_append, which truncates it at a character boundary and reports `output_truncated`.
+ */
+int gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, size_t token_len, size_t decoded_len);
+
+/**
  * A kernel message larger than max_message_bytes was dropped while the run was in flight (its
  * output, or its reply, may be among what was lost). The first time appends a `status` event with
  * text `output_truncated`, `message_limit` and a `reason` naming the cap; each time counts one in

@@ -510,7 +510,12 @@ int kmgr_channels_drain(kmgr_channels_t *ch, wire_channel_t channel)
             rx_release(&rx);
             continue;
         }
-        ret = wire_decode_ex(ch->signer, rx.frames, rx.n, big == KMGR_BIG_IOPUB_HEADERS ? WIRE_DECODE_SKIP_CONTENT : 0, &msg);
+        /* stream content stays raw until someone must read it (kmgr_requests_on_iopub): a relay of its
+         * text copies the bytes as they are instead of decoding and re-encoding them */
+        int flags = big == KMGR_BIG_IOPUB_HEADERS   ? WIRE_DECODE_SKIP_CONTENT
+                    : channel == WIRE_CHANNEL_IOPUB ? WIRE_DECODE_RAW_STREAM
+                                                    : 0;
+        ret = wire_decode_ex(ch->signer, rx.frames, rx.n, flags, &msg);
         if (ret != 0) {
             rx_release(&rx);
             count_dropped(ch, wire_strerror(ret));

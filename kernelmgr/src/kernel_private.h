@@ -47,6 +47,8 @@ struct st_kmgr_request_t {
     kmgr_request_cb cb;
     void *data;
     int got_reply, got_idle;
+    /* kmgr_execute_options_t.raw_stream: its stream messages are delivered unparsed */
+    int raw_stream;
     /* Its place among the shell messages sent to the kernel (kmgr_kernel_t.sent); 0 while unsent. */
     uint64_t seq;
     /* The kernel's count of oversized messages when this request was last told of one (KMGR_REQ_DROPPED). */
@@ -67,8 +69,8 @@ struct st_kmgr_request_t {
  */
 /** A shell reply. Returns 1 if a request took it, 0 if none is its parent (a handshake reply). */
 int kmgr_requests_on_reply(kmgr_kernel_t *k, const wire_msg_t *msg);
-/** An iopub message. */
-void kmgr_requests_on_iopub(kmgr_kernel_t *k, const wire_msg_t *msg);
+/** An iopub message. Unless its request opted in (raw_stream), a stream message kept raw is parsed first, in `msg`. */
+void kmgr_requests_on_iopub(kmgr_kernel_t *k, wire_msg_t *msg);
 /** A stdin message: an input_request goes to its request (answered "" if it was cancelled). */
 void kmgr_requests_on_input(kmgr_kernel_t *k, const wire_msg_t *msg);
 /**

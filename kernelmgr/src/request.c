@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
+#include "wire/codec.h"
 #include "kmgr/errors.h"
 #include "kernel_private.h"
 
@@ -31,7 +32,7 @@ static void finish(kmgr_request_t *req, kmgr_req_event_t ev, int err)
 
 /* ---- the public calls ---- */
 
-int kmgr_kernel_request(kmgr_kernel_t *k, const char *msg_type, json_t *content, kmgr_request_cb cb, void *data,
+static int request_send(kmgr_kernel_t *k, const char *msg_type, json_t *content, int raw_stream, kmgr_request_cb cb, void *data,
                         kmgr_request_t **out)
 {
     kmgr_request_t *req;
@@ -47,6 +48,7 @@ int kmgr_kernel_request(kmgr_kernel_t *k, const char *msg_type, json_t *content,
     req->msg_id = wire_strdup(wire_msg_id(msg));
     req->cb = cb;
     req->data = data;
+    req->raw_stream = raw_stream;
     if (k->state == KMGR_KERNEL_IDLE || k->state == KMGR_KERNEL_BUSY) {
         int ret = kmgr_channels_send(&k->proc->channels, WIRE_CHANNEL_SHELL, msg);
         wire_msg_destroy(msg);
@@ -65,6 +67,12 @@ int kmgr_kernel_request(kmgr_kernel_t *k, const char *msg_type, json_t *content,
     return 0;
 }
 
+int kmgr_kernel_request(kmgr_kernel_t *k, const char *msg_type, json_t *content, kmgr_request_cb cb, void *data,
+                        kmgr_request_t **out)
+{
+    return request_send(k, msg_type, content, 0, cb, data, out);
+}
+
 int kmgr_kernel_execute(kmgr_kernel_t *k, const char *code, const kmgr_execute_options_t *opts, kmgr_request_cb cb, void *data,
                         kmgr_request_t **out)
 {
@@ -75,11 +83,11 @@ int kmgr_kernel_execute(kmgr_kernel_t *k, const char *code, const kmgr_execute_o
         return KMGR_EINVAL; /* not UTF-8 */
     if (opts == NULL)
         opts = &defaults;
-    return kmgr_kernel_request(k, "execute_request",
-                               json_pack("{s:o, s:b, s:b, s:{}, s:b, s:b}", "code", jcode, "silent", opts->silent, "store_history",
-                                         opts->store_history, "user_expressions", "allow_stdin", opts->allow_stdin, "stop_on_error",
-                                         opts->stop_on_error),
-                               cb, data, out);
+    return request_send(k, "execute_request",
+                        json_pack("{s:o, s:b, s:b, s:{}, s:b, s:b}", "code", jcode, "silent", opts->silent, "store_history",
+                                  opts->store_history, "user_expressions", "allow_stdin", opts->allow_stdin, "stop_on_error",
+                                  opts->stop_on_error),
+                        opts->raw_stream, cb, data, out);
 }
 
 const char *kmgr_request_msg_id(const kmgr_request_t *req)
@@ -135,13 +143,18 @@ int kmgr_requests_on_reply(kmgr_kernel_t *k, const wire_msg_t *msg)
     return 1;
 }
 
-void kmgr_requests_on_iopub(kmgr_kernel_t *k, const wire_msg_t *msg)
+void kmgr_requests_on_iopub(kmgr_kernel_t *k, wire_msg_t *msg)
 {
     uint64_t generation = k->generation;
     kmgr_request_t *req = kmgr_reqtable_find(&k->table, wire_msg_parent_id(msg));
 
     if (req == NULL)
         return;
+    /* the channels keep every stream message raw (nothing else reads its content): parsed here for
+     * a request that reads it, so that only the ones that asked ever see raw content. A cancelled
+     * request reads nothing. */
+    if (msg->content_raw && !req->raw_stream && req->cb != NULL)
+        wire_msg_parse_raw_content(msg);
     if (strcmp(wire_msg_type(msg), "status") == 0) {
         const char *state = json_string_value(json_object_get(msg->content, "execution_state"));
         if (state != NULL && strcmp(state, "idle") == 0)

@@ -264,3 +264,50 @@ Test(code, an_undecodable_kernel_message_is_reported)
     ts_events_dispose(&evs);
     free(id);
 }
+
+/* The text of every `type` event, joined, with its length (NUL bytes included); caller frees. */
+static char *joined_text(const ts_events_t *evs, const char *type, size_t *len)
+{
+    char *buf = malloc(1);
+    cr_assert_not_null(buf);
+    *len = 0;
+    for (size_t i = 0; i != evs->n; ++i) {
+        json_t *t = json_object_get(evs->v[i].json, "text");
+        if (strcmp(evs->v[i].type, type) != 0 || !json_is_string(t))
+            continue;
+        buf = realloc(buf, *len + json_string_length(t) + 1);
+        cr_assert_not_null(buf);
+        memcpy(buf + *len, json_string_value(t), json_string_length(t));
+        *len += json_string_length(t);
+    }
+    return buf;
+}
+
+/* Stream text arrives exactly as printed whatever its bytes (kgate relays the kernel's own JSON encoding of it). */
+Test(code, stream_text_with_escapes_and_non_ascii_arrives_exactly)
+{
+    /* '"', '\\', ESC [1m, 'a', é, €, U+1F600, NUL, U+2028, '/', '\n', '\t', 'b' */
+    static const char once[] = "\"\\\x1b[1ma\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\0\xe2\x80\xa8/\n\tb";
+    const char *code = "import sys\n"
+                       "s = ''.join(map(chr, [34, 92, 27, 91, 49, 109, 97, 233, 8364, 128512, 0, 8232, 47, 10, 9, 98])) * 3\n"
+                       "sys.stdout.write(s); sys.stdout.flush(); sys.stderr.write(s)";
+    char expected[3 * (sizeof(once) - 1)], *got, sum[E2E_MSG_SIZE];
+    const char *types[] = {"stdout", "stderr"};
+    char *id = new_context();
+    ts_events_t evs;
+    size_t len;
+
+    for (size_t i = 0; i != 3; ++i)
+        memcpy(expected + i * (sizeof(once) - 1), once, sizeof(once) - 1);
+    run(id, code, &evs);
+    E2E_ASSERT_RUN(&evs, id, E2E_FRAMING_SSE);
+    assert_no_error(&evs, code);
+    for (size_t t = 0; t != 2; ++t) {
+        got = joined_text(&evs, types[t], &len);
+        cr_assert(len == sizeof(expected) && memcmp(got, expected, len) == 0, "%s: %zu bytes, not the %zu printed; %s", types[t],
+                  len, sizeof(expected), ts_events_summary(&evs, sum, sizeof(sum)));
+        free(got);
+    }
+    ts_events_dispose(&evs);
+    free(id);
+}

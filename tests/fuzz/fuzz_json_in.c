@@ -1,7 +1,9 @@
-/* tests/fuzz/fuzz_json_in.c: wire_json_parse against jansson on any bytes (the verdict of tests/wire/json_agree.h). */
+/* tests/fuzz/fuzz_json_in.c: wire_json_parse against jansson, and the stream scan against wire_json_parse, on any bytes
+ * (the verdicts of tests/wire/json_agree.h and scan_agree.h). */
 #include "fuzz.h"
 #include "wire/alloc.h"
 #include "json_agree.h"
+#include "scan_agree.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -15,6 +17,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *why = json_agree((const char *)data, size);
 
+    FUZZ_CHECK(why == NULL, "%s (%zu bytes)", why, size);
+    why = scan_agree((const char *)data, size, NULL);
     FUZZ_CHECK(why == NULL, "%s (%zu bytes)", why, size);
     return 0;
 }

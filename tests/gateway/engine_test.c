@@ -139,13 +139,14 @@ gw_run_t *engine_submit(gw_context_t *ctx, const char *code)
 static json_t *parse_frame(const gw_event_t *ev)
 {
     char prefix[48];
-    int n = snprintf(prefix, sizeof(prefix), "id: %" PRIu64 "\ndata: ", ev->id);
+    int n = eng.config.compat_execd ? 0 : snprintf(prefix, sizeof(prefix), "id: %" PRIu64 "\ndata: ", ev->id);
     json_error_t error;
     json_t *obj;
 
     cr_assert(ev->len > (size_t)n + 2 && memcmp(ev->frame, prefix, (size_t)n) == 0, "frame %" PRIu64 " is not standard SSE",
               ev->id);
-    obj = json_loadb(ev->frame + n, ev->len - (size_t)n - 2, 0, &error);
+    cr_assert(memcmp(ev->frame + ev->len - 2, "\n\n", 2) == 0, "frame %" PRIu64 " does not end its event", ev->id);
+    obj = json_loadb(ev->frame + n, ev->len - (size_t)n - 2, JSON_ALLOW_NUL, &error);
     cr_assert_not_null(obj, "frame %" PRIu64 ": %s", ev->id, error.text);
     json_object_set_new(obj, "_id", json_integer((json_int_t)ev->id));
     return obj;
@@ -170,6 +171,7 @@ void reader_pull(test_reader_t *r)
         return;
     while ((ev = source->ops->next(source, r->last, &lost)) != NULL) {
         json_array_append_new(r->events, parse_frame(ev));
+        json_array_append_new(r->frames, json_stringn(ev->frame, ev->len));
         gw_event_addref(ev);
         gw_event_release(r->last);
         r->last = ev;
@@ -202,6 +204,7 @@ int reader_open(test_reader_t *r, gw_run_t *run, uint64_t after_id)
         return ret;
     r->closed = 0;
     r->events = json_array();
+    r->frames = json_array();
     r->cursor.super.on_ready = on_ready;
     r->cursor.super.writer = r;
     reader_pull(r);
@@ -215,6 +218,8 @@ void reader_dispose(test_reader_t *r)
     r->last = NULL;
     json_decref(r->events);
     r->events = NULL;
+    json_decref(r->frames);
+    r->frames = NULL;
 }
 
 /* --- what a run's log says --- */
@@ -228,6 +233,17 @@ json_t *run_events(gw_run_t *run)
     events = json_incref(r.events);
     reader_dispose(&r);
     return events;
+}
+
+json_t *run_frames(gw_run_t *run)
+{
+    test_reader_t r;
+    json_t *frames;
+
+    cr_assert_eq(reader_open(&r, run, 0), 0, "the run's first events are gone");
+    frames = json_incref(r.frames);
+    reader_dispose(&r);
+    return frames;
 }
 
 static const char *type_of(const json_t *ev)

@@ -83,7 +83,8 @@ gw_run_t *engine_submit(gw_context_t *ctx, const char *code);
 typedef struct st_test_reader_t {
     gw_run_cursor_t cursor;
     gw_event_t *last; /* a reference, as a writer holds on what it sent last */
-    json_t *events;   /* what it read, parsed, each with "_id" */
+    json_t *events;   /* what it read, parsed, each with "_id" (either framing: config.compat_execd) */
+    json_t *frames;   /* what it read, each frame's bytes as they are (a string) */
     int paused;
     int lost, ended, closed;
     unsigned wakeups;
@@ -98,6 +99,8 @@ void reader_dispose(test_reader_t *r);
 
 /** Every event of `run` a new reader from the start would read now (a new array). */
 json_t *run_events(gw_run_t *run);
+/** The frames of every event of `run`, as run_events reads them: each one's bytes as a string (a new array). */
+json_t *run_frames(gw_run_t *run);
 /** Events of `events` whose type is `type`. */
 size_t count_type(const json_t *events, const char *type);
 /** The first event of `type` (borrowed), or NULL. */

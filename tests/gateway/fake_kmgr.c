@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
+#include "wire/codec.h"
 #include "wire/ids.h"
 #include "kmgr/errors.h"
 #include "fake_kmgr.h"
@@ -14,6 +15,7 @@ struct st_kmgr_manager_t {
     h2o_linklist_t kernels;      /* kmgr_kernel_t, in start order, destroyed ones included */
     size_t started;
     int fail_next_start;
+    int parse_all; /* fake_kmgr_parse_all */
     size_t misuse;
     char misuse_what[200];
 };
@@ -294,6 +296,7 @@ int kmgr_kernel_execute(kmgr_kernel_t *kernel, const char *code, const kmgr_exec
     wire_uuid4(req->msg_id);
     req->seen.code = req->code = wire_strdup(code);
     req->seen.allow_stdin = opts->allow_stdin;
+    req->seen.raw_stream = opts->raw_stream;
     req->seen.input_replies = json_array();
     h2o_linklist_insert(&kernel->requests, &req->link);
     ++kernel->seen.executes;
@@ -380,6 +383,30 @@ static void deliver_msg(kmgr_request_t *req, kmgr_req_event_t ev, const char *ms
 void fake_request_iopub(kmgr_request_t *req, const char *msg_type, json_t *content)
 {
     deliver_msg(req, KMGR_REQ_IOPUB, msg_type, content);
+}
+
+void fake_kmgr_parse_all(kmgr_manager_t *mgr, int on)
+{
+    mgr->parse_all = on;
+}
+
+void fake_request_iopub_bytes(kmgr_request_t *req, const char *msg_type, const char *content, size_t len)
+{
+    wire_msg_t *msg = wire_msg_create(msg_type, "fake-kernel-session", NULL);
+
+    json_object_set_new(msg->parent_header, "msg_id", json_string(req->msg_id));
+    json_object_set_new(msg->parent_header, "msg_type", json_string("execute_request"));
+    /* what wire_decode_ex with WIRE_DECODE_RAW_STREAM, then kmgr_requests_on_iopub, make of it */
+    msg->content_raw = 1;
+    msg->raw_content.base = wire_malloc(len != 0 ? len : 1);
+    if (len != 0)
+        memcpy(msg->raw_content.base, content, len);
+    msg->raw_content.len = len;
+    if (strcmp(msg_type, "stream") != 0 || !req->seen.raw_stream || req->kernel->mgr->parse_all)
+        wire_msg_parse_raw_content(msg);
+    if (request_listens(req) && req->cb != NULL)
+        req->cb(req, KMGR_REQ_IOPUB, msg, 0, req->data);
+    wire_msg_destroy(msg);
 }
 
 void fake_request_reply(kmgr_request_t *req, json_t *content)

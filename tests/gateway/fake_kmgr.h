@@ -29,6 +29,11 @@ kmgr_manager_t *fake_kmgr_create(h2o_loop_t *loop);
 void fake_kmgr_destroy(kmgr_manager_t *mgr);
 /** The next kmgr_kernel_start fails with `err` (a KMGR_E* code). */
 void fake_kmgr_fail_next_start(kmgr_manager_t *mgr, int err);
+/**
+ * With `on`, every message reaches its request parsed, raw_stream or not: as kernelmgr delivered stream
+ * messages before requests could opt in to raw content (the way a test compares both).
+ */
+void fake_kmgr_parse_all(kmgr_manager_t *mgr, int on);
 /** Kernels started (kmgr_kernel_start calls that succeeded). */
 size_t fake_kmgr_num_started(const kmgr_manager_t *mgr);
 /** Calls made on a destroyed kernel or a finished request: 0, or how many, with the first one described in `*what`. */
@@ -60,6 +65,7 @@ kmgr_request_t *fake_kernel_request(const kmgr_kernel_t *kernel, size_t i);
 typedef struct st_fake_request_seen_t {
     const char *code;
     int allow_stdin;
+    int raw_stream;        /* the request opted in to raw stream content */
     int cancelled;         /* kmgr_request_cancel was called */
     int finished;          /* DONE or FAILED was delivered */
     json_t *input_replies; /* the values of its input_replies, in order (an array) */
@@ -73,6 +79,13 @@ const fake_request_seen_t *fake_request_seen(const kmgr_request_t *req);
  */
 void fake_request_iopub(kmgr_request_t *req, const char *msg_type, json_t *content);
 void fake_request_reply(kmgr_request_t *req, json_t *content);
+/**
+ * An iopub message whose content is the `len` bytes at `content` (copied) as the kernel sent them, whatever
+ * they are: as kernelmgr delivers it, kept raw (msg->content_raw) for a `stream` message of a request
+ * that opted in (kmgr_execute_options_t.raw_stream), parsed otherwise (content_undecodable when it
+ * cannot be).
+ */
+void fake_request_iopub_bytes(kmgr_request_t *req, const char *msg_type, const char *content, size_t len);
 /** An input_request: the request awaits one input_reply afterwards. */
 void fake_request_input(kmgr_request_t *req, const char *prompt, int password);
 /** DONE (both execute_reply and status idle are in). */

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include "wire/alloc.h"
 #include "kmgr/errors.h"
+#include "wire/codec.h"
 #include "kmgr_test.h"
 
 kt_env_t kt;
@@ -106,12 +107,14 @@ void kt_rec_init(kt_rec_t *rec)
 {
     memset(rec, 0, sizeof(*rec));
     rec->iopub = json_array();
+    rec->raw = json_array();
     rec->input_ret = 1;
 }
 
 void kt_rec_dispose(kt_rec_t *rec)
 {
     json_decref(rec->iopub);
+    json_decref(rec->raw);
     json_decref(rec->buffers);
     json_decref(rec->reply);
     json_decref(rec->input_content);
@@ -128,6 +131,8 @@ void kt_on_req(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, 
         const char *type = wire_msg_type(msg);
         ++rec->n_iopub;
         json_array_append_new(rec->iopub, json_pack("{s:s, s:O}", "msg_type", type, "content", msg->content));
+        if (msg->content_raw)
+            json_array_append_new(rec->raw, json_pack("{s:s, s:o?}", "msg_type", type, "content", wire_msg_raw_content_parse(msg)));
         if (msg->buffers.size != 0) {
             json_decref(rec->buffers);
             rec->buffers = json_array();

@@ -47,6 +47,7 @@ typedef struct st_kt_rec_t {
     char out[16384];    /* stdout stream text (its start) */
     size_t out_bytes;   /* stdout stream text: every byte counted */
     json_t *buffers;    /* the binary buffers of the last iopub message that had any, as strings */
+    json_t *raw;        /* iopub messages that came with raw content: {"msg_type", "content": what it parses to, or null} */
     const char *answer; /* answer to input_request (from inside the callback) */
     int input_ret;      /* what kmgr_request_input_reply returned */
     json_t *input_content;

@@ -108,6 +108,38 @@ Test(kernel, print_streams_stdout)
     kmgr_kernel_destroy(k);
 }
 
+/* A request that opts in gets its stream messages' content as the kernel's bytes; one that does not, beside it, parsed. */
+Test(kernel, raw_stream_is_per_request)
+{
+    static const kmgr_execute_options_t raw_opts = {.store_history = 1, .stop_on_error = 1, .raw_stream = 1};
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(NULL, &st);
+    kt_rec_t raw, parsed;
+    json_t *first;
+
+    kt_rec_init(&raw);
+    kt_rec_init(&parsed);
+    cr_assert_eq(kmgr_kernel_execute(k, "print('caf\u00e9 \"q\" \\\\ \\x1b[1m'); 6 * 7", &raw_opts, kt_on_req, &raw, &raw.req), 0);
+    cr_assert_eq(kt_execute(k, "print('plain')", &parsed), 0);
+    cr_assert(kt_wait_rec(&raw, 10000));
+    cr_assert(kt_wait_rec(&parsed, 10000));
+
+    cr_assert_geq(json_array_size(raw.raw), 1);
+    for (size_t i = 0; i != json_array_size(raw.raw); ++i)
+        cr_expect_str_eq(json_string_value(json_object_get(json_array_get(raw.raw, i), "msg_type")), "stream",
+                         "only stream messages stay raw");
+    first = json_object_get(json_array_get(raw.raw, 0), "content");
+    cr_expect_str_eq(json_string_value(json_object_get(first, "text")), "caf\xc3\xa9 \"q\" \\ \x1b[1m\n");
+    cr_expect_str_eq(raw.out, "", "a raw stream message has an empty parsed content");
+    cr_expect_str_eq(kt_result_text(&raw), "42", "other messages of the same request are parsed");
+
+    cr_expect_eq(json_array_size(parsed.raw), 0);
+    cr_expect_str_eq(parsed.out, "plain\n");
+    kt_rec_dispose(&raw);
+    kt_rec_dispose(&parsed);
+    kmgr_kernel_destroy(k);
+}
+
 Test(kernel, requests_queued_while_starting_run_once_ready)
 {
     kt_states_t st = {0};

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <criterion/criterion.h>
 #include "wire/alloc.h"
+#include "wire/codec.h"
 #include "kmgr/errors.h"
 #include "kmgr_test.h"
 
@@ -13,6 +14,7 @@ TestSuite(tap, .init = kt_setup, .fini = kt_teardown, .timeout = 90);
 typedef struct st_tap_rec_t {
     char parent[64];
     int n_reply, n_idle, n_input, n_skipped;
+    int n_raw;                /* stream messages whose content came unparsed (msg->content_raw) */
     size_t stream_bytes;      /* "text" bytes of stream messages (parsed content) */
     size_t raw_content_bytes; /* content part bytes of stream messages as relayed */
     int raw_matches_decoded;  /* every parsed content equals its raw part, parsed again */
@@ -53,6 +55,15 @@ static void on_tap(kmgr_kernel_t *kernel, wire_channel_t channel, const wire_msg
         r->raw_content_bytes += json_string_length(json_object_get(raw, "text"));
         if (msg->content_skipped) {
             ++r->n_skipped;
+        } else if (msg->content_raw) {
+            /* no request read it parsed: the content is the kernel's bytes, the very part relayed */
+            json_t *content = wire_msg_raw_content_parse(msg);
+            ++r->n_raw;
+            r->stream_bytes += json_string_length(json_object_get(content, "text"));
+            if (msg->raw_content.len != parts[3].len || memcmp(msg->raw_content.base, parts[3].base, parts[3].len) != 0 ||
+                !json_equal(raw, content))
+                r->raw_matches_decoded = 0;
+            json_decref(content);
         } else {
             r->stream_bytes += json_string_length(json_object_get(msg->content, "text"));
             if (!json_equal(raw, msg->content))
@@ -110,6 +121,7 @@ Test(tap, a_relayed_execute_is_answered_to_the_tap_and_output_is_verbatim)
     cr_expect_str_eq(r.reply_status, "ok");
     cr_expect_str_eq(r.reply_parent_type, "execute_request", "the client's header came back as the parent, verbatim");
     cr_expect_eq(r.stream_bytes, 1001);
+    cr_expect_geq(r.n_raw, 1, "a stream message nobody in kernelmgr awaited reaches the tap unparsed");
     cr_expect_eq(r.raw_content_bytes, 1001);
     cr_expect(r.raw_matches_decoded);
     cr_expect_eq(r.n_skipped, 0, "small output is decoded");
@@ -170,6 +182,7 @@ Test(tap, requests_of_kernelmgr_still_work_and_the_tap_sees_their_messages)
     cr_assert(kt_wait_rec(&rec, 10000));
     cr_expect_str_eq(rec.out, "both\n", "the request got its output");
     cr_expect_eq(r.stream_bytes, 5, "and the tap saw it too");
+    cr_expect_eq(r.n_raw, 0, "parsed, as the request that did not opt in to raw streams read it");
     cr_expect_eq(r.n_reply, 1);
     kt_rec_dispose(&rec);
     kmgr_kernel_destroy(k);

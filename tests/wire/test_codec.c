@@ -280,6 +280,65 @@ Test(codec, skipped_content_is_verified_not_parsed_and_parts_are_the_signed_byte
     wire_signer_dispose(&s);
 }
 
+/* A relay of stream text gets the content's bytes, verified but not parsed; the parse on demand is wire_decode's. */
+Test(codec, raw_stream_content_is_kept_as_bytes_and_parses_as_decode_would)
+{
+    static const char *const contents[] = {"{\"name\":\"stdout\",\"text\":\"caf\xc3\xa9 \\u001b[1m\\n\"}",
+                                           "{\"name\":\"stdout\",\"text\":", ""};
+    const char *stream_header = "{\"msg_id\":\"a\",\"msg_type\":\"stream\"}";
+    wire_signer_t s, other;
+
+    wire_signer_init(&s, "key", 3);
+    wire_signer_init(&other, "another key", 11);
+    for (size_t i = 0; i != sizeof(contents) / sizeof(contents[0]); ++i) {
+        const char *json[4] = {stream_header, "{\"msg_id\":\"p\"}", "{}", contents[i]};
+        wire_frames_t frames;
+        wire_msg_t *msg = NULL, *plain = NULL, *forged = NULL;
+        json_t *parsed;
+        build(&s, json, &frames);
+        cr_assert_eq(wire_decode_ex(&s, frames.entries, frames.size, WIRE_DECODE_RAW_STREAM, &msg), 0);
+        cr_assert_eq(wire_decode(&s, frames.entries, frames.size, &plain), 0);
+        cr_assert_eq(wire_decode_ex(&other, frames.entries, frames.size, WIRE_DECODE_RAW_STREAM, &forged), WIRE_EBADSIG,
+                     "raw is no excuse to skip the signature");
+        cr_assert_null(forged);
+        /* the frames go first: the message owns a copy */
+        wire_frames_dispose(&frames);
+        cr_assert(msg->content_raw && !msg->content_undecodable && json_object_size(msg->content) == 0);
+        cr_assert_eq(msg->raw_content.len, strlen(contents[i]));
+        cr_assert(memcmp(msg->raw_content.base, contents[i], msg->raw_content.len) == 0);
+        parsed = wire_msg_raw_content_parse(msg);
+        cr_assert_eq(parsed == NULL, plain->content_undecodable, "content %zu", i);
+        cr_assert(parsed == NULL || json_equal(parsed, plain->content));
+        json_decref(parsed);
+        wire_msg_parse_raw_content(msg);
+        cr_assert(!msg->content_raw && msg->raw_content.base == NULL);
+        cr_assert_eq(msg->content_undecodable, plain->content_undecodable, "content %zu", i);
+        cr_assert(json_equal(msg->content, plain->content), "content %zu", i);
+        wire_msg_destroy(msg);
+        wire_msg_destroy(plain);
+    }
+    wire_signer_dispose(&other);
+    wire_signer_dispose(&s);
+}
+
+/* Only stream messages stay raw: every other type is parsed as without the flag. */
+Test(codec, raw_stream_flag_parses_other_types)
+{
+    const char *json[4] = {GOOD_HEADER, "{}", "{}", "{\"name\":\"stdout\",\"text\":\"x\"}"};
+    wire_signer_t s;
+    wire_frames_t frames;
+    wire_msg_t *msg = NULL;
+
+    wire_signer_init(&s, "key", 3);
+    build(&s, json, &frames);
+    cr_assert_eq(wire_decode_ex(&s, frames.entries, frames.size, WIRE_DECODE_RAW_STREAM, &msg), 0);
+    cr_assert(!msg->content_raw && msg->raw_content.base == NULL);
+    cr_assert_str_eq(json_string_value(json_object_get(msg->content, "text")), "x");
+    wire_msg_destroy(msg);
+    wire_frames_dispose(&frames);
+    wire_signer_dispose(&s);
+}
+
 Test(codec, decode_rejects_non_object_json)
 {
     static const char *const bad[] = {"[]",       "1", "\"s\"", "null",     "true", "{",

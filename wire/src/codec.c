@@ -60,6 +60,28 @@ static json_t *parse_object(const wire_frame_t *frame)
     return json;
 }
 
+json_t *wire_msg_raw_content_parse(const wire_msg_t *msg)
+{
+    return parse_object(&msg->raw_content);
+}
+
+void wire_msg_parse_raw_content(wire_msg_t *msg)
+{
+    json_t *content;
+
+    if (!msg->content_raw)
+        return;
+    if ((content = parse_object(&msg->raw_content)) != NULL) {
+        json_decref(msg->content);
+        msg->content = content;
+    } else {
+        msg->content_undecodable = 1;
+    }
+    free(msg->raw_content.base);
+    msg->raw_content = (wire_frame_t){NULL, 0};
+    msg->content_raw = 0;
+}
+
 int wire_decode(const wire_signer_t *signer, const wire_frame_t *frames, size_t n, wire_msg_t **out)
 {
     return wire_decode_ex(signer, frames, n, 0, out);
@@ -94,10 +116,17 @@ int wire_decode_ex(const wire_signer_t *signer, const wire_frame_t *frames, size
     if ((ret = wire_signer_verify(signer, parts, sig->base, sig->len)) != 0)
         return ret;
 
-    int content_undecodable = 0, content_skipped = (flags & WIRE_DECODE_SKIP_CONTENT) != 0;
+    int content_undecodable = 0, content_skipped = (flags & WIRE_DECODE_SKIP_CONTENT) != 0, content_raw = 0;
     for (size_t i = 0; i != 4; ++i) {
         if (i == 3 && content_skipped) {
             json[i] = json_object();
+            break;
+        }
+        /* the header is parsed by now (i == 0): it alone decides, so the content's bytes are never read */
+        if (i == 3 && (flags & WIRE_DECODE_RAW_STREAM) != 0 && json_is_string(json_object_get(json[0], "msg_type")) &&
+            strcmp(json_string_value(json_object_get(json[0], "msg_type")), "stream") == 0) {
+            json[i] = json_object();
+            content_raw = 1;
             break;
         }
         if ((json[i] = parse_object(&parts[i])) == NULL) {
@@ -125,6 +154,14 @@ int wire_decode_ex(const wire_signer_t *signer, const wire_frame_t *frames, size
     msg->content = json[3];
     msg->content_undecodable = content_undecodable;
     msg->content_skipped = content_skipped;
+    if (content_raw) {
+        /* a copy: the frames belong to the caller (ZMQ's messages, released before the message is used) */
+        msg->content_raw = 1;
+        msg->raw_content.base = wire_malloc(parts[3].len != 0 ? parts[3].len : 1);
+        if (parts[3].len != 0)
+            memcpy(msg->raw_content.base, parts[3].base, parts[3].len);
+        msg->raw_content.len = parts[3].len;
+    }
     *out = msg;
     return 0;
 

@@ -46,6 +46,7 @@ void wire_msg_destroy(wire_msg_t *msg)
     json_decref(msg->parent_header);
     json_decref(msg->metadata);
     json_decref(msg->content);
+    free(msg->raw_content.base);
     free(msg);
 }
 

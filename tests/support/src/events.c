@@ -18,7 +18,8 @@ void ts_events_push(ts_events_t *evs, const ts_sse_event_t *ev)
     ts_event_t *e = &evs->v[evs->n++];
     *e = (ts_event_t){.id = ev->id, .bare = ev->bare, .recv_ms = ts_now_ms()};
     e->data = ts_strndup(ev->data, ev->len);
-    e->json = json_loadb(e->data, ev->len, 0, NULL);
+    /* "\u0000" is valid JSON (kernels print NUL bytes): clients in Python, Go and JS read it */
+    e->json = json_loadb(e->data, ev->len, JSON_ALLOW_NUL, NULL);
     json_t *t = json_object_get(e->json, "type");
     e->type = json_is_string(t) ? json_string_value(t) : "";
 }

@@ -37,10 +37,32 @@ enum {
      * output whose text nobody in kgate needs): parsing it would cost as much as relaying it.
      */
     WIRE_DECODE_SKIP_CONTENT = 1,
+    /**
+     * Verify the whole message, but keep the content of a message whose header msg_type is "stream"
+     * as bytes instead of parsing it (msg->content_raw, msg->raw_content; content is an empty object):
+     * for a receiver that relays stream text without decoding and re-encoding it (wire/json_scan.h
+     * finds the text in those bytes). Other messages decode as without the flag. SKIP_CONTENT wins.
+     */
+    WIRE_DECODE_RAW_STREAM = 2,
 };
 
 /** wire_decode with `flags` (WIRE_DECODE_*). */
 int wire_decode_ex(const wire_signer_t *signer, const wire_frame_t *frames, size_t n, int flags, wire_msg_t **out);
+
+/**
+ * Parses the content that a decode with WIRE_DECODE_RAW_STREAM kept as bytes, with exactly the result
+ * wire_decode would have had: on return msg->content is the parsed object, or an empty object with
+ * msg->content_undecodable set, and the raw bytes are freed (content_raw cleared). No-op on a message
+ * without raw content.
+ */
+void wire_msg_parse_raw_content(wire_msg_t *msg);
+
+/**
+ * The same parse, leaving `msg` as it is (a receiver that holds it borrowed): returns a new reference
+ * to the parsed content object, or NULL when wire_decode would have marked it content_undecodable.
+ * `msg` must have raw content (content_raw).
+ */
+json_t *wire_msg_raw_content_parse(const wire_msg_t *msg);
 
 /** The signed parts (header, parent_header, metadata, content, buffers...) of the decoded frames, which are `frames + n` of them.
  */
