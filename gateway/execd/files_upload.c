@@ -77,6 +77,7 @@ static void on_job_dispose(void *p)
     if (h2o_timeout_is_linked(&job->step))
         h2o_timeout_unlink(&job->step);
     abandon_file(job);
+    gw_body_pages_dispose(&job->pages);
     gw_workspace_dispose(&job->ws);
     free(job->metas);
     free(job->parts);
@@ -287,7 +288,7 @@ GW_EXECD_HANDLER(files_upload)
     job->ws = (gw_workspace_t){wire_strdup(execd->files_ws->root), fcntl(execd->files_ws->root_fd, F_DUPFD_CLOEXEC, 0),
                                execd->files_ws->allow_hardlinks};
     job->parts = wire_malloc(sizeof(*job->parts) * 2 * MAX_ITEMS);
-    job->dir_fd = job->fd = -1;
+    job->dir_fd = job->fd = job->pages.fd = -1;
     job->step.cb = on_parse_step;
     gw_body_pages_init(&job->pages, req->entity.base, req->entity.len);
     if ((ret = gw_multipart_parser_init(&job->parser, req->entity.base != NULL ? req->entity.base : "", req->entity.len, boundary,

@@ -1,6 +1,8 @@
 /* multipart/form-data splitting, and the page trimming that keeps large buffered request bodies out of resident memory. */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,8 +11,11 @@
 #include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <h2o.h>
+#include "wire/alloc.h"
+#include "core/detach.h"
 #include "files/upload.h"
 
 /* Bytes searched between two progress reports (and so at most resident at once while parsing). The
@@ -267,6 +272,24 @@ static char body_dir[FILENAME_MAX - 16];
 static struct timespec body_dir_mtime;
 static int body_trim_active;
 
+/* A body file, as /proc/self/maps names it. */
+typedef struct st_body_file_t {
+    unsigned dev_major, dev_minor;
+    unsigned long ino;
+} body_file_t;
+
+/*
+ * Our own references to the body files of finished uploads (gw_body_pages_dispose), closed once h2o has unmapped them:
+ * the last close of a 1 GiB unlinked file frees its page cache and blocks, ~200 ms measured here, and is done by a
+ * detached thread (core/detach.h) instead of h2o's munmap inside the loop.
+ */
+static struct {
+    int fd;
+    body_file_t file;
+    int mapped; /* scratch for release_held_files */
+} * held_files;
+static size_t num_held_files, cap_held_files;
+
 int gw_body_buffers_init(const char *tmpdir, size_t threshold)
 {
     if (tmpdir == NULL || tmpdir[0] == '\0')
@@ -286,6 +309,11 @@ int gw_body_buffers_init(const char *tmpdir, size_t threshold)
 
 void gw_body_buffers_dispose(void)
 {
+    for (size_t i = 0; i != num_held_files; ++i)
+        close(held_files[i].fd);
+    free(held_files);
+    held_files = NULL;
+    num_held_files = cap_held_files = 0;
     if (body_dir[0] != '\0')
         rmdir(body_dir);
     body_dir[0] = '\0';
@@ -295,7 +323,7 @@ void gw_body_buffers_dispose(void)
  * Calls cb for every mapping of /proc/self/maps that is a shared mapping of one of our (unlinked)
  * body files. Stops early when cb returns non-zero. Returns how many matched.
  */
-static size_t for_each_body_mapping(int (*cb)(void *ctx, char *start, char *end), void *ctx)
+static size_t for_each_body_mapping(int (*cb)(void *ctx, char *start, char *end, const body_file_t *file), void *ctx)
 {
     FILE *fp;
     char line[FILENAME_MAX + 256];
@@ -305,36 +333,68 @@ static size_t for_each_body_mapping(int (*cb)(void *ctx, char *start, char *end)
         return 0;
     while (fgets(line, sizeof(line), fp) != NULL) {
         uintptr_t start, end;
+        body_file_t file;
         char perms[8];
         int path_at = 0;
         const char *path;
-        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %*s %*s %*s %n", &start, &end, perms, &path_at) < 3 || path_at == 0)
+        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %*s %x:%x %lu %n", &start, &end, perms, &file.dev_major, &file.dev_minor,
+                   &file.ino, &path_at) < 6 ||
+            path_at == 0)
             continue;
         path = line + path_at;
         if (perms[3] != 's' || strncmp(path, body_dir, dir_len) != 0 || path[dir_len] != '/')
             continue;
         ++matched;
-        if (cb(ctx, (char *)start, (char *)end) != 0)
+        if (cb(ctx, (char *)start, (char *)end, &file) != 0)
             break;
     }
     fclose(fp);
     return matched;
 }
 
-/*
- * Drops what of a body mapping is resident, and turns the kernel's readahead off for it: h2o receives
- * into it page by page (each page faulted in as h2o's read writes to it), and readahead on those faults
- * read, that is zero-filled, whole windows of the file's still unwritten blocks ahead of the data. Measured on
- * a 1 GiB upload: 40% of kgate's CPU was that zeroing in the page-fault path (2 s per GiB); with
- * MADV_RANDOM it is 2%, and the upload's sending phase went from 2.9-3.5 s to 2.2 s. The copy phase asks for
- * its pages itself (gw_body_pages_populate), readahead included.
- */
-static int trim_mapping(void *ctx, char *start, char *end)
+static int trim_mapping(void *ctx, char *start, char *end, const body_file_t *file)
 {
-    (void)ctx;
+    (void)ctx, (void)file;
     madvise(start, (size_t)(end - start), MADV_DONTNEED);
     madvise(start, (size_t)(end - start), MADV_RANDOM);
     return 0;
+}
+
+static int same_file(const body_file_t *a, const body_file_t *b)
+{
+    return a->ino == b->ino && a->dev_major == b->dev_major && a->dev_minor == b->dev_minor;
+}
+
+static int mark_held_mapped(void *ctx, char *start, char *end, const body_file_t *file)
+{
+    (void)ctx, (void)start, (void)end;
+    for (size_t i = 0; i != num_held_files; ++i)
+        held_files[i].mapped |= same_file(&held_files[i].file, file);
+    return 0;
+}
+
+static void close_detached(void *arg)
+{
+    close((int)(intptr_t)arg);
+}
+
+/* Closes, off the loop, every held body file that nothing maps any more. */
+static void release_held_files(void)
+{
+    size_t kept = 0;
+
+    if (num_held_files == 0)
+        return;
+    for (size_t i = 0; i != num_held_files; ++i)
+        held_files[i].mapped = 0;
+    for_each_body_mapping(mark_held_mapped, NULL);
+    for (size_t i = 0; i != num_held_files; ++i) {
+        if (held_files[i].mapped)
+            held_files[kept++] = held_files[i];
+        else if (gw_detach(close_detached, (void *)(intptr_t)held_files[i].fd) != 0)
+            close(held_files[i].fd); /* no thread to be had: the loop pays the close, as it did before */
+    }
+    num_held_files = kept;
 }
 
 int gw_body_buffers_trim(void)
@@ -350,34 +410,79 @@ int gw_body_buffers_trim(void)
     }
     if (body_trim_active && for_each_body_mapping(trim_mapping, NULL) == 0)
         body_trim_active = 0;
-    return body_trim_active;
+    release_held_files();
+    return body_trim_active || num_held_files != 0;
 }
 
 typedef struct st_find_ctx_t {
     const char *base;
     gw_body_pages_t *pages;
+    body_file_t file;
 } find_ctx_t;
 
-static int find_mapping(void *ctx, char *start, char *end)
+static int find_mapping(void *ctx, char *start, char *end, const body_file_t *file)
 {
     find_ctx_t *f = ctx;
 
     if (f->base >= start && f->base < end) {
         f->pages->map_start = start;
         f->pages->map_end = end;
+        f->file = *file;
         return 1;
     }
     return 0;
 }
 
+/* A new descriptor of the body file `file` (found among h2o's open descriptors), or -1. */
+static int open_body_file(const body_file_t *file)
+{
+    DIR *dir = opendir("/proc/self/fd");
+    struct dirent *de;
+    int found = -1;
+
+    if (dir == NULL)
+        return -1;
+    while (found == -1 && (de = readdir(dir)) != NULL) {
+        struct stat st;
+        int fd = atoi(de->d_name);
+        if (de->d_name[0] == '.' || fd == dirfd(dir) || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        body_file_t f = {major(st.st_dev), minor(st.st_dev), (unsigned long)st.st_ino};
+        if (same_file(&f, file))
+            found = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    }
+    closedir(dir);
+    return found;
+}
+
 void gw_body_pages_init(gw_body_pages_t *pages, const char *base, size_t len)
 {
-    find_ctx_t f = {base, pages};
+    find_ctx_t f = {base, pages, {0, 0, 0}};
 
     pages->map_start = pages->map_end = NULL;
+    pages->fd = -1;
     if (base == NULL || len < h2o_socket_buffer_mmap_settings.threshold / 2)
         return;
-    for_each_body_mapping(find_mapping, &f);
+    if (for_each_body_mapping(find_mapping, &f) != 0 && pages->map_start != NULL) {
+        pages->fd = open_body_file(&f.file);
+        pages->file_dev_major = f.file.dev_major;
+        pages->file_dev_minor = f.file.dev_minor;
+        pages->file_ino = f.file.ino;
+    }
+}
+
+void gw_body_pages_dispose(gw_body_pages_t *pages)
+{
+    if (pages->fd == -1)
+        return;
+    if (num_held_files == cap_held_files) {
+        cap_held_files = cap_held_files == 0 ? 4 : cap_held_files * 2;
+        held_files = wire_realloc(held_files, cap_held_files * sizeof(*held_files));
+    }
+    held_files[num_held_files].fd = pages->fd;
+    held_files[num_held_files].file = (body_file_t){pages->file_dev_major, pages->file_dev_minor, pages->file_ino};
+    ++num_held_files;
+    pages->fd = -1;
 }
 
 void gw_body_pages_populate(const gw_body_pages_t *pages, const char *from, const char *to)

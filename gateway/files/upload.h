@@ -102,10 +102,20 @@ int gw_body_buffers_trim(void);
 /** The file-backed mapping holding a received body, if it is one of ours. */
 typedef struct st_gw_body_pages_t {
     char *map_start, *map_end; /* NULL when the body is in ordinary memory: then nothing is released */
+    int fd;                    /* our own reference to the body file, or -1 (see gw_body_pages_dispose) */
+    unsigned file_dev_major, file_dev_minor;
+    unsigned long file_ino;
 } gw_body_pages_t;
 
-/** Finds whether [base, base + len) lies in one of our body-buffer mappings. */
+/** Finds whether [base, base + len) lies in one of our body-buffer mappings, and takes a reference to its file. */
 void gw_body_pages_init(gw_body_pages_t *pages, const char *base, size_t len);
+
+/**
+ * Ends the use of the body. Its file's last close (freeing a big unlinked file's page cache and blocks: ~200 ms per GiB
+ * measured here) is kept out of the loop: the reference taken at init outlives h2o's unmapping of the buffer, and
+ * gw_body_buffers_trim then closes it in a detached thread. Accepts a body in ordinary memory (nothing to do).
+ */
+void gw_body_pages_dispose(gw_body_pages_t *pages);
 
 /**
  * Maps the pages of [from, to) back in one call (MADV_POPULATE_READ) before a write() copies them

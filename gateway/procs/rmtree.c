@@ -3,12 +3,11 @@
  * directory a sandbox filled with millions of entries, an unlink on a slow disk), and no step of ours can bound a single such
  * call; the thread shares nothing with the loop but a counter, so it needs no lock and no hand-back. */
 #include <ftw.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "core/detach.h"
 #include "procs/rmtree.h"
 
 static size_t in_flight; /* __atomic_* only */
@@ -29,33 +28,21 @@ void gw_rmtree(const char *path)
     nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-static void *remove_tree(void *arg)
+static void remove_tree(void *arg)
 {
     char *path = arg;
 
     gw_rmtree(path);
     free(path);
     __atomic_fetch_sub(&in_flight, 1, __ATOMIC_RELEASE);
-    return NULL;
 }
 
 void gw_rmtree_detached(char *path)
 {
-    pthread_attr_t attr;
-    pthread_t thread;
-    sigset_t all, old;
     int ret;
 
     __atomic_fetch_add(&in_flight, 1, __ATOMIC_RELAXED);
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    /* signals (SIGINT, SIGTERM: shutdown) stay the loop thread's: the thread starts with every signal blocked */
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    ret = pthread_create(&thread, &attr, remove_tree, path);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
-    if (ret != 0) {
+    if ((ret = gw_detach(remove_tree, path)) != 0) {
         fprintf(stderr, "kgate: cannot start a thread to remove %s (error %d): removing it now\n", path, ret);
         remove_tree(path);
     }

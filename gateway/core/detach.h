@@ -1,0 +1,13 @@
+/* core/detach.h: work that may take unbounded time in the kernel (a big directory's removal, the last close of a big
+ * file), done in a thread of its own so that the event loop never waits for it. */
+#ifndef GW_DETACH_H
+#define GW_DETACH_H
+
+/**
+ * Runs `fn(arg)` in a new detached thread that starts with every signal blocked (signals stay the loop thread's). The
+ * thread must own everything `fn` touches: it shares nothing with the loop. Returns 0, or the pthread_create error, in
+ * which case nothing ran (the caller decides whether to run `fn` itself).
+ */
+int gw_detach(void (*fn)(void *arg), void *arg);
+
+#endif
