@@ -1,5 +1,5 @@
 /* tests/e2e/test_limits.c: output and result bounds, the message cap, the bounded run log (slow readers, EVENTS_GONE), queue and
- * request bounds. */
+ * request bounds. Over 600 lines on purpose: every bound of one run's path, sharing one set of gateway fixtures and readers. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
 #include <errno.h>
