@@ -45,6 +45,11 @@ int bench_direct_open(bench_direct_t *d, const char *connection_file, unsigned t
     int zero = 0;
     zmq_setsockopt(d->shell, ZMQ_LINGER, &zero, sizeof(zero));
     zmq_setsockopt(d->iopub, ZMQ_LINGER, &zero, sizeof(zero));
+    /* No receive bound: between this client's executes (a concurrency case's kgate rounds) the kernel's iopub carries
+     * kgate's runs, unread here. With ZMQ's default bound of 1000 messages the backlog backed up into the kernel's
+     * PUB, which then dropped what it published next, this client's own status idle among it: "no idle status within
+     * 60000 ms" once in a few runs. drain_pending discards the backlog; memory is bounded by one round's traffic. */
+    zmq_setsockopt(d->iopub, ZMQ_RCVHWM, &zero, sizeof(zero));
     if (zmq_setsockopt(d->iopub, ZMQ_SUBSCRIBE, "", 0) != 0) {
         err = zmq_error("ZMQ_SUBSCRIBE");
         goto Exit;
