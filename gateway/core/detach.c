@@ -1,7 +1,9 @@
 /* Detached worker threads for one-off blocking work. */
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include "wire/alloc.h"
 #include "core/detach.h"
 
@@ -39,4 +41,15 @@ int gw_detach(void (*fn)(void *arg), void *arg)
     if (ret != 0)
         free(d);
     return ret;
+}
+
+static void close_fd(void *arg)
+{
+    close((int)(intptr_t)arg);
+}
+
+void gw_close_detached(int fd)
+{
+    if (fd != -1 && gw_detach(close_fd, (void *)(intptr_t)fd) != 0)
+        close(fd);
 }

@@ -118,8 +118,8 @@ static void delete_paths(gw_execd_t *execd, h2o_req_t *req, int trees)
                 ret = S_ISDIR(st.st_mode) ? gw_workspace_remove_tree(dir_fd, p->name, GW_FILES_MAX_DEPTH) : -ENOTDIR;
             else if (S_ISDIR(st.st_mode))
                 ret = -EISDIR;
-            else if (unlinkat(dir_fd, p->name, 0) != 0)
-                ret = -errno;
+            else
+                ret = gw_workspace_unlink(dir_fd, p->name);
             close(dir_fd);
         }
         if (ret != 0 && !(trees && ret == -ENOENT)) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "wire/alloc.h"
 #include "wire/text.h"
+#include "core/detach.h"
 #include "core/errors.h"
 #include "core/http.h"
 #include "execd/execd.h"
@@ -123,8 +124,13 @@ static int finish_file(upload_job_t *job)
         ret = -errno;
     close(job->fd);
     job->fd = -1;
-    if (ret == 0 && renameat(job->dir_fd, job->tmp_name, job->dir_fd, meta->path.name) != 0)
-        ret = -errno;
+    if (ret == 0) {
+        /* a big file this one replaces is freed off the loop */
+        int replaced = gw_workspace_hold_big_file(job->dir_fd, meta->path.name);
+        if (renameat(job->dir_fd, job->tmp_name, job->dir_fd, meta->path.name) != 0)
+            ret = -errno;
+        gw_close_detached(replaced);
+    }
     if (ret != 0)
         return ret; /* abandon_file removes the temporary file */
     close(job->dir_fd);

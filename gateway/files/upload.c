@@ -373,11 +373,6 @@ static int mark_held_mapped(void *ctx, char *start, char *end, const body_file_t
     return 0;
 }
 
-static void close_detached(void *arg)
-{
-    close((int)(intptr_t)arg);
-}
-
 /* Closes, off the loop, every held body file that nothing maps any more. */
 static void release_held_files(void)
 {
@@ -391,8 +386,8 @@ static void release_held_files(void)
     for (size_t i = 0; i != num_held_files; ++i) {
         if (held_files[i].mapped)
             held_files[kept++] = held_files[i];
-        else if (gw_detach(close_detached, (void *)(intptr_t)held_files[i].fd) != 0)
-            close(held_files[i].fd); /* no thread to be had: the loop pays the close, as it did before */
+        else
+            gw_close_detached(held_files[i].fd);
     }
     num_held_files = kept;
 }

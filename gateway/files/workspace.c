@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "wire/alloc.h"
 #include "core/paths.h"
+#include "core/detach.h"
 #include "files/workspace.h"
 
 int gw_workspace_resolve_lexical(const char *root, const char *path, size_t len, gw_workspace_path_t *out)
@@ -222,6 +223,28 @@ int gw_workspace_mkdirs(const gw_workspace_t *ws, const char *rel, mode_t mode)
     return 0;
 }
 
+int gw_workspace_hold_big_file(int dir_fd, const char *name)
+{
+    struct stat st;
+    int fd;
+
+    if ((fd = openat(dir_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC)) == -1)
+        return -1;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_size < GW_WORKSPACE_BIG_FILE_BYTES) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int gw_workspace_unlink(int dir_fd, const char *name)
+{
+    int held = gw_workspace_hold_big_file(dir_fd, name), ret = unlinkat(dir_fd, name, 0) == 0 ? 0 : -errno;
+
+    gw_close_detached(held);
+    return ret;
+}
+
 int gw_workspace_remove_tree(int dir_fd, const char *name, unsigned max_depth)
 {
     struct stat st;
@@ -232,7 +255,7 @@ int gw_workspace_remove_tree(int dir_fd, const char *name, unsigned max_depth)
     if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
         return -errno;
     if (!S_ISDIR(st.st_mode))
-        return unlinkat(dir_fd, name, 0) == 0 ? 0 : -errno;
+        return gw_workspace_unlink(dir_fd, name);
     if (max_depth == 0)
         return -ELOOP;
     if ((fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)

@@ -68,6 +68,20 @@ int gw_workspace_open_parent(const gw_workspace_t *ws, const gw_workspace_path_t
 /** mkdir -p: creates every missing directory of `rel` with `mode` (before umask). */
 int gw_workspace_mkdirs(const gw_workspace_t *ws, const char *rel, mode_t mode);
 
+/** Files at least this big are let go off the loop when removed or replaced (gw_workspace_hold_big_file). */
+#define GW_WORKSPACE_BIG_FILE_BYTES ((off_t)16 << 20)
+
+/**
+ * When `name` in `dir_fd` is a regular file of GW_WORKSPACE_BIG_FILE_BYTES or more with one link, a reference to it
+ * (O_PATH) to be passed to gw_close_detached once its name is removed or replaced; else -1. Whoever removes the last
+ * name of a big file pays for freeing its pages and blocks (~200 ms per GiB here) in that call, in the loop: with the
+ * reference held, the unlink or rename is quick and the freeing happens in the detached close.
+ */
+int gw_workspace_hold_big_file(int dir_fd, const char *name);
+
+/** unlinkat of the file `name` in `dir_fd`, a big one's freeing off the loop (see above). 0 or -errno. */
+int gw_workspace_unlink(int dir_fd, const char *name);
+
 /**
  * rm -rf of `name` inside `dir_fd`: symbolic links are removed, never followed; at most
  * `max_depth` levels (-ELOOP beyond, after removing what it could).

@@ -1,6 +1,5 @@
 /* tests/gateway/test_upload.c: multipart/form-data splitting (every split point of the body's end, malformed bodies), and the
  * release of big bodies' files. */
-#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -9,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <h2o.h>
 #include "files/upload.h"
+#include "support/proc.h"
 #include "gw_test.h"
 
 TestSuite(upload, .init = gw_test_init);
@@ -154,24 +154,6 @@ Test(upload, stepped_parse_agrees_with_one_parse)
     free(body);
 }
 
-/* Whether some descriptor of this process refers to the file (device and inode) of `st`. */
-static int file_is_open(const struct stat *st)
-{
-    DIR *dir = opendir("/proc/self/fd");
-    struct dirent *de;
-    int found = 0;
-
-    cr_assert_not_null(dir);
-    while (!found && (de = readdir(dir)) != NULL) {
-        struct stat fst;
-        int fd = atoi(de->d_name);
-        found = de->d_name[0] != '.' && fd != dirfd(dir) && fstat(fd, &fst) == 0 && fst.st_ino == st->st_ino &&
-                fst.st_dev == st->st_dev;
-    }
-    closedir(dir);
-    return found;
-}
-
 /*
  * A big body's file as h2o keeps it (an unlinked file, mapped shared): once its upload is done, kgate's own reference
  * keeps the file's last close (~200 ms per GiB of page cache and blocks) away from h2o's munmap in the loop, and is
@@ -202,12 +184,12 @@ Test(upload, a_finished_bodys_file_is_closed_once_h2o_unmapped_it)
     cr_expect_eq(pages.fd, -1);
     close(fd); /* h2o's descriptor goes first; its mapping is still there */
     cr_expect(gw_body_buffers_trim(), "a held body file must keep the trim timer going");
-    cr_expect(file_is_open(&st), "the held reference was closed while h2o still mapped the file");
+    cr_expect((ts_fd_of_file(&st) != -1), "the held reference was closed while h2o still mapped the file");
 
     munmap(map, SIZE);
-    for (int waited = 0; waited < 2000 && (gw_body_buffers_trim() || file_is_open(&st)); waited += 5)
+    for (int waited = 0; waited < 2000 && (gw_body_buffers_trim() || (ts_fd_of_file(&st) != -1)); waited += 5)
         usleep(5000);
-    cr_expect_not(file_is_open(&st), "the body file stayed open after h2o unmapped it");
+    cr_expect_not((ts_fd_of_file(&st) != -1), "the body file stayed open after h2o unmapped it");
     cr_expect_not(gw_body_buffers_trim(), "the trim timer stays busy with nothing to do");
     gw_body_buffers_dispose();
 }

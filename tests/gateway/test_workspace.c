@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "files/workspace.h"
+#include "support/proc.h"
 #include "gw_test.h"
 
 TestSuite(workspace, .init = gw_test_init);
@@ -285,4 +286,37 @@ Test(workspace, remove_tree_depth_bound, .init = setup, .fini = teardown)
     cr_assert_eq(open_rel(".", O_PATH | O_DIRECTORY, &fd), 0);
     cr_assert_eq(gw_workspace_remove_tree(fd, "d1", 2), -ELOOP);
     close(fd);
+}
+
+/* A big file removed through kgate: its name goes at once, and kgate's reference to it is let go (in a thread) soon after. */
+Test(workspace, a_big_file_is_unlinked_and_let_go, .init = setup, .fini = teardown)
+{
+    char path[600];
+    struct stat st;
+    int fd, dir_fd, held;
+
+    snprintf(path, sizeof(path), "%s/big", root);
+    cr_assert_neq(fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600), -1);
+    cr_assert_eq(ftruncate(fd, GW_WORKSPACE_BIG_FILE_BYTES), 0); /* sparse: the size is what counts */
+    cr_assert_eq(fstat(fd, &st), 0);
+    close(fd);
+    cr_assert_neq(dir_fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), -1);
+
+    /* what is held: big regular files with one name, nothing else */
+    cr_expect_eq(gw_workspace_hold_big_file(dir_fd, "sub/file"), -1, "a small file was held");
+    cr_expect_eq(gw_workspace_hold_big_file(dir_fd, "rel_in"), -1, "a symbolic link was held");
+    cr_expect_eq(gw_workspace_hold_big_file(dir_fd, "sub"), -1, "a directory was held");
+    cr_assert_eq(linkat(dir_fd, "big", dir_fd, "big2", 0), 0);
+    cr_expect_eq(gw_workspace_hold_big_file(dir_fd, "big"), -1, "a file with another name was held");
+    cr_assert_eq(unlinkat(dir_fd, "big2", 0), 0);
+    cr_assert_neq(held = gw_workspace_hold_big_file(dir_fd, "big"), -1, "a big file was not held");
+    close(held);
+
+    cr_assert_eq(gw_workspace_unlink(dir_fd, "big"), 0);
+    cr_expect_eq(faccessat(dir_fd, "big", F_OK, AT_SYMLINK_NOFOLLOW), -1, "the name is still there");
+    for (int waited = 0; waited < 2000 && ts_fd_of_file(&st) != -1; waited += 5)
+        usleep(5000);
+    cr_expect_eq(ts_fd_of_file(&st), -1, "kgate still holds the removed file after 2 s");
+    cr_expect_eq(gw_workspace_unlink(dir_fd, "big"), -ENOENT);
+    close(dir_fd);
 }

@@ -221,3 +221,22 @@ void ts_child_prepare(int logfd, pid_t parent)
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
 }
+
+int ts_fd_of_file(const struct stat *st)
+{
+    DIR *dir = opendir("/proc/self/fd");
+    struct dirent *de;
+    int found = -1;
+
+    if (dir == NULL)
+        return -1;
+    while (found == -1 && (de = readdir(dir)) != NULL) {
+        struct stat fst;
+        int fd = atoi(de->d_name);
+        if (de->d_name[0] != '.' && fd != dirfd(dir) && fstat(fd, &fst) == 0 && fst.st_ino == st->st_ino &&
+            fst.st_dev == st->st_dev)
+            found = fd;
+    }
+    closedir(dir);
+    return found;
+}

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /** A process, named so that a reused PID is not mistaken for it. */
@@ -34,6 +35,9 @@ int ts_proc_get(pid_t pid, ts_proc_t *out);
 
 /** CPU time (user + system) that process `pid` has used so far, in milliseconds, or -1 if /proc cannot tell. */
 int64_t ts_proc_cpu_ms(pid_t pid);
+
+/** A descriptor of this process that refers to the file `st` describes (same device and inode), or -1 when none does. */
+int ts_fd_of_file(const struct stat *st);
 
 /** The resident set size of process `pid` (VmRSS of /proc/<pid>/status) in KiB, or -1 if unknown. */
 long long ts_proc_rss_kb(pid_t pid);
