@@ -1,7 +1,8 @@
 /* Isolated sessions: a persistent bash in bubblewrap per session, runs delimited by a secret marker on its pipes.
- * Longer than kgate's other files (about 840 lines) on purpose: its parts (start, the pipes' reader, runs, release,
+ * Longer than kgate's other files (about 820 lines) on purpose: its parts (start, the pipes' reader, runs, release,
  * expiry) all work on one gw_isolated_session_t and its one run, and read top to bottom as a session's life; the pure
- * parts live apart (isolation.c: requests and bwrap's argv; proctree.c: the sandbox's processes; rmtree.c: removal). */
+ * parts live apart (isolation.c: requests and bwrap's argv; proctree.c: the sandbox's processes; reaper.c: sandboxes that outlive
+ * SIGKILL; rmtree.c: removal). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +34,7 @@ extern char **environ;
 /* How long a new sandbox may take to run its bash, and a timed-out run's bash to come back after its processes were killed. */
 #define ISO_START_MS 5000
 #define ISO_KILL_GRACE_MS 1000
-/* How often the loop checks a starting sandbox, or a killed one; how long a killed one may take to go. */
+/* How often the loop checks a starting sandbox, or a killed one; how long a killed one is polled before the reaper takes it. */
 #define ISO_POLL_MS 2
 #define ISO_REAP_MS 2000
 
@@ -79,6 +80,9 @@ void gw_isolated_init(gw_isolated_t *iso, gw_host_t *host, gw_runs_t *runs, cons
     h2o_linklist_init_anchor(&iso->sessions);
     h2o_linklist_init_anchor(&iso->pending);
     h2o_timeout_init(host->loop, &iso->poll_timeout, ISO_POLL_MS);
+    gw_reaper_init(&iso->reaper);
+    iso->start_ms = ISO_START_MS;
+    iso->reap_ms = ISO_REAP_MS;
     iso->bwrap = kmgr_find_executable(bwrap_path != NULL ? bwrap_path : "bwrap");
     iso->unshare = kmgr_find_executable("unshare");
     if (iso->bwrap == NULL) {
@@ -130,6 +134,7 @@ void gw_isolated_dispose(gw_isolated_t *iso)
         free(s->dir);
         free_session(s);
     }
+    gw_reaper_dispose(&iso->reaper);
     h2o_timeout_dispose(iso->host->loop, &iso->poll_timeout);
     free(iso->bwrap);
     free(iso->unshare);
@@ -172,26 +177,6 @@ static void arm(gw_isolated_session_t *s)
         h2o_timeout_link(s->owner->host->loop, &s->owner->poll_timeout, &s->poll);
 }
 
-/* Gone, or a zombie: dead already, its namespaces and mounts released; whichever init adopted it reaps it (in a container
- * whose pid 1 does not reap, never: kill(pid, 0) would go on succeeding). */
-static int process_gone(pid_t pid)
-{
-    char path[64], buf[512], *paren;
-    ssize_t n;
-    int fd;
-
-    if (kill(pid, 0) != 0 && errno == ESRCH)
-        return 1;
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-        return errno == ENOENT;
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    buf[n > 0 ? n : 0] = '\0';
-    /* "pid (comm) S ...": comm may hold anything, ')' too: the state follows the last one */
-    return (paren = strrchr(buf, ')')) != NULL && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
-}
-
 /* Kills the sandbox; the loop reaps it (on_poll) and then hands its directory to a thread. Never waits. */
 static void release_sandbox(gw_isolated_session_t *s, const char *reason)
 {
@@ -217,27 +202,30 @@ static void release_sandbox(gw_isolated_session_t *s, const char *reason)
         kill(s->init_pid, SIGKILL);
     if (!s->reaping) {
         s->reaping = 1;
-        s->until_ms = gw_now_ms() + ISO_REAP_MS;
+        s->until_ms = gw_now_ms() + s->owner->reap_ms;
     }
     arm(s);
 }
 
-/* A killed sandbox: 1 once its processes are gone (or left to the kernel) and its directory handed over. */
+/* A killed sandbox: 1 once its processes are gone (its directory then removed) or handed to the reaper with it. */
 static int reap(gw_isolated_session_t *s)
 {
     pid_t r;
 
     if (s->pid > 0 && ((r = waitpid(s->pid, NULL, WNOHANG)) == s->pid || (r == -1 && errno == ECHILD)))
         s->pid = 0;
-    if (s->init_pid > 0 && process_gone(s->init_pid))
+    if (s->init_pid > 0 && gw_proctree_gone(s->init_pid))
         s->init_pid = 0;
     if (s->pid > 0 || s->init_pid > 0) {
         if (gw_now_ms() < s->until_ms)
             return 0;
         fprintf(stderr,
-                "kgate: isolated session %s: its sandbox (pid %d, pid 1 %d) is still there %d ms after SIGKILL: left to the "
-                "kernel\n",
-                s->id, (int)s->pid, (int)s->init_pid, ISO_REAP_MS);
+                "kgate: isolated session %s: its sandbox (pid %d, pid 1 %d) is still there %u ms after SIGKILL: reaped later, "
+                "its directory removed once it is gone\n",
+                s->id, (int)s->pid, (int)s->init_pid, s->owner->reap_ms);
+        /* its pid stays ours to wait for, and its directory may be its root's upper layer: neither may go before it does */
+        gw_reaper_adopt(&s->owner->reaper, s->pid, s->init_pid, s->dir);
+        s->dir = NULL;
     }
     s->pid = s->init_pid = s->bash_pid = 0;
     s->reaping = 0;
@@ -508,7 +496,7 @@ static void poll_start(gw_isolated_session_t *s)
         return;
     }
     if (gw_now_ms() > s->until_ms) {
-        snprintf(err, sizeof(err), "the sandbox did not start bash within %d ms", ISO_START_MS);
+        snprintf(err, sizeof(err), "the sandbox did not start bash within %u ms", s->owner->start_ms);
         fail_start(s, err);
         return;
     }
@@ -640,7 +628,7 @@ int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_star
     s->deleting = 0;
     s->on_started = cb;
     s->cb_data = data;
-    s->until_ms = gw_now_ms() + ISO_START_MS;
+    s->until_ms = gw_now_ms() + iso->start_ms;
     arm(s);
     *out = s;
     ret = 0;
@@ -783,6 +771,7 @@ void gw_isolated_tick(gw_isolated_t *iso)
 
     if (iso->sessions.next == NULL)
         return;
+    gw_reaper_tick(&iso->reaper, now);
     for (node = iso->sessions.next; node != &iso->sessions; node = next) {
         gw_isolated_session_t *s = H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, link, node);
         int status;

@@ -8,6 +8,7 @@
 #include <h2o.h>
 #include "core/host.h"
 #include "procs/isolation.h"
+#include "procs/reaper.h"
 #include "runs/run.h"
 
 typedef struct st_gw_isolated_t gw_isolated_t;
@@ -50,7 +51,7 @@ struct st_gw_isolated_session_t {
     unsigned starting : 1;    /* spawned, its bash not running yet */
     unsigned deleting : 1;    /* gw_isolated_destroy'd: freed once its sandbox is reaped */
     unsigned reaping : 1;     /* killed: its processes are polled until gone */
-    int64_t until_ms;         /* gw_now_ms: starting, the start's deadline; reaping, when it is left to the kernel */
+    int64_t until_ms;         /* gw_now_ms: starting, the start's deadline; reaping, when it goes to owner->reaper */
     int start_fds[2];         /* starting: bash's stdout and stderr (read ends) until they become `pipes`; -1: none */
     h2o_timeout_entry_t poll; /* owner->poll_timeout: the start's and the reaping's checks */
     gw_isolated_started_cb on_started;
@@ -73,6 +74,9 @@ struct st_gw_isolated_t {
     h2o_linklist_t pending;  /* starting, or deleted and not reaped yet: nobody's to find */
     size_t num_sessions;     /* both lists: the bound counts sandboxes still starting and still dying */
     h2o_timeout_t poll_timeout;
+    gw_reaper_t reaper; /* sandboxes still there reap_ms after SIGKILL: their sessions are freed, they are not */
+    unsigned start_ms;  /* how long a sandbox may take to start its bash (5 s; tests lower it) */
+    unsigned reap_ms;   /* how long a killed sandbox is polled before it goes to `reaper` (2 s; tests lower it) */
 };
 
 /**
@@ -81,7 +85,8 @@ struct st_gw_isolated_t {
  */
 void gw_isolated_init(gw_isolated_t *iso, gw_host_t *host, gw_runs_t *runs, const char *bwrap_path, const char *runtime_dir,
                       const char *root);
-/** Releases what is left at once (after the loop stopped: a sandbox still dying is left to the kernel) and the timer. */
+/** Releases what is left at once (after the loop stopped: a sandbox still dying is killed again and its directory removed)
+ * and the timer. */
 void gw_isolated_dispose(gw_isolated_t *iso);
 
 /**
@@ -98,8 +103,9 @@ int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_star
 gw_isolated_session_t *gw_isolated_find(gw_isolated_t *iso, const char *id);
 /**
  * Forgets the ready session `s` at once (find no longer sees it) and releases it without blocking: SIGKILL, its processes
- * reaped from the loop (at most 2 s, then left to the kernel with a log line), its directory (its upper layer) removed in
- * a thread. `cb` (may be NULL) runs once, later, when the sandbox is gone; `s` is freed then.
+ * reaped from the loop, its directory (its upper layer) removed in a thread once it is gone. `cb` (may be NULL) runs
+ * once, later, when the sandbox is gone, or after reap_ms (2 s) when it is still there (logged): `s` is freed then and the
+ * sandbox goes on to `reaper` (reaped from the tick, its directory removed once it is gone).
  */
 void gw_isolated_destroy(gw_isolated_session_t *s, gw_isolated_released_cb cb, void *data);
 /**
@@ -130,11 +136,14 @@ long gw_isolated_idle_remaining(const gw_isolated_session_t *s);
 /** {session_id, status, created_at, last_run_at, idle_remaining_seconds, ...the creation fields, reason?}. */
 json_t *gw_isolated_to_json(const gw_isolated_session_t *s);
 
-/** Reaps, enforces run timeouts and idle expiry (server tick). */
+/** Reaps (the reaper's sandboxes too), enforces run timeouts and idle expiry (server tick). */
 void gw_isolated_tick(gw_isolated_t *iso);
 /** Destroys every session (server shutdown): starting ones report "kgate is shutting down" to their callback. */
 void gw_isolated_destroy_all(gw_isolated_t *iso);
-/** True once no session is starting or being reaped and no directory is being removed (after gw_isolated_destroy_all). */
+/**
+ * True once no session is starting or being reaped and no directory is being removed (after gw_isolated_destroy_all); the
+ * reaper's sandboxes are not waited for (they may never go: gw_isolated_dispose removes their directories).
+ */
 int gw_isolated_is_drained(gw_isolated_t *iso);
 
 #endif

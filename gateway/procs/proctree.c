@@ -1,8 +1,10 @@
 /* A process's descendants, read from /proc (the children of each one's main thread), and signalling them. */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "wire/alloc.h"
 #include "procs/proctree.h"
@@ -63,4 +65,24 @@ void gw_proctree_signal(pid_t root, int sig)
     for (size_t i = 0; i != n; ++i)
         kill(pids[i], sig);
     free(pids);
+}
+
+/* Gone, or a zombie: dead already, its namespaces and mounts released; whichever init adopted it reaps it (in a container
+ * whose pid 1 does not reap, never: kill(pid, 0) would go on succeeding). */
+int gw_proctree_gone(pid_t pid)
+{
+    char path[64], buf[512], *paren;
+    ssize_t n;
+    int fd;
+
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return 1;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+        return errno == ENOENT;
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    /* "pid (comm) S ...": comm may hold anything, ')' too: the state follows the last one */
+    return (paren = strrchr(buf, ')')) != NULL && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
 }

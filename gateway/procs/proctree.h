@@ -14,5 +14,10 @@ pid_t gw_proctree_first_child(pid_t pid);
 size_t gw_proctree_descendants(pid_t pid, pid_t *out, size_t max);
 /** Sends `sig` to every descendant of `root` (at most GW_PROCTREE_MAX of them); nothing for root <= 0. */
 void gw_proctree_signal(pid_t root, int sig);
+/**
+ * True once `pid` is gone or a zombie (dead, its namespaces and mounts released, whoever its parent is); a process that lives
+ * on after SIGKILL (uninterruptible sleep) is not.
+ */
+int gw_proctree_gone(pid_t pid);
 
 #endif
