@@ -11,7 +11,8 @@
  * session_id on a kernel closes (not when the kernel goes away, nor at shutdown), what would have gone
  * to it is kept (jupyter/replay.h: bounded in bytes and, unlike Jupyter Server, in time); a WebSocket
  * of the same session_id gets it first, then goes live, and one with another session_id, or none,
- * drops it (one buffer per kernel, as there). A restart or the kernel's deletion drops it too.
+ * drops it (one buffer per kernel, as there). A restart or the kernel's deletion drops it too. A WebSocket of a session_id
+ * that still has an open one on the kernel replaces it (replace_stale), as Jupyter Server does.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -356,6 +357,35 @@ static void on_kernel_gone(gw_context_tap_t *tap, gw_context_t *ctx)
     close_conn(conn, CLOSE_KERNEL_GONE, "the kernel was shut down");
 }
 
+/*
+ * A client that reconnected (its old TCP connection half-open after a laptop sleep or a NAT timeout) with the same session_id
+ * replaces its older sockets of the kernel, as Jupyter Server's _register_session does ("Replacing stale connection"): kept, a
+ * stale one would take every iopub message a second time, unread, until its send bound cut it off. It stops hearing the kernel
+ * at once (no message reaches both), and the replies it awaited and what it sent that waits for the kernel go to `conn`: the
+ * same client asked for them. Its on_ws_close then keeps nothing for the session (its tap is detached).
+ */
+static void replace_stale(gw_jconn_t *conn, gw_context_t *ctx)
+{
+    if (conn->session_id == NULL)
+        return;
+    for (h2o_linklist_t *node = conn->jupyter->conns.next; node != &conn->jupyter->conns; node = node->next) {
+        gw_jconn_t *stale = H2O_STRUCT_FROM_MEMBER(gw_jconn_t, link, node);
+        if (stale == conn || stale->ws == NULL || stale->tap.ctx != ctx || stale->session_id == NULL ||
+            strcmp(stale->session_id, conn->session_id) != 0)
+            continue;
+        fprintf(stderr, "kgate: jupyter: replacing a stale connection of session_id %.64s on kernel %s\n", conn->session_id,
+                ctx->id);
+        gw_context_tap_detach(&stale->tap);
+        gw_jasked_move(&conn->asked, &stale->asked);
+        /* `conn` is new: nothing of its own waits yet, so the order the client sent in is kept */
+        h2o_linklist_insert_list(&conn->pending, &stale->pending);
+        conn->npending += stale->npending;
+        conn->pending_bytes += stale->pending_bytes;
+        stale->npending = stale->pending_bytes = 0;
+        close_conn(stale, GW_WS_NORMAL, "replaced by a newer connection of the same session_id");
+    }
+}
+
 static void on_ws_close(gw_ws_t *ws, uint16_t code)
 {
     gw_jconn_t *conn = gw_ws_data(ws);
@@ -410,6 +440,7 @@ GW_JUPYTER_HANDLER(kernel_channels)
     conn->tap.on_destroy = on_kernel_gone;
     gw_context_tap_attach(ctx, &conn->tap);
     end_away(conn, ctx);
+    replace_stale(conn, ctx);
     if (gw_context_is_dead(ctx))
         send_status(conn, "dead");
 }

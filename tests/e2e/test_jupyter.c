@@ -919,3 +919,74 @@ Test(jupyter, past_the_replay_bound_the_returning_client_is_told_output_was_lost
     cr_expect_eq(ts_gateway_stop(&small, &survivors), 0, "%s", small.error);
     cr_expect_eq(survivors, 0);
 }
+
+/* ---- a client that reconnects while its old socket is still open (Jupyter Server's "Replacing stale connection") ---- */
+
+/* Reads legacy-framed `c` until the server closes it (a close frame or EOF) or `deadline`; its stdout for `parent` goes to
+ * got->text. Returns 1 when it was closed (`*code`: the close code, 0 for EOF), 0 on timeout. */
+static int jws_until_closed(jws_t *c, const char *parent, int64_t deadline, got_t *got, uint16_t *code)
+{
+    wsc_msg_t m;
+
+    cr_assert(!c->v1, "text frames only");
+    *code = 0;
+    while (wsc_recv(&c->ws, deadline, &m) == 0) {
+        json_t *msg = m.opcode == WSC_TEXT ? json_loadb((const char *)m.data, m.len, 0, NULL) : NULL;
+        if (m.opcode == WSC_CLOSE)
+            *code = m.close_code;
+        if (msg != NULL && strcmp(field(msg, "parent_header", "msg_id"), parent) == 0 &&
+            strcmp(field(msg, "header", "msg_type"), "stream") == 0)
+            strncat(got->text, field(msg, "content", "text"), sizeof(got->text) - strlen(got->text) - 1);
+        json_decref(msg);
+        free(m.data);
+        if (*code != 0)
+            return 1;
+    }
+    return strstr(c->ws.error, "connection closed") != NULL;
+}
+
+Test(jupyter, a_socket_of_a_session_id_already_open_replaces_the_stale_one)
+{
+    char *id = start_kernel("{}"), path[128], exec_id[64], out[64];
+    got_t on_a = {0}, on_b = {0}, on_c = {0};
+    uint16_t code;
+    json_t *msg;
+    jws_t a, b, c;
+
+    cr_assert_eq(jws_open(&a, id, 0, "?token=" TOKEN "&session_id=client-x"), 0);
+    cr_assert_eq(jws_open(&c, id, 1, "?token=" TOKEN "&session_id=client-y"), 0);
+    snprintf(exec_id, sizeof(exec_id), "%s",
+             jws_send(&a, "shell", "execute_request",
+                      execute_content("import time\nfor i in range(10): print(i, flush=True); time.sleep(0.2)"), NULL));
+    msg = jws_until(&a, "iopub", "stream", exec_id, on_a.text, sizeof(on_a.text));
+    json_decref(msg);
+    /* the client comes back on a new connection (the other framing) while the old one still looks open to kgate */
+    cr_assert_eq(jws_open(&b, id, 1, "?token=" TOKEN "&session_id=client-x"), 0);
+    cr_expect(jws_until_closed(&a, exec_id, wsc_now_ms() + 2000, &on_a, &code), "the stale socket was not closed: %s", a.ws.error);
+    cr_expect(code == 1000 || code == 0, "closed with %u", code);
+    /* the new socket gets the rest of the output and the reply its predecessor awaited; no output reaches both */
+    jws_collect(&b, exec_id, wsc_now_ms() + WAIT_MS, &on_b);
+    cr_expect(on_b.reply, "the execute_reply asked for on the stale socket did not reach the new one");
+    cr_expect(on_b.idle);
+    char both[2 * sizeof(on_a.text)];
+    snprintf(both, sizeof(both), "%s%s", on_a.text, on_b.text);
+    cr_expect_str_eq(both, "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n", "stale %s + new %s", on_a.text, on_b.text);
+    cr_expect_neq(on_b.text[0], '\0', "the new socket got none of the output");
+    /* another session_id is another client: untouched, it saw everything and is still served */
+    /* (its idle has arrived by now; never the reply: it is not c's request) */
+    jws_collect(&c, exec_id, wsc_now_ms() + 1500, &on_c);
+    cr_expect_str_eq(on_c.text, "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n");
+    cr_expect(on_c.idle && !on_c.reply);
+    cr_assert_str_eq(jws_execute(&c, "print('c')", out, sizeof(out)), "ok");
+    cr_expect_str_eq(out, "c\n");
+    cr_assert_str_eq(jws_execute(&b, "print('b')", out, sizeof(out)), "ok");
+    cr_expect_str_eq(out, "b\n");
+    snprintf(path, sizeof(path), "/api/kernels/%s", id);
+    json_t *model = get_json(path, 200);
+    cr_expect_eq(json_integer_value(json_object_get(model, "connections")), 2, "the stale socket still counts");
+    json_decref(model);
+    wsc_close(&a.ws);
+    wsc_close(&b.ws);
+    wsc_close(&c.ws);
+    free(id);
+}
