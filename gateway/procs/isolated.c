@@ -1,5 +1,5 @@
 /* Isolated sessions: a persistent bash in bubblewrap per session, runs delimited by a secret marker on its pipes.
- * Longer than kgate's other files (about 820 lines) on purpose: its parts (start, the pipes' reader, runs, release,
+ * Over 600 lines (about 820) on purpose: its parts (start, the pipes' reader, runs, release,
  * expiry) all work on one gw_isolated_session_t and its one run, and read top to bottom as a session's life; the pure
  * parts live apart (isolation.c: requests and bwrap's argv; proctree.c: the sandbox's processes; reaper.c: sandboxes that outlive
  * SIGKILL; rmtree.c: removal). */

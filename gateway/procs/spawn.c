@@ -116,23 +116,6 @@ static char **sandbox_env(char *const *envp)
     return out;
 }
 
-static size_t limits_to_rlimits(const kmgr_limits_t *l, kmgr_spawn_rlimit_t *out)
-{
-    size_t n = 0;
-
-    if (l->memory_bytes != 0)
-        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_AS, l->memory_bytes};
-    if (l->pids != 0)
-        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_NPROC, l->pids};
-    if (l->cpu_seconds != 0)
-        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_CPU, l->cpu_seconds};
-    if (l->open_files != 0)
-        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_NOFILE, l->open_files};
-    if (l->file_size_bytes != 0)
-        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_FSIZE, l->file_size_bytes};
-    return n;
-}
-
 int gw_spawn(const gw_spawn_options_t *opts, pid_t *pid, char *err, size_t err_size)
 {
     uid_t uid = (uid_t)opts->uid;
@@ -146,7 +129,7 @@ int gw_spawn(const gw_spawn_options_t *opts, pid_t *pid, char *err, size_t err_s
                                   .gid = opts->gid >= 0 ? &gid : NULL,
                                   .controlling_tty = opts->controlling_tty};
     kmgr_spawn_failure_t failure;
-    kmgr_spawn_rlimit_t rlimits[5];
+    kmgr_spawn_rlimit_t rlimits[KMGR_LIMITS_MAX_RLIMITS];
     char **wrapped = NULL, **envp = NULL, cwd[PATH_MAX];
     int chdir_failed, ret;
 
@@ -184,7 +167,7 @@ int gw_spawn(const gw_spawn_options_t *opts, pid_t *pid, char *err, size_t err_s
         spawn.argv = wrapped;
         spawn.envp = envp = sandbox_env(opts->envp);
         spawn.rlimits = rlimits;
-        spawn.nrlimits = limits_to_rlimits(&sb->limits, rlimits);
+        spawn.nrlimits = kmgr_limits_rlimits(&sb->limits, 0, 0, rlimits);
     }
     ret = kmgr_spawn(&spawn, pid, &failure);
     kmgr_strv_free(wrapped);

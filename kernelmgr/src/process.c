@@ -177,24 +177,6 @@ static int write_connection(kmgr_proc_t *proc, const kmgr_kernelspec_t *spec)
     return wire_connection_write(&proc->conn, proc->conn_path) == 0 ? 0 : KMGR_EIO;
 }
 
-/* The limits a cgroup does not enforce, as rlimits of the child (a sandbox's bwrap passes them on to the kernel). */
-static size_t limits_to_rlimits(const kmgr_manager_t *mgr, const kmgr_limits_t *l, kmgr_spawn_rlimit_t *out)
-{
-    size_t n = 0;
-
-    if (l->memory_bytes != 0 && !kmgr_cgroups_has(&mgr->cgroups, KMGR_CG_MEMORY))
-        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_AS, l->memory_bytes};
-    if (l->pids != 0 && !kmgr_cgroups_has(&mgr->cgroups, KMGR_CG_PIDS))
-        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_NPROC, l->pids};
-    if (l->cpu_seconds != 0)
-        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_CPU, l->cpu_seconds};
-    if (l->open_files != 0)
-        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_NOFILE, l->open_files};
-    if (l->file_size_bytes != 0)
-        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_FSIZE, l->file_size_bytes};
-    return n;
-}
-
 int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const char *cwd, json_t *env, const kmgr_sandbox_t *sandbox,
                     kmgr_proc_t **out, char *why, size_t whylen)
 {
@@ -204,7 +186,7 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
     envv_t envv = {NULL, 0, 0};
     kmgr_spawn_options_t opts;
     kmgr_spawn_failure_t failure;
-    kmgr_spawn_rlimit_t rlimits[5];
+    kmgr_spawn_rlimit_t rlimits[KMGR_LIMITS_MAX_RLIMITS];
     int cgroup_fds[KMGR_CG_COUNT] = {-1, -1, -1};
     int ret, log_fd;
 
@@ -306,7 +288,9 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
                                   .cgroup_fds = cgroup_fds,
                                   .ncgroup_fds = KMGR_CG_COUNT,
                                   .rlimits = rlimits,
-                                  .nrlimits = limits_to_rlimits(mgr, &sandbox->limits, rlimits)};
+                                  /* the limits a cgroup does not enforce (a sandbox's bwrap passes them on to the kernel) */
+                                  .nrlimits = kmgr_limits_rlimits(&sandbox->limits, kmgr_cgroups_has(&mgr->cgroups, KMGR_CG_MEMORY),
+                                                                  kmgr_cgroups_has(&mgr->cgroups, KMGR_CG_PIDS), rlimits)};
     if (sandbox->kind == KMGR_SANDBOX_BWRAP) {
         kmgr_bwrap_args_t bargs = {.bwrap = mgr->bwrap_path,
                                    .runtime_dir = mgr->runtime_dir,

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "wire/alloc.h"
@@ -178,4 +179,21 @@ void kmgr_format_bytes(uint64_t bytes, char *buf, size_t size)
         return;
     }
     snprintf(buf, size, "%llu %s", (unsigned long long)whole, units[u]);
+}
+
+size_t kmgr_limits_rlimits(const kmgr_limits_t *l, int memory_by_cgroup, int pids_by_cgroup, kmgr_spawn_rlimit_t *out)
+{
+    size_t n = 0;
+
+    if (l->memory_bytes != 0 && !memory_by_cgroup)
+        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_AS, l->memory_bytes};
+    if (l->pids != 0 && !pids_by_cgroup)
+        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_NPROC, l->pids};
+    if (l->cpu_seconds != 0)
+        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_CPU, l->cpu_seconds};
+    if (l->open_files != 0)
+        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_NOFILE, l->open_files};
+    if (l->file_size_bytes != 0)
+        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_FSIZE, l->file_size_bytes};
+    return n;
 }

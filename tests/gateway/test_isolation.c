@@ -16,7 +16,7 @@ static int parse(const char *text, gw_iso_spec_t *spec, char *err, size_t errlen
 
     cr_assert_not_null(body, "bad test JSON: %s", text);
     err[0] = '\0';
-    ret = gw_iso_spec_parse(body, "/data/root", "/run/kgate-rt", 1800, spec, err, errlen);
+    ret = gw_iso_spec_parse(body, "/sandbox-root", "/run/kgate-rt", 1800, spec, err, errlen);
     json_decref(body);
     return ret;
 }
@@ -46,18 +46,19 @@ Test(isolation, defaults_per_profile)
     gw_iso_spec_t spec;
     char err[256];
 
-    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/data/root/ws/./a/..\"}}", &spec, err, sizeof(err)), 0, "%s", err);
-    cr_assert_str_eq(spec.workspace, "/data/root/ws");
+    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/sandbox-root/ws/./a/..\"}}", &spec, err, sizeof(err)), 0, "%s", err);
+    cr_assert_str_eq(spec.workspace, "/sandbox-root/ws");
     cr_assert_eq(spec.profile, GW_ISO_STRICT);
     cr_assert_eq(spec.mode, GW_ISO_OVERLAY);
     cr_assert_eq(spec.share_net, 0);
     cr_assert_eq(spec.idle_timeout_seconds, 1800);
     cr_assert_eq(spec.uid, -1);
     gw_iso_spec_dispose(&spec);
-    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/data/root\"}, \"profile\": \"balanced\", \"share_net\": true, \"uid\": 1000, "
-                       "\"gid\": 100, \"idle_timeout_seconds\": 0}",
-                       &spec, err, sizeof(err)),
-                 0, "%s", err);
+    cr_assert_eq(
+        parse("{\"workspace\": {\"path\": \"/sandbox-root\"}, \"profile\": \"balanced\", \"share_net\": true, \"uid\": 1000, "
+              "\"gid\": 100, \"idle_timeout_seconds\": 0}",
+              &spec, err, sizeof(err)),
+        0, "%s", err);
     cr_assert_eq(spec.mode, GW_ISO_RW);
     cr_assert_eq(spec.share_net, 1);
     cr_assert_eq(spec.uid, 1000);
@@ -65,8 +66,9 @@ Test(isolation, defaults_per_profile)
     cr_assert_eq(spec.idle_timeout_seconds, 0);
     gw_iso_spec_dispose(&spec);
     /* OSEP-0013 nests the fields under "isolation" */
-    cr_assert_eq(parse("{\"isolation\": {\"workspace\": {\"path\": \"/data/root/x\", \"mode\": \"ro\"}}}", &spec, err, sizeof(err)),
-                 0, "%s", err);
+    cr_assert_eq(
+        parse("{\"isolation\": {\"workspace\": {\"path\": \"/sandbox-root/x\", \"mode\": \"ro\"}}}", &spec, err, sizeof(err)), 0,
+        "%s", err);
     cr_assert_eq(spec.mode, GW_ISO_RO);
     gw_iso_spec_dispose(&spec);
 }
@@ -77,20 +79,20 @@ Test(isolation, refusals)
         "{}",
         "{\"workspace\": {}}",
         "{\"workspace\": {\"path\": \"rel\"}}",
-        "{\"workspace\": {\"path\": \"/data/other\"}}",       /* outside the root */
-        "{\"workspace\": {\"path\": \"/data/root/../etc\"}}", /* lexically outside */
-        "{\"workspace\": {\"path\": \"/data/root\", \"mode\": \"cow\"}}",
-        "{\"workspace\": {\"path\": \"/data/root\"}, \"profile\": \"open\"}",
-        "{\"workspace\": {\"path\": \"/data/root\"}, \"share_net\": 1}",
-        "{\"workspace\": {\"path\": \"/data/root\"}, \"extra_writable\": [\"/usr\"]}",
-        "{\"workspace\": {\"path\": \"/data/root\"}, \"extra_writable\": \"/data/root/a\"}",
-        "{\"workspace\": {\"path\": \"/data/root\"}, \"binds\": [{\"source\": \"/usr\"}]}", /* writable, outside */
-        "{\"workspace\": {\"path\": \"/data/root\"}, \"binds\": [{\"source\": \"/run/kgate-rt/k\", \"readonly\": true}]}",
-        "{\"workspace\": {\"path\": \"/data/root\"}, \"binds\": [{\"source\": \"/usr\", \"readonly\": true, \"dest\": \"/\"}]}",
-        "{\"workspace\": {\"path\": \"/data/root\"}, \"env_passthrough\": {\"mode\": \"some\"}}",
-        "{\"workspace\": {\"path\": \"/data/root\"}, \"env_passthrough\": {\"keys\": [\"A=B\"]}}",
-        "{\"workspace\": {\"path\": \"/data/root\"}, \"uid\": -1}",
-        "{\"workspace\": {\"path\": \"/data/root\"}, \"idle_timeout_seconds\": -5}",
+        "{\"workspace\": {\"path\": \"/sandbox-other\"}}",       /* outside the root */
+        "{\"workspace\": {\"path\": \"/sandbox-root/../etc\"}}", /* lexically outside */
+        "{\"workspace\": {\"path\": \"/sandbox-root\", \"mode\": \"cow\"}}",
+        "{\"workspace\": {\"path\": \"/sandbox-root\"}, \"profile\": \"open\"}",
+        "{\"workspace\": {\"path\": \"/sandbox-root\"}, \"share_net\": 1}",
+        "{\"workspace\": {\"path\": \"/sandbox-root\"}, \"extra_writable\": [\"/usr\"]}",
+        "{\"workspace\": {\"path\": \"/sandbox-root\"}, \"extra_writable\": \"/sandbox-root/a\"}",
+        "{\"workspace\": {\"path\": \"/sandbox-root\"}, \"binds\": [{\"source\": \"/usr\"}]}", /* writable, outside */
+        "{\"workspace\": {\"path\": \"/sandbox-root\"}, \"binds\": [{\"source\": \"/run/kgate-rt/k\", \"readonly\": true}]}",
+        "{\"workspace\": {\"path\": \"/sandbox-root\"}, \"binds\": [{\"source\": \"/usr\", \"readonly\": true, \"dest\": \"/\"}]}",
+        "{\"workspace\": {\"path\": \"/sandbox-root\"}, \"env_passthrough\": {\"mode\": \"some\"}}",
+        "{\"workspace\": {\"path\": \"/sandbox-root\"}, \"env_passthrough\": {\"keys\": [\"A=B\"]}}",
+        "{\"workspace\": {\"path\": \"/sandbox-root\"}, \"uid\": -1}",
+        "{\"workspace\": {\"path\": \"/sandbox-root\"}, \"idle_timeout_seconds\": -5}",
         NULL,
     };
     gw_iso_spec_t spec;
@@ -101,10 +103,11 @@ Test(isolation, refusals)
         cr_assert(err[0] != '\0', "no message for %s", *b);
     }
     /* a read-only bind may come from anywhere but the runtime dir */
-    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/data/root\"}, \"binds\": [{\"source\": \"/usr/share\", \"readonly\": true, "
-                       "\"dest\": \"/opt/share\"}]}",
-                       &spec, err, sizeof(err)),
-                 0, "%s", err);
+    cr_assert_eq(
+        parse("{\"workspace\": {\"path\": \"/sandbox-root\"}, \"binds\": [{\"source\": \"/usr/share\", \"readonly\": true, "
+              "\"dest\": \"/opt/share\"}]}",
+              &spec, err, sizeof(err)),
+        0, "%s", err);
     cr_assert_str_eq(spec.binds[0].dest, "/opt/share");
     gw_iso_spec_dispose(&spec);
 }
@@ -115,8 +118,8 @@ Test(isolation, argv_rw_strict_order)
     char err[256], **argv;
 
     cr_assert_eq(
-        parse("{\"workspace\": {\"path\": \"/data/root/ws\", \"mode\": \"rw\"}, \"extra_writable\": [\"/data/root/cache\"], "
-              "\"binds\": [{\"source\": \"/data/root/data\", \"dest\": \"/data\", \"readonly\": true}], \"uid\": 1000}",
+        parse("{\"workspace\": {\"path\": \"/sandbox-root/ws\", \"mode\": \"rw\"}, \"extra_writable\": [\"/sandbox-root/cache\"], "
+              "\"binds\": [{\"source\": \"/sandbox-root/shared\", \"dest\": \"/mnt/ro\", \"readonly\": true}], \"uid\": 1000}",
               &spec, err, sizeof(err)),
         0, "%s", err);
     argv = gw_iso_argv(&spec, &paths, cmd);
@@ -124,10 +127,11 @@ Test(isolation, argv_rw_strict_order)
     long net = find(argv, "--unshare-net", NULL, NULL), caps = find(argv, "--cap-drop", "ALL", NULL),
          uid = find(argv, "--uid", "1000", NULL), root = find(argv, "--ro-bind", "/", "/"),
          tmp = find(argv, "--tmpfs", "/tmp", NULL), hide = find(argv, "--tmpfs", "/run/kgate-rt", NULL),
-         ctl = find(argv, "--ro-bind", paths.ctl_dir, "/run/kgate"), ws = find(argv, "--bind", "/data/root/ws", "/data/root/ws"),
-         extra = find(argv, "--bind", "/data/root/cache", "/data/root/cache"),
-         bind = find(argv, "--ro-bind", "/data/root/data", "/data"), home = find(argv, "--dir", "/tmp/home", NULL),
-         chdir_ = find(argv, "--chdir", "/data/root/ws", NULL), sep = find(argv, "--", NULL, NULL);
+         ctl = find(argv, "--ro-bind", paths.ctl_dir, "/run/kgate"),
+         ws = find(argv, "--bind", "/sandbox-root/ws", "/sandbox-root/ws"),
+         extra = find(argv, "--bind", "/sandbox-root/cache", "/sandbox-root/cache"),
+         bind = find(argv, "--ro-bind", "/sandbox-root/shared", "/mnt/ro"), home = find(argv, "--dir", "/tmp/home", NULL),
+         chdir_ = find(argv, "--chdir", "/sandbox-root/ws", NULL), sep = find(argv, "--", NULL, NULL);
     cr_assert(net > 0 && caps > 0 && uid > 0 && find(argv, "--disable-userns", NULL, NULL) > 0 &&
               find(argv, "--die-with-parent", NULL, NULL) > 0);
     /* each later mount lies over the earlier ones: the order is the contract */
@@ -148,29 +152,30 @@ Test(isolation, argv_modes)
 
     /* balanced, ro, share_net: the host's /tmp, the workspace read-only, the network kept */
     cr_assert_eq(
-        parse("{\"workspace\": {\"path\": \"/data/root/ws\", \"mode\": \"ro\"}, \"profile\": \"balanced\", \"share_net\": true}",
+        parse("{\"workspace\": {\"path\": \"/sandbox-root/ws\", \"mode\": \"ro\"}, \"profile\": \"balanced\", \"share_net\": true}",
               &spec, err, sizeof(err)),
         0, "%s", err);
     argv = gw_iso_argv(&spec, &paths, cmd);
     cr_assert_eq(find(argv, "--unshare-net", NULL, NULL), -1);
     cr_assert(find(argv, "--bind", "/tmp", "/tmp") > 0);
-    cr_assert(find(argv, "--ro-bind", "/data/root/ws", "/data/root/ws") > 0);
-    cr_assert_eq(find(argv, "--bind", "/data/root/ws", "/data/root/ws"), -1);
+    cr_assert(find(argv, "--ro-bind", "/sandbox-root/ws", "/sandbox-root/ws") > 0);
+    cr_assert_eq(find(argv, "--bind", "/sandbox-root/ws", "/sandbox-root/ws"), -1);
     kmgr_strv_free(argv);
     gw_iso_spec_dispose(&spec);
 
     /* overlay: unshare, a shell mounting the overlay, then bwrap binding the merged view at the workspace */
-    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/data/root/ws\"}}", &spec, err, sizeof(err)), 0, "%s", err);
+    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/sandbox-root/ws\"}}", &spec, err, sizeof(err)), 0, "%s", err);
     argv = gw_iso_argv(&spec, &paths, cmd);
     cr_assert_str_eq(argv[0], "/usr/bin/unshare");
     cr_assert(find(argv, "--mount", NULL, NULL) > 0);
     cr_assert_eq(find(argv, "--map-root-user", NULL, NULL), -1, "kgate as root needs no user namespace of its own");
     long sh = find(argv, "/bin/sh", "-c", NULL);
     cr_assert(sh > 0);
-    cr_assert(strstr(argv[sh + 2], "mount -t overlay") != NULL && strstr(argv[sh + 2], "lowerdir=/data/root/ws,upperdir=") != NULL,
+    cr_assert(strstr(argv[sh + 2], "mount -t overlay") != NULL &&
+                  strstr(argv[sh + 2], "lowerdir=/sandbox-root/ws,upperdir=") != NULL,
               "%s", argv[sh + 2]);
     cr_assert_str_eq(argv[sh + 4], "/usr/bin/bwrap");
-    cr_assert(find(argv, "--bind", paths.merged_dir, "/data/root/ws") > 0);
+    cr_assert(find(argv, "--bind", paths.merged_dir, "/sandbox-root/ws") > 0);
     kmgr_strv_free(argv);
     gw_iso_paths_t user = paths;
     user.as_root = 0;
@@ -202,7 +207,7 @@ Test(isolation, environment)
     gw_iso_spec_t spec;
     char err[256], **env;
 
-    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/data/root\"}}", &spec, err, sizeof(err)), 0);
+    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/sandbox-root\"}}", &spec, err, sizeof(err)), 0);
     env = gw_iso_env(&spec, host, "KGATE_INSTANCE=tok");
     cr_assert(has(env, "PATH=/usr/bin") && has(env, "PLAIN=p") && has(env, "HOME=/tmp/home") && has(env, "KGATE_INSTANCE=tok"));
     cr_assert(!has(env, "OPENAI_API_KEY=k") && !has(env, "AWS_REGION=r") && !has(env, "GITHUB_TOKEN=t") &&
@@ -210,14 +215,14 @@ Test(isolation, environment)
     kmgr_strv_free(env);
     gw_iso_spec_dispose(&spec);
 
-    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/data/root\"}, \"profile\": \"balanced\"}", &spec, err, sizeof(err)), 0);
+    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/sandbox-root\"}, \"profile\": \"balanced\"}", &spec, err, sizeof(err)), 0);
     env = gw_iso_env(&spec, host, NULL);
     cr_assert(has(env, "OPENAI_API_KEY=k") && has(env, "HOME=/root") && !has(env, "KGATE_ACCESS_TOKEN=secret"));
     kmgr_strv_free(env);
     gw_iso_spec_dispose(&spec);
 
     cr_assert_eq(
-        parse("{\"workspace\": {\"path\": \"/data/root\"}, \"profile\": \"balanced\", \"env_passthrough\": {\"mode\": \"deny\", "
+        parse("{\"workspace\": {\"path\": \"/sandbox-root\"}, \"profile\": \"balanced\", \"env_passthrough\": {\"mode\": \"deny\", "
               "\"keys\": [\"PLAIN\"]}}",
               &spec, err, sizeof(err)),
         0);
@@ -226,7 +231,7 @@ Test(isolation, environment)
     kmgr_strv_free(env);
     gw_iso_spec_dispose(&spec);
 
-    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/data/root\"}, \"env_passthrough\": {\"mode\": \"allow\", \"keys\": "
+    cr_assert_eq(parse("{\"workspace\": {\"path\": \"/sandbox-root\"}, \"env_passthrough\": {\"mode\": \"allow\", \"keys\": "
                        "[\"OPENAI_API_KEY\"]}}",
                        &spec, err, sizeof(err)),
                  0);

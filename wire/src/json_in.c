@@ -22,25 +22,6 @@ static void skip_ws(parser_t *ps)
         ++ps->p;
 }
 
-static int hex4(const unsigned char *s, unsigned *out)
-{
-    unsigned v = 0;
-    for (int i = 0; i != 4; ++i) {
-        unsigned char c = s[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9')
-            v |= c - '0';
-        else if (c >= 'a' && c <= 'f')
-            v |= c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F')
-            v |= c - 'A' + 10;
-        else
-            return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 static size_t put_utf8(char *out, unsigned cp)
 {
     if (cp < 0x80) {
@@ -147,13 +128,13 @@ static int parse_string_raw(parser_t *ps, parsed_string_t *out)
                 break;
             case 'u': {
                 unsigned cp, lo;
-                if (s - q < 6 || hex4(q + 2, &cp) != 0)
+                if (s - q < 6 || wire_hex4(q + 2, &cp) != 0)
                     goto Error;
                 q += 6;
                 if (cp >= 0xdc00 && cp <= 0xdfff)
                     goto Error;
                 if (cp >= 0xd800 && cp <= 0xdbff) {
-                    if (s - q < 6 || q[0] != '\\' || q[1] != 'u' || hex4(q + 2, &lo) != 0 || lo < 0xdc00 || lo > 0xdfff)
+                    if (s - q < 6 || q[0] != '\\' || q[1] != 'u' || wire_hex4(q + 2, &lo) != 0 || lo < 0xdc00 || lo > 0xdfff)
                         goto Error;
                     q += 6;
                     cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);

@@ -12,25 +12,6 @@ static const unsigned char *skip_ws(const unsigned char *p, const unsigned char 
     return p;
 }
 
-static int hex4(const unsigned char *s, unsigned *out)
-{
-    unsigned v = 0;
-    for (int i = 0; i != 4; ++i) {
-        unsigned char c = s[i];
-        v <<= 4;
-        if (c >= '0' && c <= '9')
-            v |= c - '0';
-        else if (c >= 'a' && c <= 'f')
-            v |= c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F')
-            v |= c - 'A' + 10;
-        else
-            return -1;
-    }
-    *out = v;
-    return 0;
-}
-
 /*
  * Scans the string whose opening quote is at `*pp`: on success moves `*pp` past its closing quote and
  * returns 0 with its decoded length and whether it has an escape; -1 when wire_json_parse would
@@ -69,13 +50,13 @@ static int scan_string(const unsigned char **pp, const unsigned char *end, size_
                 break;
             case 'u':
                 /* hex digits are never a quote, so an escape that fits here fits before the closing quote */
-                if (end - s < 6 || hex4(s + 2, &cp) != 0)
+                if (end - s < 6 || wire_hex4(s + 2, &cp) != 0)
                     return -1;
                 s += 6;
                 if (cp >= 0xdc00 && cp <= 0xdfff)
                     return -1;
                 if (cp >= 0xd800 && cp <= 0xdbff) {
-                    if (end - s < 6 || s[0] != '\\' || s[1] != 'u' || hex4(s + 2, &lo) != 0 || lo < 0xdc00 || lo > 0xdfff)
+                    if (end - s < 6 || s[0] != '\\' || s[1] != 'u' || wire_hex4(s + 2, &lo) != 0 || lo < 0xdc00 || lo > 0xdfff)
                         return -1;
                     s += 6;
                     n += 4;

@@ -68,3 +68,23 @@ int wire_parse_decimal(const char *s, uint64_t max, uint64_t *out)
     *out = n;
     return 0;
 }
+
+int wire_hex4(const unsigned char *s, unsigned *out)
+{
+    unsigned v = 0;
+
+    for (int i = 0; i != 4; ++i) {
+        unsigned char c = s[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9')
+            v |= c - '0';
+        else if (c >= 'a' && c <= 'f')
+            v |= c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            v |= c - 'A' + 10;
+        else
+            return -1;
+    }
+    *out = v;
+    return 0;
+}

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "kmgr/spawn.h"
 
 /** Resource limits of one kernel (its whole process tree where a cgroup holds it). 0: no limit. */
 typedef struct st_kmgr_limits_t {
@@ -13,6 +14,15 @@ typedef struct st_kmgr_limits_t {
     uint64_t open_files;      /* RLIMIT_NOFILE */
     uint64_t file_size_bytes; /* RLIMIT_FSIZE: a bigger write fails with EFBIG (Python ignores SIGXFSZ) */
 } kmgr_limits_t;
+
+/** The most rlimits kmgr_limits_rlimits writes. */
+#define KMGR_LIMITS_MAX_RLIMITS 5
+
+/**
+ * The limits of `l` a child sets on itself as rlimits (kmgr_spawn_options_t.rlimits), into `out` (room for
+ * KMGR_LIMITS_MAX_RLIMITS); memory and processes are left out when a cgroup enforces them (`*_by_cgroup`). Returns how many.
+ */
+size_t kmgr_limits_rlimits(const kmgr_limits_t *l, int memory_by_cgroup, int pids_by_cgroup, kmgr_spawn_rlimit_t *out);
 
 typedef enum {
     KMGR_SANDBOX_NONE,  /* a plain child of kgate, with kgate's rights */

@@ -1,5 +1,5 @@
 /* kernels/bash/src/kernel.c: the bash kernel's sockets, request handlers and single-threaded poll loop.
- * Longer than kgate's other files (about 750 lines) on purpose: its sections (messages, output
+ * Over 600 lines (about 750) on purpose: its sections (messages, output
  * streams, jobs, handlers, stdin, the loop) all work on the one bk_kernel_t and its in-flight job,
  * and are read top to bottom as one request's path; the pure parts already live apart (shell.c,
  * syntax.c, proc.c). */

@@ -31,6 +31,9 @@ size_t wire_utf8_sanitize(const char *in, size_t len, int final, char **out, siz
  */
 int wire_parse_decimal(const char *s, uint64_t max, uint64_t *out);
 
+/** Reads the 4 hexadecimal digits at `s` (either case; a JSON \u escape's) into `*out`: 0, or -1 when one is not a digit. */
+int wire_hex4(const unsigned char *s, unsigned *out);
+
 /**
  * The length of the longest prefix of `s` (`len` bytes) in which no byte needs attention in a JSON
  * string: no control character, '"' or '\\', and, unless `allow_non_ascii`, no byte above 0x7f.
