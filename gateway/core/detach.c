@@ -1,4 +1,5 @@
 /* Detached worker threads for one-off blocking work. */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -6,6 +7,12 @@
 #include <unistd.h>
 #include "wire/alloc.h"
 #include "core/detach.h"
+
+/* Threads at most at once: work driven by clients (a DELETE of a directory full of big files) must not make a thread
+ * each; past the bound the caller does the work itself, as it would without threads. */
+#define MAX_IN_FLIGHT 8
+
+static unsigned in_flight; /* __atomic_* only */
 
 typedef struct st_detached_t {
     void (*fn)(void *arg);
@@ -18,17 +25,23 @@ static void *run_detached(void *p)
 
     free(p);
     d.fn(d.arg);
+    __atomic_fetch_sub(&in_flight, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
 int gw_detach(void (*fn)(void *arg), void *arg)
 {
-    detached_t *d = wire_malloc(sizeof(*d));
+    detached_t *d;
     pthread_attr_t attr;
     pthread_t thread;
     sigset_t all, old;
     int ret;
 
+    if (__atomic_fetch_add(&in_flight, 1, __ATOMIC_ACQUIRE) >= MAX_IN_FLIGHT) {
+        __atomic_fetch_sub(&in_flight, 1, __ATOMIC_RELEASE);
+        return EAGAIN;
+    }
+    d = wire_malloc(sizeof(*d));
     d->fn = fn;
     d->arg = arg;
     pthread_attr_init(&attr);
@@ -38,8 +51,10 @@ int gw_detach(void (*fn)(void *arg), void *arg)
     ret = pthread_create(&thread, &attr, run_detached, d);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
-    if (ret != 0)
+    if (ret != 0) {
         free(d);
+        __atomic_fetch_sub(&in_flight, 1, __ATOMIC_RELEASE);
+    }
     return ret;
 }
 

@@ -5,8 +5,9 @@
 
 /**
  * Runs `fn(arg)` in a new detached thread that starts with every signal blocked (signals stay the loop thread's). The
- * thread must own everything `fn` touches: it shares nothing with the loop. Returns 0, or the pthread_create error, in
- * which case nothing ran (the caller decides whether to run `fn` itself).
+ * thread must own everything `fn` touches: it shares nothing with the loop. At most 8 such threads run at once (work
+ * clients can cause in numbers must not make a thread each). Returns 0, or EAGAIN (that many run already) or the
+ * pthread_create error, in which case nothing ran (the caller decides whether to run `fn` itself).
  */
 int gw_detach(void (*fn)(void *arg), void *arg);
 

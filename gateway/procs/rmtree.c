@@ -2,6 +2,7 @@
  * Why a thread rather than bounded steps on the loop: the only unbounded part is the file system's own work (one readdir of a
  * directory a sandbox filled with millions of entries, an unlink on a slow disk), and no step of ours can bound a single such
  * call; the thread shares nothing with the loop but a counter, so it needs no lock and no hand-back. */
+#include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,8 @@ void gw_rmtree_detached(char *path)
 
     __atomic_fetch_add(&in_flight, 1, __ATOMIC_RELAXED);
     if ((ret = gw_detach(remove_tree, path)) != 0) {
-        fprintf(stderr, "kgate: cannot start a thread to remove %s (error %d): removing it now\n", path, ret);
+        if (ret != EAGAIN) /* EAGAIN: the bound on such threads, not worth a line each */
+            fprintf(stderr, "kgate: cannot start a thread to remove %s (error %d): removing it now\n", path, ret);
         remove_tree(path);
     }
 }
