@@ -1,6 +1,7 @@
 /* bench/case_concurrency.c: N clients on N kernels, through kgate and directly, in alternating rounds. */
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include "support/base.h"
@@ -28,9 +29,40 @@ typedef struct st_client_t {
     int64_t deadline_ms; /* this round's end */
     size_t warmup;       /* untimed executes at the start of this round */
     bench_samples_t *samples;
-    size_t executes;
+    size_t executes;     /* timed executes this round */
+    size_t all_executes; /* and with the warm-up: what the round's CPU time was spent on */
     int err;
 } client_t;
+
+/* CPU time (ms) spent so far by each party of a round: kgate, its kernels, and this process (the clients). */
+typedef struct st_cpu_snapshot_t {
+    double kgate, kernels, clients;
+} cpu_snapshot_t;
+
+/* This process's own CPU time in ms (every client thread, and the direct clients' ZMQ I/O threads). */
+static double self_cpu_ms(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000.0 +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000.0;
+}
+
+/* A snapshot of every party's CPU time; the kernels are kgate's descendants (its watchdog left out). */
+static void cpu_snapshot(pid_t kgate, cpu_snapshot_t *out)
+{
+    ts_proc_t kids[64];
+    size_t n = ts_descendants(kgate, kids, 64);
+
+    out->kgate = (double)ts_proc_cpu_ms(kgate);
+    out->kernels = 0;
+    for (size_t i = 0; i != n; ++i) {
+        int64_t ms = ts_proc_cpu_ms(kids[i].pid);
+        if (ms > 0)
+            out->kernels += (double)ms;
+    }
+    out->clients = self_cpu_ms();
+}
 
 static int execute(client_t *c, bench_outcome_t *o)
 {
@@ -46,12 +78,15 @@ static void *client_round(void *arg)
 {
     client_t *c = arg;
 
-    c->executes = 0;
+    c->executes = c->all_executes = 0;
     for (size_t i = 0; c->err == 0 && !*c->env->interrupted && ts_now_ms() < c->deadline_ms; ++i) {
         bench_outcome_t o;
-        if ((c->err = execute(c, &o)) == 0 && i >= c->warmup) {
-            bench_samples_add(c->samples, o.ms);
-            ++c->executes;
+        if ((c->err = execute(c, &o)) == 0) {
+            ++c->all_executes;
+            if (i >= c->warmup) {
+                bench_samples_add(c->samples, o.ms);
+                ++c->executes;
+            }
         }
         bench_outcome_dispose(&o);
     }
@@ -83,16 +118,23 @@ static void close_websockets(client_t *clients, unsigned n)
         bench_jws_close(&clients[i].jws);
 }
 
-/* One round of one side: every client loops until the deadline. Returns executes/s, or < 0 on error. */
-static double run_round(client_t *clients, unsigned n, int side, unsigned round_ms, size_t warmup, bench_samples_t *samples)
+/*
+ * One round of one side: every client loops until the deadline. Returns executes/s, or < 0 on
+ * error; adds each party's CPU time during the round, and every execute it was spent on, to `cpu`
+ * and `*cpu_executes`.
+ */
+static double run_round(client_t *clients, unsigned n, int side, unsigned round_ms, size_t warmup, bench_samples_t *samples,
+                        cpu_snapshot_t *cpu, size_t *cpu_executes)
 {
-    size_t executes = 0;
+    size_t executes = 0, all_executes = 0;
+    cpu_snapshot_t before, after;
     int err;
 
     if (side == 0 && clients[0].self->via_jupyter_ws && (err = open_websockets(clients, n)) != 0) {
         close_websockets(clients, n);
         return err;
     }
+    cpu_snapshot(clients[0].env->kgate->pid, &before);
     int64_t t0 = ts_now_ms();
 
     for (unsigned i = 0; i != n; ++i) {
@@ -105,13 +147,19 @@ static double run_round(client_t *clients, unsigned n, int side, unsigned round_
     for (unsigned i = 0; i != n; ++i)
         pthread_join(clients[i].thread, NULL);
     int64_t elapsed = ts_now_ms() - t0;
+    cpu_snapshot(clients[0].env->kgate->pid, &after);
     if (side == 0 && clients[0].self->via_jupyter_ws)
         close_websockets(clients, n);
     for (unsigned i = 0; i != n; ++i) {
         if (clients[i].err != 0)
             return clients[i].err;
         executes += clients[i].executes;
+        all_executes += clients[i].all_executes;
     }
+    cpu->kgate += after.kgate - before.kgate;
+    cpu->kernels += after.kernels - before.kernels;
+    cpu->clients += after.clients - before.clients;
+    *cpu_executes += all_executes;
     return (double)executes * 1000.0 / (double)elapsed;
 }
 
@@ -146,6 +194,8 @@ int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_resu
     client_t *clients = wire_calloc(n, sizeof(*clients));
     bench_samples_t *samples = wire_calloc(2 * (size_t)n, sizeof(*samples));
     double eps[2][16];
+    cpu_snapshot_t cpu[2] = {{0}};
+    size_t cpu_executes[2] = {0};
     ts_rss_sampler_t rss = {0};
     int sampling = 0, err = 0;
 
@@ -180,7 +230,8 @@ int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_resu
     for (unsigned r = 0; r != rounds && err == 0; ++r) {
         for (int k = 0; k != 2 && err == 0; ++k) {
             int side = k ^ (int)(r & 1);
-            double v = run_round(clients, n, side, self->round_ms, warmup, &samples[side == 0 ? 0 : n]);
+            double v =
+                run_round(clients, n, side, self->round_ms, warmup, &samples[side == 0 ? 0 : n], &cpu[side], &cpu_executes[side]);
             if (v < 0)
                 err = (int)v;
             eps[side][r] = v;
@@ -195,6 +246,12 @@ int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_resu
         out->direct_executes_per_s = eps[1][rounds / 2];
         summarize_side(samples, n, &out->kgate, &out->kgate_p99_ms);
         summarize_side(samples + n, n, &out->direct, &out->direct_p99_ms);
+        for (int side = 0; side != 2; ++side) {
+            double per = cpu_executes[side] != 0 ? 1.0 / (double)cpu_executes[side] : 0;
+            out->cpu_per_execute[side][0] = cpu[side].kgate * per;
+            out->cpu_per_execute[side][1] = cpu[side].kernels * per;
+            out->cpu_per_execute[side][2] = cpu[side].clients * per;
+        }
     }
     if (sampling)
         out->kgate_rss_peak_kb = ts_rss_sampler_stop(&rss);

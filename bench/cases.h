@@ -57,6 +57,12 @@ typedef struct st_bench_result_t {
     /** Concurrency cases: the 99th percentile of every execute's latency (ms). */
     double kgate_p99_ms;
     double direct_p99_ms;
+    /**
+     * Concurrency cases: CPU time (ms) per execute, warm-ups included, in kgate's rounds [0] and
+     * the direct rounds [1], of kgate [.][0], its kernels [.][1] and the bench's clients [.][2]:
+     * where the machine's cores went on each side.
+     */
+    double cpu_per_execute[2][3];
     /** The `jupyter` case: a third client, Jupyter Server's WebSocket on a kernel it manages (n 0 when not run). */
     const char *peer_label;
     bench_summary_t peer;

@@ -90,6 +90,12 @@ static void print_concurrency(const bench_case_t *c, const bench_result_t *r)
            "direct %.1f executes/s (p99 %.2f ms)\n",
            c->clients, c->clients, c->rounds, c->round_ms, r->kgate_executes_per_s, r->kgate_p99_ms, r->direct_executes_per_s,
            r->direct_p99_ms);
+    printf("concurrency: CPU ms per execute, kgate rounds: kgate %.3f, kernels %.3f, clients %.3f (sum %.3f); direct rounds: "
+           "kgate %.3f, kernels %.3f, clients %.3f (sum %.3f)\n",
+           r->cpu_per_execute[0][0], r->cpu_per_execute[0][1], r->cpu_per_execute[0][2],
+           r->cpu_per_execute[0][0] + r->cpu_per_execute[0][1] + r->cpu_per_execute[0][2], r->cpu_per_execute[1][0],
+           r->cpu_per_execute[1][1], r->cpu_per_execute[1][2],
+           r->cpu_per_execute[1][0] + r->cpu_per_execute[1][1] + r->cpu_per_execute[1][2]);
     printf("concurrency: kgate/direct = %.1f%%  [%s; target >= %.0f%%: %s]\n", cr * 100, c->name, c->min_throughput_ratio * 100,
            cr >= c->min_throughput_ratio ? "met" : "NOT met");
 }
@@ -293,6 +299,11 @@ void bench_print_json(const bench_case_t **cases, const bench_result_t *results,
                                           "direct_executes_per_s", r->direct_executes_per_s, "kgate_p99_ms", r->kgate_p99_ms,
                                           "direct_p99_ms", r->direct_p99_ms, "ratio", concurrency_ratio(r), "target_ratio",
                                           cases[i]->min_throughput_ratio));
+            json_object_set_new(c, "cpu_ms_per_execute",
+                                json_pack("{s{sfsfsf}s{sfsfsf}}", "kgate_rounds", "kgate", r->cpu_per_execute[0][0], "kernels",
+                                          r->cpu_per_execute[0][1], "clients", r->cpu_per_execute[0][2], "direct_rounds", "kgate",
+                                          r->cpu_per_execute[1][0], "kernels", r->cpu_per_execute[1][1], "clients",
+                                          r->cpu_per_execute[1][2]));
         }
         if (cases[i]->min_peer_speedup > 0) {
             json_t *c = json_array_get(arr, json_array_size(arr) - 1);

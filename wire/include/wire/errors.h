@@ -12,7 +12,8 @@
     XX(IO, "input/output error")                                                                                                   \
     XX(BADCONN, "connection file is not valid")                                                                                    \
     XX(EXISTS, "file already exists")                                                                                              \
-    XX(NOSPACE, "output buffer too small")
+    XX(NOSPACE, "output buffer too small")                                                                                         \
+    XX(ZMTP, "peer broke the ZMTP 3 protocol")
 
 typedef enum {
     WIRE_OK = 0,
