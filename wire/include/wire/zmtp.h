@@ -7,6 +7,10 @@
  * (its socket type and, for a DEALER that wants to be routed to by name, its identity), then
  * frames: a one-byte flags field (MORE, LONG, COMMAND), a size (one byte, or eight big-endian
  * bytes when LONG) and the body. A message is a run of frames whose last lacks MORE.
+ *
+ * Send the first message only once the peer's READY has been read: libzmq 4.3 drops a connection
+ * whose next frame arrives after its peer's READY but before it has sent its own READY
+ * (null_mechanism.cpp: "unexpected command"), so greeting, READY and a message in one write fail.
  */
 #ifndef WIRE_ZMTP_H
 #define WIRE_ZMTP_H
