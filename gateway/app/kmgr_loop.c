@@ -1,4 +1,4 @@
-/* The kernel manager's host-loop operations, implemented on h2o's evloop (ZMQ_FDs become h2o sockets). */
+/* The kernel manager's host-loop operations, implemented on h2o's evloop (kernel connections' fds become h2o sockets). */
 #include <stdlib.h>
 #include <unistd.h>
 #include "wire/alloc.h"
@@ -9,6 +9,8 @@ typedef struct st_watch_t {
     h2o_socket_t *sock;
     void (*cb)(void *arg);
     void *arg;
+    void (*write_cb)(void *arg); /* a pending notify_writable */
+    void *write_arg;
 } watch_t;
 
 static void on_readable(h2o_socket_t *sock, const char *err)
@@ -19,22 +21,43 @@ static void on_readable(h2o_socket_t *sock, const char *err)
     watch->cb(watch->arg);
 }
 
+static void on_writable(h2o_socket_t *sock, const char *err)
+{
+    watch_t *watch = sock->data;
+    void (*cb)(void *arg) = watch->write_cb;
+    (void)err; /* kernelmgr reads the socket's own error */
+
+    watch->write_cb = NULL;
+    cb(watch->write_arg);
+}
+
 static void *loop_watch(void *loop, int fd, void (*cb)(void *arg), void *arg)
 {
     gw_server_t *server = loop;
-    watch_t *watch = wire_malloc(sizeof(*watch));
-    /* h2o closes the fd it owns, and ZMQ owns this one: give h2o a duplicate. DONT_READ, or h2o
-     * would read the eventfd and swallow ZMQ's signal (PLATFORM.md). */
+    watch_t *watch;
+    /* h2o closes the fd it owns, and kernelmgr owns this one: give h2o a duplicate. DONT_READ:
+     * kernelmgr reads the kernel's bytes itself, straight into the buffer they are parsed in. */
     int dupfd = dup(fd);
 
     if (dupfd == -1)
-        abort();
+        return NULL;
+    watch = wire_calloc(1, sizeof(*watch));
     watch->cb = cb;
     watch->arg = arg;
     watch->sock = h2o_evloop_socket_create(server->host.loop, dupfd, H2O_SOCKET_FLAG_DONT_READ);
     watch->sock->data = watch;
     h2o_socket_read_start(watch->sock, on_readable);
     return watch;
+}
+
+static void loop_notify_writable(void *loop, void *handle, void (*cb)(void *arg), void *arg)
+{
+    watch_t *watch = handle;
+    (void)loop;
+
+    watch->write_cb = cb;
+    watch->write_arg = arg;
+    h2o_socket_notify_write(watch->sock, on_writable);
 }
 
 static void loop_unwatch(void *loop, void *handle)
@@ -63,4 +86,5 @@ static void loop_schedule(void *loop)
         h2o_timeout_link(server->host.loop, &server->host.yield_timeout, &server->kmgr_pending_entry);
 }
 
-const kmgr_loop_ops_t gw_kmgr_loop_ops = {loop_watch, loop_unwatch, loop_schedule};
+const kmgr_loop_ops_t gw_kmgr_loop_ops = {
+    .watch = loop_watch, .unwatch = loop_unwatch, .notify_writable = loop_notify_writable, .schedule = loop_schedule};

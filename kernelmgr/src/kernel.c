@@ -240,11 +240,11 @@ static kmgr_big_iopub_t big_iopub(void *data)
 }
 
 /*
- * The channels gave a connection up and reopened it. Starting, the handshake retries by itself;
- * ready, the requests in flight are told and a resynchronisation begins (kmgr_resync_t). A loss
- * during one restarts it: a probe sent on a lost shell connection may never be answered.
+ * A message over the cap was skipped. Starting, the handshake retries by itself; ready, the
+ * requests in flight are told and a resynchronisation begins (kmgr_resync_t): the lost message may
+ * have been a reply or a status that ended something. A loss during one restarts it.
  */
-static void on_given_up(void *data, wire_channel_t channel)
+static void on_oversized(void *data, wire_channel_t channel)
 {
     kmgr_kernel_t *k = data;
     int iopub_live = k->resync.active ? k->resync.iopub_live : 1;
@@ -279,7 +279,7 @@ static const kmgr_channels_ops_t channel_ops = {
     .on_stdin_connected = on_stdin_connected,
     .on_pong = on_pong,
     .big_iopub = big_iopub,
-    .on_given_up = on_given_up,
+    .on_oversized = on_oversized,
     .on_redrain = on_redrain,
 };
 
@@ -496,16 +496,7 @@ void kmgr_kernel_tick(kmgr_kernel_t *k, uint64_t now)
         die(k, reason, 0);
         return;
     }
-    /* Only now: a kernel that went away has been reaped above rather than taken for a message over the cap. */
-    {
-        uint64_t generation = k->generation;
-        if (kmgr_channels_check_given_up(&k->proc->channels, now) != 0) {
-            die(k, "a connection to it was lost and could not be reopened", 1);
-            return;
-        }
-        if (k->generation != generation || k->destroyed)
-            return;
-    }
+    kmgr_channels_tick(&k->proc->channels, now);
     switch (k->state) {
     case KMGR_KERNEL_STARTING:
     case KMGR_KERNEL_RESTARTING:

@@ -7,7 +7,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <zmq.h>
 #include "wire/alloc.h"
 #include "kmgr/errors.h"
 #include "kmgr/spawn.h"
@@ -82,16 +81,6 @@ int kmgr_manager_create(const kmgr_config_t *config, const kmgr_loop_ops_t *ops,
     mgr->config.runtime_dir = mgr->runtime_dir;
     if (kmgr_instance_init(&mgr->instance, mgr->runtime_dir) != 0)
         goto Error;
-    if ((mgr->zctx = zmq_ctx_new()) == NULL) {
-        kmgr_instance_dispose(&mgr->instance);
-        goto Error;
-    }
-    /* Each kernel holds eleven sockets (five channels, three monitors of two sockets each):
-     * libzmq's default of 1023 per context would cap kgate below a hundred kernels. */
-    {
-        int limit = zmq_ctx_get(mgr->zctx, ZMQ_SOCKET_LIMIT);
-        zmq_ctx_set(mgr->zctx, ZMQ_MAX_SOCKETS, limit > 0 && limit < KMGR_MAX_SOCKETS ? limit : KMGR_MAX_SOCKETS);
-    }
     kmgr_cgroups_init(&mgr->cgroups);
     mgr->bwrap_path = kmgr_find_executable(mgr->config.bwrap_path != NULL ? mgr->config.bwrap_path : "bwrap");
     *out = mgr;
@@ -144,7 +133,6 @@ void kmgr_manager_destroy(kmgr_manager_t *mgr)
     }
     for (link = mgr->kernels.next; link != &mgr->kernels; link = mgr->kernels.next)
         kmgr_link_unlink(link); /* unreachable: shutdown_all + sweep emptied it */
-    zmq_ctx_term(mgr->zctx);
     kmgr_cgroups_dispose(&mgr->cgroups);
     free(mgr->bwrap_path);
     kmgr_instance_dispose(&mgr->instance);
@@ -181,7 +169,7 @@ void kmgr_manager_adopt(kmgr_manager_t *mgr, kmgr_proc_t *proc, int polite)
     kmgr_list_append(&mgr->shutting_down, &proc->link);
     if (kmgr_proc_reap(proc))
         return;
-    if (polite && proc->channels.sockets[WIRE_CHANNEL_CONTROL] != NULL) {
+    if (polite && kmgr_channels_is_open(&proc->channels, WIRE_CHANNEL_CONTROL)) {
         send_shutdown_request(proc);
         proc->phase = KMGR_PROC_SHUTDOWN;
     } else {

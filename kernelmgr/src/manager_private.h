@@ -13,9 +13,6 @@
 
 /* ---- manager.c ---- */
 
-/* ZMQ sockets the manager's context may hold (ZMQ_MAX_SOCKETS), unless libzmq allows fewer. */
-#define KMGR_MAX_SOCKETS 8192
-
 struct st_kmgr_manager_t {
     kmgr_config_t config; /* defaults filled in */
     char *runtime_dir;
@@ -24,7 +21,6 @@ struct st_kmgr_manager_t {
     kmgr_instance_t instance;
     const kmgr_loop_ops_t *ops;
     void *loop;
-    void *zctx;
     /* Every kernel handle, including destroyed ones waiting to be freed from the loop. */
     kmgr_link_t kernels;
     /* Detached incarnations in their shutdown sequence (kmgr_proc_t.link). */

@@ -196,8 +196,8 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
         why[0] = '\0';
     kmgr_list_init(&proc->link);
     wire_uuid4(proc->uuid);
-    kmgr_channels_init(&proc->channels, mgr->zctx, mgr->ops, mgr->loop, &proc->conn, &proc->signer, proc->uuid,
-                       (int64_t)mgr->config.max_message_bytes);
+    kmgr_channels_init(&proc->channels, mgr->ops, mgr->loop, &proc->conn, &proc->signer, proc->uuid,
+                       (uint64_t)mgr->config.max_message_bytes);
     proc->dir = kmgr_path_join(mgr->runtime_dir, proc->uuid);
     proc->conn_path = kmgr_path_join(proc->dir, "connection.json");
     /* ipc endpoints are unix socket paths: "<dir>/ch-5" must fit sun_path. */

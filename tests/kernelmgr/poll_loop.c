@@ -10,6 +10,8 @@ typedef struct st_poll_watch_t {
     int active;
     void (*cb)(void *arg);
     void *arg;
+    void (*write_cb)(void *arg); /* a pending notify_writable */
+    void *write_arg;
 } poll_watch_t;
 
 struct st_poll_loop_t {
@@ -44,12 +46,21 @@ static void unwatch(void *vloop, void *handle)
     ((poll_watch_t *)handle)->active = 0;
 }
 
+static void notify_writable(void *vloop, void *handle, void (*cb)(void *arg), void *arg)
+{
+    poll_watch_t *w = handle;
+    (void)vloop;
+    w->write_cb = cb;
+    w->write_arg = arg;
+}
+
 static void schedule(void *vloop)
 {
     ((poll_loop_t *)vloop)->scheduled = 1;
 }
 
-const kmgr_loop_ops_t poll_loop_ops = {watch, unwatch, schedule};
+const kmgr_loop_ops_t poll_loop_ops = {
+    .watch = watch, .unwatch = unwatch, .notify_writable = notify_writable, .schedule = schedule};
 
 poll_loop_t *poll_loop_create(void)
 {
@@ -105,13 +116,20 @@ void poll_loop_run_once(poll_loop_t *loop, int max_wait_ms)
     for (size_t i = 0; i != n; ++i) {
         snapshot[i] = loop->watches[i];
         fds[i].fd = snapshot[i]->active ? snapshot[i]->fd : -1;
-        fds[i].events = POLLIN;
+        fds[i].events = POLLIN | (snapshot[i]->write_cb != NULL ? POLLOUT : 0);
     }
     ret = poll(fds, n, timeout);
     if (ret > 0) {
-        for (size_t i = 0; i != n; ++i)
-            if (fds[i].revents != 0 && snapshot[i]->active)
+        for (size_t i = 0; i != n; ++i) {
+            /* as h2o does: readable first, then a writable notification (each callback may unwatch) */
+            if ((fds[i].revents & (POLLIN | POLLERR | POLLHUP)) != 0 && snapshot[i]->active)
                 snapshot[i]->cb(snapshot[i]->arg);
+            if ((fds[i].revents & (POLLOUT | POLLERR | POLLHUP)) != 0 && snapshot[i]->active && snapshot[i]->write_cb != NULL) {
+                void (*cb)(void *arg) = snapshot[i]->write_cb;
+                snapshot[i]->write_cb = NULL;
+                cb(snapshot[i]->write_arg);
+            }
+        }
     }
     free(fds);
     free(snapshot);

@@ -11,12 +11,18 @@
  */
 typedef struct st_kmgr_loop_ops_t {
     /**
-     * Starts watching `fd` (a ZMQ_FD: an edge-triggered "something may have changed" signal) for
-     * readability; `cb(arg)` is then called from the loop whenever it signals. The loop must not
-     * read from or close `fd` (it belongs to ZMQ; dup() it if the loop insists on owning one).
-     * Returns an opaque handle for unwatch.
+     * Starts watching `fd` (a kernel connection's socket) for readability, level-triggered: `cb(arg)`
+     * is called from the loop whenever it is readable or has an error, again on every pass while it
+     * stays so. The loop must not read from or close `fd` (kernelmgr owns it; dup() it if the loop
+     * insists on owning one). Returns an opaque handle for unwatch and notify_writable, or NULL.
      */
     void *(*watch)(void *loop, int fd, void (*cb)(void *arg), void *arg);
+    /**
+     * Calls `cb(arg)` once, from the loop, when the fd of watch `handle` can be written to (or has
+     * an error; a connect that finished either way). kernelmgr asks again for each wait and never
+     * twice at once; an unwatch cancels it.
+     */
+    void (*notify_writable)(void *loop, void *handle, void (*cb)(void *arg), void *arg);
     /** Stops a watch; after it returns `cb` is never called for that handle again. */
     void (*unwatch)(void *loop, void *handle);
     /**

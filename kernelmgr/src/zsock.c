@@ -1,0 +1,594 @@
+/* kernelmgr/src/zsock.c: a native ZMTP 3.0 connection to one kernel socket: connect, handshake, frames in and out; a leaf. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "wire/alloc.h"
+#include "wire/zmtp.h"
+#include "kmgr/errors.h"
+#include "kmgr/util.h"
+#include "zsock.h"
+
+/* The smallest receive buffer, and the least room a read is given. */
+#define IN_MIN_BYTES ((size_t)16 * 1024)
+/* A command the peer sends is small (READY, PING, ERROR); a bigger one is a broken peer. */
+#define COMMAND_MAX_BYTES ((size_t)64 * 1024)
+
+/* ---- buffers ---- */
+
+static size_t buf_size(const kmgr_zsock_buf_t *b)
+{
+    return b->end - b->start;
+}
+
+static void buf_free(kmgr_zsock_buf_t *b)
+{
+    free(b->data);
+    memset(b, 0, sizeof(*b));
+}
+
+/* Makes room for `n` more bytes at the end, moving what is pending to the front first. */
+static void buf_reserve(kmgr_zsock_buf_t *b, size_t n)
+{
+    size_t size = buf_size(b);
+
+    if (b->cap - b->end >= n)
+        return;
+    if (b->start != 0) {
+        memmove(b->data, b->data + b->start, size);
+        b->start = 0;
+        b->end = size;
+        if (b->cap - b->end >= n)
+            return;
+    }
+    size_t cap = b->cap != 0 ? b->cap : IN_MIN_BYTES;
+    while (cap - size < n)
+        cap *= 2;
+    b->data = wire_realloc(b->data, cap);
+    b->cap = cap;
+}
+
+static void buf_append(kmgr_zsock_buf_t *b, const void *p, size_t n)
+{
+    buf_reserve(b, n);
+    memcpy(b->data + b->end, p, n);
+    b->end += n;
+}
+
+/* Puts `n` bytes before what is pending (the handshake ahead of messages queued before it). */
+static void buf_prepend(kmgr_zsock_buf_t *b, const void *p, size_t n)
+{
+    size_t size = buf_size(b);
+
+    if (b->start >= n) {
+        b->start -= n;
+        memcpy(b->data + b->start, p, n);
+        return;
+    }
+    buf_reserve(b, n); /* room for n more after what is pending, which may have moved to the front */
+    memmove(b->data + b->start + n, b->data + b->start, size);
+    memcpy(b->data + b->start, p, n);
+    b->end = b->start + n + size;
+}
+
+/* ---- connection life ---- */
+
+static void on_writable(void *arg);
+
+static void unwatch(kmgr_zsock_t *z)
+{
+    if (z->watch != NULL) {
+        z->loop_ops->unwatch(z->loop, z->watch);
+        z->watch = NULL;
+    }
+    z->watching_write = 0;
+}
+
+static void close_fd(kmgr_zsock_t *z)
+{
+    unwatch(z);
+    if (z->fd != -1) {
+        close(z->fd);
+        z->fd = -1;
+    }
+}
+
+/*
+ * The connection is gone (or never came): what was read and what waits to be written on it go
+ * with it; another attempt follows from the tick. Messages queued before a connection was ever
+ * made are kept: `keep_out`.
+ */
+static void lose(kmgr_zsock_t *z, int keep_out)
+{
+    close_fd(z);
+    z->in.start = z->in.end = 0;
+    z->consumed = 0;
+    z->skipping = 0;
+    z->peer_greeted = 0;
+    z->out_handshake = 0;
+    if (!keep_out)
+        z->out.start = z->out.end = 0;
+    z->state = KMGR_ZSOCK_WAITING;
+    z->retry_at = kmgr_now_ms() + KMGR_ZSOCK_RETRY_MS;
+}
+
+static void protocol_error(kmgr_zsock_t *z, const char *why)
+{
+    fprintf(stderr, "kgate: %s: %s; reconnecting\n", z->label, why);
+    lose(z, 0);
+}
+
+static void want_writable(kmgr_zsock_t *z)
+{
+    if (z->watching_write || z->watch == NULL)
+        return;
+    z->watching_write = 1;
+    z->loop_ops->notify_writable(z->loop, z->watch, on_writable, z);
+}
+
+/* Writes what the socket takes now; the rest waits for a writable notification. */
+static void flush(kmgr_zsock_t *z)
+{
+    for (;;) {
+        size_t len = z->state == KMGR_ZSOCK_READY ? buf_size(&z->out) : z->state == KMGR_ZSOCK_HANDSHAKE ? z->out_handshake : 0;
+        if (len == 0)
+            break;
+        ssize_t n = send(z->fd, z->out.data + z->out.start, len, MSG_NOSIGNAL);
+        if (n > 0) {
+            z->out.start += (size_t)n;
+            z->out_handshake -= (size_t)n < z->out_handshake ? (size_t)n : z->out_handshake;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            want_writable(z);
+            return;
+        }
+        lose(z, 0);
+        return;
+    }
+    if (buf_size(&z->out) == 0) {
+        z->out.start = z->out.end = 0;
+        /* a big message's buffer goes with it: memory does not stay at the largest request ever sent */
+        if (z->out.cap > KMGR_ZSOCK_KEEP_BYTES)
+            buf_free(&z->out);
+    }
+}
+
+/* Connected: the greeting and READY go ahead of whatever was queued, which waits for the peer's READY. */
+static void on_connected(kmgr_zsock_t *z)
+{
+    uint8_t hs[WIRE_ZMTP_GREETING_LEN + 512];
+    size_t len = WIRE_ZMTP_GREETING_LEN;
+    int ready;
+
+    wire_zmtp_greeting(hs);
+    ready = wire_zmtp_ready(hs + len, sizeof(hs) - len - 3, z->socket_type, z->identity[0] != '\0' ? z->identity : NULL);
+    if (ready < 0) {
+        protocol_error(z, "cannot build the READY command");
+        return;
+    }
+    len += (size_t)ready;
+    buf_prepend(&z->out, hs, len);
+    z->out_handshake = len;
+    z->state = KMGR_ZSOCK_HANDSHAKE;
+    ++z->connects;
+    flush(z);
+}
+
+/* A non-blocking connect finished or failed: which one, SO_ERROR and getpeername tell. */
+static void check_connect(kmgr_zsock_t *z)
+{
+    int err = 0;
+    socklen_t len = sizeof(err);
+    struct sockaddr_storage peer;
+    socklen_t peerlen = sizeof(peer);
+
+    if (getsockopt(z->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+        lose(z, 1);
+        return;
+    }
+    if (getpeername(z->fd, (struct sockaddr *)&peer, &peerlen) != 0) {
+        if (errno != ENOTCONN)
+            lose(z, 1);
+        return; /* still in progress */
+    }
+    on_connected(z);
+}
+
+static void on_watch_readable(void *arg)
+{
+    kmgr_zsock_t *z = arg;
+    if (z->state == KMGR_ZSOCK_CONNECTING)
+        check_connect(z);
+    if (z->state >= KMGR_ZSOCK_HANDSHAKE)
+        z->on_readable(z->arg);
+}
+
+static void on_writable(void *arg)
+{
+    kmgr_zsock_t *z = arg;
+
+    z->watching_write = 0;
+    if (z->state == KMGR_ZSOCK_CONNECTING) {
+        check_connect(z);
+        if (z->state == KMGR_ZSOCK_CONNECTING)
+            want_writable(z);
+        return; /* on_connected flushed */
+    }
+    flush(z);
+}
+
+static void connect_now(kmgr_zsock_t *z)
+{
+    int fd = socket(z->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+
+    z->state = KMGR_ZSOCK_WAITING;
+    z->retry_at = kmgr_now_ms() + KMGR_ZSOCK_RETRY_MS;
+    if (fd == -1)
+        return;
+    /* small messages go out as they are written, as libzmq's own TCP connections do */
+    if (z->addr.ss_family != AF_UNIX)
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    z->fd = fd;
+    if (connect(fd, (struct sockaddr *)&z->addr, z->addrlen) != 0 && errno != EINPROGRESS) {
+        close(fd);
+        z->fd = -1;
+        return;
+    }
+    if ((z->watch = z->loop_ops->watch(z->loop, fd, on_watch_readable, z)) == NULL) {
+        close(fd);
+        z->fd = -1;
+        return;
+    }
+    z->state = KMGR_ZSOCK_CONNECTING;
+    check_connect(z);
+    if (z->state == KMGR_ZSOCK_CONNECTING)
+        want_writable(z);
+}
+
+/* "tcp://HOST:PORT" (an IPv4 or IPv6 literal, brackets optional) or "ipc://PATH" into z->addr. */
+static int parse_endpoint(kmgr_zsock_t *z, const char *endpoint)
+{
+    memset(&z->addr, 0, sizeof(z->addr));
+    if (strncmp(endpoint, "ipc://", 6) == 0) {
+        struct sockaddr_un *un = (struct sockaddr_un *)&z->addr;
+        const char *path = endpoint + 6;
+        if (path[0] == '\0' || strlen(path) >= sizeof(un->sun_path))
+            return KMGR_EZMQ;
+        un->sun_family = AF_UNIX;
+        strcpy(un->sun_path, path);
+        z->addrlen = (socklen_t)sizeof(*un);
+        return 0;
+    }
+    if (strncmp(endpoint, "tcp://", 6) != 0)
+        return KMGR_EZMQ;
+    const char *host = endpoint + 6, *colon = strrchr(host, ':');
+    char ip[INET6_ADDRSTRLEN + 2], *end;
+    size_t len;
+    if (colon == NULL || (len = (size_t)(colon - host)) == 0 || len >= sizeof(ip))
+        return KMGR_EZMQ;
+    if (host[0] == '[' && len >= 2 && host[len - 1] == ']') {
+        ++host;
+        len -= 2;
+    }
+    memcpy(ip, host, len);
+    ip[len] = '\0';
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    if (errno != 0 || *end != '\0' || port <= 0 || port > 65535)
+        return KMGR_EZMQ;
+    struct sockaddr_in *in4 = (struct sockaddr_in *)&z->addr;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&z->addr;
+    if (inet_pton(AF_INET, ip, &in4->sin_addr) == 1) {
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons((uint16_t)port);
+        z->addrlen = (socklen_t)sizeof(*in4);
+    } else if (inet_pton(AF_INET6, ip, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)port);
+        z->addrlen = (socklen_t)sizeof(*in6);
+    } else {
+        return KMGR_EZMQ; /* a host name would need a blocking lookup */
+    }
+    return 0;
+}
+
+int kmgr_zsock_open(kmgr_zsock_t *z, const kmgr_loop_ops_t *loop_ops, void *loop, const char *endpoint, const char *socket_type,
+                    const char *identity, uint64_t max_message_bytes, void (*on_readable)(void *arg), void *arg, const char *label)
+{
+    memset(z, 0, sizeof(*z));
+    z->fd = -1;
+    if (parse_endpoint(z, endpoint) != 0 || (identity != NULL && strlen(identity) >= sizeof(z->identity)))
+        return KMGR_EZMQ;
+    z->loop_ops = loop_ops;
+    z->loop = loop;
+    z->socket_type = socket_type;
+    if (identity != NULL)
+        strcpy(z->identity, identity);
+    z->subscribe_all = strcmp(socket_type, "SUB") == 0;
+    z->max_message_bytes = max_message_bytes;
+    z->on_readable = on_readable;
+    z->arg = arg;
+    z->label = label;
+    connect_now(z);
+    return 0;
+}
+
+void kmgr_zsock_close(kmgr_zsock_t *z)
+{
+    close_fd(z);
+    buf_free(&z->out);
+    z->state = KMGR_ZSOCK_CLOSED;
+    if (z->lent)
+        return; /* the owner still reads the message: kmgr_zsock_release frees the rest */
+    buf_free(&z->in);
+    free(z->frames);
+    z->frames = NULL;
+    z->frames_cap = 0;
+    z->consumed = 0;
+}
+
+void kmgr_zsock_release(kmgr_zsock_t *z)
+{
+    z->lent = 0;
+    if (z->state == KMGR_ZSOCK_CLOSED)
+        kmgr_zsock_close(z);
+}
+
+void kmgr_zsock_stop_reading(kmgr_zsock_t *z)
+{
+    unwatch(z);
+}
+
+int kmgr_zsock_send(kmgr_zsock_t *z, const wire_frame_t *head, size_t nhead, const wire_frame_t *tail, size_t ntail)
+{
+    size_t n = nhead + ntail, total = 0;
+
+    if (z->state == KMGR_ZSOCK_CLOSED || n == 0)
+        return KMGR_EZMQ;
+    for (size_t i = 0; i != n; ++i)
+        total += WIRE_ZMTP_HEAD_MAX + (i < nhead ? head[i].len : tail[i - nhead].len);
+    buf_reserve(&z->out, total);
+    for (size_t i = 0; i != n; ++i) {
+        const wire_frame_t *f = i < nhead ? &head[i] : &tail[i - nhead];
+        uint8_t h[WIRE_ZMTP_HEAD_MAX];
+        size_t hl = wire_zmtp_write_head(h, f->len, i + 1 != n ? WIRE_ZMTP_MORE : 0);
+        memcpy(z->out.data + z->out.end, h, hl);
+        z->out.end += hl;
+        if (f->len != 0)
+            memcpy(z->out.data + z->out.end, f->base, f->len);
+        z->out.end += f->len;
+    }
+    if (!z->watching_write)
+        flush(z);
+    return 0;
+}
+
+/* ---- receiving ---- */
+
+/* The peer's READY: what was queued may go now, behind the subscription (a SUB sends nothing else). */
+static void on_ready(kmgr_zsock_t *z)
+{
+    z->state = KMGR_ZSOCK_READY;
+    if (z->subscribe_all) {
+        /* ZMTP 3.0's subscription: a message whose body is 0x01 and the (empty) topic */
+        static const uint8_t subscribe[3] = {0, 1, 1};
+        buf_append(&z->out, subscribe, sizeof(subscribe));
+    }
+    if (!z->watching_write)
+        flush(z);
+}
+
+/* A command from the peer (its body whole in the buffer): READY ends the handshake, PING is answered. */
+static void on_command(kmgr_zsock_t *z, const uint8_t *body, size_t len)
+{
+    wire_zmtp_command_t cmd;
+    const uint8_t *value;
+    size_t value_len;
+
+    if (wire_zmtp_parse_command(body, len, &cmd) != 0) {
+        protocol_error(z, "malformed ZMTP command");
+    } else if (wire_zmtp_command_is(&cmd, "READY")) {
+        if (z->state != KMGR_ZSOCK_HANDSHAKE || wire_zmtp_property(&cmd, "Socket-Type", &value, &value_len) != 1)
+            protocol_error(z, "unexpected or malformed READY");
+        else
+            on_ready(z);
+    } else if (wire_zmtp_command_is(&cmd, "PING")) {
+        uint8_t pong[64];
+        int n = wire_zmtp_pong(pong, sizeof(pong), &cmd);
+        if (n < 0) {
+            protocol_error(z, "malformed PING");
+        } else {
+            buf_append(&z->out, pong, (size_t)n);
+            if (!z->watching_write)
+                flush(z);
+        }
+    } else if (wire_zmtp_command_is(&cmd, "ERROR")) {
+        protocol_error(z, "the kernel's socket refused the connection (ZMTP ERROR)");
+    }
+    /* anything else (PONG, SUBSCRIBE, CANCEL) means nothing to a DEALER or a SUB */
+}
+
+/* Passes over the rest of a message being skipped, as its bytes arrive. 1: it is all gone; 0: more to come. */
+static int skip(kmgr_zsock_t *z)
+{
+    for (;;) {
+        size_t avail = buf_size(&z->in), drop = z->skip_left < avail ? (size_t)z->skip_left : avail;
+        wire_zmtp_head_t h;
+        int r;
+        z->in.start += drop;
+        z->skip_left -= drop;
+        if (z->skip_left != 0)
+            return 0;
+        if (!z->skip_more)
+            return 1;
+        if ((r = wire_zmtp_read_head(z->in.data + z->in.start, buf_size(&z->in), &h)) <= 0) {
+            if (r < 0)
+                protocol_error(z, "malformed ZMTP frame");
+            return 0;
+        }
+        if (h.flags & WIRE_ZMTP_COMMAND) {
+            protocol_error(z, "a ZMTP command inside a message");
+            return 0;
+        }
+        z->in.start += h.head_len;
+        z->skip_left = h.size;
+        z->skip_more = (h.flags & WIRE_ZMTP_MORE) != 0;
+    }
+}
+
+static void start_skipping(kmgr_zsock_t *z, size_t frame_at, const wire_zmtp_head_t *h, int err)
+{
+    z->in.start += frame_at + h->head_len;
+    z->skipping = err;
+    z->skip_left = h->size;
+    z->skip_more = (h->flags & WIRE_ZMTP_MORE) != 0;
+}
+
+/*
+ * Parses what the buffer holds: the greeting, commands, then one whole message into `msg`.
+ * Returns 1 (a message), 0 (more bytes needed: at least `*need` from in.start in all), or a
+ * dropped message's error. The connection may be lost on the way (z->state then says so).
+ */
+static int parse(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg, size_t *need)
+{
+    *need = 1;
+    if (!z->peer_greeted) {
+        if (buf_size(&z->in) < WIRE_ZMTP_GREETING_LEN) {
+            *need = WIRE_ZMTP_GREETING_LEN;
+            return 0;
+        }
+        if (wire_zmtp_check_greeting(z->in.data + z->in.start) != 0) {
+            protocol_error(z, "the kernel's socket does not speak ZMTP 3 with the NULL mechanism");
+            return 0;
+        }
+        z->in.start += WIRE_ZMTP_GREETING_LEN;
+        z->peer_greeted = 1;
+    }
+    if (z->skipping != 0) {
+        int err = z->skipping;
+        if (!skip(z))
+            return 0;
+        z->skipping = 0;
+        return err;
+    }
+    for (size_t off = 0, n = 0, bytes = 0;;) {
+        const uint8_t *p = z->in.data + z->in.start;
+        size_t avail = buf_size(&z->in);
+        wire_zmtp_head_t h;
+        int r = wire_zmtp_read_head(p + off, avail - off, &h);
+        if (r <= 0) {
+            if (r < 0)
+                protocol_error(z, "malformed ZMTP frame");
+            *need = off + WIRE_ZMTP_HEAD_MAX;
+            return 0;
+        }
+        if (h.flags & WIRE_ZMTP_COMMAND) {
+            if (off != 0 || h.size > COMMAND_MAX_BYTES) {
+                protocol_error(z, off != 0 ? "a ZMTP command inside a message" : "a ZMTP command too large");
+                return 0;
+            }
+            if (avail - h.head_len < h.size) {
+                *need = h.head_len + (size_t)h.size;
+                return 0;
+            }
+            z->in.start += h.head_len + (size_t)h.size;
+            on_command(z, p + h.head_len, (size_t)h.size);
+            if (z->state < KMGR_ZSOCK_HANDSHAKE)
+                return 0;
+            continue;
+        }
+        if (z->state != KMGR_ZSOCK_READY) {
+            protocol_error(z, "a message before the ZMTP handshake ended");
+            return 0;
+        }
+        if (h.size > z->max_message_bytes - bytes) {
+            start_skipping(z, off, &h, KMGR_EMSGSIZE);
+            return parse(z, msg, need);
+        }
+        if (n == KMGR_ZSOCK_MAX_FRAMES) {
+            start_skipping(z, off, &h, KMGR_EINVAL);
+            return parse(z, msg, need);
+        }
+        if (avail - off - h.head_len < h.size) {
+            *need = off + h.head_len + (size_t)h.size;
+            return 0;
+        }
+        if (n == z->frames_cap) {
+            z->frames_cap = z->frames_cap != 0 ? z->frames_cap * 2 : 16;
+            z->frames = wire_realloc(z->frames, z->frames_cap * sizeof(z->frames[0]));
+        }
+        z->frames[n].base = (void *)(p + off + h.head_len);
+        z->frames[n].len = (size_t)h.size;
+        ++n;
+        bytes += (size_t)h.size;
+        off += h.head_len + (size_t)h.size;
+        if ((h.flags & WIRE_ZMTP_MORE) == 0) {
+            z->consumed = off;
+            msg->frames = z->frames;
+            msg->nframes = n;
+            msg->bytes = bytes;
+            return 1;
+        }
+    }
+}
+
+/* Reads what the socket has into the buffer, with room for `need` bytes from in.start. 1: read some; 0: nothing now or lost. */
+static int read_more(kmgr_zsock_t *z, size_t need)
+{
+    size_t have = buf_size(&z->in), want = need > have ? need - have : 0;
+
+    /* a message being skipped is read through the buffer without growing it */
+    buf_reserve(&z->in, want > IN_MIN_BYTES / 4 ? want : IN_MIN_BYTES / 4);
+    for (;;) {
+        ssize_t n = recv(z->fd, z->in.data + z->in.end, z->in.cap - z->in.end, 0);
+        if (n > 0) {
+            z->in.end += (size_t)n;
+            return 1;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        lose(z, 0); /* end of stream: the kernel closed it (or died) */
+        return 0;
+    }
+}
+
+int kmgr_zsock_recv(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg)
+{
+    z->lent = 0;
+    z->in.start += z->consumed;
+    z->consumed = 0;
+    if (z->in.start == z->in.end)
+        z->in.start = z->in.end = 0;
+    for (;;) {
+        size_t need;
+        int r;
+        if (z->state == KMGR_ZSOCK_CONNECTING)
+            check_connect(z);
+        if (z->state < KMGR_ZSOCK_HANDSHAKE)
+            return 0;
+        if ((r = parse(z, msg, &need)) != 0) {
+            z->lent = r == 1;
+            return r;
+        }
+        if (z->state < KMGR_ZSOCK_HANDSHAKE || !read_more(z, need))
+            return 0;
+    }
+}
+
+void kmgr_zsock_tick(kmgr_zsock_t *z, uint64_t now)
+{
+    if (z->state == KMGR_ZSOCK_WAITING && now >= z->retry_at)
+        connect_now(z);
+    if (z->consumed == 0 && buf_size(&z->in) == 0 && z->in.cap > KMGR_ZSOCK_KEEP_BYTES)
+        buf_free(&z->in);
+}

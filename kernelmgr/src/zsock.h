@@ -1,0 +1,143 @@
+/*
+ * kernelmgr/src/zsock.h: one connection to one of a kernel's ZMQ sockets, spoken natively (ZMTP
+ * 3.0, NULL mechanism; wire/zmtp.h) inside the host's loop.
+ *
+ * Why not libzmq: its I/O thread took every kernel message off the TCP socket and handed it to the
+ * loop through a mailbox and an eventfd, two thread wake-ups per message; measured, that thread was
+ * over a third of kgate's CPU per execute. Here the loop reads the socket itself.
+ *
+ * What it keeps of a libzmq connecting socket (DEALER, SUB): it connects (TCP or ipc), retries
+ * while nobody listens (a kernel binds its ports some time after it starts) and after a lost
+ * connection, and messages sent before the handshake wait in order for it. What it does not keep:
+ * messages queued when a connection drops are dropped with it (a kernel's connections drop when it
+ * dies; its owner then starts a new one with new connections). A message over the size cap is
+ * skipped as it arrives, never buffered, and the connection stays.
+ */
+#ifndef KMGR_ZSOCK_H
+#define KMGR_ZSOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include "wire/frames.h"
+#include "kmgr/loop.h"
+
+/* How long after a failed connect, or a lost connection, the next attempt is made (from kmgr_zsock_tick). */
+#define KMGR_ZSOCK_RETRY_MS 50
+/* A receive buffer bigger than this is given back once it is empty at a tick (after a big message). */
+#define KMGR_ZSOCK_KEEP_BYTES ((size_t)64 * 1024)
+/* Most frames one message may have (a kernel's buffers); a longer one is dropped whole. */
+#define KMGR_ZSOCK_MAX_FRAMES 1024
+
+typedef enum {
+    KMGR_ZSOCK_CLOSED,     /* not opened, or closed */
+    KMGR_ZSOCK_WAITING,    /* no connection: the next attempt is due at retry_at */
+    KMGR_ZSOCK_CONNECTING, /* a non-blocking connect is in progress */
+    KMGR_ZSOCK_HANDSHAKE,  /* connected; greeting and READY sent, the peer's awaited */
+    KMGR_ZSOCK_READY,      /* the peer's READY arrived: messages flow both ways */
+} kmgr_zsock_state_t;
+
+/** One received message: `frames` point into the connection's buffer until the next recv or close. */
+typedef struct st_kmgr_zsock_msg_t {
+    const wire_frame_t *frames;
+    size_t nframes;
+    size_t bytes; /* of every frame body together */
+} kmgr_zsock_msg_t;
+
+/** A growable byte buffer: `data[start, end)` holds what is pending. */
+typedef struct st_kmgr_zsock_buf_t {
+    uint8_t *data;
+    size_t start, end, cap;
+} kmgr_zsock_buf_t;
+
+typedef struct st_kmgr_zsock_t {
+    /* Fixed from kmgr_zsock_open. */
+    const kmgr_loop_ops_t *loop_ops;
+    void *loop;
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    const char *socket_type; /* "DEALER" or "SUB" (static) */
+    char identity[256];      /* "" for none */
+    int subscribe_all;       /* SUB: subscribe to everything once connected */
+    uint64_t max_message_bytes;
+    void (*on_readable)(void *arg); /* the owner's: a message may be ready for kmgr_zsock_recv */
+    void *arg;
+    const char *label; /* for log lines: "kernel <uuid> <channel>" style, borrowed */
+
+    kmgr_zsock_state_t state;
+    int fd;
+    void *watch;
+    int watching_write; /* a notify_writable is pending */
+    uint64_t retry_at;
+    int peer_greeted; /* the peer's greeting was read and checked */
+    /* bytes at the front of `out` that are our handshake: only they may go before the peer's READY
+     * (libzmq 4.3 takes a message that arrives with our READY, before it sent its own, for a
+     * second handshake command and drops the connection) */
+    size_t out_handshake;
+    kmgr_zsock_buf_t in, out;
+    /* the message last returned by recv: consumed at the next recv; lent until kmgr_zsock_release */
+    size_t consumed;
+    int lent;
+    wire_frame_t *frames;
+    size_t frames_cap;
+    /* skipping a message over the cap: bytes left of the frame being skipped, and whether more frames follow */
+    int skipping;
+    uint64_t skip_left;
+    int skip_more;
+    /* counted for the owner */
+    uint64_t oversized;
+    uint64_t connects;
+} kmgr_zsock_t;
+
+/**
+ * Opens a connection to `endpoint` ("tcp://IPv4-or-IPv6-literal:PORT" or "ipc://PATH") as a socket of
+ * type `socket_type` ("DEALER", "SUB": a SUB subscribes to everything), announcing `identity` (NULL:
+ * none). `on_readable(arg)` is called from the loop whenever a message may be ready. The first
+ * connect is attempted at once. Returns 0, or KMGR_EZMQ (a malformed endpoint, no socket).
+ */
+int kmgr_zsock_open(kmgr_zsock_t *z, const kmgr_loop_ops_t *loop_ops, void *loop, const char *endpoint, const char *socket_type,
+                    const char *identity, uint64_t max_message_bytes, void (*on_readable)(void *arg), void *arg, const char *label);
+
+/**
+ * Closes the connection and frees everything; a closed or zeroed zsock is fine. No callback after
+ * it returns. While a received message is lent (between kmgr_zsock_recv and kmgr_zsock_release)
+ * its bytes are kept: kmgr_zsock_release frees them.
+ */
+void kmgr_zsock_close(kmgr_zsock_t *z);
+
+/** The owner is done with the message recv lent it (its frames may go); frees what a close during the loan kept. */
+void kmgr_zsock_release(kmgr_zsock_t *z);
+
+/** Stops reading (the watch goes; sends still go out as far as the socket takes them at once). */
+void kmgr_zsock_stop_reading(kmgr_zsock_t *z);
+
+/**
+ * Queues one message of `nhead` frames from `head` then `ntail` from `tail` and writes what the
+ * socket takes now; the rest goes out when it can. Returns 0, or KMGR_EZMQ when closed.
+ */
+int kmgr_zsock_send(kmgr_zsock_t *z, const wire_frame_t *head, size_t nhead, const wire_frame_t *tail, size_t ntail);
+
+/**
+ * The next message: 1 (in `*msg`, valid until the next call or close), 0 (none now: the socket has
+ * nothing more), KMGR_EMSGSIZE (one over the cap was skipped whole) or KMGR_EINVAL (one of more than
+ * KMGR_ZSOCK_MAX_FRAMES frames was dropped). Reads the socket as needed; a lost connection is
+ * retried from the tick. Handles the handshake and ZMTP commands itself.
+ */
+int kmgr_zsock_recv(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg);
+
+/** Nonzero once the peer's READY arrived on the current connection. */
+static inline int kmgr_zsock_is_ready(const kmgr_zsock_t *z)
+{
+    return z->state == KMGR_ZSOCK_READY;
+}
+
+/** Nonzero when bytes already read wait in the buffer (the socket will not signal for them again). */
+static inline int kmgr_zsock_has_buffered(const kmgr_zsock_t *z)
+{
+    return z->in.end > z->in.start + z->consumed;
+}
+
+/** Retries a due connect; gives an idle big receive buffer back. Call every KMGR_TICK_MS or so. */
+void kmgr_zsock_tick(kmgr_zsock_t *z, uint64_t now);
+
+#endif
