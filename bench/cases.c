@@ -126,14 +126,29 @@ typedef struct st_execute_pair_t {
     /* kgate's CPU time during the timed executes of each client, and how many were measured */
     double cpu_ms[2];
     size_t cpu_n[2];
+    /* the kernels' (kgate's descendants when the pair began) CPU time during them */
+    ts_proc_t kernels[16];
+    size_t nkernels;
+    double kernel_cpu_ms[2];
 } execute_pair_t;
+
+static double kernels_cpu_ms(const execute_pair_t *pair)
+{
+    double ms = 0;
+    for (size_t i = 0; i != pair->nkernels; ++i) {
+        int64_t v = ts_proc_cpu_ms(pair->kernels[i].pid);
+        if (v > 0)
+            ms += (double)v;
+    }
+    return ms;
+}
 
 static int execute_one(void *data, int use_direct, int timed, bench_outcome_t *o)
 {
     execute_pair_t *pair = data;
     const bench_case_t *self = pair->self;
     bench_env_t *env = pair->env;
-    double cpu0 = (double)ts_proc_cpu_ms(env->kgate->pid), cpu1;
+    double cpu0 = (double)ts_proc_cpu_ms(env->kgate->pid), cpu1, kcpu0 = kernels_cpu_ms(pair);
     int err = use_direct ? bench_direct_execute(&pair->direct, self->code, o)
                          : bench_kgate_execute(env->http, env->timeout_ms, pair->ctx, self->code, self->output_limit, o);
 
@@ -142,6 +157,7 @@ static int execute_one(void *data, int use_direct, int timed, bench_outcome_t *o
     cpu1 = (double)ts_proc_cpu_ms(env->kgate->pid);
     if (err == 0 && timed && cpu0 >= 0 && cpu1 >= 0) {
         pair->cpu_ms[use_direct] += cpu1 - cpu0;
+        pair->kernel_cpu_ms[use_direct] += kernels_cpu_ms(pair) - kcpu0;
         ++pair->cpu_n[use_direct];
     }
     if (err == 0 && env->verbose && self->expect_stdout_bytes != 0)
@@ -177,12 +193,15 @@ static int run_execute_pair(const bench_case_t *self, bench_env_t *env, bench_re
         goto Exit;
     if ((err = bench_direct_wait_ready(&pair.direct)) != 0)
         goto Exit;
+    pair.nkernels = ts_descendants(env->kgate->pid, pair.kernels, sizeof(pair.kernels) / sizeof(pair.kernels[0]));
     if ((err = bench_alternate(env, self->name, warmup, samples, execute_one, &pair, s, &out->kgate_reconnects)) != 0)
         goto Exit;
     bench_summarize(&s[0], &out->kgate);
     bench_summarize(&s[1], &out->direct);
     out->kgate_cpu_ms_relaying = pair.cpu_n[0] > 0 ? pair.cpu_ms[0] / (double)pair.cpu_n[0] : -1;
     out->kgate_cpu_ms_listening = pair.cpu_n[1] > 0 ? pair.cpu_ms[1] / (double)pair.cpu_n[1] : -1;
+    out->kernel_cpu_ms[0] = pair.cpu_n[0] > 0 ? pair.kernel_cpu_ms[0] / (double)pair.cpu_n[0] : -1;
+    out->kernel_cpu_ms[1] = pair.cpu_n[1] > 0 ? pair.kernel_cpu_ms[1] / (double)pair.cpu_n[1] : -1;
 
 Exit:
     bench_direct_close(&pair.direct);

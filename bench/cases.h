@@ -51,6 +51,8 @@ typedef struct st_bench_result_t {
      */
     double kgate_cpu_ms_relaying;
     double kgate_cpu_ms_listening;
+    /** The execute pairs: the kernels' CPU time (ms) per timed execute through kgate [0] and direct [1]; -1 unknown. */
+    double kernel_cpu_ms[2];
     /** Concurrency cases: executes per second of all clients together, the median over rounds. */
     double kgate_executes_per_s;
     double direct_executes_per_s;
