@@ -185,7 +185,7 @@ void kmgr_requests_on_input(kmgr_kernel_t *k, const wire_msg_t *msg)
 
 /*
  * A kernel's PUB socket drops messages when kgate falls more than its high-water mark behind
- * (kgate bounds its own iopub queue: KMGR_IOPUB_RCVHWM). Should the lost one be a request's
+ * (kgate reads its iopub connection only as fast as its loop relays). Should the lost one be a request's
  * status idle, the request would never end: one that has its reply and has heard nothing for
  * KMGR_IDLE_GRACE_MS is finished anyway. Any iopub message for it restarts the wait, so output
  * still queued is never cut short.

@@ -27,7 +27,9 @@ typedef struct st_include_rule_t {
 #define WIRE_NO_SOCKET "wire touches no socket and no process"
 #define NOT_UPWARD "dependencies point one way: gateway -> kernelmgr -> wire"
 #define ONLY_GW_HTTP "only gateway knows HTTP and h2o"
-#define NATIVE_ZMTP "kgate speaks ZMTP to kernels itself (kernelmgr/src/zsock.c): libzmq's I/O thread cost two thread wake-ups per message; only kernels, fakes and the bench's direct client link libzmq"
+#define NATIVE_ZMTP                                                                                                                \
+    "kgate speaks ZMTP to kernels itself (kernelmgr/src/zsock.c): libzmq's I/O thread cost two thread wake-ups per message; only " \
+    "kernels, fakes and the bench's direct client link libzmq"
 #define CORE_KNOWS_NO_STATE "gateway/core is HTTP plumbing: it knows no engine feature, front door or the app"
 #define ENGINE_NO_DOORS "the engine knows no front door and no app (only app/ composes features)"
 #define NO_SIBLING "an engine feature uses another only through its public header, and only one layer down"
