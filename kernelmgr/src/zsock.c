@@ -119,7 +119,10 @@ static void lose(kmgr_zsock_t *z, int keep_out)
 
 static void protocol_error(kmgr_zsock_t *z, const char *why)
 {
-    fprintf(stderr, "kgate: %s: %s; reconnecting\n", z->label, why);
+    /* a peer that breaks the protocol every time would be retried (and logged) 20 times a second */
+    if (z->protocol_errors++ % 1000 == 0)
+        fprintf(stderr, "kgate: %s: %s; reconnecting (%llu such errors so far)\n", z->label, why,
+                (unsigned long long)z->protocol_errors);
     lose(z, 0);
 }
 
@@ -169,7 +172,7 @@ static void on_connected(kmgr_zsock_t *z)
     int ready;
 
     wire_zmtp_greeting(hs);
-    ready = wire_zmtp_ready(hs + len, sizeof(hs) - len - 3, z->socket_type, z->identity[0] != '\0' ? z->identity : NULL);
+    ready = wire_zmtp_ready(hs + len, sizeof(hs) - len, z->socket_type, z->identity[0] != '\0' ? z->identity : NULL);
     if (ready < 0) {
         protocol_error(z, "cannot build the READY command");
         return;

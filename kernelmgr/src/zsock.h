@@ -84,9 +84,9 @@ typedef struct st_kmgr_zsock_t {
     int skipping;
     uint64_t skip_left;
     int skip_more;
-    /* counted for the owner */
-    uint64_t oversized;
-    uint64_t connects;
+    /* counted for the owner and for log lines */
+    uint64_t connects;        /* connections made (a reconnect after a loss counts again) */
+    uint64_t protocol_errors; /* connections dropped because the peer broke ZMTP */
 } kmgr_zsock_t;
 
 /**
