@@ -1,4 +1,5 @@
-/* tests/kernelmgr/test_zsock.c: kgate's own ZMTP connection (kernelmgr/src/zsock.c) against real libzmq peers. */
+/* tests/kernelmgr/test_zsock.c: kgate's own ZMTP connection (kernelmgr/src/zsock.c) against real libzmq peers.
+ * Over 600 lines on purpose: one fixture (loop, libzmq peers, recorder) and its helpers serve every test. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -594,4 +595,32 @@ Test(zsock, close_keeps_a_lent_message_until_release)
     assert_frame(&msg.frames[1], "lent-b");
     kmgr_zsock_release(&zt.z);
     cr_assert_null(zt.z.frames, "release frees what the close kept");
+}
+
+Test(zsock, a_lent_message_outlives_a_lost_connection_and_a_tick)
+{
+    char endpoint[256];
+    void *router = zt_peer(ZMQ_ROUTER, "tcp://127.0.0.1:*", endpoint, sizeof(endpoint));
+    size_t len = 4 * KMGR_ZSOCK_KEEP_BYTES; /* a buffer big enough for the tick to give back */
+    uint8_t *big = zt.big_out = wire_malloc(len);
+    kmgr_zsock_msg_t msg;
+
+    fill(big, len, 3);
+    zt_open(endpoint, "DEALER", "zt", 16 * MIB);
+    zt_router_hello(router);
+    zt.manual = 1;
+    peer_send(router, (const void *[]){"zt", big}, (const long[]){-1, (long)len}, 2);
+    cr_assert(zt_wait(manual_recv, &msg, 2000));
+    /* the owner still holds the message when a send finds the peer gone */
+    zt_peer_close(router);
+    for (uint64_t deadline = kmgr_now_ms() + 2000; kmgr_zsock_is_ready(&zt.z);) {
+        cr_assert_lt(kmgr_now_ms(), deadline, "sends to a closed peer never failed");
+        zt_send("into the void", NULL);
+        usleep(1000);
+    }
+    kmgr_zsock_tick(&zt.z, kmgr_now_ms() + 1000);
+    cr_assert_eq(msg.nframes, 1);
+    cr_assert_eq(msg.frames[0].len, len);
+    cr_assert_eq(memcmp(msg.frames[0].base, big, len), 0, "the lent message changed under its reader");
+    kmgr_zsock_release(&zt.z);
 }
