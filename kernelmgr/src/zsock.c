@@ -592,6 +592,7 @@ void kmgr_zsock_tick(kmgr_zsock_t *z, uint64_t now)
 {
     if (z->state == KMGR_ZSOCK_WAITING && now >= z->retry_at)
         connect_now(z);
-    if (z->consumed == 0 && buf_size(&z->in) == 0 && z->in.cap > KMGR_ZSOCK_KEEP_BYTES)
+    /* a lost connection empties the buffer without ending a loan (consumed is 0 then): the owner still reads it */
+    if (!z->lent && z->consumed == 0 && buf_size(&z->in) == 0 && z->in.cap > KMGR_ZSOCK_KEEP_BYTES)
         buf_free(&z->in);
 }
