@@ -388,9 +388,10 @@ static int log_contains(const ts_gateway_t *gw, const char *needle)
 }
 
 /*
- * One kernel message over --max-message-bytes (64 MiB): a 70 MB line of stdout is one iopub message. libzmq reads its size,
- * drops the connection it came on and never reconnects it; before the fix every later run of the context lost its output
- * and waited 5 s for a status idle that never came. Now the run reports the loss, and the context works at once.
+ * One kernel message over --max-message-bytes (64 MiB): a 70 MB line of stdout is one iopub message. kgate passes over its
+ * bytes unbuffered and the connection goes on (with libzmq, which dropped the connection for good, every later run of the
+ * context once lost its output and waited 5 s for a status idle that never came). The run reports the loss, and the
+ * context works at once.
  */
 Test(limits, a_message_over_the_cap_is_reported_and_the_context_works_on, .timeout = 600)
 {

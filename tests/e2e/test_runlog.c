@@ -19,9 +19,9 @@ TestSuite(runlog, .fini = fini, .timeout = 600);
 
 /*
  * 250 kB per flushed write: one stream message each, as a print loop produces. Each message is
- * briefly in kgate several times over (libzmq's buffer, the parsed JSON, the rendered frame) and
- * libzmq's I/O thread reads ahead of the loop while the kernel outruns it, so the size of one
- * message, not the run's, sets the peak: with 1 MB writes the same run peaked at 17-27 MiB on a
+ * briefly in kgate several times over (the connection's receive buffer, the parsed JSON, the
+ * rendered frame), so the size of one message, not the run's, sets the peak: with 1 MB writes
+ * the same run peaked at 17-27 MiB (when libzmq's I/O thread still read ahead of the loop) on a
  * plain build (the run log itself holds at most its 256 KiB tail and the newest event).
  */
 enum {

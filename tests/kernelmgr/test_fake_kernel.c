@@ -306,7 +306,7 @@ Test(fake_kernel_capped, a_kernel_that_goes_away_is_not_taken_for_an_oversized_m
     kt_rec_init(&rec);
     cr_assert_eq(kt_execute(k, "burst 1 10 3000", &rec), 0);
     poll_loop_run_for(kt.loop, 300);
-    /* every connection drops with it, and libzmq retries them: that is no message over the cap */
+    /* every connection drops with it, and kgate retries them: that is no message over the cap */
     kill(kmgr_kernel_pid(k), SIGKILL);
     cr_assert(kt_wait_rec(&rec, 10000));
     cr_expect_eq(rec.n_failed, 1);

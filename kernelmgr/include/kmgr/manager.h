@@ -28,10 +28,10 @@ typedef struct st_kmgr_config_t {
     /** Interval between kernel_info_request retries while starting (default 250 ms). */
     unsigned kernel_info_retry_ms;
     /**
-     * Largest frame a kernel may send (ZMQ_MAXMSGSIZE; default KMGR_DEFAULT_MAX_MESSAGE_BYTES). A
-     * bigger one is never buffered: it is dropped, and with it the connection it came on and what
-     * else was in flight there; kernelmgr reopens the connection, logs one line, tells the requests
-     * in flight (KMGR_REQ_DROPPED) and ends them once the kernel has dealt with them.
+     * Largest message a kernel may send, its frames together (default
+     * KMGR_DEFAULT_MAX_MESSAGE_BYTES). A bigger one is never buffered: its bytes are passed over as
+     * they arrive and the connection goes on; kernelmgr logs one line, tells the requests in flight
+     * (KMGR_REQ_DROPPED) and ends them once the kernel has dealt with them.
      */
     size_t max_message_bytes;
     /** The bwrap executable for sandboxed kernels; NULL: "bwrap" on PATH. */
