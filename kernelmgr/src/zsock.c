@@ -1,4 +1,5 @@
 /* kernelmgr/src/zsock.c: a native ZMTP 3.0 connection to one kernel socket: connect, handshake, frames in and out; a leaf. */
+/* Over 600 lines on purpose: one connection's whole life (connect, handshake, frames in, frames out) reads best in one place. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -181,6 +182,7 @@ static void on_connected(kmgr_zsock_t *z)
     buf_prepend(&z->out, hs, len);
     z->out_handshake = len;
     z->state = KMGR_ZSOCK_HANDSHAKE;
+    z->connected_at = kmgr_now_ms();
     ++z->connects;
     flush(z);
 }
@@ -316,6 +318,7 @@ int kmgr_zsock_open(kmgr_zsock_t *z, const kmgr_loop_ops_t *loop_ops, void *loop
     if (identity != NULL)
         strcpy(z->identity, identity);
     z->subscribe_all = strcmp(socket_type, "SUB") == 0;
+    z->handshake_ms = KMGR_ZSOCK_HANDSHAKE_MS;
     z->max_message_bytes = max_message_bytes;
     z->on_readable = on_readable;
     z->arg = arg;
@@ -592,6 +595,8 @@ void kmgr_zsock_tick(kmgr_zsock_t *z, uint64_t now)
 {
     if (z->state == KMGR_ZSOCK_WAITING && now >= z->retry_at)
         connect_now(z);
+    else if (z->state == KMGR_ZSOCK_HANDSHAKE && now - z->connected_at >= z->handshake_ms)
+        protocol_error(z, "the kernel's socket did not finish the ZMTP handshake in time");
     /* a lost connection empties the buffer without ending a loan (consumed is 0 then): the owner still reads it */
     if (!z->lent && z->consumed == 0 && buf_size(&z->in) == 0 && z->in.cap > KMGR_ZSOCK_KEEP_BYTES)
         buf_free(&z->in);

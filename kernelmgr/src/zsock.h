@@ -24,6 +24,9 @@
 
 /* How long after a failed connect, or a lost connection, the next attempt is made (from kmgr_zsock_tick). */
 #define KMGR_ZSOCK_RETRY_MS 50
+/* A connection whose peer has not finished the handshake this long after connecting is dropped and
+ * retried (libzmq's ZMQ_HANDSHAKE_IVL): a peer that accepts and says nothing must not hold it forever. */
+#define KMGR_ZSOCK_HANDSHAKE_MS 10000
 /* A receive buffer bigger than this is given back once it is empty at a tick (after a big message). */
 #define KMGR_ZSOCK_KEEP_BYTES ((size_t)64 * 1024)
 /* Most frames one message may have (a kernel's buffers); a longer one is dropped whole. */
@@ -69,7 +72,9 @@ typedef struct st_kmgr_zsock_t {
     void *watch;
     int watching_write; /* a notify_writable is pending */
     uint64_t retry_at;
-    int peer_greeted; /* the peer's greeting was read and checked */
+    uint64_t connected_at; /* when the current connection was made (kmgr_now_ms) */
+    unsigned handshake_ms; /* KMGR_ZSOCK_HANDSHAKE_MS from open; a test may shorten it */
+    int peer_greeted;      /* the peer's greeting was read and checked */
     /* bytes at the front of `out` that are our handshake: only they may go before the peer's READY
      * (libzmq 4.3 takes a message that arrives with our READY, before it sent its own, for a
      * second handshake command and drops the connection) */

@@ -467,6 +467,7 @@ typedef struct st_bad_peer_t {
     int conns[16];
     size_t nconns;
     int close_at_once;
+    int silent; /* accept and say nothing, as a hung process would */
     size_t want_lost, want_connects;
 } bad_peer_t;
 
@@ -482,7 +483,8 @@ static int bad_peer_done(void *arg)
         }
         uint8_t garbage[64];
         memset(garbage, 0x5a, sizeof(garbage));
-        cr_assert_eq(write(fd, garbage, sizeof(garbage)), (ssize_t)sizeof(garbage));
+        if (!p->silent)
+            cr_assert_eq(write(fd, garbage, sizeof(garbage)), (ssize_t)sizeof(garbage));
         p->conns[p->nconns++] = fd;
     }
     return (size_t)zt.n_lost >= p->want_lost && zt.z.connects >= p->want_connects;
@@ -528,6 +530,23 @@ Test(zsock, a_peer_that_speaks_no_zmtp_is_dropped_and_retried)
     cr_assert(wait_capturing_stderr(bad_peer_done, &p, 2000, log, sizeof(log)), "the garbage went unnoticed");
     cr_assert_eq(zt.ngot, 0, "garbage never makes a message");
     cr_assert_not_null(strstr(log, "test zsock: the kernel's socket does not speak ZMTP 3"), "logged: %s", log);
+    bad_peer_dispose(&p);
+}
+
+Test(zsock, a_peer_that_never_finishes_the_handshake_is_dropped_and_retried)
+{
+    bad_peer_t p = {.silent = 1, .want_connects = 2};
+    char endpoint[64], log[4096];
+    unsigned short port;
+
+    p.listener = tcp_listener(&port);
+    snprintf(endpoint, sizeof(endpoint), "tcp://127.0.0.1:%u", port);
+    zt_open(endpoint, "DEALER", "zt", 16 * MIB);
+    zt.z.handshake_ms = 200; /* KMGR_ZSOCK_HANDSHAKE_MS, shortened for the test */
+    cr_assert(wait_capturing_stderr(bad_peer_done, &p, 3000, log, sizeof(log)),
+              "still waiting for the handshake (connects %" PRIu64 ")", zt.z.connects);
+    cr_assert_not_null(strstr(log, "did not finish the ZMTP handshake in time"), "logged: %s", log);
+    cr_assert(!kmgr_zsock_is_ready(&zt.z));
     bad_peer_dispose(&p);
 }
 
