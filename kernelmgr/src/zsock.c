@@ -111,6 +111,7 @@ static void lose(kmgr_zsock_t *z, int keep_out)
     z->consumed = 0;
     z->skipping = 0;
     z->peer_greeted = 0;
+    z->read_all = 0;
     z->out_handshake = 0;
     if (!keep_out)
         z->out.start = z->out.end = 0;
@@ -210,6 +211,8 @@ static void check_connect(kmgr_zsock_t *z)
 static void on_watch_readable(void *arg)
 {
     kmgr_zsock_t *z = arg;
+
+    z->read_all = 0;
     if (z->state == KMGR_ZSOCK_CONNECTING)
         check_connect(z);
     if (z->state >= KMGR_ZSOCK_HANDSHAKE)
@@ -551,18 +554,27 @@ static int read_more(kmgr_zsock_t *z, size_t need)
 {
     size_t have = buf_size(&z->in), want = need > have ? need - have : 0;
 
+    /* A read that did not fill its room took all the socket had: asking again before the watch
+     * fires would be a syscall that says EAGAIN (half of all reads, with a message per wake-up).
+     * The watch is level-triggered, so whatever arrives since is signalled. */
+    if (z->read_all)
+        return 0;
     /* a message being skipped is read through the buffer without growing it */
     buf_reserve(&z->in, want > IN_MIN_BYTES / 4 ? want : IN_MIN_BYTES / 4);
     for (;;) {
-        ssize_t n = recv(z->fd, z->in.data + z->in.end, z->in.cap - z->in.end, 0);
+        size_t room = z->in.cap - z->in.end;
+        ssize_t n = recv(z->fd, z->in.data + z->in.end, room, 0);
         if (n > 0) {
             z->in.end += (size_t)n;
+            z->read_all = (size_t)n < room;
             return 1;
         }
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            z->read_all = 1;
             return 0;
+        }
         lose(z, 0); /* end of stream: the kernel closed it (or died) */
         return 0;
     }
@@ -593,6 +605,9 @@ int kmgr_zsock_recv(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg)
 
 void kmgr_zsock_tick(kmgr_zsock_t *z, uint64_t now)
 {
+    /* a drain from the tick reads the socket even if its watch has not fired yet (a loop that
+     * stalled must still find the heartbeat answers that arrived meanwhile) */
+    z->read_all = 0;
     if (z->state == KMGR_ZSOCK_WAITING && now >= z->retry_at)
         connect_now(z);
     else if (z->state == KMGR_ZSOCK_HANDSHAKE && now - z->connected_at >= z->handshake_ms)

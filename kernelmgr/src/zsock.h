@@ -75,6 +75,7 @@ typedef struct st_kmgr_zsock_t {
     uint64_t connected_at; /* when the current connection was made (kmgr_now_ms) */
     unsigned handshake_ms; /* KMGR_ZSOCK_HANDSHAKE_MS from open; a test may shorten it */
     int peer_greeted;      /* the peer's greeting was read and checked */
+    int read_all;          /* the last read emptied the socket: no read until the watch fires or the tick */
     /* bytes at the front of `out` that are our handshake: only they may go before the peer's READY
      * (libzmq 4.3 takes a message that arrives with our READY, before it sent its own, for a
      * second handshake command and drops the connection) */
