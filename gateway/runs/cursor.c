@@ -138,10 +138,15 @@ static int cursor_is_end(gw_event_source_t *source, const gw_event_t *prev)
 
 static void cursor_detach(gw_run_cursor_t *cursor)
 {
-    if (cursor->run == NULL)
+    gw_run_t *run = cursor->run;
+
+    if (run == NULL)
         return;
     h2o_linklist_unlink(&cursor->link);
     cursor->run = NULL;
+    /* a finished run kept its tail for the readers attached when it ended (gw_run_flush_log) */
+    if (run->state == GW_RUN_FINISHED && h2o_linklist_is_empty(&run->cursors))
+        gw_run_release_tail(run);
 }
 
 static void cursor_close(gw_event_source_t *source)

@@ -81,8 +81,14 @@ void gw_run_detach_cursors(gw_run_t *run);
 void gw_run_clear_log(gw_run_t *run);
 /** Appends execution_complete (rendered from `event`, stolen) whatever the run's bounds; the run is about to finish. */
 void gw_run_append_last(gw_run_t *run, json_t *event);
-/** Moves the tail to the file (the run has finished); on a write error the tail stays in RAM. */
+/**
+ * Writes the tail to the file (the run has finished); on a write error the tail stays in RAM. The
+ * tail leaves RAM now if no reader is attached, else when the last one detaches (cursor.c), so that
+ * the readers woken for the last events take them from RAM.
+ */
 void gw_run_flush_log(gw_run_t *run);
+/** Drops the tail from RAM once the file holds all of it (a finished run with no reader attached). */
+void gw_run_release_tail(gw_run_t *run);
 /** The logical offset of event `id`'s record; `id` past the last: end_off. Returns 0, GW_EEVENTSGONE, or -errno (unreadable). */
 int gw_run_find_event(gw_run_t *run, uint64_t id, uint64_t *off);
 /** Reads the record header at `off` (in the file). Returns 0, or -errno (-EIO for a header that is not one). */

@@ -356,7 +356,6 @@ static int write_packed(gw_run_t *run)
 
 void gw_run_flush_log(gw_run_t *run)
 {
-    gw_event_t *head;
     int ret;
 
     if (run->log_error != 0)
@@ -372,6 +371,18 @@ void gw_run_flush_log(gw_run_t *run)
         run->log_error = ret;
         return;
     }
+    /* A reader still attached is about to send the last events (it is woken after this): from the
+     * tail, not read back from the file; the tail goes when the last reader does. */
+    if (h2o_linklist_is_empty(&run->cursors))
+        gw_run_release_tail(run);
+}
+
+void gw_run_release_tail(gw_run_t *run)
+{
+    gw_event_t *head;
+
+    if (run->written_off != run->end_off)
+        return; /* the file lacks some of it (a failed write): the tail is all there is */
     while ((head = gw_run_tail_first(run)) != NULL)
         tail_remove(run, head);
 }
