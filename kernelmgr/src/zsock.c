@@ -93,10 +93,10 @@ static void unwatch(kmgr_zsock_t *z)
 static void close_fd(kmgr_zsock_t *z)
 {
     unwatch(z);
-    if (z->fd != -1) {
+    /* a CLOSED zsock holds no descriptor; a zero-filled one says fd 0, which is not its own */
+    if (z->state != KMGR_ZSOCK_CLOSED && z->fd != -1)
         close(z->fd);
-        z->fd = -1;
-    }
+    z->fd = -1;
 }
 
 /*

@@ -2,6 +2,7 @@
  * Over 600 lines on purpose: one fixture (loop, libzmq peers, recorder) and its helpers serve every test. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -642,4 +643,18 @@ Test(zsock, a_lent_message_outlives_a_lost_connection_and_a_tick)
     cr_assert_eq(msg.frames[0].len, len);
     cr_assert_eq(memcmp(msg.frames[0].base, big, len), 0, "the lent message changed under its reader");
     kmgr_zsock_release(&zt.z);
+}
+
+Test(zsock, closing_a_zero_filled_zsock_leaves_descriptor_0_alone)
+{
+    kmgr_zsock_t z;
+    int saved = dup(0);
+
+    cr_assert_geq(saved, 0);
+    memset(&z, 0, sizeof(z)); /* as kmgr_channels_init leaves the connections of channels never opened */
+    kmgr_zsock_close(&z);
+    kmgr_zsock_close(&z);
+    cr_expect_neq(fcntl(0, F_GETFD), -1, "descriptor 0 was closed");
+    dup2(saved, 0);
+    close(saved);
 }
