@@ -108,6 +108,38 @@ Test(kernel, print_streams_stdout)
     kmgr_kernel_destroy(k);
 }
 
+/*
+ * A spec that asks for TCP (metadata.kgate.transport, for kernels without ipc) gets loopback ports,
+ * and kgate's own ZMTP connections work over them as over ipc: a result, and output bigger than
+ * any socket buffer, whole.
+ */
+Test(kernel, a_kernel_on_tcp_runs_code)
+{
+    kmgr_kernelspec_t *spec = kt_fake_spec((const char *const *)kt.python->argv, kt.python->argc);
+    kt_states_t st = {0};
+    kmgr_kernel_t *k;
+    wire_connection_t conn;
+    kt_rec_t rec;
+
+    spec->metadata = json_pack("{s{ss}}", "kgate", "transport", "tcp");
+    k = kt_start_ready(spec, &st);
+    cr_assert_eq(wire_connection_read(kmgr_kernel_connection_file(k), &conn), 0);
+    cr_expect_str_eq(conn.transport, "tcp");
+    cr_expect_str_eq(conn.ip, "127.0.0.1");
+    wire_connection_dispose(&conn);
+    kt_rec_init(&rec);
+    cr_assert_eq(kt_execute(k, "import sys; sys.stdout.write('x' * 3000000); sys.stdout.flush(); 6*7", &rec), 0);
+    cr_assert(kt_wait_rec(&rec, 20000));
+    cr_expect_eq(rec.n_done, 1);
+    cr_expect_eq(rec.n_failed, 0);
+    cr_expect_eq(rec.out_bytes, 3000000, "stdout arrived short: %zu bytes", rec.out_bytes);
+    cr_assert_not_null(kt_result_text(&rec));
+    cr_expect_str_eq(kt_result_text(&rec), "42");
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+    kmgr_kernelspec_destroy(spec);
+}
+
 /* A request that opts in gets its stream messages' content as the kernel's bytes; one that does not, beside it, parsed. */
 Test(kernel, raw_stream_is_per_request)
 {
