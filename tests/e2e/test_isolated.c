@@ -624,7 +624,8 @@ static int64_t ping_us(void)
 }
 
 /* The sandboxes kgate runs now: its children whose command is bwrap or unshare (an overlay's outer process). */
-static size_t count_sandboxes(void)
+/* The pids of kgate's sandbox processes (children running bwrap or unshare), at most `max` of them; returns how many. */
+static size_t sandbox_pids(long *out, size_t max)
 {
     char path[128], buf[8192], comm[64];
     size_t n = 0;
@@ -636,7 +637,7 @@ static size_t count_sandboxes(void)
     size_t len = fread(buf, 1, sizeof(buf) - 1, f);
     fclose(f);
     buf[len] = '\0';
-    for (char *p = buf, *end;; p = end) {
+    for (char *p = buf, *end; n != max; p = end) {
         long pid = strtol(p, &end, 10);
         if (end == p)
             break;
@@ -644,10 +645,32 @@ static size_t count_sandboxes(void)
         if ((f = fopen(path, "r")) == NULL)
             continue;
         if (fgets(comm, sizeof(comm), f) != NULL && (strncmp(comm, "bwrap", 5) == 0 || strncmp(comm, "unshare", 7) == 0))
-            ++n;
+            out[n++] = pid;
         fclose(f);
     }
     return n;
+}
+
+static size_t count_sandboxes(void)
+{
+    long pids[256];
+    return sandbox_pids(pids, 256);
+}
+
+/* Whether a sandbox runs now that is none of the `n` in `before` (one that is still going away counts for nothing). */
+static int has_new_sandbox(const long *before, size_t n)
+{
+    long now[256];
+    size_t m = sandbox_pids(now, 256);
+
+    for (size_t i = 0; i != m; ++i) {
+        size_t k = 0;
+        while (k != n && before[k] != now[i])
+            ++k;
+        if (k == n)
+            return 1;
+    }
+    return 0;
 }
 
 /* Entries of kgate's <runtime dir>/isolated (every session's directory), -1 when it does not exist. */
@@ -800,16 +823,18 @@ Test(isolated, client_gone_during_create_leaves_nothing)
              "Content-Length: %zu\r\n\r\n",
              strlen(body));
     for (int i = 0; i != 3; ++i) {
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        long before[256];
+        size_t nbefore = sandbox_pids(before, 256); /* the last round's sandbox may still be going away */
+        int fd = socket(AF_INET, SOCK_STREAM, 0), spawned = 0;
         sa.sin_port = htons(gw.port);
         sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
         cr_assert_eq(write(fd, head, strlen(head)), (ssize_t)strlen(head));
         cr_assert_eq(write(fd, body, strlen(body)), (ssize_t)strlen(body));
         /* hang up once kgate has spawned the sandbox (it sees the request and the end together otherwise, and drops both) */
-        for (int64_t until = ts_now_ms() + 3000; count_sandboxes() == 0 && ts_now_ms() < until;)
+        for (int64_t until = ts_now_ms() + 3000; !(spawned = has_new_sandbox(before, nbefore)) && ts_now_ms() < until;)
             usleep(200);
-        cr_assert(count_sandboxes() > 0, "kgate started no sandbox for the create");
+        cr_assert(spawned, "kgate started no sandbox for the create");
         close(fd);
     }
     /* the creates went on in kgate (a sandbox takes a few ms): wait until nothing is left, or 5 s */
