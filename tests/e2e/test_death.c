@@ -172,13 +172,20 @@ static size_t marked(const char *token, ts_proc_t *out, size_t max)
 }
 
 /* Whether one of `procs` runs a command line that contains `needle` (arguments joined by spaces). */
-static int running(const ts_proc_t *procs, size_t n, const char *needle)
+/*
+ * Whether one of `procs` is alive running the command line `cmd` itself ("sleep 308"), not a
+ * launcher that mentions it ("setsid sleep 308" lives a moment, forks the real one and exits).
+ */
+static int running(const ts_proc_t *procs, size_t n, const char *cmd)
 {
     char buf[512];
+    size_t len = strlen(cmd);
 
-    for (size_t i = 0; i != n; ++i)
-        if (ts_proc_alive(&procs[i]) && strstr(describe(&procs[i], buf, sizeof(buf)), needle) != NULL)
+    for (size_t i = 0; i != n; ++i) {
+        const char *line = ts_proc_alive(&procs[i]) ? strchr(describe(&procs[i], buf, sizeof(buf)), ' ') : NULL;
+        if (line != NULL && strncmp(line + 1, cmd, len) == 0 && (line[1 + len] == ' ' || line[1 + len] == '\0'))
             return 1;
+    }
     return 0;
 }
 
