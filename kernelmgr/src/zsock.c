@@ -1,5 +1,4 @@
 /* kernelmgr/src/zsock.c: a native ZMTP 3.0 connection to one kernel socket: connect, handshake, frames in and out; a leaf. */
-/* Over 600 lines on purpose: one connection's whole life (connect, handshake, frames in, frames out) reads best in one place. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -15,67 +14,10 @@
 #include "kmgr/util.h"
 #include "zsock.h"
 
-/* The smallest receive buffer, and the least room a read is given. */
-#define IN_MIN_BYTES ((size_t)16 * 1024)
+/* The least room a read is given. */
+#define READ_MIN_BYTES ((size_t)4 * 1024)
 /* A command the peer sends is small (READY, PING, ERROR); a bigger one is a broken peer. */
 #define COMMAND_MAX_BYTES ((size_t)64 * 1024)
-
-/* ---- buffers ---- */
-
-static size_t buf_size(const kmgr_zsock_buf_t *b)
-{
-    return b->end - b->start;
-}
-
-static void buf_free(kmgr_zsock_buf_t *b)
-{
-    free(b->data);
-    memset(b, 0, sizeof(*b));
-}
-
-/* Makes room for `n` more bytes at the end, moving what is pending to the front first. */
-static void buf_reserve(kmgr_zsock_buf_t *b, size_t n)
-{
-    size_t size = buf_size(b);
-
-    if (b->cap - b->end >= n)
-        return;
-    if (b->start != 0) {
-        memmove(b->data, b->data + b->start, size);
-        b->start = 0;
-        b->end = size;
-        if (b->cap - b->end >= n)
-            return;
-    }
-    size_t cap = b->cap != 0 ? b->cap : IN_MIN_BYTES;
-    while (cap - size < n)
-        cap *= 2;
-    b->data = wire_realloc(b->data, cap);
-    b->cap = cap;
-}
-
-static void buf_append(kmgr_zsock_buf_t *b, const void *p, size_t n)
-{
-    buf_reserve(b, n);
-    memcpy(b->data + b->end, p, n);
-    b->end += n;
-}
-
-/* Puts `n` bytes before what is pending (the handshake ahead of messages queued before it). */
-static void buf_prepend(kmgr_zsock_buf_t *b, const void *p, size_t n)
-{
-    size_t size = buf_size(b);
-
-    if (b->start >= n) {
-        b->start -= n;
-        memcpy(b->data + b->start, p, n);
-        return;
-    }
-    buf_reserve(b, n); /* room for n more after what is pending, which may have moved to the front */
-    memmove(b->data + b->start + n, b->data + b->start, size);
-    memcpy(b->data + b->start, p, n);
-    b->end = b->start + n + size;
-}
 
 /* ---- connection life ---- */
 
@@ -140,7 +82,9 @@ static void want_writable(kmgr_zsock_t *z)
 static void flush(kmgr_zsock_t *z)
 {
     for (;;) {
-        size_t len = z->state == KMGR_ZSOCK_READY ? buf_size(&z->out) : z->state == KMGR_ZSOCK_HANDSHAKE ? z->out_handshake : 0;
+        size_t len = z->state == KMGR_ZSOCK_READY       ? kmgr_bytebuf_size(&z->out)
+                     : z->state == KMGR_ZSOCK_HANDSHAKE ? z->out_handshake
+                                                        : 0;
         if (len == 0)
             break;
         ssize_t n = send(z->fd, z->out.data + z->out.start, len, MSG_NOSIGNAL);
@@ -158,11 +102,11 @@ static void flush(kmgr_zsock_t *z)
         lose(z, 0);
         return;
     }
-    if (buf_size(&z->out) == 0) {
+    if (kmgr_bytebuf_size(&z->out) == 0) {
         z->out.start = z->out.end = 0;
         /* a big message's buffer goes with it: memory does not stay at the largest request ever sent */
         if (z->out.cap > KMGR_ZSOCK_KEEP_BYTES)
-            buf_free(&z->out);
+            kmgr_bytebuf_free(&z->out);
     }
 }
 
@@ -180,7 +124,7 @@ static void on_connected(kmgr_zsock_t *z)
         return;
     }
     len += (size_t)ready;
-    buf_prepend(&z->out, hs, len);
+    kmgr_bytebuf_prepend(&z->out, hs, len);
     z->out_handshake = len;
     z->state = KMGR_ZSOCK_HANDSHAKE;
     z->connected_at = kmgr_now_ms();
@@ -333,11 +277,11 @@ int kmgr_zsock_open(kmgr_zsock_t *z, const kmgr_loop_ops_t *loop_ops, void *loop
 void kmgr_zsock_close(kmgr_zsock_t *z)
 {
     close_fd(z);
-    buf_free(&z->out);
+    kmgr_bytebuf_free(&z->out);
     z->state = KMGR_ZSOCK_CLOSED;
     if (z->lent)
         return; /* the owner still reads the message: kmgr_zsock_release frees the rest */
-    buf_free(&z->in);
+    kmgr_bytebuf_free(&z->in);
     free(z->frames);
     z->frames = NULL;
     z->frames_cap = 0;
@@ -364,7 +308,7 @@ int kmgr_zsock_send(kmgr_zsock_t *z, const wire_frame_t *head, size_t nhead, con
         return KMGR_EZMQ;
     for (size_t i = 0; i != n; ++i)
         total += WIRE_ZMTP_HEAD_MAX + (i < nhead ? head[i].len : tail[i - nhead].len);
-    buf_reserve(&z->out, total);
+    kmgr_bytebuf_reserve(&z->out, total);
     for (size_t i = 0; i != n; ++i) {
         const wire_frame_t *f = i < nhead ? &head[i] : &tail[i - nhead];
         uint8_t h[WIRE_ZMTP_HEAD_MAX];
@@ -389,7 +333,7 @@ static void on_ready(kmgr_zsock_t *z)
     if (z->subscribe_all) {
         /* ZMTP 3.0's subscription: a message whose body is 0x01 and the (empty) topic */
         static const uint8_t subscribe[3] = {0, 1, 1};
-        buf_append(&z->out, subscribe, sizeof(subscribe));
+        kmgr_bytebuf_append(&z->out, subscribe, sizeof(subscribe));
     }
     if (!z->watching_write)
         flush(z);
@@ -415,7 +359,7 @@ static void on_command(kmgr_zsock_t *z, const uint8_t *body, size_t len)
         if (n < 0) {
             protocol_error(z, "malformed PING");
         } else {
-            buf_append(&z->out, pong, (size_t)n);
+            kmgr_bytebuf_append(&z->out, pong, (size_t)n);
             if (!z->watching_write)
                 flush(z);
         }
@@ -429,7 +373,7 @@ static void on_command(kmgr_zsock_t *z, const uint8_t *body, size_t len)
 static int skip(kmgr_zsock_t *z)
 {
     for (;;) {
-        size_t avail = buf_size(&z->in), drop = z->skip_left < avail ? (size_t)z->skip_left : avail;
+        size_t avail = kmgr_bytebuf_size(&z->in), drop = z->skip_left < avail ? (size_t)z->skip_left : avail;
         wire_zmtp_head_t h;
         int r;
         z->in.start += drop;
@@ -438,7 +382,7 @@ static int skip(kmgr_zsock_t *z)
             return 0;
         if (!z->skip_more)
             return 1;
-        if ((r = wire_zmtp_read_head(z->in.data + z->in.start, buf_size(&z->in), &h)) <= 0) {
+        if ((r = wire_zmtp_read_head(z->in.data + z->in.start, kmgr_bytebuf_size(&z->in), &h)) <= 0) {
             if (r < 0)
                 protocol_error(z, "malformed ZMTP frame");
             return 0;
@@ -470,7 +414,7 @@ static int parse(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg, size_t *need)
 {
     *need = 1;
     if (!z->peer_greeted) {
-        if (buf_size(&z->in) < WIRE_ZMTP_GREETING_LEN) {
+        if (kmgr_bytebuf_size(&z->in) < WIRE_ZMTP_GREETING_LEN) {
             *need = WIRE_ZMTP_GREETING_LEN;
             return 0;
         }
@@ -490,7 +434,7 @@ static int parse(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg, size_t *need)
     }
     for (size_t off = 0, n = 0, bytes = 0;;) {
         const uint8_t *p = z->in.data + z->in.start;
-        size_t avail = buf_size(&z->in);
+        size_t avail = kmgr_bytebuf_size(&z->in);
         wire_zmtp_head_t h;
         int r = wire_zmtp_read_head(p + off, avail - off, &h);
         if (r <= 0) {
@@ -552,7 +496,7 @@ static int parse(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg, size_t *need)
 /* Reads what the socket has into the buffer, with room for `need` bytes from in.start. 1: read some; 0: nothing now or lost. */
 static int read_more(kmgr_zsock_t *z, size_t need)
 {
-    size_t have = buf_size(&z->in), want = need > have ? need - have : 0;
+    size_t have = kmgr_bytebuf_size(&z->in), want = need > have ? need - have : 0;
 
     /* A read that did not fill its room took all the socket had: asking again before the watch
      * fires would be a syscall that says EAGAIN (half of all reads, with a message per wake-up).
@@ -560,7 +504,7 @@ static int read_more(kmgr_zsock_t *z, size_t need)
     if (z->read_all)
         return 0;
     /* a message being skipped is read through the buffer without growing it */
-    buf_reserve(&z->in, want > IN_MIN_BYTES / 4 ? want : IN_MIN_BYTES / 4);
+    kmgr_bytebuf_reserve(&z->in, want > READ_MIN_BYTES ? want : READ_MIN_BYTES);
     for (;;) {
         size_t room = z->in.cap - z->in.end;
         ssize_t n = recv(z->fd, z->in.data + z->in.end, room, 0);
@@ -613,6 +557,6 @@ void kmgr_zsock_tick(kmgr_zsock_t *z, uint64_t now)
     else if (z->state == KMGR_ZSOCK_HANDSHAKE && now - z->connected_at >= z->handshake_ms)
         protocol_error(z, "the kernel's socket did not finish the ZMTP handshake in time");
     /* a lost connection empties the buffer without ending a loan (consumed is 0 then): the owner still reads it */
-    if (!z->lent && z->consumed == 0 && buf_size(&z->in) == 0 && z->in.cap > KMGR_ZSOCK_KEEP_BYTES)
-        buf_free(&z->in);
+    if (!z->lent && z->consumed == 0 && kmgr_bytebuf_size(&z->in) == 0 && z->in.cap > KMGR_ZSOCK_KEEP_BYTES)
+        kmgr_bytebuf_free(&z->in);
 }

@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include "wire/frames.h"
 #include "kmgr/loop.h"
+#include "bytebuf.h"
 
 /* How long after a failed connect, or a lost connection, the next attempt is made (from kmgr_zsock_tick). */
 #define KMGR_ZSOCK_RETRY_MS 50
@@ -46,12 +47,6 @@ typedef struct st_kmgr_zsock_msg_t {
     size_t nframes;
     size_t bytes; /* of every frame body together */
 } kmgr_zsock_msg_t;
-
-/** A growable byte buffer: `data[start, end)` holds what is pending. */
-typedef struct st_kmgr_zsock_buf_t {
-    uint8_t *data;
-    size_t start, end, cap;
-} kmgr_zsock_buf_t;
 
 typedef struct st_kmgr_zsock_t {
     /* Fixed from kmgr_zsock_open. */
@@ -80,7 +75,7 @@ typedef struct st_kmgr_zsock_t {
      * (libzmq 4.3 takes a message that arrives with our READY, before it sent its own, for a
      * second handshake command and drops the connection) */
     size_t out_handshake;
-    kmgr_zsock_buf_t in, out;
+    kmgr_bytebuf_t in, out;
     /* the message last returned by recv: consumed at the next recv; lent until kmgr_zsock_release */
     size_t consumed;
     int lent;
