@@ -282,6 +282,9 @@ static int relay_to_kernel(gw_jconn_t *conn, int is_binary, const uint8_t *data,
     gw_jmsg_dispose(&jmsg);
     if (ret == KMGR_ENOTREADY)
         return ret;
+    /* a client that sends faster than its kernel reads is cut off rather than queued without bound */
+    if (ret == KMGR_EBACKLOG)
+        close_conn(conn, GW_WS_POLICY_VIOLATION, gw_strerror(ret));
     /* a dead kernel takes nothing; its clients were told (status dead) and the REST model says so */
     return 0;
 }

@@ -122,7 +122,8 @@ void kmgr_channels_close(kmgr_channels_t *ch, int keep_control);
 int kmgr_channels_is_open(const kmgr_channels_t *ch, wire_channel_t channel);
 /**
  * Signs and queues `msg` on `channel` (borrowed); it goes out now, or once connected. Returns 0,
- * or KMGR_EZMQ (that connection is closed).
+ * KMGR_EZMQ (that connection is closed) or KMGR_EBACKLOG (the kernel has not taken what waits:
+ * KMGR_ZSOCK_MAX_QUEUED_BYTES).
  */
 int kmgr_channels_send(kmgr_channels_t *ch, wire_channel_t channel, const wire_msg_t *msg);
 /**

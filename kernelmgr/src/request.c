@@ -5,6 +5,7 @@
 #include "wire/codec.h"
 #include "kmgr/errors.h"
 #include "kernel_private.h"
+#include "manager_private.h"
 
 static void request_free(kmgr_request_t *req)
 {
@@ -253,17 +254,31 @@ void kmgr_requests_sync(kmgr_kernel_t *k, uint64_t seq, int iopub)
 
 void kmgr_requests_send_unsent(kmgr_kernel_t *k)
 {
-    kmgr_link_t *link;
+    kmgr_link_t *link, *next;
+    int failed = 0;
 
-    for (link = k->requests.next; link != &k->requests; link = link->next) {
+    for (link = k->requests.next; link != &k->requests; link = next) {
         kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, link);
-        if (req->unsent != NULL) {
-            kmgr_channels_send(&k->proc->channels, WIRE_CHANNEL_SHELL, req->unsent);
-            wire_msg_destroy(req->unsent);
-            req->unsent = NULL;
+        int ret;
+        next = link->next;
+        if (req->unsent == NULL)
+            continue;
+        ret = kmgr_channels_send(&k->proc->channels, WIRE_CHANNEL_SHELL, req->unsent);
+        wire_msg_destroy(req->unsent);
+        req->unsent = NULL;
+        if (ret == 0) {
             req->seq = ++k->sent;
+            continue;
         }
+        /* never sent, so never answered: it fails (from the loop, as kmgr_requests_fail_all's do) */
+        kmgr_reqtable_remove(&k->table, req);
+        kmgr_link_unlink(&req->link);
+        req->fail_err = ret;
+        kmgr_list_append(&k->failing, &req->link);
+        failed = 1;
     }
+    if (failed)
+        kmgr_manager_schedule(k->mgr);
 }
 
 void kmgr_requests_fail_all(kmgr_kernel_t *k, int err)

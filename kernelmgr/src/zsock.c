@@ -266,6 +266,7 @@ int kmgr_zsock_open(kmgr_zsock_t *z, const kmgr_loop_ops_t *loop_ops, void *loop
         strcpy(z->identity, identity);
     z->subscribe_all = strcmp(socket_type, "SUB") == 0;
     z->handshake_ms = KMGR_ZSOCK_HANDSHAKE_MS;
+    z->max_queued_bytes = KMGR_ZSOCK_MAX_QUEUED_BYTES;
     z->max_message_bytes = max_message_bytes;
     z->on_readable = on_readable;
     z->arg = arg;
@@ -308,6 +309,8 @@ int kmgr_zsock_send(kmgr_zsock_t *z, const wire_frame_t *head, size_t nhead, con
         return KMGR_EZMQ;
     for (size_t i = 0; i != n; ++i)
         total += WIRE_ZMTP_HEAD_MAX + (i < nhead ? head[i].len : tail[i - nhead].len);
+    if (kmgr_bytebuf_size(&z->out) != 0 && kmgr_bytebuf_size(&z->out) + total > z->max_queued_bytes)
+        return KMGR_EBACKLOG;
     kmgr_bytebuf_reserve(&z->out, total);
     for (size_t i = 0; i != n; ++i) {
         const wire_frame_t *f = i < nhead ? &head[i] : &tail[i - nhead];

@@ -30,6 +30,10 @@
 #define KMGR_ZSOCK_HANDSHAKE_MS 10000
 /* A receive buffer bigger than this is given back once it is empty at a tick (after a big message). */
 #define KMGR_ZSOCK_KEEP_BYTES ((size_t)64 * 1024)
+/* Bytes that may wait for the kernel to take them; a message that would pass it is refused
+ * (KMGR_EBACKLOG) unless nothing waits, so one message of any size still goes. A client that
+ * sends faster than a kernel reads must not grow kgate without limit. */
+#define KMGR_ZSOCK_MAX_QUEUED_BYTES ((size_t)64 * 1024 * 1024)
 /* Most frames one message may have (a kernel's buffers); a longer one is dropped whole. */
 #define KMGR_ZSOCK_MAX_FRAMES 1024
 
@@ -67,10 +71,11 @@ typedef struct st_kmgr_zsock_t {
     void *watch;
     int watching_write; /* a notify_writable is pending */
     uint64_t retry_at;
-    uint64_t connected_at; /* when the current connection was made (kmgr_now_ms) */
-    unsigned handshake_ms; /* KMGR_ZSOCK_HANDSHAKE_MS from open; a test may shorten it */
-    int peer_greeted;      /* the peer's greeting was read and checked */
-    int read_all;          /* the last read emptied the socket: no read until the watch fires or the tick */
+    uint64_t connected_at;   /* when the current connection was made (kmgr_now_ms) */
+    unsigned handshake_ms;   /* KMGR_ZSOCK_HANDSHAKE_MS from open; a test may shorten it */
+    size_t max_queued_bytes; /* KMGR_ZSOCK_MAX_QUEUED_BYTES from open; a test may lower it */
+    int peer_greeted;        /* the peer's greeting was read and checked */
+    int read_all;            /* the last read emptied the socket: no read until the watch fires or the tick */
     /* bytes at the front of `out` that are our handshake: only they may go before the peer's READY
      * (libzmq 4.3 takes a message that arrives with our READY, before it sent its own, for a
      * second handshake command and drops the connection) */
@@ -114,7 +119,9 @@ void kmgr_zsock_stop_reading(kmgr_zsock_t *z);
 
 /**
  * Queues one message of `nhead` frames from `head` then `ntail` from `tail` and writes what the
- * socket takes now; the rest goes out when it can. Returns 0, or KMGR_EZMQ when closed.
+ * socket takes now; the rest goes out when it can. Returns 0, KMGR_EZMQ when closed, or
+ * KMGR_EBACKLOG (nothing queued) when what already waits and this message would pass
+ * max_queued_bytes.
  */
 int kmgr_zsock_send(kmgr_zsock_t *z, const wire_frame_t *head, size_t nhead, const wire_frame_t *tail, size_t ntail);
 

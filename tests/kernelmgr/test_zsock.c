@@ -658,3 +658,49 @@ Test(zsock, closing_a_zero_filled_zsock_leaves_descriptor_0_alone)
     dup2(saved, 0);
     close(saved);
 }
+
+/* A peer that stops reading: sends are refused at the bound instead of queueing without end, and go again once it reads. */
+Test(zsock, a_peer_that_reads_nothing_bounds_what_waits_for_it)
+{
+    char endpoint[256];
+    size_t elen = sizeof(endpoint), len = MIB, sent = 0;
+    uint8_t *payload = zt.big_out = wire_malloc(len);
+    void *router = zt_peer(ZMQ_ROUTER, NULL, NULL, 0);
+    int small = 64 * 1024, one = 1, refused = 0;
+    wire_frame_t f[1] = {{payload, len}};
+    peer_rx_t rx;
+
+    zmq_setsockopt(router, ZMQ_RCVBUF, &small, sizeof(small));
+    zmq_setsockopt(router, ZMQ_RCVHWM, &one, sizeof(one));
+    cr_assert_eq(zmq_bind(router, "tcp://127.0.0.1:*"), 0);
+    cr_assert_eq(zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, endpoint, &elen), 0);
+    zt_open(endpoint, "DEALER", "zt", 16 * MIB);
+    zt_router_hello(router);
+    setsockopt(zt.z.fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+    zt.z.max_queued_bytes = 4 * MIB; /* KMGR_ZSOCK_MAX_QUEUED_BYTES, lowered for the test */
+    fill(payload, len, 3);
+    for (int i = 0; i != 64 && !refused; ++i) {
+        int r = kmgr_zsock_send(&zt.z, f, 1, NULL, 0);
+        if (r == KMGR_EBACKLOG) {
+            refused = 1;
+        } else {
+            cr_assert_eq(r, 0);
+            ++sent;
+        }
+        zt_turn();
+    }
+    cr_assert(refused, "64 MiB were queued for a peer that reads nothing");
+    cr_assert_leq(kmgr_bytebuf_size(&zt.z.out), 4 * MIB + 16, "%zu bytes wait", kmgr_bytebuf_size(&zt.z.out));
+    /* the peer reads: every message that was taken arrives whole, and the connection takes more */
+    for (size_t i = 0; i != sent; ++i) {
+        peer_recv(router, &rx, 10000);
+        cr_assert_eq(rx.frames.size, 2);
+        cr_assert_eq(rx.frames.entries[1].len, len);
+        cr_assert_eq(memcmp(rx.frames.entries[1].base, payload, len), 0);
+        wire_frames_dispose(&rx.frames);
+    }
+    cr_assert_eq(kmgr_zsock_send(&zt.z, f, 1, NULL, 0), 0);
+    peer_recv(router, &rx, 10000);
+    cr_assert_eq(rx.frames.entries[1].len, len);
+    wire_frames_dispose(&rx.frames);
+}

@@ -15,7 +15,8 @@
     XX(NOINPUT, "no input is awaited")                                                                                             \
     XX(INVAL, "invalid argument")                                                                                                  \
     XX(MSGSIZE, "a kernel message was larger than the message cap and was dropped")                                                \
-    XX(NOTREADY, "kernel is not ready yet")
+    XX(NOTREADY, "kernel is not ready yet")                                                                                        \
+    XX(BACKLOG, "the kernel is not taking its messages as fast as they are sent")
 
 typedef enum {
     KMGR_OK = 0,
