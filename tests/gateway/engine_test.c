@@ -224,26 +224,26 @@ void reader_dispose(test_reader_t *r)
 
 /* --- what a run's log says --- */
 
-json_t *run_events(gw_run_t *run)
+/* The whole log read from its start: its events as JSON, or (`frames`) their SSE frames as strings. */
+static json_t *run_read(gw_run_t *run, int frames)
 {
     test_reader_t r;
-    json_t *events;
+    json_t *out;
 
     cr_assert_eq(reader_open(&r, run, 0), 0, "the run's first events are gone");
-    events = json_incref(r.events);
+    out = json_incref(frames ? r.frames : r.events);
     reader_dispose(&r);
-    return events;
+    return out;
+}
+
+json_t *run_events(gw_run_t *run)
+{
+    return run_read(run, 0);
 }
 
 json_t *run_frames(gw_run_t *run)
 {
-    test_reader_t r;
-    json_t *frames;
-
-    cr_assert_eq(reader_open(&r, run, 0), 0, "the run's first events are gone");
-    frames = json_incref(r.frames);
-    reader_dispose(&r);
-    return frames;
+    return run_read(run, 1);
 }
 
 static const char *type_of(const json_t *ev)

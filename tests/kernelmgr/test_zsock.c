@@ -491,6 +491,17 @@ static int bad_peer_done(void *arg)
     return (size_t)zt.n_lost >= p->want_lost && zt.z.connects >= p->want_connects;
 }
 
+/* Listens as the bad peer `p` on a free loopback port and opens the zsock (a DEALER) to it. */
+static void zt_open_to_bad_peer(bad_peer_t *p)
+{
+    char endpoint[64];
+    unsigned short port;
+
+    p->listener = tcp_listener(&port);
+    snprintf(endpoint, sizeof(endpoint), "tcp://127.0.0.1:%u", port);
+    zt_open(endpoint, "DEALER", "zt", 16 * MIB);
+}
+
 static void bad_peer_dispose(bad_peer_t *p)
 {
     for (size_t i = 0; i != p->nconns; ++i)
@@ -522,12 +533,9 @@ static int wait_capturing_stderr(int (*done)(void *), void *arg, unsigned ms, ch
 Test(zsock, a_peer_that_speaks_no_zmtp_is_dropped_and_retried)
 {
     bad_peer_t p = {.want_lost = 1, .want_connects = 1};
-    char endpoint[64], log[4096];
-    unsigned short port;
+    char log[4096];
 
-    p.listener = tcp_listener(&port);
-    snprintf(endpoint, sizeof(endpoint), "tcp://127.0.0.1:%u", port);
-    zt_open(endpoint, "DEALER", "zt", 16 * MIB);
+    zt_open_to_bad_peer(&p);
     cr_assert(wait_capturing_stderr(bad_peer_done, &p, 2000, log, sizeof(log)), "the garbage went unnoticed");
     cr_assert_eq(zt.ngot, 0, "garbage never makes a message");
     cr_assert_not_null(strstr(log, "test zsock: the kernel's socket does not speak ZMTP 3"), "logged: %s", log);
@@ -537,12 +545,9 @@ Test(zsock, a_peer_that_speaks_no_zmtp_is_dropped_and_retried)
 Test(zsock, a_peer_that_never_finishes_the_handshake_is_dropped_and_retried)
 {
     bad_peer_t p = {.silent = 1, .want_connects = 2};
-    char endpoint[64], log[4096];
-    unsigned short port;
+    char log[4096];
 
-    p.listener = tcp_listener(&port);
-    snprintf(endpoint, sizeof(endpoint), "tcp://127.0.0.1:%u", port);
-    zt_open(endpoint, "DEALER", "zt", 16 * MIB);
+    zt_open_to_bad_peer(&p);
     zt.z.handshake_ms = 200; /* KMGR_ZSOCK_HANDSHAKE_MS, shortened for the test */
     cr_assert(wait_capturing_stderr(bad_peer_done, &p, 3000, log, sizeof(log)),
               "still waiting for the handshake (connects %" PRIu64 ")", zt.z.connects);
@@ -554,12 +559,8 @@ Test(zsock, a_peer_that_never_finishes_the_handshake_is_dropped_and_retried)
 Test(zsock, a_peer_that_closes_at_once_is_retried)
 {
     bad_peer_t p = {.close_at_once = 1, .want_connects = 3};
-    char endpoint[64];
-    unsigned short port;
 
-    p.listener = tcp_listener(&port);
-    snprintf(endpoint, sizeof(endpoint), "tcp://127.0.0.1:%u", port);
-    zt_open(endpoint, "DEALER", "zt", 16 * MIB);
+    zt_open_to_bad_peer(&p);
     cr_assert(zt_wait(bad_peer_done, &p, 2000), "not retried (connects %" PRIu64 ")", zt.z.connects);
     cr_assert_eq(zt.ngot, 0);
     cr_assert(!kmgr_zsock_is_ready(&zt.z));
