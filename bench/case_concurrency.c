@@ -169,6 +169,13 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The median of `v[0..n)` (n > 0), which it sorts. */
+static double median_of(double *v, unsigned n)
+{
+    qsort(v, n, sizeof(double), cmp_double);
+    return n % 2 != 0 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* Merges the clients' samples of one side into `all` and summarises them; the p99 goes to *p99. */
 static void summarize_side(bench_samples_t *per_client, unsigned n, bench_summary_t *out, double *p99)
 {
@@ -189,11 +196,11 @@ static void summarize_side(bench_samples_t *per_client, unsigned n, bench_summar
 
 int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_result_t *out)
 {
-    unsigned n = self->clients, rounds = env->rounds != 0 ? env->rounds : self->rounds;
+    unsigned n = env->clients != 0 ? env->clients : self->clients, rounds = env->rounds != 0 ? env->rounds : self->rounds;
     size_t warmup = env->warmup != SIZE_MAX ? env->warmup : self->default_warmup;
     client_t *clients = wire_calloc(n, sizeof(*clients));
     bench_samples_t *samples = wire_calloc(2 * (size_t)n, sizeof(*samples));
-    double eps[2][16];
+    double eps[2][16], pairs[16];
     cpu_snapshot_t cpu[2] = {{0}};
     size_t cpu_executes[2] = {0};
     ts_rss_sampler_t rss = {0};
@@ -240,10 +247,14 @@ int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_resu
         }
     }
     if (err == 0) {
-        qsort(eps[0], rounds, sizeof(double), cmp_double);
-        qsort(eps[1], rounds, sizeof(double), cmp_double);
-        out->kgate_executes_per_s = eps[0][rounds / 2];
-        out->direct_executes_per_s = eps[1][rounds / 2];
+        out->clients_run = n;
+        out->rounds_run = rounds;
+        memcpy(out->round_executes_per_s, eps, sizeof(eps));
+        for (unsigned r = 0; r != rounds; ++r)
+            pairs[r] = eps[1][r] > 0 ? eps[0][r] / eps[1][r] : 0;
+        out->paired_ratio = median_of(pairs, rounds);
+        out->kgate_executes_per_s = median_of(eps[0], rounds);
+        out->direct_executes_per_s = median_of(eps[1], rounds);
         summarize_side(samples, n, &out->kgate, &out->kgate_p99_ms);
         summarize_side(samples + n, n, &out->direct, &out->direct_p99_ms);
         for (int side = 0; side != 2; ++side) {

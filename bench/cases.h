@@ -27,6 +27,8 @@ typedef struct st_bench_env_t {
     int ws_quickack;
     /** --rounds: rounds of each kind for the cases that run in rounds (0: the case's default). */
     unsigned rounds;
+    /** --clients: clients (each on a kernel of its own) of the concurrency cases (0: the case's default). */
+    unsigned clients;
     /** --upload-mib: the `upload-stall` case's upload size in MiB (0: the case's default). */
     uint64_t upload_mib;
     /** --mcp-sse-only: the `mcp` case's client accepts only text/event-stream (bench_mcp_t). */
@@ -56,6 +58,14 @@ typedef struct st_bench_result_t {
     /** Concurrency cases: executes per second of all clients together, the median over rounds. */
     double kgate_executes_per_s;
     double direct_executes_per_s;
+    /**
+     * Concurrency cases: the clients and rounds run, each round's executes/s (kgate [0], direct [1]),
+     * and the median over the rounds of kgate's round against the direct round run beside it: a
+     * slow spell of the machine (other tenants) then weighs on both sides of a pair alike.
+     */
+    unsigned clients_run, rounds_run;
+    double round_executes_per_s[2][16];
+    double paired_ratio;
     /** Concurrency cases: the 99th percentile of every execute's latency (ms). */
     double kgate_p99_ms;
     double direct_p99_ms;

@@ -48,6 +48,7 @@ static void usage(FILE *f)
                "                     delayed-ACK stalls with servers that leave Nagle on (Jupyter Server)\n"
                "  --rounds N         rounds of each kind in the cases that run in rounds (default: per case, 6 for the concurrency "
                "cases, 3 for upload-stall; at most 16)\n"
+               "  --clients N        clients of the concurrency cases, each on a kernel of its own (default 8; at most 32)\n"
                "  --upload-mib N     upload-stall: MiB uploaded per upload round (default 1024)\n"
                "  --mcp-sse-only     the mcp case's client accepts only text/event-stream: kgate answers every call\n"
                "                     in an SSE stream whose head goes out at once, instead of JSON at the end\n"
@@ -120,6 +121,7 @@ int main(int argc, char **argv)
         OPT_WS_QUICKACK,
         OPT_ROUNDS,
         OPT_UPLOAD_MIB,
+        OPT_CLIENTS,
         OPT_MCP_SSE_ONLY
     };
     static const struct option longopts[] = {
@@ -135,6 +137,7 @@ int main(int argc, char **argv)
         {"ws-quickack", no_argument, NULL, OPT_WS_QUICKACK},
         {"rounds", required_argument, NULL, OPT_ROUNDS},
         {"upload-mib", required_argument, NULL, OPT_UPLOAD_MIB},
+        {"clients", required_argument, NULL, OPT_CLIENTS},
         {"mcp-sse-only", no_argument, NULL, OPT_MCP_SSE_ONLY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -146,7 +149,7 @@ int main(int argc, char **argv)
     const bench_case_t *ran[64];
     size_t nselected = 0, nextra = 0, nresults = 0;
     size_t samples = 0, warmup = SIZE_MAX;
-    unsigned rounds = 0;
+    unsigned rounds = 0, clients = 0;
     uint64_t upload_mib = 0;
     char workspace[PATH_MAX] = "";
     unsigned timeout_ms = 60000;
@@ -158,15 +161,18 @@ int main(int argc, char **argv)
         char *end;
         switch (opt) {
         case OPT_ROUNDS:
+        case OPT_CLIENTS:
         case OPT_UPLOAD_MIB: {
             unsigned long v = strtoul(optarg, &end, 10);
-            if (end == optarg || *end != '\0' || v == 0 || v > (opt == OPT_ROUNDS ? 16 : 1u << 20)) {
+            if (end == optarg || *end != '\0' || v == 0 || v > (opt == OPT_ROUNDS ? 16 : opt == OPT_CLIENTS ? 32 : 1u << 20)) {
                 fprintf(stderr, "kgate_bench_execute: bad number: %s\n", optarg);
                 exit_code = 2;
                 goto Exit;
             }
             if (opt == OPT_ROUNDS)
                 rounds = (unsigned)v;
+            else if (opt == OPT_CLIENTS)
+                clients = (unsigned)v;
             else
                 upload_mib = v;
             break;
@@ -291,6 +297,7 @@ int main(int argc, char **argv)
                        .verbose = verbose,
                        .ws_quickack = ws_quickack,
                        .rounds = rounds,
+                       .clients = clients,
                        .upload_mib = upload_mib,
                        .mcp_sse_only = mcp_sse_only,
                        .interrupted = &interrupted};
