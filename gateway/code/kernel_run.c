@@ -285,6 +285,14 @@ static void on_setup_event(kmgr_request_t *req, kmgr_req_event_t ev, const wire_
     }
 }
 
+/* A `status` event of the run itself: `queued`, `busy`. */
+static json_t *status_event(const char *text)
+{
+    json_t *ev = gw_event_new("status");
+    json_object_set_new(ev, "text", json_string(text));
+    return ev;
+}
+
 static void start_next(gw_context_t *ctx)
 {
     gw_kernel_run_t *krun;
@@ -306,6 +314,10 @@ static void start_next(gw_context_t *ctx)
         return;
     }
     gw_run_mark_started(krun->run);
+    /* kgate's own word that the run reached the kernel, after `queued` if it waited. The kernel's busy
+     * status comes a moment later and is not relayed (translate.h): a run that did not wait has init
+     * and busy go out in one write, not two, and its client wakes once for both. */
+    gw_run_append(krun->run, status_event("busy"));
     krun->deadline_ms = gw_now_ms() + krun->timeout_ms;
 }
 
@@ -336,8 +348,7 @@ int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts,
     gw_run_set_producer(run, &kernel_producer, krun);
     h2o_linklist_insert(&ctx->runs, &krun->link);
     if (krun->link.prev != &ctx->runs) {
-        json_t *ev = gw_event_new("status");
-        json_object_set_new(ev, "text", json_string("queued"));
+        json_t *ev = status_event("queued");
         json_object_set_new(ev, "position", json_integer((json_int_t)gw_kernel_runs_count(ctx) - 1));
         gw_run_append(run, ev);
     }

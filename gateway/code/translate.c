@@ -171,11 +171,6 @@ json_t *gw_translate_iopub(const wire_msg_t *msg, const gw_translate_opts_t *opt
         json_object_set(ev, "execution_count", count);
         return ev;
     }
-    if (strcmp(type, "status") == 0 && strcmp(string_or(content, "execution_state", ""), "busy") == 0) {
-        ev = gw_event_new("status");
-        json_object_set_new(ev, "text", json_string("busy"));
-        return ev;
-    }
     return NULL;
 }
 

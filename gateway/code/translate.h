@@ -17,7 +17,8 @@ typedef struct st_gw_translate_opts_t {
  *   stream -> stdout / stderr {text}; execute_result, display_data -> result {results} (the MIME
  *   bundle, plus `text` beside a string `text/plain`);
  *   error -> error {error: {ename, evalue, traceback[]}}; execute_input -> execution_count;
- *   status busy -> status {text: "busy"}; everything else (idle, clear_output, comms) -> NULL.
+ *   everything else (status, clear_output, comms) -> NULL: a run's `status: busy` is kgate's own,
+ *   sent when the run reaches the kernel (code/kernel_run.c), not the kernel's status message.
  *   A message whose content could not be decoded (msg->content_undecodable) becomes a `status`
  *   event {text: "message_undecodable", msg_type, reason} instead of vanishing.
  */

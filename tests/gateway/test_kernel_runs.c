@@ -1,5 +1,6 @@
 /* tests/gateway/test_kernel_runs.c: a context's runs on the fake kernel manager: the queue, stop, stdin, timeouts, errors, death.
  */
+#include <stdio.h>
 #include <string.h>
 #include <criterion/criterion.h>
 #include "kmgr/errors.h"
@@ -72,6 +73,57 @@ ENGINE_TEST(kernel_runs, a_run_relays_the_kernels_output_and_ends_ok)
     cr_expect_str_eq(run_outcome(run), "ok");
     cr_expect_eq(ctx->execution_count, 3);
     cr_expect_eq(gw_kernel_runs_count(ctx), 0);
+    json_decref(events);
+}
+
+/* The types of `events`, in order, joined by ' ': what a client reads, at a glance. */
+static void event_types(const json_t *events, char *out, size_t size)
+{
+    size_t i, len = 0;
+    json_t *ev;
+
+    out[0] = '\0';
+    json_array_foreach(events, i, ev)
+    {
+        const char *type = json_string_value(json_object_get(ev, "type"));
+        const char *text = json_string_value(json_object_get(ev, "text"));
+        if (strcmp(type, "status") == 0 && text != NULL)
+            type = text;
+        len += (size_t)snprintf(out + len, len < size ? size - len : 0, "%s%s", len != 0 ? " " : "", type);
+    }
+}
+
+ENGINE_TEST(kernel_runs, busy_is_said_once_when_the_run_reaches_the_kernel)
+{
+    gw_context_t *ctx = ready_context();
+    gw_run_t *first = engine_submit(ctx, "first"), *second = engine_submit(ctx, "second");
+    json_t *events;
+    char types[256];
+
+    /* said by kgate as the code is sent, before the kernel says anything: it leaves with init and ping */
+    events = run_events(first);
+    event_types(events, types, sizeof(types));
+    cr_expect_str_eq(types, "init ping busy");
+    json_decref(events);
+    events = run_events(second);
+    event_types(events, types, sizeof(types));
+    cr_expect_str_eq(types, "init ping queued", "a waiting run is not busy");
+    json_decref(events);
+
+    /* the kernel's own busy is not said again; its idle is not an event */
+    fake_request_iopub(request(0), "status", json_pack("{s:s}", "execution_state", "busy"));
+    fake_request_complete(request(0), 1);
+    events = run_events(first);
+    event_types(events, types, sizeof(types));
+    cr_expect_str_eq(types, "init ping busy execution_complete");
+    json_decref(events);
+
+    /* the waiting run is busy once it reaches the kernel */
+    cr_expect_str_eq(fake_request_seen(request(1))->code, "second");
+    fake_request_complete(request(1), 2);
+    events = run_events(second);
+    event_types(events, types, sizeof(types));
+    cr_expect_str_eq(types, "init ping queued busy execution_complete");
     json_decref(events);
 }
 

@@ -213,18 +213,10 @@ Test(translate, execute_input_gives_the_execution_count)
     json_decref(ev);
 }
 
-Test(translate, status_busy_is_forwarded)
-{
-    json_t *ev = translate("status", json_pack("{s:s}", "execution_state", "busy"), &plain_opts);
-
-    cr_assert_not_null(ev);
-    cr_assert_str_eq(ev_type(ev), "status");
-    cr_assert_str_eq(ev_str(ev, "text"), "busy");
-    json_decref(ev);
-}
-
 Test(translate, the_rest_is_not_forwarded)
 {
+    /* a run's busy is kgate's own (kernel_runs.busy_is_said_once_when_the_run_reaches_the_kernel) */
+    cr_assert_null(translate("status", json_pack("{s:s}", "execution_state", "busy"), &plain_opts));
     cr_assert_null(translate("status", json_pack("{s:s}", "execution_state", "idle"), &plain_opts));
     cr_assert_null(translate("status", json_pack("{s:s}", "execution_state", "starting"), &plain_opts));
     cr_assert_null(translate("clear_output", json_pack("{s:b}", "wait", 0), &plain_opts));
