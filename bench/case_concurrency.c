@@ -34,9 +34,14 @@ typedef struct st_client_t {
     int err;
 } client_t;
 
-/* CPU time (ms) spent so far by each party of a round: kgate, its kernels, and this process (the clients). */
+/*
+ * CPU time (ms) spent so far by each party of a round: kgate, its kernels, and this process (the
+ * clients); and the context switches of kgate's and the kernels' threads (the clients' threads
+ * come and go with each round: not counted).
+ */
 typedef struct st_cpu_snapshot_t {
     double kgate, kernels, clients;
+    ts_switches_t kgate_switches, kernel_switches;
 } cpu_snapshot_t;
 
 /* This process's own CPU time in ms (every client thread, and the direct clients' ZMQ I/O threads). */
@@ -54,12 +59,14 @@ static void cpu_snapshot(pid_t kgate, cpu_snapshot_t *out)
     ts_proc_t kids[64];
     size_t n = ts_descendants(kgate, kids, 64);
 
+    memset(out, 0, sizeof(*out));
     out->kgate = (double)ts_proc_cpu_ms(kgate);
-    out->kernels = 0;
+    ts_proc_switches(kgate, &out->kgate_switches);
     for (size_t i = 0; i != n; ++i) {
         int64_t ms = ts_proc_cpu_ms(kids[i].pid);
         if (ms > 0)
             out->kernels += (double)ms;
+        ts_proc_switches(kids[i].pid, &out->kernel_switches);
     }
     out->clients = self_cpu_ms();
 }
@@ -159,6 +166,10 @@ static double run_round(client_t *clients, unsigned n, int side, unsigned round_
     cpu->kgate += after.kgate - before.kgate;
     cpu->kernels += after.kernels - before.kernels;
     cpu->clients += after.clients - before.clients;
+    cpu->kgate_switches.voluntary += after.kgate_switches.voluntary - before.kgate_switches.voluntary;
+    cpu->kgate_switches.involuntary += after.kgate_switches.involuntary - before.kgate_switches.involuntary;
+    cpu->kernel_switches.voluntary += after.kernel_switches.voluntary - before.kernel_switches.voluntary;
+    cpu->kernel_switches.involuntary += after.kernel_switches.involuntary - before.kernel_switches.involuntary;
     *cpu_executes += all_executes;
     return (double)executes * 1000.0 / (double)elapsed;
 }
@@ -262,6 +273,10 @@ int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_resu
             out->cpu_per_execute[side][0] = cpu[side].kgate * per;
             out->cpu_per_execute[side][1] = cpu[side].kernels * per;
             out->cpu_per_execute[side][2] = cpu[side].clients * per;
+            out->switches_per_execute[side][0] = (double)cpu[side].kgate_switches.voluntary * per;
+            out->switches_per_execute[side][1] = (double)cpu[side].kgate_switches.involuntary * per;
+            out->switches_per_execute[side][2] = (double)cpu[side].kernel_switches.voluntary * per;
+            out->switches_per_execute[side][3] = (double)cpu[side].kernel_switches.involuntary * per;
         }
     }
     if (sampling)

@@ -75,6 +75,12 @@ typedef struct st_bench_result_t {
      * where the machine's cores went on each side.
      */
     double cpu_per_execute[2][3];
+    /**
+     * Concurrency cases: context switches per execute, warm-ups included, in kgate's rounds [0] and
+     * the direct rounds [1]: kgate's voluntary [.][0] (it waited: one per wake-up) and involuntary
+     * [.][1] (preempted), the kernels' voluntary [.][2] and involuntary [.][3].
+     */
+    double switches_per_execute[2][4];
     /** The `jupyter` case: a third client, Jupyter Server's WebSocket on a kernel it manages (n 0 when not run). */
     const char *peer_label;
     bench_summary_t peer;

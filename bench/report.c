@@ -102,6 +102,11 @@ static void print_concurrency(const bench_case_t *c, const bench_result_t *r)
            r->cpu_per_execute[0][0] + r->cpu_per_execute[0][1] + r->cpu_per_execute[0][2], r->cpu_per_execute[1][0],
            r->cpu_per_execute[1][1], r->cpu_per_execute[1][2],
            r->cpu_per_execute[1][0] + r->cpu_per_execute[1][1] + r->cpu_per_execute[1][2]);
+    printf("concurrency: context switches per execute (voluntary + involuntary), kgate rounds: kgate %.1f + %.1f, kernels "
+           "%.1f + %.1f; direct rounds: kgate %.1f + %.1f, kernels %.1f + %.1f\n",
+           r->switches_per_execute[0][0], r->switches_per_execute[0][1], r->switches_per_execute[0][2],
+           r->switches_per_execute[0][3], r->switches_per_execute[1][0], r->switches_per_execute[1][1],
+           r->switches_per_execute[1][2], r->switches_per_execute[1][3]);
     printf("concurrency: kgate/direct = %.1f%%, the median of the round pairs (ratio of the median rounds: %.1f%%)  [%s; target >= "
            "%.0f%%: %s]\n",
            cr * 100, r->direct_executes_per_s > 0 ? 100 * r->kgate_executes_per_s / r->direct_executes_per_s : 0, c->name,
@@ -316,6 +321,14 @@ void bench_print_json(const bench_case_t **cases, const bench_result_t *results,
                 json_array_append_new(
                     rounds, json_pack("{sfsf}", "kgate", r->round_executes_per_s[0][k], "direct", r->round_executes_per_s[1][k]));
             json_object_set_new(json_object_get(c, "concurrency"), "round_pairs", rounds);
+            json_t *sw = json_object();
+            for (int side = 0; side != 2; ++side)
+                json_object_set_new(sw, side == 0 ? "kgate_rounds" : "direct_rounds",
+                                    json_pack("{sfsfsfsf}", "kgate_voluntary", r->switches_per_execute[side][0],
+                                              "kgate_involuntary", r->switches_per_execute[side][1], "kernels_voluntary",
+                                              r->switches_per_execute[side][2], "kernels_involuntary",
+                                              r->switches_per_execute[side][3]));
+            json_object_set_new(c, "switches_per_execute", sw);
             json_object_set_new(c, "cpu_ms_per_execute",
                                 json_pack("{s{sfsfsf}s{sfsfsf}}", "kgate_rounds", "kgate", r->cpu_per_execute[0][0], "kernels",
                                           r->cpu_per_execute[0][1], "clients", r->cpu_per_execute[0][2], "direct_rounds", "kgate",

@@ -159,6 +159,35 @@ int64_t ts_proc_cpu_ms(pid_t pid)
     return hz > 0 ? (int64_t)((utime + stime) * 1000 / (unsigned long long)hz) : -1;
 }
 
+int ts_proc_switches(pid_t pid, ts_switches_t *acc)
+{
+    char path[64], line[256];
+    struct dirent *d;
+    DIR *dir;
+
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    if ((dir = opendir(path)) == NULL)
+        return TS_EIO;
+    while ((d = readdir(dir)) != NULL) {
+        if (!isdigit((unsigned char)d->d_name[0]))
+            continue;
+        snprintf(path, sizeof(path), "/proc/%d/task/%.16s/status", (int)pid, d->d_name);
+        FILE *f = fopen(path, "r");
+        if (f == NULL)
+            continue; /* the thread has just exited */
+        unsigned long long n;
+        while (fgets(line, sizeof(line), f) != NULL) {
+            if (sscanf(line, "voluntary_ctxt_switches: %llu", &n) == 1)
+                acc->voluntary += n;
+            else if (sscanf(line, "nonvoluntary_ctxt_switches: %llu", &n) == 1)
+                acc->involuntary += n;
+        }
+        fclose(f);
+    }
+    closedir(dir);
+    return 0;
+}
+
 long long ts_proc_rss_kb(pid_t pid)
 {
     char path[64], line[256];

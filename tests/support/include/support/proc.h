@@ -36,6 +36,18 @@ int ts_proc_get(pid_t pid, ts_proc_t *out);
 /** CPU time (user + system) that process `pid` has used so far, in milliseconds, or -1 if /proc cannot tell. */
 int64_t ts_proc_cpu_ms(pid_t pid);
 
+/** Context switches of a process: how often its threads gave the CPU up (to wait) or had it taken away. */
+typedef struct st_ts_switches_t {
+    uint64_t voluntary, involuntary;
+} ts_switches_t;
+
+/**
+ * The context switches of every thread process `pid` has now (the `*ctxt_switches` lines of
+ * /proc/<pid>/task/<tid>/status; threads that have exited are not counted), added to `*acc`.
+ * 0, or TS_EIO when /proc cannot tell.
+ */
+int ts_proc_switches(pid_t pid, ts_switches_t *acc);
+
 /** A descriptor of this process that refers to the file `st` describes (same device and inode), or -1 when none does. */
 int ts_fd_of_file(const struct stat *st);
 
