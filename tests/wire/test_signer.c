@@ -152,6 +152,27 @@ Test(signer, implementations_agree_on_every_length)
     free(data);
 }
 
+/* RFC 2104's key handling: a key of up to one block (64 bytes) is padded, a longer one hashed first. */
+Test(signer, implementations_agree_on_every_key_length)
+{
+    unsigned char key[200], msg[] = "{\"msg_type\":\"execute_request\"}";
+    wire_frame_t part = {msg, sizeof(msg) - 1};
+
+    for (size_t i = 0; i != sizeof(key); ++i)
+        key[i] = (unsigned char)(i * 131 + 7);
+    for (size_t keylen = 1; keylen <= sizeof(key); ++keylen) {
+        wire_signer_t a, b;
+        unsigned char da[32], db[32];
+        wire_signer_init_impl(&a, WIRE_HMAC_OPENSSL, key, keylen);
+        wire_signer_init_impl(&b, WIRE_HMAC_SODIUM, key, keylen);
+        wire_signer_digest(&a, &part, 1, da);
+        wire_signer_digest(&b, &part, 1, db);
+        cr_expect(memcmp(da, db, 32) == 0, "a key of %zu bytes", keylen);
+        wire_signer_dispose(&a);
+        wire_signer_dispose(&b);
+    }
+}
+
 Test(signer, digest_of_parts_equals_digest_of_concatenation)
 {
     rfc4231_case_t cases[7];
@@ -333,6 +354,7 @@ Test(signer, default_implementation_is_openssl)
 
     wire_signer_init(&s, "k", 1);
     cr_expect_eq(s.impl, WIRE_HMAC_OPENSSL);
-    cr_expect_not_null(s.keyed.openssl);
+    cr_expect_not_null(s.keyed.openssl.inner);
+    cr_expect_not_null(s.keyed.openssl.outer);
     wire_signer_dispose(&s);
 }

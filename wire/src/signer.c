@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <sodium.h>
@@ -18,12 +18,28 @@ static void openssl_failed(const char *what)
     abort();
 }
 
+/* A SHA-256 state that has absorbed one block: the key XORed with `pad` (RFC 2104's ipad or opad). */
+static EVP_MD_CTX *keyed_state(EVP_MD *sha256, const unsigned char k0[64], unsigned char pad)
+{
+    unsigned char block[64];
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+
+    for (size_t i = 0; i != sizeof(block); ++i)
+        block[i] = k0[i] ^ pad;
+    if (ctx == NULL || !EVP_DigestInit_ex(ctx, sha256, NULL) || !EVP_DigestUpdate(ctx, block, sizeof(block)))
+        openssl_failed("keying");
+    OPENSSL_cleanse(block, sizeof(block));
+    return ctx;
+}
+
 void wire_signer_init_impl(wire_signer_t *signer, wire_hmac_impl_t impl, const void *key, size_t keylen)
 {
     /* Both libraries declare the key nonnull even when its length is 0. The state is keyed even for
      * an empty key so that wire_signer_digest is always defined. */
     static const unsigned char no_key[1];
     const unsigned char *k = keylen != 0 ? key : no_key;
+    unsigned char k0[64] = {0};
+    unsigned int hashed_len = 0;
 
     memset(signer, 0, sizeof(*signer));
     signer->impl = impl;
@@ -33,13 +49,20 @@ void wire_signer_init_impl(wire_signer_t *signer, wire_hmac_impl_t impl, const v
         crypto_auth_hmacsha256_init(&signer->keyed.sodium, k, keylen);
         return;
     }
-    static char sha256[] = "SHA256";
-    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, sha256, 0), OSSL_PARAM_construct_end()};
-    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
-    if (mac == NULL || (signer->keyed.openssl = EVP_MAC_CTX_new(mac)) == NULL ||
-        !EVP_MAC_init(signer->keyed.openssl, k, keylen, params))
-        openssl_failed("keying");
-    EVP_MAC_free(mac);
+    /* RFC 2104: a key longer than the block is hashed first; either way it is zero-padded to a block */
+    EVP_MD *sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+    if (sha256 == NULL)
+        openssl_failed("fetching SHA256");
+    if (keylen > sizeof(k0)) {
+        if (!EVP_Digest(k, keylen, k0, &hashed_len, sha256, NULL))
+            openssl_failed("hashing the key");
+    } else {
+        memcpy(k0, k, keylen);
+    }
+    signer->keyed.openssl.inner = keyed_state(sha256, k0, 0x36);
+    signer->keyed.openssl.outer = keyed_state(sha256, k0, 0x5c);
+    OPENSSL_cleanse(k0, sizeof(k0));
+    EVP_MD_free(sha256); /* the states hold their own references */
 }
 
 void wire_signer_init(wire_signer_t *signer, const void *key, size_t keylen)
@@ -49,8 +72,10 @@ void wire_signer_init(wire_signer_t *signer, const void *key, size_t keylen)
 
 void wire_signer_dispose(wire_signer_t *signer)
 {
-    if (signer->impl == WIRE_HMAC_OPENSSL)
-        EVP_MAC_CTX_free(signer->keyed.openssl);
+    if (signer->impl == WIRE_HMAC_OPENSSL) {
+        EVP_MD_CTX_free(signer->keyed.openssl.inner);
+        EVP_MD_CTX_free(signer->keyed.openssl.outer);
+    }
     sodium_memzero(signer, sizeof(*signer));
 }
 
@@ -64,19 +89,25 @@ void wire_signer_digest(const wire_signer_t *signer, const wire_frame_t *parts, 
         sodium_memzero(&st, sizeof(st));
         return;
     }
-    /* A copy of the keyed state rather than re-keying (two more SHA-256 blocks per message).
-     * HMAC_CTX_copy allocates less (about 0.2 us less per message: 20% at 100 bytes, nothing from
-     * 1 MiB up; bench/hmac.c), but it is deprecated since OpenSSL 3.0. */
-    EVP_MAC_CTX *st = EVP_MAC_CTX_dup(signer->keyed.openssl);
-    size_t outlen = 0;
-    if (st == NULL)
-        openssl_failed("EVP_MAC_CTX_dup");
+    /*
+     * HMAC from the two keyed states (RFC 2104), each copied rather than re-keyed: two SHA-256 blocks
+     * less per message. OpenSSL's EVP_MAC_CTX_dup copies a whole HMAC context with its key (about 9
+     * allocations against 3 here): 2.3x slower at 100 bytes, 1.7x at 400, 1.4x at 1000, the same at
+     * 1 MiB (bench/hmac.c). Kernel messages are mostly a few hundred bytes.
+     */
+    EVP_MD_CTX *st = EVP_MD_CTX_new();
+    unsigned char inner[32];
+    unsigned int len = 0;
+    if (st == NULL || !EVP_MD_CTX_copy_ex(st, signer->keyed.openssl.inner))
+        openssl_failed("copying the keyed state");
     for (size_t i = 0; i != n; ++i)
-        if (parts[i].len != 0 && !EVP_MAC_update(st, parts[i].base, parts[i].len))
-            openssl_failed("EVP_MAC_update");
-    if (!EVP_MAC_final(st, out, &outlen, 32) || outlen != 32)
-        openssl_failed("EVP_MAC_final");
-    EVP_MAC_CTX_free(st);
+        if (parts[i].len != 0 && !EVP_DigestUpdate(st, parts[i].base, parts[i].len))
+            openssl_failed("EVP_DigestUpdate");
+    if (!EVP_DigestFinal_ex(st, inner, &len) || !EVP_MD_CTX_copy_ex(st, signer->keyed.openssl.outer) ||
+        !EVP_DigestUpdate(st, inner, sizeof(inner)) || !EVP_DigestFinal_ex(st, out, &len) || len != 32)
+        openssl_failed("EVP_DigestFinal_ex");
+    OPENSSL_cleanse(inner, sizeof(inner));
+    EVP_MD_CTX_free(st);
 }
 
 void wire_signer_sign(const wire_signer_t *signer, const wire_frame_t parts[4], char hex[WIRE_SIG_HEX_LEN + 1])
