@@ -41,7 +41,9 @@ typedef struct st_client_t {
  */
 typedef struct st_cpu_snapshot_t {
     double kgate, kernels, clients;
-    ts_switches_t kgate_switches, kernel_switches;
+    /* voluntary, involuntary: doubles, so that a thread that exits within a round (its count gone from
+     * the second snapshot) makes a round's difference smaller, never wrap around */
+    double kgate_switches[2], kernel_switches[2];
 } cpu_snapshot_t;
 
 /* This process's own CPU time in ms (every client thread, and the direct clients' ZMQ I/O threads). */
@@ -61,13 +63,19 @@ static void cpu_snapshot(pid_t kgate, cpu_snapshot_t *out)
 
     memset(out, 0, sizeof(*out));
     out->kgate = (double)ts_proc_cpu_ms(kgate);
-    ts_proc_switches(kgate, &out->kgate_switches);
+    ts_switches_t sw = {0};
+    ts_proc_switches(kgate, &sw);
+    out->kgate_switches[0] = (double)sw.voluntary;
+    out->kgate_switches[1] = (double)sw.involuntary;
+    sw = (ts_switches_t){0};
     for (size_t i = 0; i != n; ++i) {
         int64_t ms = ts_proc_cpu_ms(kids[i].pid);
         if (ms > 0)
             out->kernels += (double)ms;
-        ts_proc_switches(kids[i].pid, &out->kernel_switches);
+        ts_proc_switches(kids[i].pid, &sw);
     }
+    out->kernel_switches[0] = (double)sw.voluntary;
+    out->kernel_switches[1] = (double)sw.involuntary;
     out->clients = self_cpu_ms();
 }
 
@@ -166,10 +174,10 @@ static double run_round(client_t *clients, unsigned n, int side, unsigned round_
     cpu->kgate += after.kgate - before.kgate;
     cpu->kernels += after.kernels - before.kernels;
     cpu->clients += after.clients - before.clients;
-    cpu->kgate_switches.voluntary += after.kgate_switches.voluntary - before.kgate_switches.voluntary;
-    cpu->kgate_switches.involuntary += after.kgate_switches.involuntary - before.kgate_switches.involuntary;
-    cpu->kernel_switches.voluntary += after.kernel_switches.voluntary - before.kernel_switches.voluntary;
-    cpu->kernel_switches.involuntary += after.kernel_switches.involuntary - before.kernel_switches.involuntary;
+    for (int k = 0; k != 2; ++k) {
+        cpu->kgate_switches[k] += after.kgate_switches[k] - before.kgate_switches[k];
+        cpu->kernel_switches[k] += after.kernel_switches[k] - before.kernel_switches[k];
+    }
     *cpu_executes += all_executes;
     return (double)executes * 1000.0 / (double)elapsed;
 }
@@ -273,10 +281,10 @@ int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_resu
             out->cpu_per_execute[side][0] = cpu[side].kgate * per;
             out->cpu_per_execute[side][1] = cpu[side].kernels * per;
             out->cpu_per_execute[side][2] = cpu[side].clients * per;
-            out->switches_per_execute[side][0] = (double)cpu[side].kgate_switches.voluntary * per;
-            out->switches_per_execute[side][1] = (double)cpu[side].kgate_switches.involuntary * per;
-            out->switches_per_execute[side][2] = (double)cpu[side].kernel_switches.voluntary * per;
-            out->switches_per_execute[side][3] = (double)cpu[side].kernel_switches.involuntary * per;
+            out->switches_per_execute[side][0] = cpu[side].kgate_switches[0] * per;
+            out->switches_per_execute[side][1] = cpu[side].kgate_switches[1] * per;
+            out->switches_per_execute[side][2] = cpu[side].kernel_switches[0] * per;
+            out->switches_per_execute[side][3] = cpu[side].kernel_switches[1] * per;
         }
     }
     if (sampling)
