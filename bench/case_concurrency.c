@@ -182,20 +182,7 @@ static double run_round(client_t *clients, unsigned n, int side, unsigned round_
     return (double)executes * 1000.0 / (double)elapsed;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The median of `v[0..n)` (n > 0), which it sorts. */
-static double median_of(double *v, unsigned n)
-{
-    qsort(v, n, sizeof(double), cmp_double);
-    return n % 2 != 0 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-/* Merges the clients' samples of one side into `all` and summarises them; the p99 goes to *p99. */
+/* Merges the clients' samples of one side and summarises them; the p99 goes to *p99 as well. */
 static void summarize_side(bench_samples_t *per_client, unsigned n, bench_summary_t *out, double *p99)
 {
     bench_samples_t all;
@@ -208,8 +195,7 @@ static void summarize_side(bench_samples_t *per_client, unsigned n, bench_summar
         for (size_t k = 0; k != per_client[i].size; ++k)
             bench_samples_add(&all, per_client[i].ms[k]);
     bench_summarize(&all, out);
-    qsort(all.ms, all.size, sizeof(all.ms[0]), cmp_double);
-    *p99 = all.size != 0 ? all.ms[(all.size * 99) / 100 < all.size ? (all.size * 99) / 100 : all.size - 1] : 0;
+    *p99 = out->p99;
     bench_samples_dispose(&all);
 }
 
@@ -271,9 +257,9 @@ int bench_run_concurrency(const bench_case_t *self, bench_env_t *env, bench_resu
         memcpy(out->round_executes_per_s, eps, sizeof(eps));
         for (unsigned r = 0; r != rounds; ++r)
             pairs[r] = eps[1][r] > 0 ? eps[0][r] / eps[1][r] : 0;
-        out->paired_ratio = median_of(pairs, rounds);
-        out->kgate_executes_per_s = median_of(eps[0], rounds);
-        out->direct_executes_per_s = median_of(eps[1], rounds);
+        out->paired_ratio = bench_median(pairs, rounds);
+        out->kgate_executes_per_s = bench_median(eps[0], rounds);
+        out->direct_executes_per_s = bench_median(eps[1], rounds);
         summarize_side(samples, n, &out->kgate, &out->kgate_p99_ms);
         summarize_side(samples + n, n, &out->direct, &out->direct_p99_ms);
         for (int side = 0; side != 2; ++side) {

@@ -248,20 +248,6 @@ static int run_round(stall_t *st, int with_upload, double ms)
     return err == 0 ? check_and_remove(st) : err;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(double *v, unsigned n)
-{
-    if (n == 0)
-        return 0;
-    qsort(v, n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int bench_run_upload_stall(const bench_case_t *self, bench_env_t *env, bench_result_t *out)
 {
     stall_t st = {.self = self, .env = env, .rss_peak_kb = -1};
@@ -300,15 +286,14 @@ int bench_run_upload_stall(const bench_case_t *self, bench_env_t *env, bench_res
     out->upload_bytes = st.file_bytes;
     out->uploads = st.uploads;
     {
-        double sorted[MAX_ROUNDS];
-        memcpy(sorted, st.upload_ms, sizeof(sorted));
-        out->upload_ms = median_of(sorted, st.uploads);
-        out->upload_min_ms = sorted[0];
-        out->upload_max_ms = sorted[st.uploads - 1];
-        memcpy(sorted, st.send_ms, sizeof(sorted));
-        out->upload_send_ms = median_of(sorted, st.uploads);
-        memcpy(sorted, st.cpu_ms, sizeof(sorted));
-        out->upload_cpu_ms = median_of(sorted, st.uploads);
+        bench_samples_t view = {st.upload_ms, st.uploads, st.uploads};
+        bench_summary_t sum;
+        bench_summarize(&view, &sum);
+        out->upload_ms = sum.median;
+        out->upload_min_ms = sum.min;
+        out->upload_max_ms = sum.max;
+        out->upload_send_ms = bench_median(st.send_ms, st.uploads);
+        out->upload_cpu_ms = bench_median(st.cpu_ms, st.uploads);
     }
     out->kgate_rss_peak_kb = st.rss_peak_kb;
 

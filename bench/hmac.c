@@ -80,14 +80,6 @@ static double cpu_now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static double median_of(double *v, size_t n)
-{
-    bench_samples_t s = {v, n, n};
-    bench_summary_t sum;
-    bench_summarize(&s, &sum);
-    return sum.median;
-}
-
 static int cpu_has_sha_ni(void)
 {
     char line[8192];
@@ -168,8 +160,8 @@ static int measure(impl_t *impls, size_t size, const unsigned char *data, unsign
         bench_samples_dispose(&impls[i].samples);
     }
     printf("%-9s against kgate's (per-round median): EVP_MAC %.2fx, HMAC_CTX %.2fx, libsodium %.2fx\n", "",
-           median_of(paired[IMPL_EVP_MAC], rounds), median_of(paired[IMPL_HMAC_CTX], rounds),
-           median_of(paired[IMPL_SODIUM], rounds));
+           bench_median(paired[IMPL_EVP_MAC], rounds), bench_median(paired[IMPL_HMAC_CTX], rounds),
+           bench_median(paired[IMPL_SODIUM], rounds));
     for (int i = 0; i != IMPL_COUNT; ++i)
         free(paired[i]);
     return 0;

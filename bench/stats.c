@@ -64,6 +64,15 @@ void bench_summarize(const bench_samples_t *s, bench_summary_t *out)
     free(sorted);
 }
 
+double bench_median(const double *v, size_t n)
+{
+    bench_samples_t view = {(double *)v, n, n};
+    bench_summary_t sum;
+
+    bench_summarize(&view, &sum);
+    return sum.median;
+}
+
 double bench_now_ms(void)
 {
     struct timespec ts;

@@ -33,6 +33,9 @@ void bench_samples_add(bench_samples_t *s, double ms);
 /** Summarises `s` (which is left unchanged); percentiles interpolate linearly between ranks. */
 void bench_summarize(const bench_samples_t *s, bench_summary_t *out);
 
+/** The median of `v[0..n)` as bench_summarize defines it (`v` is left unchanged); 0 when n is 0. */
+double bench_median(const double *v, size_t n);
+
 /** Milliseconds of CLOCK_MONOTONIC, with sub-microsecond resolution. */
 double bench_now_ms(void);
 
