@@ -547,6 +547,7 @@ int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_star
     gw_isolated_session_t *s = NULL;
     gw_spawn_options_t opts = {.uid = -1, .gid = -1};
     gw_iso_paths_t paths = {0};
+    gw_walls_fds_t sources = {0};
     pid_t pid = 0;
 
     if (iso->num_sessions >= iso->host->config->max_isolated_sessions) {
@@ -563,7 +564,7 @@ int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_star
         snprintf(err, errlen, "cannot create the workspace %s: %s", spec->workspace, strerror(-ret));
         return GW_ESPAWN;
     }
-    if (gw_walls_resolve_spec(spec, iso->root, iso->runtime_dir, err, errlen) != 0)
+    if (gw_walls_open_spec(spec, iso->root, iso->runtime_dir, &sources, err, errlen) != 0)
         return GW_ESPAWN;
 
     /* counted and pending from here: whatever fails below is released the one way, from the loop, without a callback */
@@ -597,7 +598,8 @@ int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_star
                              .upper_dir = upper,
                              .work_dir = work,
                              .as_root = geteuid() == 0,
-                             .tmp_bytes = gw_config_tmp_bytes(iso->host->config, (uint64_t)iso->host->config->max_memory_mb << 20)};
+                             .tmp_bytes = gw_config_tmp_bytes(iso->host->config, (uint64_t)iso->host->config->max_memory_mb << 20),
+                             .source_fd_base = 3};
     argv = gw_iso_argv(spec, &paths, cmd);
     envp = gw_iso_env(spec, environ, iso->host->instance_env);
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
@@ -610,6 +612,8 @@ int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_star
     opts.fds[0] = in[0];
     opts.fds[1] = outp[1];
     opts.fds[2] = errp[1];
+    opts.keep_fds = sources.fds;
+    opts.nkeep_fds = sources.n;
     if ((ret = gw_spawn(&opts, &pid, err, errlen)) != 0)
         goto Error;
     s->pid = pid;
@@ -645,6 +649,7 @@ Exit:
     }
     kmgr_strv_free(argv);
     kmgr_strv_free(envp);
+    gw_walls_fds_close(&sources);
     return ret;
 }
 

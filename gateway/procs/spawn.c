@@ -128,7 +128,9 @@ int gw_spawn(const gw_spawn_options_t *opts, pid_t *pid, char *err, size_t err_s
                                   .cwd = opts->cwd,
                                   .uid = opts->uid >= 0 ? &uid : NULL,
                                   .gid = opts->gid >= 0 ? &gid : NULL,
-                                  .controlling_tty = opts->controlling_tty};
+                                  .controlling_tty = opts->controlling_tty,
+                                  .keep_fds = opts->keep_fds,
+                                  .nkeep_fds = opts->nkeep_fds};
     kmgr_spawn_failure_t failure;
     kmgr_spawn_rlimit_t rlimits[KMGR_LIMITS_MAX_RLIMITS];
     char **wrapped = NULL, **envp = NULL, cwd[PATH_MAX];

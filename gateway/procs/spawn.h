@@ -34,6 +34,8 @@ typedef struct st_gw_spawn_options_t {
     long uid, gid;                /* >= 0: the child switches to them (setgroups, setgid, setuid); -1: kgate's own */
     int fds[3];                   /* become the child's stdin, stdout, stderr; -1: /dev/null (they are never closed here) */
     unsigned controlling_tty : 1; /* fds[0] is a terminal's slave side: it becomes the session's controlling terminal */
+    const int *keep_fds;          /* keep_fds[i] becomes the child's descriptor 3 + i (kmgr_spawn_options_t.keep_fds) */
+    size_t nkeep_fds;
     /* non-NULL: `path` runs inside bubblewrap, in `cwd` (else kgate's) as the sandbox sees it: the workspace is bound at its
      * own path, a directory outside it read-only, one in kgate's runtime dir (symbolic links resolved) is refused (GW_ESPAWN); with
      * controlling_tty the terminal stays the program's (no --new-session). HOME becomes /tmp/home unless `envp` changed it, and

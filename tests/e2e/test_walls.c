@@ -226,6 +226,40 @@ Test(walls, isolated_binds_through_proc_and_links_cannot_reach_the_runtime_dir)
     stop();
 }
 
+/* What was checked is what is bound: the paths go to bwrap as descriptors (--bind-fd; an overlay's lower layer through the
+ * working directory), and none of those descriptors of the host's tree is left to the session. */
+Test(walls, isolated_sources_are_bound_by_descriptor_and_none_is_left_inside)
+{
+    char rootarg[400], body[2048], why[512], path[500];
+    struct stat st;
+
+    snprintf(dir, sizeof(dir), "/tmp/kgate-e2e-walls-%d", (int)getpid());
+    snprintf(rootarg, sizeof(rootarg), "%s/root", dir);
+    start_in(NULL, (const char *const[]){"--workspace-root", rootarg, NULL});
+    sh("mkdir -p %s/root/extra %s/root/data && echo base > %s/root/ws/base.txt && echo ro > %s/root/data/f", dir, dir, dir, dir);
+    snprintf(body, sizeof(body),
+             "{\"workspace\": {\"path\": \"%s/root/ws\", \"mode\": \"overlay\"}, \"extra_writable\": [\"%s/root/extra\"], "
+             "\"binds\": [{\"source\": \"%s/root/data\", \"dest\": \"/tmp/data\", \"readonly\": true}]}",
+             dir, dir, dir);
+    char *id = session_new(body, why, sizeof(why));
+    cr_assert_not_null(id, "%s", why);
+    char code[2048];
+    snprintf(code, sizeof(code),
+             "cat %s/root/ws/base.txt; echo over > %s/root/ws/new.txt && echo overlay-written; cat /tmp/data/f; "
+             "echo x > /tmp/data/g 2>/dev/null || echo data-ro; echo e > %s/root/extra/e && echo extra-written; "
+             "n=0; for f in /proc/$$/fd/* /proc/1/fd/*; do [ -d \"$f\" ] && n=$((n+1)); done; echo dirfds=$n",
+             dir, dir, dir);
+    char *out = session_run(id, code);
+    cr_assert_str_eq(out, "base\noverlay-written\nro\ndata-ro\nextra-written\ndirfds=0\n", "%s", out);
+    snprintf(path, sizeof(path), "%s/root/ws/new.txt", dir);
+    cr_assert_neq(stat(path, &st), 0, "the overlay wrote through to the workspace");
+    snprintf(path, sizeof(path), "%s/root/extra/e", dir);
+    cr_assert_eq(stat(path, &st), 0, "extra_writable is not the host's directory");
+    free(out);
+    free(id);
+    stop();
+}
+
 Test(walls, isolated_session_holding_a_connection_file_cannot_run_code_in_that_kernel)
 {
     char rootarg[400], body[2048], why[512], code[2048], marker[400];
