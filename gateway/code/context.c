@@ -116,7 +116,8 @@ int gw_context_spawn(gw_contexts_t *contexts, const gw_context_options_t *opts, 
     ksandbox = (kmgr_sandbox_t){.kind = config->sandbox ? KMGR_SANDBOX_BWRAP : KMGR_SANDBOX_NONE,
                                 .share_net = sandbox.share_net,
                                 .workspace = contexts->workspace,
-                                .limits = sandbox.limits};
+                                .limits = sandbox.limits,
+                                .tmp_bytes = sandbox.tmp_bytes};
     kopts.sandbox = &ksandbox;
     ctx = wire_calloc(1, sizeof(*ctx));
     ctx->sandbox = sandbox;
