@@ -40,6 +40,8 @@
     XX(command_retention_ms, unsigned, 3600000, "command-retention-ms", "how long a finished command stays queryable")             \
     XX(command_kill_grace_ms, unsigned, 3000, "command-kill-grace-ms", "DELETE /command: SIGTERM, then SIGKILL after this")        \
     XX(request_timeout_ms, unsigned, 120000, "request-timeout-ms", "an HTTP/1 request (head and body) must arrive within this")    \
+    XX(header_timeout_ms, unsigned, 20000, "header-timeout-ms",                                                                    \
+       "an HTTP/1 request head, once begun, must be whole within this; beyond: the connection is closed")                          \
     XX(max_upload_bytes, size_t, (1u << 30) + (1u << 20), "max-upload-bytes", "largest accepted POST /files/upload body")          \
     XX(body_mmap_threshold, size_t, 4u << 20, "body-mmap-threshold", "request bodies above this are buffered in a temporary file") \
     XX(max_edit_file_bytes, size_t, 16u << 20, "max-edit-file-bytes", "largest file the editor and /files/replace load")           \
