@@ -439,6 +439,38 @@ Test(walls, tmp_and_dev_shm_stop_at_their_cap)
     stop();
 }
 
+/* /tmp's pages count against the context's memory cap: with /tmp larger than the cap, filling it ends the kernel as any
+ * other allocation past the cap would (where the cap is a cgroup's: the kernel charges tmpfs pages to the writer's
+ * memory cgroup; this measures that the sandbox's layout keeps it so, it is not kgate's doing alone). */
+Test(walls, tmp_pages_are_charged_to_the_memory_cap)
+{
+    char rootarg[400], sum[E2E_MSG_SIZE];
+    ts_events_t evs = {0};
+
+    snprintf(dir, sizeof(dir), "/tmp/kgate-e2e-walls-%d", (int)getpid());
+    snprintf(rootarg, sizeof(rootarg), "%s/root", dir);
+    start_in(NULL, (const char *const[]){"--sandbox", "bwrap", "--workspace-root", rootarg, "--max-tmp-mb", "1024", NULL});
+    char *ctx = context_new("{\"limits\": {\"memory_mb\": 128}}", NULL);
+    json_t *body = xh_body(ctx, "chunk = b'\\0' * (1 << 20)\n"
+                                "with open('/tmp/big', 'wb') as f:\n"
+                                "    for i in range(512):\n"
+                                "        f.write(chunk)\n"
+                                "print('512 MiB written')\n");
+    xh_run(gw.port, body, ts_now_ms() + XH_RUN_MS, &evs);
+    json_decref(body);
+    const ts_event_t *died = NULL;
+    for (size_t i = 0; i != evs.n; ++i)
+        if (strcmp(evs.v[i].type, "error") == 0)
+            died = &evs.v[i];
+    cr_assert_not_null(died, "512 MiB into /tmp under a 128 MiB cap: %s", ts_events_summary(&evs, sum, sizeof(sum)));
+    const char *evalue = xh_str(json_object_get(died->json, "error"), "evalue");
+    cr_log_info("512 MiB into /tmp under a 128 MiB memory cap: %s", evalue);
+    cr_assert_str_eq(evalue, "out of memory (memory limit 128 MiB)", "%s", ts_events_summary(&evs, sum, sizeof(sum)));
+    ts_events_dispose(&evs);
+    free(ctx);
+    stop();
+}
+
 Test(walls, fork_bomb_under_default_caps_stays_under_them_while_kgate_answers)
 {
     char rootarg[400], code[2048];
