@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # deploy/deps.sh: installs the Debian 12 packages kgate needs that are missing (a no-op when all are there).
 #
-# Usage: deploy/deps.sh [--with-r] [--with-bench] [--with-sandbox] [--with-shellcheck] [--no-tslab] [--dry-run]
+# Usage: deploy/deps.sh [--with-bench] [--no-tslab] [--dry-run]
 # Needs root (or sudo) only when something is missing. Runs `apt-get update` at most once.
 # Also installs the tslab kernel (JavaScript, TypeScript) from npm into $KGATE_TSLAB_DIR
 # (default /usr/local/lib/kgate/tslab), pinned by kernels/tslab/package-lock.json, and the Jupyter
@@ -22,8 +22,11 @@ build_pkgs=(cmake pkg-config gcc libc6-dev make libzmq3-dev libsodium-dev libjan
 # libclang-rt-14-dev, which clang only recommends (libclang-rt-dev names the default version's).
 # Jupyter Server 1.23 is a client of kgate in the e2e tests (gateway mode) and their reference
 # backend; python3-websocket is the WebSocket client of tests/e2e/jupyter_clients/gateway_mode.py.
+# Everything a test uses is here, never optional: a test fails when its package is missing (it skips only
+# for what the machine cannot do). r-cran-irkernel is the R kernel of the language tests (large, about
+# 100 MB with R); bubblewrap runs the sandbox and isolated-session tests; shellcheck lints deploy/*.sh and .ci/run.
 test_pkgs=(libcriterion-dev python3-ipykernel python3-jupyter-client python3-jupyter-kernel-test curl clang-format
-    clang libclang-rt-dev python3-jupyter-server python3-websocket)
+    clang libclang-rt-dev python3-jupyter-server python3-websocket r-cran-irkernel bubblewrap shellcheck)
 
 # Optional groups: add a flag here and its packages to `groups` below.
 optional_pkgs=()
@@ -38,10 +41,8 @@ usage() {
 }
 while [[ $# -gt 0 ]]; do
     case "$1" in
-    --with-r) optional_pkgs+=(r-cran-irkernel) ;;        # the R kernel (IRkernel)
     --with-bench) optional_pkgs+=(wrk python3-jupyter-server python3-metakernel) ;; # load generator; the server and bash kernel we compare with
-    --with-sandbox) optional_pkgs+=(bubblewrap) ;;       # kernels without network (PLATFORM.md)
-    --with-shellcheck) optional_pkgs+=(shellcheck) ;;    # lints deploy/*.sh and .ci/run
+    --with-r | --with-sandbox | --with-shellcheck) ;; # installed by default now (test_pkgs); accepted so older command lines work
     --no-tslab) with_tslab=0 ;;                           # no JavaScript/TypeScript kernel
     --dry-run) dry_run=1 ;;
     -h | --help)
