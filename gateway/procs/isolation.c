@@ -159,7 +159,7 @@ int gw_iso_spec_parse(json_t *body, const char *root, const char *hidden, unsign
 
     memset(out, 0, sizeof(*out));
     out->uid = out->gid = -1;
-    /* OSEP-0013 nests the fields under "isolation"; API.md has them at the top */
+    /* OSEP-0013 nests the fields under "isolation"; docs/API.md has them at the top */
     if (json_is_object(iso))
         body = iso;
     ws = json_object_get(body, "workspace");

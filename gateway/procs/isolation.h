@@ -55,7 +55,7 @@ typedef struct st_gw_iso_spec_t {
 #define GW_ISO_MAX_ITEMS 64
 
 /**
- * Pure: reads a POST /v1/isolated/session body (API.md 5.1; OSEP-0013's nesting under "isolation" is read too). Paths
+ * Pure: reads a POST /v1/isolated/session body (docs/API.md 5.1; OSEP-0013's nesting under "isolation" is read too). Paths
  * must be absolute and are normalised lexically ("." and ".." applied); `root` (the files root, "/" for none) must hold
  * the workspace, extra_writable and the sources of writable binds; nothing may name `hidden` (kgate's runtime dir) or lie
  * in it. `default_idle` is idle_timeout_seconds when absent. Returns 0, or -1 with a message for the client in `err`

@@ -1,4 +1,4 @@
-/* tests/e2e/test_isolated.c: execd's isolated sessions (/v1/isolated, API.md 5.1): capabilities, create/list/get/delete,
+/* tests/e2e/test_isolated.c: execd's isolated sessions (/v1/isolated, docs/API.md 5.1): capabilities, create/list/get/delete,
  * runs in one persistent bash per session (state kept), the workspace modes (overlay writes stay in the session, ro refuses),
  * the files routes as the sandbox sees them, share_net, env_passthrough, idle expiry, bounds. Each test runs a private kgate
  * on a workspace root of its own; skipped only where bwrap cannot create its namespaces (detected by running it).
