@@ -304,7 +304,7 @@ static void append_quoted(char **buf, size_t *len, const char *s)
 char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char *const *cmd)
 {
     strv_t b = {NULL, 0, 0}, out = {NULL, 0, 0};
-    char idbuf[32];
+    char idbuf[32], sizebuf[32];
     size_t i;
 
     /* 1. namespaces and hardening (as kmgr_bwrap_argv's) */
@@ -323,12 +323,18 @@ char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char 
     }
     /* 2-5. the system read-only, /tmp per profile, fresh /dev, /proc and /run; the order of the mounts is the order of the
      * arguments: each later one lies over what an earlier one showed */
+    snprintf(sizebuf, sizeof(sizebuf), "%llu", (unsigned long long)paths->tmp_bytes);
     push_all(&b, (const char *const[]){"--ro-bind", "/", "/", NULL});
     if (spec->profile == GW_ISO_STRICT)
-        push_all(&b, (const char *const[]){"--tmpfs", "/tmp", NULL});
+        push_all(&b, paths->tmp_bytes != 0 ? (const char *const[]){"--size", sizebuf, "--tmpfs", "/tmp", NULL}
+                                           : (const char *const[]){"--tmpfs", "/tmp", NULL});
     else
         push_all(&b, (const char *const[]){"--bind", "/tmp", "/tmp", NULL});
-    push_all(&b, (const char *const[]){"--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run", NULL});
+    /* /dev read-only but for its devices and a sized /dev/shm: nothing unsized is writable */
+    push_all(&b, (const char *const[]){"--dev", "/dev", NULL});
+    if (paths->tmp_bytes != 0)
+        push_all(&b, (const char *const[]){"--size", sizebuf, NULL});
+    push_all(&b, (const char *const[]){"--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--proc", "/proc", "--tmpfs", "/run", NULL});
     /* 6. keys, connection files, other sessions' layers: hidden; only this session's scripts come back, read-only */
     push_all(&b, (const char *const[]){"--tmpfs", paths->runtime_dir, "--ro-bind", paths->ctl_dir, GW_ISO_CTL_DIR, NULL});
     /* 7. the workspace per mode */
@@ -343,6 +349,8 @@ char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char 
     for (i = 0; i != spec->num_binds; ++i)
         push_all(&b, (const char *const[]){spec->binds[i].readonly ? "--ro-bind" : "--bind", spec->binds[i].source,
                                            spec->binds[i].dest, NULL});
+    /* the runtime dir hidden again, over whatever a bind may have laid on its path */
+    push_all(&b, (const char *const[]){"--tmpfs", paths->runtime_dir, NULL});
     /* 10. HOME on the private /tmp, the working directory */
     if (spec->profile == GW_ISO_STRICT)
         push_all(&b, (const char *const[]){"--dir", "/tmp/home", NULL});

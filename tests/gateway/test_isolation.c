@@ -1,10 +1,14 @@
 /* tests/gateway/test_isolation.c: an isolated session's request (procs/isolation.h): parsing and its checks, the profiles'
  * bubblewrap command line (mount order per mode), and the environment each profile passes. Pure. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <criterion/criterion.h>
 #include "kmgr/sandbox.h"
 #include "procs/isolation.h"
+#include "procs/walls.h"
 #include "gw_test.h"
 
 TestSuite(isolation, .init = gw_test_init);
@@ -239,4 +243,41 @@ Test(isolation, environment)
     cr_assert(has(env, "OPENAI_API_KEY=k") && has(env, "PATH=/usr/bin") && !has(env, "PLAIN=p"));
     kmgr_strv_free(env);
     gw_iso_spec_dispose(&spec);
+}
+
+/* gw_walls_resolve checks where a path leads, not how it is spelt (issue 28). */
+Test(isolation, walls_resolve_links_and_proc)
+{
+    char base[] = "/tmp/kgate-walls-XXXXXX", rt[64], root[64], link[96], via_proc[160], err[512];
+    char *real;
+
+    cr_assert_not_null(mkdtemp(base));
+    snprintf(rt, sizeof(rt), "%s/rt", base);
+    snprintf(root, sizeof(root), "%s/root", base);
+    cr_assert_eq(mkdir(rt, 0700), 0);
+    cr_assert_eq(mkdir(root, 0700), 0);
+    snprintf(link, sizeof(link), "%s/link", root);
+    cr_assert_eq(symlink(rt, link), 0);
+    snprintf(via_proc, sizeof(via_proc), "/proc/self/root%s", rt);
+
+    cr_assert_null(gw_walls_resolve(link, "binds[].source", 0, root, rt, err, sizeof(err)));
+    cr_assert_not_null(strstr(err, "runtime directory"), "%s", err);
+    cr_assert_null(gw_walls_resolve(via_proc, "binds[].source", 0, root, rt, err, sizeof(err)));
+    cr_assert_not_null(strstr(err, "runtime directory"), "%s", err);
+    cr_assert_null(gw_walls_resolve(base, "binds[].source", 0, root, rt, err, sizeof(err)), "a parent of the runtime dir");
+    cr_assert_null(gw_walls_resolve("/proc/self/root/proc/1", "binds[].source", 0, root, rt, err, sizeof(err)));
+    cr_assert_not_null(strstr(err, "/proc"), "%s", err);
+    cr_assert_null(gw_walls_resolve("/usr", "extra_writable[]", 1, "/", rt, err, sizeof(err)));
+    cr_assert_not_null(strstr(err, "system"), "%s", err);
+    cr_assert_null(gw_walls_resolve("/nonexistent-kgate", "binds[].source", 0, root, rt, err, sizeof(err)));
+    /* read-only, anywhere else: fine, and resolved */
+    cr_assert_not_null(real = gw_walls_resolve("/usr/../etc", "binds[].source", 0, root, rt, err, sizeof(err)), "%s", err);
+    cr_assert_str_eq(real, "/etc");
+    free(real);
+    cr_assert_not_null(real = gw_walls_resolve(root, "extra_writable[]", 1, root, rt, err, sizeof(err)), "%s", err);
+    free(real);
+    cr_assert_eq(unlink(link), 0);
+    cr_assert_eq(rmdir(rt), 0);
+    cr_assert_eq(rmdir(root), 0);
+    cr_assert_eq(rmdir(base), 0);
 }
