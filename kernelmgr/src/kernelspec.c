@@ -277,3 +277,21 @@ const kmgr_kernelspec_t *kmgr_kernelspecs_resolve(const kmgr_kernelspecs_t *spec
             return spec;
     return NULL;
 }
+
+kmgr_transport_t kmgr_kernelspec_transport(const kmgr_kernelspec_t *spec, int isolated_net)
+{
+    const char *said = json_string_value(json_object_get(json_object_get(spec->metadata, "kgate"), "transport"));
+
+    if (isolated_net)
+        return KMGR_TRANSPORT_IPC;
+    if (said != NULL && strcmp(said, "ipc") == 0)
+        return KMGR_TRANSPORT_IPC;
+    if (said != NULL && strcmp(said, "tcp") == 0)
+        return KMGR_TRANSPORT_TCP;
+    /* `python -m ipykernel_launcher -f {connection_file}`, as ipykernel installs its spec */
+    for (size_t i = 0; i + 1 < spec->argc; ++i)
+        if (strcmp(spec->argv[i], "-m") == 0 &&
+            (strcmp(spec->argv[i + 1], "ipykernel_launcher") == 0 || strcmp(spec->argv[i + 1], "ipykernel") == 0))
+            return KMGR_TRANSPORT_IPC;
+    return KMGR_TRANSPORT_TCP;
+}

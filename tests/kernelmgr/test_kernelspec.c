@@ -203,3 +203,44 @@ Test(kernelspec, load_errors)
     kmgr_kernelspec_destroy(spec);
     kmgr_kernelspec_destroy(NULL);
 }
+
+/* A spec of `argv` (NULL-terminated) and `metadata` (JSON text, or NULL), for kmgr_kernelspec_transport. */
+static kmgr_kernelspec_t *spec_of(const char *const *argv, const char *metadata)
+{
+    kmgr_kernelspec_t *spec = wire_calloc(1, sizeof(*spec));
+
+    while (argv[spec->argc] != NULL)
+        ++spec->argc;
+    spec->argv = wire_calloc(spec->argc + 1, sizeof(char *));
+    for (size_t i = 0; i != spec->argc; ++i)
+        spec->argv[i] = wire_strdup(argv[i]);
+    spec->metadata = metadata != NULL ? json_loads(metadata, 0, NULL) : NULL;
+    return spec;
+}
+
+Test(kernelspec, transport_is_tcp_unless_known_or_said)
+{
+    static const char *const ipykernel[] = {"/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}", NULL};
+    static const char *const irkernel[] = {"R", "--slave", "-e", "IRkernel::main()", "--args", "{connection_file}", NULL};
+    static const char *const deno[] = {"/usr/local/bin/deno", "jupyter", "--kernel", "--conn", "{connection_file}", NULL};
+    kmgr_kernelspec_t *py = spec_of(ipykernel, NULL), *r = spec_of(irkernel, NULL), *d = spec_of(deno, NULL);
+    kmgr_kernelspec_t *py_tcp = spec_of(ipykernel, "{\"kgate\": {\"transport\": \"tcp\"}}");
+    kmgr_kernelspec_t *d_ipc = spec_of(deno, "{\"kgate\": {\"transport\": \"ipc\"}}");
+    kmgr_kernelspec_t *odd = spec_of(deno, "{\"kgate\": {\"transport\": 7}}");
+
+    cr_expect_eq(kmgr_kernelspec_transport(py, 0), KMGR_TRANSPORT_IPC, "ipykernel: ipc, known to work");
+    cr_expect_eq(kmgr_kernelspec_transport(r, 0), KMGR_TRANSPORT_TCP, "IRkernel: what jupyter_client writes");
+    cr_expect_eq(kmgr_kernelspec_transport(d, 0), KMGR_TRANSPORT_TCP, "Deno binds TCP only");
+    cr_expect_eq(kmgr_kernelspec_transport(py_tcp, 0), KMGR_TRANSPORT_TCP, "the spec's word wins");
+    cr_expect_eq(kmgr_kernelspec_transport(d_ipc, 0), KMGR_TRANSPORT_IPC, "the spec's word wins");
+    cr_expect_eq(kmgr_kernelspec_transport(odd, 0), KMGR_TRANSPORT_TCP, "a metadata value that is no transport is ignored");
+    /* a sandbox of its own network: its loopback is not kgate's */
+    cr_expect_eq(kmgr_kernelspec_transport(d, 1), KMGR_TRANSPORT_IPC);
+    cr_expect_eq(kmgr_kernelspec_transport(py_tcp, 1), KMGR_TRANSPORT_IPC);
+    kmgr_kernelspec_destroy(py);
+    kmgr_kernelspec_destroy(r);
+    kmgr_kernelspec_destroy(d);
+    kmgr_kernelspec_destroy(py_tcp);
+    kmgr_kernelspec_destroy(d_ipc);
+    kmgr_kernelspec_destroy(odd);
+}
