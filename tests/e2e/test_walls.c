@@ -468,7 +468,8 @@ Test(walls, tmp_pages_are_charged_to_the_memory_cap)
     cr_assert_not_null(died, "512 MiB into /tmp under a 128 MiB cap: %s", ts_events_summary(&evs, sum, sizeof(sum)));
     const char *evalue = xh_str(json_object_get(died->json, "error"), "evalue");
     cr_log_info("512 MiB into /tmp under a 128 MiB memory cap: %s", evalue);
-    cr_assert_str_eq(evalue, "out of memory (memory limit 128 MiB)", "%s", ts_events_summary(&evs, sum, sizeof(sum)));
+    /* what follows the reason says whether kgate restarted the kernel (code/context.c) */
+    cr_assert(strncmp(evalue, "out of memory (memory limit 128 MiB)", 36) == 0, "%s", ts_events_summary(&evs, sum, sizeof(sum)));
     ts_events_dispose(&evs);
     free(ctx);
     stop();
