@@ -69,6 +69,12 @@ static void on_kernel_message(kmgr_kernel_t *kernel, wire_channel_t channel, con
 
     (void)kernel;
     gw_context_touch(ctx);
+    if (msg == NULL) {
+        const char *parent = nparts != 0 ? parts[0].base : NULL;
+        size_t parent_len = nparts != 0 ? parts[0].len : 0;
+        FOR_EACH_TAP(ctx, tap, if (tap->on_dropped != NULL) tap->on_dropped(tap, channel, parent, parent_len));
+        return;
+    }
     FOR_EACH_TAP(ctx, tap, tap->on_message(tap, channel, msg, parts, nparts));
 }
 
@@ -133,7 +139,8 @@ int gw_context_spawn(gw_contexts_t *contexts, const gw_context_options_t *opts, 
     ksandbox = (kmgr_sandbox_t){.kind = config->sandbox ? KMGR_SANDBOX_BWRAP : KMGR_SANDBOX_NONE,
                                 .share_net = sandbox.share_net,
                                 .workspace = contexts->workspace,
-                                .limits = sandbox.limits};
+                                .limits = sandbox.limits,
+                                .tmp_bytes = sandbox.tmp_bytes};
     kopts.sandbox = &ksandbox;
     ctx = wire_calloc(1, sizeof(*ctx));
     ctx->sandbox = sandbox;

@@ -106,6 +106,12 @@ struct st_gw_context_tap_t {
      */
     void (*on_message)(gw_context_tap_t *tap, wire_channel_t channel, const wire_msg_t *msg, const wire_frame_t *parts,
                        size_t nparts);
+    /**
+     * A message the kernel sent on `channel` was over the message cap and dropped unread (kmgr_tap_cb
+     * with a NULL msg): `parent` (`parent_len` bytes, unverified JSON text) is its parent_header, or NULL
+     * when unknown. Every tap hears it. NULL: the tap is not told.
+     */
+    void (*on_dropped)(gw_context_tap_t *tap, wire_channel_t channel, const char *parent, size_t parent_len);
     /** The kernel's state changed (kmgr_kernel_state of ctx->kernel): restarting, ready again, dead. */
     void (*on_state)(gw_context_tap_t *tap, kmgr_kernel_state_t state);
     /** The context is being destroyed: the tap is already detached, and `ctx` is still readable. */

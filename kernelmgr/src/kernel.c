@@ -259,8 +259,10 @@ static kmgr_big_iopub_t big_iopub(void *data)
  * requests in flight are told and a resynchronisation begins (kmgr_resync_t): the lost message may
  * have been a reply or a status that ended something. A loss during one restarts it.
  */
-static void on_oversized(void *data, wire_channel_t channel)
+static void on_oversized(void *data, wire_channel_t channel, const char *parent, size_t parent_len)
 {
+    uint64_t generation;
+
     kmgr_kernel_t *k = data;
     int iopub_live = k->resync.active ? k->resync.iopub_live : 1;
 
@@ -278,7 +280,13 @@ static void on_oversized(void *data, wire_channel_t channel)
     if (channel == WIRE_CHANNEL_STDIN)
         kmgr_kernel_send(k, WIRE_CHANNEL_STDIN, wire_msg_create("input_reply", k->session, json_pack("{s:s}", "value", "")));
     send_probe(k);
+    generation = k->generation;
     kmgr_requests_on_oversized(k, k->sent);
+    /* a relay's clients are told too: their requests' output may have been in it */
+    if (k->generation == generation && !k->destroyed && k->tap != NULL) {
+        wire_frame_t part = {(void *)parent, parent_len};
+        k->tap(k, channel, NULL, parent != NULL ? &part : NULL, parent != NULL ? 1 : 0, k->tap_data);
+    }
 }
 
 static void on_redrain(void *data)

@@ -32,6 +32,17 @@ static void fill_defaults(kmgr_config_t *c)
         c->max_message_bytes = KMGR_DEFAULT_MAX_MESSAGE_BYTES;
 }
 
+/* `path` with its symbolic links resolved (it exists): sandboxes hide and refuse it by the path bwrap resolves to. */
+static char *canonical(char *path)
+{
+    char *real = realpath(path, NULL);
+
+    if (real == NULL)
+        return path;
+    free(path);
+    return real;
+}
+
 static char *make_runtime_dir(const char *given, int *owns)
 {
     struct stat st;
@@ -44,7 +55,7 @@ static char *make_runtime_dir(const char *given, int *owns)
             return NULL;
         if (stat(given, &st) != 0 || !S_ISDIR(st.st_mode))
             return NULL;
-        return wire_strdup(given);
+        return canonical(wire_strdup(given));
     }
     *owns = 1;
     if ((tmp = getenv("TMPDIR")) == NULL || tmp[0] == '\0')
@@ -56,7 +67,7 @@ static char *make_runtime_dir(const char *given, int *owns)
         free(path);
         return NULL;
     }
-    return path;
+    return canonical(path);
 }
 
 const char *kmgr_manager_limits_mechanism(const kmgr_manager_t *mgr)

@@ -296,6 +296,7 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
                                    .cwd = cwd,
                                    .resource_dir = spec->resource_dir,
                                    .home = KMGR_SANDBOX_HOME,
+                                   .tmp_bytes = sandbox->tmp_bytes,
                                    .share_net = sandbox->share_net};
         if (mgr->bwrap_path == NULL) {
             snprintf(why, whylen, "cannot sandbox the kernel: bwrap was not found");

@@ -841,6 +841,7 @@ typedef struct st_got_t {
     int reply, idle; /* its execute_reply and its status idle arrived */
     int messages;    /* every message with that parent */
     int lost;        /* a stream to stderr from kgate saying output was lost */
+    int over_cap;    /* a stream to stderr from kgate saying a message over the message cap was dropped */
 } got_t;
 
 /* Reads until `parent`'s execute_reply and idle both arrived, or until `deadline`. */
@@ -857,6 +858,9 @@ static void jws_collect(jws_t *c, const char *parent, int64_t deadline, got_t *g
             if (strcmp(type, "stream") == 0 && strcmp(field(msg, "content", "name"), "stderr") == 0 &&
                 strstr(field(msg, "content", "text"), "output lost") != NULL)
                 got->lost = 1;
+            if (strcmp(type, "stream") == 0 && strcmp(field(msg, "content", "name"), "stderr") == 0 &&
+                strstr(field(msg, "content", "text"), "larger than the message cap") != NULL)
+                got->over_cap = 1;
             if (strcmp(type, "execute_reply") == 0 && strcmp(json_string_value(json_object_get(msg, "channel")), "shell") == 0)
                 got->reply = 1;
             if (strcmp(type, "status") == 0 && strcmp(field(msg, "content", "execution_state"), "idle") == 0)
@@ -982,6 +986,28 @@ Test(jupyter, past_the_replay_bound_the_returning_client_is_told_output_was_lost
     size_t survivors = 0;
     cr_expect_eq(ts_gateway_stop(&small, &survivors), 0, "%s", small.error);
     cr_expect_eq(survivors, 0);
+}
+
+/* ---- a message over --max-message-bytes ---- */
+
+Test(jupyter, a_message_over_the_cap_is_told_to_the_client_in_its_cell_and_the_next_output_arrives)
+{
+    char *id = start_kernel("{}");
+    char exec_copy[64];
+    got_t got = {0};
+    jws_t c;
+
+    cr_assert_eq(jws_open(&c, id, 1, NULL), 0);
+    /* 70 MB in one stream message, over the default 64 MiB cap (flushed: the next print is a message of its own) */
+    snprintf(
+        exec_copy, sizeof(exec_copy), "%s",
+        jws_send(&c, "shell", "execute_request", execute_content("print('A' * 70_000_000, flush=True); print('after')"), NULL));
+    jws_collect(&c, exec_copy, wsc_now_ms() + 60000, &got);
+    cr_expect(got.over_cap, "no notice that a message over the cap was dropped, with the request as its parent");
+    cr_expect_str_eq(got.text, "after\n", "the output after the dropped message: %s", got.text);
+    cr_expect(got.reply && got.idle, "the request ended (reply %d, idle %d): %s", got.reply, got.idle, c.ws.error);
+    wsc_close(&c.ws);
+    free(id);
 }
 
 /* ---- a client that reconnects while its old socket is still open (Jupyter Server's "Replacing stale connection") ---- */

@@ -20,6 +20,7 @@
 #include "support/events.h"
 #include "support/gateway.h"
 #include "support/http.h"
+#include "support/skip.h"
 #include "support/stream.h"
 
 static void fini(void)
@@ -29,12 +30,15 @@ static void fini(void)
 
 TestSuite(sandbox, .fini = fini, .timeout = 300);
 
-/* The test is skipped only where bwrap cannot create the namespaces kgate asks for (an unprivileged container). */
+/* The test is skipped only where bwrap cannot create the namespaces kgate asks for (an unprivileged container); bwrap
+ * missing is a failure (deploy/deps.sh installs bubblewrap). */
 static void require_bwrap(void)
 {
+    cr_assert(system("command -v bwrap >/dev/null 2>&1") == 0, "bwrap is not installed: deploy/deps.sh installs bubblewrap");
     if (system("bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-net --disable-userns --cap-drop ALL "
                "--die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true >/dev/null 2>&1") != 0)
-        cr_skip_test("bwrap cannot create user/pid/net namespaces on this host (or is not installed): --sandbox bwrap cannot run");
+        cr_skip_test("%s", ts_skip_note(__func__, "bwrap cannot create user/pid/net namespaces on this host: --sandbox bwrap "
+                                                  "cannot run"));
 }
 
 static ts_gateway_t gw;

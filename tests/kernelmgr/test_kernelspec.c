@@ -150,6 +150,43 @@ Test(kernelspec, resolve_by_name_then_language)
     kmgr_kernelspecs_dispose(&specs);
 }
 
+/* Deno's kernelspec exactly as `deno jupyter --install` writes it: named deno, language typescript. */
+#define DENO_SPEC                                                                                                                  \
+    "{\"argv\":[\"/opt/deno\",\"jupyter\",\"--kernel\",\"--conn\",\"{connection_file}\"],\"display_name\":\"Deno\","               \
+    "\"language\":\"typescript\"}"
+
+Test(kernelspec, javascript_and_typescript_resolve_to_deno)
+{
+    static const char *const names[] = {"deno", "typescript", "TypeScript", "ts", "javascript", "JavaScript", "js"};
+    char extra[300];
+    const char *dirs[1] = {extra};
+    kmgr_kernelspecs_t specs;
+    const kmgr_kernelspec_t *s;
+
+    snprintf(extra, sizeof(extra), "%s/deno-only", root);
+    write_spec(extra, "deno", DENO_SPEC);
+    cr_assert_eq(kmgr_kernelspecs_discover(dirs, 1, &specs, NULL), 0);
+    for (size_t i = 0; i != sizeof(names) / sizeof(names[0]); ++i) {
+        cr_assert_not_null(s = kmgr_kernelspecs_resolve(&specs, names[i]), "%s resolves to nothing", names[i]);
+        cr_expect_str_eq(s->name, "deno", "%s resolves to %s, not deno", names[i], s->name);
+    }
+    /* Deno's kernel exits on SIGINT: without an interrupt_mode in its spec it is interrupted by message. */
+    cr_expect_eq(kmgr_kernelspecs_find(&specs, "deno")->interrupt_mode, KMGR_INTERRUPT_MESSAGE);
+    kmgr_kernelspecs_dispose(&specs);
+
+    /* A kernel that says it is JavaScript's is JavaScript's; Deno stays TypeScript's. */
+    snprintf(extra, sizeof(extra), "%s/deno-and-js", root);
+    write_spec(extra, "deno", DENO_SPEC);
+    write_spec(extra, "ijs", "{\"argv\":[\"ijs\"],\"language\":\"javascript\"}");
+    cr_assert_eq(kmgr_kernelspecs_discover(dirs, 1, &specs, NULL), 0);
+    cr_expect_str_eq(kmgr_kernelspecs_resolve(&specs, "javascript")->name, "ijs");
+    cr_expect_str_eq(kmgr_kernelspecs_resolve(&specs, "js")->name, "ijs");
+    cr_expect_str_eq(kmgr_kernelspecs_resolve(&specs, "ts")->name, "deno");
+    /* Only Deno's kernel: another program with a spec without interrupt_mode is signalled, as Jupyter does. */
+    cr_expect_eq(kmgr_kernelspecs_find(&specs, "ijs")->interrupt_mode, KMGR_INTERRUPT_SIGNAL);
+    kmgr_kernelspecs_dispose(&specs);
+}
+
 Test(kernelspec, load_errors)
 {
     char dir[400];

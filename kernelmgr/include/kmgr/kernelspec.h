@@ -42,7 +42,9 @@ typedef struct st_kmgr_kernelspecs_t {
 /**
  * Parses one kernel.json (`path`) into a new spec named `name`. Returns 0 and stores the spec in
  * `*out` (caller owns it; release with kmgr_kernelspec_destroy), or KMGR_EBADSPEC / KMGR_EIO.
- * A valid spec has a non-empty argv of strings, and a string `language`.
+ * A valid spec has a non-empty argv of strings, and a string `language`. Without `interrupt_mode` a spec is
+ * interrupted by signal (Jupyter's rule), except Deno's kernel (`deno jupyter --kernel`), which exits on SIGINT
+ * and is interrupted by message.
  */
 int kmgr_kernelspec_load(const char *name, const char *resource_dir, kmgr_kernelspec_t **out);
 /** Releases a spec; accepts NULL. */
@@ -70,8 +72,8 @@ const kmgr_kernelspec_t *kmgr_kernelspecs_find(const kmgr_kernelspecs_t *specs, 
 /**
  * Resolves a caller's language: a spec whose name is `language`, else the first spec (by name)
  * whose spec.language equals it (case-insensitively), else the same two steps for what an alias
- * stands for (py: python, js: javascript, ts: typescript, sh and shell: bash). NULL when nothing
- * matches.
+ * stands for, the first that matches (py: python; js: javascript, then deno; javascript: deno, Deno's
+ * kernel, whose spec says typescript; ts: typescript; sh and shell: bash). NULL when nothing matches.
  */
 const kmgr_kernelspec_t *kmgr_kernelspecs_resolve(const kmgr_kernelspecs_t *specs, const char *language);
 
