@@ -62,6 +62,19 @@ static int is_starting(const gw_context_t *ctx)
         }                                                                                                                          \
     } while (0)
 
+/* A cell a tap's client sent (the Jupyter door) counts as kgate's own runs do (kernel_run.c), from its execute_reply. */
+static void note_execution_count(gw_context_t *ctx, wire_channel_t channel, const wire_msg_t *msg)
+{
+    const char *type;
+    json_t *count;
+
+    if (channel != WIRE_CHANNEL_SHELL || (type = json_string_value(json_object_get(msg->header, "msg_type"))) == NULL ||
+        strcmp(type, "execute_reply") != 0)
+        return;
+    if (json_is_integer(count = json_object_get(msg->content, "execution_count")) && json_integer_value(count) > 0)
+        ctx->execution_count = (int)json_integer_value(count);
+}
+
 static void on_kernel_message(kmgr_kernel_t *kernel, wire_channel_t channel, const wire_msg_t *msg, const wire_frame_t *parts,
                               size_t nparts, void *data)
 {
@@ -75,6 +88,7 @@ static void on_kernel_message(kmgr_kernel_t *kernel, wire_channel_t channel, con
         FOR_EACH_TAP(ctx, tap, if (tap->on_dropped != NULL) tap->on_dropped(tap, channel, parent, parent_len));
         return;
     }
+    note_execution_count(ctx, channel, msg);
     FOR_EACH_TAP(ctx, tap, tap->on_message(tap, channel, msg, parts, nparts));
 }
 

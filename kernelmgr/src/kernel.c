@@ -148,10 +148,12 @@ static void on_status(kmgr_kernel_t *k, const wire_msg_t *msg)
 
     if (state == NULL || (k->state != KMGR_KERNEL_IDLE && k->state != KMGR_KERNEL_BUSY))
         return;
-    if (strcmp(state, "busy") == 0)
+    if (strcmp(state, "busy") == 0) {
         k->state = KMGR_KERNEL_BUSY;
-    else if (strcmp(state, "idle") == 0)
+    } else if (strcmp(state, "idle") == 0) {
         k->state = KMGR_KERNEL_IDLE;
+        k->interrupt_sent_at = 0;
+    }
     flush_state(k);
 }
 
@@ -313,6 +315,7 @@ static int launch(kmgr_kernel_t *k, char *why, size_t whylen)
     int ret;
 
     k->answering = 1;
+    k->interrupt_sent_at = 0; /* a new process has none in flight */
     if ((ret = kmgr_proc_spawn(k->mgr, k->spec, k->cwd, k->env, &k->sandbox, &proc, why, whylen)) != 0)
         return ret;
     if ((ret = kmgr_channels_open(&proc->channels, &channel_ops, k)) != 0) {
@@ -437,8 +440,13 @@ int kmgr_kernel_restart(kmgr_kernel_t *k)
 
 int kmgr_kernel_interrupt(kmgr_kernel_t *k)
 {
+    uint64_t now = kmgr_now_ms();
+
     if (k->destroyed || k->state == KMGR_KERNEL_DEAD || k->proc == NULL || k->proc->pid == 0)
         return KMGR_EDIED;
+    if (k->interrupt_sent_at != 0 && now - k->interrupt_sent_at < KMGR_INTERRUPT_COALESCE_MS)
+        return 0; /* the one in flight interrupts what this one would (see KMGR_INTERRUPT_COALESCE_MS) */
+    k->interrupt_sent_at = now;
     /* a signal would reach bwrap, which dies of SIGINT and takes the sandbox along: the control channel instead */
     if (k->spec->interrupt_mode == KMGR_INTERRUPT_SIGNAL && k->sandbox.kind == KMGR_SANDBOX_NONE) {
         kmgr_proc_signal(k->proc, SIGINT);
