@@ -136,6 +136,7 @@ struct st_kmgr_kernel_t {
     /* What on_state last reported; a notice is due whenever it differs from `state`. */
     kmgr_kernel_state_t notified_state;
     int destroyed;
+    int queued; /* waits for a place among the kernels starting (kmgr_config_t.max_starting): not spawned yet */
     /* Bumped whenever the current incarnation stops being current (its channels are closed then,
      * which stops their drain): dispatch stops. */
     uint64_t generation;
