@@ -282,7 +282,7 @@ const bench_case_t bench_cases[] = {
         .default_warmup = 5,
     },
     {
-        /* Jupyter's kernel WebSocket (API.md 5.2): JupyterLab's path to a kernel. The same C client speaks
+        /* Jupyter's kernel WebSocket (docs/API.md 5.2): JupyterLab's path to a kernel. The same C client speaks
          * v1 to kgate and to Debian's Jupyter Server (a kernel of the same python3 spec that server
          * manages); the direct client shares kgate's kernel, as in `execute`. */
         .name = "jupyter",
@@ -330,7 +330,7 @@ const bench_case_t bench_cases[] = {
         .max_p99_ms = 50,
     },
     {
-        /* The MCP door (API.md 5.3) against execd's POST /code on one kgate: the same engine run of `1+1`, in
+        /* The MCP door (docs/API.md 5.3) against execd's POST /code on one kgate: the same engine run of `1+1`, in
          * the MCP session's own python context and in a /code context of the same kernelspec; what differs is
          * the front door (JSON-RPC in, a tool result rendered from the run's events, JSON out). */
         .name = "mcp",

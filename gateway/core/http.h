@@ -7,7 +7,7 @@
 #include <h2o.h>
 #include "core/router.h"
 
-/* XX(name, status, code): every error code of API.md section 0. */
+/* XX(name, status, code): every error code of docs/API.md section 0. */
 #define GW_HTTP_ERROR_MAP(XX)                                                                                                      \
     XX(INVALID_REQUEST_BODY, 400)                                                                                                  \
     XX(MISSING_QUERY, 400)                                                                                                         \

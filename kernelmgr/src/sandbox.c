@@ -51,11 +51,33 @@ int kmgr_path_within(const char *path, const char *dir)
     return strncmp(path, dir, len) == 0 && (path[len] == '\0' || path[len] == '/');
 }
 
+int kmgr_path_holds_system(const char *path)
+{
+    static const char *const system_dirs[] = {KMGR_SYSTEM_DIRS};
+
+    for (size_t i = 0; i != sizeof(system_dirs) / sizeof(system_dirs[0]); ++i)
+        if (kmgr_path_within(system_dirs[i], path))
+            return 1;
+    return 0;
+}
+
+/* `--size BYTES` before a --tmpfs, when the sandbox's temporary space is capped. */
+static void push_sized_tmpfs(argv_t *a, uint64_t bytes, const char *dest)
+{
+    char buf[32];
+
+    if (bytes != 0) {
+        snprintf(buf, sizeof(buf), "%llu", (unsigned long long)bytes);
+        push3(a, "--size", buf, NULL);
+    }
+    push3(a, "--tmpfs", dest, NULL);
+}
+
 char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd)
 {
     static const char *const isolation[] = {BWRAP_ISOLATION};
-    const char *ws = args->workspace;
-    int ws_in_tmp = ws != NULL && kmgr_path_within(ws, "/tmp");
+    /* a workspace of `/`, or one holding a system directory, would make the system writable: it stays read-only */
+    const char *ws = args->workspace != NULL && !kmgr_path_holds_system(args->workspace) ? args->workspace : NULL;
     argv_t a = {NULL, 0, 0};
 
     push(&a, args->bwrap);
@@ -69,16 +91,21 @@ char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd)
     if (!args->share_net)
         push(&a, "--unshare-net");
     push3(&a, "--ro-bind", "/", "/");
-    /* a workspace under /tmp goes on the private /tmp; any other, first, so that /tmp stays private over it */
-    if (ws != NULL && !ws_in_tmp)
-        push3(&a, "--bind", ws, ws);
-    push3(&a, "--tmpfs", "/tmp", NULL);
+    /* private and sized: /tmp and /dev/shm (their pages are charged to the memory cgroup of whoever writes them, so the
+     * memory cap holds them too); /dev read-only but for its devices, so that nothing unsized is writable; /run empty:
+     * the host's daemons' sockets (/var/run is a link to it) are not there to connect to */
+    push_sized_tmpfs(&a, args->tmp_bytes, "/tmp");
+    push3(&a, "--dev", "/dev", NULL);
+    push_sized_tmpfs(&a, args->tmp_bytes, "/dev/shm");
+    push3(&a, "--remount-ro", "/dev", NULL);
+    push3(&a, "--proc", "/proc", NULL);
+    push3(&a, "--tmpfs", "/run", NULL);
     if (args->home != NULL)
         push3(&a, "--dir", args->home, NULL);
-    if (ws_in_tmp)
+    /* after the private mounts, so that one under /tmp lands on the private /tmp; it holds none of them (it holds no
+     * system directory, which rules out `/`) */
+    if (ws != NULL)
         push3(&a, "--bind", ws, ws);
-    push3(&a, "--dev", "/dev", NULL);
-    push3(&a, "--proc", "/proc", NULL);
     /* keys and connection files of every other kernel live here */
     push3(&a, "--tmpfs", args->runtime_dir, NULL);
     if (args->kernel_dir != NULL)
@@ -86,13 +113,18 @@ char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd)
     if (args->resource_dir != NULL && !kmgr_path_within(args->resource_dir, args->runtime_dir))
         push3(&a, "--ro-bind-try", args->resource_dir, args->resource_dir);
     if (args->cwd != NULL) {
-        /* bound read-only only when it lies apart from every other mount: one inside the runtime dir stays hidden (bwrap
-         * fails to chdir); one inside the workspace is there already; one holding the runtime dir, the workspace or /tmp
-         * (`/`, `/tmp`, a parent of the workspace) is visible already, and binding it would lay the host's view back over
-         * the hidden runtime dir and the private /tmp */
+        /* bound read-only only when it lies apart from every other mount: one inside the runtime dir, /run, /dev or /proc
+         * stays hidden (bwrap fails to chdir); one inside the workspace is there already; one holding the runtime dir, the
+         * workspace or a private mount (`/`, `/tmp`, a parent of the workspace) is visible already, and binding it would lay
+         * the host's view back over what is hidden */
+        static const char *const private_dirs[] = {"/tmp", "/run", "/dev", "/proc"};
         const char *c = args->cwd;
-        if (!kmgr_path_within(c, args->runtime_dir) && !kmgr_path_within(args->runtime_dir, c) && !kmgr_path_within("/tmp", c) &&
-            (ws == NULL || (!kmgr_path_within(c, ws) && !kmgr_path_within(ws, c))))
+        int apart = !kmgr_path_within(c, args->runtime_dir) && !kmgr_path_within(args->runtime_dir, c) &&
+                    (ws == NULL || (!kmgr_path_within(c, ws) && !kmgr_path_within(ws, c)));
+        for (size_t i = 0; i != sizeof(private_dirs) / sizeof(private_dirs[0]); ++i)
+            if (kmgr_path_within(private_dirs[i], c) || (i != 0 && kmgr_path_within(c, private_dirs[i])))
+                apart = 0;
+        if (apart)
             push3(&a, "--ro-bind", c, c);
         push3(&a, "--chdir", args->cwd, NULL);
     }

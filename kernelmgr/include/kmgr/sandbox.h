@@ -35,6 +35,7 @@ typedef struct st_kmgr_sandbox_t {
     int share_net;         /* bwrap: keep the host's network namespace */
     const char *workspace; /* bwrap: bound read-write at the same path; NULL: none */
     kmgr_limits_t limits;
+    uint64_t tmp_bytes; /* bwrap: the size of its private /tmp and of its /dev/shm, each; 0: tmpfs's default (half the RAM) */
 } kmgr_sandbox_t;
 
 /** Everything the bwrap command line depends on; every string borrowed for the call. */
@@ -46,6 +47,7 @@ typedef struct st_kmgr_bwrap_args_t {
     const char *cwd;          /* the kernel's directory: bound read-only when outside the workspace and /tmp is hiding it; NULL */
     const char *resource_dir; /* the kernelspec's directory, bound read-only (it may live under /tmp); NULL */
     const char *home;         /* the private HOME created on the sandbox's /tmp; NULL: none */
+    uint64_t tmp_bytes;       /* the size of the private /tmp and of /dev/shm, each; 0: tmpfs's default (half the RAM) */
     int share_net;
     /* the command runs on a terminal of its own (a PTY session, its controlling terminal set before exec): no
      * --new-session, which would take the terminal away; TIOCSTI can then only reach that terminal, not kgate's */
@@ -56,8 +58,10 @@ typedef struct st_kmgr_bwrap_args_t {
  * Builds `bwrap [options] -- cmd...`: new user, pid, ipc, uts (and, unless share_net, net) namespaces,
  * no nested user namespaces, every capability dropped (bwrap always sets no_new_privs), a new session
  * (no TIOCSTI into kgate's terminal; not with own_terminal), SIGKILL when kgate dies; the system read-only (`/` bound
- * read-only), fresh /dev and /proc, a private /tmp with `home` in it, the workspace read-write, the
- * runtime dir hidden but for `kernel_dir` (if any), and `cwd` as the working directory. The order of the mounts
+ * read-only), fresh /dev (read-only but for its devices) and /proc, an empty /run (no host daemon's socket), a private
+ * /tmp with `home` in it and a private /dev/shm (both of `tmp_bytes`), the workspace read-write unless it holds the system
+ * (kmgr_path_holds_system: then it stays read-only), the runtime dir hidden but for `kernel_dir` (if any), and `cwd` as
+ * the working directory. The order of the mounts
  * is the order of the arguments: a later mount hides what an earlier one showed beneath it. Pure; the
  * result is NULL-terminated and owned by the caller (kmgr_strv_free).
  */
@@ -80,5 +84,13 @@ void kmgr_format_bytes(uint64_t bytes, char *buf, size_t size);
  * segment, no repeated '/'); a trailing '/' of `dir` is ignored. Every sandbox's bind rules use it.
  */
 int kmgr_path_within(const char *path, const char *dir);
+
+/** The host's system directories: no sandbox gets one of them, or a directory holding one, writable. */
+#define KMGR_SYSTEM_DIRS                                                                                                           \
+    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc", "/run", "/sbin", "/srv", "/sys",      \
+        "/usr", "/var"
+
+/** Whether `path` (absolute, normal, resolved) is `/` or holds one of KMGR_SYSTEM_DIRS. */
+int kmgr_path_holds_system(const char *path);
 
 #endif
