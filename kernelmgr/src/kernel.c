@@ -363,7 +363,18 @@ int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, km
     kmgr_list_init(&k->link);
     kmgr_list_init(&k->requests);
     kmgr_list_init(&k->failing);
-    if ((ret = launch(k, why, sizeof(why))) != 0) {
+    if (mgr->config.max_starting != 0) {
+        unsigned launching, queued;
+        kmgr_kernels_count_starting(mgr, &launching, &queued);
+        if (launching >= mgr->config.max_starting) {
+            if (queued >= mgr->config.max_start_queue) {
+                kmgr_kernel_free(k);
+                return KMGR_ESTARTQUEUE;
+            }
+            k->queued = 1;
+        }
+    }
+    if (!k->queued && (ret = launch(k, why, sizeof(why))) != 0) {
         fprintf(stderr, "kgate: cannot start a %s kernel: %s\n", k->spec->name, why);
         kmgr_kernel_free(k);
         return ret;
@@ -399,6 +410,19 @@ void kmgr_kernel_free(kmgr_kernel_t *k)
     free(k);
 }
 
+void kmgr_kernel_launch_queued(kmgr_kernel_t *k)
+{
+    char why[256];
+
+    k->queued = 0;
+    if (launch(k, why, sizeof(why)) != 0) {
+        fprintf(stderr, "kgate: cannot start a %s kernel: %s\n", k->spec->name, why);
+        snprintf(k->exit_reason, sizeof(k->exit_reason), "%s", why);
+        set_state_later(k, KMGR_KERNEL_DEAD);
+        kmgr_manager_schedule(k->mgr);
+    }
+}
+
 int kmgr_kernel_relaunch(kmgr_kernel_t *k, int polite, char *why, size_t whylen)
 {
     ++k->generation;
@@ -408,6 +432,8 @@ int kmgr_kernel_relaunch(kmgr_kernel_t *k, int polite, char *why, size_t whylen)
     }
     json_decref(k->info);
     k->info = NULL;
+    /* a restart is not held back by the start queue (it counts once spawned) */
+    k->queued = 0;
     return launch(k, why, whylen);
 }
 

@@ -155,6 +155,7 @@ struct st_kmgr_kernel_t {
     /* kmgr_kernel_answering, and what on_state last reported of it */
     int answering, notified_answering;
     int destroyed;
+    int queued; /* waits for a place among the kernels starting (kmgr_config_t.max_starting): not spawned yet */
     /* Bumped whenever the current incarnation stops being current (its channels are closed then,
      * which stops their drain): dispatch stops. */
     uint64_t generation;
