@@ -135,6 +135,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     kconfig.runtime_dir = config->runtime_dir;
     kconfig.shutdown_grace_ms = config->shutdown_grace_ms;
     kconfig.startup_timeout_ms = config->kernel_start_timeout_ms;
+    kconfig.heartbeat_kill_ms = config->heartbeat_kill_ms;
     kconfig.max_message_bytes = config->max_message_bytes;
     kconfig.bwrap_path = config->bwrap_path;
     if ((ret = kmgr_manager_create(&kconfig, &gw_kmgr_loop_ops, server, &server->kmgr)) != 0) {

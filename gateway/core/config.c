@@ -219,6 +219,12 @@ static int is_loopback(const char *host)
     return 0;
 }
 
+/* Limits whose 0 means "none" although their default is not 0 (every other such limit must be positive). */
+static int zero_means_none(const char *opt)
+{
+    return strcmp(opt, "kernel-restart-limit") == 0;
+}
+
 int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_fp, void *err_fp)
 {
     static const struct option options[] = {
@@ -339,7 +345,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
             return 1;
 #define GW_XX_CASE(field, type, def, opt, help)                                                                                    \
     case OPT_LIMIT_##field:                                                                                                        \
-        if (wire_parse_decimal(optarg, (type)-1, &n) != 0 || (n == 0 && (def) != 0)) {                                             \
+        if (wire_parse_decimal(optarg, (type)-1, &n) != 0 || (n == 0 && (def) != 0 && !zero_means_none(opt))) {                    \
             fprintf(err, "kgate: --%s wants a positive integer, got \"%s\"\n", opt, optarg);                                       \
             return -1;                                                                                                             \
         }                                                                                                                          \

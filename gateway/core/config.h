@@ -34,6 +34,10 @@
     XX(context_idle_ms, unsigned, 3600000, "context-idle-ms", "contexts idle this long are deleted")                               \
     XX(shutdown_grace_ms, unsigned, 2000, "shutdown-grace-ms", "grace before SIGTERM, then before SIGKILL, of a kernel")           \
     XX(kernel_start_timeout_ms, unsigned, 60000, "kernel-start-timeout-ms", "a kernel not ready by then has failed")               \
+    XX(kernel_restart_limit, unsigned, 5, "kernel-restart-limit",                                                                  \
+       "automatic restarts in a row of a context's kernel that died on its own (0: none; it stays dead)")                          \
+    XX(heartbeat_kill_ms, unsigned, 0, "heartbeat-kill-ms",                                                                        \
+       "kill a kernel silent on heartbeats this long (0: never; a kernel is dead when its process is)")                            \
     XX(max_commands, unsigned, 256, "max-commands", "command records kept, running or finished (oldest finished dropped first)")   \
     XX(max_command_log_bytes, size_t, 8u << 20, "max-command-log-bytes", "output kept per command (a ring file: the newest kept)") \
     XX(command_log_read_bytes, size_t, 4u << 20, "command-log-read-bytes", "largest body of one GET /command/{id}/logs")           \

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "wire/text.h"
 #include "core/config.h"
 #include "core/http.h"
 #include "core/json_out.h"
@@ -95,12 +96,23 @@ void gw_send_json(h2o_req_t *req, int status, json_t *json)
 
 void gw_send_error(h2o_req_t *req, gw_http_error_t err, const char *fmt, ...)
 {
-    char message[1024];
+    /* room for a kernel's start-up failure with the tail of its output (KMGR_REASON_MAX) and the words around it */
+    char message[4096];
     va_list args;
+    int n;
 
     va_start(args, fmt);
-    vsnprintf(message, sizeof(message), fmt, args);
+    n = vsnprintf(message, sizeof(message), fmt, args);
     va_end(args);
+    /* a message cut inside a UTF-8 character would not be JSON text: cut before the character instead */
+    if (n >= (int)sizeof(message)) {
+        size_t len = sizeof(message) - 1, lead = len;
+        while (lead != 0 && ((unsigned char)message[lead - 1] & 0xc0) == 0x80)
+            --lead;
+        if (lead != 0 && ((unsigned char)message[lead - 1] & 0x80) != 0 &&
+            wire_utf8_sequence((const unsigned char *)message + lead - 1, len - lead + 1) != (int)(len - lead + 1))
+            message[lead - 1] = '\0';
+    }
     gw_send_json(req, error_table[err].status, json_pack("{s:s, s:s}", "code", error_table[err].code, "message", message));
 }
 

@@ -18,6 +18,10 @@ static void fill_defaults(kmgr_config_t *c)
         c->heartbeat_interval_ms = 500;
     if (c->heartbeat_timeout_ms == 0)
         c->heartbeat_timeout_ms = 1500;
+    if (c->heartbeat_kill_ms != 0 && c->heartbeat_kill_ms < c->heartbeat_timeout_ms)
+        c->heartbeat_kill_ms = c->heartbeat_timeout_ms;
+    if (c->restart_stable_ms == 0)
+        c->restart_stable_ms = 10000;
     if (c->startup_timeout_ms == 0)
         c->startup_timeout_ms = 60000;
     if (c->shutdown_grace_ms == 0)

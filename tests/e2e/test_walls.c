@@ -22,6 +22,7 @@
 #include "support/gateway.h"
 #include "support/http.h"
 #include "support/proc.h"
+#include "support/skip.h"
 #include "support/stream.h"
 
 static void fini(void)
@@ -31,11 +32,13 @@ static void fini(void)
 
 TestSuite(walls, .fini = fini, .timeout = 300);
 
+/* Skipped only where bwrap cannot create its namespaces; bwrap missing is a failure (deploy/deps.sh installs it). */
 static void require_bwrap(void)
 {
+    cr_assert(system("command -v bwrap >/dev/null 2>&1") == 0, "bwrap is not installed: deploy/deps.sh installs bubblewrap");
     if (system("bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-net --disable-userns --cap-drop ALL "
                "--die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true >/dev/null 2>&1") != 0)
-        cr_skip_test("bwrap cannot create user/pid/net namespaces on this host (or is not installed)");
+        cr_skip_test("%s", ts_skip_note(__func__, "bwrap cannot create user/pid/net namespaces on this host"));
 }
 
 static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -465,7 +468,8 @@ Test(walls, tmp_pages_are_charged_to_the_memory_cap)
     cr_assert_not_null(died, "512 MiB into /tmp under a 128 MiB cap: %s", ts_events_summary(&evs, sum, sizeof(sum)));
     const char *evalue = xh_str(json_object_get(died->json, "error"), "evalue");
     cr_log_info("512 MiB into /tmp under a 128 MiB memory cap: %s", evalue);
-    cr_assert_str_eq(evalue, "out of memory (memory limit 128 MiB)", "%s", ts_events_summary(&evs, sum, sizeof(sum)));
+    /* what follows the reason says whether kgate restarted the kernel (code/context.c) */
+    cr_assert(strncmp(evalue, "out of memory (memory limit 128 MiB)", 36) == 0, "%s", ts_events_summary(&evs, sum, sizeof(sum)));
     ts_events_dispose(&evs);
     free(ctx);
     stop();
