@@ -13,7 +13,9 @@ ctx = zmq.Context()
 
 def bind(kind, name):
     s = ctx.socket(kind)
-    s.bind("ipc://%s-%d" % (cfg["ip"], cfg[name + "_port"]))
+    # the endpoint as jupyter_client builds it from the connection file: tcp://ip:port or ipc://ip-port
+    sep = ":" if cfg["transport"] == "tcp" else "-"
+    s.bind("%s://%s%s%d" % (cfg["transport"], cfg["ip"], sep, cfg[name + "_port"]))
     return s
 
 
