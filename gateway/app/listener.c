@@ -21,6 +21,7 @@ typedef struct st_gw_listener_conn_t {
     h2o_socket_t *sock;
     gw_listener_t *listener;
     uint64_t head_since;  /* when a partial request head was first seen (0: none is being read) */
+    void *http1;          /* sock->data as h2o_accept left it: the HTTP/1 connection, until an upgrade hands the socket on */
     unsigned evicted : 1; /* shut down to make room; its slot frees when h2o closes it */
 } gw_listener_conn_t;
 
@@ -79,13 +80,14 @@ static int evict_silent(gw_listener_t *listener)
  * answer is sent (and stops reading meanwhile), and the body follows the head there, so the scan
  * ends at the head of a request whose body is arriving. HTTP/2 connections keep no head there.
  */
-static int reads_head(h2o_socket_t *sock)
+static int reads_head(gw_listener_conn_t *conn)
 {
-    h2o_conn_t *conn = sock->data;
+    h2o_socket_t *sock = conn->sock;
     const char *p;
     size_t len = sock->input->size < H2O_MAX_REQLEN ? sock->input->size : H2O_MAX_REQLEN;
 
-    if (conn == NULL || conn->callbacks->log_.http1.request_index == NULL || !h2o_socket_is_reading(sock) || len == 0)
+    /* a socket upgraded to a WebSocket or HTTP/2 belongs to another kind of connection (sock->data is no h2o_conn_t) */
+    if (sock->data != conn->http1 || !h2o_socket_is_reading(sock) || len == 0)
         return 0;
     /* picohttpparser accepts bare LF line ends: a head ends at "\n\n" or "\n\r\n" */
     for (p = sock->input->bytes; (p = memchr(p, '\n', len - (size_t)(p - sock->input->bytes))) != NULL; ++p) {
@@ -103,7 +105,7 @@ static void on_sweep(h2o_timeout_entry_t *entry)
 
     for (h2o_linklist_t *node = listener->conns.next; node != &listener->conns; node = node->next) {
         gw_listener_conn_t *conn = H2O_STRUCT_FROM_MEMBER(gw_listener_conn_t, link, node);
-        if (conn->evicted || !reads_head(conn->sock)) {
+        if (conn->evicted || !reads_head(conn)) {
             conn->head_since = 0;
         } else if (conn->head_since == 0) {
             conn->head_since = now;
@@ -161,6 +163,8 @@ static void on_accept(h2o_socket_t *sock, const char *err)
         client->on_close.cb = on_conn_close;
         client->on_close.data = conn;
         h2o_accept(listener->accept_ctx, client);
+        /* without TLS or a PROXY line h2o_accept makes the HTTP/1 connection at once, and closes nothing */
+        conn->http1 = client->data;
     }
 }
 
