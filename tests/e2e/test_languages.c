@@ -232,7 +232,8 @@ Test(languages, sh_and_shell_resolve_to_bash)
 
 /* ---- JavaScript and TypeScript (Deno) ----------------------------------------------------------------------------- */
 
-/* The spec as `deno jupyter --install` wrote it: the build adds no interrupt mode (kgate knows Deno's). */
+/* The spec exactly as `deno jupyter --install` wrote it: the build adds nothing (no transport: kgate's connection files
+ * are TCP, which Deno binds; no interrupt mode: kgate knows Deno's). */
 Test(languages, deno_kernelspec_is_the_one_deno_wrote)
 {
     require_kernelspec_file("deno");
@@ -244,6 +245,7 @@ Test(languages, deno_kernelspec_is_the_one_deno_wrote)
     cr_assert_str_eq(json_string_value(json_array_get(argv, 1)), "jupyter", "%s", text);
     cr_assert_str_eq(json_string_value(json_array_get(argv, 2)), "--kernel", "%s", text);
     cr_assert_str_eq(json_string_value(json_array_get(argv, 4)), "{connection_file}", "%s", text);
+    cr_assert_null(json_object_get(spec, "metadata"), "the build added metadata to Deno's spec: %s", text);
     cr_assert_null(json_object_get(spec, "interrupt_mode"), "the build added an interrupt_mode to Deno's spec: %s", text);
     free(text);
     json_decref(spec);
