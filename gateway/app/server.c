@@ -138,6 +138,10 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     kconfig.heartbeat_kill_ms = config->heartbeat_kill_ms;
     kconfig.max_message_bytes = config->max_message_bytes;
     kconfig.bwrap_path = config->bwrap_path;
+    /* a python kernel's start is a second of CPU: more at once than cores only slows every one of them, and kgate's loop */
+    kconfig.max_starting =
+        config->max_starting_kernels != 0 ? config->max_starting_kernels : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    kconfig.max_start_queue = config->max_start_queue;
     if ((ret = kmgr_manager_create(&kconfig, &gw_kmgr_loop_ops, server, &server->kmgr)) != 0) {
         fprintf(stderr, "kgate: cannot create the kernel manager: %s\n", kmgr_strerror(ret));
         return -1;

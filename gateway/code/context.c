@@ -62,6 +62,19 @@ static int is_starting(const gw_context_t *ctx)
         }                                                                                                                          \
     } while (0)
 
+/* A cell a tap's client sent (the Jupyter door) counts as kgate's own runs do (kernel_run.c), from its execute_reply. */
+static void note_execution_count(gw_context_t *ctx, wire_channel_t channel, const wire_msg_t *msg)
+{
+    const char *type;
+    json_t *count;
+
+    if (channel != WIRE_CHANNEL_SHELL || (type = json_string_value(json_object_get(msg->header, "msg_type"))) == NULL ||
+        strcmp(type, "execute_reply") != 0)
+        return;
+    if (json_is_integer(count = json_object_get(msg->content, "execution_count")) && json_integer_value(count) > 0)
+        ctx->execution_count = (int)json_integer_value(count);
+}
+
 static void on_kernel_message(kmgr_kernel_t *kernel, wire_channel_t channel, const wire_msg_t *msg, const wire_frame_t *parts,
                               size_t nparts, void *data)
 {
@@ -75,6 +88,7 @@ static void on_kernel_message(kmgr_kernel_t *kernel, wire_channel_t channel, con
         FOR_EACH_TAP(ctx, tap, if (tap->on_dropped != NULL) tap->on_dropped(tap, channel, parent, parent_len));
         return;
     }
+    note_execution_count(ctx, channel, msg);
     FOR_EACH_TAP(ctx, tap, tap->on_message(tap, channel, msg, parts, nparts));
 }
 
@@ -100,6 +114,8 @@ static void on_kernel_state(kmgr_kernel_t *kernel, void *data)
 
     if (state == KMGR_KERNEL_IDLE && kmgr_kernel_info(kernel) != NULL)
         gw_languages_note_kernel_info(ctx->contexts->languages, ctx->spec, kmgr_kernel_info(kernel));
+    if (state == KMGR_KERNEL_IDLE || state == KMGR_KERNEL_BUSY)
+        ctx->was_ready = 1;
     if (ctx->is_pooled) {
         /* nobody waits on a pooled kernel, nor taps it: the pool alone hears it (and may free ctx) */
         gw_pool_on_state(ctx, state);
@@ -118,7 +134,8 @@ static void on_kernel_state(kmgr_kernel_t *kernel, void *data)
     if (state == KMGR_KERNEL_DEAD) {
         /* the running run hears it from its request; queued ones would wait forever otherwise */
         gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(kernel), "kernel_died");
-        if (ctx->is_ephemeral)
+        /* a failed start was reported to whoever waited for it: a dead context nobody ever used would stay listed */
+        if (ctx->is_ephemeral || (ctx->forget_failed_start && !ctx->was_ready))
             gw_context_destroy(ctx);
     }
 }
@@ -189,6 +206,7 @@ int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts,
     ctx->execution_count = 0;
     ctx->is_default = opts->is_default;
     ctx->is_ephemeral = opts->is_ephemeral;
+    ctx->forget_failed_start = opts->forget_failed_start;
     /* a stateless run's kernel serves one run: a death ends it; a context's comes back as Jupyter Server's do */
     kmgr_kernel_set_restart_limit(ctx->kernel, opts->is_ephemeral ? 0 : contexts->host->config->kernel_restart_limit);
     h2o_linklist_insert(&contexts->list, &ctx->link);

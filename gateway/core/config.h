@@ -33,7 +33,12 @@
     XX(ping_interval_ms, unsigned, 5000, "ping-interval-ms", "interval of keep-alive `ping` events on a stream")                   \
     XX(context_idle_ms, unsigned, 3600000, "context-idle-ms", "contexts idle this long are deleted")                               \
     XX(shutdown_grace_ms, unsigned, 2000, "shutdown-grace-ms", "grace before SIGTERM, then before SIGKILL, of a kernel")           \
-    XX(kernel_start_timeout_ms, unsigned, 60000, "kernel-start-timeout-ms", "a kernel not ready by then has failed")               \
+    XX(kernel_start_timeout_ms, unsigned, 60000, "kernel-start-timeout-ms",                                                        \
+       "a kernel not ready by then (from its spawn) has failed")                                                                   \
+    XX(max_starting_kernels, unsigned, 0, "max-starting-kernels",                                                                  \
+       "kernels spawned and not ready yet at once (0: the number of cores); the other starts wait their turn")                     \
+    XX(max_start_queue, unsigned, 64, "max-start-queue",                                                                           \
+       "kernel starts waiting their turn; beyond: 429 TOO_MANY_CONTEXTS with Retry-After")                                         \
     XX(kernel_restart_limit, unsigned, 5, "kernel-restart-limit",                                                                  \
        "automatic restarts in a row of a context's kernel that died on its own (0: none; it stays dead)")                          \
     XX(heartbeat_kill_ms, unsigned, 0, "heartbeat-kill-ms",                                                                        \

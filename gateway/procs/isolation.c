@@ -317,15 +317,18 @@ static void bind_source(strv_t *b, const gw_iso_paths_t *paths, size_t index, in
 char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char *const *cmd)
 {
     strv_t b = {NULL, 0, 0}, out = {NULL, 0, 0};
-    char idbuf[32], sizebuf[32];
+    char idbuf[32], **walls;
     size_t i;
 
-    /* 1. namespaces and hardening (as kmgr_bwrap_argv's) */
+    /* 1-5. namespaces and hardening, the system read-only, /tmp per profile, fresh /dev (a sized /dev/shm), /proc and /run:
+     * what every sandbox shares (kmgr_bwrap_walls); the order of the mounts is the order of the arguments: each later one
+     * lies over what an earlier one showed */
+    walls = kmgr_bwrap_walls(&(kmgr_bwrap_walls_t){
+        .share_net = spec->share_net, .host_tmp = spec->profile != GW_ISO_STRICT, .tmp_bytes = paths->tmp_bytes});
     push(&b, paths->bwrap);
-    push_all(&b, (const char *const[]){"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--disable-userns",
-                                       "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "sandbox", NULL});
-    if (!spec->share_net)
-        push(&b, "--unshare-net");
+    for (char **p = walls; *p != NULL; ++p)
+        push(&b, *p);
+    kmgr_strv_free(walls);
     if (spec->uid >= 0) {
         snprintf(idbuf, sizeof(idbuf), "%ld", spec->uid);
         push_all(&b, (const char *const[]){"--uid", idbuf, NULL});
@@ -334,20 +337,6 @@ char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char 
         snprintf(idbuf, sizeof(idbuf), "%ld", spec->gid);
         push_all(&b, (const char *const[]){"--gid", idbuf, NULL});
     }
-    /* 2-5. the system read-only, /tmp per profile, fresh /dev, /proc and /run; the order of the mounts is the order of the
-     * arguments: each later one lies over what an earlier one showed */
-    snprintf(sizebuf, sizeof(sizebuf), "%llu", (unsigned long long)paths->tmp_bytes);
-    push_all(&b, (const char *const[]){"--ro-bind", "/", "/", NULL});
-    if (spec->profile == GW_ISO_STRICT)
-        push_all(&b, paths->tmp_bytes != 0 ? (const char *const[]){"--size", sizebuf, "--tmpfs", "/tmp", NULL}
-                                           : (const char *const[]){"--tmpfs", "/tmp", NULL});
-    else
-        push_all(&b, (const char *const[]){"--bind", "/tmp", "/tmp", NULL});
-    /* /dev read-only but for its devices and a sized /dev/shm: nothing unsized is writable */
-    push_all(&b, (const char *const[]){"--dev", "/dev", NULL});
-    if (paths->tmp_bytes != 0)
-        push_all(&b, (const char *const[]){"--size", sizebuf, NULL});
-    push_all(&b, (const char *const[]){"--tmpfs", "/dev/shm", "--remount-ro", "/dev", "--proc", "/proc", "--tmpfs", "/run", NULL});
     /* 6. keys, connection files, other sessions' layers: hidden; only this session's scripts come back, read-only */
     push_all(&b, (const char *const[]){"--tmpfs", paths->runtime_dir, "--ro-bind", paths->ctl_dir, GW_ISO_CTL_DIR, NULL});
     /* 7. the workspace per mode */

@@ -73,7 +73,9 @@ int gw_spawn_sandbox_of(const gw_host_t *host, gw_spawn_sandbox_t *out)
                                 .runtime_dir = host->runtime_dir,
                                 .workspace = host->workspace,
                                 .limits = {.memory_bytes = (uint64_t)config->max_memory_mb << 20,
-                                           .pids = config->max_pids,
+                                           /* RLIMIT_NPROC counts every process of kgate's user, not the sandbox's: only a
+                                            * cap the operator set, never one derived for kernels' cgroups */
+                                           .pids = config->max_pids_given ? config->max_pids : 0,
                                            .cpu_seconds = config->max_cpu_seconds,
                                            .open_files = config->max_open_files,
                                            .file_size_bytes = (uint64_t)config->max_file_size_mb << 20},

@@ -148,10 +148,12 @@ static void on_status(kmgr_kernel_t *k, const wire_msg_t *msg)
 
     if (state == NULL || (k->state != KMGR_KERNEL_IDLE && k->state != KMGR_KERNEL_BUSY))
         return;
-    if (strcmp(state, "busy") == 0)
+    if (strcmp(state, "busy") == 0) {
         k->state = KMGR_KERNEL_BUSY;
-    else if (strcmp(state, "idle") == 0)
+    } else if (strcmp(state, "idle") == 0) {
         k->state = KMGR_KERNEL_IDLE;
+        k->interrupt_sent_at = 0;
+    }
     flush_state(k);
 }
 
@@ -313,6 +315,7 @@ static int launch(kmgr_kernel_t *k, char *why, size_t whylen)
     int ret;
 
     k->answering = 1;
+    k->interrupt_sent_at = 0; /* a new process has none in flight */
     if ((ret = kmgr_proc_spawn(k->mgr, k->spec, k->cwd, k->env, &k->sandbox, &proc, why, whylen)) != 0)
         return ret;
     if ((ret = kmgr_channels_open(&proc->channels, &channel_ops, k)) != 0) {
@@ -360,7 +363,18 @@ int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, km
     kmgr_list_init(&k->link);
     kmgr_list_init(&k->requests);
     kmgr_list_init(&k->failing);
-    if ((ret = launch(k, why, sizeof(why))) != 0) {
+    if (mgr->config.max_starting != 0) {
+        unsigned launching, queued;
+        kmgr_kernels_count_starting(mgr, &launching, &queued);
+        if (launching >= mgr->config.max_starting) {
+            if (queued >= mgr->config.max_start_queue) {
+                kmgr_kernel_free(k);
+                return KMGR_ESTARTQUEUE;
+            }
+            k->queued = 1;
+        }
+    }
+    if (!k->queued && (ret = launch(k, why, sizeof(why))) != 0) {
         fprintf(stderr, "kgate: cannot start a %s kernel: %s\n", k->spec->name, why);
         kmgr_kernel_free(k);
         return ret;
@@ -396,6 +410,19 @@ void kmgr_kernel_free(kmgr_kernel_t *k)
     free(k);
 }
 
+void kmgr_kernel_launch_queued(kmgr_kernel_t *k)
+{
+    char why[256];
+
+    k->queued = 0;
+    if (launch(k, why, sizeof(why)) != 0) {
+        fprintf(stderr, "kgate: cannot start a %s kernel: %s\n", k->spec->name, why);
+        snprintf(k->exit_reason, sizeof(k->exit_reason), "%s", why);
+        set_state_later(k, KMGR_KERNEL_DEAD);
+        kmgr_manager_schedule(k->mgr);
+    }
+}
+
 int kmgr_kernel_relaunch(kmgr_kernel_t *k, int polite, char *why, size_t whylen)
 {
     ++k->generation;
@@ -405,6 +432,8 @@ int kmgr_kernel_relaunch(kmgr_kernel_t *k, int polite, char *why, size_t whylen)
     }
     json_decref(k->info);
     k->info = NULL;
+    /* a restart is not held back by the start queue (it counts once spawned) */
+    k->queued = 0;
     return launch(k, why, whylen);
 }
 
@@ -437,8 +466,13 @@ int kmgr_kernel_restart(kmgr_kernel_t *k)
 
 int kmgr_kernel_interrupt(kmgr_kernel_t *k)
 {
+    uint64_t now = kmgr_now_ms();
+
     if (k->destroyed || k->state == KMGR_KERNEL_DEAD || k->proc == NULL || k->proc->pid == 0)
         return KMGR_EDIED;
+    if (k->interrupt_sent_at != 0 && now - k->interrupt_sent_at < KMGR_INTERRUPT_COALESCE_MS)
+        return 0; /* the one in flight interrupts what this one would (see KMGR_INTERRUPT_COALESCE_MS) */
+    k->interrupt_sent_at = now;
     /* a signal would reach bwrap, which dies of SIGINT and takes the sandbox along: the control channel instead */
     if (k->spec->interrupt_mode == KMGR_INTERRUPT_SIGNAL && k->sandbox.kind == KMGR_SANDBOX_NONE) {
         kmgr_proc_signal(k->proc, SIGINT);

@@ -12,6 +12,20 @@
 
 /* A request that has its reply but no status idle is finished after this much silence. */
 #define KMGR_IDLE_GRACE_MS 5000
+/*
+ * A request that has its status idle but no reply is finished after this much silence: the kernel has
+ * dealt with it. ipykernel sends the reply before it publishes idle, and loses it when an interrupt
+ * lands after the code has finished and before the reply has left ("KeyboardInterrupt caught in
+ * kernel"): the request would wait for it until its timeout, the kernel idle.
+ */
+#define KMGR_REPLY_GRACE_MS 1500
+/*
+ * An interrupt is in flight from when it is sent until the kernel publishes status idle, for at most
+ * this long (one that reached an idle kernel, which ignores it, is followed by no idle); another one
+ * meanwhile is not sent. A second SIGINT that lands while ipykernel handles the first one's
+ * KeyboardInterrupt, outside the code, escapes its handler and ends the kernel.
+ */
+#define KMGR_INTERRUPT_COALESCE_MS 2000
 /* Probes (kernel_info_requests) sent after one connection was given up, at most (see st_kmgr_resync_t). */
 #define KMGR_MAX_PROBES 8
 
@@ -85,7 +99,10 @@ void kmgr_requests_on_oversized(kmgr_kernel_t *k, uint64_t sent);
  * both. Loop context.
  */
 void kmgr_requests_sync(kmgr_kernel_t *k, uint64_t seq, int iopub);
-/** Finishes (DONE) requests that have their reply and heard nothing for KMGR_IDLE_GRACE_MS. Loop context. */
+/**
+ * Finishes (DONE) requests that have their reply and heard nothing for KMGR_IDLE_GRACE_MS, and those
+ * that have their status idle and heard nothing for KMGR_REPLY_GRACE_MS. Loop context.
+ */
 void kmgr_requests_finish_replied_without_idle(kmgr_kernel_t *k, uint64_t now);
 
 /** Sends the requests queued while the kernel was not ready (it is now). */
@@ -138,6 +155,7 @@ struct st_kmgr_kernel_t {
     /* kmgr_kernel_answering, and what on_state last reported of it */
     int answering, notified_answering;
     int destroyed;
+    int queued; /* waits for a place among the kernels starting (kmgr_config_t.max_starting): not spawned yet */
     /* Bumped whenever the current incarnation stops being current (its channels are closed then,
      * which stops their drain): dispatch stops. */
     uint64_t generation;
@@ -158,6 +176,7 @@ struct st_kmgr_kernel_t {
     uint64_t started_at, next_info_at;
     /* ping_sent_at: when the oldest ping not answered yet went out, 0 when none is outstanding; ping_resent_at: its last resend */
     uint64_t next_ping_at, ping_sent_at, ping_resent_at;
+    uint64_t interrupt_sent_at; /* 0 when no interrupt is in flight (KMGR_INTERRUPT_COALESCE_MS) */
     kmgr_link_t requests;
     kmgr_link_t failing;
     /* iopub messages passed over unread: big, and nobody awaiting anything (KMGR_UNAWAITED_MAX_BYTES) */

@@ -239,6 +239,7 @@ void kmgr_manager_tick(kmgr_manager_t *mgr)
         next = link->next;
         tick_shutdown(mgr, KMGR_FROM_MEMBER(kmgr_proc_t, link, link), now);
     }
+    kmgr_kernels_start_queued(mgr);
     if (mgr->cgroups.nstale != 0)
         kmgr_cgroups_tick(&mgr->cgroups);
     sweep_destroyed(mgr);

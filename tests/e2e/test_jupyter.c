@@ -382,6 +382,32 @@ Test(jupyter, a_kernel_is_a_context_and_a_context_is_a_kernel)
     free(id);
 }
 
+/* execution_count in GET /code/contexts follows every execute, whichever door ran it. */
+Test(jupyter, cells_run_through_the_websocket_advance_the_contexts_execution_count)
+{
+    char *id = start_kernel("{}"), path[160], out[256];
+    json_t *model;
+    jws_t c;
+
+    cr_assert_eq(jws_open(&c, id, 0, NULL), 0, "%s", c.ws.error);
+    cr_assert_str_eq(jws_execute(&c, "a = 1", out, sizeof(out)), "ok");
+    cr_assert_str_eq(jws_execute(&c, "print(a + 1)", out, sizeof(out)), "ok");
+    snprintf(path, sizeof(path), "/code/contexts/%s", id);
+    model = get_json(path, 200);
+    cr_expect_eq(json_integer_value(json_object_get(model, "execution_count")), 2, "after two cells over the WebSocket: %s",
+                 json_dumps(model, 0));
+    json_decref(model);
+    /* then one through execd's /code, then one more over the socket: one count */
+    free(run_stdout(id, "a"));
+    cr_assert_str_eq(jws_execute(&c, "a", out, sizeof(out)), "ok");
+    model = get_json(path, 200);
+    cr_expect_eq(json_integer_value(json_object_get(model, "execution_count")), 4, "after four cells through both doors: %s",
+                 json_dumps(model, 0));
+    json_decref(model);
+    wsc_close(&c.ws);
+    free(id);
+}
+
 Test(jupyter, tokens_in_the_query_and_refusals_before_the_upgrade)
 {
     ts_response_t r = {0};

@@ -333,3 +333,27 @@ Test(isolation, sources_by_descriptor)
     cr_assert_not_null(strstr(line, "--bind /run/kgate-rt/isolated/S/merged /srv/ws --bind-fd 4 /srv/extra"), "%s", line);
     kmgr_strv_free(v);
 }
+
+/* An isolated session starts with the very walls of every other sandbox (kmgr_bwrap_walls: one place for the hardening),
+ * then its own mounts; strict's /tmp and /dev/shm are sized, balanced's /tmp is the host's. */
+Test(isolation, sessions_share_the_walls_of_every_sandbox)
+{
+    gw_iso_spec_t spec = {.workspace = "/srv/ws", .mode = GW_ISO_RW, .profile = GW_ISO_STRICT, .uid = -1, .gid = -1};
+    gw_iso_paths_t sized = paths;
+    char **v, **walls;
+    size_t i;
+
+    sized.tmp_bytes = 64 << 20;
+    for (int balanced = 0; balanced != 2; ++balanced) {
+        spec.profile = balanced ? GW_ISO_BALANCED : GW_ISO_STRICT;
+        v = gw_iso_argv(&spec, &sized, cmd);
+        walls = kmgr_bwrap_walls(&(kmgr_bwrap_walls_t){.host_tmp = balanced, .tmp_bytes = 64 << 20});
+        cr_assert_str_eq(v[0], "/usr/bin/bwrap");
+        for (i = 0; walls[i] != NULL; ++i)
+            cr_assert_str_eq(v[1 + i], walls[i], "argument %zu", 1 + i);
+        cr_assert_str_eq(v[1 + i], "--tmpfs", "the session's own mounts follow: %s", v[1 + i]);
+        cr_assert_str_eq(v[2 + i], "/run/kgate-rt");
+        kmgr_strv_free(walls);
+        kmgr_strv_free(v);
+    }
+}

@@ -103,6 +103,8 @@ int kmgr_kernel_restart(kmgr_kernel_t *kernel);
 /**
  * Interrupts the running code as the spec's interrupt_mode says: SIGINT to the kernel's process
  * group ("signal") or a control interrupt_request ("message", and always for a sandboxed kernel).
+ * Idempotent while one is in flight: until the kernel publishes status idle, or for at most 2 s, a
+ * later call sends nothing and returns 0 (two interrupts close together can end an ipykernel).
  * Returns 0, or KMGR_EDIED.
  */
 int kmgr_kernel_interrupt(kmgr_kernel_t *kernel);

@@ -25,10 +25,11 @@ typedef enum { KMGR_TRANSPORT_TCP, KMGR_TRANSPORT_IPC } kmgr_transport_t;
 
 /**
  * Pure: the transport kernelmgr gives a kernel of `spec`: metadata.kgate.transport ("tcp" or "ipc") when the spec
- * says; else ipc for ipykernel (its argv runs the module ipykernel_launcher or ipykernel), known to bind ipc endpoints
- * and faster on them (docs/kernels.md); else TCP on 127.0.0.1, as jupyter_client writes connection files, which every
- * kernel can bind (Deno's kernel binds nothing else). `isolated_net`: the kernel runs in a network namespace of its
- * own (a sandbox without the host's network), whose loopback kgate cannot reach: ipc whatever the spec says.
+ * says; else ipc for ipykernel (its argv runs the module ipykernel_launcher or ipykernel), known to bind ipc endpoints,
+ * which reach kgate's user alone and lose no port between pick and bind (docs/liveness.md); else TCP on 127.0.0.1, as
+ * jupyter_client writes connection files, which every kernel can bind (Deno's kernel binds nothing else). `isolated_net`: the
+ * kernel runs in a network namespace of its own (a sandbox without the host's network), whose loopback kgate cannot reach: ipc
+ * whatever the spec says.
  */
 kmgr_transport_t kmgr_kernelspec_transport(const kmgr_kernelspec_t *spec, int isolated_net);
 

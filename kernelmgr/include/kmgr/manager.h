@@ -53,6 +53,16 @@ typedef struct st_kmgr_config_t {
     size_t max_message_bytes;
     /** The bwrap executable for sandboxed kernels; NULL: "bwrap" on PATH. */
     const char *bwrap_path;
+    /**
+     * Kernels spawned and not ready yet, at most (0: no bound). A kernel started beyond it waits in
+     * STARTING, unspawned (no pid, no connection file), until one of them is ready or dead, in the
+     * order of the starts; its startup timeout counts from its spawn, so that a storm of starts
+     * never times out for want of CPU. Restarts are not held back, but count.
+     */
+    unsigned max_starting;
+    /** Kernels waiting for their spawn, at most (with max_starting; 0: none waits); beyond, kmgr_kernel_start fails with
+     * KMGR_ESTARTQUEUE. */
+    unsigned max_start_queue;
 } kmgr_config_t;
 
 /**

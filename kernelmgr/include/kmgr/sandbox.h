@@ -38,6 +38,25 @@ typedef struct st_kmgr_sandbox_t {
     uint64_t tmp_bytes; /* bwrap: the size of its private /tmp and of its /dev/shm, each; 0: tmpfs's default (half the RAM) */
 } kmgr_sandbox_t;
 
+/** What the walls every sandbox shares depend on (kmgr_bwrap_walls). */
+typedef struct st_kmgr_bwrap_walls_t {
+    int share_net;      /* keep the host's network namespace */
+    int own_terminal;   /* no --new-session (see kmgr_bwrap_args_t.own_terminal) */
+    int host_tmp;       /* the host's /tmp bound read-write (an isolated session's balanced profile); else a private tmpfs */
+    uint64_t tmp_bytes; /* the size of the private /tmp and of /dev/shm, each; 0: tmpfs's default (half the RAM) */
+} kmgr_bwrap_walls_t;
+
+/**
+ * The options every sandbox starts with (kernels, shells, commands, PTYs, isolated sessions and the start-up probe, so
+ * that the hardening lives in one place), in order: new user, pid, ipc, uts (and, unless share_net, net) namespaces, no
+ * nested user namespaces, every capability dropped, SIGKILL when kgate dies, a new session (not with own_terminal), the
+ * system read-only (`/` bound read-only), /tmp (private of tmp_bytes, or the host's), a fresh /dev, read-only but for its
+ * devices, with a private /dev/shm of tmp_bytes, a fresh /proc and an empty /run (no host daemon's socket). Mounts are
+ * applied in the order given: what a caller adds after lies over these. Pure; NULL-terminated, owned by the caller
+ * (kmgr_strv_free).
+ */
+char **kmgr_bwrap_walls(const kmgr_bwrap_walls_t *w);
+
 /** Everything the bwrap command line depends on; every string borrowed for the call. */
 typedef struct st_kmgr_bwrap_args_t {
     const char *bwrap;        /* the bwrap executable */
@@ -55,11 +74,8 @@ typedef struct st_kmgr_bwrap_args_t {
 } kmgr_bwrap_args_t;
 
 /**
- * Builds `bwrap [options] -- cmd...`: new user, pid, ipc, uts (and, unless share_net, net) namespaces,
- * no nested user namespaces, every capability dropped (bwrap always sets no_new_privs), a new session
- * (no TIOCSTI into kgate's terminal; not with own_terminal), SIGKILL when kgate dies; the system read-only (`/` bound
- * read-only), fresh /dev (read-only but for its devices) and /proc, an empty /run (no host daemon's socket), a private
- * /tmp with `home` in it and a private /dev/shm (both of `tmp_bytes`), the workspace read-write unless it holds the system
+ * Builds `bwrap [options] -- cmd...`: kmgr_bwrap_walls (bwrap always sets no_new_privs; the new session keeps
+ * TIOCSTI away from kgate's terminal), then `home` on the private /tmp, the workspace read-write unless it holds the system
  * (kmgr_path_holds_system: then it stays read-only), the runtime dir hidden but for `kernel_dir` (if any), and `cwd` as
  * the working directory. The order of the mounts
  * is the order of the arguments: a later mount hides what an earlier one showed beneath it. Pure; the
