@@ -12,6 +12,15 @@
 #include "code/translate.h"
 #include "code/tool_calls.h"
 
+/* A stop asked before the kernel said it runs the code is sent anyway after this long (a kernel without execute_input). */
+#define STOP_WAIT_MS 1000
+/*
+ * A stopped run still running this long after its interrupt is interrupted again: one that lands in IPython's own work
+ * before the code (its history, say) is swallowed there, and the code runs on. Longer than kernelmgr's window for
+ * interrupts in flight, so the kernel is done with the first one.
+ */
+#define STOP_RETRY_MS 2500
+
 typedef struct st_gw_kernel_run_t {
     gw_run_t *run;
     gw_context_t *ctx;
@@ -36,11 +45,24 @@ typedef struct st_gw_kernel_run_t {
     unsigned setup_failed : 1; /* its reply said so: setup_error tells why */
     unsigned got_reply : 1;
     unsigned saw_oversized : 1; /* a kernel message over the cap was dropped meanwhile */
+    unsigned executing : 1;     /* the kernel said it runs the code (execute_input): an interrupt now reaches the code */
+    unsigned stop_wanted : 1;   /* gw_run_stop: interrupted once executing (see on_stop) */
+    unsigned in_setup : 1;      /* the request in flight is the setup's (code mode), not the code's */
+    int64_t stop_wanted_ms;     /* when; gw_now_ms clock */
+    int64_t interrupted_ms;     /* the last interrupt asked for it; same clock */
     h2o_linklist_t link;        /* in ctx->runs, arrival order: the head is the one sent to the kernel */
 } gw_kernel_run_t;
 
 static const gw_run_producer_t kernel_producer;
 static void start_next(gw_context_t *ctx);
+
+/* The stop of a run whose code runs: kmgr_kernel_interrupt sends nothing while an interrupt is in flight. */
+static void interrupt_run(gw_kernel_run_t *krun)
+{
+    krun->executing = 1;
+    krun->interrupted_ms = gw_now_ms();
+    kmgr_kernel_interrupt(krun->ctx->kernel);
+}
 
 static void kernel_run_free(gw_kernel_run_t *krun)
 {
@@ -90,6 +112,23 @@ static void append_reply_lost_error(gw_kernel_run_t *krun)
     gw_run_append(krun->run,
                   gw_error_event("MessageDropped", "the kernel's reply to this run was dropped with a message over the "
                                                    "message cap (--max-message-bytes); whether the run succeeded is unknown"));
+}
+
+/* The run's kernel died under it: DEAD, or (kmgr_kernel_options_t.restart_limit) already restarting without its state. */
+static void append_died_error(gw_kernel_run_t *krun)
+{
+    kmgr_kernel_t *kernel = krun->ctx->kernel;
+    unsigned in_a_row, limit;
+    char evalue[KMGR_REASON_MAX + 200];
+
+    if (kmgr_kernel_state(kernel) != KMGR_KERNEL_RESTARTING) {
+        gw_run_append(krun->run, gw_error_event("KernelDied", kmgr_kernel_exit_reason(kernel)));
+        return;
+    }
+    kmgr_kernel_auto_restarts(kernel, &in_a_row, &limit);
+    snprintf(evalue, sizeof(evalue), "%s; kgate restarted the kernel (automatic restart %u of %u in a row): its state was lost",
+             kmgr_kernel_last_death(kernel), in_a_row, limit);
+    gw_run_append(krun->run, gw_error_event("KernelDied", evalue));
 }
 
 /*
@@ -148,6 +187,11 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
         if (msg->content_raw) {
             append_raw_stream(krun, msg, opts);
             break;
+        }
+        if (!krun->executing && strcmp(wire_msg_type(msg), "execute_input") == 0) {
+            krun->executing = 1;
+            if (krun->stop_wanted)
+                interrupt_run(krun);
         }
         if ((event = gw_translate_iopub(msg, opts)) == NULL)
             break;
@@ -226,7 +270,7 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
             append_timeout_error(krun);
             kernel_run_end(krun, "timeout");
         } else if (err == KMGR_EDIED) {
-            gw_run_append(run, gw_error_event("KernelDied", kmgr_kernel_exit_reason(krun->ctx->kernel)));
+            append_died_error(krun);
             kernel_run_end(krun, "kernel_died");
         } else {
             gw_run_append(run, gw_error_event("KernelRestarted", "the kernel was restarted; its state was lost"));
@@ -252,6 +296,7 @@ static int send_code(gw_kernel_run_t *krun)
     }
     free(krun->code);
     krun->code = NULL;
+    krun->in_setup = 0;
     return 0;
 }
 
@@ -289,6 +334,9 @@ static void on_setup_event(kmgr_request_t *req, kmgr_req_event_t ev, const wire_
                      krun->setup_error);
             gw_run_append(krun->run, gw_error_event("ToolSetupFailed", evalue));
             kernel_run_end(krun, "error");
+        } else if (krun->stop_wanted) {
+            gw_run_append(krun->run, gw_error_event("Cancelled", "the run was cancelled before its code started"));
+            kernel_run_end(krun, "cancelled");
         } else {
             send_code(krun);
         }
@@ -324,6 +372,7 @@ static void start_next(gw_context_t *ctx)
         }
         free(krun->setup_code);
         krun->setup_code = NULL;
+        krun->in_setup = 1;
     } else if (send_code(krun) != 0) {
         return;
     }
@@ -394,18 +443,19 @@ void gw_kernel_runs_abort(gw_context_t *ctx, const char *ename, const char *eval
     }
 }
 
+void gw_kernel_runs_status(gw_context_t *ctx, const char *text)
+{
+    for (h2o_linklist_t *node = ctx->runs.next; node != &ctx->runs; node = node->next)
+        gw_run_append(H2O_STRUCT_FROM_MEMBER(gw_kernel_run_t, link, node)->run, status_event(text));
+}
+
 static void restart_after_timeout(gw_kernel_run_t *krun)
 {
     gw_context_t *ctx = krun->ctx;
-    h2o_linklist_t *node;
 
     krun->restarting = 1;
     /* every run of the context learns that state is about to be lost, queued ones included */
-    for (node = ctx->runs.next; node != &ctx->runs; node = node->next) {
-        json_t *ev = gw_event_new("status");
-        json_object_set_new(ev, "text", json_string("restarting"));
-        gw_run_append(H2O_STRUCT_FROM_MEMBER(gw_kernel_run_t, link, node)->run, ev);
-    }
+    gw_kernel_runs_status(ctx, "restarting");
     ctx->execution_count = 0;
     /* the running request ends with FAILED, later, from the loop (kernelmgr never calls back inside restart) */
     if (kmgr_kernel_restart(ctx->kernel) != 0 && !h2o_linklist_is_empty(&ctx->runs))
@@ -426,6 +476,10 @@ void gw_kernel_runs_tick(gw_contexts_t *contexts)
         krun = H2O_STRUCT_FROM_MEMBER(gw_kernel_run_t, link, ctx->runs.next);
         if (krun->request == NULL || krun->restarting)
             continue;
+        /* a stop that waited for execute_input in vain, or an interrupt the kernel swallowed */
+        if (krun->stop_wanted && !krun->in_setup && !krun->got_reply && !krun->timed_out &&
+            (krun->executing ? now - krun->interrupted_ms >= STOP_RETRY_MS : now - krun->stop_wanted_ms >= STOP_WAIT_MS))
+            interrupt_run(krun);
         if (!krun->timed_out) {
             int stdin_expired = krun->input_pending && now >= krun->input_deadline_ms;
             if (now < krun->deadline_ms && !stdin_expired)
@@ -463,7 +517,21 @@ static void on_stop(gw_run_t *run, void *data)
     if (krun->request != NULL) {
         /* the interrupt withdraws a batch of tool calls the kernel waits on */
         gw_tool_calls_close(&krun->tool_calls);
-        kmgr_kernel_interrupt(ctx->kernel);
+        /*
+         * Only the code is interrupted: ipykernel ignores SIGINT until its handler runs, and one that lands in
+         * the handler around the code (before it, or after the code ended and before the reply left) loses
+         * the reply. So the interrupt waits for execute_input, none goes once the reply is in (the code has
+         * ended), and a run gets one every STOP_RETRY_MS at most (kmgr_kernel_interrupt also sends no second one
+         * while one is in flight): a storm of stops is one interrupt.
+         */
+        if (krun->got_reply)
+            return;
+        if (!krun->stop_wanted) {
+            krun->stop_wanted = 1;
+            krun->stop_wanted_ms = gw_now_ms();
+        }
+        if (krun->executing && gw_now_ms() - krun->interrupted_ms >= STOP_RETRY_MS)
+            interrupt_run(krun);
         return;
     }
     gw_run_append(run, gw_error_event("Cancelled", "the run was cancelled before it started"));

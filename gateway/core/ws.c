@@ -6,6 +6,7 @@
 #include "core/errors.h"
 #include "core/http.h"
 #include "core/ws.h"
+#include "core/ws_frames.h"
 
 /* A message this big or bigger is framed by kgate and written from its one copy (see direct_t). */
 #define DIRECT_MIN ((size_t)64 << 10)
@@ -15,6 +16,9 @@
 #define HARD_BOUND_FACTOR 4
 /* Ping intervals of silence after which the peer is presumed gone. */
 #define SILENT_PINGS 3
+/* What one message waiting in wslay costs besides its payload (its frame header, wslay's bookkeeping): control
+ * frames count against the bound too */
+#define QUEUED_MSG_COST 64
 
 struct st_gw_ws_t {
     h2o_websocket_conn_t *conn;
@@ -38,6 +42,11 @@ struct st_gw_ws_t {
     size_t direct_bytes;         /* their bytes */
     unsigned direct_writing : 1; /* the head of `direct` is being written */
     unsigned peer_gone : 1;      /* h2o reported the end while a direct write was in flight */
+    unsigned pong_queued : 1;    /* a pong of ours waits in wslay: a newer ping waits for it (pings.pong_wanted) */
+    unsigned ping_queued : 1;    /* a keep-alive ping of ours waits in wslay: no second one */
+    gw_ws_pings_t pings;         /* the peer's pings, taken out before wslay sees them (see on_wslay_recv) */
+    gw_ws_scan_t sent;           /* the frames wslay hands h2o, to see our pings and pongs leave */
+    wslay_event_send_callback h2o_send;
 };
 
 /*
@@ -99,7 +108,12 @@ void *gw_ws_data(gw_ws_t *ws)
 
 size_t gw_ws_queued_bytes(gw_ws_t *ws)
 {
-    return ws->conn != NULL ? wslay_event_get_queued_msg_length(ws->conn->ws_ctx) + ws->direct_bytes : 0;
+    wslay_event_context_ptr ctx;
+
+    if (ws->conn == NULL)
+        return 0;
+    ctx = ws->conn->ws_ctx;
+    return wslay_event_get_queued_msg_length(ctx) + wslay_event_get_queued_msg_count(ctx) * QUEUED_MSG_COST + ws->direct_bytes;
 }
 
 static void unlink_entry(h2o_timeout_entry_t *entry)
@@ -158,6 +172,12 @@ static void on_flush(h2o_timeout_entry_t *entry)
 
     if (ws->conn == NULL || ws->conn->sock == NULL)
         return;
+    if (ws->pings.pong_wanted && !ws->pong_queued && !ws->closing) {
+        /* the newest ping's payload (RFC 6455 5.5.3); the pings that came while a pong waited get this one */
+        struct wslay_event_msg pong = {WSLAY_PONG, ws->pings.pong, ws->pings.pong_len};
+        ws->pings.pong_wanted = 0;
+        ws->pong_queued = wslay_event_queue_msg(ws->conn->ws_ctx, &pong) == 0;
+    }
     /* wslay first (control frames, the messages queued before the direct ones), then a direct write */
     if (!ws->direct_writing && !h2o_linklist_is_empty(&ws->direct) && !h2o_socket_is_writing(ws->conn->sock) &&
         !wslay_event_want_write(ws->conn->ws_ctx)) {
@@ -243,8 +263,10 @@ static void on_ping(h2o_timeout_entry_t *entry)
         gw_ws_close(ws, GW_WS_GOING_AWAY, "no answer to pings"); /* re-arms this timer as the closing grace */
         return;
     }
-    if (ws->conn != NULL && wslay_event_queue_msg(ws->conn->ws_ctx, &ping) == 0)
+    if (ws->conn != NULL && !ws->ping_queued && wslay_event_queue_msg(ws->conn->ws_ctx, &ping) == 0) {
+        ws->ping_queued = 1;
         schedule_flush(ws);
+    }
     h2o_timeout_link(ws->host->loop, &ws->host->ping_timeout, &ws->ping_entry);
 }
 
@@ -273,7 +295,7 @@ static void on_h2o_message(h2o_websocket_conn_t *conn, const struct wslay_event_
     case WSLAY_CONNECTION_CLOSE:
         ws->closing = 1; /* wslay answers the close frame itself */
         break;
-    default: /* ping (wslay answers), pong */
+    default: /* pong (pings never reach wslay: on_wslay_recv) */
         break;
     }
 }
@@ -295,6 +317,55 @@ static void queue_close(gw_ws_t *ws)
     schedule_flush(ws);
 }
 
+/*
+ * h2o's recv callback with the peer's pings taken out: wslay would queue a pong for each of them, and a
+ * peer that sends pings and reads nothing grew kgate by a queued pong per ping (200 bytes each). h2o
+ * calls wslay again while its input holds bytes, so every byte is taken here, a ping's or a header's
+ * first bytes included (the filter holds those).
+ */
+static ssize_t on_wslay_recv(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *user)
+{
+    h2o_websocket_conn_t *conn = user;
+    gw_ws_t *ws = conn->data;
+    uint64_t pings = ws->pings.pings_taken;
+    size_t taken, n;
+    (void)flags;
+
+    n = gw_ws_pings_filter(&ws->pings, (const uint8_t *)conn->sock->input->bytes, conn->sock->input->size, &taken, buf, len);
+    h2o_buffer_consume(&conn->sock->input, taken);
+    if (ws->pings.pings_taken != pings) {
+        ws->last_recv_ms = gw_now_ms();
+        schedule_flush(ws);
+    }
+    if (n == 0) {
+        wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+        return -1;
+    }
+    return (ssize_t)n;
+}
+
+/* h2o's send callback, watched: it takes a header whole or nothing, and the scan sees our pongs and pings leave. */
+static ssize_t on_wslay_send(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags, void *user)
+{
+    h2o_websocket_conn_t *conn = user;
+    gw_ws_t *ws = conn->data;
+    ssize_t r = ws->h2o_send(ctx, data, len, flags, user);
+    size_t off = 0;
+    int done;
+
+    while (r > 0 && off != (size_t)r) {
+        off += gw_ws_scan_feed(&ws->sent, data + off, (size_t)r - off, &done);
+        if (done && (ws->sent.hdr[0] & 0x0f) == GW_WS_OP_PONG) {
+            ws->pong_queued = 0;
+            if (ws->pings.pong_wanted)
+                schedule_flush(ws);
+        } else if (done && (ws->sent.hdr[0] & 0x0f) == GW_WS_OP_PING) {
+            ws->ping_queued = 0;
+        }
+    }
+    return r;
+}
+
 static void on_drain(h2o_timeout_entry_t *entry)
 {
     queue_close(H2O_STRUCT_FROM_MEMBER(gw_ws_t, drain_entry, entry));
@@ -303,6 +374,7 @@ static void on_drain(h2o_timeout_entry_t *entry)
 gw_ws_t *gw_ws_upgrade(h2o_req_t *req, gw_host_t *host, const char *subprotocol, const gw_ws_limits_t *limits,
                        const gw_ws_callbacks_t *callbacks, void *data)
 {
+    struct wslay_event_callbacks wslay_callbacks;
     const char *key;
     gw_ws_t *ws;
 
@@ -328,6 +400,12 @@ gw_ws_t *gw_ws_upgrade(h2o_req_t *req, gw_host_t *host, const char *subprotocol,
                               strlen(subprotocol));
     gw_add_common_headers(req);
     ws->conn = h2o_upgrade_to_websocket(req, key, ws, on_h2o_message);
+    gw_ws_pings_init(&ws->pings, 1);
+    ws->h2o_send = ws->conn->ws_callbacks.send_callback;
+    wslay_callbacks = ws->conn->ws_callbacks;
+    wslay_callbacks.recv_callback = on_wslay_recv;
+    wslay_callbacks.send_callback = on_wslay_send;
+    wslay_event_config_set_callbacks(ws->conn->ws_ctx, &wslay_callbacks); /* wslay keeps a copy */
     wslay_event_config_set_max_recv_msg_length(
         ws->conn->ws_ctx, limits != NULL && limits->max_message_bytes != 0 ? limits->max_message_bytes : DEFAULT_MAX_MESSAGE);
     h2o_timeout_link(host->loop, &host->ping_timeout, &ws->ping_entry);

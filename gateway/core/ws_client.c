@@ -6,11 +6,14 @@
 #include "wire/alloc.h"
 #include "core/errors.h"
 #include "core/ws_client.h"
+#include "core/ws_frames.h"
 
 #define DEFAULT_MAX_MESSAGE (64u << 20)
 #define DEFAULT_MAX_QUEUED (16u << 20)
 /* Bytes of frames handed to one socket write (h2o keeps a pointer to them until the write completes). */
 #define WRITE_CHUNK (64u << 10)
+/* What one message waiting in wslay costs besides its payload (as core/ws.c counts it) */
+#define QUEUED_MSG_COST 64
 
 struct st_gw_ws_client_t {
     h2o_socket_t *sock;
@@ -28,6 +31,9 @@ struct st_gw_ws_client_t {
     unsigned writing : 1;           /* wbuf is being written */
     unsigned peer_closed_first : 1; /* the peer's close frame came before any of ours */
     unsigned closing : 1;           /* no more messages either way */
+    unsigned pong_queued : 1;       /* a pong of ours waits in wslay: a newer ping waits for it (pings.pong_wanted) */
+    gw_ws_pings_t pings;            /* the peer's pings, answered here with one pong at a time (core/ws_frames.h) */
+    gw_ws_scan_t sent;              /* the frames wslay hands the socket, to see our pong leave */
 };
 
 static void unlink_entry(h2o_timeout_entry_t *entry)
@@ -70,6 +76,12 @@ static void proceed(gw_ws_client_t *wc)
     if (wslay_event_want_read(wc->ctx) && wc->sock->input->size != 0 && wslay_event_recv(wc->ctx) != 0) {
         finish(wc, GW_WS_ABNORMAL);
         return;
+    }
+    if (wc->pings.pong_wanted && !wc->pong_queued && !wc->closing) {
+        /* the newest ping's payload (RFC 6455 5.5.3): a peer that pings and reads nothing costs one pong */
+        struct wslay_event_msg pong = {WSLAY_PONG, wc->pings.pong, wc->pings.pong_len};
+        wc->pings.pong_wanted = 0;
+        wc->pong_queued = wslay_event_queue_msg(wc->ctx, &pong) == 0;
     }
     if (!wc->writing) {
         if (wslay_event_want_write(wc->ctx) && wslay_event_send(wc->ctx) != 0) {
@@ -138,15 +150,16 @@ static void on_cut(h2o_timeout_entry_t *entry)
 static ssize_t recv_callback(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags, void *user)
 {
     gw_ws_client_t *wc = user;
-    size_t n = wc->sock->input->size < len ? wc->sock->input->size : len;
+    size_t taken, n;
     (void)flags;
 
+    /* the peer's pings are taken out: wslay would queue a pong for each */
+    n = gw_ws_pings_filter(&wc->pings, (const uint8_t *)wc->sock->input->bytes, wc->sock->input->size, &taken, buf, len);
+    h2o_buffer_consume(&wc->sock->input, taken);
     if (n == 0) {
         wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
         return -1;
     }
-    memcpy(buf, wc->sock->input->bytes, n);
-    h2o_buffer_consume(&wc->sock->input, n);
     return (ssize_t)n;
 }
 
@@ -163,6 +176,12 @@ static ssize_t send_callback(wslay_event_context_ptr ctx, const uint8_t *data, s
     }
     memcpy(wc->wbuf + wc->wlen, data, n);
     wc->wlen += n;
+    for (size_t off = 0; off != n;) {
+        int done;
+        off += gw_ws_scan_feed(&wc->sent, data + off, n - off, &done);
+        if (done && (wc->sent.hdr[0] & 0x0f) == GW_WS_OP_PONG)
+            wc->pong_queued = 0; /* the next proceed() queues a newer ping's pong */
+    }
     return (ssize_t)n;
 }
 
@@ -214,6 +233,7 @@ gw_ws_client_t *gw_ws_client_start(h2o_socket_t *sock, gw_host_t *host, const gw
     wc->flush_entry.cb = on_flush;
     wc->grace_entry.cb = on_grace;
     wc->cut_entry.cb = on_cut;
+    gw_ws_pings_init(&wc->pings, 0);
     if (wslay_event_context_client_init(&wc->ctx, &wslay_callbacks, wc) != 0)
         h2o_fatal("wslay_event_context_client_init: out of memory");
     wslay_event_config_set_max_recv_msg_length(wc->ctx, limits != NULL && limits->max_message_bytes != 0 ? limits->max_message_bytes
@@ -236,7 +256,8 @@ int gw_ws_client_send(gw_ws_client_t *wc, int is_binary, const void *data, size_
 
     if (wc->closing)
         return GW_EWSCLOSED;
-    if (wslay_event_get_queued_msg_length(wc->ctx) + len > wc->max_queued_bytes) {
+    if (wslay_event_get_queued_msg_length(wc->ctx) + wslay_event_get_queued_msg_count(wc->ctx) * QUEUED_MSG_COST + len >
+        wc->max_queued_bytes) {
         /* the peer stopped reading: cut it off rather than buffer without limit */
         wc->closing = 1;
         wc->cut_code = GW_WS_POLICY_VIOLATION;

@@ -399,6 +399,9 @@ static void on_kernel_state(gw_context_tap_t *tap, kmgr_kernel_state_t state)
     case KMGR_KERNEL_RESTARTING:
         /* the requests in flight die with the old process: their replies will never come */
         gw_jasked_clear(&conn->asked);
+        /* Jupyter Server's restarter says so when a kernel that died on its own comes back (not for a restart asked for) */
+        if (conn->tap.ctx != NULL && kmgr_kernel_last_death(conn->tap.ctx->kernel)[0] != '\0')
+            send_status(conn, "restarting");
         break;
     case KMGR_KERNEL_DEAD:
         send_status(conn, "dead");

@@ -146,6 +146,21 @@ static void add_error(gw_mcp_output_t *out, const json_t *error)
     }
 }
 
+static size_t count_of(const json_t *dropped, const char *key)
+{
+    json_int_t n = json_integer_value(json_object_get(dropped, key));
+    return n > 0 ? (size_t)n : 0;
+}
+
+/* The run's own counts: the text and results its limits dropped never reached this budget. */
+static void add_run_dropped(gw_mcp_output_t *out, const json_t *dropped)
+{
+    out->engine_dropped = 1;
+    out->run_dropped_bytes = count_of(dropped, "output_bytes");
+    out->run_dropped_results = count_of(dropped, "results");
+    out->run_dropped_messages = count_of(dropped, "messages");
+}
+
 int gw_mcp_output_add(gw_mcp_output_t *out, const json_t *event)
 {
     const char *type = json_string_value(json_object_get(event, "type"));
@@ -162,8 +177,8 @@ int gw_mcp_output_add(gw_mcp_output_t *out, const json_t *event)
     } else {
         if (strcmp(type, "execution_count") == 0 && json_is_integer(v = json_object_get(event, "execution_count")))
             out->execution_count = (int)json_integer_value(v);
-        else if (strcmp(type, "execution_complete") == 0 && json_is_object(json_object_get(event, "dropped")))
-            out->engine_dropped = 1;
+        else if (strcmp(type, "execution_complete") == 0 && json_is_object(v = json_object_get(event, "dropped")))
+            add_run_dropped(out, v);
         else if (strcmp(type, "status") == 0 && (v = json_object_get(event, "text")) != NULL && json_is_string(v) &&
                  strcmp(json_string_value(v), "output_truncated") == 0)
             out->engine_dropped = 1;
@@ -173,20 +188,36 @@ int gw_mcp_output_add(gw_mcp_output_t *out, const json_t *event)
     return 1;
 }
 
+/* Why the run dropped output that its counts do not say in bytes or results. */
+static const char *run_note(const gw_mcp_output_t *out, char *buf, size_t size)
+{
+    if (out->run_dropped_messages != 0)
+        snprintf(buf, size, ", and %zu kernel message%s over the message cap (--max-message-bytes), whole",
+                 out->run_dropped_messages, out->run_dropped_messages == 1 ? "" : "s");
+    else if (out->engine_dropped && out->run_dropped_bytes == 0 && out->run_dropped_results == 0)
+        snprintf(buf, size, ", and some by the run's own limits");
+    else
+        buf[0] = '\0';
+    return buf;
+}
+
 json_t *gw_mcp_output_result(const gw_mcp_output_t *out, const char *language, int structured)
 {
     json_t *content = json_array(), *result, *sc, *image;
     gw_mcp_buf_t text = {NULL, 0, 0};
-    size_t i;
+    size_t i, dropped_bytes = out->dropped_bytes + out->run_dropped_bytes,
+              dropped_results = out->dropped_results + out->run_dropped_results;
+    int truncated = dropped_bytes != 0 || dropped_results != 0 || out->engine_dropped;
+    char why[160];
 
     buf_append(&text, out->text.base != NULL ? out->text.base : "", out->text.len);
-    if (out->dropped_bytes != 0 || out->dropped_results != 0 || out->engine_dropped) {
-        char note[256];
+    if (truncated) {
+        char note[384];
         int n = snprintf(note, sizeof(note),
                          "%s[kgate: output truncated: %zu bytes of text and %zu results dropped beyond %zu bytes per call%s]\n",
-                         text.len != 0 && text.base[text.len - 1] != '\n' ? "\n" : "", out->dropped_bytes, out->dropped_results,
-                         out->max_bytes, out->engine_dropped ? ", and some by the run's own limits" : "");
-        buf_append(&text, note, (size_t)n);
+                         text.len != 0 && text.base[text.len - 1] != '\n' ? "\n" : "", dropped_bytes, dropped_results,
+                         out->max_bytes, run_note(out, why, sizeof(why)));
+        buf_append(&text, note, (size_t)n < sizeof(note) ? (size_t)n : sizeof(note) - 1);
     }
     if (text.len == 0 && json_array_size(out->images) == 0)
         buf_append(&text, "(no output)", sizeof("(no output)") - 1);
@@ -203,11 +234,12 @@ json_t *gw_mcp_output_result(const gw_mcp_output_t *out, const char *language, i
                        out->err.base != NULL ? out->err.base : "", out->err.len, "results", out->results);
         if (out->error != NULL)
             json_object_set(sc, "error", out->error);
-        if (out->dropped_bytes != 0 || out->dropped_results != 0 || out->engine_dropped)
+        if (truncated)
             json_object_set_new(sc, "truncated",
-                                json_pack("{s:I, s:I, s:I, s:b}", "limit_bytes", (json_int_t)out->max_bytes, "dropped_bytes",
-                                          (json_int_t)out->dropped_bytes, "dropped_results", (json_int_t)out->dropped_results,
-                                          "dropped_by_run", out->engine_dropped));
+                                json_pack("{s:I, s:I, s:I, s:I, s:b}", "limit_bytes", (json_int_t)out->max_bytes, "dropped_bytes",
+                                          (json_int_t)dropped_bytes, "dropped_results", (json_int_t)dropped_results,
+                                          "dropped_messages", (json_int_t)out->run_dropped_messages, "dropped_by_run",
+                                          out->engine_dropped));
         json_object_set_new(result, "structuredContent", sc);
     }
     free(text.base);

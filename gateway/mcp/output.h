@@ -19,6 +19,8 @@ typedef struct st_gw_mcp_output_t {
     size_t max_bytes, used_bytes;
     size_t dropped_bytes, dropped_results;
     int engine_dropped; /* the run itself dropped output (its own limits, or an oversized kernel message) */
+    /* what the run dropped before this budget saw it, as its execution_complete counts it (`dropped`) */
+    size_t run_dropped_bytes, run_dropped_results, run_dropped_messages;
     gw_mcp_buf_t text, out, err;
     json_t *results;     /* MIME bundles */
     json_t *images;      /* image content blocks */
@@ -39,9 +41,10 @@ int gw_mcp_output_add(gw_mcp_output_t *out, const json_t *event);
 
 /**
  * The tools/call result: `content` (one text block: the output in order, tracebacks, a line on what
- * was dropped; then an image block per image/png or image/jpeg result), `isError` when the run
- * raised, and with `structured` the `structuredContent` {language, execution_count, stdout, stderr,
- * results, error?, truncated?}. A new object; `out` is left as it was.
+ * was dropped, by this budget and by the run's own limits together; then an image block per image/png or image/jpeg result),
+ * `isError` when the run raised, and with `structured` the `structuredContent` {language, execution_count, stdout, stderr, results,
+ * error?, truncated?}; `truncated` is {limit_bytes, dropped_bytes, dropped_results, dropped_messages (kernel messages over
+ * --max-message-bytes: what they carried is not counted in bytes), dropped_by_run}. A new object; `out` is left as it was.
  */
 json_t *gw_mcp_output_result(const gw_mcp_output_t *out, const char *language, int structured);
 

@@ -189,7 +189,9 @@ void kmgr_requests_on_input(kmgr_kernel_t *k, const wire_msg_t *msg)
  * (kgate reads its iopub connection only as fast as its loop relays). Should the lost one be a request's
  * status idle, the request would never end: one that has its reply and has heard nothing for
  * KMGR_IDLE_GRACE_MS is finished anyway. Any iopub message for it restarts the wait, so output
- * still queued is never cut short.
+ * still queued is never cut short. The other way round, a request with its status idle and no reply
+ * (the kernel lost it: KMGR_REPLY_GRACE_MS) is finished after a shorter silence: it ends with DONE and
+ * no KMGR_REQ_REPLY.
  */
 void kmgr_requests_finish_replied_without_idle(kmgr_kernel_t *k, uint64_t now)
 {
@@ -199,7 +201,8 @@ void kmgr_requests_finish_replied_without_idle(kmgr_kernel_t *k, uint64_t now)
     for (link = k->requests.next; link != &k->requests; link = next) {
         kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, link);
         next = link->next;
-        if (!req->got_reply || req->got_idle || now - req->last_heard_at < KMGR_IDLE_GRACE_MS)
+        if (req->got_reply == req->got_idle ||
+            now - req->last_heard_at < (req->got_reply ? KMGR_IDLE_GRACE_MS : KMGR_REPLY_GRACE_MS))
             continue;
         finish(req, KMGR_REQ_DONE, 0);
         /* the callback may have destroyed or restarted the kernel, and with it the list */

@@ -355,6 +355,8 @@ static void on_command(kmgr_zsock_t *z, const uint8_t *body, size_t len)
     } else if (wire_zmtp_command_is(&cmd, "READY")) {
         if (z->state != KMGR_ZSOCK_HANDSHAKE || wire_zmtp_property(&cmd, "Socket-Type", &value, &value_len) != 1)
             protocol_error(z, "unexpected or malformed READY");
+        else if (!wire_zmtp_socket_types_match(z->socket_type, value, value_len))
+            protocol_error(z, "the kernel's socket is of a type this channel cannot talk to (a wrong port?)");
         else
             on_ready(z);
     } else if (wire_zmtp_command_is(&cmd, "PING")) {

@@ -304,6 +304,7 @@ ENGINE_TEST(code_mode, stopping_a_run_withdraws_its_waiting_calls_and_a_new_batc
     /* the kernel asks again without an answer: it stopped waiting on the first batch (the code caught an interrupt) */
     send_batch(req, "[{\"name\":\"fetch\",\"arguments\":{}}]");
     cr_expect_eq(gw_run_tool_result(run, first, json_null(), NULL), GW_ETOOLCALLCLOSED);
+    fake_request_iopub(req, "execute_input", json_pack("{s:s, s:i}", "code", "", "execution_count", 1));
     gw_run_stop(run);
     cr_expect_eq(fake_kernel_seen(kernel)->interrupts, 1);
     cr_expect_eq(gw_run_tool_result(run, call_id(run, 1), json_null(), NULL), GW_ETOOLCALLCLOSED);

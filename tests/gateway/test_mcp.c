@@ -285,6 +285,40 @@ Test(mcp, output_in_order)
     gw_mcp_output_dispose(&out);
 }
 
+Test(mcp, the_runs_own_drops_are_counted_in_the_note_and_the_structured_result)
+{
+    gw_mcp_output_t out;
+    json_t *r, *tr;
+    const char *text;
+
+    /* the run's output limit is the call's budget: 100 MB printed reaches this budget as 1 MiB, the rest counted by the run */
+    gw_mcp_output_init(&out, 10);
+    feed(&out, "{\"type\":\"stdout\",\"text\":\"0123456789\"}");
+    feed(&out, "{\"type\":\"status\",\"text\":\"output_truncated\"}");
+    feed(&out, "{\"type\":\"execution_complete\",\"dropped\":{\"output_bytes\":98951424,\"results\":2,\"messages\":1}}");
+    r = gw_mcp_output_result(&out, "python", 1);
+    text = json_string_value(json_object_get(json_array_get(json_object_get(r, "content"), 0), "text"));
+    cr_expect_str_eq(text, "0123456789\n[kgate: output truncated: 98951424 bytes of text and 2 results dropped beyond 10 bytes per "
+                           "call, and 1 kernel message over the message cap (--max-message-bytes), whole]\n");
+    tr = json_object_get(json_object_get(r, "structuredContent"), "truncated");
+    cr_expect_eq(json_integer_value(json_object_get(tr, "dropped_bytes")), 98951424);
+    cr_expect_eq(json_integer_value(json_object_get(tr, "dropped_results")), 2);
+    cr_expect_eq(json_integer_value(json_object_get(tr, "dropped_messages")), 1);
+    cr_expect(json_is_true(json_object_get(tr, "dropped_by_run")));
+    json_decref(r);
+    gw_mcp_output_dispose(&out);
+
+    /* this budget's drops and the run's add up */
+    gw_mcp_output_init(&out, 4);
+    feed(&out, "{\"type\":\"stdout\",\"text\":\"abcdef\"}");
+    feed(&out, "{\"type\":\"execution_complete\",\"dropped\":{\"output_bytes\":5,\"results\":0,\"messages\":0}}");
+    r = gw_mcp_output_result(&out, "python", 1);
+    text = json_string_value(json_object_get(json_array_get(json_object_get(r, "content"), 0), "text"));
+    cr_expect_str_eq(text, "abcd\n[kgate: output truncated: 7 bytes of text and 0 results dropped beyond 4 bytes per call]\n");
+    json_decref(r);
+    gw_mcp_output_dispose(&out);
+}
+
 Test(mcp, output_budget)
 {
     gw_mcp_output_t out;

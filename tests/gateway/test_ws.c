@@ -293,6 +293,37 @@ Test(ws, a_peer_that_stops_reading_is_cut_off_at_the_queue_bound)
     wsc_close(&ws);
 }
 
+Test(ws, a_peer_that_pings_and_never_reads_gets_pongs_coalesced_to_the_newest_ping)
+{
+    enum { PINGS = 200000, BATCH = 5000, PAYLOAD = 125 };
+    uint8_t *frames = malloc((size_t)BATCH * (6 + PAYLOAD));
+    uint32_t last = 0;
+    size_t pongs = 0;
+    wsc_msg_t m;
+    wsc_t ws;
+
+    connect_ok(&ws, "/echo", NULL);
+    /* 26 MB of pings, nothing read meanwhile: one pong per ping would be 25 MB queued for this client */
+    for (uint32_t seq = 0; seq != PINGS; seq += BATCH)
+        cr_assert_eq(wsc_write(&ws, frames, wsc_ping_frames(frames, BATCH, seq, PAYLOAD)), 0, "%s", ws.error);
+    while (last != PINGS - 1 && wsc_recv(&ws, wsc_now_ms() + WAIT_MS, &m) == 0) {
+        if (m.opcode == WSC_PONG) {
+            ++pongs;
+            cr_assert_eq(m.len, PAYLOAD, "a pong carries its ping's payload");
+            cr_assert_geq(wsc_pong_seq(&m), last, "pongs answer newer pings only");
+            last = wsc_pong_seq(&m);
+        }
+        free(m.data);
+    }
+    cr_assert_eq(last, PINGS - 1, "the newest ping was not answered (last pong: %u)", last);
+    /* what the sockets' buffers took while the client did not read, and one pong for the pings after that */
+    cr_assert_lt(pongs, PINGS / 2, "%zu pongs for %d pings: every ping was answered, queued while the client did not read", pongs,
+                 PINGS);
+    cr_assert_eq(__atomic_load_n(&srv.close_code, __ATOMIC_SEQ_CST), -1, "the server closed a client that pings");
+    free(frames);
+    wsc_close(&ws);
+}
+
 Test(ws, a_message_over_the_size_bound_closes_with_1009)
 {
     size_t len = MAX_MESSAGE + 1;

@@ -85,6 +85,10 @@ while True:
                     if answer["header"]["msg_type"] == "input_reply":
                         break
                 good.send(iopub, "stream", {"name": "stdout", "text": "got [%s]\n" % answer["content"]["value"]}, parent=msg)
+            if code == "reply-lost":
+                # as ipykernel does when an interrupt lands after the code and before the reply: idle, no reply
+                good.send(iopub, "status", {"execution_state": "idle"}, parent=msg)
+                continue
             if code == "idle-lost":
                 # as if the kernel's PUB queue had dropped it: the reply comes, the idle never does
                 good.send(shell, "execute_reply", reply, parent=msg, ident=idents)

@@ -76,6 +76,28 @@ Test(fake_kernel, a_lost_idle_does_not_hang_the_request)
     kmgr_kernel_destroy(k);
 }
 
+Test(fake_kernel, a_lost_reply_does_not_hang_the_request_once_the_kernel_is_idle)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(fake, &st);
+    uint64_t t0;
+    kt_rec_t rec;
+
+    kt_rec_init(&rec);
+    t0 = kmgr_now_ms();
+    cr_assert_eq(kt_execute(k, "reply-lost", &rec), 0);
+    /* it waited for the reply until its timeout (600 s by default), the kernel idle */
+    cr_assert(kt_wait_rec(&rec, 10000), "a request with its idle but no reply must end");
+    cr_expect_eq(rec.n_reply, 0);
+    cr_expect_eq(rec.n_done, 1);
+    cr_expect_str_eq(rec.out, "genuine\n");
+    /* ended by the grace period after the idle (1.5 s of silence), not at once */
+    cr_expect_geq(kmgr_now_ms() - t0, 1400);
+    cr_expect_lt(kmgr_now_ms() - t0, 5000);
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
 Test(fake_kernel, shutdown_request_ends_it_politely)
 {
     kt_states_t st = {0};

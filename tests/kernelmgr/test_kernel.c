@@ -332,6 +332,48 @@ Test(kernel, interrupt_by_message)
     kmgr_kernelspec_destroy(spec);
 }
 
+static int printed_ready(void *arg)
+{
+    return strstr(((kt_rec_t *)arg)->out, "ready\n") != NULL;
+}
+
+/* A storm of interrupts is one: ipykernel ends when a second SIGINT lands while it handles the first one's KeyboardInterrupt. */
+Test(kernel, interrupts_in_a_burst_are_one_until_the_kernel_is_idle)
+{
+    static const char code[] = "import signal, time\n"
+                               "n = 0\n"
+                               "def count(*args):\n"
+                               "    global n\n"
+                               "    n += 1\n"
+                               "signal.signal(signal.SIGINT, count)\n"
+                               "print('ready', flush=True)\n"
+                               "time.sleep(1.2)\n"
+                               "print(n)\n";
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(NULL, &st);
+    kt_rec_t rec, after;
+
+    kt_rec_init(&rec);
+    kt_rec_init(&after);
+    cr_assert_eq(kt_execute(k, code, &rec), 0);
+    cr_assert(poll_loop_run_until(kt.loop, printed_ready, &rec, 10000));
+    for (int i = 0; i != 20; ++i) {
+        cr_assert_eq(kmgr_kernel_interrupt(k), 0);
+        poll_loop_run_for(kt.loop, 5);
+    }
+    cr_assert(kt_wait_rec(&rec, 10000));
+    cr_expect_str_eq(rec.out, "ready\n1\n", "the code counted its SIGINTs: %s", rec.out);
+    /* the kernel has been idle since: the next interrupt goes */
+    cr_assert_eq(kt_execute(k, code, &after), 0);
+    cr_assert(poll_loop_run_until(kt.loop, printed_ready, &after, 10000));
+    cr_assert_eq(kmgr_kernel_interrupt(k), 0);
+    cr_assert(kt_wait_rec(&after, 10000));
+    cr_expect_str_eq(after.out, "ready\n1\n", "an interrupt after the kernel went idle: %s", after.out);
+    kt_rec_dispose(&rec);
+    kt_rec_dispose(&after);
+    kmgr_kernel_destroy(k);
+}
+
 Test(kernel, input_request_round_trip)
 {
     kt_states_t st = {0};

@@ -232,6 +232,35 @@ Fail:
     return -1;
 }
 
+size_t wsc_ping_frames(uint8_t *out, size_t count, uint32_t first_seq, size_t payload_len)
+{
+    static const uint8_t mask[4] = {0x5a, 0xc3, 0x19, 0xe7};
+    uint8_t *p = out;
+
+    for (size_t i = 0; i != count; ++i) {
+        uint32_t seq = first_seq + (uint32_t)i;
+        *p++ = 0x80 | WSC_PING;
+        *p++ = (uint8_t)(0x80 | payload_len);
+        memcpy(p, mask, 4);
+        p += 4;
+        for (size_t j = 0; j != payload_len; ++j)
+            *p++ = (uint8_t)((j < 4 ? (uint8_t)(seq >> (24 - 8 * j)) : (uint8_t)'.') ^ mask[j & 3]);
+    }
+    return (size_t)(p - out);
+}
+
+int wsc_write(wsc_t *ws, const void *bytes, size_t len)
+{
+    return write_all(ws, bytes, len);
+}
+
+uint32_t wsc_pong_seq(const wsc_msg_t *msg)
+{
+    if (msg->len < 4)
+        return 0;
+    return (uint32_t)msg->data[0] << 24 | (uint32_t)msg->data[1] << 16 | (uint32_t)msg->data[2] << 8 | msg->data[3];
+}
+
 void wsc_close(wsc_t *ws)
 {
     if (ws->fd > 0)

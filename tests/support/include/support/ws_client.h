@@ -54,6 +54,20 @@ int wsc_send(wsc_t *ws, int opcode, const void *data, size_t len);
  */
 int wsc_recv(wsc_t *ws, int64_t deadline_ms, wsc_msg_t *msg);
 
+/**
+ * Writes `count` masked ping frames into `out` (room for count * (6 + payload_len) bytes), each with a
+ * `payload_len`-byte payload (4 to 125) that starts with its sequence number, big-endian, from
+ * `first_seq`. Returns the bytes written: pre-built frames for a client that pings as fast as a socket
+ * takes them (write them with wsc_write).
+ */
+size_t wsc_ping_frames(uint8_t *out, size_t count, uint32_t first_seq, size_t payload_len);
+
+/** Writes `len` raw bytes to the socket (blocking). Returns 0 or -1 (ws->error). */
+int wsc_write(wsc_t *ws, const void *bytes, size_t len);
+
+/** The sequence number at the start of a pong's payload (see wsc_ping_frames); 0 when it is shorter. */
+uint32_t wsc_pong_seq(const wsc_msg_t *msg);
+
 /** Closes the socket and frees buffers (no close frame: send one with wsc_send first if wanted). */
 void wsc_close(wsc_t *ws);
 
