@@ -133,9 +133,9 @@ static void append_died_error(gw_kernel_run_t *krun)
 
 /*
  * A stream message whose content kernelmgr kept raw (the run opted in: kmgr_execute_options_t.raw_stream): its text
- * token goes into the event as the kernel encoded it, unless the content is not simple (then it is parsed, and a
- * malformed one becomes today's message_undecodable notice) or the text does not fit the run's output room (then the
- * decoded text is cut at a character boundary by gw_run_append).
+ * token goes into the event as the kernel encoded it (a result's MIME values likewise: wire_json_scan_bundle), unless the content
+ * is not simple (then it is parsed, and a malformed one becomes today's message_undecodable notice) or the text does not fit the
+ * run's output room (then the decoded text is cut at a character boundary by gw_run_append).
  */
 static void append_raw_stream(gw_kernel_run_t *krun, const wire_msg_t *msg, const gw_translate_opts_t *opts)
 {
@@ -143,10 +143,24 @@ static void append_raw_stream(gw_kernel_run_t *krun, const wire_msg_t *msg, cons
     wire_msg_t parsed;
     json_t *event;
 
-    if (wire_json_scan_stream(msg->raw_content.base, msg->raw_content.len, &f) && f.name != NULL &&
-        gw_run_append_stream(krun->run, f.name_len == 6 && memcmp(f.name, "stderr", 6) == 0, f.text, f.text_len,
-                             f.text_decoded_len))
+    if (strcmp(wire_msg_type(msg), "stream") != 0) {
+        /* an execute_result or display_data (WIRE_DECODE_RAW_RESULT): its bundle as the kernel encoded it */
+        wire_bundle_fields_t *bundle = wire_malloc(sizeof(*bundle));
+        int simple = wire_json_scan_bundle(msg->raw_content.base, msg->raw_content.len, bundle);
+        if (simple) {
+            size_t len;
+            char *results = gw_translate_raw_bundle(bundle, opts, &len);
+            gw_run_append_result_json(krun->run, results, len);
+            free(results);
+        }
+        free(bundle);
+        if (simple)
+            return;
+    } else if (wire_json_scan_stream(msg->raw_content.base, msg->raw_content.len, &f) && f.name != NULL &&
+               gw_run_append_stream(krun->run, f.name_len == 6 && memcmp(f.name, "stderr", 6) == 0, f.text, f.text_len,
+                                    f.text_decoded_len)) {
         return;
+    }
     /* a view of the borrowed message with its content parsed: the translation of every other message */
     parsed = *msg;
     parsed.content_raw = 0;

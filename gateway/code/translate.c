@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
+#include "wire/json_in.h"
 #include "core/event.h"
 #include "code/translate.h"
 #include "core/json_out.h"
@@ -117,8 +118,16 @@ static json_t *result_from_content(json_t *content, const gw_translate_opts_t *o
     /* every SDK finds the plain text: Python and Kotlin read results.text, Go text/plain (docs/API.md
      * Part 1). A shallow copy: the values are shared with the kernel's message, never copied. */
     results = json_copy(data);
-    if (json_is_string(plain = json_object_get(data, "text/plain")))
+    if (json_is_string(plain = json_object_get(data, "text/plain"))) {
+        if (!opts->keep_ansi && memchr(json_string_value(plain), '\x1b', json_string_length(plain)) != NULL) {
+            size_t len;
+            char *clean = gw_strip_ansi(json_string_value(plain), json_string_length(plain), &len);
+            plain = json_stringn_nocheck(clean, len);
+            free(clean);
+            json_object_set_new(results, "text/plain", plain);
+        }
         json_object_set(results, "text", plain);
+    }
     if (opts->compat_execd) {
         json_object_foreach(data, mime, value)
         {
@@ -128,6 +137,120 @@ static json_t *result_from_content(json_t *content, const gw_translate_opts_t *o
     }
     json_object_set_new(ev, "results", results);
     return ev;
+}
+
+/* A growing buffer of JSON text. */
+typedef struct st_jtext_t {
+    char *p;
+    size_t len, cap;
+} jtext_t;
+
+static void jtext_put(jtext_t *t, const char *s, size_t n)
+{
+    if (t->len + n > t->cap) {
+        t->cap = (t->len + n) * 2;
+        t->p = wire_realloc(t->p, t->cap);
+    }
+    memcpy(t->p + t->len, s, n);
+    t->len += n;
+}
+
+static void jtext_put_value(jtext_t *t, const json_t *value)
+{
+    size_t n = gw_json_render(value, NULL);
+    if (t->len + n > t->cap) {
+        t->cap = (t->len + n) * 2;
+        t->p = wire_realloc(t->p, t->cap);
+    }
+    gw_json_render(value, t->p + t->len);
+    t->len += n;
+}
+
+/* A JSON string token may hold an ESC only as an escape (JSON strings have no raw control bytes). */
+static int token_may_have_esc(const char *tok, size_t len)
+{
+    for (const char *p = tok; (p = memchr(p, '\\', len - (size_t)(p - tok))) != NULL && len - (size_t)(p - tok) >= 6; ++p)
+        if (p[1] == 'u' && p[2] == '0' && p[3] == '0' && p[4] == '1' && (p[5] == 'b' || p[5] == 'B'))
+            return 1;
+    return 0;
+}
+
+/* Puts the text/plain token, without ANSI escapes unless asked. */
+static void put_plain(jtext_t *t, const wire_bundle_entry_t *e, const gw_translate_opts_t *opts)
+{
+    json_t *v;
+
+    if (opts->keep_ansi || !token_may_have_esc(e->value, e->value_len) || (v = wire_json_parse(e->value, e->value_len)) == NULL) {
+        jtext_put(t, e->value, e->value_len);
+        return;
+    }
+    size_t len;
+    char *clean = gw_strip_ansi(json_string_value(v), json_string_length(v), &len);
+    json_t *s = json_stringn_nocheck(clean, len);
+    jtext_put_value(t, s);
+    json_decref(s);
+    json_decref(v);
+    free(clean);
+}
+
+/* A non-string value as it came, on one line (compacted only when it holds a line break). */
+static void put_raw_value(jtext_t *t, const wire_bundle_entry_t *e, int as_string)
+{
+    char *compact = NULL;
+    const char *text = e->value;
+    size_t len = e->value_len;
+
+    if (e->has_newline) {
+        compact = wire_malloc(len != 0 ? len : 1);
+        len = wire_json_compact(compact, e->value, e->value_len);
+        text = compact;
+    }
+    if (as_string) {
+        /* Go's execd SDK reads a map of strings: the value's JSON text, as a string */
+        json_t *s = json_stringn_nocheck(text, len);
+        jtext_put_value(t, s);
+        json_decref(s);
+    } else {
+        jtext_put(t, text, len);
+    }
+    free(compact);
+}
+
+char *gw_translate_raw_bundle(const wire_bundle_fields_t *bundle, const gw_translate_opts_t *opts, size_t *len)
+{
+    jtext_t t = {NULL, 0, 0};
+    const wire_bundle_entry_t *plain = NULL;
+    int first = 1;
+
+    for (size_t i = 0; i != bundle->count; ++i)
+        if (bundle->entries[i].is_string && bundle->entries[i].key_len == 10 &&
+            memcmp(bundle->entries[i].key, "text/plain", 10) == 0)
+            plain = &bundle->entries[i];
+    jtext_put(&t, "{", 1);
+    for (size_t i = 0; i != bundle->count; ++i) {
+        const wire_bundle_entry_t *e = &bundle->entries[i];
+        if (plain != NULL && e->key_len == 4 && memcmp(e->key, "text", 4) == 0)
+            continue;
+        if (!first)
+            jtext_put(&t, ",", 1);
+        first = 0;
+        jtext_put(&t, "\"", 1);
+        jtext_put(&t, e->key, e->key_len);
+        jtext_put(&t, "\":", 2);
+        if (e == plain)
+            put_plain(&t, e, opts);
+        else if (e->is_string)
+            jtext_put(&t, e->value, e->value_len);
+        else
+            put_raw_value(&t, e, opts->compat_execd);
+    }
+    if (plain != NULL) {
+        jtext_put(&t, first ? "\"text\":" : ",\"text\":", first ? 7 : 8);
+        put_plain(&t, plain, opts);
+    }
+    jtext_put(&t, "}", 1);
+    *len = t.len;
+    return t.p;
 }
 
 /* What kgate could not decode of a kernel's message is said, never dropped silently. */

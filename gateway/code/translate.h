@@ -4,11 +4,12 @@
 
 #include <jansson.h>
 #include "wire/message.h"
+#include "wire/json_scan.h"
 #include "core/event.h"
 
 typedef struct st_gw_translate_opts_t {
     int compat_execd; /* send non-string MIME values of results as their JSON text (Go's SDK reads a map of strings) */
-    int keep_ansi;    /* keep ANSI escape sequences in tracebacks */
+    int keep_ansi;    /* keep ANSI escape sequences in tracebacks and in results' text/plain */
 } gw_translate_opts_t;
 
 /**
@@ -23,6 +24,16 @@ typedef struct st_gw_translate_opts_t {
  *   event {text: "message_undecodable", msg_type, reason} instead of vanishing.
  */
 json_t *gw_translate_iopub(const wire_msg_t *msg, const gw_translate_opts_t *opts);
+
+/**
+ * The `results` of a `result` event, as JSON text on one line (wire_malloc'd, `*len` bytes), from a
+ * bundle that wire_json_scan_bundle found in an execute_result or display_data: every MIME value
+ * copied as the kernel encoded it (white space taken out only where it held a line break), plus `text`
+ * beside a string `text/plain`, both without ANSI escapes unless opts->keep_ansi; with
+ * opts->compat_execd each non-string value becomes the JSON string of its text. A `text` member of
+ * the bundle gives way to the copy of `text/plain`, as in gw_translate_iopub. Pure.
+ */
+char *gw_translate_raw_bundle(const wire_bundle_fields_t *bundle, const gw_translate_opts_t *opts, size_t *len);
 
 /**
  * Translates the shell reply of an execute_request. Unless the reply says `ok` or an error event

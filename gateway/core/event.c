@@ -29,12 +29,19 @@ gw_event_t *gw_event_render(const json_t *event, uint64_t id, int compat_execd)
 gw_event_t *gw_event_render_stream(int is_stderr, int64_t timestamp, const char *text_token, size_t token_len, uint64_t id,
                                    int compat_execd)
 {
-    char head[128];
+    return gw_event_render_member(is_stderr ? "stderr" : "stdout", timestamp, "text", text_token, token_len, id, compat_execd);
+}
+
+gw_event_t *gw_event_render_member(const char *type, int64_t timestamp, const char *key, const char *value_json, size_t value_len,
+                                   uint64_t id, int compat_execd)
+{
+    char head[160];
     int prefix_len = compat_execd ? 0 : snprintf(head, sizeof(head), "id: %" PRIu64 "\ndata: ", id);
-    /* the key order of gw_event_new + "text", as gw_json_render writes it (tests/gateway compares the two) */
-    int head_len =
-        prefix_len + snprintf(head + prefix_len, sizeof(head) - (size_t)prefix_len,
-                              "{\"type\":\"%s\",\"timestamp\":%" PRId64 ",\"text\":", is_stderr ? "stderr" : "stdout", timestamp);
+    /* the key order of gw_event_new + `key`, as gw_json_render writes it (tests/gateway compares the two) */
+    int head_len = prefix_len + snprintf(head + prefix_len, sizeof(head) - (size_t)prefix_len,
+                                         "{\"type\":\"%.32s\",\"timestamp\":%" PRId64 ",\"%.32s\":", type, timestamp, key);
+    const char *text_token = value_json;
+    size_t token_len = value_len;
     gw_event_t *ev = wire_malloc(offsetof(gw_event_t, frame) + (size_t)head_len + token_len + 3);
 
     memset(ev, 0, offsetof(gw_event_t, frame));

@@ -39,6 +39,15 @@ gw_event_t *gw_event_render(const json_t *event, uint64_t id, int compat_execd);
 gw_event_t *gw_event_render_stream(int is_stderr, int64_t timestamp, const char *text_token, size_t token_len, uint64_t id,
                                    int compat_execd);
 /**
+ * Renders {"type": type, "timestamp": timestamp, key: <value>} where the value is `value_json`
+ * (`value_len` bytes of one-line JSON text the caller has validated) copied as it is: what
+ * gw_event_render makes of the same object built by gw_event_new, except that the value keeps its
+ * text (a number's digits, a string's escapes). `type` and `key` need no escaping. Returns a new
+ * event with refcnt 1.
+ */
+gw_event_t *gw_event_render_member(const char *type, int64_t timestamp, const char *key, const char *value_json, size_t value_len,
+                                   uint64_t id, int compat_execd);
+/**
  * Copies `len` bytes (a chunk of a relayed body, say) into an event with no SSE framing: the writer
  * sends them as they are. Returns a new event with refcnt 1 and id 0.
  */

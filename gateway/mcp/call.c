@@ -182,9 +182,15 @@ static void close_cursor(gw_mcp_call_t *call)
 static json_t *event_json(const gw_event_t *ev)
 {
     const char *brace = memchr(ev->frame, '{', ev->len);
+    size_t len = brace != NULL ? ev->len - (size_t)(brace - ev->frame) : 0;
+    json_t *v;
 
-    return brace != NULL ? json_loadb(brace, ev->len - (size_t)(brace - ev->frame), JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL, NULL)
-                         : NULL;
+    if (brace == NULL)
+        return NULL;
+    if ((v = json_loadb(brace, len, JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL, NULL)) != NULL)
+        return v;
+    /* a result relayed as the kernel encoded it may hold an integer beyond 64 bits: read as a real, not lost */
+    return json_loadb(brace, len, JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, NULL);
 }
 
 static void on_finish(h2o_timeout_entry_t *entry)

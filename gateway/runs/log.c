@@ -327,6 +327,23 @@ int gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, s
     return 1;
 }
 
+void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t len)
+{
+    gw_event_t *ev;
+
+    if (run->state == GW_RUN_FINISHED)
+        return;
+    if (len > run->limits.result_bytes || (run->log_error != 0 && run->tail_bytes > GW_RUNLOG_TAIL_BYTES)) {
+        ++run->results_dropped;
+        if (len > run->limits.result_bytes)
+            report_truncation(run);
+        return;
+    }
+    ev = gw_event_render_member("result", gw_unix_ms(), "results", results_json, len, ++run->last_event_id,
+                                run->runs->host->config->compat_execd);
+    link_event(run, ev, 0);
+}
+
 void gw_run_append_last(gw_run_t *run, json_t *event)
 {
     insert(run, event, 1);

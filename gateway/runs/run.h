@@ -133,6 +133,14 @@ void gw_run_append(gw_run_t *run, json_t *event);
 int gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, size_t token_len, size_t decoded_len);
 
 /**
+ * Appends a `result` event whose `results` is `results_json` (`len` bytes: the text of a JSON object
+ * on one line, validated by the caller: code/translate.h gw_translate_raw_bundle) copied as it is, so
+ * that numbers keep the kernel's text. The run's result limit applies as in gw_run_append (a bundle
+ * over it is dropped, counted and reported once as `output_truncated`). Ignored once the run has finished.
+ */
+void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t len);
+
+/**
  * A kernel message larger than max_message_bytes was dropped while the run was in flight (its
  * output, or its reply, may be among what was lost). The first time appends a `status` event with
  * text `output_truncated`, `message_limit` and a `reason` naming the cap; each time counts one in

@@ -185,7 +185,7 @@ int kmgr_channels_drain(kmgr_channels_t *ch, wire_channel_t channel)
         /* stream content stays raw until someone must read it (kmgr_requests_on_iopub): a relay of its
          * text copies the bytes as they are instead of decoding and re-encoding them */
         int flags = big == KMGR_BIG_IOPUB_HEADERS   ? WIRE_DECODE_SKIP_CONTENT
-                    : channel == WIRE_CHANNEL_IOPUB ? WIRE_DECODE_RAW_STREAM
+                    : channel == WIRE_CHANNEL_IOPUB ? WIRE_DECODE_RAW_STREAM | WIRE_DECODE_RAW_RESULT
                                                     : 0;
         if ((ret = wire_decode_ex(ch->signer, rx.frames, rx.nframes, flags, &msg)) != 0) {
             count_dropped(ch, wire_strerror(ret));

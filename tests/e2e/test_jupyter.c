@@ -1014,6 +1014,25 @@ Test(jupyter, past_the_replay_bound_the_returning_client_is_told_output_was_lost
     cr_expect_eq(survivors, 0);
 }
 
+/* The Jupyter door relays what the kernel wrote, colours included (frontends render them). */
+Test(jupyter, results_keep_their_ansi_colours)
+{
+    char *id = start_kernel("{}"), exec_id[64];
+    jws_t c;
+    json_t *msg;
+
+    cr_assert_eq(jws_open(&c, id, 1, NULL), 0);
+    snprintf(exec_id, sizeof(exec_id), "%s",
+             jws_send(&c, "shell", "execute_request",
+                      execute_content("class C:\n    def __repr__(self): return '\\x1b[33m2\\x1b[39m'\nC()"), NULL));
+    msg = jws_until(&c, "iopub", "execute_result", exec_id, NULL, 0);
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(msg, "content"), "data"), "text/plain")),
+                     "\x1b[33m2\x1b[39m");
+    json_decref(msg);
+    wsc_close(&c.ws);
+    free(id);
+}
+
 /* ---- a message over --max-message-bytes ---- */
 
 Test(jupyter, a_message_over_the_cap_is_told_to_the_client_in_its_cell_and_the_next_output_arrives)

@@ -366,6 +366,38 @@ Test(lifecycle, too_many_contexts)
     xh_gateway_stop(&gw);
 }
 
+/* MIME bundles are relayed as the kernel encoded them: numbers beyond what a double or a 64-bit integer holds keep their text. */
+Test(lifecycle, result_bundles_keep_the_numbers_the_kernel_wrote)
+{
+    char *ctx = xh_context_new(port(), NULL, NULL), zeros[82];
+    ts_events_t evs;
+    size_t results = 0;
+
+    memset(zeros, '0', 81);
+    zeros[81] = '\0';
+    json_t *body = xh_body(ctx, "from IPython.display import JSON, display\ndisplay(JSON({'n': 10**81, 'f': 1.5e300}))");
+    /* not xh_run_ok: a JSON parser with 64-bit integers (jansson, the tests' own) refuses the result's line, as it would
+     * refuse the kernel's message; a client's parser with big numbers (Python's) reads it as the kernel wrote it */
+    xh_run(port(), body, ts_now_ms() + XH_RUN_MS, &evs);
+    json_decref(body);
+    cr_assert(evs.ended && evs.n != 0 && strstr(evs.v[evs.n - 1].data, "execution_complete") != NULL, "the run did not complete");
+    cr_assert_eq(ts_events_count(&evs, "error"), 0);
+    cr_assert_eq(xh_status_count(&evs, "message_undecodable"), 0, "the bundle was dropped as undecodable");
+    for (size_t i = 0; i != evs.n; ++i) {
+        const char *data = evs.v[i].data, *n;
+        if (strstr(data, "\"type\":\"result\"") == NULL)
+            continue;
+        ++results;
+        cr_assert_not_null(n = strstr(data, "\"n\": 1"), "no integer n: %s", data);
+        cr_assert_eq(strncmp(n + 6, zeros, 81), 0, "10**81 lost digits: %s", data);
+        cr_assert(n[6 + 81] < '0' || n[6 + 81] > '9', "10**81 gained digits: %s", data);
+        cr_assert_not_null(strstr(data, "\"f\": 1.5e+300"), "1.5e300 was rewritten: %s", data);
+    }
+    cr_assert_eq(results, 1, "%zu result events", results);
+    ts_events_dispose(&evs);
+    free(ctx);
+}
+
 /* The traceback of `1/0`, joined. */
 static char *zero_division_traceback(unsigned short p, const char *ctx)
 {
@@ -392,11 +424,34 @@ static char *zero_division_traceback(unsigned short p, const char *ctx)
     return out;
 }
 
+#define COLOURED_REPR "class C:\n    def __repr__(self): return '\\x1b[33m2\\x1b[39m'\nC()"
+
+/* The text/plain of the result of a value whose repr is coloured (as Deno's are), and its `text` copy: asserted equal. */
+static char *coloured_result(unsigned short p, const char *ctx)
+{
+    ts_events_t evs;
+    char *out = NULL;
+
+    xh_run_ok(p, ctx, COLOURED_REPR, &evs);
+    for (size_t i = 0; i != evs.n; ++i) {
+        json_t *results = json_object_get(evs.v[i].json, "results");
+        if (strcmp(evs.v[i].type, "result") != 0)
+            continue;
+        cr_assert_str_eq(xh_str(results, "text/plain"), xh_str(results, "text"));
+        out = strdup(xh_str(results, "text/plain"));
+    }
+    cr_assert_not_null(out, "no result event");
+    ts_events_dispose(&evs);
+    return out;
+}
+
 Test(lifecycle, ansi_codes_are_stripped_unless_kept)
 {
     char *ctx = xh_context_new(port(), NULL, NULL);
-    char *tb = zero_division_traceback(port(), ctx);
+    char *tb = zero_division_traceback(port(), ctx), *result = coloured_result(port(), ctx);
     cr_assert_null(strchr(tb, '\x1b'), "the default traceback carries ANSI escapes: %s", tb);
+    cr_assert_str_eq(result, "2", "the default result text carries ANSI escapes: %s", result);
+    free(result);
     free(tb);
     free(ctx);
 
@@ -407,6 +462,9 @@ Test(lifecycle, ansi_codes_are_stripped_unless_kept)
     tb = zero_division_traceback(gw.port, ctx);
     cr_assert_not_null(strstr(tb, "\x1b["), "with --keep-ansi the traceback has no ANSI escapes: %s", tb);
     free(tb);
+    result = coloured_result(gw.port, ctx);
+    cr_assert_str_eq(result, "\x1b[33m2\x1b[39m", "with --keep-ansi the result text lost its ANSI escapes");
+    free(result);
     free(ctx);
     xh_gateway_stop(&gw);
 }

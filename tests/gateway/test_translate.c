@@ -2,6 +2,9 @@
 #include <criterion/criterion.h>
 #include "core/event.h"
 #include "code/translate.h"
+#include "wire/json_in.h"
+#include <stdlib.h>
+#include <string.h>
 #include "gw_test.h"
 
 TestSuite(translate, .init = gw_test_init);
@@ -448,4 +451,90 @@ Test(translate, undecodable_content_is_reported)
     json_decref(ev);
     cr_assert_null(gw_translate_execute_reply(msg, 1, &plain_opts, NULL), "an error already seen is not repeated");
     wire_msg_destroy(msg);
+}
+
+/* ---- results as the kernel encoded them (gw_translate_raw_bundle) ---- */
+
+/* The results text of content `json` (which the bundle scan must call simple), NUL-terminated (free it). */
+static char *raw_results(const char *json, const gw_translate_opts_t *opts)
+{
+    wire_bundle_fields_t f;
+    size_t len;
+    char *out, *text;
+
+    cr_assert_eq(wire_json_scan_bundle(json, strlen(json), &f), 1, "%s", json);
+    out = gw_translate_raw_bundle(&f, opts, &len);
+    text = malloc(len + 1);
+    memcpy(text, out, len);
+    text[len] = '\0';
+    free(out);
+    cr_assert_null(memchr(text, '\n', len), "one line: %s", text);
+    return text;
+}
+
+Test(translate, raw_bundle_keeps_big_integers_and_floats_as_written)
+{
+    char *got = raw_results("{\"data\": {\"text/plain\": \"{'n': 10**81}\", \"application/json\": {\"n\": "
+                            "1000000000000000000000000000000000000000000000000000000000000000000000000000000000, \"f\": 1.5e+300}},"
+                            " \"metadata\": {}, \"execution_count\": 1}",
+                            &plain_opts);
+
+    cr_assert_str_eq(got, "{\"text/plain\":\"{'n': 10**81}\",\"application/json\":{\"n\": "
+                          "1000000000000000000000000000000000000000000000000000000000000000000000000000000000, \"f\": 1.5e+300},"
+                          "\"text\":\"{'n': 10**81}\"}");
+    free(got);
+}
+
+/* For a bundle the parser takes, the raw way gives the same results as the parsed way (gw_translate_iopub). */
+Test(translate, raw_bundle_agrees_with_the_parsed_translation)
+{
+    static const char *const cases[] = {
+        "{\"data\":{\"text/plain\":\"2\",\"text/html\":\"<b>2</b>\",\"image/png\":\"iVBOR\"},\"metadata\":{}}",
+        "{\"data\":{\"application/json\":{\"a\":[1,2.5,\"x\"],\"b\":null}},\"metadata\":{}}",
+        "{\"data\":{\"text/plain\":\"p\",\"text\":\"other\"}}",
+        "{\"data\":{\"text/plain\":\"\\u001b[33m2\\u001b[39m\"}}",
+        "{\"data\":{}}",
+    };
+    const gw_translate_opts_t opts[] = {{0, 0}, {1, 0}, {0, 1}};
+
+    for (size_t i = 0; i != sizeof(cases) / sizeof(cases[0]); ++i) {
+        for (size_t o = 0; o != sizeof(opts) / sizeof(opts[0]); ++o) {
+            char *raw = raw_results(cases[i], &opts[o]);
+            json_t *parsed = wire_json_parse(raw, strlen(raw));
+            json_t *ev = translate("display_data", wire_json_parse(cases[i], strlen(cases[i])), &opts[o]);
+            cr_assert_not_null(parsed, "case %zu: %s", i, raw);
+            cr_assert(json_equal(parsed, json_object_get(ev, "results")), "case %zu, opts %zu: %s", i, o, raw);
+            json_decref(parsed);
+            json_decref(ev);
+            free(raw);
+        }
+    }
+}
+
+Test(translate, result_text_plain_loses_ansi_unless_asked_both_ways)
+{
+    const char *json = "{\"data\":{\"text/plain\":\"\\u001b[33m2\\u001b[39m\",\"text/html\":\"<i>\\u001b[1m</i>\"}}";
+    const gw_translate_opts_t keep = {0, 1};
+    char *raw = raw_results(json, &plain_opts), *kept = raw_results(json, &keep);
+    json_t *ev = translate("execute_result", wire_json_parse(json, strlen(json)), &plain_opts);
+
+    cr_assert_str_eq(raw, "{\"text/plain\":\"2\",\"text/html\":\"<i>\\u001b[1m</i>\",\"text\":\"2\"}");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "results"), "text/plain")), "2");
+    cr_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "results"), "text")), "2");
+    cr_assert_not_null(strstr(kept, "\"text\":\"\\u001b[33m2\\u001b[39m\""), "%s", kept);
+    json_decref(ev);
+    free(raw);
+    free(kept);
+}
+
+Test(translate, raw_bundle_in_compat_execd_sends_values_as_their_text_and_keeps_one_line)
+{
+    const gw_translate_opts_t compat = {1, 0};
+    char *got = raw_results("{\"data\":{\"application/json\":{\n  \"n\": 123456789012345678901234567890\n}}}", &compat);
+    char *plain = raw_results("{\"data\":{\"application/json\":{\n  \"n\": [1,\r\n 2]\n}}}", &plain_opts);
+
+    cr_assert_str_eq(got, "{\"application/json\":\"{\\\"n\\\":123456789012345678901234567890}\"}");
+    cr_assert_str_eq(plain, "{\"application/json\":{\"n\":[1,2]}}");
+    free(got);
+    free(plain);
 }

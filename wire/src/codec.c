@@ -96,6 +96,15 @@ const wire_frame_t *wire_signed_parts(const wire_msg_t *msg, const wire_frame_t 
     return frames + skip;
 }
 
+static int keeps_raw(int flags, const char *type)
+{
+    if (type == NULL)
+        return 0;
+    if ((flags & WIRE_DECODE_RAW_STREAM) != 0 && strcmp(type, "stream") == 0)
+        return 1;
+    return (flags & WIRE_DECODE_RAW_RESULT) != 0 && (strcmp(type, "execute_result") == 0 || strcmp(type, "display_data") == 0);
+}
+
 int wire_decode_ex(const wire_signer_t *signer, const wire_frame_t *frames, size_t n, int flags, wire_msg_t **out)
 {
     json_t *json[4] = {NULL, NULL, NULL, NULL};
@@ -123,8 +132,7 @@ int wire_decode_ex(const wire_signer_t *signer, const wire_frame_t *frames, size
             break;
         }
         /* the header is parsed by now (i == 0): it alone decides, so the content's bytes are never read */
-        if (i == 3 && (flags & WIRE_DECODE_RAW_STREAM) != 0 && json_is_string(json_object_get(json[0], "msg_type")) &&
-            strcmp(json_string_value(json_object_get(json[0], "msg_type")), "stream") == 0) {
+        if (i == 3 && keeps_raw(flags, json_string_value(json_object_get(json[0], "msg_type")))) {
             json[i] = json_object();
             content_raw = 1;
             break;

@@ -1,6 +1,7 @@
 /* A validating scan of stream content: where its text token is and how long it decodes, without decoding anything. */
 #include <string.h>
 #include "wire/json_scan.h"
+#include "wire/json_in.h"
 #include "wire/text.h"
 
 /* The rules are wire_json_parse's (json_in.c), so that "simple" never lets through what it refuses. */
@@ -137,4 +138,236 @@ int wire_json_scan_stream(const char *json, size_t len, wire_stream_fields_t *ou
         p = skip_ws(p + 1, end);
     }
     return skip_ws(p + 1, end) == end && have_name && have_text;
+}
+
+/* ---- MIME bundles: any JSON value, validated without building it ---- */
+
+typedef struct st_vscan_t {
+    const unsigned char *end;
+    unsigned depth;
+    int newline; /* a line break was seen in white space */
+} vscan_t;
+
+static const unsigned char *skip_ws_nl(vscan_t *vs, const unsigned char *p)
+{
+    for (; p < vs->end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'); ++p)
+        if (*p == '\n' || *p == '\r')
+            vs->newline = 1;
+    return p;
+}
+
+static const unsigned char *scan_digits(const unsigned char *p, const unsigned char *end)
+{
+    const unsigned char *start = p;
+    while (p < end && *p >= '0' && *p <= '9')
+        ++p;
+    return p != start ? p : NULL;
+}
+
+/* The RFC 8259 number grammar, digits unbounded: the kernel's encoder decides what a number is. */
+static const unsigned char *scan_number(const unsigned char *p, const unsigned char *end)
+{
+    if (p < end && *p == '-')
+        ++p;
+    if (p < end && *p == '0')
+        ++p;
+    else if ((p = scan_digits(p, end)) == NULL)
+        return NULL;
+    if (p < end && *p == '.' && (p = scan_digits(p + 1, end)) == NULL)
+        return NULL;
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        ++p;
+        if (p < end && (*p == '+' || *p == '-'))
+            ++p;
+        if ((p = scan_digits(p, end)) == NULL)
+            return NULL;
+    }
+    return p;
+}
+
+/* Scans one value at `p` (white space skipped before it); returns the end of it, or NULL. */
+static const unsigned char *scan_value(vscan_t *vs, const unsigned char *p)
+{
+    size_t decoded;
+    int escaped;
+
+    p = skip_ws_nl(vs, p);
+    if (p >= vs->end)
+        return NULL;
+    switch (*p) {
+    case '"':
+        return scan_string(&p, vs->end, &decoded, &escaped) == 0 ? p : NULL;
+    case '{':
+    case '[': {
+        unsigned char close = *p == '{' ? '}' : ']';
+        int is_object = *p == '{';
+        if (vs->depth == WIRE_JSON_MAX_DEPTH)
+            return NULL;
+        ++vs->depth;
+        p = skip_ws_nl(vs, p + 1);
+        if (p < vs->end && *p == close) {
+            --vs->depth;
+            return p + 1;
+        }
+        for (;;) {
+            if (is_object) {
+                p = skip_ws_nl(vs, p);
+                /* a key with "\u0000" is refused by wire_json_parse: escaped keys are checked by decoding nothing, so
+                 * any escape passes here; the relay copies them as they are, which a JSON reader accepts */
+                if (p >= vs->end || *p != '"' || scan_string(&p, vs->end, &decoded, &escaped) != 0)
+                    return NULL;
+                p = skip_ws_nl(vs, p);
+                if (p >= vs->end || *p != ':')
+                    return NULL;
+                ++p;
+            }
+            if ((p = scan_value(vs, p)) == NULL)
+                return NULL;
+            p = skip_ws_nl(vs, p);
+            if (p >= vs->end)
+                return NULL;
+            if (*p == close)
+                break;
+            if (*p != ',')
+                return NULL;
+            ++p;
+        }
+        --vs->depth;
+        return p + 1;
+    }
+    case 't':
+        return vs->end - p >= 4 && memcmp(p, "true", 4) == 0 ? p + 4 : NULL;
+    case 'f':
+        return vs->end - p >= 5 && memcmp(p, "false", 5) == 0 ? p + 5 : NULL;
+    case 'n':
+        return vs->end - p >= 4 && memcmp(p, "null", 4) == 0 ? p + 4 : NULL;
+    default:
+        return scan_number(p, vs->end);
+    }
+}
+
+/* Scans the "data" object at `p` into `out`; returns its end, or NULL when it is not a simple bundle. */
+static const unsigned char *scan_data(vscan_t *vs, const unsigned char *p, wire_bundle_fields_t *out)
+{
+    out->count = 0;
+    if (p >= vs->end || *p != '{')
+        return NULL;
+    ++vs->depth;
+    p = skip_ws_nl(vs, p + 1);
+    if (p < vs->end && *p == '}') {
+        --vs->depth;
+        return p + 1;
+    }
+    for (;;) {
+        wire_bundle_entry_t *e;
+        const unsigned char *key, *value;
+        size_t key_len;
+        int escaped, outer_newline = vs->newline;
+        p = skip_ws_nl(vs, p);
+        if (p >= vs->end || *p != '"' || out->count == WIRE_BUNDLE_MAX_ENTRIES)
+            return NULL;
+        key = p + 1;
+        if (scan_string(&p, vs->end, &key_len, &escaped) != 0 || escaped)
+            return NULL;
+        for (size_t i = 0; i != out->count; ++i)
+            if (key_is(key, key_len, out->entries[i].key, out->entries[i].key_len))
+                return NULL;
+        p = skip_ws_nl(vs, p);
+        if (p >= vs->end || *p != ':')
+            return NULL;
+        value = skip_ws_nl(vs, p + 1);
+        vs->newline = 0;
+        if ((p = scan_value(vs, value)) == NULL)
+            return NULL;
+        e = &out->entries[out->count++];
+        *e =
+            (wire_bundle_entry_t){(const char *)key, key_len, (const char *)value, (size_t)(p - value), *value == '"', vs->newline};
+        vs->newline = outer_newline;
+        p = skip_ws_nl(vs, p);
+        if (p >= vs->end)
+            return NULL;
+        if (*p == '}')
+            break;
+        if (*p != ',')
+            return NULL;
+        ++p;
+    }
+    --vs->depth;
+    return p + 1;
+}
+
+int wire_json_scan_bundle(const char *json, size_t len, wire_bundle_fields_t *out)
+{
+    vscan_t vs = {(const unsigned char *)json + len, 1, 0};
+    const unsigned char *p = skip_ws_nl(&vs, (const unsigned char *)json);
+    int have_data = 0;
+
+    if (p >= vs.end || *p != '{')
+        return 0;
+    p = skip_ws_nl(&vs, p + 1);
+    if (p < vs.end && *p == '}')
+        return 0;
+    for (;;) {
+        const unsigned char *key;
+        size_t key_len;
+        int escaped;
+        if (p >= vs.end || *p != '"')
+            return 0;
+        key = p + 1;
+        if (scan_string(&p, vs.end, &key_len, &escaped) != 0)
+            return 0;
+        p = skip_ws_nl(&vs, p);
+        if (p >= vs.end || *p != ':')
+            return 0;
+        p = skip_ws_nl(&vs, p + 1);
+        /* an escaped key may decode to "data": the parser decides such a bundle */
+        if (escaped)
+            return 0;
+        if (!escaped && key_is(key, key_len, "data", 4)) {
+            if ((p = scan_data(&vs, p, out)) == NULL)
+                return 0;
+            have_data = 1;
+        } else if ((p = scan_value(&vs, p)) == NULL) {
+            return 0;
+        }
+        p = skip_ws_nl(&vs, p);
+        if (p >= vs.end)
+            return 0;
+        if (*p == '}')
+            break;
+        if (*p != ',')
+            return 0;
+        p = skip_ws_nl(&vs, p + 1);
+    }
+    return skip_ws_nl(&vs, p + 1) == vs.end && have_data;
+}
+
+size_t wire_json_compact(char *dst, const char *src, size_t len)
+{
+    size_t n = 0;
+    int in_string = 0;
+
+    for (size_t i = 0; i != len; ++i) {
+        char c = src[i];
+        if (in_string) {
+            if (c == '\\' && i + 1 < len) {
+                if (dst != NULL) {
+                    dst[n] = c;
+                    dst[n + 1] = src[i + 1];
+                }
+                n += 2;
+                ++i;
+                continue;
+            }
+            in_string = c != '"';
+        } else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            continue;
+        } else if (c == '"') {
+            in_string = 1;
+        }
+        if (dst != NULL)
+            dst[n] = c;
+        ++n;
+    }
+    return n;
 }

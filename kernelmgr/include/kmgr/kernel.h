@@ -165,7 +165,8 @@ uint64_t kmgr_kernel_unawaited_messages(const kmgr_kernel_t *kernel);
  * after kernelmgr has routed it to its own requests (if it was theirs). `msg` is decoded, except the
  * content of an iopub message over KMGR_UNAWAITED_MAX_BYTES that no request awaits, which is verified
  * but not parsed (msg->content_skipped), and the content of a `stream` message that no request reads
- * parsed (one that opted in with kmgr_execute_options_t.raw_stream, or none), which is verified and
+ * parsed (one that opted in with kmgr_execute_options_t.raw_stream, or none), and likewise of an `execute_result` or
+ * `display_data`, which is verified and
  * kept unparsed (msg->content_raw; wire_msg_raw_content_parse parses it); `parts` are its signed parts as the kernel sent them
  * (header, parent_header, metadata, content, then the buffers: `nparts` of them), to be relayed
  * verbatim. Both are borrowed for the call. The callback may call any kernel function, including destroy.
@@ -230,10 +231,10 @@ typedef struct st_kmgr_execute_options_t {
     int allow_stdin;
     int stop_on_error;
     /**
-     * Nonzero: the request's `stream` iopub messages reach its callback with their content verified
-     * but not parsed (msg->content_raw: the bytes in msg->raw_content, msg->content an empty object;
-     * see WIRE_DECODE_RAW_STREAM), for a receiver that relays the text as it came (wire/json_scan.h)
-     * and parses it only when it must (wire_msg_raw_content_parse). Zero: every message arrives parsed.
+     * Nonzero: the request's `stream`, `execute_result` and `display_data` iopub messages reach its callback with their content
+     * verified but not parsed (msg->content_raw: the bytes in msg->raw_content, msg->content an empty object; see
+     * WIRE_DECODE_RAW_STREAM and _RAW_RESULT), for a receiver that relays the text and bundles as they came (wire/json_scan.h) and
+     * parses it only when it must (wire_msg_raw_content_parse). Zero: every message arrives parsed.
      */
     int raw_stream;
 } kmgr_execute_options_t;

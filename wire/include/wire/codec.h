@@ -44,6 +44,11 @@ enum {
      * finds the text in those bytes). Other messages decode as without the flag. SKIP_CONTENT wins.
      */
     WIRE_DECODE_RAW_STREAM = 2,
+    /**
+     * The same for `execute_result` and `display_data`: their MIME bundles are relayed as the kernel
+     * encoded them (wire_json_scan_bundle), numbers of any size and precision included.
+     */
+    WIRE_DECODE_RAW_RESULT = 4,
 };
 
 /** wire_decode with `flags` (WIRE_DECODE_*). */

@@ -30,4 +30,42 @@ typedef struct st_wire_stream_fields_t {
  */
 int wire_json_scan_stream(const char *json, size_t len, wire_stream_fields_t *out);
 
+/** The most MIME types wire_json_scan_bundle reports; a bundle with more is not "simple". */
+#define WIRE_BUNDLE_MAX_ENTRIES 64
+
+/** One member of a MIME bundle: views into the scanned bytes. */
+typedef struct st_wire_bundle_entry_t {
+    const char *key; /* between its quotes (no escape in it) */
+    size_t key_len;
+    const char *value; /* the value's JSON text as it came (any JSON value; white space inside it kept) */
+    size_t value_len;
+    int is_string;   /* the value is a JSON string token */
+    int has_newline; /* white space inside the value (outside strings) has a line break: see wire_json_compact */
+} wire_bundle_entry_t;
+
+/** What wire_json_scan_bundle found: the members of the content's "data" object, in their order. */
+typedef struct st_wire_bundle_fields_t {
+    wire_bundle_entry_t entries[WIRE_BUNDLE_MAX_ENTRIES];
+    size_t count;
+} wire_bundle_fields_t;
+
+/**
+ * Scans `len` bytes of `json`, the content of an `execute_result` or `display_data` message, and
+ * returns 1 when it is valid JSON (RFC 8259 grammar: numbers of any size and precision are valid, unlike
+ * in wire_json_parse, which refuses integers beyond 64 bits) and "simple": an object whose "data" member
+ * (the last one, if repeated) is an object of at most WIRE_BUNDLE_MAX_ENTRIES members whose keys have no
+ * escape and are all different. `*out` then lists them, so that a relay can copy each value as the
+ * kernel's encoder wrote it. Returns 0 otherwise (`*out` undefined). Nesting deeper than
+ * WIRE_JSON_MAX_DEPTH is refused. Nothing is copied or allocated.
+ */
+int wire_json_scan_bundle(const char *json, size_t len, wire_bundle_fields_t *out);
+
+/**
+ * Copies the JSON text `src` (`len` bytes, valid JSON as wire_json_scan_bundle checked it) into `dst`
+ * (room for `len` bytes) without the white space outside strings, so that it fits one line (an SSE
+ * `data:` line); strings are copied as they are. Returns the bytes written. With `dst` NULL it only
+ * measures.
+ */
+size_t wire_json_compact(char *dst, const char *src, size_t len);
+
 #endif

@@ -25,9 +25,9 @@ typedef struct st_wire_msg_t {
     int content_undecodable;
     /* set by wire_decode_ex with WIRE_DECODE_SKIP_CONTENT: the content was verified, not parsed, and is an empty object */
     int content_skipped;
-    /* set by wire_decode_ex with WIRE_DECODE_RAW_STREAM for a "stream" message: the content was verified,
-     * not parsed, and is an empty object; its bytes are in raw_content (owned by the message: a
-     * wire_malloc copy, freed by wire_msg_destroy) until wire_msg_parse_raw_content turns them into content */
+    /* set by wire_decode_ex with WIRE_DECODE_RAW_STREAM for a "stream" message (WIRE_DECODE_RAW_RESULT: a result): the content was
+     * verified, not parsed, and is an empty object; its bytes are in raw_content (owned by the message: a wire_malloc copy, freed
+     * by wire_msg_destroy) until wire_msg_parse_raw_content turns them into content */
     int content_raw;
     wire_frame_t raw_content;
 } wire_msg_t;
