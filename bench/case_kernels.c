@@ -106,7 +106,11 @@ static int kernel_one(void *data, int use_baseline, int timed, bench_outcome_t *
 
 int bench_run_kernel_pair(const bench_case_t *self, bench_env_t *env, bench_result_t *out)
 {
-    static char subject_label[64], baseline_label[64];
+    /* the labels outlive the call (the report prints them after every case ran): one pair per case, never shared */
+    static char labels[16][2][64];
+    static size_t nlabels;
+    size_t slot = nlabels++ % 16;
+    char *subject_label = labels[slot][0], *baseline_label = labels[slot][1];
     kernel_pair_t pair = {.self = self, .env = env};
     bench_samples_t s[2] = {{0}, {0}};
     size_t samples = env->samples != 0 ? env->samples : self->default_samples;
@@ -114,8 +118,8 @@ int bench_run_kernel_pair(const bench_case_t *self, bench_env_t *env, bench_resu
     int err;
 
     memset(out, 0, sizeof(*out));
-    snprintf(subject_label, sizeof(subject_label), "%s via POST /code", self->language);
-    snprintf(baseline_label, sizeof(baseline_label), "%s via POST /code", self->baseline_language);
+    snprintf(subject_label, sizeof(labels[0][0]), "%s via POST /code", self->language);
+    snprintf(baseline_label, sizeof(labels[0][1]), "%s via POST /code", self->baseline_language);
     out->kgate_label = subject_label;
     out->direct_label = baseline_label;
 

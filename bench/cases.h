@@ -159,6 +159,12 @@ struct st_bench_case_t {
     size_t baseline_stdout_bytes;
     /** Target: baseline median / subject median at least this (reported, never enforced). */
     double min_speedup;
+    /**
+     * A kernel pair that differ only in their connection file's transport (metadata.kgate.transport): the subject on TCP,
+     * the baseline on ipc. Reported as the TCP/ipc median ratio, with no target: a measurement behind kgate's choice of
+     * transport (kmgr_kernelspec_transport, docs/liveness.md).
+     */
+    int transport_pair;
     /*
      * Cases run by bench_run_concurrency: `clients` clients on as many kernels (one context each),
      * every client executing `code` in a loop, through kgate and directly in alternating rounds of

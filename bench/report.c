@@ -118,6 +118,13 @@ static int is_speedup_case(const bench_case_t *c)
     return c->min_speedup > 0;
 }
 
+static void print_transport(const bench_case_t *c, const bench_result_t *r)
+{
+    printf("transport: TCP/ipc median ratio = %.3f (%+.3f ms per execute; %s %.3f ms, %s %.3f ms; p90 %.3f vs %.3f)  [%s]\n",
+           r->direct.median > 0 ? r->kgate.median / r->direct.median : 0, r->kgate.median - r->direct.median, c->language,
+           r->kgate.median, c->baseline_language, r->direct.median, r->kgate.p90, r->direct.p90, c->name);
+}
+
 /* How many times faster the subject (kgate slot) is than the baseline (direct slot), by medians. */
 static double speedup_of(const bench_result_t *r)
 {
@@ -232,7 +239,9 @@ void bench_print_table(const bench_case_t **cases, const bench_result_t *results
     for (size_t i = 0; i < n; ++i) {
         const bench_result_t *r = &results[i];
         double ratio = ratio_of(r), pct = (ratio - 1) * 100;
-        if (is_speedup_case(cases[i])) {
+        if (cases[i]->transport_pair) {
+            print_transport(cases[i], r);
+        } else if (is_speedup_case(cases[i])) {
             print_speedup(cases[i], r);
         } else if (is_upload_case(cases[i])) {
             print_upload(cases[i], r);
@@ -382,6 +391,14 @@ void bench_print_json(const bench_case_t **cases, const bench_result_t *results,
                                           summary_json(r->burst_cold_label, &r->burst_cold)));
             json_object_set_new(json_object_get(c, "pool"), "burst_pool_fastest", summary_json(r->burst_hit_label, &r->burst_hit));
             json_object_set_new(json_object_get(c, "pool"), "burst_pool_others", summary_json(r->burst_miss_label, &r->burst_miss));
+        }
+        if (cases[i]->transport_pair) {
+            json_t *c = json_array_get(arr, json_array_size(arr) - 1);
+            /* one kernel on two transports: a measurement, no target */
+            json_object_set_new(c, "target_pct", json_null());
+            json_object_set_new(c, "within_target", json_null());
+            json_object_set_new(c, "baseline_language", json_string(cases[i]->baseline_language));
+            json_object_set_new(c, "tcp_ipc_ratio", json_real(r->direct.median > 0 ? r->kgate.median / r->direct.median : 0));
         }
         if (is_speedup_case(cases[i])) {
             json_t *c = json_array_get(arr, json_array_size(arr) - 1);

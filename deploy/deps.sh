@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # deploy/deps.sh: installs the Debian 12 packages kgate needs that are missing (a no-op when all are there).
 #
-# Usage: deploy/deps.sh [--with-r] [--with-bench] [--with-sandbox] [--with-shellcheck] [--no-tslab] [--dry-run]
+# Usage: deploy/deps.sh [--with-bench] [--dry-run]
 # Needs root (or sudo) only when something is missing. Runs `apt-get update` at most once.
-# Also installs the tslab kernel (JavaScript, TypeScript) from npm into $KGATE_TSLAB_DIR
-# (default /usr/local/lib/kgate/tslab), pinned by kernels/tslab/package-lock.json, and the Jupyter
+# Also installs Deno (its Jupyter kernel runs JavaScript and TypeScript) from npm into $KGATE_DENO_DIR
+# (default /usr/local/lib/kgate/deno), pinned by kernels/deno/package-lock.json, and the Jupyter
 # clients the e2e tests drive (@jupyterlab/services, ws) into $KGATE_JCLIENTS_DIR (default
 # /usr/local/lib/kgate/jupyter-clients), pinned by tests/e2e/jupyter_clients/package-lock.json, and the
 # official MCP TypeScript SDK into $KGATE_MCP_CLIENT_DIR (default /usr/local/lib/kgate/mcp-client), pinned
@@ -22,15 +22,18 @@ build_pkgs=(cmake pkg-config gcc libc6-dev make libzmq3-dev libsodium-dev libjan
 # libclang-rt-14-dev, which clang only recommends (libclang-rt-dev names the default version's).
 # Jupyter Server 1.23 is a client of kgate in the e2e tests (gateway mode) and their reference
 # backend; python3-websocket is the WebSocket client of tests/e2e/jupyter_clients/gateway_mode.py.
+# Everything a test uses is here, never optional: a test fails when its package is missing (it skips only
+# for what the machine cannot do). r-cran-irkernel is the R kernel of the language tests and the kernel
+# matrix (large, about 100 MB with R); bubblewrap runs the sandbox and isolated-session tests; shellcheck
+# lints deploy/*.sh and .ci/run.
 test_pkgs=(libcriterion-dev python3-ipykernel python3-jupyter-client python3-jupyter-kernel-test curl clang-format
-    clang libclang-rt-dev python3-jupyter-server python3-websocket)
+    clang libclang-rt-dev python3-jupyter-server python3-websocket r-cran-irkernel bubblewrap shellcheck)
 
 # Optional groups: add a flag here and its packages to `groups` below.
 optional_pkgs=()
 dry_run=0
-with_tslab=1
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-tslab_dir=${KGATE_TSLAB_DIR:-/usr/local/lib/kgate/tslab}
+deno_dir=${KGATE_DENO_DIR:-/usr/local/lib/kgate/deno}
 jclients_dir=${KGATE_JCLIENTS_DIR:-/usr/local/lib/kgate/jupyter-clients}
 mcpclient_dir=${KGATE_MCP_CLIENT_DIR:-/usr/local/lib/kgate/mcp-client}
 usage() {
@@ -38,11 +41,8 @@ usage() {
 }
 while [[ $# -gt 0 ]]; do
     case "$1" in
-    --with-r) optional_pkgs+=(r-cran-irkernel) ;;        # the R kernel (IRkernel)
     --with-bench) optional_pkgs+=(wrk python3-jupyter-server python3-metakernel) ;; # load generator; the server and bash kernel we compare with
-    --with-sandbox) optional_pkgs+=(bubblewrap) ;;       # kernels without network (PLATFORM.md)
-    --with-shellcheck) optional_pkgs+=(shellcheck) ;;    # lints deploy/*.sh and .ci/run
-    --no-tslab) with_tslab=0 ;;                           # no JavaScript/TypeScript kernel
+    --with-r | --with-sandbox | --with-shellcheck) ;; # installed by default now (test_pkgs); accepted so older command lines work
     --dry-run) dry_run=1 ;;
     -h | --help)
         usage
@@ -58,7 +58,7 @@ while [[ $# -gt 0 ]]; do
 done
 
 wanted=("${build_pkgs[@]}" "${test_pkgs[@]}" "${optional_pkgs[@]}")
-# tslab and the e2e tests' Jupyter clients need node and npm; the machine image may have its own
+# Deno and the e2e tests' Jupyter clients come from npm (so node and npm); the machine image may have its own
 # (not Debian's): use those if so.
 if ! { command -v node && command -v npm; } >/dev/null 2>&1; then
     wanted+=(nodejs npm)
@@ -105,23 +105,22 @@ install_packages() {
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
 }
 
-# tslab from npm, pinned by the lock file; skipped when the installed lock is the same.
-install_tslab() {
-    local src=$repo/kernels/tslab
-    if [[ $with_tslab -eq 0 ]]; then
-        return 0
-    fi
-    if [[ -x $tslab_dir/node_modules/.bin/tslab ]] && cmp -s "$src/package-lock.json" "$tslab_dir/package-lock.json"; then
+# Deno from npm, pinned by the lock file (the npm package ships Deno's binary for each platform in an optional
+# dependency); skipped when the installed lock is the same. kernels/deno/CMakeLists.txt has it write its kernelspec.
+install_deno() {
+    local src=$repo/kernels/deno
+    if [[ -x $deno_dir/node_modules/.bin/deno ]] && cmp -s "$src/package-lock.json" "$deno_dir/package-lock.json"; then
         return 0
     fi
     if [[ $dry_run -eq 1 ]]; then
-        echo "deps.sh: would install tslab into $tslab_dir"
+        echo "deps.sh: would install Deno (npm) into $deno_dir"
         return 0
     fi
-    echo "deps.sh: installing tslab (npm) into $tslab_dir" >&2
-    mkdir -p "$tslab_dir"
-    cp "$src/package.json" "$src/package-lock.json" "$tslab_dir/"
-    (cd "$tslab_dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
+    echo "deps.sh: installing Deno (npm) into $deno_dir" >&2
+    mkdir -p "$deno_dir"
+    cp "$src/package.json" "$src/package-lock.json" "$deno_dir/"
+    (cd "$deno_dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
+    "$deno_dir/node_modules/.bin/deno" --version >/dev/null
 }
 
 # The e2e tests' Jupyter clients from npm, the same way: pinned by their lock, skipped when installed.
@@ -157,6 +156,6 @@ install_mcpclient() {
 }
 
 install_packages
-install_tslab
+install_deno
 install_jclients
 install_mcpclient

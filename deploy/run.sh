@@ -11,7 +11,7 @@ build="$root/build"
 bash "$root/deploy/deps.sh"
 
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DKGATE_TESTS=OFF >/dev/null
-# every target: kgate finds the kernels built beside it (kernels/bash, the tslab launcher)
+# every target: kgate finds the kernels built beside it (kernels/bash, and the deno kernelspec cmake had Deno write)
 cmake --build "$build" -j"$(nproc)"
 
 # The Python kernelspec is Debian's (/usr/share/jupyter/kernels/python3, from python3-ipykernel),

@@ -3,7 +3,7 @@
 # targets with clang into build-fuzz/, and runs every ctest label of both.
 #
 # Usage: deploy/test.sh [ctest options...]   e.g. deploy/test.sh -L unit, deploy/test.sh -L fuzz
-# Exits 0 when both ctest runs pass. Debug (-O1 -g) for readable sanitizer reports. Works from any directory; this is what .ci/run calls.
+# Exits 0 when both ctest runs pass; lists at the end every test that skipped, with its reason. Debug (-O1 -g) for readable sanitizer reports. Works from any directory; this is what .ci/run calls.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,8 +30,20 @@ cmake -S "$root" -B "$fuzz_build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=De
     -DKGATE_WERROR=ON
 cmake --build "$fuzz_build" -j"$jobs"
 
+# Every test that skips says why (tests/support/include/support/skip.h), into this file: listed at the end. A skip is for
+# what this machine cannot do (no namespaces for bubblewrap, no writable cgroups); a missing package fails its test.
+export KGATE_TEST_SKIP_LOG="$build/skipped-tests.txt"
+: >"$KGATE_TEST_SKIP_LOG"
+
 status=0
 (cd "$build" && ctest --output-on-failure "$@") || status=$?
 # Most label filters match nothing here: that is not an error.
 (cd "$fuzz_build" && ctest --output-on-failure --no-tests=ignore "$@") || status=$?
+
+if [[ -s $KGATE_TEST_SKIP_LOG ]]; then
+    echo "test.sh: skipped, for what this machine cannot do ($(wc -l <"$KGATE_TEST_SKIP_LOG") test(s)):"
+    sort "$KGATE_TEST_SKIP_LOG" | sed 's/^/  /'
+else
+    echo "test.sh: no test skipped"
+fi
 exit "$status"

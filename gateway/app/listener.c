@@ -20,6 +20,7 @@ typedef struct st_gw_listener_conn_t {
     h2o_linklist_t link; /* in listener->conns, oldest first */
     h2o_socket_t *sock;
     gw_listener_t *listener;
+    uint64_t head_since;  /* when a partial request head was first seen (0: none is being read) */
     unsigned evicted : 1; /* shut down to make room; its slot frees when h2o closes it */
 } gw_listener_conn_t;
 
@@ -70,6 +71,50 @@ static int evict_silent(gw_listener_t *listener)
         }
     }
     return -1;
+}
+
+/*
+ * True while h2o reads a request head: an HTTP/1 connection reading, with bytes that hold no empty
+ * line yet. h2o keeps the request being handled at the front of the socket's input until its
+ * answer is sent (and stops reading meanwhile), and the body follows the head there, so the scan
+ * ends at the head of a request whose body is arriving. HTTP/2 connections keep no head there.
+ */
+static int reads_head(h2o_socket_t *sock)
+{
+    h2o_conn_t *conn = sock->data;
+    const char *p;
+    size_t len = sock->input->size < H2O_MAX_REQLEN ? sock->input->size : H2O_MAX_REQLEN;
+
+    if (conn == NULL || conn->callbacks->log_.http1.request_index == NULL || !h2o_socket_is_reading(sock) || len == 0)
+        return 0;
+    /* picohttpparser accepts bare LF line ends: a head ends at "\n\n" or "\n\r\n" */
+    for (p = sock->input->bytes; (p = memchr(p, '\n', len - (size_t)(p - sock->input->bytes))) != NULL; ++p) {
+        size_t rest = len - (size_t)(p - sock->input->bytes);
+        if ((rest >= 2 && p[1] == '\n') || (rest >= 3 && p[1] == '\r' && p[2] == '\n'))
+            return 0;
+    }
+    return 1;
+}
+
+static void on_sweep(h2o_timeout_entry_t *entry)
+{
+    gw_listener_t *listener = H2O_STRUCT_FROM_MEMBER(gw_listener_t, sweep_entry, entry);
+    uint64_t now = h2o_now(listener->loop);
+
+    for (h2o_linklist_t *node = listener->conns.next; node != &listener->conns; node = node->next) {
+        gw_listener_conn_t *conn = H2O_STRUCT_FROM_MEMBER(gw_listener_conn_t, link, node);
+        if (conn->evicted || !reads_head(conn->sock)) {
+            conn->head_since = 0;
+        } else if (conn->head_since == 0) {
+            conn->head_since = now;
+        } else if (now - conn->head_since >= listener->header_timeout_ms) {
+            /* h2o fails its next read and closes the connection (the slot frees in on_conn_close) */
+            conn->evicted = 1;
+            ++listener->num_evicting;
+            shutdown(h2o_socket_get_fd(conn->sock), SHUT_RDWR);
+        }
+    }
+    h2o_timeout_link(listener->loop, &listener->sweep_timeout, &listener->sweep_entry);
 }
 
 static void on_pause_end(h2o_timeout_entry_t *entry)
@@ -180,8 +225,12 @@ int gw_listener_open(gw_listener_t *listener, const gw_config_t *config, h2o_loo
     listener->loop = loop;
     listener->accept_ctx = accept_ctx;
     listener->max_conns = connection_bound(config);
+    listener->header_timeout_ms = config->header_timeout_ms;
     h2o_timeout_init(loop, &listener->pause_timeout, GW_LISTENER_PAUSE_MS);
     listener->pause_entry.cb = on_pause_end;
+    h2o_timeout_init(loop, &listener->sweep_timeout, GW_LISTENER_SWEEP_MS);
+    listener->sweep_entry.cb = on_sweep;
+    h2o_timeout_link(loop, &listener->sweep_timeout, &listener->sweep_entry);
     if ((fd = open_listener(config)) == -1)
         return -1;
     listener->sock = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
@@ -207,6 +256,7 @@ void gw_listener_close(gw_listener_t *listener)
     stop_reading(listener);
     if (h2o_timeout_is_linked(&listener->pause_entry))
         h2o_timeout_unlink(&listener->pause_entry);
+    h2o_timeout_unlink(&listener->sweep_entry);
     h2o_socket_close(listener->sock);
     listener->sock = NULL;
 }
@@ -233,5 +283,7 @@ void gw_listener_dispose(gw_listener_t *listener, h2o_loop_t *loop)
         h2o_linklist_unlink(&conn->link);
         free(conn);
     }
+    h2o_timeout_unlink(&listener->sweep_entry);
+    h2o_timeout_dispose(loop, &listener->sweep_timeout);
     h2o_timeout_dispose(loop, &listener->pause_timeout);
 }

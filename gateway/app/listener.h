@@ -14,6 +14,13 @@
  * a byte (a silent client must not lock everyone out); when there is none, accepting pauses until
  * a connection closes. When accept fails for want of descriptors (EMFILE, ENFILE), accepting
  * pauses for GW_LISTENER_PAUSE_MS and one line is logged per episode: never a busy loop.
+ *
+ * A request head must be whole within --header-timeout-ms of the first time its bytes are seen
+ * (every GW_LISTENER_SWEEP_MS): h2o's own deadline (--request-timeout-ms) covers the head and the
+ * body together and must be long enough for large uploads, so without this a client sending its
+ * head a byte at a time (slowloris) would hold its connection that long, on every route. A
+ * connection past the deadline is shut down (h2o then closes it), as nginx's client_header_timeout
+ * does.
  */
 typedef struct st_gw_listener_t {
     h2o_loop_t *loop;
@@ -23,13 +30,17 @@ typedef struct st_gw_listener_t {
     size_t num_conns;
     size_t num_evicting; /* of num_conns, those shut down to make room and not closed yet */
     size_t max_conns;
+    uint64_t header_timeout_ms;
     h2o_timeout_t pause_timeout;
+    h2o_timeout_t sweep_timeout;
+    h2o_timeout_entry_t sweep_entry;
     h2o_timeout_entry_t pause_entry;
     unsigned reading : 1;
     unsigned starved : 1; /* in an EMFILE/ENFILE episode (logged once) */
 } gw_listener_t;
 
 #define GW_LISTENER_PAUSE_MS 250
+#define GW_LISTENER_SWEEP_MS 1000
 
 /**
  * Binds and listens on config's address (TCP_NODELAY on every accepted connection) and starts

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "wire/alloc.h"
 #include "kmgr/manager.h"
 #include "core/config.h"
@@ -43,6 +44,8 @@ int main(int argc, char **argv)
         gw_config_dispose(&config);
         return ret > 0 ? 0 : 2;
     }
+    gw_config_derive_sandbox_caps(&config, (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE),
+                                  (unsigned)sysconf(_SC_NPROCESSORS_ONLN));
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_stop_signal;
     sigaction(SIGINT, &sa, NULL);

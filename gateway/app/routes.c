@@ -59,7 +59,14 @@ void gw_app_dispatch(gw_server_t *server, h2o_req_t *req)
     const gw_route_t *route = NULL;
     gw_route_params_t params;
     gw_route_result_t found = gw_route_match(server->routes.entries, server->routes.size, req->method, path, &route, &params);
+    const char *framing = gw_req_framing_error(req);
 
+    /* before anything: where this request's body ends is in doubt, so where the next one begins is too */
+    if (framing != NULL) {
+        req->http1_is_persistent = 0;
+        gw_send_error(req, GW_HTTP_AMBIGUOUS_FRAMING, "%s (RFC 9112 6.3): the connection is closed", framing);
+        return;
+    }
     /* a page of another site first: it never gets an answer it could learn from (core/auth.h) */
     if (!gw_auth_host_allowed(req, server->loopback_listener)) {
         gw_send_error(req, GW_HTTP_FORBIDDEN,

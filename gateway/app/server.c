@@ -137,8 +137,13 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     kconfig.runtime_dir = config->runtime_dir;
     kconfig.shutdown_grace_ms = config->shutdown_grace_ms;
     kconfig.startup_timeout_ms = config->kernel_start_timeout_ms;
+    kconfig.heartbeat_kill_ms = config->heartbeat_kill_ms;
     kconfig.max_message_bytes = config->max_message_bytes;
     kconfig.bwrap_path = config->bwrap_path;
+    /* a python kernel's start is a second of CPU: more at once than cores only slows every one of them, and kgate's loop */
+    kconfig.max_starting =
+        config->max_starting_kernels != 0 ? config->max_starting_kernels : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    kconfig.max_start_queue = config->max_start_queue;
     if ((ret = kmgr_manager_create(&kconfig, &gw_kmgr_loop_ops, server, &server->kmgr)) != 0) {
         fprintf(stderr, "kgate: cannot create the kernel manager: %s\n", kmgr_strerror(ret));
         return -1;
@@ -181,6 +186,22 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     server->host.workspace = server->files.ws.root;
     fprintf(stderr, "kgate: sandbox: %s%s; %s\n", config->sandbox ? "bwrap " : "none",
             config->sandbox ? kmgr_manager_bwrap_path(server->kmgr) : "", kmgr_manager_limits_mechanism(server->kmgr));
+    if (config->sandbox) {
+        char mem[32] = "none", tmp[32] = "tmpfs's default";
+        uint64_t tmp_bytes = gw_config_tmp_bytes(config, (uint64_t)config->max_memory_mb << 20);
+        if (config->max_memory_mb != 0)
+            kmgr_format_bytes((uint64_t)config->max_memory_mb << 20, mem, sizeof(mem));
+        if (tmp_bytes != 0)
+            kmgr_format_bytes(tmp_bytes, tmp, sizeof(tmp));
+        fprintf(stderr, "kgate: sandbox caps per context: memory %s%s, processes %u%s%s, /tmp and /dev/shm %s each\n", mem,
+                config->max_memory_mb_given ? "" : " (derived: a quarter of the RAM)", config->max_pids,
+                config->max_pids == 0 ? " (none)" : "", config->max_pids_given ? "" : " (derived: 128 per CPU)", tmp);
+        if (kmgr_path_holds_system(server->files.ws.root))
+            fprintf(stderr,
+                    "kgate: sandbox: the workspace %s holds system directories: sandboxes see it read-only (give "
+                    "--workspace-root DIR for a writable one)\n",
+                    server->files.ws.root);
+    }
     start_pools(server, config);
     gw_mcp_init(&server->mcp, &server->host, &server->languages, &server->contexts, &server->files);
     server->mcp_ready = 1;

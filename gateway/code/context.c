@@ -1,4 +1,5 @@
 /* Contexts: the registry of kernels by context id, readiness waiters, idle expiry. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
@@ -81,21 +82,51 @@ static void on_kernel_message(kmgr_kernel_t *kernel, wire_channel_t channel, con
 
     (void)kernel;
     gw_context_touch(ctx);
+    if (msg == NULL) {
+        const char *parent = nparts != 0 ? parts[0].base : NULL;
+        size_t parent_len = nparts != 0 ? parts[0].len : 0;
+        FOR_EACH_TAP(ctx, tap, if (tap->on_dropped != NULL) tap->on_dropped(tap, channel, parent, parent_len));
+        return;
+    }
     note_execution_count(ctx, channel, msg);
     FOR_EACH_TAP(ctx, tap, tap->on_message(tap, channel, msg, parts, nparts));
+}
+
+/* The kernel died on its own and kernelmgr restarts it: the log and the runs still queued hear it (the running one ended
+ * with KernelDied), and the new kernel counts cells from 1. */
+static void on_auto_restart(gw_context_t *ctx, unsigned restarts)
+{
+    unsigned in_a_row, limit;
+
+    kmgr_kernel_auto_restarts(ctx->kernel, &in_a_row, &limit);
+    fprintf(stderr, "kgate: context %s: its %s kernel died (%s); restarted automatically (%u of %u in a row), its state lost\n",
+            ctx->id, ctx->spec->name, kmgr_kernel_last_death(ctx->kernel), in_a_row, limit);
+    ctx->restarts_seen = restarts;
+    ctx->execution_count = 0;
+    gw_kernel_runs_status(ctx, "restarting");
 }
 
 static void on_kernel_state(kmgr_kernel_t *kernel, void *data)
 {
     gw_context_t *ctx = data;
     kmgr_kernel_state_t state = kmgr_kernel_state(kernel);
+    unsigned restarts = kmgr_kernel_auto_restarts(kernel, NULL, NULL);
 
     if (state == KMGR_KERNEL_IDLE && kmgr_kernel_info(kernel) != NULL)
         gw_languages_note_kernel_info(ctx->contexts->languages, ctx->spec, kmgr_kernel_info(kernel));
+    if (state == KMGR_KERNEL_IDLE || state == KMGR_KERNEL_BUSY)
+        ctx->was_ready = 1;
     if (ctx->is_pooled) {
         /* nobody waits on a pooled kernel, nor taps it: the pool alone hears it (and may free ctx) */
         gw_pool_on_state(ctx, state);
         return;
+    }
+    if (restarts != ctx->restarts_seen)
+        on_auto_restart(ctx, restarts);
+    if (ctx->not_answering == kmgr_kernel_answering(kernel)) {
+        /* a heartbeat went unanswered (IRkernel in a long cell, a stopped process): information, never a death */
+        ctx->not_answering = !kmgr_kernel_answering(kernel);
+        gw_kernel_runs_status(ctx, ctx->not_answering ? "not answering" : "answering");
     }
     FOR_EACH_TAP(ctx, tap, tap->on_state(tap, state));
     if (!is_starting(ctx))
@@ -103,7 +134,8 @@ static void on_kernel_state(kmgr_kernel_t *kernel, void *data)
     if (state == KMGR_KERNEL_DEAD) {
         /* the running run hears it from its request; queued ones would wait forever otherwise */
         gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(kernel), "kernel_died");
-        if (ctx->is_ephemeral)
+        /* a failed start was reported to whoever waited for it: a dead context nobody ever used would stay listed */
+        if (ctx->is_ephemeral || (ctx->forget_failed_start && !ctx->was_ready))
             gw_context_destroy(ctx);
     }
 }
@@ -124,7 +156,8 @@ int gw_context_spawn(gw_contexts_t *contexts, const gw_context_options_t *opts, 
     ksandbox = (kmgr_sandbox_t){.kind = config->sandbox ? KMGR_SANDBOX_BWRAP : KMGR_SANDBOX_NONE,
                                 .share_net = sandbox.share_net,
                                 .workspace = contexts->workspace,
-                                .limits = sandbox.limits};
+                                .limits = sandbox.limits,
+                                .tmp_bytes = sandbox.tmp_bytes};
     kopts.sandbox = &ksandbox;
     ctx = wire_calloc(1, sizeof(*ctx));
     ctx->sandbox = sandbox;
@@ -173,6 +206,9 @@ int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts,
     ctx->execution_count = 0;
     ctx->is_default = opts->is_default;
     ctx->is_ephemeral = opts->is_ephemeral;
+    ctx->forget_failed_start = opts->forget_failed_start;
+    /* a stateless run's kernel serves one run: a death ends it; a context's comes back as Jupyter Server's do */
+    kmgr_kernel_set_restart_limit(ctx->kernel, opts->is_ephemeral ? 0 : contexts->host->config->kernel_restart_limit);
     h2o_linklist_insert(&contexts->list, &ctx->link);
     gw_idmap_insert(&contexts->by_id, &ctx->by_id, ctx->id);
     ++contexts->count;
@@ -318,5 +354,11 @@ json_t *gw_context_to_json(const gw_context_t *ctx)
     json_object_set_new(obj, "cwd", ctx->cwd != NULL ? json_string(ctx->cwd) : json_null());
     json_object_set_new(obj, "sandbox", gw_context_sandbox_to_json(&ctx->sandbox, ctx->contexts->host->config->sandbox));
     json_object_set_new(obj, "limits", gw_context_limits_to_json(&ctx->sandbox.limits));
+    if (ctx->kernel != NULL) {
+        const char *death = kmgr_kernel_last_death(ctx->kernel);
+        json_object_set_new(obj, "answering", json_boolean(kmgr_kernel_answering(ctx->kernel)));
+        json_object_set_new(obj, "restarts", json_integer(kmgr_kernel_auto_restarts(ctx->kernel, NULL, NULL)));
+        json_object_set_new(obj, "last_death", death[0] != '\0' ? json_string(death) : json_null());
+    }
     return obj;
 }

@@ -63,15 +63,19 @@ struct st_gw_context_t {
     int64_t last_activity_ms;      /* wall clock, for clients */
     int64_t last_activity_mono_ms; /* the same on the gw_now_ms clock, which no clock step moves: idle expiry */
     int execution_count;
-    unsigned is_default : 1;   /* the language's default context (POST /code with only a language) */
-    unsigned is_ephemeral : 1; /* a stateless run's own kernel: not listed, deleted after its run */
-    unsigned is_pooled : 1;    /* waiting in pool->kernels (code/pool.c) */
-    gw_pool_t *pool;           /* while is_pooled */
-    h2o_linklist_t link;       /* in contexts->list, or in pool->kernels while pooled */
-    gw_idmap_entry_t by_id;    /* in contexts->by_id */
-    h2o_linklist_t waiters;    /* gw_context_waiter_t: told once the kernel is ready */
-    h2o_linklist_t runs;       /* gw_kernel_run_t queued or in progress */
-    h2o_linklist_t taps;       /* gw_context_tap_t: relays of the kernel's messages */
+    unsigned restarts_seen;           /* kmgr_kernel_auto_restarts already logged and told to its runs */
+    unsigned not_answering : 1;       /* what its running run was last told of kmgr_kernel_answering */
+    unsigned is_default : 1;          /* the language's default context (POST /code with only a language) */
+    unsigned is_ephemeral : 1;        /* a stateless run's own kernel: not listed, deleted after its run */
+    unsigned was_ready : 1;           /* its kernel has been ready once */
+    unsigned forget_failed_start : 1; /* gw_context_options_t's */
+    unsigned is_pooled : 1;           /* waiting in pool->kernels (code/pool.c) */
+    gw_pool_t *pool;                  /* while is_pooled */
+    h2o_linklist_t link;              /* in contexts->list, or in pool->kernels while pooled */
+    gw_idmap_entry_t by_id;           /* in contexts->by_id */
+    h2o_linklist_t waiters;           /* gw_context_waiter_t: told once the kernel is ready */
+    h2o_linklist_t runs;              /* gw_kernel_run_t queued or in progress */
+    h2o_linklist_t taps;              /* gw_context_tap_t: relays of the kernel's messages */
     size_t ntaps;
 };
 
@@ -104,6 +108,12 @@ struct st_gw_context_tap_t {
      */
     void (*on_message)(gw_context_tap_t *tap, wire_channel_t channel, const wire_msg_t *msg, const wire_frame_t *parts,
                        size_t nparts);
+    /**
+     * A message the kernel sent on `channel` was over the message cap and dropped unread (kmgr_tap_cb
+     * with a NULL msg): `parent` (`parent_len` bytes, unverified JSON text) is its parent_header, or NULL
+     * when unknown. Every tap hears it. NULL: the tap is not told.
+     */
+    void (*on_dropped)(gw_context_tap_t *tap, wire_channel_t channel, const char *parent, size_t parent_len);
     /** The kernel's state changed (kmgr_kernel_state of ctx->kernel): restarting, ready again, dead. */
     void (*on_state)(gw_context_tap_t *tap, kmgr_kernel_state_t state);
     /** The context is being destroyed: the tap is already detached, and `ctx` is still readable. */
@@ -135,6 +145,9 @@ typedef struct st_gw_context_options_t {
     const gw_context_sandbox_t *sandbox; /* NULL: gw_context_sandbox_defaults */
     unsigned is_default : 1;
     unsigned is_ephemeral : 1;
+    /* the creator reports a failed start itself and never hands out the id: a context whose kernel
+     * dies before it was ever ready is deleted, not left listed as dead */
+    unsigned forget_failed_start : 1;
 } gw_context_options_t;
 
 /** Initialises an empty registry; `kmgr` (borrowed) starts the kernels. */
@@ -209,7 +222,10 @@ int gw_context_restart(gw_context_t *ctx);
 
 /**
  * The context object: id, language, kernel, status, cwd, created_at, last_activity, execution_count,
- * default, sandbox ({"profile", "share_net"}) and limits (those in force).
+ * default, sandbox ({"profile", "share_net"}), limits (those in force), answering (false while its
+ * ready kernel misses heartbeats: kmgr_kernel_answering), restarts (automatic restarts of its kernel
+ * after it died on its own, --kernel-restart-limit in a row) and last_death (why its kernel last died,
+ * or null).
  */
 json_t *gw_context_to_json(const gw_context_t *ctx);
 

@@ -114,6 +114,23 @@ static void append_reply_lost_error(gw_kernel_run_t *krun)
                                                    "message cap (--max-message-bytes); whether the run succeeded is unknown"));
 }
 
+/* The run's kernel died under it: DEAD, or (kmgr_kernel_options_t.restart_limit) already restarting without its state. */
+static void append_died_error(gw_kernel_run_t *krun)
+{
+    kmgr_kernel_t *kernel = krun->ctx->kernel;
+    unsigned in_a_row, limit;
+    char evalue[KMGR_REASON_MAX + 200];
+
+    if (kmgr_kernel_state(kernel) != KMGR_KERNEL_RESTARTING) {
+        gw_run_append(krun->run, gw_error_event("KernelDied", kmgr_kernel_exit_reason(kernel)));
+        return;
+    }
+    kmgr_kernel_auto_restarts(kernel, &in_a_row, &limit);
+    snprintf(evalue, sizeof(evalue), "%s; kgate restarted the kernel (automatic restart %u of %u in a row): its state was lost",
+             kmgr_kernel_last_death(kernel), in_a_row, limit);
+    gw_run_append(krun->run, gw_error_event("KernelDied", evalue));
+}
+
 /*
  * A stream message whose content kernelmgr kept raw (the run opted in: kmgr_execute_options_t.raw_stream): its text
  * token goes into the event as the kernel encoded it, unless the content is not simple (then it is parsed, and a
@@ -239,7 +256,7 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
             append_timeout_error(krun);
             kernel_run_end(krun, "timeout");
         } else if (err == KMGR_EDIED) {
-            gw_run_append(run, gw_error_event("KernelDied", kmgr_kernel_exit_reason(krun->ctx->kernel)));
+            append_died_error(krun);
             kernel_run_end(krun, "kernel_died");
         } else {
             gw_run_append(run, gw_error_event("KernelRestarted", "the kernel was restarted; its state was lost"));
@@ -412,18 +429,19 @@ void gw_kernel_runs_abort(gw_context_t *ctx, const char *ename, const char *eval
     }
 }
 
+void gw_kernel_runs_status(gw_context_t *ctx, const char *text)
+{
+    for (h2o_linklist_t *node = ctx->runs.next; node != &ctx->runs; node = node->next)
+        gw_run_append(H2O_STRUCT_FROM_MEMBER(gw_kernel_run_t, link, node)->run, status_event(text));
+}
+
 static void restart_after_timeout(gw_kernel_run_t *krun)
 {
     gw_context_t *ctx = krun->ctx;
-    h2o_linklist_t *node;
 
     krun->restarting = 1;
     /* every run of the context learns that state is about to be lost, queued ones included */
-    for (node = ctx->runs.next; node != &ctx->runs; node = node->next) {
-        json_t *ev = gw_event_new("status");
-        json_object_set_new(ev, "text", json_string("restarting"));
-        gw_run_append(H2O_STRUCT_FROM_MEMBER(gw_kernel_run_t, link, node)->run, ev);
-    }
+    gw_kernel_runs_status(ctx, "restarting");
     ctx->execution_count = 0;
     /* the running request ends with FAILED, later, from the loop (kernelmgr never calls back inside restart) */
     if (kmgr_kernel_restart(ctx->kernel) != 0 && !h2o_linklist_is_empty(&ctx->runs))

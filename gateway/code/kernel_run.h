@@ -45,6 +45,9 @@ size_t gw_kernel_runs_count(const gw_context_t *ctx);
  */
 void gw_kernel_runs_abort(gw_context_t *ctx, const char *ename, const char *evalue, const char *outcome);
 
+/** Appends a `status` event with `text` ("restarting", "not answering", ...) to every run queued or running on `ctx`. */
+void gw_kernel_runs_status(gw_context_t *ctx, const char *text);
+
 /** Enforces run timeouts on every context (gw_contexts_tick). */
 void gw_kernel_runs_tick(gw_contexts_t *contexts);
 

@@ -20,6 +20,7 @@ void gw_context_sandbox_defaults(const gw_config_t *config, gw_context_sandbox_t
     out->limits.cpu_seconds = config->max_cpu_seconds;
     out->limits.open_files = config->max_open_files;
     out->limits.file_size_bytes = (uint64_t)config->max_file_size_mb * MIB;
+    out->tmp_bytes = gw_config_tmp_bytes(config, out->limits.memory_bytes);
 }
 
 int gw_context_sandbox_parse(json_t *body, const gw_config_t *config, gw_context_sandbox_t *out, char *err, size_t errlen)
@@ -82,13 +83,20 @@ int gw_context_sandbox_parse(json_t *body, const gw_config_t *config, gw_context
             }
             *f->dst = (uint64_t)n * f->unit;
         }
+        /* half of this context's own memory cap, unless --max-tmp-mb says */
+        out->tmp_bytes = gw_config_tmp_bytes(config, out->limits.memory_bytes);
     }
     return 0;
 }
 
 json_t *gw_context_sandbox_to_json(const gw_context_sandbox_t *sb, int profile_bwrap)
 {
-    return json_pack("{s:s, s:b}", "profile", profile_bwrap ? "bwrap" : "none", "share_net", profile_bwrap ? sb->share_net : 1);
+    json_t *obj =
+        json_pack("{s:s, s:b}", "profile", profile_bwrap ? "bwrap" : "none", "share_net", profile_bwrap ? sb->share_net : 1);
+
+    if (profile_bwrap && sb->tmp_bytes != 0)
+        json_object_set_new(obj, "tmp_mb", json_integer((json_int_t)(sb->tmp_bytes / MIB)));
+    return obj;
 }
 
 json_t *gw_context_limits_to_json(const kmgr_limits_t *l)

@@ -11,6 +11,7 @@
 typedef struct st_gw_context_sandbox_t {
     int share_net;        /* keep the host's network (meaningful under --sandbox bwrap) */
     kmgr_limits_t limits; /* 0: none */
+    uint64_t tmp_bytes;   /* its sandbox's /tmp and /dev/shm, each (gw_config_tmp_bytes of its memory cap); 0: tmpfs's default */
 } gw_context_sandbox_t;
 
 /** The server's defaults: no network, every limit at its --max-* (0: none). */
@@ -24,7 +25,7 @@ void gw_context_sandbox_defaults(const gw_config_t *config, gw_context_sandbox_t
  */
 int gw_context_sandbox_parse(json_t *body, const gw_config_t *config, gw_context_sandbox_t *out, char *err, size_t errlen);
 
-/** {"profile": "none"|"bwrap", "share_net": bool} and {"memory_mb": .., ...} (limits in force; 0 fields left out). */
+/** {"profile": "none"|"bwrap", "share_net": bool, "tmp_mb"?: n} and {"memory_mb": .., ...} (limits in force; 0 fields left out). */
 json_t *gw_context_sandbox_to_json(const gw_context_sandbox_t *sb, int profile_bwrap);
 json_t *gw_context_limits_to_json(const kmgr_limits_t *limits);
 

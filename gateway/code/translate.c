@@ -1,4 +1,4 @@
-/* Jupyter iopub/shell messages of one run -> the API's events (API.md section 1, the event table). */
+/* Jupyter iopub/shell messages of one run -> the API's events (docs/API.md section 1, the event table). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,7 +114,7 @@ static json_t *result_from_content(json_t *content, const gw_translate_opts_t *o
     if (!json_is_object(data))
         return NULL;
     ev = gw_event_new("result");
-    /* every SDK finds the plain text: Python and Kotlin read results.text, Go text/plain (API.md
+    /* every SDK finds the plain text: Python and Kotlin read results.text, Go text/plain (docs/API.md
      * Part 1). A shallow copy: the values are shared with the kernel's message, never copied. */
     results = json_copy(data);
     if (json_is_string(plain = json_object_get(data, "text/plain")))

@@ -219,6 +219,12 @@ static int is_loopback(const char *host)
     return 0;
 }
 
+/* Limits whose 0 means "none" although their default is not 0 (every other such limit must be positive). */
+static int zero_means_none(const char *opt)
+{
+    return strcmp(opt, "kernel-restart-limit") == 0;
+}
+
 int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_fp, void *err_fp)
 {
     static const struct option options[] = {
@@ -339,11 +345,12 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
             return 1;
 #define GW_XX_CASE(field, type, def, opt, help)                                                                                    \
     case OPT_LIMIT_##field:                                                                                                        \
-        if (wire_parse_decimal(optarg, (type)-1, &n) != 0 || (n == 0 && (def) != 0)) {                                             \
+        if (wire_parse_decimal(optarg, (type)-1, &n) != 0 || (n == 0 && (def) != 0 && !zero_means_none(opt))) {                    \
             fprintf(err, "kgate: --%s wants a positive integer, got \"%s\"\n", opt, optarg);                                       \
             return -1;                                                                                                             \
         }                                                                                                                          \
         config->field = (type)n;                                                                                                   \
+        config->field##_given = 1;                                                                                                 \
         break;
             GW_LIMITS_MAP(GW_XX_CASE)
 #undef GW_XX_CASE
@@ -366,4 +373,24 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
     if (config->as_execd && config->workspace_root == NULL)
         config->workspace_root = wire_strdup("/");
     return 0;
+}
+
+void gw_config_derive_sandbox_caps(gw_config_t *config, uint64_t ram_bytes, unsigned ncpu)
+{
+    uint64_t pids = (uint64_t)ncpu * 128;
+
+    if (!config->sandbox)
+        return;
+    /* the most trusted sandboxes ship safe defaults: one context alone cannot take the machine's memory or process table */
+    if (!config->max_memory_mb_given)
+        config->max_memory_mb = (unsigned)(ram_bytes / 4 >> 20);
+    if (!config->max_pids_given)
+        config->max_pids = (unsigned)(pids < 256 ? 256 : pids > 4096 ? 4096 : pids);
+}
+
+uint64_t gw_config_tmp_bytes(const gw_config_t *config, uint64_t memory_bytes)
+{
+    if (config->max_tmp_mb != 0)
+        return (uint64_t)config->max_tmp_mb << 20;
+    return memory_bytes / 2;
 }

@@ -33,13 +33,24 @@
     XX(ping_interval_ms, unsigned, 5000, "ping-interval-ms", "interval of keep-alive `ping` events on a stream")                   \
     XX(context_idle_ms, unsigned, 3600000, "context-idle-ms", "contexts idle this long are deleted")                               \
     XX(shutdown_grace_ms, unsigned, 2000, "shutdown-grace-ms", "grace before SIGTERM, then before SIGKILL, of a kernel")           \
-    XX(kernel_start_timeout_ms, unsigned, 60000, "kernel-start-timeout-ms", "a kernel not ready by then has failed")               \
+    XX(kernel_start_timeout_ms, unsigned, 60000, "kernel-start-timeout-ms",                                                        \
+       "a kernel not ready by then (from its spawn) has failed")                                                                   \
+    XX(max_starting_kernels, unsigned, 0, "max-starting-kernels",                                                                  \
+       "kernels spawned and not ready yet at once (0: the number of cores); the other starts wait their turn")                     \
+    XX(max_start_queue, unsigned, 64, "max-start-queue",                                                                           \
+       "kernel starts waiting their turn; beyond: 429 TOO_MANY_CONTEXTS with Retry-After")                                         \
+    XX(kernel_restart_limit, unsigned, 5, "kernel-restart-limit",                                                                  \
+       "automatic restarts in a row of a context's kernel that died on its own (0: none; it stays dead)")                          \
+    XX(heartbeat_kill_ms, unsigned, 0, "heartbeat-kill-ms",                                                                        \
+       "kill a kernel silent on heartbeats this long (0: never; a kernel is dead when its process is)")                            \
     XX(max_commands, unsigned, 256, "max-commands", "command records kept, running or finished (oldest finished dropped first)")   \
     XX(max_command_log_bytes, size_t, 8u << 20, "max-command-log-bytes", "output kept per command (a ring file: the newest kept)") \
     XX(command_log_read_bytes, size_t, 4u << 20, "command-log-read-bytes", "largest body of one GET /command/{id}/logs")           \
     XX(command_retention_ms, unsigned, 3600000, "command-retention-ms", "how long a finished command stays queryable")             \
     XX(command_kill_grace_ms, unsigned, 3000, "command-kill-grace-ms", "DELETE /command: SIGTERM, then SIGKILL after this")        \
     XX(request_timeout_ms, unsigned, 120000, "request-timeout-ms", "an HTTP/1 request (head and body) must arrive within this")    \
+    XX(header_timeout_ms, unsigned, 20000, "header-timeout-ms",                                                                    \
+       "an HTTP/1 request head, once begun, must be whole within this; beyond: the connection is closed")                          \
     XX(max_upload_bytes, size_t, (1u << 30) + (1u << 20), "max-upload-bytes", "largest accepted POST /files/upload body")          \
     XX(body_mmap_threshold, size_t, 4u << 20, "body-mmap-threshold", "request bodies above this are buffered in a temporary file") \
     XX(max_edit_file_bytes, size_t, 16u << 20, "max-edit-file-bytes", "largest file the editor and /files/replace load")           \
@@ -67,8 +78,14 @@
        "/proxy: requests and WebSockets relayed at once; beyond: 429 TOO_MANY_PROXY_CONNECTIONS")                                  \
     XX(max_proxy_body_bytes, size_t, 1u << 30, "max-proxy-body-bytes", "largest request body relayed by /proxy")                   \
     XX(max_memory_mb, unsigned, 0, "max-memory-mb",                                                                                \
-       "memory cap of a context's kernel (MiB; its default and the most limits.memory_mb may ask; 0: none)")                       \
-    XX(max_pids, unsigned, 0, "max-pids", "processes of a context's kernel at once (default and bound of limits.pids; 0: none)")   \
+       "memory cap of a context's kernel (MiB; its default and the most limits.memory_mb may ask; 0: none; unset under "           \
+       "--sandbox bwrap: a quarter of the machine's RAM)")                                                                         \
+    XX(max_pids, unsigned, 0, "max-pids",                                                                                          \
+       "processes of a context's kernel at once (default and bound of limits.pids; 0: none; unset under --sandbox bwrap: 128 "     \
+       "per CPU, 256 to 4096)")                                                                                                    \
+    XX(max_tmp_mb, unsigned, 0, "max-tmp-mb",                                                                                      \
+       "size of a sandbox's private /tmp and of its /dev/shm, each (MiB; 0: half the memory cap, tmpfs's half of the RAM "         \
+       "without one)")                                                                                                             \
     XX(max_cpu_seconds, unsigned, 0, "max-cpu-seconds", "CPU seconds per kernel process (default and bound; 0: none)")             \
     XX(max_open_files, unsigned, 0, "max-open-files", "open files per kernel process (default and bound; 0: kgate's own)")         \
     XX(max_file_size_mb, unsigned, 0, "max-file-size-mb", "largest file a kernel may write (MiB; default and bound; 0: none)")     \
@@ -125,10 +142,22 @@ typedef struct st_gw_config_t {
      * none after --pool none */
     gw_pool_size_t *pool;
     size_t num_pool;
-#define GW_XX_FIELD(field, type, def, opt, help) type field;
+/* each limit, and whether its flag was given (a derived default replaces only an unset one) */
+#define GW_XX_FIELD(field, type, def, opt, help)                                                                                   \
+    type field;                                                                                                                    \
+    unsigned char field##_given;
     GW_LIMITS_MAP(GW_XX_FIELD)
 #undef GW_XX_FIELD
 } gw_config_t;
+
+/**
+ * Pure: under --sandbox bwrap, the caps a context gets when no flag set them: --max-memory-mb a quarter of `ram_bytes`,
+ * --max-pids 128 per CPU (256 to 4096). A flag given, 0 included (none), is kept. Does nothing without --sandbox bwrap.
+ */
+void gw_config_derive_sandbox_caps(gw_config_t *config, uint64_t ram_bytes, unsigned ncpu);
+/** The size of a sandbox's /tmp and /dev/shm for a memory cap of `memory_bytes` (0: none): --max-tmp-mb, else half the
+ * cap; 0 (tmpfs's default) when neither is set. */
+uint64_t gw_config_tmp_bytes(const gw_config_t *config, uint64_t memory_bytes);
 
 /** Fills `config` with the defaults (127.0.0.1:44772, no token, /bin/bash, the default pool, GW_LIMITS_MAP). */
 void gw_config_init(gw_config_t *config);

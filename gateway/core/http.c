@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include "wire/text.h"
 #include "core/config.h"
 #include "core/http.h"
 #include "core/json_out.h"
@@ -94,12 +96,23 @@ void gw_send_json(h2o_req_t *req, int status, json_t *json)
 
 void gw_send_error(h2o_req_t *req, gw_http_error_t err, const char *fmt, ...)
 {
-    char message[1024];
+    /* room for a kernel's start-up failure with the tail of its output (KMGR_REASON_MAX) and the words around it */
+    char message[4096];
     va_list args;
+    int n;
 
     va_start(args, fmt);
-    vsnprintf(message, sizeof(message), fmt, args);
+    n = vsnprintf(message, sizeof(message), fmt, args);
     va_end(args);
+    /* a message cut inside a UTF-8 character would not be JSON text: cut before the character instead */
+    if (n >= (int)sizeof(message)) {
+        size_t len = sizeof(message) - 1, lead = len;
+        while (lead != 0 && ((unsigned char)message[lead - 1] & 0xc0) == 0x80)
+            --lead;
+        if (lead != 0 && ((unsigned char)message[lead - 1] & 0x80) != 0 &&
+            wire_utf8_sequence((const unsigned char *)message + lead - 1, len - lead + 1) != (int)(len - lead + 1))
+            message[lead - 1] = '\0';
+    }
     gw_send_json(req, error_table[err].status, json_pack("{s:s, s:s}", "code", error_table[err].code, "message", message));
 }
 
@@ -239,4 +252,78 @@ int gw_req_peer_gone(h2o_req_t *req)
     if (sock == NULL || (pfd.fd = h2o_socket_get_fd(sock)) < 0)
         return 0;
     return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+/* A header line's name is `name` (lower case), compared without regard to case. */
+static int line_names(const char *line, size_t name_len, const char *name)
+{
+    return name_len == strlen(name) && strncasecmp(line, name, name_len) == 0;
+}
+
+/* A Content-Length value as a number (digits only, no overflow), or -1. */
+static long long parse_length(const char *p, size_t len)
+{
+    long long v = 0;
+
+    if (len == 0 || len > 18)
+        return -1;
+    for (size_t i = 0; i != len; ++i) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        v = v * 10 + (p[i] - '0');
+    }
+    return v;
+}
+
+const char *gw_http1_framing_error(const char *head, size_t len)
+{
+    const char *p = memchr(head, '\n', len), *end = head + len;
+    long long length = -1;
+    int has_te = 0;
+
+    /* the request line is skipped; each header line until the empty one */
+    for (p = p != NULL ? p + 1 : end; p < end;) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p)), *colon, *v, *ve;
+        size_t line_len;
+        eol = eol != NULL ? eol : end;
+        line_len = (size_t)(eol - p);
+        if (line_len != 0 && p[line_len - 1] == '\r')
+            --line_len;
+        if (line_len == 0)
+            break;
+        if ((colon = memchr(p, ':', line_len)) != NULL && *p != ' ' && *p != '\t') {
+            size_t name_len = (size_t)(colon - p);
+            for (v = colon + 1, ve = p + line_len; v < ve && (*v == ' ' || *v == '\t'); ++v)
+                ;
+            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+                --ve;
+            if (line_names(p, name_len, "transfer-encoding")) {
+                has_te = 1;
+            } else if (line_names(p, name_len, "content-length")) {
+                long long n = parse_length(v, (size_t)(ve - v));
+                if (n < 0)
+                    return "the request's Content-Length is not a number";
+                if (length >= 0 && n != length)
+                    return "the request has two different Content-Lengths";
+                length = n;
+            }
+        }
+        p = eol + 1;
+    }
+    if (has_te && length >= 0)
+        return "the request has both Content-Length and Transfer-Encoding";
+    return NULL;
+}
+
+const char *gw_req_framing_error(h2o_req_t *req)
+{
+    h2o_socket_t *sock;
+
+    if (req->version >= 0x200 || req->conn->callbacks->get_socket == NULL ||
+        (sock = req->conn->callbacks->get_socket(req->conn)) == NULL)
+        return NULL;
+    /* only a request that had a body header has one to frame (h2o's chosen header and its entity) */
+    if (req->entity.base == NULL)
+        return NULL;
+    return gw_http1_framing_error(sock->input->bytes, sock->input->size < H2O_MAX_REQLEN ? sock->input->size : H2O_MAX_REQLEN);
 }

@@ -7,7 +7,7 @@
 #include <h2o.h>
 #include "core/router.h"
 
-/* XX(name, status, code): every error code of API.md section 0. */
+/* XX(name, status, code): every error code of docs/API.md section 0. */
 #define GW_HTTP_ERROR_MAP(XX)                                                                                                      \
     XX(INVALID_REQUEST_BODY, 400)                                                                                                  \
     XX(MISSING_QUERY, 400)                                                                                                         \
@@ -51,7 +51,8 @@
     XX(GATEWAY_TIMEOUT, 504)                                                                                                       \
     XX(TOOL_CALL_NOT_FOUND, 404)                                                                                                   \
     XX(TOOL_CALL_ANSWERED, 409)                                                                                                    \
-    XX(TOOL_CALL_CLOSED, 409)
+    XX(TOOL_CALL_CLOSED, 409)                                                                                                      \
+    XX(AMBIGUOUS_FRAMING, 400)
 
 typedef enum {
 #define GW_XX_ENUM(name, status) GW_HTTP_##name,
@@ -73,6 +74,20 @@ void gw_send_empty_status(h2o_req_t *req, int status);
  * handled, so it notices a client gone only when a write fails (PLATFORM.md); this looks at the socket without reading.
  */
 int gw_req_peer_gone(h2o_req_t *req);
+/**
+ * Why a raw HTTP/1 request head frames its body ambiguously, or NULL: Content-Length together with
+ * Transfer-Encoding, or Content-Lengths that differ (RFC 9112 6.3: a server must reject or close;
+ * a front proxy that frames the body the other way would see a different next request:
+ * smuggling). `head` is the request line and header lines (up to the empty line that ends them,
+ * or `len`); repeated identical Content-Lengths are allowed (RFC 9110 8.6). Pure.
+ */
+const char *gw_http1_framing_error(const char *head, size_t len);
+/**
+ * The same for `req`'s head as received (NULL over HTTP/2). h2o 2.2.5 keeps only the framing header
+ * it chose (the first Content-Length, or Transfer-Encoding over it), but the head of a request
+ * being handled stays at the front of its HTTP/1 socket's input until the answer is sent.
+ */
+const char *gw_req_framing_error(h2o_req_t *req);
 /** Adds the headers every kgate response carries (version). */
 void gw_add_common_headers(h2o_req_t *req);
 

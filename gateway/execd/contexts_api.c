@@ -3,6 +3,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include "kmgr/errors.h"
 #include "core/errors.h"
 #include "execd/execd.h"
 #include "code/context.h"
@@ -31,6 +32,11 @@ int gw_execd_create_context(gw_execd_t *execd, h2o_req_t *req, const gw_context_
         return 0;
     case GW_ESHUTTINGDOWN:
         gw_send_error(req, GW_HTTP_KERNEL_UNAVAILABLE, "kgate is shutting down");
+        break;
+    case KMGR_ESTARTQUEUE:
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("2"));
+        gw_send_error(req, GW_HTTP_TOO_MANY_CONTEXTS, "%u kernels are waiting to start (--max-start-queue); retry later",
+                      execd->host->config->max_start_queue);
         break;
     case GW_ETOOMANYCONTEXTS:
         gw_send_error(req, GW_HTTP_TOO_MANY_CONTEXTS, "%zu contexts are alive, the maximum (--max-contexts); delete one first",
@@ -147,6 +153,7 @@ GW_EXECD_HANDLER(context_create)
         goto Exit;
     }
     opts.sandbox = &sandbox;
+    opts.forget_failed_start = 1;
     if (gw_execd_create_context(execd, req, &opts, &ctx) != 0)
         goto Exit;
     gw_execd_respond_when_ready(ctx, req);

@@ -1,4 +1,4 @@
-/* execd/execd.h: the execd front door: OpenSandbox execd's HTTP API (API.md Parts 1-3) over the engine. */
+/* execd/execd.h: the execd front door: OpenSandbox execd's HTTP API (docs/API.md Parts 1-3) over the engine. */
 #ifndef GW_EXECD_H
 #define GW_EXECD_H
 

@@ -64,7 +64,8 @@ static void abandon_file(upload_job_t *job)
     if (job->fd != -1)
         close(job->fd);
     if (job->dir_fd != -1) {
-        unlinkat(job->dir_fd, job->tmp_name, 0);
+        if (job->tmp_name[0] != '\0')
+            unlinkat(job->dir_fd, job->tmp_name, 0);
         close(job->dir_fd);
     }
     job->fd = job->dir_fd = -1;
@@ -122,15 +123,14 @@ static int finish_file(upload_job_t *job)
         ret = -errno;
     if (ret == 0 && (meta->uid != (uid_t)-1 || meta->gid != (gid_t)-1) && fchown(job->fd, meta->uid, meta->gid) != 0)
         ret = -errno;
-    close(job->fd);
-    job->fd = -1;
     if (ret == 0) {
         /* a big file this one replaces is freed off the loop */
         int replaced = gw_workspace_hold_big_file(job->dir_fd, meta->path.name);
-        if (renameat(job->dir_fd, job->tmp_name, job->dir_fd, meta->path.name) != 0)
-            ret = -errno;
+        ret = gw_files_commit_temp(job->dir_fd, job->fd, job->tmp_name, sizeof(job->tmp_name), meta->path.name);
         gw_close_detached(replaced);
     }
+    close(job->fd);
+    job->fd = -1;
     if (ret != 0)
         return ret; /* abandon_file removes the temporary file */
     close(job->dir_fd);

@@ -1,4 +1,4 @@
-/* Routes of /v1/isolated: execd's isolated sessions (API.md 5.1, OSEP-0013) over procs/isolated.h; the files routes are the
+/* Routes of /v1/isolated: execd's isolated sessions (docs/API.md 5.1, OSEP-0013) over procs/isolated.h; the files routes are the
  * /files handlers run in the session's view of its workspace. */
 #include <errno.h>
 #include <fcntl.h>
@@ -98,7 +98,7 @@ static void on_started(gw_isolated_session_t *s, void *data, const char *error)
         return;
     }
     obj = gw_isolated_to_json(s);
-    json_object_set_new(obj, "isolation", gw_iso_spec_to_json(&s->spec)); /* OSEP-0013's shape, besides API.md's */
+    json_object_set_new(obj, "isolation", gw_iso_spec_to_json(&s->spec)); /* OSEP-0013's shape, besides docs/API.md's */
     json_object_set_new(obj, "artifacts", json_null());
     gw_send_json(w->req, 200, obj);
 }
@@ -157,7 +157,7 @@ GW_EXECD_HANDLER(isolated_get)
         gw_send_json(req, 200, gw_isolated_to_json(s));
 }
 
-/* DELETE answers once the sandbox is gone (API.md: after the answer the id is gone), which the loop learns by polling. */
+/* DELETE answers once the sandbox is gone (docs/API.md: after the answer the id is gone), which the loop learns by polling. */
 static void on_released(void *data)
 {
     iso_waiter_t *w = data;

@@ -1,4 +1,4 @@
-/* Routes of /pty: execd's PTY sessions, and the WebSocket that drives one (API.md 5.1). */
+/* Routes of /pty: execd's PTY sessions, and the WebSocket that drives one (docs/API.md 5.1). */
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>

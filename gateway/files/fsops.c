@@ -92,22 +92,73 @@ int gw_files_write_all(int fd, const char *data, size_t len)
     return 0;
 }
 
-/* Creates a fresh temporary file beside `name` in dir_fd; its name is written to tmp_name. */
-int gw_files_create_temp(int dir_fd, const char *name, char *tmp_name, size_t size, mode_t mode, int *fd)
+/* A fresh name for a temporary file beside `name` into tmp_name; 0 or -errno. */
+static int temp_name(const char *name, char *tmp_name, size_t size)
 {
     unsigned char rnd[6];
-    int attempt;
 
-    for (attempt = 0; attempt < 16; ++attempt) {
-        if (getentropy(rnd, sizeof(rnd)) != 0)
-            return -errno;
-        snprintf(tmp_name, size, ".%.200s.kgate-%02x%02x%02x%02x%02x%02x", name, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+    if (getentropy(rnd, sizeof(rnd)) != 0)
+        return -errno;
+    snprintf(tmp_name, size, ".%.200s.kgate-%02x%02x%02x%02x%02x%02x", name, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+    return 0;
+}
+
+int gw_files_create_temp(int dir_fd, const char *name, char *tmp_name, size_t size, mode_t mode, int *fd)
+{
+    int ret;
+
+    if ((*fd = openat(dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode)) != -1) {
+        tmp_name[0] = '\0';
+        return 0;
+    }
+    /* a file system without unnamed files (EOPNOTSUPP; EISDIR or EINVAL from older kernels) gets a named one */
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+        return -errno;
+    for (int attempt = 0; attempt < 16; ++attempt) {
+        if ((ret = temp_name(name, tmp_name, size)) != 0)
+            return ret;
         if ((*fd = openat(dir_fd, tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)) != -1)
             return 0;
         if (errno != EEXIST)
             return -errno;
     }
+    tmp_name[0] = '\0';
     return -EEXIST;
+}
+
+/* Links the unnamed file `fd` into dir_fd under a fresh temporary name (tmp_name); 0 or -errno. */
+static int link_unnamed(int dir_fd, int fd, const char *name, char *tmp_name, size_t size)
+{
+    char proc[64];
+    int ret;
+
+    snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+    for (int attempt = 0; attempt < 16; ++attempt) {
+        if ((ret = temp_name(name, tmp_name, size)) != 0)
+            break;
+        /* linkat(fd, "", AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; the /proc link does not */
+        if (linkat(AT_FDCWD, proc, dir_fd, tmp_name, AT_SYMLINK_FOLLOW) == 0)
+            return 0;
+        if ((ret = -errno) != -EEXIST)
+            break;
+    }
+    tmp_name[0] = '\0';
+    return ret;
+}
+
+int gw_files_commit_temp(int dir_fd, int fd, char *tmp_name, size_t size, const char *name)
+{
+    int ret = 0;
+
+    /* a name is needed only for the rename, which replaces `name` atomically (linkat cannot) */
+    if (tmp_name[0] == '\0' && (ret = link_unnamed(dir_fd, fd, name, tmp_name, size)) != 0)
+        return ret;
+    if (renameat(dir_fd, tmp_name, dir_fd, name) != 0) {
+        ret = -errno;
+        unlinkat(dir_fd, tmp_name, 0);
+    }
+    tmp_name[0] = '\0';
+    return ret;
 }
 
 int gw_files_write_atomic(const gw_workspace_t *ws, const gw_workspace_path_t *p, const char *data, size_t len, mode_t mode)
@@ -139,11 +190,11 @@ int gw_files_write_atomic(const gw_workspace_t *ws, const gw_workspace_path_t *p
         else if (fchown(fd, st.st_uid, st.st_gid) != 0 && errno != EPERM)
             ret = -errno;
     }
-    close(fd);
-    if (ret == 0 && renameat(dir_fd, tmp_name, dir_fd, p->name) != 0)
-        ret = -errno;
-    if (ret != 0)
+    if (ret == 0)
+        ret = gw_files_commit_temp(dir_fd, fd, tmp_name, sizeof(tmp_name), p->name);
+    else if (tmp_name[0] != '\0')
         unlinkat(dir_fd, tmp_name, 0);
+    close(fd);
 Exit:
     close(dir_fd);
     return ret;

@@ -31,7 +31,18 @@ json_t *gw_files_info_json(int dir_fd, const char *name, const char *abs, int *e
 /** Writes all of `data` to `fd` (retrying short writes and EINTR). 0 or -errno. */
 int gw_files_write_all(int fd, const char *data, size_t len);
 
-/** Creates a fresh temporary file (mode `mode`) beside `name` in dir_fd; its name goes to tmp_name. 0 or -errno. */
+/**
+ * Creates a fresh temporary file (mode `mode`) in dir_fd to become `name`. Where the file system
+ * allows it (O_TMPFILE) the file has no name until gw_files_commit_temp, so that a kgate killed
+ * mid-write leaves nothing in the workspace; tmp_name is then "". Elsewhere it is named
+ * ".<name>.kgate-<12 hex digits>" (tmp_name). 0 or -errno.
+ */
 int gw_files_create_temp(int dir_fd, const char *name, char *tmp_name, size_t size, mode_t mode, int *fd);
+/**
+ * Gives the temporary file `fd` of gw_files_create_temp the name `name` in dir_fd, replacing what
+ * is there, atomically. `fd` stays open (the caller closes it). On failure no temporary name is
+ * left behind. 0 or -errno; tmp_name is "" afterwards either way.
+ */
+int gw_files_commit_temp(int dir_fd, int fd, char *tmp_name, size_t size, const char *name);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -269,6 +270,7 @@ int gw_multipart_parse(const char *body, size_t len, const char *boundary, gw_mu
 /* ---- resident pages of large bodies ----------------------------------------------------------- */
 
 static char body_dir[FILENAME_MAX - 16];
+static int body_dir_fd = -1; /* locked while kgate lives (sweep_dead_body_dirs) */
 static struct timespec body_dir_mtime;
 static int body_trim_active;
 
@@ -290,15 +292,46 @@ static struct {
 } * held_files;
 static size_t num_held_files, cap_held_files;
 
+/*
+ * The body directories of kgates that died without removing theirs (SIGKILL). A live kgate holds a
+ * lock on its own for its whole life (body_dir_fd), whatever pid namespace it runs in; a directory
+ * nobody holds is a dead one's. h2o unlinks each body file as it creates it, so they are empty:
+ * rmdir, never a tree walk.
+ */
+static void sweep_dead_body_dirs(const char *tmpdir)
+{
+    DIR *dir = opendir(tmpdir);
+    struct dirent *de;
+
+    if (dir == NULL)
+        return;
+    while ((de = readdir(dir)) != NULL) {
+        int fd;
+        if (strncmp(de->d_name, "kgate-bodies.", 13) != 0 ||
+            (fd = openat(dirfd(dir), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+            continue;
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            unlinkat(dirfd(dir), de->d_name, AT_REMOVEDIR);
+        close(fd);
+    }
+    closedir(dir);
+}
+
 int gw_body_buffers_init(const char *tmpdir, size_t threshold)
 {
     if (tmpdir == NULL || tmpdir[0] == '\0')
         tmpdir = "/tmp";
+    sweep_dead_body_dirs(tmpdir);
     if ((size_t)snprintf(body_dir, sizeof(body_dir), "%s/kgate-bodies.XXXXXX", tmpdir) >= sizeof(body_dir))
         return -ENAMETOOLONG;
     if (mkdtemp(body_dir) == NULL) {
         int err = errno;
         body_dir[0] = '\0';
+        return -err;
+    }
+    if ((body_dir_fd = open(body_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 || flock(body_dir_fd, LOCK_EX) != 0) {
+        int err = errno;
+        gw_body_buffers_dispose();
         return -err;
     }
     snprintf(h2o_socket_buffer_mmap_settings.fn_template, sizeof(h2o_socket_buffer_mmap_settings.fn_template), "%s/b.XXXXXX",
@@ -317,6 +350,9 @@ void gw_body_buffers_dispose(void)
     if (body_dir[0] != '\0')
         rmdir(body_dir);
     body_dir[0] = '\0';
+    if (body_dir_fd != -1)
+        close(body_dir_fd);
+    body_dir_fd = -1;
 }
 
 /*

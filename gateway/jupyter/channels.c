@@ -112,6 +112,54 @@ static void on_kernel_message(gw_context_tap_t *tap, wire_channel_t channel, con
     gw_jmsg_dispose(&jmsg);
 }
 
+/* The parent header of a message dropped over the cap, as a JSON object (NULL: unknown or not an object). */
+static json_t *dropped_parent(const char *parent, size_t parent_len)
+{
+    json_t *obj = parent != NULL ? json_loadb(parent, parent_len, 0, NULL) : NULL;
+
+    if (obj != NULL && !json_is_object(obj)) {
+        json_decref(obj);
+        obj = NULL;
+    }
+    return obj;
+}
+
+/*
+ * A kernel message was over the message cap and never reached kgate whole (kernelmgr skipped it): the
+ * client whose message it was (any client for iopub, the asker for a reply) gets an iopub `stream` on
+ * stderr in its place, with the dropped message's parent as its own, so that a notebook shows it in the
+ * cell whose output is incomplete (as the replay buffer's loss notice does).
+ */
+static void on_kernel_dropped(gw_context_tap_t *tap, wire_channel_t channel, const char *parent, size_t parent_len)
+{
+    gw_jconn_t *conn = H2O_STRUCT_FROM_MEMBER(gw_jconn_t, tap, tap);
+    json_t *parent_header = dropped_parent(parent, parent_len);
+    const char *parent_id = json_string_value(json_object_get(parent_header, "msg_id"));
+    size_t cap = conn->jupyter->host->config->max_message_bytes;
+    char text[320];
+    wire_msg_t *msg;
+    gw_jmsg_t jmsg;
+
+    if (!gw_jasked_claim(&conn->asked, channel, parent_id != NULL ? parent_id : "")) {
+        json_decref(parent_header);
+        return;
+    }
+    snprintf(text, sizeof(text),
+             "[kgate] a kernel message on %s was larger than the message cap (%zu bytes, --max-message-bytes) and was dropped: "
+             "output of this request is missing\n",
+             wire_channel_name(channel), cap);
+    msg = wire_msg_create("stream", "kgate", json_pack("{s:s, s:s}", "name", "stderr", "text", text));
+    if (parent_header != NULL) {
+        json_decref(msg->parent_header);
+        msg->parent_header = parent_header;
+    }
+    if (gw_jmsg_from_wire(&jmsg, WIRE_CHANNEL_IOPUB, msg) == 0) {
+        send_to_client(conn, &jmsg);
+        gw_jmsg_dispose(&jmsg);
+    }
+    wire_msg_destroy(msg);
+}
+
 /* A status message kgate makes itself on iopub, as Jupyter Server does when a kernel dies. */
 static void send_status(gw_jconn_t *conn, const char *state)
 {
@@ -174,6 +222,13 @@ static void on_away_message(gw_context_tap_t *tap, wire_channel_t channel, const
     gw_jreplay_offer(away->replay, channel, wire_msg_type(msg), wire_msg_parent_id(msg), parts, nparts);
 }
 
+static void on_away_dropped(gw_context_tap_t *tap, wire_channel_t channel, const char *parent, size_t parent_len)
+{
+    gw_jaway_t *away = H2O_STRUCT_FROM_MEMBER(gw_jaway_t, tap, tap);
+
+    gw_jreplay_note_dropped(away->replay, channel, parent, parent_len);
+}
+
 static void on_away_state(gw_context_tap_t *tap, kmgr_kernel_state_t state)
 {
     /* a restart ends every request the client awaited, and Jupyter Server drops the buffer with the old kernel's channels */
@@ -213,6 +268,7 @@ static void start_away(gw_jconn_t *conn)
     away->replay = gw_jreplay_create(conn->session_id, config->jupyter_replay_bytes,
                                      gw_now_ms() + (int64_t)config->jupyter_replay_ms, &conn->asked);
     away->tap.on_message = on_away_message;
+    away->tap.on_dropped = on_away_dropped;
     away->tap.on_state = on_away_state;
     away->tap.on_destroy = on_away_kernel_gone;
     h2o_linklist_insert(&jupyter->away, &away->link);
@@ -343,6 +399,9 @@ static void on_kernel_state(gw_context_tap_t *tap, kmgr_kernel_state_t state)
     case KMGR_KERNEL_RESTARTING:
         /* the requests in flight die with the old process: their replies will never come */
         gw_jasked_clear(&conn->asked);
+        /* Jupyter Server's restarter says so when a kernel that died on its own comes back (not for a restart asked for) */
+        if (conn->tap.ctx != NULL && kmgr_kernel_last_death(conn->tap.ctx->kernel)[0] != '\0')
+            send_status(conn, "restarting");
         break;
     case KMGR_KERNEL_DEAD:
         send_status(conn, "dead");
@@ -441,6 +500,7 @@ GW_JUPYTER_HANDLER(kernel_channels)
         conn->session_id = wire_strdup(session_id);
     h2o_linklist_insert(&jupyter->conns, &conn->link);
     conn->tap.on_message = on_kernel_message;
+    conn->tap.on_dropped = on_kernel_dropped;
     conn->tap.on_state = on_kernel_state;
     conn->tap.on_destroy = on_kernel_gone;
     gw_context_tap_attach(ctx, &conn->tap);

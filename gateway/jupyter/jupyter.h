@@ -1,5 +1,5 @@
 /* jupyter/jupyter.h: the Jupyter Server front door: its kernels, kernelspecs and sessions REST API and the kernel WebSocket
- * (API.md 5.2). */
+ * (docs/API.md 5.2). */
 #ifndef GW_JUPYTER_H
 #define GW_JUPYTER_H
 

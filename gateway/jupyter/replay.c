@@ -258,6 +258,20 @@ static wire_msg_t *loss_notice(const gw_jreplay_t *replay)
     return msg;
 }
 
+void gw_jreplay_note_dropped(gw_jreplay_t *replay, wire_channel_t channel, const char *parent, size_t parent_len)
+{
+    wire_frame_t parts[GW_JMSG_NUM_PARTS] = {{NULL, 0}};
+    json_t *header = parent != NULL ? json_loadb(parent, parent_len, 0, NULL) : NULL;
+    const char *parent_id = json_string_value(json_object_get(header, "msg_id"));
+
+    if (gw_jasked_claim(&replay->asked, channel, parent_id != NULL ? parent_id : "")) {
+        parts[GW_JMSG_PART_PARENT_HEADER] =
+            (wire_frame_t){(void *)(parent != NULL ? parent : "{}"), parent != NULL ? parent_len : 2};
+        drop(replay, parts, GW_JMSG_NUM_PARTS);
+    }
+    json_decref(header);
+}
+
 void gw_jreplay_drain(gw_jreplay_t *replay, void (*fn)(void *data, const gw_jmsg_t *msg), void *data, gw_jasked_t *asked)
 {
     for (h2o_linklist_t *node = replay->kept.next; node != &replay->kept; node = node->next) {

@@ -98,6 +98,14 @@ int gw_jreplay_is_expired(const gw_jreplay_t *replay, int64_t now_ms);
 int gw_jreplay_offer(gw_jreplay_t *replay, wire_channel_t channel, const char *msg_type, const char *parent_id,
                      const wire_frame_t *parts, size_t nparts);
 
+/**
+ * A message the kernel sent on `channel` was dropped over the message cap before kgate saw it whole
+ * (gw_context_tap_t.on_dropped): counted as lost like one dropped over the bound, with `parent`
+ * (`parent_len` bytes of JSON text, or NULL: unknown) as the loss notice's parent when it is the first.
+ * Ignored when it is not the client's (a reply to another client's request).
+ */
+void gw_jreplay_note_dropped(gw_jreplay_t *replay, wire_channel_t channel, const char *parent, size_t parent_len);
+
 /** Messages kept, and the bytes they are charged (overhead included: what `max_bytes` bounds). */
 size_t gw_jreplay_count(const gw_jreplay_t *replay);
 size_t gw_jreplay_bytes(const gw_jreplay_t *replay);

@@ -1,4 +1,4 @@
-/* mcp/mcp.h: the MCP front door: the Model Context Protocol over Streamable HTTP at /mcp (API.md 5.3). */
+/* mcp/mcp.h: the MCP front door: the Model Context Protocol over Streamable HTTP at /mcp (docs/API.md 5.3). */
 #ifndef GW_MCP_H
 #define GW_MCP_H
 

@@ -1,4 +1,4 @@
-/* mcp/tools.h: the MCP tools kgate offers (API.md 5.3): their descriptions, JSON Schemas and argument checks (pure). */
+/* mcp/tools.h: the MCP tools kgate offers (docs/API.md 5.3): their descriptions, JSON Schemas and argument checks (pure). */
 #ifndef GW_MCP_TOOLS_H
 #define GW_MCP_TOOLS_H
 

@@ -25,6 +25,7 @@
 #include "procs/lines.h"
 #include "procs/proctree.h"
 #include "procs/rmtree.h"
+#include "procs/walls.h"
 #include "procs/spawn.h"
 
 extern char **environ;
@@ -540,12 +541,13 @@ void gw_isolated_abandon(gw_isolated_session_t *s)
 int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_started_cb cb, void *data, gw_isolated_session_t **out,
                        char *err, size_t errlen)
 {
-    char top[4096], dir[4096], ctl[4096], upper[4096], work[4096], merged[4096], *real;
+    char top[4096], dir[4096], ctl[4096], upper[4096], work[4096], merged[4096];
     char *cmd[] = {"/bin/bash", "--noprofile", "--norc", NULL}, **argv = NULL, **envp = NULL;
     int in[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1}, ret = GW_ESPAWN;
     gw_isolated_session_t *s = NULL;
     gw_spawn_options_t opts = {.uid = -1, .gid = -1};
     gw_iso_paths_t paths = {0};
+    gw_walls_fds_t sources = {0};
     pid_t pid = 0;
 
     if (iso->num_sessions >= iso->host->config->max_isolated_sessions) {
@@ -556,18 +558,14 @@ int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_star
         snprintf(err, errlen, "overlay needs util-linux's unshare, which is not installed");
         return GW_ESPAWN;
     }
-    /* the workspace exists (created when missing) and, symbolic links resolved, still lies beneath the root */
-    if ((ret = mkdirs(spec->workspace)) != 0 || (real = realpath(spec->workspace, NULL)) == NULL) {
-        snprintf(err, errlen, "cannot create the workspace %s: %s", spec->workspace, strerror(ret != 0 ? -ret : errno));
+    /* the workspace exists (created when missing); it and every other host path, symbolic links resolved, still lie where
+     * the request may reach, and bwrap gets the resolved paths */
+    if ((ret = mkdirs(spec->workspace)) != 0) {
+        snprintf(err, errlen, "cannot create the workspace %s: %s", spec->workspace, strerror(-ret));
         return GW_ESPAWN;
     }
-    if (!kmgr_path_within(real, iso->root) || strcmp(real, "/") == 0 || kmgr_path_within(real, iso->runtime_dir)) {
-        snprintf(err, errlen, "the workspace %s resolves to %s, outside the workspace root %s", spec->workspace, real, iso->root);
-        free(real);
+    if (gw_walls_open_spec(spec, iso->root, iso->runtime_dir, &sources, err, errlen) != 0)
         return GW_ESPAWN;
-    }
-    free(spec->workspace);
-    spec->workspace = real;
 
     /* counted and pending from here: whatever fails below is released the one way, from the loop, without a callback */
     s = wire_calloc(1, sizeof(*s));
@@ -599,7 +597,9 @@ int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_star
                              .merged_dir = merged,
                              .upper_dir = upper,
                              .work_dir = work,
-                             .as_root = geteuid() == 0};
+                             .as_root = geteuid() == 0,
+                             .tmp_bytes = gw_config_tmp_bytes(iso->host->config, (uint64_t)iso->host->config->max_memory_mb << 20),
+                             .source_fd_base = 3};
     argv = gw_iso_argv(spec, &paths, cmd);
     envp = gw_iso_env(spec, environ, iso->host->instance_env);
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
@@ -612,6 +612,8 @@ int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_star
     opts.fds[0] = in[0];
     opts.fds[1] = outp[1];
     opts.fds[2] = errp[1];
+    opts.keep_fds = sources.fds;
+    opts.nkeep_fds = sources.n;
     if ((ret = gw_spawn(&opts, &pid, err, errlen)) != 0)
         goto Error;
     s->pid = pid;
@@ -647,6 +649,7 @@ Exit:
     }
     kmgr_strv_free(argv);
     kmgr_strv_free(envp);
+    gw_walls_fds_close(&sources);
     return ret;
 }
 

@@ -159,7 +159,7 @@ int gw_iso_spec_parse(json_t *body, const char *root, const char *hidden, unsign
 
     memset(out, 0, sizeof(*out));
     out->uid = out->gid = -1;
-    /* OSEP-0013 nests the fields under "isolation"; API.md has them at the top */
+    /* OSEP-0013 nests the fields under "isolation"; docs/API.md has them at the top */
     if (json_is_object(iso))
         body = iso;
     ws = json_object_get(body, "workspace");
@@ -301,18 +301,34 @@ static void append_quoted(char **buf, size_t *len, const char *s)
     (*buf)[*len] = '\0';
 }
 
+/* One host path bound at `dest`: by the descriptor the child holds for it (bwrap closes it once bound), else by path. */
+static void bind_source(strv_t *b, const gw_iso_paths_t *paths, size_t index, int readonly, const char *source, const char *dest)
+{
+    char fd[32];
+
+    if (paths->source_fd_base <= 0) {
+        push_all(b, (const char *const[]){readonly ? "--ro-bind" : "--bind", source, dest, NULL});
+        return;
+    }
+    snprintf(fd, sizeof(fd), "%d", paths->source_fd_base + (int)index);
+    push_all(b, (const char *const[]){readonly ? "--ro-bind-fd" : "--bind-fd", fd, dest, NULL});
+}
+
 char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char *const *cmd)
 {
     strv_t b = {NULL, 0, 0}, out = {NULL, 0, 0};
-    char idbuf[32];
+    char idbuf[32], **walls;
     size_t i;
 
-    /* 1. namespaces and hardening (as kmgr_bwrap_argv's) */
+    /* 1-5. namespaces and hardening, the system read-only, /tmp per profile, fresh /dev (a sized /dev/shm), /proc and /run:
+     * what every sandbox shares (kmgr_bwrap_walls); the order of the mounts is the order of the arguments: each later one
+     * lies over what an earlier one showed */
+    walls = kmgr_bwrap_walls(&(kmgr_bwrap_walls_t){
+        .share_net = spec->share_net, .host_tmp = spec->profile != GW_ISO_STRICT, .tmp_bytes = paths->tmp_bytes});
     push(&b, paths->bwrap);
-    push_all(&b, (const char *const[]){"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--disable-userns",
-                                       "--cap-drop", "ALL", "--die-with-parent", "--new-session", "--hostname", "sandbox", NULL});
-    if (!spec->share_net)
-        push(&b, "--unshare-net");
+    for (char **p = walls; *p != NULL; ++p)
+        push(&b, *p);
+    kmgr_strv_free(walls);
     if (spec->uid >= 0) {
         snprintf(idbuf, sizeof(idbuf), "%ld", spec->uid);
         push_all(&b, (const char *const[]){"--uid", idbuf, NULL});
@@ -321,28 +337,20 @@ char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char 
         snprintf(idbuf, sizeof(idbuf), "%ld", spec->gid);
         push_all(&b, (const char *const[]){"--gid", idbuf, NULL});
     }
-    /* 2-5. the system read-only, /tmp per profile, fresh /dev, /proc and /run; the order of the mounts is the order of the
-     * arguments: each later one lies over what an earlier one showed */
-    push_all(&b, (const char *const[]){"--ro-bind", "/", "/", NULL});
-    if (spec->profile == GW_ISO_STRICT)
-        push_all(&b, (const char *const[]){"--tmpfs", "/tmp", NULL});
-    else
-        push_all(&b, (const char *const[]){"--bind", "/tmp", "/tmp", NULL});
-    push_all(&b, (const char *const[]){"--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run", NULL});
     /* 6. keys, connection files, other sessions' layers: hidden; only this session's scripts come back, read-only */
     push_all(&b, (const char *const[]){"--tmpfs", paths->runtime_dir, "--ro-bind", paths->ctl_dir, GW_ISO_CTL_DIR, NULL});
     /* 7. the workspace per mode */
     if (spec->mode == GW_ISO_OVERLAY)
         push_all(&b, (const char *const[]){"--bind", paths->merged_dir, spec->workspace, NULL});
     else
-        push_all(&b,
-                 (const char *const[]){spec->mode == GW_ISO_RO ? "--ro-bind" : "--bind", spec->workspace, spec->workspace, NULL});
+        bind_source(&b, paths, GW_ISO_SOURCE_WORKSPACE, spec->mode == GW_ISO_RO, spec->workspace, spec->workspace);
     /* 8-9. extra_writable, then binds */
     for (i = 0; i != spec->num_extra_writable; ++i)
-        push_all(&b, (const char *const[]){"--bind", spec->extra_writable[i], spec->extra_writable[i], NULL});
+        bind_source(&b, paths, GW_ISO_SOURCE_EXTRA(i), 0, spec->extra_writable[i], spec->extra_writable[i]);
     for (i = 0; i != spec->num_binds; ++i)
-        push_all(&b, (const char *const[]){spec->binds[i].readonly ? "--ro-bind" : "--bind", spec->binds[i].source,
-                                           spec->binds[i].dest, NULL});
+        bind_source(&b, paths, GW_ISO_SOURCE_BIND(spec, i), spec->binds[i].readonly, spec->binds[i].source, spec->binds[i].dest);
+    /* the runtime dir hidden again, over whatever a bind may have laid on its path */
+    push_all(&b, (const char *const[]){"--tmpfs", paths->runtime_dir, NULL});
     /* 10. HOME on the private /tmp, the working directory */
     if (spec->profile == GW_ISO_STRICT)
         push_all(&b, (const char *const[]){"--dir", "/tmp/home", NULL});
@@ -359,7 +367,9 @@ char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char 
         const char *head = "mount -t overlay kgate-overlay -o ";
         char opts[3 * 4096 + 64];
 
-        snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", spec->workspace, paths->upper_dir, paths->work_dir);
+        /* by descriptor, the lower layer is the working directory the wrapper entered through it (see below) */
+        snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", paths->source_fd_base > 0 ? "." : spec->workspace,
+                 paths->upper_dir, paths->work_dir);
         script = wire_strdup(head);
         len = strlen(script);
         append_quoted(&script, &len, opts);
@@ -369,6 +379,15 @@ char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char 
         append_quoted(&script, &len, paths->merged_dir);
         script = wire_realloc(script, len + 16);
         len += (size_t)sprintf(script + len, " && exec \"$@\"");
+        if (paths->source_fd_base > 0) {
+            /* enter the workspace through the descriptor that was checked, then close it: unshare carries the working
+             * directory into the new mount namespace (where a descriptor of the old one cannot be mounted), and the sandbox
+             * is handed no descriptor of the host's tree */
+            char enter[64];
+            snprintf(enter, sizeof(enter), "cd /proc/self/fd/%d && exec \"$@\" %d>&-", paths->source_fd_base,
+                     paths->source_fd_base);
+            push_all(&out, (const char *const[]){"/bin/sh", "-c", enter, "kgate-isolated-workspace", NULL});
+        }
         push(&out, paths->unshare);
         if (!paths->as_root)
             push_all(&out, (const char *const[]){"--user", "--map-root-user", NULL});

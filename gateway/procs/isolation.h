@@ -4,6 +4,7 @@
 #define GW_ISOLATION_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <jansson.h>
 
 /** How the session sees its workspace. */
@@ -55,8 +56,9 @@ typedef struct st_gw_iso_spec_t {
 #define GW_ISO_MAX_ITEMS 64
 
 /**
- * Pure: reads a POST /v1/isolated/session body (API.md 5.1; OSEP-0013's nesting under "isolation" is read too). Paths
- * must be absolute and are normalised lexically ("." and ".." applied); `root` (the files root, "/" for none) must hold
+ * Pure: reads a POST /v1/isolated/session body (docs/API.md 5.1; OSEP-0013's nesting under "isolation" is read too). Paths
+ * must be absolute and are normalised lexically ("." and ".." applied; gw_walls_open_spec then checks them as bwrap
+ * will resolve them); `root` (the files root, "/" for none) must hold
  * the workspace, extra_writable and the sources of writable binds; nothing may name `hidden` (kgate's runtime dir) or lie
  * in it. `default_idle` is idle_timeout_seconds when absent. Returns 0, or -1 with a message for the client in `err`
  * (then `out` holds nothing to free).
@@ -78,16 +80,28 @@ typedef struct st_gw_iso_paths_t {
     const char *merged_dir;           /* overlay: where the wrapper mounts the overlay (bound at the workspace) */
     const char *upper_dir, *work_dir; /* overlay: the session's upper layer and overlayfs's work dir */
     int as_root;                      /* kgate runs as root: the wrapper needs no user namespace of its own */
+    uint64_t tmp_bytes;               /* the size of strict's private /tmp, and of /dev/shm; 0: tmpfs's default */
+    /* > 0: the spec's host paths are bound by descriptor (gw_walls_open_spec): the child holds the one of the path at index i
+     * (GW_ISO_SOURCE_*) as descriptor source_fd_base + i (kmgr_spawn_options_t.keep_fds); 0: by path */
+    int source_fd_base;
 } gw_iso_paths_t;
+
+/** The index of each host path of a spec, in the order gw_walls_open_spec opens them: the workspace, extra_writable, binds. */
+#define GW_ISO_SOURCE_WORKSPACE 0
+#define GW_ISO_SOURCE_EXTRA(i) (1 + (i))
+#define GW_ISO_SOURCE_BIND(spec, i) (1 + (spec)->num_extra_writable + (i))
 
 /** Where the session's run scripts appear inside the sandbox. */
 #define GW_ISO_CTL_DIR "/run/kgate"
 
 /**
  * Builds the session's command line around `cmd`: bwrap with the profile's mounts in a fixed order (the system read-only,
- * /tmp, /dev, /proc, /run, the runtime dir hidden, the control dir, the workspace per mode, extra_writable, binds, HOME),
+ * /tmp, /dev (read-only but for its devices, a sized /dev/shm), /proc, /run, the runtime dir hidden, the control dir, the
+ * workspace per mode, extra_writable, binds, the runtime dir hidden again over whatever a bind laid there, HOME),
  * `--chdir` the workspace; for overlay, `unshare` (a private mount namespace; a user namespace too when kgate is not
  * root) and `sh -c` that mounts the overlay at merged_dir and execs bwrap, so that the mount dies with the session.
+ * With source_fd_base, bwrap binds descriptors (--bind-fd) and the overlay's wrapper enters the workspace through its
+ * descriptor (`sh -c 'cd /proc/self/fd/N'`, which closes it) and mounts "." as the lower layer.
  * The process run keeps its pid from wrapper to bwrap (exec all along). Pure; NULL-terminated, owned by the caller
  * (kmgr_strv_free).
  */

@@ -73,10 +73,13 @@ int gw_spawn_sandbox_of(const gw_host_t *host, gw_spawn_sandbox_t *out)
                                 .runtime_dir = host->runtime_dir,
                                 .workspace = host->workspace,
                                 .limits = {.memory_bytes = (uint64_t)config->max_memory_mb << 20,
-                                           .pids = config->max_pids,
+                                           /* RLIMIT_NPROC counts every process of kgate's user, not the sandbox's: only a
+                                            * cap the operator set, never one derived for kernels' cgroups */
+                                           .pids = config->max_pids_given ? config->max_pids : 0,
                                            .cpu_seconds = config->max_cpu_seconds,
                                            .open_files = config->max_open_files,
-                                           .file_size_bytes = (uint64_t)config->max_file_size_mb << 20}};
+                                           .file_size_bytes = (uint64_t)config->max_file_size_mb << 20},
+                                .tmp_bytes = gw_config_tmp_bytes(config, (uint64_t)config->max_memory_mb << 20)};
     return 1;
 }
 
@@ -127,7 +130,9 @@ int gw_spawn(const gw_spawn_options_t *opts, pid_t *pid, char *err, size_t err_s
                                   .cwd = opts->cwd,
                                   .uid = opts->uid >= 0 ? &uid : NULL,
                                   .gid = opts->gid >= 0 ? &gid : NULL,
-                                  .controlling_tty = opts->controlling_tty};
+                                  .controlling_tty = opts->controlling_tty,
+                                  .keep_fds = opts->keep_fds,
+                                  .nkeep_fds = opts->nkeep_fds};
     kmgr_spawn_failure_t failure;
     kmgr_spawn_rlimit_t rlimits[KMGR_LIMITS_MAX_RLIMITS];
     char **wrapped = NULL, **envp = NULL, cwd[PATH_MAX];
@@ -140,6 +145,7 @@ int gw_spawn(const gw_spawn_options_t *opts, pid_t *pid, char *err, size_t err_s
                                    .workspace = sb->workspace,
                                    .cwd = opts->cwd,
                                    .home = "/tmp/home",
+                                   .tmp_bytes = sb->tmp_bytes,
                                    .own_terminal = opts->controlling_tty};
         size_t argc = 0;
         if (bargs.cwd == NULL) {
@@ -147,6 +153,9 @@ int gw_spawn(const gw_spawn_options_t *opts, pid_t *pid, char *err, size_t err_s
                 snprintf(err, err_size, "getcwd: %s", strerror(errno));
                 return GW_ESPAWN;
             }
+            bargs.cwd = cwd;
+        } else if (bargs.cwd[0] == '/' && realpath(bargs.cwd, cwd) != NULL) {
+            /* as bwrap will find it: a link into the runtime dir is the runtime dir */
             bargs.cwd = cwd;
         }
         if (bargs.cwd[0] != '/' || is_within(bargs.cwd, sb->runtime_dir)) {

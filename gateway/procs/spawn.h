@@ -19,6 +19,7 @@ typedef struct st_gw_spawn_sandbox_t {
     const char *runtime_dir; /* hidden whole */
     const char *workspace;   /* bound read-write at its own path; NULL: none */
     kmgr_limits_t limits;    /* memory: RLIMIT_AS, pids: RLIMIT_NPROC, cpu, open files, file size; 0: none */
+    uint64_t tmp_bytes;      /* its private /tmp and /dev/shm, each (gw_config_tmp_bytes); 0: tmpfs's default */
 } gw_spawn_sandbox_t;
 
 /** Fills `*out` with the server's sandbox and returns 1 under --sandbox bwrap; returns 0 (no sandbox) otherwise. */
@@ -33,10 +34,12 @@ typedef struct st_gw_spawn_options_t {
     long uid, gid;                /* >= 0: the child switches to them (setgroups, setgid, setuid); -1: kgate's own */
     int fds[3];                   /* become the child's stdin, stdout, stderr; -1: /dev/null (they are never closed here) */
     unsigned controlling_tty : 1; /* fds[0] is a terminal's slave side: it becomes the session's controlling terminal */
+    const int *keep_fds;          /* keep_fds[i] becomes the child's descriptor 3 + i (kmgr_spawn_options_t.keep_fds) */
+    size_t nkeep_fds;
     /* non-NULL: `path` runs inside bubblewrap, in `cwd` (else kgate's) as the sandbox sees it: the workspace is bound at its
-     * own path, a directory outside it read-only, one in kgate's runtime dir is refused (GW_ESPAWN); with controlling_tty
-     * the terminal stays the program's (no --new-session). HOME becomes /tmp/home unless `envp` changed it, and kgate's
-     * access token is left out. */
+     * own path, a directory outside it read-only, one in kgate's runtime dir (symbolic links resolved) is refused (GW_ESPAWN); with
+     * controlling_tty the terminal stays the program's (no --new-session). HOME becomes /tmp/home unless `envp` changed it, and
+     * kgate's access token is left out. */
     const gw_spawn_sandbox_t *sandbox;
 } gw_spawn_options_t;
 

@@ -25,14 +25,16 @@ typedef struct st_exchange_t {
     gw_proxy_t *proxy;
     h2o_linklist_t link; /* in proxy->exchanges */
     h2o_req_t *req;
-    h2o_http1client_t *client; /* NULL once it is done (it frees itself) or cancelled */
-    h2o_iovec_t reqbufs[2];    /* the head, and the body h2o buffered */
+    h2o_timeout_entry_t head_entry; /* on proxy->io_timeout until the upstream's head is whole: connect, send and answer */
+    h2o_http1client_t *client;      /* NULL once it is done (it frees itself) or cancelled */
+    h2o_iovec_t reqbufs[2];         /* the head, and the body h2o buffered */
     size_t num_reqbufs;
     uint16_t port;
     h2o_socket_cb paused_reader; /* the client's read callback, while reading is paused */
     h2o_linklist_t queue;        /* body chunks (events) not yet taken by the writer */
     size_t queued_bytes;
     unsigned is_upgrade : 1;
+    unsigned chunked : 1;       /* the upstream's body is chunked: its close before the last chunk is a cut */
     unsigned responded : 1;     /* the request has its answer (an error, the upstream's head, or the upgrade) */
     unsigned started : 1;       /* the upstream's head is out: the writer owns the body */
     unsigned eos : 1;           /* the upstream's body is complete */
@@ -77,6 +79,8 @@ static void on_dispose(void *p)
 {
     exchange_t *ex = p;
 
+    if (h2o_timeout_is_linked(&ex->head_entry))
+        h2o_timeout_unlink(&ex->head_entry);
     stop_client(ex);
     drop_queue(ex);
     h2o_linklist_unlink(&ex->link);
@@ -134,6 +138,32 @@ static void notify_writer(exchange_t *ex)
         gw_event_source_notify(&ex->super);
 }
 
+/* The client's HTTP/1 socket (NULL over HTTP/2, whose connection carries other streams). */
+static h2o_socket_t *client_socket(exchange_t *ex)
+{
+    h2o_conn_t *conn = ex->req->conn;
+
+    return ex->req->version < 0x200 && conn->callbacks->get_socket != NULL ? conn->callbacks->get_socket(conn) : NULL;
+}
+
+/*
+ * The answer is cut (the upstream failed mid-body, the client went, kgate shuts down): the writer
+ * ends it with an error, and over HTTP/1 the connection is shut down first, so that the client
+ * reads an end of file where the rest of the body should be (curl: error 18), never a last chunk
+ * or h2o's marker after it; nginx and h2o's own proxy do the same.
+ */
+static void cut_answer(exchange_t *ex)
+{
+    h2o_socket_t *sock = client_socket(ex);
+
+    stop_client(ex);
+    ex->failed = 1;
+    drop_queue(ex);
+    if (sock != NULL)
+        shutdown(h2o_socket_get_fd(sock), SHUT_RDWR);
+    notify_writer(ex);
+}
+
 /* ---- the upstream ----------------------------------------------------------------------------- */
 
 static int on_body(h2o_http1client_t *client, const char *errstr)
@@ -153,13 +183,17 @@ static int on_body(h2o_http1client_t *client, const char *errstr)
     if (errstr != NULL) {
         /* the client frees itself when this returns */
         ex->client = NULL;
+        /* h2o's client reports an upstream that closed between two chunks as the body's end (browsers
+         * ignore a missing last chunk); it does so from a read that brought no byte, while a real last
+         * chunk always comes with the read that carried it */
+        if (errstr == h2o_http1client_error_is_eos && ex->chunked && client->sock->bytes_read == 0)
+            errstr = "the connection closed before the last chunk";
         if (errstr == h2o_http1client_error_is_eos) {
             ex->eos = 1;
         } else {
             /* cut, not ended: the client must not take a truncated body for a whole one */
             fprintf(stderr, "kgate: proxy: 127.0.0.1:%u: %s (the answer is cut)\n", ex->port, errstr);
-            ex->failed = 1;
-            drop_queue(ex);
+            cut_answer(ex);
         }
     } else if (ex->queued_bytes >= PAUSE_BYTES && ex->paused_reader == NULL) {
         ex->paused_reader = client->sock->_cb.read;
@@ -197,8 +231,10 @@ static h2o_http1client_body_cb on_head(h2o_http1client_t *client, const char *er
 {
     exchange_t *ex = client->data;
     h2o_req_t *req = ex->req;
+    h2o_iovec_t te;
     (void)minor_version;
 
+    h2o_timeout_unlink(&ex->head_entry);
     if (errstr != NULL && errstr != h2o_http1client_error_is_eos) {
         ex->client = NULL;
         send_upstream_error(ex, errstr, 0);
@@ -229,6 +265,8 @@ static h2o_http1client_body_cb on_head(h2o_http1client_t *client, const char *er
         ex->client = NULL;
         ex->eos = 1;
     }
+    te = gw_proxy_find_header(headers, num_headers, "transfer-encoding");
+    ex->chunked = te.base != NULL && h2o_memis(te.base, te.len, H2O_STRLIT("chunked"));
     gw_add_common_headers(req);
     if (!ex->eos) {
         /* an empty first chunk: the head leaves now, not with the first bytes of a body that may take its time */
@@ -251,6 +289,7 @@ static h2o_http1client_head_cb on_connect(h2o_http1client_t *client, const char 
     if (errstr != NULL) {
         /* a refused loopback connect fails at once, inside h2o_http1client_connect: errno still says why */
         int saved_errno = errno;
+        h2o_timeout_unlink(&ex->head_entry);
         ex->client = NULL;
         send_upstream_error(ex, errstr, saved_errno);
         return NULL;
@@ -260,6 +299,41 @@ static h2o_http1client_head_cb on_connect(h2o_http1client_t *client, const char 
     *reqbufcnt = ex->num_reqbufs;
     *method_is_head = h2o_memis(ex->req->method.base, ex->req->method.len, H2O_STRLIT("HEAD"));
     return on_head;
+}
+
+/*
+ * h2o's client times each read, so an upstream that sends its head a byte at a time would hold the
+ * exchange for ever: the head (connect, request, answer) must be whole within --proxy-timeout-ms.
+ */
+static void on_head_timeout(h2o_timeout_entry_t *entry)
+{
+    exchange_t *ex = H2O_STRUCT_FROM_MEMBER(exchange_t, head_entry, entry);
+
+    if (ex->responded)
+        return;
+    stop_client(ex);
+    send_upstream_error(ex, "I/O timeout", 0);
+}
+
+void gw_proxy_http_watch(gw_proxy_t *proxy)
+{
+    h2o_linklist_t *node, *next;
+
+    for (node = proxy->exchanges.next; node != &proxy->exchanges; node = next) {
+        exchange_t *ex = H2O_STRUCT_FROM_MEMBER(exchange_t, link, node);
+        next = node->next;
+        if ((ex->responded && !ex->started) || ex->eos || ex->failed || ex->writer_closed || !gw_req_peer_gone(ex->req))
+            continue;
+        if (!ex->responded) {
+            /* nobody reads this answer: it only makes h2o close the connection and dispose the request */
+            stop_client(ex);
+            ex->responded = 1;
+            ex->req->http1_is_persistent = 0;
+            gw_send_error(ex->req, GW_HTTP_BAD_GATEWAY, "the client closed its connection");
+        } else {
+            cut_answer(ex);
+        }
+    }
 }
 
 void gw_proxy_http_start(gw_proxy_t *proxy, h2o_req_t *req, const gw_proxy_target_t *target, int is_upgrade)
@@ -274,6 +348,8 @@ void gw_proxy_http_start(gw_proxy_t *proxy, h2o_req_t *req, const gw_proxy_targe
     ex->is_upgrade = is_upgrade;
     h2o_linklist_init_anchor(&ex->queue);
     h2o_linklist_insert(&proxy->exchanges, &ex->link);
+    ex->head_entry.cb = on_head_timeout;
+    h2o_timeout_link(proxy->host->loop, &proxy->io_timeout, &ex->head_entry);
     ++proxy->num_active;
     /* h2o has buffered the whole body by now (in a temporary file above --body-mmap-threshold) */
     ex->reqbufs[ex->num_reqbufs++] = gw_proxy_request_head(req, target, proxy->host->config->access_token, is_upgrade);
@@ -296,10 +372,7 @@ void gw_proxy_http_shutdown(gw_proxy_t *proxy)
             ex->responded = 1;
             gw_send_error(ex->req, GW_HTTP_KERNEL_UNAVAILABLE, "kgate is shutting down");
         } else if (ex->started && !ex->eos && !ex->failed && !ex->writer_closed) {
-            stop_client(ex);
-            ex->failed = 1;
-            drop_queue(ex);
-            notify_writer(ex);
+            cut_answer(ex);
         }
     }
 }

@@ -42,6 +42,12 @@ h2o_iovec_t gw_proxy_find_header(const h2o_header_t *headers, size_t num_headers
  * answers `req` (502, 504 or the upstream's answer).
  */
 void gw_proxy_http_start(gw_proxy_t *proxy, h2o_req_t *req, const gw_proxy_target_t *target, int is_upgrade);
+/**
+ * Frees the slots of clients that went away: an exchange whose client closed its HTTP/1 connection
+ * is ended (its upstream connection closed, its answer cut), whatever state it is in. h2o reads no
+ * client socket while a request is handled, so this looks (every GW_PROXY_WATCH_MS).
+ */
+void gw_proxy_http_watch(gw_proxy_t *proxy);
 /** Ends every exchange (server shutdown): 503 before the answer started, a cut answer after. */
 void gw_proxy_http_shutdown(gw_proxy_t *proxy);
 

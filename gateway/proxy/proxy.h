@@ -20,10 +20,17 @@ typedef struct st_gw_proxy_t {
     uint16_t own_port;                /* kgate's listening port, refused as a target (0: not known yet) */
     h2o_timeout_t io_timeout;         /* --proxy-timeout-ms: the upstream's connect, answer and every body read */
     h2o_http1client_ctx_t client_ctx; /* h2o's HTTP/1 client, on io_timeout */
+    h2o_timeout_t watch_timeout;      /* GW_PROXY_WATCH_MS: looks for clients gone while their exchange waits */
+    h2o_timeout_entry_t watch_entry;  /* linked while exchanges are relayed */
     h2o_linklist_t exchanges;         /* HTTP requests being relayed (proxy/http.c) */
     h2o_linklist_t tunnels;           /* WebSockets being relayed (proxy/tunnel.c) */
     size_t num_active;                /* both of them: bounded by --max-proxy-connections */
 } gw_proxy_t;
+
+/* How often exchanges look for clients that closed their connection (proxy/exchange.c). */
+#define GW_PROXY_WATCH_MS 1000
+/* The Retry-After (seconds) of a 429 TOO_MANY_PROXY_CONNECTIONS. */
+#define GW_PROXY_RETRY_AFTER "1"
 
 /** Initialises the door on `host` (borrowed for the door's life). */
 void gw_proxy_init(gw_proxy_t *proxy, gw_host_t *host);

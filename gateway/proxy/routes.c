@@ -4,6 +4,15 @@
 #include "core/ws.h"
 #include "proxy/internal.h"
 
+static void on_watch(h2o_timeout_entry_t *entry)
+{
+    gw_proxy_t *proxy = H2O_STRUCT_FROM_MEMBER(gw_proxy_t, watch_entry, entry);
+
+    gw_proxy_http_watch(proxy);
+    if (!h2o_linklist_is_empty(&proxy->exchanges))
+        h2o_timeout_link(proxy->host->loop, &proxy->watch_timeout, &proxy->watch_entry);
+}
+
 void gw_proxy_init(gw_proxy_t *proxy, gw_host_t *host)
 {
     memset(proxy, 0, sizeof(*proxy));
@@ -12,6 +21,8 @@ void gw_proxy_init(gw_proxy_t *proxy, gw_host_t *host)
     h2o_timeout_init(host->loop, &proxy->io_timeout, host->config->proxy_timeout_ms);
     proxy->client_ctx.loop = host->loop;
     proxy->client_ctx.io_timeout = &proxy->io_timeout;
+    h2o_timeout_init(host->loop, &proxy->watch_timeout, GW_PROXY_WATCH_MS);
+    proxy->watch_entry.cb = on_watch;
     h2o_linklist_init_anchor(&proxy->exchanges);
     h2o_linklist_init_anchor(&proxy->tunnels);
 }
@@ -91,6 +102,7 @@ static void on_proxy(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *p
         return;
     }
     if (proxy->num_active >= config->max_proxy_connections) {
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT(GW_PROXY_RETRY_AFTER));
         gw_send_error(req, GW_HTTP_TOO_MANY_PROXY_CONNECTIONS, "%zu connections are being relayed (--max-proxy-connections)",
                       proxy->num_active);
         return;
@@ -101,6 +113,8 @@ static void on_proxy(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *p
         return;
     }
     gw_proxy_http_start(proxy, req, &target, gw_ws_is_upgrade(req));
+    if (!h2o_timeout_is_linked(&proxy->watch_entry))
+        h2o_timeout_link(proxy->host->loop, &proxy->watch_timeout, &proxy->watch_entry);
 }
 
 void gw_proxy_add_routes(gw_proxy_t *proxy, gw_route_table_t *table)
@@ -129,5 +143,7 @@ void gw_proxy_dispose(gw_proxy_t *proxy)
 {
     /* by now every exchange has been disposed with its request and every tunnel has closed: no
      * upstream client is left on the timeout */
+    h2o_timeout_unlink(&proxy->watch_entry);
+    h2o_timeout_dispose(proxy->host->loop, &proxy->watch_timeout);
     h2o_timeout_dispose(proxy->host->loop, &proxy->io_timeout);
 }

@@ -41,7 +41,7 @@ gw_run_t *gw_run_create(gw_runs_t *runs, const char *context_id, const char *ini
     json_object_set_new(ev, "text", json_string(init_text != NULL ? init_text : run->id));
     json_object_set_new(ev, "execution_id", json_string(run->id));
     gw_run_append(run, ev);
-    on_ping(&run->ping); /* API.md: a ping right after init, then every ping interval */
+    on_ping(&run->ping); /* docs/API.md: a ping right after init, then every ping interval */
     return run;
 }
 

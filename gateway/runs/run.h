@@ -43,7 +43,7 @@ typedef struct st_gw_run_producer_t {
 /** Where a run is in its life. */
 typedef enum { GW_RUN_QUEUED, GW_RUN_RUNNING, GW_RUN_FINISHED } gw_run_state_t;
 
-/** Per-run output bounds (API.md Part 2): stream text and the size of each rich result. */
+/** Per-run output bounds (docs/API.md Part 2): stream text and the size of each rich result. */
 typedef struct st_gw_run_limits_t {
     size_t output_bytes; /* stdout + stderr text kept; the rest is dropped and reported */
     size_t result_bytes; /* one result's MIME bundle, serialised; larger ones are dropped and reported */

@@ -162,7 +162,9 @@ int kmgr_channels_drain(kmgr_channels_t *ch, wire_channel_t channel)
         if (got == KMGR_EMSGSIZE) {
             fprintf(stderr, "kgate: kernel %s: a message on %s was larger than the message cap (%llu bytes): it was dropped\n",
                     ch->uuid, wire_channel_name(channel), (unsigned long long)ch->max_message_bytes);
-            ch->ops->on_oversized(ch->data, channel);
+            size_t parent_len;
+            const char *parent = kmgr_zsock_dropped_parent(z, &parent_len);
+            ch->ops->on_oversized(ch->data, channel, parent, parent_len);
             continue;
         }
         if (got < 0) {

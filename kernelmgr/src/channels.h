@@ -53,9 +53,10 @@ typedef struct st_kmgr_channels_ops_t {
     kmgr_big_iopub_t (*big_iopub)(void *data);
     /**
      * A kernel message on `channel` was bigger than the message cap: it was skipped as it arrived
-     * (never buffered) and nobody sees it; the connection goes on. From kmgr_channels_drain.
+     * (never buffered) and nobody sees it; the connection goes on. `parent` (`parent_len` bytes, or
+     * NULL) is its parent_header as sent, unverified (kmgr_zsock_dropped_parent). From kmgr_channels_drain.
      */
-    void (*on_oversized)(void *data, wire_channel_t channel);
+    void (*on_oversized)(void *data, wire_channel_t channel, const char *parent, size_t parent_len);
     /**
      * The channels marked themselves for a redrain (see `redrain`): the owner must have
      * kmgr_channels_drain_all called from the loop soon, never from inside this call.

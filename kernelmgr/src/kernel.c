@@ -1,4 +1,4 @@
-/* kernelmgr/src/kernel.c: the kernel state machine: start-up readiness, heartbeats, interrupt, restart, shutdown. */
+/* kernelmgr/src/kernel.c: the kernel state machine: start-up readiness, interrupt, restart, shutdown (liveness.c: death). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,9 +31,10 @@ const char *kmgr_kernel_state_name(kmgr_kernel_state_t state)
 /* Loop context only: tells the owner about the current state if it has not heard of it yet. */
 static void flush_state(kmgr_kernel_t *k)
 {
-    if (k->destroyed || k->state == k->notified_state)
+    if (k->destroyed || (k->state == k->notified_state && kmgr_kernel_answering(k) == k->notified_answering))
         return;
     k->notified_state = k->state;
+    k->notified_answering = kmgr_kernel_answering(k);
     if (k->on_state != NULL)
         k->on_state(k, k->data);
 }
@@ -51,6 +52,11 @@ static void flush_deferred(kmgr_kernel_t *k)
     flush_state(k);
 }
 
+void kmgr_kernel_notify_later(kmgr_kernel_t *k)
+{
+    kmgr_manager_schedule(k->mgr);
+}
+
 int kmgr_kernel_send(kmgr_kernel_t *k, wire_channel_t channel, wire_msg_t *msg)
 {
     int ret = k->proc != NULL ? kmgr_channels_send(&k->proc->channels, channel, msg) : KMGR_EZMQ;
@@ -63,11 +69,11 @@ static void send_kernel_info(kmgr_kernel_t *k)
     kmgr_kernel_send(k, WIRE_CHANNEL_SHELL, wire_msg_create("kernel_info_request", k->session, NULL));
 }
 
-/* Loop context: the kernel is gone (or as good as). Fails its requests, then tells the owner. */
-static void die(kmgr_kernel_t *k, const char *reason, int kill_it)
+void kmgr_kernel_die(kmgr_kernel_t *k, const char *reason, int kill_it)
 {
     ++k->generation;
     snprintf(k->exit_reason, sizeof(k->exit_reason), "%s", reason);
+    snprintf(k->last_death, sizeof(k->last_death), "%s", reason);
     if (k->proc != NULL) {
         kmgr_channels_close(&k->proc->channels, 0);
         if (kill_it)
@@ -87,6 +93,10 @@ static void maybe_ready(kmgr_kernel_t *k)
         return;
     now = kmgr_now_ms();
     k->state = KMGR_KERNEL_IDLE;
+    k->ready_at = now;
+    k->auto_restarting = 0;
+    k->bind_retries = 0;
+    k->answering = 1;
     k->next_ping_at = now;
     k->ping_sent_at = 0;
     kmgr_requests_send_unsent(k);
@@ -222,6 +232,11 @@ static void on_pong(void *data)
     kmgr_kernel_t *k = data;
 
     k->ping_sent_at = 0;
+    /* told from run_pending: a pong is read inside the tick, which goes on using the kernel */
+    if (!k->answering) {
+        k->answering = 1;
+        kmgr_kernel_notify_later(k);
+    }
 }
 
 /*
@@ -246,8 +261,10 @@ static kmgr_big_iopub_t big_iopub(void *data)
  * requests in flight are told and a resynchronisation begins (kmgr_resync_t): the lost message may
  * have been a reply or a status that ended something. A loss during one restarts it.
  */
-static void on_oversized(void *data, wire_channel_t channel)
+static void on_oversized(void *data, wire_channel_t channel, const char *parent, size_t parent_len)
 {
+    uint64_t generation;
+
     kmgr_kernel_t *k = data;
     int iopub_live = k->resync.active ? k->resync.iopub_live : 1;
 
@@ -265,7 +282,13 @@ static void on_oversized(void *data, wire_channel_t channel)
     if (channel == WIRE_CHANNEL_STDIN)
         kmgr_kernel_send(k, WIRE_CHANNEL_STDIN, wire_msg_create("input_reply", k->session, json_pack("{s:s}", "value", "")));
     send_probe(k);
+    generation = k->generation;
     kmgr_requests_on_oversized(k, k->sent);
+    /* a relay's clients are told too: their requests' output may have been in it */
+    if (k->generation == generation && !k->destroyed && k->tap != NULL) {
+        wire_frame_t part = {(void *)parent, parent_len};
+        k->tap(k, channel, NULL, parent != NULL ? &part : NULL, parent != NULL ? 1 : 0, k->tap_data);
+    }
 }
 
 static void on_redrain(void *data)
@@ -291,6 +314,7 @@ static int launch(kmgr_kernel_t *k, char *why, size_t whylen)
     kmgr_proc_t *proc;
     int ret;
 
+    k->answering = 1;
     k->interrupt_sent_at = 0; /* a new process has none in flight */
     if ((ret = kmgr_proc_spawn(k->mgr, k->spec, k->cwd, k->env, &k->sandbox, &proc, why, whylen)) != 0)
         return ret;
@@ -332,12 +356,25 @@ int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, km
     }
     k->on_state = opts->on_state;
     k->data = opts->data;
+    k->restart_limit = opts->restart_limit;
     k->state = k->notified_state = KMGR_KERNEL_STARTING;
+    k->notified_answering = 1;
     wire_uuid4(k->session);
     kmgr_list_init(&k->link);
     kmgr_list_init(&k->requests);
     kmgr_list_init(&k->failing);
-    if ((ret = launch(k, why, sizeof(why))) != 0) {
+    if (mgr->config.max_starting != 0) {
+        unsigned launching, queued;
+        kmgr_kernels_count_starting(mgr, &launching, &queued);
+        if (launching >= mgr->config.max_starting) {
+            if (queued >= mgr->config.max_start_queue) {
+                kmgr_kernel_free(k);
+                return KMGR_ESTARTQUEUE;
+            }
+            k->queued = 1;
+        }
+    }
+    if (!k->queued && (ret = launch(k, why, sizeof(why))) != 0) {
         fprintf(stderr, "kgate: cannot start a %s kernel: %s\n", k->spec->name, why);
         kmgr_kernel_free(k);
         return ret;
@@ -373,24 +410,53 @@ void kmgr_kernel_free(kmgr_kernel_t *k)
     free(k);
 }
 
+void kmgr_kernel_launch_queued(kmgr_kernel_t *k)
+{
+    char why[256];
+
+    k->queued = 0;
+    if (launch(k, why, sizeof(why)) != 0) {
+        fprintf(stderr, "kgate: cannot start a %s kernel: %s\n", k->spec->name, why);
+        snprintf(k->exit_reason, sizeof(k->exit_reason), "%s", why);
+        set_state_later(k, KMGR_KERNEL_DEAD);
+        kmgr_manager_schedule(k->mgr);
+    }
+}
+
+int kmgr_kernel_relaunch(kmgr_kernel_t *k, int polite, char *why, size_t whylen)
+{
+    ++k->generation;
+    if (k->proc != NULL) {
+        kmgr_manager_adopt(k->mgr, k->proc, polite);
+        k->proc = NULL;
+    }
+    json_decref(k->info);
+    k->info = NULL;
+    /* a restart is not held back by the start queue (it counts once spawned) */
+    k->queued = 0;
+    return launch(k, why, whylen);
+}
+
+void kmgr_kernel_set_restart_limit(kmgr_kernel_t *k, unsigned limit)
+{
+    k->restart_limit = limit;
+}
+
 int kmgr_kernel_restart(kmgr_kernel_t *k)
 {
     char why[256];
-    int ret;
+    int ret, polite = k->state != KMGR_KERNEL_DEAD;
 
     if (k->destroyed)
         return KMGR_ESHUTDOWN;
     ++k->generation;
     kmgr_requests_fail_all(k, KMGR_ESHUTDOWN);
-    if (k->proc != NULL) {
-        kmgr_manager_adopt(k->mgr, k->proc, k->state != KMGR_KERNEL_DEAD);
-        k->proc = NULL;
-    }
-    json_decref(k->info);
-    k->info = NULL;
-    k->exit_reason[0] = '\0';
+    k->exit_reason[0] = k->last_death[0] = '\0';
+    k->restarts_in_row = 0;
+    k->auto_restarting = 0;
+    k->bind_retries = 0;
     set_state_later(k, KMGR_KERNEL_RESTARTING);
-    if ((ret = launch(k, why, sizeof(why))) != 0) {
+    if ((ret = kmgr_kernel_relaunch(k, polite, why, sizeof(why))) != 0) {
         snprintf(k->exit_reason, sizeof(k->exit_reason), "%s", why);
         set_state_later(k, KMGR_KERNEL_DEAD);
         return ret;
@@ -443,6 +509,25 @@ json_t *kmgr_kernel_info(const kmgr_kernel_t *k)
 const char *kmgr_kernel_exit_reason(const kmgr_kernel_t *k)
 {
     return k->state == KMGR_KERNEL_DEAD ? k->exit_reason : "";
+}
+
+const char *kmgr_kernel_last_death(const kmgr_kernel_t *k)
+{
+    return k->last_death;
+}
+
+unsigned kmgr_kernel_auto_restarts(const kmgr_kernel_t *k, unsigned *in_a_row, unsigned *limit)
+{
+    if (in_a_row != NULL)
+        *in_a_row = k->restarts_in_row;
+    if (limit != NULL)
+        *limit = k->restart_limit;
+    return k->restarts;
+}
+
+int kmgr_kernel_answering(const kmgr_kernel_t *k)
+{
+    return k->answering || (k->state != KMGR_KERNEL_IDLE && k->state != KMGR_KERNEL_BUSY);
 }
 
 void kmgr_kernel_set_tap(kmgr_kernel_t *k, kmgr_tap_cb cb, void *data)
@@ -501,7 +586,7 @@ void kmgr_kernel_tick(kmgr_kernel_t *k, uint64_t now)
         if (k->generation != generation || k->destroyed)
             return;
         kmgr_proc_describe_exit(k->proc, reason, sizeof(reason));
-        die(k, reason, 0);
+        kmgr_kernel_incarnation_ended(k, reason, 0);
         return;
     }
     kmgr_channels_tick(&k->proc->channels, now);
@@ -510,26 +595,15 @@ void kmgr_kernel_tick(kmgr_kernel_t *k, uint64_t now)
     case KMGR_KERNEL_RESTARTING:
         if (now - k->started_at >= config->startup_timeout_ms) {
             snprintf(reason, sizeof(reason), "did not become ready within %u ms", config->startup_timeout_ms);
-            die(k, reason, 1);
+            kmgr_kernel_incarnation_ended(k, reason, 1);
         } else if (now >= k->next_info_at) {
             send_kernel_info(k);
             k->next_info_at = now + config->kernel_info_retry_ms;
         }
         break;
     default:
-        if (k->ping_sent_at != 0) {
-            /* A stalled loop must not read as a dead kernel: collect pongs that already arrived. */
-            kmgr_channels_drain(&k->proc->channels, WIRE_CHANNEL_HB);
-            if (k->ping_sent_at != 0 && now - k->ping_sent_at >= config->heartbeat_timeout_ms) {
-                die(k, "stopped answering heartbeats", 1);
-                return;
-            }
-        }
-        if (k->ping_sent_at == 0 && now >= k->next_ping_at) {
-            kmgr_channels_ping(&k->proc->channels);
-            k->ping_sent_at = now;
-            k->next_ping_at = now + config->heartbeat_interval_ms;
-        }
+        if (kmgr_kernel_heartbeats(k, now))
+            return;
         if (k->resync.active && !k->resync.iopub_live && now >= k->resync.next_at)
             send_probe(k);
         kmgr_requests_finish_replied_without_idle(k, now);

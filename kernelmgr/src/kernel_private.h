@@ -150,20 +150,33 @@ struct st_kmgr_kernel_t {
     void (*on_state)(kmgr_kernel_t *kernel, void *data);
     void *data;
     kmgr_kernel_state_t state;
-    /* What on_state last reported; a notice is due whenever it differs from `state`. */
+    /* What on_state last reported; a notice is due whenever it differs from `state` (or `answering`). */
     kmgr_kernel_state_t notified_state;
+    /* kmgr_kernel_answering, and what on_state last reported of it */
+    int answering, notified_answering;
     int destroyed;
+    int queued; /* waits for a place among the kernels starting (kmgr_config_t.max_starting): not spawned yet */
     /* Bumped whenever the current incarnation stops being current (its channels are closed then,
      * which stops their drain): dispatch stops. */
     uint64_t generation;
-    char exit_reason[256];
+    char exit_reason[KMGR_REASON_MAX];
+    /* kmgr_kernel_last_death: the reason of the last incarnation that died, kept through an automatic restart */
+    char last_death[KMGR_REASON_MAX];
+    /* Automatic restarts (kmgr_kernel_options_t.restart_limit): all of them, those in the current row, and whether
+     * the current incarnation is one not yet ready (its death continues the row). */
+    unsigned restart_limit, restarts, restarts_in_row;
+    int auto_restarting;
+    /* When the current incarnation became ready (restart_stable_ms), and its starts again on new ports (KMGR_BIND_RETRIES). */
+    uint64_t ready_at;
+    unsigned bind_retries;
     kmgr_proc_t *proc;
     char session[WIRE_UUID_STRLEN + 1];
     json_t *info;
     int got_info_reply, got_iopub;
     uint64_t started_at, next_info_at;
-    uint64_t next_ping_at, ping_sent_at; /* ping_sent_at: 0 when no ping is outstanding */
-    uint64_t interrupt_sent_at;          /* 0 when no interrupt is in flight (KMGR_INTERRUPT_COALESCE_MS) */
+    /* ping_sent_at: when the oldest ping not answered yet went out, 0 when none is outstanding; ping_resent_at: its last resend */
+    uint64_t next_ping_at, ping_sent_at, ping_resent_at;
+    uint64_t interrupt_sent_at; /* 0 when no interrupt is in flight (KMGR_INTERRUPT_COALESCE_MS) */
     kmgr_link_t requests;
     kmgr_link_t failing;
     /* iopub messages passed over unread: big, and nobody awaiting anything (KMGR_UNAWAITED_MAX_BYTES) */
@@ -181,5 +194,35 @@ struct st_kmgr_kernel_t {
 
 /** Sends `msg` (owned by the callee) on the current incarnation's `channel`. Returns 0 or KMGR_EZMQ. */
 int kmgr_kernel_send(kmgr_kernel_t *k, wire_channel_t channel, wire_msg_t *msg);
+/**
+ * Makes the kernel DEAD for `reason` (copied into its exit reason and last death), killing the current incarnation
+ * first if `kill_it`: fails its requests (KMGR_EDIED), then tells the owner. Loop context.
+ */
+void kmgr_kernel_die(kmgr_kernel_t *k, const char *reason, int kill_it);
+/**
+ * Hands the current incarnation (if any) to the manager's shutdown sequence, politely if `polite`, killed otherwise,
+ * and starts a new one (its handshake begun). The state and the requests are the caller's business. Returns 0, or a
+ * start error with why in `why`. No callbacks.
+ */
+int kmgr_kernel_relaunch(kmgr_kernel_t *k, int polite, char *why, size_t whylen);
+/** Tells the owner of a changed state or answering, from the loop (kmgr_manager_run_pending). */
+void kmgr_kernel_notify_later(kmgr_kernel_t *k);
+
+/* ---- liveness.c: a kernel is dead when its process is gone; heartbeats inform; automatic restarts ---- */
+
+/**
+ * The heartbeats of a ready kernel: sends them, marks it not answering after heartbeat_timeout_ms of silence (and
+ * answering again at its next pong, in kernel.c), and kills it only after heartbeat_kill_ms when that is set.
+ * Returns 1 when the kernel died (callbacks ran), 0 otherwise. Loop context.
+ */
+int kmgr_kernel_heartbeats(kmgr_kernel_t *k, uint64_t now);
+/**
+ * The current incarnation ended (reaped, `reason` says how) or must (`kill_it`: it did not become ready in time, or
+ * stopped answering heartbeats). A TCP kernel that lost a port before it was ready is started again on new ports
+ * (KMGR_BIND_RETRIES); a kernel that was ready, or whose automatic restart was starting, is restarted automatically
+ * within restart_limit (requests FAILED with KMGR_EDIED, state RESTARTING); otherwise it is DEAD, with the tail of
+ * its output in the reason when it died before it was ready. Loop context: callbacks run.
+ */
+void kmgr_kernel_incarnation_ended(kmgr_kernel_t *k, const char *reason, int kill_it);
 
 #endif

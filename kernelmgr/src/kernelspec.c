@@ -33,6 +33,27 @@ void kmgr_kernelspec_destroy(kmgr_kernelspec_t *spec)
     free(spec);
 }
 
+/*
+ * Deno's kernel (`deno jupyter --kernel ...`, its spec as `deno jupyter --install` writes it) says no interrupt_mode,
+ * which is "signal" by Jupyter's rule, but it exits on SIGINT (the run ends in KernelDied); it handles
+ * interrupt_request on the control channel and keeps its state. So a spec that runs Deno's kernel and says no mode
+ * is interrupted by message: the spec stays as Deno wrote it.
+ */
+static int runs_deno_kernel(json_t *argv)
+{
+    const char *exe = json_string_value(json_array_get(argv, 0)), *base = strrchr(exe, '/');
+    int jupyter = 0, kernel = 0;
+
+    if (strcmp(base != NULL ? base + 1 : exe, "deno") != 0)
+        return 0;
+    for (size_t i = 1; i != json_array_size(argv); ++i) {
+        const char *arg = json_string_value(json_array_get(argv, i));
+        jupyter |= strcmp(arg, "jupyter") == 0;
+        kernel |= strcmp(arg, "--kernel") == 0;
+    }
+    return jupyter && kernel;
+}
+
 static int parse_spec(const char *name, const char *resource_dir, json_t *root, kmgr_kernelspec_t **out)
 {
     json_t *argv = json_object_get(root, "argv"), *language = json_object_get(root, "language");
@@ -75,8 +96,10 @@ static int parse_spec(const char *name, const char *resource_dir, json_t *root, 
     for (size_t i = 0; i != spec->argc; ++i)
         spec->argv[i] = wire_strdup(json_string_value(json_array_get(argv, i)));
     spec->env = json_is_object(env) ? json_incref(env) : NULL;
-    spec->interrupt_mode =
-        json_is_string(mode) && strcmp(json_string_value(mode), "message") == 0 ? KMGR_INTERRUPT_MESSAGE : KMGR_INTERRUPT_SIGNAL;
+    if (json_is_string(mode))
+        spec->interrupt_mode = strcmp(json_string_value(mode), "message") == 0 ? KMGR_INTERRUPT_MESSAGE : KMGR_INTERRUPT_SIGNAL;
+    else
+        spec->interrupt_mode = runs_deno_kernel(argv) ? KMGR_INTERRUPT_MESSAGE : KMGR_INTERRUPT_SIGNAL;
     spec->metadata = json_is_object(metadata) ? json_incref(metadata) : NULL;
     *out = spec;
     return 0;
@@ -216,12 +239,18 @@ void kmgr_kernelspecs_dispose(kmgr_kernelspecs_t *specs)
     specs->size = 0;
 }
 
-/* The short names callers use for a language (README "Languages"). */
+/*
+ * The names callers use for a language (README "Languages"), tried in order when no spec has the name or language
+ * asked for: an alias stands for a spec name or language. JavaScript runs on Deno's kernel, whose spec (as
+ * `deno jupyter --install` writes it) is named `deno` and says language "typescript": `javascript` and `js` reach it
+ * when no installed kernel says it is JavaScript's (API.md 6.1).
+ */
 static const struct {
     const char *alias;
-    const char *language;
+    const char *target;
 } language_aliases[] = {
-    {"py", "python"}, {"js", "javascript"}, {"ts", "typescript"}, {"sh", "bash"}, {"shell", "bash"},
+    {"py", "python"},     {"js", "javascript"}, {"js", "deno"},    {"javascript", "deno"},
+    {"ts", "typescript"}, {"sh", "bash"},       {"shell", "bash"},
 };
 
 static const kmgr_kernelspec_t *resolve_exact(const kmgr_kernelspecs_t *specs, const char *language)
@@ -243,7 +272,26 @@ const kmgr_kernelspec_t *kmgr_kernelspecs_resolve(const kmgr_kernelspecs_t *spec
     if ((spec = resolve_exact(specs, language)) != NULL)
         return spec;
     for (size_t i = 0; i != sizeof(language_aliases) / sizeof(language_aliases[0]); ++i)
-        if (strcasecmp(language_aliases[i].alias, language) == 0)
-            return resolve_exact(specs, language_aliases[i].language);
+        if (strcasecmp(language_aliases[i].alias, language) == 0 &&
+            (spec = resolve_exact(specs, language_aliases[i].target)) != NULL)
+            return spec;
     return NULL;
+}
+
+kmgr_transport_t kmgr_kernelspec_transport(const kmgr_kernelspec_t *spec, int isolated_net)
+{
+    const char *said = json_string_value(json_object_get(json_object_get(spec->metadata, "kgate"), "transport"));
+
+    if (isolated_net)
+        return KMGR_TRANSPORT_IPC;
+    if (said != NULL && strcmp(said, "ipc") == 0)
+        return KMGR_TRANSPORT_IPC;
+    if (said != NULL && strcmp(said, "tcp") == 0)
+        return KMGR_TRANSPORT_TCP;
+    /* `python -m ipykernel_launcher -f {connection_file}`, as ipykernel installs its spec */
+    for (size_t i = 0; i + 1 < spec->argc; ++i)
+        if (strcmp(spec->argv[i], "-m") == 0 &&
+            (strcmp(spec->argv[i + 1], "ipykernel_launcher") == 0 || strcmp(spec->argv[i + 1], "ipykernel") == 0))
+            return KMGR_TRANSPORT_IPC;
+    return KMGR_TRANSPORT_TCP;
 }

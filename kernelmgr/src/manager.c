@@ -18,6 +18,10 @@ static void fill_defaults(kmgr_config_t *c)
         c->heartbeat_interval_ms = 500;
     if (c->heartbeat_timeout_ms == 0)
         c->heartbeat_timeout_ms = 1500;
+    if (c->heartbeat_kill_ms != 0 && c->heartbeat_kill_ms < c->heartbeat_timeout_ms)
+        c->heartbeat_kill_ms = c->heartbeat_timeout_ms;
+    if (c->restart_stable_ms == 0)
+        c->restart_stable_ms = 10000;
     if (c->startup_timeout_ms == 0)
         c->startup_timeout_ms = 60000;
     if (c->shutdown_grace_ms == 0)
@@ -26,6 +30,17 @@ static void fill_defaults(kmgr_config_t *c)
         c->kernel_info_retry_ms = 250;
     if (c->max_message_bytes == 0 || c->max_message_bytes > INT64_MAX)
         c->max_message_bytes = KMGR_DEFAULT_MAX_MESSAGE_BYTES;
+}
+
+/* `path` with its symbolic links resolved (it exists): sandboxes hide and refuse it by the path bwrap resolves to. */
+static char *canonical(char *path)
+{
+    char *real = realpath(path, NULL);
+
+    if (real == NULL)
+        return path;
+    free(path);
+    return real;
 }
 
 static char *make_runtime_dir(const char *given, int *owns)
@@ -40,7 +55,7 @@ static char *make_runtime_dir(const char *given, int *owns)
             return NULL;
         if (stat(given, &st) != 0 || !S_ISDIR(st.st_mode))
             return NULL;
-        return wire_strdup(given);
+        return canonical(wire_strdup(given));
     }
     *owns = 1;
     if ((tmp = getenv("TMPDIR")) == NULL || tmp[0] == '\0')
@@ -52,7 +67,7 @@ static char *make_runtime_dir(const char *given, int *owns)
         free(path);
         return NULL;
     }
-    return path;
+    return canonical(path);
 }
 
 const char *kmgr_manager_limits_mechanism(const kmgr_manager_t *mgr)
@@ -224,6 +239,7 @@ void kmgr_manager_tick(kmgr_manager_t *mgr)
         next = link->next;
         tick_shutdown(mgr, KMGR_FROM_MEMBER(kmgr_proc_t, link, link), now);
     }
+    kmgr_kernels_start_queued(mgr);
     if (mgr->cgroups.nstale != 0)
         kmgr_cgroups_tick(&mgr->cgroups);
     sweep_destroyed(mgr);

@@ -45,6 +45,12 @@ void kmgr_manager_adopt(kmgr_manager_t *mgr, kmgr_proc_t *proc, int polite);
 
 /** Tick work of one kernel: readiness retries, timeouts, heartbeats, reaping. */
 void kmgr_kernel_tick(kmgr_kernel_t *kernel, uint64_t now);
+/** Kernels spawned and not ready yet (they count against max_starting), and kernels queued for their spawn. */
+void kmgr_kernels_count_starting(kmgr_manager_t *mgr, unsigned *launching, unsigned *queued);
+/** Spawns a queued kernel now; a failure makes it DEAD (reported from the loop). */
+void kmgr_kernel_launch_queued(kmgr_kernel_t *kernel);
+/** Spawns the oldest queued kernels while fewer than max_starting are launching (from the tick). */
+void kmgr_kernels_start_queued(kmgr_manager_t *mgr);
 /** Deferred work of one kernel: re-drain after sends, deferred failures and state notices. */
 void kmgr_kernel_run_pending(kmgr_kernel_t *kernel);
 /** Whether the kernel was destroyed and is waiting to be freed. */

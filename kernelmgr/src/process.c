@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "wire/alloc.h"
+#include "wire/text.h"
 #include "kmgr/errors.h"
 #include "kmgr/sandbox.h"
 #include "kmgr/spawn.h"
@@ -121,9 +122,9 @@ static char *find_program(const char *prog, const char *path)
 }
 
 /*
- * Five free loopback ports, for kernels that cannot speak ipc. Holding all five sockets open at
- * once makes them distinct; the kernel binds them a moment later, which is racy the way every
- * Jupyter client's port choice is (PLATFORM.md) — hence ipc wherever a kernel allows it.
+ * Five free loopback ports. Holding all five sockets open at once makes them distinct; the kernel
+ * binds them a moment later, which is racy the way every Jupyter client's port choice is
+ * (PLATFORM.md): a kernel that finds one taken exits, and is started again on new ones (liveness.c).
  */
 static int pick_tcp_ports(int ports[WIRE_CHANNEL_COUNT])
 {
@@ -146,18 +147,12 @@ static int pick_tcp_ports(int ports[WIRE_CHANNEL_COUNT])
     return ret;
 }
 
-/* The transport a spec asks for in metadata.kgate.transport ("ipc" unless it says "tcp"). */
-static int spec_wants_tcp(const kmgr_kernelspec_t *spec)
-{
-    const char *transport = json_string_value(json_object_get(json_object_get(spec->metadata, "kgate"), "transport"));
-    return transport != NULL && strcmp(transport, "tcp") == 0;
-}
-
-static int write_connection(kmgr_proc_t *proc, const kmgr_kernelspec_t *spec)
+static int write_connection(kmgr_proc_t *proc, const kmgr_kernelspec_t *spec, const kmgr_sandbox_t *sandbox)
 {
     char key[2 * 32 + 1];
 
-    if (spec_wants_tcp(spec)) {
+    /* a sandbox of its own network has a loopback of its own, which kgate cannot reach */
+    if (kmgr_kernelspec_transport(spec, sandbox->kind != KMGR_SANDBOX_NONE && !sandbox->share_net) == KMGR_TRANSPORT_TCP) {
         proc->conn.transport = wire_strdup("tcp");
         proc->conn.ip = wire_strdup("127.0.0.1");
         if (pick_tcp_ports(proc->conn.ports) != 0)
@@ -215,7 +210,7 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
         ret = KMGR_EIO;
         goto Error;
     }
-    if ((ret = write_connection(proc, spec)) != 0) {
+    if ((ret = write_connection(proc, spec, sandbox)) != 0) {
         snprintf(why, whylen, "cannot write %s", proc->conn_path);
         goto Error;
     }
@@ -248,6 +243,8 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
     }
     if (sandbox->kind == KMGR_SANDBOX_BWRAP)
         envv_set(&envv, "HOME", KMGR_SANDBOX_HOME);
+    /* no-color.org: results and tracebacks in plain text for API callers; a spec's or a context's NO_COLOR wins */
+    envv_set(&envv, "NO_COLOR", "1");
     envv_set_json(&envv, spec->env);
     envv_set_json(&envv, env);
     /* in a pid namespace kgate's pid means nothing, and ipykernel would exit when "its parent" is gone */
@@ -299,6 +296,7 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
                                    .cwd = cwd,
                                    .resource_dir = spec->resource_dir,
                                    .home = KMGR_SANDBOX_HOME,
+                                   .tmp_bytes = sandbox->tmp_bytes,
                                    .share_net = sandbox->share_net};
         if (mgr->bwrap_path == NULL) {
             snprintf(why, whylen, "cannot sandbox the kernel: bwrap was not found");
@@ -434,4 +432,60 @@ void kmgr_proc_free(kmgr_proc_t *proc)
     free(proc->conn_path);
     free(proc->dir);
     free(proc);
+}
+
+void kmgr_proc_output_tail(const kmgr_proc_t *proc, char *buf, size_t bufsize)
+{
+    char raw[KMGR_OUTPUT_TAIL_BYTES], *clean = NULL, *path;
+    size_t start, end, lines = 0, clean_len, o = 0;
+    struct stat st;
+    ssize_t got;
+    int fd;
+
+    buf[0] = '\0';
+    if (proc->dir == NULL || bufsize == 0)
+        return;
+    path = kmgr_path_join(proc->dir, "kernel.log");
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    free(path);
+    if (fd == -1)
+        return;
+    if (fstat(fd, &st) != 0 || (got = pread(fd, raw, sizeof(raw) < (size_t)st.st_size ? sizeof(raw) : (size_t)st.st_size,
+                                            (size_t)st.st_size > sizeof(raw) ? st.st_size - (off_t)sizeof(raw) : 0)) <= 0) {
+        close(fd);
+        return;
+    }
+    close(fd);
+    end = (size_t)got;
+    while (end != 0 && (raw[end - 1] == '\n' || raw[end - 1] == '\r' || raw[end - 1] == ' ' || raw[end - 1] == '\t'))
+        --end;
+    for (start = end; start != 0; --start)
+        if (raw[start - 1] == '\n' && ++lines == KMGR_OUTPUT_TAIL_LINES)
+            break;
+    /* a character cut by the window's start is not the kernel's fault: skip its continuation bytes */
+    while (start != end && ((unsigned char)raw[start] & 0xc0) == 0x80)
+        ++start;
+    wire_utf8_sanitize(raw + start, end - start, 1, &clean, &clean_len);
+    /* terminal colours and other control characters would reach an API caller's message as escapes */
+    for (size_t i = 0; i != clean_len && o + 1 < bufsize; ++i) {
+        unsigned char c = (unsigned char)clean[i];
+        if (c == 0x1b && i + 1 != clean_len && clean[i + 1] == '[') {
+            for (i += 2; i != clean_len && !((unsigned char)clean[i] >= 0x40 && (unsigned char)clean[i] <= 0x7e); ++i)
+                ;
+            continue;
+        }
+        if (c < 0x20 && c != '\n' && c != '\t')
+            continue;
+        buf[o++] = (char)c;
+    }
+    /* a character cut by the buffer's end would make the reason invalid UTF-8 */
+    if (o != 0 && ((unsigned char)buf[o - 1] & 0x80) != 0) {
+        size_t lead = o - 1;
+        while (lead != 0 && ((unsigned char)buf[lead] & 0xc0) == 0x80)
+            --lead;
+        if (wire_utf8_sequence((const unsigned char *)buf + lead, o - lead) != (int)(o - lead))
+            o = lead;
+    }
+    buf[o] = '\0';
+    free(clean);
 }

@@ -63,6 +63,12 @@ void kmgr_proc_signal(kmgr_proc_t *proc, int sig);
  * memory (memory limit 256 MiB)" when its cgroup's OOM killer struck, "CPU time limit exceeded (60 s) ...".
  */
 void kmgr_proc_describe_exit(const kmgr_proc_t *proc, char *buf, size_t bufsize);
+/**
+ * The last lines of what the process wrote to stdout and stderr (its kernel.log): at most KMGR_OUTPUT_TAIL_LINES
+ * lines of the last KMGR_OUTPUT_TAIL_BYTES bytes, trailing blank space dropped, as valid UTF-8 without terminal
+ * escapes or control characters but newlines and tabs, NUL-terminated in `buf` (cut to `bufsize`); "" when there is none.
+ */
+void kmgr_proc_output_tail(const kmgr_proc_t *proc, char *buf, size_t bufsize);
 /** Closes sockets, wipes the key, removes the directory and the cgroups, and frees. The process must be reaped. */
 void kmgr_proc_free(kmgr_proc_t *proc);
 /** Removes a directory tree (no symlinks followed); best effort. */

@@ -12,7 +12,7 @@
 #include "kmgr/sandbox.h"
 #include "kmgr/spawn.h"
 
-/* The namespaces and hardening shared by every sandbox (and the probe); --new-session follows them but for a PTY session. */
+/* The namespaces and hardening shared by every sandbox (kmgr_bwrap_walls); --new-session follows them but for a PTY session. */
 #define BWRAP_ISOLATION                                                                                                            \
     "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--disable-userns", "--cap-drop", "ALL",                  \
         "--die-with-parent"
@@ -51,34 +51,76 @@ int kmgr_path_within(const char *path, const char *dir)
     return strncmp(path, dir, len) == 0 && (path[len] == '\0' || path[len] == '/');
 }
 
-char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd)
+int kmgr_path_holds_system(const char *path)
+{
+    static const char *const system_dirs[] = {KMGR_SYSTEM_DIRS};
+
+    for (size_t i = 0; i != sizeof(system_dirs) / sizeof(system_dirs[0]); ++i)
+        if (kmgr_path_within(system_dirs[i], path))
+            return 1;
+    return 0;
+}
+
+/* `--size BYTES` before a --tmpfs, when the sandbox's temporary space is capped. */
+static void push_sized_tmpfs(argv_t *a, uint64_t bytes, const char *dest)
+{
+    char buf[32];
+
+    if (bytes != 0) {
+        snprintf(buf, sizeof(buf), "%llu", (unsigned long long)bytes);
+        push3(a, "--size", buf, NULL);
+    }
+    push3(a, "--tmpfs", dest, NULL);
+}
+
+char **kmgr_bwrap_walls(const kmgr_bwrap_walls_t *w)
 {
     static const char *const isolation[] = {BWRAP_ISOLATION};
-    const char *ws = args->workspace;
-    int ws_in_tmp = ws != NULL && kmgr_path_within(ws, "/tmp");
     argv_t a = {NULL, 0, 0};
 
-    push(&a, args->bwrap);
     for (size_t i = 0; i != sizeof(isolation) / sizeof(isolation[0]); ++i)
         push(&a, isolation[i]);
     /* a PTY session's shell keeps the session whose controlling terminal kmgr_spawn set: the terminal is its own (a pty
      * kgate holds the master of), so TIOCSTI injects into nothing but the sandbox */
-    if (!args->own_terminal)
+    if (!w->own_terminal)
         push(&a, "--new-session");
     push3(&a, "--hostname", "sandbox", NULL);
-    if (!args->share_net)
+    if (!w->share_net)
         push(&a, "--unshare-net");
     push3(&a, "--ro-bind", "/", "/");
-    /* a workspace under /tmp goes on the private /tmp; any other, first, so that /tmp stays private over it */
-    if (ws != NULL && !ws_in_tmp)
-        push3(&a, "--bind", ws, ws);
-    push3(&a, "--tmpfs", "/tmp", NULL);
+    /* private and sized: /tmp and /dev/shm (their pages are charged to the memory cgroup of whoever writes them, so the
+     * memory cap holds them too); /dev read-only but for its devices, so that nothing unsized is writable; /run empty:
+     * the host's daemons' sockets (/var/run is a link to it) are not there to connect to */
+    if (w->host_tmp)
+        push3(&a, "--bind", "/tmp", "/tmp");
+    else
+        push_sized_tmpfs(&a, w->tmp_bytes, "/tmp");
+    push3(&a, "--dev", "/dev", NULL);
+    push_sized_tmpfs(&a, w->tmp_bytes, "/dev/shm");
+    push3(&a, "--remount-ro", "/dev", NULL);
+    push3(&a, "--proc", "/proc", NULL);
+    push3(&a, "--tmpfs", "/run", NULL);
+    return a.v;
+}
+
+char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd)
+{
+    /* a workspace of `/`, or one holding a system directory, would make the system writable: it stays read-only */
+    const char *ws = args->workspace != NULL && !kmgr_path_holds_system(args->workspace) ? args->workspace : NULL;
+    kmgr_bwrap_walls_t walls = {.share_net = args->share_net, .own_terminal = args->own_terminal, .tmp_bytes = args->tmp_bytes};
+    char **common = kmgr_bwrap_walls(&walls);
+    argv_t a = {NULL, 0, 0};
+
+    push(&a, args->bwrap);
+    for (char **p = common; *p != NULL; ++p)
+        push(&a, *p);
+    kmgr_strv_free(common);
     if (args->home != NULL)
         push3(&a, "--dir", args->home, NULL);
-    if (ws_in_tmp)
+    /* after the private mounts, so that one under /tmp lands on the private /tmp; it holds none of them (it holds no
+     * system directory, which rules out `/`) */
+    if (ws != NULL)
         push3(&a, "--bind", ws, ws);
-    push3(&a, "--dev", "/dev", NULL);
-    push3(&a, "--proc", "/proc", NULL);
     /* keys and connection files of every other kernel live here */
     push3(&a, "--tmpfs", args->runtime_dir, NULL);
     if (args->kernel_dir != NULL)
@@ -86,13 +128,18 @@ char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd)
     if (args->resource_dir != NULL && !kmgr_path_within(args->resource_dir, args->runtime_dir))
         push3(&a, "--ro-bind-try", args->resource_dir, args->resource_dir);
     if (args->cwd != NULL) {
-        /* bound read-only only when it lies apart from every other mount: one inside the runtime dir stays hidden (bwrap
-         * fails to chdir); one inside the workspace is there already; one holding the runtime dir, the workspace or /tmp
-         * (`/`, `/tmp`, a parent of the workspace) is visible already, and binding it would lay the host's view back over
-         * the hidden runtime dir and the private /tmp */
+        /* bound read-only only when it lies apart from every other mount: one inside the runtime dir, /run, /dev or /proc
+         * stays hidden (bwrap fails to chdir); one inside the workspace is there already; one holding the runtime dir, the
+         * workspace or a private mount (`/`, `/tmp`, a parent of the workspace) is visible already, and binding it would lay
+         * the host's view back over what is hidden */
+        static const char *const private_dirs[] = {"/tmp", "/run", "/dev", "/proc"};
         const char *c = args->cwd;
-        if (!kmgr_path_within(c, args->runtime_dir) && !kmgr_path_within(args->runtime_dir, c) && !kmgr_path_within("/tmp", c) &&
-            (ws == NULL || (!kmgr_path_within(c, ws) && !kmgr_path_within(ws, c))))
+        int apart = !kmgr_path_within(c, args->runtime_dir) && !kmgr_path_within(args->runtime_dir, c) &&
+                    (ws == NULL || (!kmgr_path_within(c, ws) && !kmgr_path_within(ws, c)));
+        for (size_t i = 0; i != sizeof(private_dirs) / sizeof(private_dirs[0]); ++i)
+            if (kmgr_path_within(private_dirs[i], c) || (i != 0 && kmgr_path_within(c, private_dirs[i])))
+                apart = 0;
+        if (apart)
             push3(&a, "--ro-bind", c, c);
         push3(&a, "--chdir", args->cwd, NULL);
     }
@@ -113,7 +160,8 @@ void kmgr_strv_free(char **v)
 
 int kmgr_bwrap_probe(const char *bwrap, char *why, size_t whylen)
 {
-    static const char *const isolation[] = {BWRAP_ISOLATION};
+    kmgr_bwrap_walls_t walls = {0};
+    char **common = kmgr_bwrap_walls(&walls);
     const char *argv[64];
     char *const envp[] = {NULL};
     char buf[512];
@@ -124,22 +172,22 @@ int kmgr_bwrap_probe(const char *bwrap, char *why, size_t whylen)
     pid_t pid;
     ssize_t r;
 
+    /* exactly what every sandbox starts with, around /bin/true */
     argv[n++] = bwrap;
-    for (size_t i = 0; i != sizeof(isolation) / sizeof(isolation[0]); ++i)
-        argv[n++] = isolation[i];
-    for (const char *const *p =
-             (const char *const[]){"--new-session", "--hostname", "sandbox", "--unshare-net", "--ro-bind", "/", "/", "--dev",
-                                   "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "/bin/true", NULL};
-         *p != NULL; ++p)
+    for (char **p = common; *p != NULL && n < sizeof(argv) / sizeof(argv[0]) - 3; ++p)
         argv[n++] = *p;
+    argv[n++] = "--";
+    argv[n++] = "/bin/true";
     argv[n] = NULL;
     if (pipe2(pipefd, O_CLOEXEC) != 0) {
         snprintf(why, whylen, "pipe: %s", strerror(errno));
+        kmgr_strv_free(common);
         return KMGR_ESPAWN;
     }
     opts = (kmgr_spawn_options_t){
         .path = bwrap, .argv = (char *const *)argv, .envp = envp, .fds = {KMGR_SPAWN_DEVNULL, KMGR_SPAWN_DEVNULL, pipefd[1]}};
     ret = kmgr_spawn(&opts, &pid, &failure);
+    kmgr_strv_free(common);
     close(pipefd[1]);
     if (ret != 0) {
         close(pipefd[0]);

@@ -69,7 +69,7 @@ static void child_exec(const kmgr_spawn_options_t *opts, pid_t parent, int devnu
 {
     kernel_sigaction_t dfl = {.handler = SIG_DFL};
     sigset_t none;
-    int fds[3];
+    int fds[3], above[KMGR_SPAWN_MAX_KEEP_FDS];
 
     setsid();
     /* first, while the descriptors are where the parent opened them: the groups then hold everything the child starts */
@@ -90,7 +90,18 @@ static void child_exec(const kmgr_spawn_options_t *opts, pid_t parent, int devnu
     for (int i = 0; i != 3; ++i)
         if (dup2(fds[i], i) == -1)
             child_fail(report, STEP_DUP2);
-    kmgr_close_from(3);
+    /* kept descriptors to 3, 4, ...: first all above that range, so that none overwrites a source still to be moved */
+    if (opts->nkeep_fds > KMGR_SPAWN_MAX_KEEP_FDS) {
+        errno = EMFILE;
+        child_fail(report, STEP_DUP2);
+    }
+    for (size_t i = 0; i != opts->nkeep_fds; ++i)
+        if ((above[i] = fcntl(opts->keep_fds[i], F_DUPFD, 3 + (int)opts->nkeep_fds)) == -1)
+            child_fail(report, STEP_DUP2);
+    for (size_t i = 0; i != opts->nkeep_fds; ++i)
+        if (dup2(above[i], 3 + (int)i) == -1)
+            child_fail(report, STEP_DUP2);
+    kmgr_close_from(3 + (int)opts->nkeep_fds);
     /* a session leader without a terminal acquires the one it names */
     if (opts->controlling_tty && ioctl(0, TIOCSCTTY, 0) != 0)
         child_fail(report, STEP_CTTY);

@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 #include "wire/alloc.h"
+#include "wire/codec.h"
 #include "wire/zmtp.h"
 #include "kmgr/errors.h"
 #include "kmgr/util.h"
@@ -354,6 +355,8 @@ static void on_command(kmgr_zsock_t *z, const uint8_t *body, size_t len)
     } else if (wire_zmtp_command_is(&cmd, "READY")) {
         if (z->state != KMGR_ZSOCK_HANDSHAKE || wire_zmtp_property(&cmd, "Socket-Type", &value, &value_len) != 1)
             protocol_error(z, "unexpected or malformed READY");
+        else if (!wire_zmtp_socket_types_match(z->socket_type, value, value_len))
+            protocol_error(z, "the kernel's socket is of a type this channel cannot talk to (a wrong port?)");
         else
             on_ready(z);
     } else if (wire_zmtp_command_is(&cmd, "PING")) {
@@ -406,6 +409,23 @@ static void start_skipping(kmgr_zsock_t *z, size_t frame_at, const wire_zmtp_hea
     z->skipping = err;
     z->skip_left = h->size;
     z->skip_more = (h->flags & WIRE_ZMTP_MORE) != 0;
+}
+
+/* The frames before the one over the cap are whole in the buffer: the parent_header among them (the
+ * fourth after the delimiter's, as wire_decode reads a message) is kept for whoever is told of the loss. */
+static void keep_parent(kmgr_zsock_t *z, size_t nframes)
+{
+    z->dropped_parent_len = 0;
+    for (size_t i = 0; i + 3 < nframes; ++i) {
+        const wire_frame_t *f = &z->frames[i];
+        if (f->len != sizeof(WIRE_DELIMITER) - 1 || memcmp(f->base, WIRE_DELIMITER, f->len) != 0)
+            continue;
+        if (z->frames[i + 3].len <= sizeof(z->dropped_parent)) {
+            memcpy(z->dropped_parent, z->frames[i + 3].base, z->frames[i + 3].len);
+            z->dropped_parent_len = z->frames[i + 3].len;
+        }
+        return;
+    }
 }
 
 /*
@@ -466,6 +486,7 @@ static int parse(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg, size_t *need)
             return 0;
         }
         if (h.size > z->max_message_bytes - bytes) {
+            keep_parent(z, n);
             start_skipping(z, off, &h, KMGR_EMSGSIZE);
             return parse(z, msg, need);
         }

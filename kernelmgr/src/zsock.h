@@ -52,6 +52,9 @@ typedef struct st_kmgr_zsock_msg_t {
     size_t bytes; /* of every frame body together */
 } kmgr_zsock_msg_t;
 
+/** The longest parent_header of a skipped message that is kept for its owner (kmgr_zsock_dropped_parent). */
+#define KMGR_ZSOCK_PARENT_MAX 2048
+
 typedef struct st_kmgr_zsock_t {
     /* Fixed from kmgr_zsock_open. */
     const kmgr_loop_ops_t *loop_ops;
@@ -90,6 +93,10 @@ typedef struct st_kmgr_zsock_t {
     int skipping;
     uint64_t skip_left;
     int skip_more;
+    /* the parent_header frame of the last message skipped over the cap, as it came (unverified: the
+     * signature covers what was skipped), when it had arrived and fit; length 0 otherwise */
+    char dropped_parent[KMGR_ZSOCK_PARENT_MAX];
+    size_t dropped_parent_len;
     /* counted for the owner and for log lines */
     uint64_t connects;        /* connections made (a reconnect after a loss counts again) */
     uint64_t protocol_errors; /* connections dropped because the peer broke ZMTP */
@@ -132,6 +139,18 @@ int kmgr_zsock_send(kmgr_zsock_t *z, const wire_frame_t *head, size_t nhead, con
  * retried from the tick. Handles the handshake and ZMTP commands itself.
  */
 int kmgr_zsock_recv(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg);
+
+/**
+ * After kmgr_zsock_recv returned KMGR_EMSGSIZE: the skipped message's parent_header frame as the
+ * kernel sent it (`*len` bytes, not NUL-terminated, valid until the next recv), or NULL when it had
+ * not arrived before the frame over the cap or was longer than KMGR_ZSOCK_PARENT_MAX. Unverified:
+ * the message's signature covers frames that were skipped; good to address a notice, nothing more.
+ */
+static inline const char *kmgr_zsock_dropped_parent(const kmgr_zsock_t *z, size_t *len)
+{
+    *len = z->dropped_parent_len;
+    return z->dropped_parent_len != 0 ? z->dropped_parent : NULL;
+}
 
 /** Nonzero once the peer's READY arrived on the current connection. */
 static inline int kmgr_zsock_is_ready(const kmgr_zsock_t *z)

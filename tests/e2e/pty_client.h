@@ -1,4 +1,5 @@
-/* tests/e2e/pty_client.h: a client of kgate's PTY WebSocket (API.md 5.1) over the tests' WebSocket client; no Criterion inside. */
+/* tests/e2e/pty_client.h: a client of kgate's PTY WebSocket (docs/API.md 5.1) over the tests' WebSocket client; no Criterion
+ * inside. */
 #ifndef KGATE_E2E_PTY_CLIENT_H
 #define KGATE_E2E_PTY_CLIENT_H
 

@@ -1,4 +1,4 @@
-/* tests/e2e/test_code_mode.c: tool calls from running code (API.md 5.4) against the real kgate and ipykernel. */
+/* tests/e2e/test_code_mode.c: tool calls from running code (docs/API.md 5.4) against the real kgate and ipykernel. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>

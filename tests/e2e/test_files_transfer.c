@@ -1,10 +1,12 @@
 /* tests/e2e/test_files_transfer.c: uploads and downloads: multipart pairs, ranges and lines, 1 GiB in bounded memory. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,4 +282,96 @@ Test(files_transfer, one_gib_upload_and_download_in_bounded_memory, .timeout = 6
     cr_assert_lt(download_peak, RSS_LIMIT_KB, "download: kgate's resident memory peaked at %ld kB", download_peak);
     free(buf);
     free(expect_buf);
+}
+
+/* The workspace path a descriptor of `pid` has open beneath `dir` (a file being written), or 0 when none. */
+static int has_file_open_beneath(pid_t pid, const char *dir)
+{
+    char fd_dir[64], link[600], target[700];
+    struct dirent *de;
+    DIR *d;
+    int found = 0;
+
+    snprintf(fd_dir, sizeof(fd_dir), "/proc/%d/fd", (int)pid);
+    if ((d = opendir(fd_dir)) == NULL)
+        return 0;
+    while (!found && (de = readdir(d)) != NULL) {
+        ssize_t n;
+        snprintf(link, sizeof(link), "%s/%s", fd_dir, de->d_name);
+        if ((n = readlink(link, target, sizeof(target) - 1)) <= 0)
+            continue;
+        target[n] = '\0';
+        found = strncmp(target, dir, strlen(dir)) == 0 && target[strlen(dir)] == '/';
+    }
+    closedir(d);
+    return found;
+}
+
+/* Directory entries of `dir` whose name contains `needle`, counted (recursively with find). */
+static unsigned count_named(const char *dir, const char *needle)
+{
+    char cmd[900], out[64] = "";
+    FILE *p;
+
+    snprintf(cmd, sizeof(cmd), "find '%s' -name '*%s*' | wc -l", dir, needle);
+    cr_assert_not_null(p = popen(cmd, "r"));
+    cr_assert_not_null(fgets(out, sizeof(out), p));
+    pclose(p);
+    return (unsigned)strtoul(out, NULL, 10);
+}
+
+/*
+ * kgate killed (SIGKILL) while it copies a 1 GiB upload into the workspace: after a restart nothing of it is left, neither
+ * a temporary file in the workspace (before: a ".blob.bin.kgate-*" of hundreds of MB) nor the dead kgate's directory of
+ * body buffers in TMPDIR (before: one more "kgate-bodies.*" per killed kgate).
+ */
+Test(files_transfer, a_kgate_killed_mid_upload_leaves_nothing_after_a_restart, .timeout = 300)
+{
+    static const char head_part[] =
+        "--bigB\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"path\":\"big/blob.bin\"}\r\n"
+        "--bigB\r\nContent-Disposition: form-data; name=\"file\"; filename=\"blob.bin\"\r\n"
+        "Content-Type: application/octet-stream\r\n\r\n";
+    static const char tail_part[] = "\r\n--bigB--\r\n";
+    size_t chunk = 4u << 20, total = sizeof(head_part) - 1 + BIG_SIZE + sizeof(tail_part) - 1;
+    char tmpdir[400], env_tmpdir[420], head[512], big_dir[600];
+    const char *args[] = {"--workspace-root", root, NULL}, *env[] = {env_tmpdir, "ASAN_OPTIONS=detect_leaks=0", NULL};
+    ts_gateway_opts_t opts = {.exe = ts_kgate_path(KGATE_BINARY_DIR), .args = args, .env = env, .label = "killed"};
+    unsigned char *buf = calloc(1, chunk);
+    int64_t deadline;
+    int fd;
+
+    snprintf(tmpdir, sizeof(tmpdir), "%s/tmpdir", tmp);
+    snprintf(env_tmpdir, sizeof(env_tmpdir), "TMPDIR=%s", tmpdir);
+    snprintf(big_dir, sizeof(big_dir), "%s/big", root);
+    sh("mkdir -p '%s' '%s'", tmpdir, big_dir);
+    ts_gateway_stop(&gw, NULL);
+    ts_gateway_cleanup(&gw);
+    cr_assert_eq(ts_gateway_start(&gw, &opts), 0, "kgate did not start: %s", gw.error);
+
+    fd = connect_kgate();
+    snprintf(head, sizeof(head),
+             "POST /files/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+             "Content-Type: multipart/form-data; boundary=bigB\r\nContent-Length: %zu\r\n\r\n",
+             total);
+    send_all(fd, head, strlen(head));
+    send_all(fd, head_part, sizeof(head_part) - 1);
+    for (size_t off = 0; off < BIG_SIZE; off += chunk)
+        send_all(fd, buf, chunk);
+    send_all(fd, tail_part, sizeof(tail_part) - 1);
+    /* the copy into the workspace has begun once kgate holds a file open there: kill it then */
+    for (deadline = ts_now_ms() + 60000; !has_file_open_beneath(gw.pid, big_dir);) {
+        cr_assert_lt(ts_now_ms(), deadline, "kgate never opened a file in %s", big_dir);
+        usleep(1000);
+    }
+    cr_assert_eq(kill(gw.pid, SIGKILL), 0);
+    close(fd);
+    free(buf);
+    ts_gateway_stop(&gw, NULL);
+    ts_gateway_cleanup(&gw);
+
+    cr_assert_eq(ts_gateway_start(&gw, &opts), 0, "kgate did not restart: %s", gw.error);
+    cr_assert_eq(count_named(root, ".kgate-"), 0, "a temporary file of the killed upload is still in the workspace");
+    cr_assert_eq(count_named(root, "blob.bin"), 0, "a file of the killed upload is in the workspace");
+    cr_assert_eq(count_named(tmpdir, "kgate-bodies."), 1,
+                 "the killed kgate's body directory is still in TMPDIR beside the new one");
 }

@@ -1,4 +1,4 @@
-/* tests/e2e/test_isolated.c: execd's isolated sessions (/v1/isolated, API.md 5.1): capabilities, create/list/get/delete,
+/* tests/e2e/test_isolated.c: execd's isolated sessions (/v1/isolated, docs/API.md 5.1): capabilities, create/list/get/delete,
  * runs in one persistent bash per session (state kept), the workspace modes (overlay writes stay in the session, ro refuses),
  * the files routes as the sandbox sees them, share_net, env_passthrough, idle expiry, bounds. Each test runs a private kgate
  * on a workspace root of its own; skipped only where bwrap cannot create its namespaces (detected by running it).
@@ -24,6 +24,7 @@
 #include "support/events.h"
 #include "support/gateway.h"
 #include "support/http.h"
+#include "support/skip.h"
 #include "support/stream.h"
 
 static void fini(void)
@@ -40,11 +41,13 @@ static int bwrap_works(void)
            0;
 }
 
+/* Skipped only where bwrap cannot create its namespaces; bwrap missing is a failure (deploy/deps.sh installs it). */
 static void require_bwrap(void)
 {
+    cr_assert(system("command -v bwrap >/dev/null 2>&1") == 0, "bwrap is not installed: deploy/deps.sh installs bubblewrap");
     if (!bwrap_works())
-        cr_skip_test("bwrap cannot create user/pid/net namespaces on this host (or is not installed): isolated sessions are "
-                     "unavailable here, which test capabilities_tell_the_truth checks");
+        cr_skip_test("%s", ts_skip_note(__func__, "bwrap cannot create user/pid/net namespaces on this host: isolated sessions "
+                                                  "are unavailable here, which test capabilities_tell_the_truth checks"));
 }
 
 static ts_gateway_t gw;

@@ -258,20 +258,37 @@ static json_t *execute_content(const char *code)
                      "allow_stdin", 1, "stop_on_error", 1);
 }
 
-/* Executes `code` on `c` and waits for its reply; the stream output goes into `out`. Returns the reply's status. */
+/*
+ * Executes `code` on `c` and waits for its reply and its status idle (in either order: shell and iopub are two sockets, and a
+ * loaded machine delivers the output after the reply); the stream output goes into `out`. Returns the reply's status.
+ */
 static char *jws_execute(jws_t *c, const char *code, char *out, size_t size)
 {
     static char status[32];
+    int64_t deadline = wsc_now_ms() + WAIT_MS;
+    int got_reply = 0, got_idle = 0;
     char id[64];
-    json_t *reply;
+    json_t *msg;
 
     snprintf(id, sizeof(id), "%s", jws_send(c, "shell", "execute_request", execute_content(code), NULL));
     if (out != NULL)
         out[0] = '\0';
-    reply = jws_until(c, "shell", "execute_reply", id, out, size);
-    snprintf(status, sizeof(status), "%s", field(reply, "content", "status"));
-    json_decref(reply);
-    /* its idle comes after the reply or just before: wait for it so that the next test step starts clean */
+    status[0] = '\0';
+    while ((!got_reply || !got_idle) && (msg = jws_recv(c, deadline)) != NULL) {
+        const char *type = field(msg, "header", "msg_type");
+        if (strcmp(field(msg, "parent_header", "msg_id"), id) == 0) {
+            if (out != NULL && strcmp(type, "stream") == 0)
+                strncat(out, field(msg, "content", "text"), size - strlen(out) - 1);
+            if (strcmp(type, "execute_reply") == 0) {
+                snprintf(status, sizeof(status), "%s", field(msg, "content", "status"));
+                got_reply = 1;
+            }
+            if (strcmp(type, "status") == 0 && strcmp(field(msg, "content", "execution_state"), "idle") == 0)
+                got_idle = 1;
+        }
+        json_decref(msg);
+    }
+    cr_assert(got_reply && got_idle, "no execute_reply and status idle for %s arrived: %s", id, c->ws.error);
     return status;
 }
 
@@ -571,8 +588,55 @@ Test(jupyter, stdin_interrupt_restart_and_reconnect)
     free(id);
 }
 
+/* kgate again, with `args` added to the suite's: for a test of another setting. */
+static void restart_kgate(const char *const *more)
+{
+    const char *args[16] = {"--access-token", TOKEN};
+    size_t n = 2;
+    size_t survivors = 0;
+
+    while (*more != NULL && n < 15)
+        args[n++] = *more++;
+    args[n] = NULL;
+    cr_assert_eq(ts_gateway_stop(&own, &survivors), 0, "%s", own.error);
+    int rc = ts_gateway_start(&own, &(ts_gateway_opts_t){.exe = ts_kgate_path(KGATE_BINARY_DIR), .args = args, .label = "jupyter"});
+    cr_assert_eq(rc, 0, "kgate did not start: %s", own.error);
+}
+
+/* A kernel that dies on its own comes back, as Jupyter Server's restarter brings it: `restarting` on the socket, then it works
+ * again through the same socket, its state gone. */
+Test(jupyter, a_killed_kernel_is_restarted_and_the_socket_says_so)
+{
+    char *id = start_kernel("{}");
+    char out[64];
+    jws_t c;
+    json_t *msg;
+
+    cr_assert_eq(jws_open(&c, id, 0, NULL), 0);
+    cr_assert_str_eq(jws_execute(&c, "kept = 1; import os; print(os.getpid())", out, sizeof(out)), "ok");
+    pid_t pid = (pid_t)atoi(out);
+    cr_assert_gt(pid, 1);
+    int64_t t0 = wsc_now_ms();
+    cr_assert_eq(kill(pid, SIGKILL), 0);
+    while ((msg = jws_recv(&c, t0 + 5000)) != NULL) {
+        int restarting = strcmp(field(msg, "content", "execution_state"), "restarting") == 0;
+        cr_expect(strcmp(field(msg, "content", "execution_state"), "dead") != 0, "dead, not restarting");
+        json_decref(msg);
+        if (restarting)
+            break;
+    }
+    cr_assert_not_null(msg, "no status restarting arrived");
+    cr_expect_lt(wsc_now_ms() - t0, 2000, "death reported within 2 s");
+    cr_assert_str_eq(jws_execute(&c, "print('kept' in globals())", out, sizeof(out)), "ok");
+    cr_expect_str_eq(out, "False\n");
+    wsc_close(&c.ws);
+    free(id);
+}
+
+/* --kernel-restart-limit 0: a kernel that died stays dead, and the socket and the model say so. */
 Test(jupyter, a_dead_kernel_is_reported_on_the_socket_and_in_the_model)
 {
+    restart_kgate((const char *const[]){"--kernel-restart-limit", "0", NULL});
     char *id = start_kernel("{}");
     char path[128], out[64];
     jws_t c;
@@ -803,6 +867,7 @@ typedef struct st_got_t {
     int reply, idle; /* its execute_reply and its status idle arrived */
     int messages;    /* every message with that parent */
     int lost;        /* a stream to stderr from kgate saying output was lost */
+    int over_cap;    /* a stream to stderr from kgate saying a message over the message cap was dropped */
 } got_t;
 
 /* Reads until `parent`'s execute_reply and idle both arrived, or until `deadline`. */
@@ -819,6 +884,9 @@ static void jws_collect(jws_t *c, const char *parent, int64_t deadline, got_t *g
             if (strcmp(type, "stream") == 0 && strcmp(field(msg, "content", "name"), "stderr") == 0 &&
                 strstr(field(msg, "content", "text"), "output lost") != NULL)
                 got->lost = 1;
+            if (strcmp(type, "stream") == 0 && strcmp(field(msg, "content", "name"), "stderr") == 0 &&
+                strstr(field(msg, "content", "text"), "larger than the message cap") != NULL)
+                got->over_cap = 1;
             if (strcmp(type, "execute_reply") == 0 && strcmp(json_string_value(json_object_get(msg, "channel")), "shell") == 0)
                 got->reply = 1;
             if (strcmp(type, "status") == 0 && strcmp(field(msg, "content", "execution_state"), "idle") == 0)
@@ -944,6 +1012,28 @@ Test(jupyter, past_the_replay_bound_the_returning_client_is_told_output_was_lost
     size_t survivors = 0;
     cr_expect_eq(ts_gateway_stop(&small, &survivors), 0, "%s", small.error);
     cr_expect_eq(survivors, 0);
+}
+
+/* ---- a message over --max-message-bytes ---- */
+
+Test(jupyter, a_message_over_the_cap_is_told_to_the_client_in_its_cell_and_the_next_output_arrives)
+{
+    char *id = start_kernel("{}");
+    char exec_copy[64];
+    got_t got = {0};
+    jws_t c;
+
+    cr_assert_eq(jws_open(&c, id, 1, NULL), 0);
+    /* 70 MB in one stream message, over the default 64 MiB cap (flushed: the next print is a message of its own) */
+    snprintf(
+        exec_copy, sizeof(exec_copy), "%s",
+        jws_send(&c, "shell", "execute_request", execute_content("print('A' * 70_000_000, flush=True); print('after')"), NULL));
+    jws_collect(&c, exec_copy, wsc_now_ms() + 60000, &got);
+    cr_expect(got.over_cap, "no notice that a message over the cap was dropped, with the request as its parent");
+    cr_expect_str_eq(got.text, "after\n", "the output after the dropped message: %s", got.text);
+    cr_expect(got.reply && got.idle, "the request ended (reply %d, idle %d): %s", got.reply, got.idle, c.ws.error);
+    wsc_close(&c.ws);
+    free(id);
 }
 
 /* ---- a client that reconnects while its old socket is still open (Jupyter Server's "Replacing stale connection") ---- */

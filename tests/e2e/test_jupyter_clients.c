@@ -1,4 +1,4 @@
-/* tests/e2e/test_jupyter_clients.c: real Jupyter clients against kgate's Jupyter Server kernels API (API.md 5.2). */
+/* tests/e2e/test_jupyter_clients.c: real Jupyter clients against kgate's Jupyter Server kernels API (docs/API.md 5.2). */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <jansson.h>

@@ -1,4 +1,5 @@
-/* tests/e2e/test_languages.c: bash, JavaScript, TypeScript and R contexts through kgate's HTTP API, with real kernels. */
+/* tests/e2e/test_languages.c: bash, JavaScript, TypeScript (Deno) and R contexts through kgate's HTTP API, with real kernels.
+ * The kernel matrix (test_kernel_matrix.c) runs the same scenarios on every kernel; this file checks each language's own ways. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,12 +15,8 @@
 #include "support/http.h"
 #include "support/stream.h"
 
-/* Where the build puts the kernelspecs it generates (kgate's bash kernel, and tslab's when deploy/deps.sh installed it). */
+/* Where the build puts the kernelspecs it makes (kgate's bash kernel; Deno's, as `deno jupyter --install` wrote it). */
 #define KERNELS_DIR KGATE_BINARY_DIR "/kernels/share/jupyter/kernels"
-
-/* tslab answers every execute_request arriving within 200 ms of a failed one with status "abort" (its
- * jupyter.js, execQueue.reset(200), yunabe/tslab#19): a test that runs after an error waits this long first. */
-#define TSLAB_ABORT_WINDOW_MS 300
 
 /* From DELETE /code?id= to the end of the interrupted run's stream. */
 #define INTERRUPT_END_MS 1000
@@ -55,20 +52,13 @@ static unsigned short port(void)
     return gateway.port;
 }
 
-static int have_kernelspec_file(const char *name)
+/* A kernelspec of the build that a test needs: missing is a failure (deploy/deps.sh installs Deno; cmake writes its spec). */
+static void require_kernelspec_file(const char *name)
 {
     char path[1024];
     snprintf(path, sizeof(path), "%s/%s/kernel.json", KERNELS_DIR, name);
-    return access(path, R_OK) == 0;
+    cr_assert(access(path, R_OK) == 0, "no %s: deploy/deps.sh installs its kernel, then cmake writes the spec", path);
 }
-
-#define SKIP_WITHOUT_TSLAB(name)                                                                                                   \
-    do {                                                                                                                           \
-        if (!have_kernelspec_file(name))                                                                                           \
-            cr_skip_test("no `%s` kernelspec in %s: tslab is not installed (deploy/deps.sh installs it into "                      \
-                         "/usr/local/lib/kgate/tslab; then re-run cmake)",                                                         \
-                         name, KERNELS_DIR);                                                                                       \
-    } while (0)
 
 /* GET /code/languages as JSON (asserted to be an array); a new reference. */
 static json_t *languages(void)
@@ -240,52 +230,72 @@ Test(languages, sh_and_shell_resolve_to_bash)
     }
 }
 
-/* ---- JavaScript and TypeScript (tslab) ---------------------------------------------------------------------------- */
+/* ---- JavaScript and TypeScript (Deno) ----------------------------------------------------------------------------- */
 
-/*
- * tslab does not send the value of a cell's last expression as an execute_result: it prints it, so `x + 1`
- * arrives as a `stdout` event "42\n" and no `result` event (checked against tslab 1.0.22 through kgate).
- */
-Test(languages, javascript_keeps_state_and_prints_the_last_value)
+/* The spec as `deno jupyter --install` wrote it: the build adds no interrupt mode (kgate knows Deno's). */
+Test(languages, deno_kernelspec_is_the_one_deno_wrote)
 {
-    SKIP_WITHOUT_TSLAB("javascript");
-    json_t *ctx = NULL;
-    char *id = new_context("js", &ctx);
-    cr_assert_str_eq(xh_str(ctx, "kernel"), "javascript", "language \"js\" did not resolve to the javascript kernelspec");
-    json_decref(ctx);
-    run_expect_stdout(id, "let x = 41", "");
-    ts_events_t evs;
-    char sum[E2E_MSG_SIZE];
-    run(id, "x + 1", &evs);
-    assert_no_error(&evs, "x + 1");
-    E2E_ASSERT_TEXT(&evs, "stdout", "42\n");
-    cr_assert_eq(ts_events_count(&evs, "result"), 0, "tslab now sends a result for `x + 1`: update this test; %s",
-                 ts_events_summary(&evs, sum, sizeof(sum)));
-    ts_events_dispose(&evs);
-    free(id);
+    require_kernelspec_file("deno");
+    json_t *spec = json_load_file(KERNELS_DIR "/deno/kernel.json", 0, NULL);
+    cr_assert(json_is_object(spec), "deno/kernel.json is not JSON");
+    char *text = json_dumps(spec, JSON_COMPACT | JSON_SORT_KEYS);
+    json_t *argv = json_object_get(spec, "argv");
+    cr_assert_eq(json_array_size(argv), 5, "%s", text);
+    cr_assert_str_eq(json_string_value(json_array_get(argv, 1)), "jupyter", "%s", text);
+    cr_assert_str_eq(json_string_value(json_array_get(argv, 2)), "--kernel", "%s", text);
+    cr_assert_str_eq(json_string_value(json_array_get(argv, 4)), "{connection_file}", "%s", text);
+    cr_assert_null(json_object_get(spec, "interrupt_mode"), "the build added an interrupt_mode to Deno's spec: %s", text);
+    free(text);
+    json_decref(spec);
 }
 
-Test(languages, typescript_type_checks)
+/* Deno returns a cell's last value as an execute_result: `x + 1` is a `result`, not printed text. */
+Test(languages, javascript_runs_on_deno_keeps_state_and_returns_the_last_value)
 {
-    SKIP_WITHOUT_TSLAB("typescript");
-    char *id = new_context("ts", NULL);
-    run_expect_stdout(id, "let z: number = 2; z * 21", "42\n");
+    require_kernelspec_file("deno");
+    static const char *const names[] = {"js", "javascript", "deno"};
+    for (size_t i = 0; i != sizeof(names) / sizeof(names[0]); ++i) {
+        json_t *ctx = NULL;
+        char *id = new_context(names[i], &ctx);
+        cr_assert_str_eq(xh_str(ctx, "kernel"), "deno", "language \"%s\" did not resolve to the deno kernelspec", names[i]);
+        json_decref(ctx);
+        if (i == 0) {
+            run_expect_stdout(id, "var x = 41", "");
+            ts_events_t evs;
+            char sum[E2E_MSG_SIZE];
+            run(id, "x + 1", &evs);
+            assert_no_error(&evs, "x + 1");
+            E2E_ASSERT_TEXT(&evs, "stdout", "");
+            const ts_event_t *res = e2e_find_result(&evs, "text/plain");
+            cr_assert_not_null(res, "`x + 1` gave no result; %s", ts_events_summary(&evs, sum, sizeof(sum)));
+            cr_assert(strstr(res->data, "42") != NULL, "`x + 1` is not 42: %s", res->data);
+            ts_events_dispose(&evs);
+        }
+        free(id);
+    }
+}
+
+/* TypeScript: types are stripped, the code runs; a thrown error is an error event and the context goes on. */
+Test(languages, typescript_runs_on_deno)
+{
+    require_kernelspec_file("deno");
+    json_t *ctx = NULL;
+    char *id = new_context("ts", &ctx);
+    cr_assert_str_eq(xh_str(ctx, "kernel"), "deno", "language \"ts\" did not resolve to the deno kernelspec");
+    json_decref(ctx);
+    run_expect_stdout(id, "let z: number = 2;\nconsole.log(z * 21)", "42\n");
 
     ts_events_t evs;
     char sum[E2E_MSG_SIZE];
-    run(id, "let y: number = \"s\"", &evs);
-    /* tslab reports a compile error as stderr text naming it, then an error with ename "Error" and an empty evalue. */
-    cr_assert_eq(ts_events_count(&evs, "error"), 1, "a type error gave no error event; %s",
+    run(id, "function fail(why: string): never { throw new TypeError(why); }\nfail('no')", &evs);
+    cr_assert_eq(ts_events_count(&evs, "error"), 1, "a thrown TypeError gave no error event; %s",
                  ts_events_summary(&evs, sum, sizeof(sum)));
-    char *err = ts_events_text(&evs, "stderr");
-    cr_assert(err != NULL && strstr(err, "Type 'string' is not assignable to type 'number'") != NULL,
-              "stderr does not name the type error; %s", ts_events_summary(&evs, sum, sizeof(sum)));
-    free(err);
+    const ts_event_t *ev = xh_error_event(&evs, "TypeError");
+    cr_assert_str_eq(xh_str(json_object_get(ev->json, "error"), "evalue"), "no", "%s", ev->data);
     ts_events_dispose(&evs);
 
-    /* After the failed cell the context still runs valid TypeScript, with the state from before it. */
-    ts_sleep_ms(TSLAB_ABORT_WINDOW_MS);
-    run_expect_stdout(id, "const s: string = `z=${z}`; console.log(s)", "z=2\n");
+    /* After the failed cell the context still runs TypeScript, with the state from before it. */
+    run_expect_stdout(id, "const s: string = `z=${z}`;\nconsole.log(s)", "z=2\n");
     free(id);
 }
 
@@ -310,13 +320,13 @@ Test(languages, languages_lists_python_and_bash)
     json_decref(list);
 }
 
-Test(languages, languages_lists_javascript_and_typescript)
+Test(languages, languages_lists_deno_as_typescript_interrupted_by_message)
 {
-    SKIP_WITHOUT_TSLAB("javascript");
-    SKIP_WITHOUT_TSLAB("typescript");
+    require_kernelspec_file("deno");
     json_t *list = languages();
-    assert_listed(list, "javascript", "javascript");
-    assert_listed(list, "typescript", "typescript");
+    assert_listed(list, "typescript", "deno");
+    /* Deno's spec says no interrupt_mode, and Deno exits on SIGINT: kgate interrupts it over the control channel. */
+    cr_assert_str_eq(xh_str(language_entry(list, "kernel", "deno"), "interrupt_mode"), "message");
     json_decref(list);
 }
 
@@ -325,11 +335,8 @@ Test(languages, languages_lists_javascript_and_typescript)
 Test(languages, r_one_plus_one)
 {
     json_t *list = languages();
-    json_t *ir = language_entry(list, "kernel", "ir");
-    if (ir == NULL) {
-        json_decref(list);
-        cr_skip_test("no `ir` kernelspec: IRkernel is not installed (deploy/deps.sh --with-r installs r-cran-irkernel)");
-    }
+    cr_assert_not_null(language_entry(list, "kernel", "ir"),
+                       "no `ir` kernelspec: IRkernel is not installed (deploy/deps.sh installs r-cran-irkernel)");
     json_decref(list);
 
     json_t *ctx = NULL;

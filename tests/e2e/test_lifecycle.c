@@ -119,20 +119,25 @@ Test(lifecycle, input_without_opt_in_fails_fast)
     free(ctx);
 }
 
+/* --kernel-restart-limit 0: a kernel that died stays dead until someone restarts it (test_liveness.c: the default, which
+ * brings it back on its own). */
 Test(lifecycle, kernel_death_is_reported_and_restart_brings_the_context_back)
 {
-    char *ctx = xh_context_new(port(), NULL, NULL);
+    static const char *const args[] = {"--kernel-restart-limit", "0", NULL};
+    ts_gateway_t own;
+    xh_gateway_start(&own, args);
+    char *ctx = xh_context_new(own.port, NULL, NULL);
     ts_events_t evs;
-    xh_run_ok(port(), ctx, "state = 'before'", &evs);
+    xh_run_ok(own.port, ctx, "state = 'before'", &evs);
     ts_events_dispose(&evs);
 
     int64_t t0 = ts_now_ms();
     int64_t deadline = t0 + XH_RUN_MS;
     json_t *body = xh_body(ctx, "import os, time\ntime.sleep(0.3)\nos.kill(os.getpid(), 9)");
-    ts_stream_t *a = xh_open(port(), body, deadline);
+    ts_stream_t *a = xh_open(own.port, body, deadline);
     json_decref(body);
     body = xh_body(ctx, "print('queued behind the dying run')");
-    ts_stream_t *b = xh_open(port(), body, deadline);
+    ts_stream_t *b = xh_open(own.port, body, deadline);
     json_decref(body);
     ts_events_t aev = {0}, bev = {0};
     ts_stream_collect(a, deadline, 0, &aev);
@@ -151,14 +156,14 @@ Test(lifecycle, kernel_death_is_reported_and_restart_brings_the_context_back)
     E2E_ASSERT_RUN(&bev, ctx, E2E_FRAMING_SSE);
     xh_error_event(&bev, "KernelDied");
     cr_assert_eq(ts_events_count(&bev, "stdout"), 0);
-    json_t *ex = xh_execution(port(), xh_execution_id(&aev));
+    json_t *ex = xh_execution(own.port, xh_execution_id(&aev));
     cr_assert_str_eq(xh_str(ex, "outcome"), "kernel_died");
     json_decref(ex);
     ts_events_dispose(&aev);
     ts_events_dispose(&bev);
 
     json_t *c = NULL;
-    cr_assert_eq(xh_context_get(port(), ctx, &c), 200);
+    cr_assert_eq(xh_context_get(own.port, ctx, &c), 200);
     cr_assert_str_eq(xh_str(c, "status"), "dead", "context status after its kernel died");
     json_decref(c);
 
@@ -166,23 +171,24 @@ Test(lifecycle, kernel_death_is_reported_and_restart_brings_the_context_back)
     char *text = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     ts_response_t r;
-    ts_http_request(port(), "POST", "/code", NULL, text, &r);
+    ts_http_request(own.port, "POST", "/code", NULL, text, &r);
     free(text);
     E2E_ASSERT_ERROR(&r, 503, "KERNEL_UNAVAILABLE");
     ts_response_dispose(&r);
 
     char path[256];
     snprintf(path, sizeof(path), "/code/contexts/%s/restart", ctx);
-    ts_http_request(port(), "POST", path, NULL, NULL, &r);
+    ts_http_request(own.port, "POST", path, NULL, NULL, &r);
     E2E_ASSERT_STATUS(&r, 200);
     cr_assert_str_eq(xh_str(r.json, "id"), ctx, "restart answers the context object: %.400s", r.body);
     cr_assert(strcmp(xh_str(r.json, "status"), "dead") != 0, "status after restart: %.400s", r.body);
     ts_response_dispose(&r);
 
-    xh_run_ok(port(), ctx, "print('state' in dir(), 6 * 7)", &evs);
+    xh_run_ok(own.port, ctx, "print('state' in dir(), 6 * 7)", &evs);
     E2E_ASSERT_TEXT(&evs, "stdout", "False 42\n");
     ts_events_dispose(&evs);
     free(ctx);
+    xh_gateway_stop(&own);
 }
 
 /* The ids of the listed contexts, as one comma-separated string. */

@@ -1,4 +1,4 @@
-/* tests/e2e/test_mcp.c: the official MCP TypeScript SDK client against kgate's /mcp door (API.md 5.3). */
+/* tests/e2e/test_mcp.c: the official MCP TypeScript SDK client against kgate's /mcp door (docs/API.md 5.3). */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <jansson.h>

@@ -3,6 +3,9 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,8 +428,111 @@ Test(proxy, relayed_connections_are_bounded)
     snprintf(path, sizeof(path), "/proxy/%u/echo/x", upstream_port(up));
     ts_http_request(own.port, "GET", path, headers, NULL, &r);
     E2E_ASSERT_ERROR(&r, 429, "TOO_MANY_PROXY_CONNECTIONS");
+    cr_assert_str_eq(ts_response_header(&r, "retry-after"), "1", "a 429 says when to retry");
     ts_response_dispose(&r);
     close(fd);
+}
+
+/* An upstream sending its head a byte a second keeps every read under the timeout: the head as a whole must not. */
+Test(proxy, an_upstream_trickling_its_head_is_504_within_the_timeout)
+{
+    const char *args[] = {"--proxy-timeout-ms", "1500", NULL}, *headers[] = {AUTH, NULL};
+    char path[128];
+    int64_t t0;
+    ts_response_t r;
+
+    start_kgate(&own, args);
+    snprintf(path, sizeof(path), "/proxy/%u/trickle", upstream_port(up));
+    t0 = ts_now_ms();
+    ts_http_request_until(own.port, "GET", path, headers, NULL, ts_now_ms() + 10000, &r);
+    E2E_ASSERT_ERROR(&r, 504, "GATEWAY_TIMEOUT");
+    cr_assert_lt(ts_now_ms() - t0, 4000, "504 after %lld ms", (long long)(ts_now_ms() - t0));
+    ts_response_dispose(&r);
+    for (int64_t deadline = ts_now_ms() + 5000; upstream_open(up) != 0;) {
+        cr_assert_lt(ts_now_ms(), deadline, "%u upstream connection(s) still open after the 504", upstream_open(up));
+        usleep(20000);
+    }
+}
+
+/*
+ * 300 clients ask for answers that never come whole (the upstream trickles their heads): 256 are relayed, 44 get 429
+ * with Retry-After. Once the clients close, kgate closes every upstream connection (h2o reads no client socket while a
+ * request is handled: without a watch, the slots were held for ever) and /proxy serves again.
+ */
+Test(proxy, slots_of_clients_that_close_are_freed_whatever_the_exchange_waits_for, .timeout = 120)
+{
+    enum { NCLIENTS = 300, BOUND = 256 };
+    static int fds[NCLIENTS];
+    const char *headers[] = {AUTH, NULL};
+    char path[128], buf[1024];
+    unsigned refused = 0, with_retry = 0;
+    ts_response_t r;
+
+    snprintf(path, sizeof(path), "/proxy/%u/trickle", upstream_port(up));
+    for (int i = 0; i != NCLIENTS; ++i)
+        fds[i] = raw_get(gw.port, path);
+    for (int64_t deadline = ts_now_ms() + 20000; upstream_open(up) < BOUND;) {
+        cr_assert_lt(ts_now_ms(), deadline, "%u of %d requests reached the upstream", upstream_open(up), BOUND);
+        usleep(20000);
+    }
+    usleep(500 * 1000); /* the 429s leave at once */
+    for (int i = 0; i != NCLIENTS; ++i) {
+        struct pollfd pfd = {fds[i], POLLIN, 0};
+        ssize_t n;
+        if (poll(&pfd, 1, 0) != 1 || (n = read(fds[i], buf, sizeof(buf) - 1)) <= 0)
+            continue;
+        buf[n] = '\0';
+        refused += strncmp(buf, "HTTP/1.1 429 ", 13) == 0;
+        with_retry += strcasestr(buf, "\r\nretry-after: 1\r\n") != NULL;
+    }
+    cr_assert_eq(upstream_open(up), BOUND, "%u upstream connections for a bound of %d", upstream_open(up), BOUND);
+    cr_assert_eq(refused, NCLIENTS - BOUND, "%u of %d clients beyond the bound got 429", refused, NCLIENTS - BOUND);
+    cr_assert_eq(with_retry, refused, "%u of %u 429s carried Retry-After", with_retry, refused);
+    for (int i = 0; i != NCLIENTS; ++i)
+        close(fds[i]);
+    for (int64_t deadline = ts_now_ms() + 10000; upstream_open(up) != 0;) {
+        cr_assert_lt(ts_now_ms(), deadline, "%u upstream connections still open 10 s after their clients closed",
+                     upstream_open(up));
+        usleep(50000);
+    }
+    ts_http_request(gw.port, "GET", proxied("/echo/again"), headers, NULL, &r);
+    E2E_ASSERT_STATUS(&r, 200);
+    ts_response_dispose(&r);
+}
+
+/* curl's exit status for `url` (with kgate's token); -1 when it could not run or ran past 20 s. */
+static int curl_status(const char *url)
+{
+    char *argv[] = {"curl", "-s", "-o", "/dev/null", "--max-time", "15", "-H", AUTH, (char *)url, NULL};
+    extern char **environ;
+    pid_t pid;
+    int st;
+
+    if (posix_spawnp(&pid, "curl", NULL, NULL, argv, environ) != 0)
+        return -1;
+    for (int64_t deadline = ts_now_ms() + 20000; waitpid(pid, &st, WNOHANG) == 0;) {
+        if (ts_now_ms() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return -1;
+        }
+        usleep(10000);
+    }
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* An upstream that closes before its last chunk, or short of its Content-Length: the client sees a failed transfer (curl's
+ * 18, "partial file"), never a whole-looking body; the whole answer still passes. */
+Test(proxy, an_answer_cut_by_the_upstream_fails_the_client)
+{
+    char url[256];
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/proxy/%u/cut/12288", gw.port, upstream_port(up));
+    cr_assert_eq(curl_status(url), 18, "curl on a chunked answer cut after 12288 bytes");
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/proxy/%u/cut/10?short=1", gw.port, upstream_port(up));
+    cr_assert_eq(curl_status(url), 18, "curl on an answer cut short of its Content-Length");
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/proxy/%u/big/100000?chunked=1", gw.port, upstream_port(up));
+    cr_assert_eq(curl_status(url), 0, "curl on a whole chunked answer");
 }
 
 /* ---- WebSocket --------------------------------------------------------------------------------------- */

@@ -443,7 +443,7 @@ Test(runs, unknown_executions_are_404_and_bad_resume_points_400)
     free(ctx);
 }
 
-/* API.md: a `ping` right after init, then every ping interval while the run lasts (they also reveal dead clients). */
+/* docs/API.md: a `ping` right after init, then every ping interval while the run lasts (they also reveal dead clients). */
 Test(runs, pings_keep_coming_while_a_run_lasts)
 {
     static ts_gateway_t gw;

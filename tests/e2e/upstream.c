@@ -17,7 +17,7 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
-#define MAX_CONNS 64
+#define MAX_CONNS 400
 #define MAX_HEAD (64u << 10)
 #define BLOCK (64u << 10)
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -34,10 +34,16 @@ struct st_upstream_t {
     pthread_t accept_thread;
     atomic_int stopping;
     atomic_uint requests;
+    atomic_uint open;
     pthread_mutex_t lock;
     conn_t conns[MAX_CONNS];
     size_t num_conns;
 };
+
+unsigned upstream_open(const upstream_t *u)
+{
+    return atomic_load(&((upstream_t *)u)->open);
+}
 
 unsigned char upstream_pattern_byte(size_t i)
 {
@@ -155,6 +161,46 @@ static void serve_stream(conn_t *c)
         return;
     pause_ms(c, UPSTREAM_STREAM_PAUSE_MS);
     send_all(c->fd, last, sizeof(last) - 1);
+}
+
+/* Waits up to `ms` for the peer to close; 1 when it has (or the server stops), 0 after `ms`. Discards what it sends. */
+static int peer_closed_within(conn_t *c, int ms)
+{
+    struct pollfd pfd = {c->fd, POLLIN, 0};
+    uint8_t sink[4096];
+
+    for (int waited = 0; waited < ms; waited += 100) {
+        if (atomic_load(&c->server->stopping))
+            return 1;
+        if (poll(&pfd, 1, 100) == 1 && read(c->fd, sink, sizeof(sink)) <= 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void serve_trickle(conn_t *c)
+{
+    static const char head[] = "HTTP/1.1 200 OK\r\nX-Slow: ";
+
+    for (size_t i = 0;; ++i) {
+        char byte = i < sizeof(head) - 1 ? head[i] : 'x';
+        if (send_all(c->fd, &byte, 1) != 0 || peer_closed_within(c, 1000))
+            return;
+    }
+}
+
+static void serve_cut(conn_t *c, size_t n, int short_length)
+{
+    char out[256], *body = malloc(n + 1);
+    int len = short_length ? snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", 2 * n)
+                           : snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%zx\r\n", n);
+
+    memset(body, 'c', n);
+    if (send_all(c->fd, out, (size_t)len) == 0 && send_all(c->fd, body, n) == 0 && !short_length)
+        send_all(c->fd, "\r\n", 2);
+    free(body);
+    /* a moment between the last byte and the close, so that they reach the proxy in two reads */
+    pause_ms(c, 200);
 }
 
 static void serve_silent(conn_t *c)
@@ -282,6 +328,10 @@ static void *serve(void *arg)
         serve_stream(c);
     } else if (strcmp(target, "/silent") == 0) {
         serve_silent(c);
+    } else if (strcmp(target, "/trickle") == 0) {
+        serve_trickle(c);
+    } else if (strncmp(target, "/cut/", 5) == 0) {
+        serve_cut(c, strtoul(target + 5, NULL, 10), strstr(target, "short=1") != NULL);
     } else if (strcmp(target, "/ws") == 0) {
         memmove(buf, buf + head_len, len - head_len);
         serve_ws(c, head, buf, cap, len - head_len);
@@ -291,6 +341,7 @@ static void *serve(void *arg)
 Exit:
     shutdown(c->fd, SHUT_WR);
     free(buf);
+    atomic_fetch_sub(&c->server->open, 1);
     return NULL;
 }
 
@@ -308,6 +359,7 @@ static void *accept_loop(void *arg)
             close(fd);
         } else {
             conn_t *c = &u->conns[u->num_conns++];
+            atomic_fetch_add(&u->open, 1);
             c->server = u;
             c->fd = fd;
             pthread_create(&c->thread, NULL, serve, c);

@@ -11,6 +11,9 @@
  *   /big/N            N bytes of upstream_pattern_byte() with Content-Length; `?chunked=1`: chunked instead
  *   /stream           text/event-stream: `data: first`, a pause of UPSTREAM_STREAM_PAUSE_MS, `data: last`
  *   /silent           reads the request and never answers (until the peer closes or the server stops)
+ *   /trickle          sends its answer's head one byte a second, for ever (until the peer closes or the server stops)
+ *   /cut/N            a 200 that stops after N body bytes and closes: chunked (one chunk of N), or `?short=1` with a
+ *                     Content-Length of 2N
  *   /ws               a WebSocket echo (text and binary); Sec-WebSocket-Protocol "chat" is chosen when
  *                     offered; the text message "close-me" makes it close with 4001; a close is answered in kind
  * Anything else is 404 with the /echo body.
@@ -27,6 +30,9 @@ unsigned short upstream_port(const upstream_t *u);
 
 /** Requests it has read so far (whole heads). */
 unsigned upstream_requests(const upstream_t *u);
+
+/** Connections accepted and not yet closed by the server's side (it closes once the peer has). */
+unsigned upstream_open(const upstream_t *u);
 
 /** Stops it: no more connections, every connection's socket shut down, every thread joined. NULL is fine. */
 void upstream_stop(upstream_t *u);

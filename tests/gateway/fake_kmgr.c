@@ -24,9 +24,12 @@ struct st_kmgr_kernel_t {
     kmgr_manager_t *mgr;
     h2o_linklist_t link; /* in mgr->kernels */
     kmgr_kernel_state_t state, notified_state;
+    int answering, notified_answering;
     void (*on_state)(kmgr_kernel_t *kernel, void *data);
     void *data;
     char exit_reason[200];
+    char last_death[200];
+    unsigned restarts, restarts_in_row;
     h2o_linklist_t requests; /* kmgr_request_t, in send order, finished ones included */
     fake_kernel_seen_t seen;
     kmgr_tap_cb tap;
@@ -76,9 +79,10 @@ static void schedule(kmgr_manager_t *mgr)
 
 static void flush_state(kmgr_kernel_t *kernel)
 {
-    if (kernel->seen.destroyed || kernel->state == kernel->notified_state)
+    if (kernel->seen.destroyed || (kernel->state == kernel->notified_state && kernel->answering == kernel->notified_answering))
         return;
     kernel->notified_state = kernel->state;
+    kernel->notified_answering = kernel->answering;
     if (kernel->on_state != NULL)
         kernel->on_state(kernel, kernel->data);
 }
@@ -187,6 +191,8 @@ int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, km
     kernel = wire_calloc(1, sizeof(*kernel));
     kernel->mgr = mgr;
     kernel->state = kernel->notified_state = KMGR_KERNEL_STARTING;
+    kernel->answering = kernel->notified_answering = 1;
+    kernel->seen.restart_limit = opts->restart_limit;
     kernel->on_state = opts->on_state;
     kernel->data = opts->data;
     h2o_linklist_init_anchor(&kernel->requests);
@@ -209,7 +215,8 @@ int kmgr_kernel_restart(kmgr_kernel_t *kernel)
         return KMGR_ESHUTDOWN;
     ++kernel->seen.restarts;
     fail_all_later(kernel, KMGR_ESHUTDOWN);
-    kernel->exit_reason[0] = '\0';
+    kernel->exit_reason[0] = kernel->last_death[0] = '\0';
+    kernel->restarts_in_row = 0;
     kernel->state = KMGR_KERNEL_RESTARTING;
     schedule(kernel->mgr);
     return 0;
@@ -282,6 +289,34 @@ const char *kmgr_kernel_exit_reason(const kmgr_kernel_t *kernel)
     return kernel->state == KMGR_KERNEL_DEAD ? kernel->exit_reason : "";
 }
 
+const char *kmgr_kernel_last_death(const kmgr_kernel_t *kernel)
+{
+    kernel_usable(kernel, "kmgr_kernel_last_death on a destroyed kernel");
+    return kernel->last_death;
+}
+
+unsigned kmgr_kernel_auto_restarts(const kmgr_kernel_t *kernel, unsigned *in_a_row, unsigned *limit)
+{
+    kernel_usable(kernel, "kmgr_kernel_auto_restarts on a destroyed kernel");
+    if (in_a_row != NULL)
+        *in_a_row = kernel->restarts_in_row;
+    if (limit != NULL)
+        *limit = kernel->seen.restart_limit;
+    return kernel->restarts;
+}
+
+int kmgr_kernel_answering(const kmgr_kernel_t *kernel)
+{
+    kernel_usable(kernel, "kmgr_kernel_answering on a destroyed kernel");
+    return kernel->answering;
+}
+
+void kmgr_kernel_set_restart_limit(kmgr_kernel_t *kernel, unsigned limit)
+{
+    if (kernel_usable(kernel, "kmgr_kernel_set_restart_limit on a destroyed kernel"))
+        kernel->seen.restart_limit = limit;
+}
+
 int kmgr_kernel_execute(kmgr_kernel_t *kernel, const char *code, const kmgr_execute_options_t *opts, kmgr_request_cb cb, void *data,
                         kmgr_request_t **out)
 {
@@ -335,9 +370,27 @@ void fake_kernel_set_state(kmgr_kernel_t *kernel, kmgr_kernel_state_t state)
     flush_state(kernel);
 }
 
+void fake_kernel_set_answering(kmgr_kernel_t *kernel, int answering)
+{
+    kernel->answering = answering;
+    flush_state(kernel);
+}
+
+void fake_kernel_die_and_restart(kmgr_kernel_t *kernel, const char *reason)
+{
+    snprintf(kernel->last_death, sizeof(kernel->last_death), "%s", reason);
+    ++kernel->restarts;
+    ++kernel->restarts_in_row;
+    kernel->state = KMGR_KERNEL_RESTARTING;
+    fail_all_later(kernel, KMGR_EDIED);
+    deliver_failures(kernel);
+    flush_state(kernel);
+}
+
 void fake_kernel_die(kmgr_kernel_t *kernel, const char *reason)
 {
     snprintf(kernel->exit_reason, sizeof(kernel->exit_reason), "%s", reason);
+    snprintf(kernel->last_death, sizeof(kernel->last_death), "%s", reason);
     kernel->state = KMGR_KERNEL_DEAD;
     fail_all_later(kernel, KMGR_EDIED);
     deliver_failures(kernel);

@@ -10,7 +10,8 @@
 
 /*
  * fake_kmgr.c defines kmgr_kernel_start, _destroy, _restart, _interrupt, _execute, _state,
- * _state_name, _info, _exit_reason, _set_tap, _send_parts, kmgr_request_cancel and
+ * _state_name, _info, _exit_reason, _last_death, _auto_restarts, _answering, _set_restart_limit,
+ * _set_tap, _send_parts, kmgr_request_cancel and
  * kmgr_request_input_reply. A test binary
  * that compiles it links gateway/code against it instead of kernelmgr's kernel.c, request.c and
  * manager.c: no process, no socket. The calls keep kernelmgr's contract (kmgr/kernel.h): a
@@ -41,16 +42,29 @@ size_t fake_kmgr_misuse(const kmgr_manager_t *mgr, const char **what);
 
 /** The kernel changes state (as if its loop saw it): on_state is told at once unless the state is the one last told. */
 void fake_kernel_set_state(kmgr_kernel_t *kernel, kmgr_kernel_state_t state);
-/** The kernel dies with `reason`: its pending requests end with FAILED (KMGR_EDIED), then on_state hears DEAD. */
+/**
+ * The kernel dies with `reason` and stays dead (no restart limit, or past it): its pending requests end with FAILED
+ * (KMGR_EDIED), then on_state hears DEAD.
+ */
 void fake_kernel_die(kmgr_kernel_t *kernel, const char *reason);
+/**
+ * The kernel dies with `reason` and kernelmgr restarts it automatically (kmgr_kernel_options_t.restart_limit, whatever
+ * the limit: the test decides): the restart counts go up, kmgr_kernel_last_death says `reason`, the pending requests end
+ * with FAILED (KMGR_EDIED) while the state is already RESTARTING, then on_state hears RESTARTING. fake_kernel_set_state
+ * makes it IDLE again.
+ */
+void fake_kernel_die_and_restart(kmgr_kernel_t *kernel, const char *reason);
+/** The kernel stops (0) or starts (1) answering heartbeats: on_state hears it (kmgr_kernel_answering). */
+void fake_kernel_set_answering(kmgr_kernel_t *kernel, int answering);
 
 /** What the gateway did to a kernel. */
 typedef struct st_fake_kernel_seen_t {
-    size_t executes;     /* execute_requests sent (fake_kernel_request numbers them from 0) */
-    unsigned interrupts; /* kmgr_kernel_interrupt calls that succeeded */
-    unsigned restarts;   /* kmgr_kernel_restart calls that succeeded */
-    int destroyed;       /* kmgr_kernel_destroy was called */
-    size_t sent_parts;   /* kmgr_kernel_send_parts calls that succeeded */
+    size_t executes;        /* execute_requests sent (fake_kernel_request numbers them from 0) */
+    unsigned interrupts;    /* kmgr_kernel_interrupt calls that succeeded */
+    unsigned restarts;      /* kmgr_kernel_restart calls that succeeded */
+    int destroyed;          /* kmgr_kernel_destroy was called */
+    size_t sent_parts;      /* kmgr_kernel_send_parts calls that succeeded */
+    unsigned restart_limit; /* kmgr_kernel_options_t.restart_limit, or the last kmgr_kernel_set_restart_limit */
 } fake_kernel_seen_t;
 const fake_kernel_seen_t *fake_kernel_seen(const kmgr_kernel_t *kernel);
 /**

@@ -398,3 +398,38 @@ Test(config, bad_pools_are_refused)
     EXPECT_ERROR("size of python3", "--pool", "python3=99999999999999999999");
     EXPECT_ERROR("twice", "--pool", "python3=1,bash=1,python3=2");
 }
+
+/* Under --sandbox bwrap, unset caps are derived from the machine (issue 27); a flag given, 0 included, is kept; without a
+ * sandbox nothing changes. */
+Test(config, sandbox_caps_are_derived_when_unset)
+{
+    parsed_t p;
+
+    parse(&p, "--sandbox", "bwrap", NULL);
+    cr_assert_eq(p.rc, 0, "%s", p.err);
+    gw_config_derive_sandbox_caps(&p.config, (uint64_t)24 << 30, 2);
+    cr_assert_eq(p.config.max_memory_mb, 6 << 10);
+    cr_assert_eq(p.config.max_pids, 256);
+    cr_assert_eq(gw_config_tmp_bytes(&p.config, (uint64_t)p.config.max_memory_mb << 20), (uint64_t)3 << 30);
+    parsed_dispose(&p);
+
+    parse(&p, "--sandbox", "bwrap", "--max-memory-mb", "0", "--max-pids", "100", "--max-tmp-mb", "64", NULL);
+    cr_assert_eq(p.rc, 0, "%s", p.err);
+    gw_config_derive_sandbox_caps(&p.config, (uint64_t)24 << 30, 64);
+    cr_assert_eq(p.config.max_memory_mb, 0, "0 given means none");
+    cr_assert_eq(p.config.max_pids, 100);
+    cr_assert_eq(gw_config_tmp_bytes(&p.config, 0), (uint64_t)64 << 20);
+    parsed_dispose(&p);
+
+    parse(&p, "--sandbox", "bwrap", NULL);
+    gw_config_derive_sandbox_caps(&p.config, (uint64_t)1 << 40, 64);
+    cr_assert_eq(p.config.max_pids, 4096, "at most 4096");
+    parsed_dispose(&p);
+
+    parse(&p, NULL);
+    gw_config_derive_sandbox_caps(&p.config, (uint64_t)24 << 30, 2);
+    cr_assert_eq(p.config.max_memory_mb, 0);
+    cr_assert_eq(p.config.max_pids, 0);
+    cr_assert_eq(gw_config_tmp_bytes(&p.config, 0), 0);
+    parsed_dispose(&p);
+}

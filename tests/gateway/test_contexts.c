@@ -178,6 +178,31 @@ ENGINE_TEST(contexts, a_kernel_that_dies_starting_tells_waiters_why)
     cr_expect_not_null(gw_context_find(&eng.contexts, ctx->id), "a dead context stays until deleted (restart revives it)");
 }
 
+/* execd's create reports a failed start with 503 and never gave out the id: the context is not left listed as dead. */
+ENGINE_TEST(contexts, a_failed_start_the_creator_reports_is_not_left_listed)
+{
+    gw_context_options_t opts = {.spec = &eng.spec, .forget_failed_start = 1};
+    gw_context_t *ctx = NULL, *ready;
+    test_waiter_t w;
+    char id[64];
+
+    cr_assert_eq(gw_context_create(&eng.contexts, &opts, &ctx), 0);
+    snprintf(id, sizeof(id), "%s", ctx->id);
+    wait_ready(ctx, &w);
+    fake_kernel_die(ctx->kernel, "did not become ready within 60000 ms");
+    cr_expect_eq(w.calls, 1);
+    cr_expect_str_eq(w.failure, "did not become ready within 60000 ms");
+    cr_expect_null(gw_context_find(&eng.contexts, id), "a context whose start failed is still listed");
+    cr_expect_eq(eng.contexts.count, 0);
+
+    /* once ready, a context stays listed when its kernel dies: its creator has its id (restart revives it) */
+    cr_assert_eq(gw_context_create(&eng.contexts, &opts, &ready), 0);
+    snprintf(id, sizeof(id), "%s", ready->id);
+    fake_kernel_set_state(ready->kernel, KMGR_KERNEL_IDLE);
+    fake_kernel_die(ready->kernel, "exited with code 1");
+    cr_expect_not_null(gw_context_find(&eng.contexts, id));
+}
+
 ENGINE_TEST(contexts, an_ephemeral_context_is_deleted_after_its_run)
 {
     kmgr_kernel_t *kernel;

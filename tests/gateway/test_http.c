@@ -158,3 +158,39 @@ Test(http, query_value_lives_in_the_request_pool)
     cr_assert_str_eq(value, "ctx-1");
     h2o_mem_clear_pool(&t.req.pool); /* and is released with the request (ASan checks it) */
 }
+
+/* ---- request framing (RFC 9112 6.3) ----------------------------------------------------------------------------- */
+
+/* The verdict on an exact-size copy of `head` (ASan sees a read past its end). */
+static const char *framing(const char *head)
+{
+    size_t len = strlen(head);
+    char *copy = gw_test_exact_copy(head, len);
+    const char *why = gw_http1_framing_error(copy, len);
+
+    free(copy);
+    return why;
+}
+
+Test(http, framing_refuses_length_with_chunked_and_two_lengths)
+{
+    cr_assert_not_null(framing("POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"));
+    cr_assert_not_null(framing("POST / HTTP/1.1\r\ntransfer-encoding: chunked\r\nCONTENT-LENGTH: 0\r\n\r\n"));
+    cr_assert_not_null(framing("POST / HTTP/1.1\r\nContent-Length: 3\r\nHost: x\r\nContent-Length: 4\r\n\r\nabc"));
+    cr_assert_not_null(framing("POST / HTTP/1.1\nContent-Length: 3\nContent-Length:4\n\n"), "bare LF line ends");
+    cr_assert_not_null(framing("POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: x\r\n\r\n"));
+    cr_assert_null(framing("POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length:  3 \r\n\r\nabc"), "the same length twice");
+    cr_assert_null(framing("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"));
+    cr_assert_null(framing("POST / HTTP/1.1\r\nX-Content-Length: 3\r\nContent-Length: 4\r\n\r\n"), "another header's name");
+    /* what follows the head's empty line is body, not headers */
+    cr_assert_null(framing("POST / HTTP/1.1\r\nContent-Length: 40\r\n\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n"));
+    /* every prefix of a head is read within its bounds */
+    {
+        static const char head[] = "POST / HTTP/1.1\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n";
+        for (size_t n = 0; n != sizeof(head); ++n) {
+            char *copy = gw_test_exact_copy(head, n);
+            gw_http1_framing_error(copy, n);
+            free(copy);
+        }
+    }
+}

@@ -20,6 +20,7 @@
 #include "procs/rmtree.h"
 #include "runs/run.h"
 #include "support/gateway.h"
+#include "support/skip.h"
 
 /* What every fake does first: kgate's probe (its command is /bin/true) and --version succeed. */
 #define FAKE_HEAD                                                                                                                  \
@@ -262,7 +263,8 @@ Test(isolated_life, a_sandbox_that_outlives_sigkill_is_reaped_later_and_its_dire
     pid_t pid, init;
 
     if (geteuid() != 0)
-        cr_skip_test("needs root: the sandbox outlives SIGKILL by running as another user than the one sending it");
+        cr_skip_test("%s", ts_skip_note(__func__, "needs root: the sandbox outlives SIGKILL by running as another user than "
+                                                  "the one sending it"));
     use_fake(FAKE_STAYS);
     t.iso.reap_ms = 50;
     t.iso.reaper.interval_ms = 20;

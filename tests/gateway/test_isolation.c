@@ -1,10 +1,14 @@
 /* tests/gateway/test_isolation.c: an isolated session's request (procs/isolation.h): parsing and its checks, the profiles'
  * bubblewrap command line (mount order per mode), and the environment each profile passes. Pure. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <criterion/criterion.h>
 #include "kmgr/sandbox.h"
 #include "procs/isolation.h"
+#include "procs/walls.h"
 #include "gw_test.h"
 
 TestSuite(isolation, .init = gw_test_init);
@@ -239,4 +243,117 @@ Test(isolation, environment)
     cr_assert(has(env, "OPENAI_API_KEY=k") && has(env, "PATH=/usr/bin") && !has(env, "PLAIN=p"));
     kmgr_strv_free(env);
     gw_iso_spec_dispose(&spec);
+}
+
+/* gw_walls_open's verdict: where `path` leads (caller frees), or NULL; the descriptor is closed. */
+static char *walls_verdict(const char *path, const char *what, int writable, const char *root, const char *rt, char *err,
+                           size_t errlen)
+{
+    char *real;
+    int fd = gw_walls_open(path, what, writable, root, rt, &real, err, errlen);
+
+    if (fd >= 0)
+        close(fd);
+    return fd >= 0 ? real : NULL;
+}
+
+/* gw_walls_open checks where a path leads, not how it is spelt (issue 28). */
+Test(isolation, walls_resolve_links_and_proc)
+{
+    char base[] = "/tmp/kgate-walls-XXXXXX", rt[64], root[64], link[96], via_proc[160], err[512];
+    char *real;
+
+    cr_assert_not_null(mkdtemp(base));
+    snprintf(rt, sizeof(rt), "%s/rt", base);
+    snprintf(root, sizeof(root), "%s/root", base);
+    cr_assert_eq(mkdir(rt, 0700), 0);
+    cr_assert_eq(mkdir(root, 0700), 0);
+    snprintf(link, sizeof(link), "%s/link", root);
+    cr_assert_eq(symlink(rt, link), 0);
+    snprintf(via_proc, sizeof(via_proc), "/proc/self/root%s", rt);
+
+    cr_assert_null(walls_verdict(link, "binds[].source", 0, root, rt, err, sizeof(err)));
+    cr_assert_not_null(strstr(err, "runtime directory"), "%s", err);
+    cr_assert_null(walls_verdict(via_proc, "binds[].source", 0, root, rt, err, sizeof(err)));
+    cr_assert_not_null(strstr(err, "runtime directory"), "%s", err);
+    cr_assert_null(walls_verdict(base, "binds[].source", 0, root, rt, err, sizeof(err)), "a parent of the runtime dir");
+    cr_assert_null(walls_verdict("/proc/self/root/proc/1", "binds[].source", 0, root, rt, err, sizeof(err)));
+    cr_assert_not_null(strstr(err, "/proc"), "%s", err);
+    cr_assert_null(walls_verdict("/usr", "extra_writable[]", 1, "/", rt, err, sizeof(err)));
+    cr_assert_not_null(strstr(err, "system"), "%s", err);
+    cr_assert_null(walls_verdict("/nonexistent-kgate", "binds[].source", 0, root, rt, err, sizeof(err)));
+    /* read-only, anywhere else: fine, and resolved */
+    cr_assert_not_null(real = walls_verdict("/usr/../etc", "binds[].source", 0, root, rt, err, sizeof(err)), "%s", err);
+    cr_assert_str_eq(real, "/etc");
+    free(real);
+    cr_assert_not_null(real = walls_verdict(root, "extra_writable[]", 1, root, rt, err, sizeof(err)), "%s", err);
+    free(real);
+    cr_assert_eq(unlink(link), 0);
+    cr_assert_eq(rmdir(rt), 0);
+    cr_assert_eq(rmdir(root), 0);
+    cr_assert_eq(rmdir(base), 0);
+}
+
+/* By descriptor: the workspace, extra_writable and binds are bound from the child's descriptors 3, 4, ... in that order;
+ * an overlay's wrapper enters the workspace through descriptor 3, closes it, and mounts "." as the lower layer. */
+Test(isolation, sources_by_descriptor)
+{
+    gw_iso_spec_t spec = {.workspace = "/srv/ws",
+                          .mode = GW_ISO_RW,
+                          .profile = GW_ISO_STRICT,
+                          .extra_writable = (char *[]){"/srv/extra", NULL},
+                          .num_extra_writable = 1,
+                          .binds = (gw_iso_bind_t[]){{"/data/a", "/a", 1}, {"/data/b", "/b", 0}},
+                          .num_binds = 2,
+                          .uid = -1,
+                          .gid = -1};
+    gw_iso_paths_t by_fd = paths;
+    char line[4096] = "";
+    char **v;
+
+    by_fd.source_fd_base = 3;
+    v = gw_iso_argv(&spec, &by_fd, cmd);
+
+    for (char **p = v; *p != NULL; ++p)
+        snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s", p == v ? "" : " ", *p);
+    cr_assert_not_null(
+        strstr(line, "--bind-fd 3 /srv/ws --bind-fd 4 /srv/extra --ro-bind-fd 5 /a --bind-fd 6 /b --tmpfs /run/kgate-rt "), "%s",
+        line);
+    cr_assert_null(strstr(line, "--bind /srv/ws"), "%s", line);
+    kmgr_strv_free(v);
+
+    spec.mode = GW_ISO_OVERLAY;
+    line[0] = '\0';
+    v = gw_iso_argv(&spec, &by_fd, cmd);
+    for (char **p = v; *p != NULL; ++p)
+        snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s", p == v ? "" : " ", *p);
+    static const char enter[] = "/bin/sh -c cd /proc/self/fd/3 && exec \"$@\" 3>&- kgate-isolated-workspace /usr/bin/unshare ";
+    cr_assert(strncmp(line, enter, strlen(enter)) == 0, "%s", line);
+    cr_assert_not_null(strstr(line, "'lowerdir=.,upperdir=/run/kgate-rt/isolated/S/upper,"), "%s", line);
+    cr_assert_not_null(strstr(line, "--bind /run/kgate-rt/isolated/S/merged /srv/ws --bind-fd 4 /srv/extra"), "%s", line);
+    kmgr_strv_free(v);
+}
+
+/* An isolated session starts with the very walls of every other sandbox (kmgr_bwrap_walls: one place for the hardening),
+ * then its own mounts; strict's /tmp and /dev/shm are sized, balanced's /tmp is the host's. */
+Test(isolation, sessions_share_the_walls_of_every_sandbox)
+{
+    gw_iso_spec_t spec = {.workspace = "/srv/ws", .mode = GW_ISO_RW, .profile = GW_ISO_STRICT, .uid = -1, .gid = -1};
+    gw_iso_paths_t sized = paths;
+    char **v, **walls;
+    size_t i;
+
+    sized.tmp_bytes = 64 << 20;
+    for (int balanced = 0; balanced != 2; ++balanced) {
+        spec.profile = balanced ? GW_ISO_BALANCED : GW_ISO_STRICT;
+        v = gw_iso_argv(&spec, &sized, cmd);
+        walls = kmgr_bwrap_walls(&(kmgr_bwrap_walls_t){.host_tmp = balanced, .tmp_bytes = 64 << 20});
+        cr_assert_str_eq(v[0], "/usr/bin/bwrap");
+        for (i = 0; walls[i] != NULL; ++i)
+            cr_assert_str_eq(v[1 + i], walls[i], "argument %zu", 1 + i);
+        cr_assert_str_eq(v[1 + i], "--tmpfs", "the session's own mounts follow: %s", v[1 + i]);
+        cr_assert_str_eq(v[2 + i], "/run/kgate-rt");
+        kmgr_strv_free(walls);
+        kmgr_strv_free(v);
+    }
 }

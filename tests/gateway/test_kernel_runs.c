@@ -436,3 +436,84 @@ ENGINE_TEST(kernel_runs, shutdown_abandons_the_kernel_requests)
     fake_request_complete(request(0), 1); /* heard by nobody */
     cr_expect_eq(fake_kernel_seen(kernel)->executes, 1);
 }
+
+/* kernelmgr restarts a kernel that died on its own (kmgr_kernel_options_t.restart_limit): the running run ends saying the
+ * state was lost, a queued one hears `restarting` and runs on the new kernel, and the context keeps its id. */
+ENGINE_TEST(kernel_runs, an_automatic_restart_ends_the_running_run_and_keeps_the_context)
+{
+    gw_context_t *ctx = ready_context();
+    char id[sizeof(ctx->id)];
+    gw_run_t *first = engine_submit(ctx, "x = 1"), *dying, *waiting;
+    json_t *events, *obj;
+
+    memcpy(id, ctx->id, sizeof(id));
+    fake_request_complete(request(0), 8);
+    cr_assert_str_eq(run_outcome(first), "ok");
+    cr_assert_eq(ctx->execution_count, 8);
+    dying = engine_submit(ctx, "c");
+    waiting = engine_submit(ctx, "d");
+    fake_kernel_die_and_restart(kernel, "killed by signal 9 (SIGKILL)");
+    events = run_events(dying);
+    cr_expect_str_eq(only_error(events), "KernelDied");
+    cr_expect_str_eq(error_evalue(events), "killed by signal 9 (SIGKILL); kgate restarted the kernel (automatic restart 1 of 5 in "
+                                           "a row): its state was lost");
+    json_decref(events);
+    cr_expect_str_eq(run_outcome(dying), "kernel_died");
+    events = run_events(waiting);
+    cr_expect_not_null(find_status(events, "restarting"), "the queued run hears of the restart");
+    cr_expect_eq(count_type(events, "error"), 0);
+    json_decref(events);
+    cr_expect_null(run_outcome(waiting), "it waits for the new kernel");
+    cr_expect_eq(gw_context_find(&eng.contexts, id), ctx, "same id");
+    cr_expect_eq(ctx->execution_count, 0, "a fresh kernel counts from 1");
+    obj = gw_context_to_json(ctx);
+    cr_expect_eq(json_integer_value(json_object_get(obj, "restarts")), 1);
+    cr_expect_str_eq(json_string_value(json_object_get(obj, "last_death")), "killed by signal 9 (SIGKILL)");
+    cr_expect_str_eq(json_string_value(json_object_get(obj, "status")), "restarting");
+    json_decref(obj);
+    fake_kernel_set_state(kernel, KMGR_KERNEL_IDLE);
+    fake_request_complete(request(2), 1);
+    cr_expect_str_eq(run_outcome(waiting), "ok");
+    cr_expect_str_eq(fake_request_seen(request(2))->code, "d");
+}
+
+/* Contexts' kernels come back on their own within --kernel-restart-limit; a stateless run's own kernel does not. */
+ENGINE_TEST(kernel_runs, contexts_give_their_kernels_the_restart_limit)
+{
+    kmgr_kernel_t *ephemeral;
+
+    ready_context();
+    cr_expect_eq(fake_kernel_seen(kernel)->restart_limit, eng.config.kernel_restart_limit);
+    cr_expect_eq(eng.config.kernel_restart_limit, 5, "Jupyter Server's default");
+    engine_ready_context(1, &ephemeral);
+    cr_expect_eq(fake_kernel_seen(ephemeral)->restart_limit, 0);
+}
+
+/* A kernel that misses heartbeats (IRkernel in a long cell) is not answering: its runs and its context object say so, and
+ * nothing ends. */
+ENGINE_TEST(kernel_runs, a_kernel_not_answering_is_told_not_killed)
+{
+    gw_context_t *ctx = ready_context();
+    gw_run_t *run = engine_submit(ctx, "Sys.sleep(10)");
+    json_t *events, *obj;
+
+    fake_kernel_set_answering(kernel, 0);
+    obj = gw_context_to_json(ctx);
+    cr_expect(json_is_false(json_object_get(obj, "answering")));
+    json_decref(obj);
+    events = run_events(run);
+    cr_expect_not_null(find_status(events, "not answering"));
+    json_decref(events);
+    fake_kernel_set_answering(kernel, 1);
+    events = run_events(run);
+    cr_expect_not_null(find_status(events, "answering"));
+    json_decref(events);
+    fake_request_complete(request(0), 1);
+    cr_expect_str_eq(run_outcome(run), "ok");
+    cr_expect_eq(fake_kernel_seen(kernel)->restarts, 0);
+    cr_expect_eq(fake_kernel_seen(kernel)->interrupts, 0);
+    obj = gw_context_to_json(ctx);
+    cr_expect(json_is_true(json_object_get(obj, "answering")));
+    cr_expect(json_is_null(json_object_get(obj, "last_death")));
+    json_decref(obj);
+}

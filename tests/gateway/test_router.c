@@ -5,7 +5,7 @@
 
 TestSuite(router, .init = gw_test_init);
 
-/* The shape of API.md's table, plus a two-parameter route; the matcher never calls the handlers. */
+/* The shape of docs/API.md's table, plus a two-parameter route; the matcher never calls the handlers. */
 static const gw_route_t routes[] = {
     {"GET", "/healthz", NULL, 1, 0, NULL, 0},
     {"GET", "/code/contexts", NULL, 0, 0, NULL, 0},

@@ -58,6 +58,13 @@ void kt_on_state(kmgr_kernel_t *kernel, void *data)
 
     if (st->n < sizeof(st->log) / sizeof(st->log[0]))
         st->log[st->n++] = state;
+    if (!kmgr_kernel_answering(kernel) && !st->silent) {
+        st->silent = 1;
+        ++st->silences;
+    } else if (kmgr_kernel_answering(kernel) && st->silent) {
+        st->silent = 0;
+        ++st->recoveries;
+    }
     if (state == KMGR_KERNEL_DEAD && st->destroy_on_dead)
         kmgr_kernel_destroy(kernel);
     if (state == KMGR_KERNEL_DEAD && st->restart_on_dead) {

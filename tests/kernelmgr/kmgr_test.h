@@ -28,6 +28,9 @@ typedef struct st_kt_states_t {
     size_t n;
     int destroy_on_dead; /* destroy the kernel from inside the DEAD notice */
     int restart_on_dead; /* restart it from inside the DEAD notice (once) */
+    /* kmgr_kernel_answering as the notices told it: times it went silent and came back, and whether it is silent now */
+    unsigned silences, recoveries;
+    int silent;
 } kt_states_t;
 void kt_on_state(kmgr_kernel_t *kernel, void *data);
 int kt_states_saw(const kt_states_t *st, kmgr_kernel_state_t state);

@@ -12,6 +12,7 @@
 #include "kmgr_test.h"
 #include "support/base.h"
 #include "support/proc.h"
+#include "support/skip.h"
 
 TestSuite(cgroup, .timeout = 60);
 
@@ -82,10 +83,10 @@ static void require_writable_cgroups(void)
 
     find_base();
     if (base[0] == '\0')
-        cr_skip_test("no cgroup hierarchy to write to here");
+        cr_skip_test("%s", ts_skip_note(__func__, "no cgroup hierarchy to write to here"));
     snprintf(probe, sizeof(probe), "%s/kgate-test-probe-%d", base, (int)getpid());
     if (mkdir(probe, 0755) != 0)
-        cr_skip_test("cgroups are not writable here (%s): %s", base, strerror(errno));
+        cr_skip_test("%s", ts_skip_note(__func__, "cgroups are not writable here (%s): %s", base, strerror(errno)));
     rmdir(probe);
 }
 

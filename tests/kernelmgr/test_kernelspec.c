@@ -150,6 +150,43 @@ Test(kernelspec, resolve_by_name_then_language)
     kmgr_kernelspecs_dispose(&specs);
 }
 
+/* Deno's kernelspec exactly as `deno jupyter --install` writes it: named deno, language typescript. */
+#define DENO_SPEC                                                                                                                  \
+    "{\"argv\":[\"/opt/deno\",\"jupyter\",\"--kernel\",\"--conn\",\"{connection_file}\"],\"display_name\":\"Deno\","               \
+    "\"language\":\"typescript\"}"
+
+Test(kernelspec, javascript_and_typescript_resolve_to_deno)
+{
+    static const char *const names[] = {"deno", "typescript", "TypeScript", "ts", "javascript", "JavaScript", "js"};
+    char extra[300];
+    const char *dirs[1] = {extra};
+    kmgr_kernelspecs_t specs;
+    const kmgr_kernelspec_t *s;
+
+    snprintf(extra, sizeof(extra), "%s/deno-only", root);
+    write_spec(extra, "deno", DENO_SPEC);
+    cr_assert_eq(kmgr_kernelspecs_discover(dirs, 1, &specs, NULL), 0);
+    for (size_t i = 0; i != sizeof(names) / sizeof(names[0]); ++i) {
+        cr_assert_not_null(s = kmgr_kernelspecs_resolve(&specs, names[i]), "%s resolves to nothing", names[i]);
+        cr_expect_str_eq(s->name, "deno", "%s resolves to %s, not deno", names[i], s->name);
+    }
+    /* Deno's kernel exits on SIGINT: without an interrupt_mode in its spec it is interrupted by message. */
+    cr_expect_eq(kmgr_kernelspecs_find(&specs, "deno")->interrupt_mode, KMGR_INTERRUPT_MESSAGE);
+    kmgr_kernelspecs_dispose(&specs);
+
+    /* A kernel that says it is JavaScript's is JavaScript's; Deno stays TypeScript's. */
+    snprintf(extra, sizeof(extra), "%s/deno-and-js", root);
+    write_spec(extra, "deno", DENO_SPEC);
+    write_spec(extra, "ijs", "{\"argv\":[\"ijs\"],\"language\":\"javascript\"}");
+    cr_assert_eq(kmgr_kernelspecs_discover(dirs, 1, &specs, NULL), 0);
+    cr_expect_str_eq(kmgr_kernelspecs_resolve(&specs, "javascript")->name, "ijs");
+    cr_expect_str_eq(kmgr_kernelspecs_resolve(&specs, "js")->name, "ijs");
+    cr_expect_str_eq(kmgr_kernelspecs_resolve(&specs, "ts")->name, "deno");
+    /* Only Deno's kernel: another program with a spec without interrupt_mode is signalled, as Jupyter does. */
+    cr_expect_eq(kmgr_kernelspecs_find(&specs, "ijs")->interrupt_mode, KMGR_INTERRUPT_SIGNAL);
+    kmgr_kernelspecs_dispose(&specs);
+}
+
 Test(kernelspec, load_errors)
 {
     char dir[400];
@@ -165,4 +202,45 @@ Test(kernelspec, load_errors)
     cr_expect_str_eq(spec->language, "Alpha");
     kmgr_kernelspec_destroy(spec);
     kmgr_kernelspec_destroy(NULL);
+}
+
+/* A spec of `argv` (NULL-terminated) and `metadata` (JSON text, or NULL), for kmgr_kernelspec_transport. */
+static kmgr_kernelspec_t *spec_of(const char *const *argv, const char *metadata)
+{
+    kmgr_kernelspec_t *spec = wire_calloc(1, sizeof(*spec));
+
+    while (argv[spec->argc] != NULL)
+        ++spec->argc;
+    spec->argv = wire_calloc(spec->argc + 1, sizeof(char *));
+    for (size_t i = 0; i != spec->argc; ++i)
+        spec->argv[i] = wire_strdup(argv[i]);
+    spec->metadata = metadata != NULL ? json_loads(metadata, 0, NULL) : NULL;
+    return spec;
+}
+
+Test(kernelspec, transport_is_tcp_unless_known_or_said)
+{
+    static const char *const ipykernel[] = {"/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}", NULL};
+    static const char *const irkernel[] = {"R", "--slave", "-e", "IRkernel::main()", "--args", "{connection_file}", NULL};
+    static const char *const deno[] = {"/usr/local/bin/deno", "jupyter", "--kernel", "--conn", "{connection_file}", NULL};
+    kmgr_kernelspec_t *py = spec_of(ipykernel, NULL), *r = spec_of(irkernel, NULL), *d = spec_of(deno, NULL);
+    kmgr_kernelspec_t *py_tcp = spec_of(ipykernel, "{\"kgate\": {\"transport\": \"tcp\"}}");
+    kmgr_kernelspec_t *d_ipc = spec_of(deno, "{\"kgate\": {\"transport\": \"ipc\"}}");
+    kmgr_kernelspec_t *odd = spec_of(deno, "{\"kgate\": {\"transport\": 7}}");
+
+    cr_expect_eq(kmgr_kernelspec_transport(py, 0), KMGR_TRANSPORT_IPC, "ipykernel: ipc, known to work");
+    cr_expect_eq(kmgr_kernelspec_transport(r, 0), KMGR_TRANSPORT_TCP, "IRkernel: what jupyter_client writes");
+    cr_expect_eq(kmgr_kernelspec_transport(d, 0), KMGR_TRANSPORT_TCP, "Deno binds TCP only");
+    cr_expect_eq(kmgr_kernelspec_transport(py_tcp, 0), KMGR_TRANSPORT_TCP, "the spec's word wins");
+    cr_expect_eq(kmgr_kernelspec_transport(d_ipc, 0), KMGR_TRANSPORT_IPC, "the spec's word wins");
+    cr_expect_eq(kmgr_kernelspec_transport(odd, 0), KMGR_TRANSPORT_TCP, "a metadata value that is no transport is ignored");
+    /* a sandbox of its own network: its loopback is not kgate's */
+    cr_expect_eq(kmgr_kernelspec_transport(d, 1), KMGR_TRANSPORT_IPC);
+    cr_expect_eq(kmgr_kernelspec_transport(py_tcp, 1), KMGR_TRANSPORT_IPC);
+    kmgr_kernelspec_destroy(py);
+    kmgr_kernelspec_destroy(r);
+    kmgr_kernelspec_destroy(d);
+    kmgr_kernelspec_destroy(py_tcp);
+    kmgr_kernelspec_destroy(d_ipc);
+    kmgr_kernelspec_destroy(odd);
 }

@@ -23,6 +23,9 @@ static char *joined(char **v)
     "bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --disable-userns --cap-drop ALL --die-with-parent "            \
     "--new-session --hostname sandbox"
 
+/* what every sandbox gets after the system (read-only): private /tmp and /dev/shm, /dev read-only, fresh /proc, empty /run */
+#define PRIVATE " --tmpfs /tmp --dev /dev --tmpfs /dev/shm --remount-ro /dev --proc /proc --tmpfs /run --dir /tmp/home"
+
 static char *const cmd[] = {"/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "/run/kg/k1/connection.json", NULL};
 
 Test(sandbox, default_profile_has_no_network_and_hides_the_runtime_dir)
@@ -35,8 +38,8 @@ Test(sandbox, default_profile_has_no_network_and_hides_the_runtime_dir)
                            .home = "/tmp/home"};
     char **v = kmgr_bwrap_argv(&a, cmd);
 
-    cr_assert_str_eq(joined(v), ISOLATION " --unshare-net --ro-bind / / --bind /srv/ws /srv/ws --tmpfs /tmp --dir /tmp/home"
-                                          " --dev /dev --proc /proc --tmpfs /run/kg --bind /run/kg/k1 /run/kg/k1"
+    cr_assert_str_eq(joined(v), ISOLATION " --unshare-net --ro-bind / /" PRIVATE " --bind /srv/ws /srv/ws"
+                                          " --tmpfs /run/kg --bind /run/kg/k1 /run/kg/k1"
                                           " --ro-bind-try /usr/share/jupyter/kernels/python3 /usr/share/jupyter/kernels/python3"
                                           " -- /usr/bin/python3 -m ipykernel_launcher -f /run/kg/k1/connection.json");
     kmgr_strv_free(v);
@@ -64,7 +67,7 @@ Test(sandbox, workspace_under_tmp_goes_on_the_private_tmp)
                            .home = "/tmp/home"};
     char **v = kmgr_bwrap_argv(&a, cmd);
 
-    cr_assert_not_null(strstr(joined(v), "--ro-bind / / --tmpfs /tmp --dir /tmp/home --bind /tmp/ws /tmp/ws --dev /dev --proc /proc"
+    cr_assert_not_null(strstr(joined(v), "--ro-bind / /" PRIVATE " --bind /tmp/ws /tmp/ws"
                                          " --tmpfs /tmp/kgate-x --bind /tmp/kgate-x/k1 /tmp/kgate-x/k1 --"),
                        "%s", joined(v));
     kmgr_strv_free(v);
@@ -114,14 +117,48 @@ Test(sandbox, process_profile_and_own_terminal)
         .bwrap = "bwrap", .runtime_dir = "/run/kg", .workspace = "/srv/ws", .cwd = "/srv/ws", .home = "/tmp/home"};
     char **v = kmgr_bwrap_argv(&a, sh);
 
-    cr_assert_str_eq(joined(v), ISOLATION " --unshare-net --ro-bind / / --bind /srv/ws /srv/ws --tmpfs /tmp --dir /tmp/home"
-                                          " --dev /dev --proc /proc --tmpfs /run/kg --chdir /srv/ws -- /bin/bash -c tty");
+    cr_assert_str_eq(joined(v), ISOLATION " --unshare-net --ro-bind / /" PRIVATE " --bind /srv/ws /srv/ws"
+                                          " --tmpfs /run/kg --chdir /srv/ws -- /bin/bash -c tty");
     kmgr_strv_free(v);
     a.own_terminal = 1;
     v = kmgr_bwrap_argv(&a, sh);
     cr_assert_null(strstr(joined(v), "--new-session"), "%s", joined(v));
     cr_assert_not_null(strstr(joined(v), "--die-with-parent --hostname sandbox --unshare-net --ro-bind / / "), "%s", joined(v));
     cr_assert_not_null(strstr(joined(v), "--tmpfs /run/kg --chdir /srv/ws -- /bin/bash -c tty"), "%s", joined(v));
+    kmgr_strv_free(v);
+}
+
+/* A workspace of `/`, or one holding a system directory, is not bound: the system stays read-only (issue 28: --as-execd and
+ * kgate started from / once bound `/` read-write); one inside a system directory is the caller's choice. */
+Test(sandbox, workspace_holding_the_system_stays_read_only)
+{
+    static const char *const refused[] = {"/", "/usr", "/var", "/opt", "/etc"};
+    kmgr_bwrap_args_t a = {.bwrap = "bwrap", .runtime_dir = "/run/kg", .kernel_dir = "/run/kg/k1"};
+
+    for (size_t i = 0; i != sizeof(refused) / sizeof(refused[0]); ++i) {
+        a.workspace = refused[i];
+        char **v = kmgr_bwrap_argv(&a, cmd);
+        const char *first = strstr(joined(v), " --bind ");
+        cr_assert(first != NULL && strncmp(first, " --bind /run/kg/k1", 18) == 0, "workspace %s: %s", refused[i], joined(v));
+        kmgr_strv_free(v);
+    }
+    a.workspace = "/srv/data/ws";
+    char **v = kmgr_bwrap_argv(&a, cmd);
+    cr_assert_not_null(strstr(joined(v), "--bind /srv/data/ws /srv/data/ws"), "%s", joined(v));
+    kmgr_strv_free(v);
+    cr_assert(kmgr_path_holds_system("/") && kmgr_path_holds_system("/usr") && !kmgr_path_holds_system("/usr/local/ws") &&
+              !kmgr_path_holds_system("/home") && !kmgr_path_holds_system("/srvx"));
+}
+
+/* tmp_bytes sizes both /tmp and /dev/shm. */
+Test(sandbox, tmp_and_shm_are_sized)
+{
+    kmgr_bwrap_args_t a = {.bwrap = "bwrap", .runtime_dir = "/run/kg", .tmp_bytes = 64 << 20};
+    char **v = kmgr_bwrap_argv(&a, cmd);
+
+    cr_assert_not_null(
+        strstr(joined(v), "--size 67108864 --tmpfs /tmp --dev /dev --size 67108864 --tmpfs /dev/shm --remount-ro /dev"), "%s",
+        joined(v));
     kmgr_strv_free(v);
 }
 

@@ -140,6 +140,36 @@ Test(spawn, child_gets_its_own_session_stdio_cwd_and_environment_only)
     close(leak);
 }
 
+/* keep_fds reach the child at 3, 4, ... in order, whatever numbers they had (here crossed: the one at 4 goes to 3 and the
+ * one at 3 to 4 would overwrite each other moved one by one); nothing else is passed. */
+Test(spawn, kept_descriptors_arrive_at_three_and_on)
+{
+    char *argv[] = {"/bin/sleep", "100", NULL}, *envp[] = {NULL};
+    kmgr_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .fds = {-1, -1, -1}};
+    int a = open("/etc", O_PATH | O_CLOEXEC), b = open("/usr", O_PATH | O_CLOEXEC), other = open("/dev/null", O_RDONLY);
+    char path[64], buf[256], link[256];
+    kmgr_spawn_failure_t failure;
+    ssize_t n;
+    pid_t pid;
+
+    cr_assert(a > 2 && b > a && other > b);
+    opts.keep_fds = (const int[]){b, a};
+    opts.nkeep_fds = 2;
+    cr_assert_eq(kmgr_spawn(&opts, &pid, &failure), 0, "spawn: %s: %s", failure.step, strerror(failure.err));
+    list_fds(pid, buf, sizeof(buf));
+    cr_assert_str_eq(buf, "0 1 2 3 4 ");
+    for (int fd = 3; fd != 5; ++fd) {
+        snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+        cr_assert_gt(n = readlink(path, link, sizeof(link) - 1), 0);
+        link[n] = '\0';
+        cr_assert_str_eq(link, fd == 3 ? "/usr" : "/etc");
+    }
+    kill_and_reap(proc_id(pid));
+    close(a);
+    close(b);
+    close(other);
+}
+
 Test(spawn, ignored_and_blocked_signals_are_reset)
 {
     struct sigaction ign = {.sa_handler = SIG_IGN}, saved_pipe, saved_int;

@@ -14,6 +14,7 @@
 #include <criterion/criterion.h>
 #include "support/base.h"
 #include "wire/alloc.h"
+#include "wire/zmtp.h"
 #include "kmgr/errors.h"
 #include "kmgr/util.h"
 #include "poll_loop.h"
@@ -468,7 +469,8 @@ typedef struct st_bad_peer_t {
     int conns[16];
     size_t nconns;
     int close_at_once;
-    int silent; /* accept and say nothing, as a hung process would */
+    int silent;           /* accept and say nothing, as a hung process would */
+    const char *speak_as; /* a ZMTP peer of this socket type: greeting and READY, then nothing */
     size_t want_lost, want_connects;
 } bad_peer_t;
 
@@ -484,8 +486,15 @@ static int bad_peer_done(void *arg)
         }
         uint8_t garbage[64];
         memset(garbage, 0x5a, sizeof(garbage));
-        if (!p->silent)
+        if (p->speak_as != NULL) {
+            uint8_t hs[WIRE_ZMTP_GREETING_LEN + 64];
+            wire_zmtp_greeting(hs);
+            int n = wire_zmtp_ready(hs + WIRE_ZMTP_GREETING_LEN, sizeof(hs) - WIRE_ZMTP_GREETING_LEN, p->speak_as, NULL);
+            cr_assert_gt(n, 0);
+            cr_assert_eq(write(fd, hs, WIRE_ZMTP_GREETING_LEN + (size_t)n), (ssize_t)(WIRE_ZMTP_GREETING_LEN + (size_t)n));
+        } else if (!p->silent) {
             cr_assert_eq(write(fd, garbage, sizeof(garbage)), (ssize_t)sizeof(garbage));
+        }
         p->conns[p->nconns++] = fd;
     }
     return (size_t)zt.n_lost >= p->want_lost && zt.z.connects >= p->want_connects;
@@ -552,6 +561,19 @@ Test(zsock, a_peer_that_never_finishes_the_handshake_is_dropped_and_retried)
     cr_assert(wait_capturing_stderr(bad_peer_done, &p, 3000, log, sizeof(log)),
               "still waiting for the handshake (connects %" PRIu64 ")", zt.z.connects);
     cr_assert_not_null(strstr(log, "did not finish the ZMTP handshake in time"), "logged: %s", log);
+    cr_assert(!kmgr_zsock_is_ready(&zt.z));
+    bad_peer_dispose(&p);
+}
+
+Test(zsock, a_peer_of_the_wrong_socket_type_is_refused_at_the_handshake)
+{
+    /* a PUB where the shell's ROUTER should be (two ports swapped in a connection file) */
+    bad_peer_t p = {.speak_as = "PUB", .want_lost = 1, .want_connects = 2};
+    char log[4096];
+
+    zt_open_to_bad_peer(&p);
+    cr_assert(wait_capturing_stderr(bad_peer_done, &p, 3000, log, sizeof(log)), "the PUB was taken for a ROUTER");
+    cr_assert_not_null(strstr(log, "of a type this channel cannot talk to"), "logged: %s", log);
     cr_assert(!kmgr_zsock_is_ready(&zt.z));
     bad_peer_dispose(&p);
 }

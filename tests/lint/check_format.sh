@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # tests/lint/check_format.sh: every C file of the tree is formatted as the repo's .clang-format says.
 #
-# Usage: check_format.sh SOURCE_DIR. Exits 77 (skipped) when clang-format is not installed.
+# Usage: check_format.sh SOURCE_DIR. Fails when clang-format is not installed (deploy/deps.sh installs it).
 set -euo pipefail
 
 root=${1:?usage: check_format.sh SOURCE_DIR}
 clang_format=${CLANG_FORMAT:-clang-format}
 if ! command -v "$clang_format" >/dev/null 2>&1; then
-    echo "SKIPPED: $clang_format not found; deploy/deps.sh installs it (Debian package clang-format)"
-    exit 77
+    echo "$clang_format not found: deploy/deps.sh installs it (Debian package clang-format)" >&2
+    exit 1
 fi
 cd "$root"
 

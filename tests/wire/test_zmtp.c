@@ -207,6 +207,36 @@ Test(zmtp, ready_of_a_dealer_is_rfc_23s_bytes)
     cr_assert_eq(wire_zmtp_property(&cmd, "Identity", &value, &value_len), 0);
 }
 
+static int types_match(const char *ours, const char *peer)
+{
+    return wire_zmtp_socket_types_match(ours, (const uint8_t *)peer, strlen(peer));
+}
+
+Test(zmtp, socket_types_match_as_rfc_28_and_29_pair_them)
+{
+    /* what kgate opens against what a kernel binds */
+    cr_assert(types_match("DEALER", "ROUTER"), "shell, control, stdin");
+    cr_assert(types_match("DEALER", "REP"), "heartbeat");
+    cr_assert(types_match("SUB", "PUB"), "iopub");
+    cr_assert(types_match("SUB", "XPUB"), "an iopub behind an XPUB (ipykernel's IOPubThread)");
+    /* ports swapped in a connection file */
+    cr_assert_not(types_match("DEALER", "PUB"));
+    cr_assert_not(types_match("SUB", "ROUTER"));
+    cr_assert_not(types_match("SUB", "SUB"));
+    cr_assert_not(types_match("DEALER", "PAIR"));
+    /* the rest of the table, both ways */
+    cr_assert(types_match("REQ", "ROUTER") && types_match("ROUTER", "REQ"));
+    cr_assert(types_match("PAIR", "PAIR") && types_match("XSUB", "XPUB"));
+    cr_assert_not(types_match("REQ", "REQ"));
+    cr_assert_not(types_match("PUB", "PUB"));
+    /* exact comparison: no case folding, no prefixes, unknown types match nothing */
+    cr_assert_not(types_match("DEALER", "router"));
+    cr_assert_not(types_match("DEALER", "ROUTE"));
+    cr_assert_not(types_match("DEALER", "ROUTERX"));
+    cr_assert_not(types_match("DEALER", ""));
+    cr_assert_not(types_match("STREAM", "ROUTER"));
+}
+
 Test(zmtp, ready_refuses_small_buffers_and_long_identities)
 {
     /* every cap short of the whole frame, each an exact heap buffer: ENOSPACE, and not a byte written past it */

@@ -161,3 +161,29 @@ int wire_zmtp_pong(uint8_t *out, size_t cap, const wire_zmtp_command_t *ping)
         return WIRE_EZMTP;
     return put_command(out, cap, "PONG", ping->data + 2, ping->data_len - 2);
 }
+
+int wire_zmtp_socket_types_match(const char *ours, const uint8_t *peer, size_t peer_len)
+{
+    /* each type, then the types it may talk to (RFC 28 and 29; PAIR is RFC 31's) */
+    static const char *const pairs[][4] = {
+        {"REQ", "REP", "ROUTER"},
+        {"REP", "REQ", "DEALER"},
+        {"DEALER", "REP", "DEALER", "ROUTER"},
+        {"ROUTER", "REQ", "DEALER", "ROUTER"},
+        {"PUB", "SUB", "XSUB"},
+        {"XPUB", "SUB", "XSUB"},
+        {"SUB", "PUB", "XPUB"},
+        {"XSUB", "PUB", "XPUB"},
+        {"PAIR", "PAIR"},
+    };
+
+    for (size_t i = 0; i != sizeof(pairs) / sizeof(pairs[0]); ++i) {
+        if (strcmp(pairs[i][0], ours) != 0)
+            continue;
+        for (size_t j = 1; j != 4 && pairs[i][j] != NULL; ++j)
+            if (strlen(pairs[i][j]) == peer_len && memcmp(pairs[i][j], peer, peer_len) == 0)
+                return 1;
+        return 0;
+    }
+    return 0;
+}

@@ -16,7 +16,8 @@
     XX(INVAL, "invalid argument")                                                                                                  \
     XX(MSGSIZE, "a kernel message was larger than the message cap and was dropped")                                                \
     XX(NOTREADY, "kernel is not ready yet")                                                                                        \
-    XX(BACKLOG, "the kernel is not taking its messages as fast as they are sent")
+    XX(BACKLOG, "the kernel is not taking its messages as fast as they are sent")                                                  \
+    XX(STARTQUEUE, "too many kernels are waiting to start")
 
 typedef enum {
     KMGR_OK = 0,

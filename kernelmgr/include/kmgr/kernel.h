@@ -17,8 +17,11 @@ typedef struct st_kmgr_request_t kmgr_request_t;
  * Kernel states. STARTING: spawned, not yet ready (ready = kernel_info_reply received, an iopub
  * message received, proving the SUB subscription is live, and the stdin channel connected, so that
  * an input_request cannot be lost). IDLE/BUSY: follow iopub execution_state
- * of any request. RESTARTING: kmgr_kernel_restart in progress. DEAD: the process exited, stopped
- * answering heartbeats, or failed to start; see kmgr_kernel_exit_reason.
+ * of any request. RESTARTING: kmgr_kernel_restart in progress, or an automatic restart after the
+ * process died on its own (kmgr_kernel_options_t.restart_limit). DEAD: the process is gone (exit,
+ * signal, OOM kill) and no automatic restart follows, or it failed to start, or (opt-in,
+ * kmgr_config_t.heartbeat_kill_ms) it was killed for not answering heartbeats; see
+ * kmgr_kernel_exit_reason. Missed heartbeats alone never make a kernel DEAD: see kmgr_kernel_answering.
  */
 typedef enum {
     KMGR_KERNEL_STARTING,
@@ -45,9 +48,18 @@ typedef struct st_kmgr_kernel_options_t {
      */
     const kmgr_sandbox_t *sandbox;
     /**
-     * Called (from the loop) whenever kmgr_kernel_state() changes, including the transition out of
-     * STARTING (to IDLE when ready, or to DEAD when start-up failed). Not called after
-     * kmgr_kernel_destroy. The callback may call any kernel function, including destroy.
+     * Automatic restarts in a row of a kernel whose process dies on its own after it was ready (not
+     * destroyed, not restarted by kmgr_kernel_restart), as Jupyter Server's restarter does: its
+     * requests end with FAILED (KMGR_EDIED), the state goes RESTARTING, then IDLE. A death during
+     * such a restart's start-up counts as one more in the row; the row starts afresh once a restarted
+     * kernel stayed up kmgr_config_t.restart_stable_ms. Past the limit the kernel stays DEAD. 0: never
+     * restarted automatically (the death makes it DEAD). See kmgr_kernel_set_restart_limit.
+     */
+    unsigned restart_limit;
+    /**
+     * Called (from the loop) whenever kmgr_kernel_state() or kmgr_kernel_answering() changes, including
+     * the transition out of STARTING (to IDLE when ready, or to DEAD when start-up failed). Not called
+     * after kmgr_kernel_destroy. The callback may call any kernel function, including destroy.
      */
     void (*on_state)(kmgr_kernel_t *kernel, void *data);
     void *data;
@@ -55,12 +67,14 @@ typedef struct st_kmgr_kernel_options_t {
 
 /**
  * Spawns a kernel: creates its private directory under the runtime dir (connection file mode 0600
- * with a fresh random key, ipc transport (TCP on 127.0.0.1 for a spec whose metadata.kgate.transport
- * is "tcp": kernels that build endpoints as ip:port), a private IPYTHONDIR so kernels never share a history
- * database), substitutes {connection_file} in argv, applies env, starts the process in its own
- * session (setsid), connects the five channels and begins the readiness handshake. Returns 0 and
- * stores the kernel (state STARTING) in `*out`, or KMGR_ESPAWN / KMGR_EZMQ / KMGR_EIO with nothing
- * left behind. The kernel is owned by the caller until kmgr_kernel_destroy.
+ * with a fresh random key, transport as kmgr_kernelspec_transport decides, a private IPYTHONDIR so
+ * kernels never share a history database), substitutes {connection_file} in argv, applies env (kernels
+ * get NO_COLOR=1 unless the spec's env or `opts->env` sets NO_COLOR), starts the process in its own
+ * session (setsid), connects the five channels and begins the readiness handshake. A TCP kernel that
+ * exits before it is ready saying "Address already in use" (another process took a port between
+ * kernelmgr's pick and the kernel's bind) is started again on new ports, up to KMGR_BIND_RETRIES times.
+ * Returns 0 and stores the kernel (state STARTING) in `*out`, or KMGR_ESPAWN / KMGR_EZMQ / KMGR_EIO with
+ * nothing left behind. The kernel is owned by the caller until kmgr_kernel_destroy.
  */
 int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, kmgr_kernel_t **out);
 
@@ -73,12 +87,16 @@ int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, km
  */
 void kmgr_kernel_destroy(kmgr_kernel_t *kernel);
 
+/** Sets kmgr_kernel_options_t.restart_limit from now on (a pooled kernel handed to a context). */
+void kmgr_kernel_set_restart_limit(kmgr_kernel_t *kernel, unsigned limit);
+
 /**
  * Replaces the kernel process with a fresh one (same object and spec, new key and directory):
  * pending requests end with KMGR_REQ_FAILED (err KMGR_ESHUTDOWN), the old process goes through the
  * shutdown sequence in the background, the state becomes RESTARTING, then IDLE once the new
- * process is ready (or DEAD if it fails to start). Works on a DEAD kernel too. Returns 0 or a
- * start error (the kernel is then DEAD).
+ * process is ready (or DEAD if it fails to start). Works on a DEAD kernel too. The count of automatic
+ * restarts in a row starts afresh, and kmgr_kernel_last_death is cleared. Returns 0 or a start error
+ * (the kernel is then DEAD).
  */
 int kmgr_kernel_restart(kmgr_kernel_t *kernel);
 
@@ -102,9 +120,35 @@ json_t *kmgr_kernel_info(const kmgr_kernel_t *kernel);
 /**
  * Why the kernel is DEAD, for humans: "exited with code 1", "killed by signal 9 (SIGKILL)",
  * "out of memory (memory limit 256 MiB)", "stopped answering heartbeats", "did not become ready
- * within 60000 ms". "" otherwise.
+ * within 60000 ms". A kernel that died before it was ready has the last lines of its output (stdout
+ * and stderr: at most KMGR_OUTPUT_TAIL_LINES lines, KMGR_OUTPUT_TAIL_BYTES bytes, as valid UTF-8)
+ * after its reason: "exited with code 1; its last output:\n...". One that reached the restart limit
+ * says so after its reason. "" otherwise. At most KMGR_REASON_MAX bytes with the terminating NUL.
  */
 const char *kmgr_kernel_exit_reason(const kmgr_kernel_t *kernel);
+/** The bounds of the output tail in a start-up failure's reason, and of a reason. */
+#define KMGR_OUTPUT_TAIL_LINES 10
+#define KMGR_OUTPUT_TAIL_BYTES 2048
+#define KMGR_REASON_MAX 3072
+/** Times a TCP kernel that lost one of its ports before binding it is started again (kmgr_kernel_start). */
+#define KMGR_BIND_RETRIES 3
+/**
+ * Why the last incarnation died, as kmgr_kernel_exit_reason says it, kept through an automatic
+ * restart (for the requests that died with it); "" when none died since kmgr_kernel_start or the last
+ * kmgr_kernel_restart.
+ */
+const char *kmgr_kernel_last_death(const kmgr_kernel_t *kernel);
+/**
+ * Automatic restarts since the kernel was started; `*in_a_row` (may be NULL) gets those of the
+ * current row (kmgr_kernel_options_t.restart_limit), and `*limit` (may be NULL) the limit.
+ */
+unsigned kmgr_kernel_auto_restarts(const kmgr_kernel_t *kernel, unsigned *in_a_row, unsigned *limit);
+/**
+ * 0 while the kernel is ready (IDLE or BUSY) and a heartbeat has gone unanswered for
+ * kmgr_config_t.heartbeat_timeout_ms or more (a long cell in a kernel that answers heartbeats on its
+ * code's thread, a stopped process); 1 otherwise. Information only: on_state hears its changes.
+ */
+int kmgr_kernel_answering(const kmgr_kernel_t *kernel);
 /**
  * How many kernel messages were larger than kmgr_config_t.max_message_bytes, over every
  * incarnation: each was dropped with the connection it came on, which was reopened.
@@ -125,6 +169,9 @@ uint64_t kmgr_kernel_unawaited_messages(const kmgr_kernel_t *kernel);
  * kept unparsed (msg->content_raw; wire_msg_raw_content_parse parses it); `parts` are its signed parts as the kernel sent them
  * (header, parent_header, metadata, content, then the buffers: `nparts` of them), to be relayed
  * verbatim. Both are borrowed for the call. The callback may call any kernel function, including destroy.
+ * `msg` NULL: a message the kernel sent on `channel` was over kmgr_config_t.max_message_bytes and was
+ * dropped unread (its requests were told: KMGR_REQ_DROPPED); `parts[0]` is then its parent_header as
+ * the kernel sent it, unverified (`nparts` 1), or `nparts` is 0 when it was not seen.
  */
 typedef void (*kmgr_tap_cb)(kmgr_kernel_t *kernel, wire_channel_t channel, const wire_msg_t *msg, const wire_frame_t *parts,
                             size_t nparts, void *data);

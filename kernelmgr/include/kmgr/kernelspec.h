@@ -20,6 +20,19 @@ typedef struct st_kmgr_kernelspec_t {
     json_t *metadata; /* object, or NULL */
 } kmgr_kernelspec_t;
 
+/** The transport of a kernel's connection file. */
+typedef enum { KMGR_TRANSPORT_TCP, KMGR_TRANSPORT_IPC } kmgr_transport_t;
+
+/**
+ * Pure: the transport kernelmgr gives a kernel of `spec`: metadata.kgate.transport ("tcp" or "ipc") when the spec
+ * says; else ipc for ipykernel (its argv runs the module ipykernel_launcher or ipykernel), known to bind ipc endpoints,
+ * which reach kgate's user alone and lose no port between pick and bind (docs/liveness.md); else TCP on 127.0.0.1, as
+ * jupyter_client writes connection files, which every kernel can bind (Deno's kernel binds nothing else). `isolated_net`: the
+ * kernel runs in a network namespace of its own (a sandbox without the host's network), whose loopback kgate cannot reach: ipc
+ * whatever the spec says.
+ */
+kmgr_transport_t kmgr_kernelspec_transport(const kmgr_kernelspec_t *spec, int isolated_net);
+
 /** The set of discovered kernelspecs, sorted by name; names are unique. */
 typedef struct st_kmgr_kernelspecs_t {
     kmgr_kernelspec_t **entries;
@@ -29,7 +42,9 @@ typedef struct st_kmgr_kernelspecs_t {
 /**
  * Parses one kernel.json (`path`) into a new spec named `name`. Returns 0 and stores the spec in
  * `*out` (caller owns it; release with kmgr_kernelspec_destroy), or KMGR_EBADSPEC / KMGR_EIO.
- * A valid spec has a non-empty argv of strings, and a string `language`.
+ * A valid spec has a non-empty argv of strings, and a string `language`. Without `interrupt_mode` a spec is
+ * interrupted by signal (Jupyter's rule), except Deno's kernel (`deno jupyter --kernel`), which exits on SIGINT
+ * and is interrupted by message.
  */
 int kmgr_kernelspec_load(const char *name, const char *resource_dir, kmgr_kernelspec_t **out);
 /** Releases a spec; accepts NULL. */
@@ -57,8 +72,8 @@ const kmgr_kernelspec_t *kmgr_kernelspecs_find(const kmgr_kernelspecs_t *specs, 
 /**
  * Resolves a caller's language: a spec whose name is `language`, else the first spec (by name)
  * whose spec.language equals it (case-insensitively), else the same two steps for what an alias
- * stands for (py: python, js: javascript, ts: typescript, sh and shell: bash). NULL when nothing
- * matches.
+ * stands for, the first that matches (py: python; js: javascript, then deno; javascript: deno, Deno's
+ * kernel, whose spec says typescript; ts: typescript; sh and shell: bash). NULL when nothing matches.
  */
 const kmgr_kernelspec_t *kmgr_kernelspecs_resolve(const kmgr_kernelspecs_t *specs, const char *language);
 

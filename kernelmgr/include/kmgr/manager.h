@@ -19,8 +19,25 @@ typedef struct st_kmgr_config_t {
     const char *runtime_dir;
     /** Interval between heartbeats (default 500 ms). */
     unsigned heartbeat_interval_ms;
-    /** A kernel that has not answered a heartbeat for this long is declared dead (default 1500 ms). */
+    /**
+     * A kernel that has not answered a heartbeat for this long is "not answering" (kmgr_kernel_answering): information,
+     * never a death by itself (default 1500 ms). Many kernels (IRkernel, metakernel's) answer heartbeats on the thread that
+     * runs the user's code, so a long cell is silent; a stopped (SIGSTOP) or swapping kernel is silent too, and comes back.
+     */
     unsigned heartbeat_timeout_ms;
+    /**
+     * Opt-in: a kernel that has not answered a heartbeat for this long is killed and declared DEAD ("stopped answering
+     * heartbeats"), busy or not; at least heartbeat_timeout_ms. 0 (the default): never. Every kernel kernelmgr manages is a
+     * process it started, and such a kernel is dead when its process is gone (exit, signal, OOM kill), as jupyter_client
+     * decides it; a kill for silence suits a host that prefers a fresh kernel to one that may be wedged.
+     */
+    unsigned heartbeat_kill_ms;
+    /**
+     * A kernel restarted automatically (kmgr_kernel_options_t.restart_limit) that then stays up this long, from its
+     * readiness to its next death, starts its count of restarts in a row afresh (default 10000 ms: Jupyter's
+     * stable_start_time).
+     */
+    unsigned restart_stable_ms;
     /** A kernel not ready this long after spawn has failed to start (default 60000 ms). */
     unsigned startup_timeout_ms;
     /** Grace after shutdown_request before SIGTERM, and after SIGTERM before SIGKILL (default 2000 ms). */
@@ -36,6 +53,16 @@ typedef struct st_kmgr_config_t {
     size_t max_message_bytes;
     /** The bwrap executable for sandboxed kernels; NULL: "bwrap" on PATH. */
     const char *bwrap_path;
+    /**
+     * Kernels spawned and not ready yet, at most (0: no bound). A kernel started beyond it waits in
+     * STARTING, unspawned (no pid, no connection file), until one of them is ready or dead, in the
+     * order of the starts; its startup timeout counts from its spawn, so that a storm of starts
+     * never times out for want of CPU. Restarts are not held back, but count.
+     */
+    unsigned max_starting;
+    /** Kernels waiting for their spawn, at most (with max_starting; 0: none waits); beyond, kmgr_kernel_start fails with
+     * KMGR_ESTARTQUEUE. */
+    unsigned max_start_queue;
 } kmgr_config_t;
 
 /**

@@ -35,7 +35,27 @@ typedef struct st_kmgr_sandbox_t {
     int share_net;         /* bwrap: keep the host's network namespace */
     const char *workspace; /* bwrap: bound read-write at the same path; NULL: none */
     kmgr_limits_t limits;
+    uint64_t tmp_bytes; /* bwrap: the size of its private /tmp and of its /dev/shm, each; 0: tmpfs's default (half the RAM) */
 } kmgr_sandbox_t;
+
+/** What the walls every sandbox shares depend on (kmgr_bwrap_walls). */
+typedef struct st_kmgr_bwrap_walls_t {
+    int share_net;      /* keep the host's network namespace */
+    int own_terminal;   /* no --new-session (see kmgr_bwrap_args_t.own_terminal) */
+    int host_tmp;       /* the host's /tmp bound read-write (an isolated session's balanced profile); else a private tmpfs */
+    uint64_t tmp_bytes; /* the size of the private /tmp and of /dev/shm, each; 0: tmpfs's default (half the RAM) */
+} kmgr_bwrap_walls_t;
+
+/**
+ * The options every sandbox starts with (kernels, shells, commands, PTYs, isolated sessions and the start-up probe, so
+ * that the hardening lives in one place), in order: new user, pid, ipc, uts (and, unless share_net, net) namespaces, no
+ * nested user namespaces, every capability dropped, SIGKILL when kgate dies, a new session (not with own_terminal), the
+ * system read-only (`/` bound read-only), /tmp (private of tmp_bytes, or the host's), a fresh /dev, read-only but for its
+ * devices, with a private /dev/shm of tmp_bytes, a fresh /proc and an empty /run (no host daemon's socket). Mounts are
+ * applied in the order given: what a caller adds after lies over these. Pure; NULL-terminated, owned by the caller
+ * (kmgr_strv_free).
+ */
+char **kmgr_bwrap_walls(const kmgr_bwrap_walls_t *w);
 
 /** Everything the bwrap command line depends on; every string borrowed for the call. */
 typedef struct st_kmgr_bwrap_args_t {
@@ -46,6 +66,7 @@ typedef struct st_kmgr_bwrap_args_t {
     const char *cwd;          /* the kernel's directory: bound read-only when outside the workspace and /tmp is hiding it; NULL */
     const char *resource_dir; /* the kernelspec's directory, bound read-only (it may live under /tmp); NULL */
     const char *home;         /* the private HOME created on the sandbox's /tmp; NULL: none */
+    uint64_t tmp_bytes;       /* the size of the private /tmp and of /dev/shm, each; 0: tmpfs's default (half the RAM) */
     int share_net;
     /* the command runs on a terminal of its own (a PTY session, its controlling terminal set before exec): no
      * --new-session, which would take the terminal away; TIOCSTI can then only reach that terminal, not kgate's */
@@ -53,11 +74,10 @@ typedef struct st_kmgr_bwrap_args_t {
 } kmgr_bwrap_args_t;
 
 /**
- * Builds `bwrap [options] -- cmd...`: new user, pid, ipc, uts (and, unless share_net, net) namespaces,
- * no nested user namespaces, every capability dropped (bwrap always sets no_new_privs), a new session
- * (no TIOCSTI into kgate's terminal; not with own_terminal), SIGKILL when kgate dies; the system read-only (`/` bound
- * read-only), fresh /dev and /proc, a private /tmp with `home` in it, the workspace read-write, the
- * runtime dir hidden but for `kernel_dir` (if any), and `cwd` as the working directory. The order of the mounts
+ * Builds `bwrap [options] -- cmd...`: kmgr_bwrap_walls (bwrap always sets no_new_privs; the new session keeps
+ * TIOCSTI away from kgate's terminal), then `home` on the private /tmp, the workspace read-write unless it holds the system
+ * (kmgr_path_holds_system: then it stays read-only), the runtime dir hidden but for `kernel_dir` (if any), and `cwd` as
+ * the working directory. The order of the mounts
  * is the order of the arguments: a later mount hides what an earlier one showed beneath it. Pure; the
  * result is NULL-terminated and owned by the caller (kmgr_strv_free).
  */
@@ -80,5 +100,13 @@ void kmgr_format_bytes(uint64_t bytes, char *buf, size_t size);
  * segment, no repeated '/'); a trailing '/' of `dir` is ignored. Every sandbox's bind rules use it.
  */
 int kmgr_path_within(const char *path, const char *dir);
+
+/** The host's system directories: no sandbox gets one of them, or a directory holding one, writable. */
+#define KMGR_SYSTEM_DIRS                                                                                                           \
+    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc", "/run", "/sbin", "/srv", "/sys",      \
+        "/usr", "/var"
+
+/** Whether `path` (absolute, normal, resolved) is `/` or holds one of KMGR_SYSTEM_DIRS. */
+int kmgr_path_holds_system(const char *path);
 
 #endif

@@ -7,6 +7,9 @@
 /** Stands for /dev/null in kmgr_spawn_options_t.fds. */
 #define KMGR_SPAWN_DEVNULL (-1)
 
+/** The most descriptors kmgr_spawn_options_t.keep_fds may pass on. */
+#define KMGR_SPAWN_MAX_KEEP_FDS 256
+
 /** A resource limit the child sets (soft and hard) before exec. */
 typedef struct st_kmgr_spawn_rlimit_t {
     int resource; /* RLIMIT_AS, RLIMIT_CPU, ... */
@@ -27,6 +30,10 @@ typedef struct st_kmgr_spawn_options_t {
     size_t ncgroup_fds;
     const kmgr_spawn_rlimit_t *rlimits; /* set in the child after the credentials change */
     size_t nrlimits;
+    /* descriptors passed on: keep_fds[i] becomes the child's descriptor 3 + i (duplicated: the caller still owns them), so
+     * that a program can be handed what was opened and checked here (bwrap's --bind-fd) rather than a path to look up again */
+    const int *keep_fds;
+    size_t nkeep_fds;
 } kmgr_spawn_options_t;
 
 /** The set-up step of a child that failed, and why. */
@@ -38,7 +45,7 @@ typedef struct st_kmgr_spawn_failure_t {
 
 /**
  * Starts `opts->path` in a new session (so its own process group, whose id is the returned pid), with
- * fds 0-2 from `opts->fds` and every other descriptor closed, an empty signal mask, every signal's
+ * fds 0-2 from `opts->fds`, `opts->keep_fds` at 3 and on, every other descriptor closed, an empty signal mask, every signal's
  * default disposition, and a parent-death signal: the child gets SIGKILL when its parent dies, and
  * one whose parent died before the signal was armed exits at once. Blocks until the program is
  * executing or a set-up step has failed (vfork: the caller's thread is suspended meanwhile, for as

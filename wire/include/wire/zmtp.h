@@ -43,6 +43,15 @@ int wire_zmtp_check_greeting(const uint8_t in[WIRE_ZMTP_GREETING_LEN]);
  */
 int wire_zmtp_ready(uint8_t *out, size_t cap, const char *socket_type, const char *identity);
 
+/**
+ * Nonzero when a socket of type `ours` may talk to a peer whose READY named its type `peer`
+ * (`peer_len` bytes, compared exactly): the pairs of RFC 28 (REQ, REP, DEALER, ROUTER), RFC 29
+ * (PUB, SUB, XPUB, XSUB) and PAIR with PAIR, the table libzmq checks. A kernel's shell, control and
+ * stdin sockets are ROUTERs, its iopub a PUB and its heartbeat a REP, so a connection file with two
+ * ports swapped is refused at the handshake instead of waiting for replies that never come.
+ */
+int wire_zmtp_socket_types_match(const char *ours, const uint8_t *peer, size_t peer_len);
+
 /** Writes the header of a frame of `size` bytes with `flags` (MORE, COMMAND; LONG is chosen here). Returns its length: 2 or 9. */
 size_t wire_zmtp_write_head(uint8_t out[WIRE_ZMTP_HEAD_MAX], uint64_t size, unsigned flags);
 
