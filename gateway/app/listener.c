@@ -85,7 +85,10 @@ static int reads_head(h2o_socket_t *sock)
     const char *p;
     size_t len = sock->input->size < H2O_MAX_REQLEN ? sock->input->size : H2O_MAX_REQLEN;
 
-    if (conn == NULL || conn->callbacks->log_.http1.request_index == NULL || !h2o_socket_is_reading(sock) || len == 0)
+    /* a connection upgraded to a WebSocket is h2o's no more: its socket's data is then h2o's websocket connection, whose
+     * first member is the socket (an h2o_conn_t's is its context), and reading its callbacks crashed kgate */
+    if (conn == NULL || *(h2o_socket_t **)sock->data == sock || conn->callbacks->log_.http1.request_index == NULL ||
+        !h2o_socket_is_reading(sock) || len == 0)
         return 0;
     /* picohttpparser accepts bare LF line ends: a head ends at "\n\n" or "\n\r\n" */
     for (p = sock->input->bytes; (p = memchr(p, '\n', len - (size_t)(p - sock->input->bytes))) != NULL; ++p) {
