@@ -43,6 +43,8 @@ static void on_tick(h2o_timeout_entry_t *entry)
     gw_jupyter_tick(&server->jupyter);
     gw_contexts_tick(&server->contexts);
     gw_runs_collect(&server->runs);
+    /* last: what the features above let go this tick is free already */
+    gw_memory_tick(&server->memory, gw_now_ms());
     h2o_timeout_link(server->ctx.loop, &server->tick_timeout, &server->tick_entry);
 }
 
@@ -206,6 +208,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     gw_app_build_routes(server);
 
     server->tick_entry.cb = on_tick;
+    gw_memory_init(&server->memory);
     h2o_timeout_link(loop, &server->tick_timeout, &server->tick_entry);
     server->listener_open = 1;
     if (gw_listener_open(&server->listener, config, loop, &server->accept_ctx) != 0)

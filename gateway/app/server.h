@@ -8,6 +8,7 @@
 #include "core/host.h"
 #include "core/router.h"
 #include "app/listener.h"
+#include "app/memory.h"
 #include "code/context.h"
 #include "code/languages.h"
 #include "execd/execd.h"
@@ -55,6 +56,7 @@ struct st_gw_server_t {
     h2o_timeout_t tick_timeout; /* KMGR_TICK_MS: kernel manager, child processes, retention */
     h2o_timeout_entry_t tick_entry;
     h2o_timeout_entry_t kmgr_pending_entry;
+    gw_memory_t memory;             /* freed memory back to the system after a burst, from the tick */
     unsigned loopback_listener : 1; /* kgate listens on loopback: requests must name it in Host */
     unsigned initialised : 1;       /* gw_server_init got far enough for gw_server_dispose */
     unsigned listener_open : 1;     /* the listener's timer exists */

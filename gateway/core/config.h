@@ -70,6 +70,8 @@
     XX(pty_send_queue_bytes, size_t, 4u << 20, "pty-send-queue-bytes",                                                             \
        "live output queued for a PTY client beyond its replay; beyond: the client is cut off")                                     \
     XX(pty_stdin_bytes, size_t, 1u << 20, "pty-stdin-bytes", "stdin queued for a PTY session's shell; beyond: STDIN_WRITE_FAILED") \
+    XX(ws_queue_bytes, size_t, 16u << 20, "ws-queue-bytes",                                                                        \
+       "bytes queued for a kernel or proxied WebSocket peer (each way); beyond: the peer is cut off (1008)")                       \
     XX(proxy_timeout_ms, unsigned, 120000, "proxy-timeout-ms",                                                                     \
        "/proxy: an upstream silent this long (connecting, answering, mid-body) gets 504 or is cut")                                \
     XX(max_proxy_connections, unsigned, 256, "max-proxy-connections",                                                              \

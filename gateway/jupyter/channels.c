@@ -471,7 +471,9 @@ GW_JUPYTER_HANDLER(kernel_channels)
     const char *session_id;
     int v1;
     /* a client that reads takes a kernel's big output (bigger than the queue bound) and what follows it */
-    gw_ws_limits_t limits = {.max_message_bytes = jupyter->host->config->max_body_bytes, .over_bound_ms = 10000};
+    gw_ws_limits_t limits = {.max_message_bytes = jupyter->host->config->max_body_bytes,
+                             .max_queued_bytes = jupyter->host->config->ws_queue_bytes,
+                             .over_bound_ms = 10000};
     gw_jconn_t *conn;
 
     /* refused before the upgrade, as Jupyter Server does: the client sees the status */

@@ -75,18 +75,20 @@ void gw_proxy_tunnel_start(gw_proxy_t *proxy, h2o_req_t *req, h2o_socket_t *upst
 {
     static const gw_ws_callbacks_t client_callbacks = {on_client_message, on_client_close};
     static const gw_ws_client_callbacks_t upstream_callbacks = {on_upstream_message, on_upstream_close};
+    /* each way: what waits for a peer that does not read cuts it off, and the tunnel with it */
+    gw_ws_limits_t limits = {.max_queued_bytes = proxy->host->config->ws_queue_bytes};
     tunnel_t *t = wire_calloc(1, sizeof(*t));
 
     t->proxy = proxy;
     /* the upgrade was checked before the upstream was asked: this answers 101 */
-    if ((t->client = gw_ws_upgrade(req, proxy->host, subprotocol, NULL, &client_callbacks, t)) == NULL) {
+    if ((t->client = gw_ws_upgrade(req, proxy->host, subprotocol, &limits, &client_callbacks, t)) == NULL) {
         h2o_socket_close(upstream);
         free(t);
         return;
     }
     h2o_linklist_insert(&proxy->tunnels, &t->link);
     ++proxy->num_active;
-    t->upstream = gw_ws_client_start(upstream, proxy->host, NULL, &upstream_callbacks, t);
+    t->upstream = gw_ws_client_start(upstream, proxy->host, &limits, &upstream_callbacks, t);
 }
 
 void gw_proxy_tunnel_shutdown(gw_proxy_t *proxy)

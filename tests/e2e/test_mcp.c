@@ -145,8 +145,8 @@ static void assert_released(void)
 /* Every tool, state within a session and not across two, images, errors, timeouts, progress, cancellation, session end. */
 Test(mcp, sdk_client)
 {
-    const char *steps[] = {"initialize", "list_tools", "list_languages", "state",  "isolation",   "image", "error", "timeout",
-                           "progress",   "cancel",     "bash",           "editor", "session_end", "done",  NULL};
+    const char *steps[] = {"initialize", "list_tools", "list_languages", "state", "isolation", "image",       "error", "timeout",
+                           "progress",   "cancel",     "cancel_storm",   "bash",  "editor",    "session_end", "done",  NULL};
     start(NULL);
     run_client("main", steps);
     assert_released();

@@ -185,6 +185,25 @@ async function main() {
         check(Date.now() - t0 < 20000, `the next call waited ${Date.now() - t0} ms: the run was not interrupted`);
         return `next call answered ${Date.now() - t0} ms after the start`;
     });
+    await step('cancel_storm', async () => {
+        // Three calls, each cancelled 20 times at once (notifications/cancelled, as a client retrying its cancellation
+        // sends them): before its code starts, and while it sleeps. A burst of interrupts killed the kernel or lost the
+        // run's reply: the cancelled call never ended and the calls behind it waited for minutes.
+        const waited = [];
+        for (let storm = 0; storm < 3; storm++) {
+            run(a, 'import time\nprint("go", flush=True)\ntime.sleep(60)\nprint("not interrupted")').catch(() => {});
+            const requestId = a.client._requestMessageId - 1; // the SDK's id of the call just sent
+            await new Promise(r => setTimeout(r, storm * 400));
+            await Promise.all(Array.from({ length: 20 }, () =>
+                a.client.notification({ method: 'notifications/cancelled', params: { requestId, reason: 'the test cancels' } })));
+            const t0 = Date.now();
+            const r = await run(a, 'x');
+            check(!r.isError && text(r).trim() === '41', `after storm ${storm}: ${JSON.stringify(r)}`);
+            waited.push(Date.now() - t0);
+            check(waited[storm] < 15000, `the call after storm ${storm} waited ${waited[storm]} ms`);
+        }
+        return `calls after the storms answered in ${waited.join(', ')} ms`;
+    });
     await step('bash', async () => {
         let r = await bash(a, 'mkdir -p mcp_sub && cd mcp_sub && export MCP_VAR=kept');
         check(!r.isError, `cd: ${JSON.stringify(r)}`);
