@@ -137,7 +137,10 @@ void kt_on_req(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, 
     case KMGR_REQ_IOPUB: {
         const char *type = wire_msg_type(msg);
         ++rec->n_iopub;
-        json_array_append_new(rec->iopub, json_pack("{s:s, s:O}", "msg_type", type, "content", msg->content));
+        /* a raw message's parsed content is empty: its bytes, parsed, so that kt_iopub reads every message alike */
+        json_array_append_new(rec->iopub,
+                              json_pack("{s:s, s:o}", "msg_type", type, "content",
+                                        msg->content_raw ? wire_msg_raw_content_parse(msg) : json_incref(msg->content)));
         if (msg->content_raw)
             json_array_append_new(rec->raw, json_pack("{s:s, s:o?}", "msg_type", type, "content", wire_msg_raw_content_parse(msg)));
         if (msg->buffers.size != 0) {
