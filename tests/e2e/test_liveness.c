@@ -1,4 +1,4 @@
-/* tests/e2e/test_liveness.c: kernels as Jupyter Server runs them (API.md 6.1): a long cell or a stopped kernel is not a dead
+/* tests/e2e/test_liveness.c: kernels as Jupyter Server runs them (docs/API.md 6.1): a long cell or a stopped kernel is not a dead
  * one, a kernel that exits at start says why, and a kernel that dies on its own comes back under the same context id. */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -16,7 +16,7 @@
 #include "support/http.h"
 #include "support/stream.h"
 
-/* From a kernel's death to the error of the run in flight (API.md 6.1's test: within 3 s). */
+/* From a kernel's death to the error of the run in flight (docs/API.md 6.1's test: within 3 s). */
 #define DEATH_REPORT_MS 3000
 
 static ts_gateway_t gw;

@@ -1,5 +1,5 @@
 // tests/e2e/mcp_client/mcp_client.mjs: the official MCP TypeScript SDK's client (@modelcontextprotocol/sdk, Streamable
-// HTTP) driving kgate's /mcp door through what an agent does with it (API.md 5.3).
+// HTTP) driving kgate's /mcp door through what an agent does with it (docs/API.md 5.3).
 //
 // Usage: node mcp_client.mjs --url http://127.0.0.1:PORT/mcp --token TOKEN --kgate http://127.0.0.1:PORT
 //                            [--modules DIR] [--scenario main|bounds] [--timeout-ms N]
