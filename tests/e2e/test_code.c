@@ -242,29 +242,6 @@ Test(code, stateless_with_a_context_id_is_refused)
     free(id);
 }
 
-/* An 82-digit integer in a kernel's JSON (which jansson, and so kgate, cannot hold) is reported, not silently lost. */
-Test(code, an_undecodable_kernel_message_is_reported)
-{
-    char *id = new_context();
-    ts_events_t evs;
-    char sum[E2E_MSG_SIZE];
-    run(id, "from IPython.display import JSON, display\ndisplay(JSON({'n': 10**81}))\nprint('after')", &evs);
-    E2E_ASSERT_RUN(&evs, id, E2E_FRAMING_SSE);
-    long i = -1;
-    for (size_t k = 0; k != evs.n; ++k)
-        if (strcmp(evs.v[k].type, "status") == 0 &&
-            strcmp(json_string_value(json_object_get(evs.v[k].json, "text")) ?: "", "message_undecodable") == 0)
-            i = (long)k;
-    cr_assert(i >= 0, "no message_undecodable notice; %s", ts_events_summary(&evs, sum, sizeof(sum)));
-    cr_assert_str_eq(json_string_value(json_object_get(evs.v[i].json, "msg_type")), "display_data");
-    E2E_ASSERT_TEXT(&evs, "stdout", "after\n");
-    ts_events_dispose(&evs);
-    run(id, "print('ok')", &evs);
-    E2E_ASSERT_TEXT(&evs, "stdout", "ok\n");
-    ts_events_dispose(&evs);
-    free(id);
-}
-
 /* The text of every `type` event, joined, with its length (NUL bytes included); caller frees. */
 static char *joined_text(const ts_events_t *evs, const char *type, size_t *len)
 {
