@@ -51,7 +51,10 @@ int ts_proc_switches(pid_t pid, ts_switches_t *acc);
 /** A descriptor of this process that refers to the file `st` describes (same device and inode), or -1 when none does. */
 int ts_fd_of_file(const struct stat *st);
 
-/** The resident set size of process `pid` (VmRSS of /proc/<pid>/status) in KiB, or -1 if unknown. */
+/**
+ * The resident set size of process `pid` (VmRSS of /proc/<pid>/status) in KiB, or -1 if unknown. In an AddressSanitizer
+ * build, less what the sanitizer's shadow holds resident (its memory, not the program's; see proc.c).
+ */
 long long ts_proc_rss_kb(pid_t pid);
 
 /** Samples a process's VmRSS on a thread of its own, keeping the peak: a memory bound measured while the process works. */
