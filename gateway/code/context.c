@@ -49,8 +49,9 @@ static int is_starting(const gw_context_t *ctx)
 }
 
 /*
- * Calls `fn` for each tap. A callback may detach its own tap (a client that went away), so the next
- * one is found before the call; one that destroys the context ends the walk (`destroyed`).
+ * Runs `body` for each tap. A callback may detach its own tap (a client that went away), so the next
+ * one is found before the call; it may not destroy the context or detach another tap (no door does:
+ * a tap's client ends only its own socket).
  */
 #define FOR_EACH_TAP(ctx, tap, body)                                                                                               \
     do {                                                                                                                           \
