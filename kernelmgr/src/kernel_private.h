@@ -26,6 +26,17 @@
  * KeyboardInterrupt, outside the code, escapes its handler and ends the kernel.
  */
 #define KMGR_INTERRUPT_COALESCE_MS 2000
+/*
+ * Late output (docs/kernels.md): some kernels (Deno 2.9) publish a request's output after its reply and status idle.
+ * A request of a kernel known to do so (kmgr_kernelspec_t.late_output, or kmgr_kernel_t.publishes_after_idle learnt)
+ * stays open after reply + idle until its iopub has been quiet for KMGR_LATE_QUIET_MS, at most KMGR_LATE_CAP_MS after
+ * it completed; other kernels' requests end at reply + idle, with no added wait. KMGR_LATE_QUIET_MS is two manager
+ * ticks (KMGR_TICK_MS): a pause between two messages of one burst is far shorter.
+ */
+#define KMGR_LATE_QUIET_MS 100
+#define KMGR_LATE_CAP_MS 10000
+/* Requests that ended, remembered per kernel so that a message for one of them is known as late output, not noise. */
+#define KMGR_ENDED_KEPT 8
 /* Probes (kernel_info_requests) sent after one connection was given up, at most (see st_kmgr_resync_t). */
 #define KMGR_MAX_PROBES 8
 
@@ -61,6 +72,9 @@ struct st_kmgr_request_t {
     kmgr_request_cb cb;
     void *data;
     int got_reply, got_idle;
+    /* Has its reply and idle and waits for late output (KMGR_LATE_QUIET_MS), since `complete_at`. */
+    int lingering;
+    uint64_t complete_at;
     /* kmgr_execute_options_t.raw_stream: its stream messages are delivered unparsed */
     int raw_stream;
     /* Its place among the shell messages sent to the kernel (kmgr_kernel_t.sent); 0 while unsent. */
@@ -100,8 +114,9 @@ void kmgr_requests_on_oversized(kmgr_kernel_t *k, uint64_t sent);
  */
 void kmgr_requests_sync(kmgr_kernel_t *k, uint64_t seq, int iopub);
 /**
- * Finishes (DONE) requests that have their reply and heard nothing for KMGR_IDLE_GRACE_MS, and those
- * that have their status idle and heard nothing for KMGR_REPLY_GRACE_MS. Loop context.
+ * Finishes (DONE) requests that have their reply and heard nothing for KMGR_IDLE_GRACE_MS, those
+ * that have their status idle and heard nothing for KMGR_REPLY_GRACE_MS, and lingering ones whose
+ * iopub was quiet for KMGR_LATE_QUIET_MS or that reached KMGR_LATE_CAP_MS. Loop context.
  */
 void kmgr_requests_finish_replied_without_idle(kmgr_kernel_t *k, uint64_t now);
 
@@ -115,6 +130,12 @@ void kmgr_requests_process_failing(kmgr_kernel_t *k);
 void kmgr_requests_silence(kmgr_kernel_t *k);
 /** Frees every request, registered or failing, and the table (kmgr_kernel_free). */
 void kmgr_requests_free_all(kmgr_kernel_t *k);
+
+/** A request that ended (kmgr_kernel_t.ended): its msg_id, and whether its late output was logged yet. */
+typedef struct st_kmgr_ended_t {
+    char *msg_id;
+    int logged;
+} kmgr_ended_t;
 
 /* ---- kernel.c: the state machine ---- */
 
@@ -187,6 +208,13 @@ struct st_kmgr_kernel_t {
     uint64_t oversized;
     kmgr_resync_t resync;
     kmgr_reqtable_t table;
+    /* Late output (KMGR_LATE_QUIET_MS): learnt when a message arrived for a request past its idle; kept through restarts. */
+    int publishes_after_idle;
+    /* Messages for a request that had ended, not delivered (kmgr_kernel_late_messages), over every incarnation. */
+    uint64_t late_lost;
+    /* The last KMGR_ENDED_KEPT requests that ended (a ring; `ended_next` is the oldest slot). */
+    kmgr_ended_t ended[KMGR_ENDED_KEPT];
+    size_t ended_next;
     /* The relay watching every message (kmgr_kernel_set_tap), or NULL. */
     kmgr_tap_cb tap;
     void *tap_data;

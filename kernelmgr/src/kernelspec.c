@@ -37,7 +37,8 @@ void kmgr_kernelspec_destroy(kmgr_kernelspec_t *spec)
  * Deno's kernel (`deno jupyter --kernel ...`, its spec as `deno jupyter --install` writes it) says no interrupt_mode,
  * which is "signal" by Jupyter's rule, but it exits on SIGINT (the run ends in KernelDied); it handles
  * interrupt_request on the control channel and keeps its state. So a spec that runs Deno's kernel and says no mode
- * is interrupted by message: the spec stays as Deno wrote it.
+ * is interrupted by message: the spec stays as Deno wrote it. It also publishes a cell's output after its status idle,
+ * which its spec cannot say: it is known to (late_output), so that even its first run collects that output.
  */
 static int runs_deno_kernel(json_t *argv)
 {
@@ -58,7 +59,7 @@ static int parse_spec(const char *name, const char *resource_dir, json_t *root, 
 {
     json_t *argv = json_object_get(root, "argv"), *language = json_object_get(root, "language");
     json_t *display = json_object_get(root, "display_name"), *env = json_object_get(root, "env");
-    json_t *mode = json_object_get(root, "interrupt_mode"), *metadata = json_object_get(root, "metadata");
+    json_t *mode = json_object_get(root, "interrupt_mode"), *metadata = json_object_get(root, "metadata"), *late;
     kmgr_kernelspec_t *spec;
 
     if (!json_is_object(root) || !json_is_array(argv) || json_array_size(argv) == 0 || !json_is_string(language))
@@ -101,6 +102,8 @@ static int parse_spec(const char *name, const char *resource_dir, json_t *root, 
     else
         spec->interrupt_mode = runs_deno_kernel(argv) ? KMGR_INTERRUPT_MESSAGE : KMGR_INTERRUPT_SIGNAL;
     spec->metadata = json_is_object(metadata) ? json_incref(metadata) : NULL;
+    late = json_object_get(json_object_get(metadata, "kgate"), "late_output");
+    spec->late_output = json_is_boolean(late) ? json_is_true(late) : runs_deno_kernel(argv);
     *out = spec;
     return 0;
 }

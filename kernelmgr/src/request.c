@@ -1,4 +1,5 @@
 /* kernelmgr/src/request.c: a kernel's requests: sending, routing what comes back, completion on reply + idle, failure. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
@@ -21,14 +22,77 @@ static void deliver(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *
         req->cb(req, ev, msg, err, req->data);
 }
 
+/* Remembers a request that ended, so that a message for it afterwards is known as late output (KMGR_ENDED_KEPT). */
+static void remember_ended(kmgr_kernel_t *k, const char *msg_id)
+{
+    kmgr_ended_t *slot = &k->ended[k->ended_next];
+
+    free(slot->msg_id);
+    slot->msg_id = wire_strdup(msg_id);
+    slot->logged = 0;
+    k->ended_next = (k->ended_next + 1) % KMGR_ENDED_KEPT;
+}
+
 /* Delivers the final event of a request; it is unlinked first so that nothing can free it twice. */
 static void finish(kmgr_request_t *req, kmgr_req_event_t ev, int err)
 {
+    if (ev == KMGR_REQ_DONE)
+        remember_ended(req->kernel, req->msg_id);
     kmgr_reqtable_remove(&req->kernel->table, req);
     kmgr_link_unlink(&req->link);
     req->finished = 1;
     deliver(req, ev, NULL, err);
     request_free(req);
+}
+
+int kmgr_kernel_publishes_late(const kmgr_kernel_t *k)
+{
+    return k->spec->late_output || k->publishes_after_idle;
+}
+
+uint64_t kmgr_kernel_late_messages(const kmgr_kernel_t *k)
+{
+    return k->late_lost;
+}
+
+/*
+ * The request has its reply and its status idle: it ends (DONE), unless its kernel publishes late, when it lingers for
+ * late output (KMGR_LATE_QUIET_MS; kmgr_requests_finish_replied_without_idle ends it). May run callbacks.
+ */
+static void complete(kmgr_request_t *req)
+{
+    if (!kmgr_kernel_publishes_late(req->kernel)) {
+        finish(req, KMGR_REQ_DONE, 0);
+        return;
+    }
+    if (!req->lingering) {
+        req->lingering = 1;
+        req->complete_at = req->last_heard_at = kmgr_now_ms();
+    }
+}
+
+/* A message (not a status) for no registered request: if it is for one that ended, it is late output, lost. */
+static void on_unclaimed(kmgr_kernel_t *k, const wire_msg_t *msg)
+{
+    const char *parent = wire_msg_parent_id(msg);
+
+    if (parent[0] == '\0' || strcmp(wire_msg_type(msg), "status") == 0)
+        return;
+    for (size_t i = 0; i != KMGR_ENDED_KEPT; ++i) {
+        kmgr_ended_t *ended = &k->ended[i];
+        if (ended->msg_id == NULL || strcmp(ended->msg_id, parent) != 0)
+            continue;
+        ++k->late_lost;
+        if (!ended->logged) {
+            ended->logged = 1;
+            fprintf(stderr,
+                    "kgate: kernel %s (%s): published output (%s) for request %s after it had ended: not delivered (%llu "
+                    "such message(s) so far); its requests now wait up to %d ms after idle for late output\n",
+                    k->session, k->spec->name, wire_msg_type(msg), parent, (unsigned long long)k->late_lost, KMGR_LATE_CAP_MS);
+        }
+        k->publishes_after_idle = 1;
+        return;
+    }
 }
 
 /* ---- the public calls ---- */
@@ -140,7 +204,7 @@ int kmgr_requests_on_reply(kmgr_kernel_t *k, const wire_msg_t *msg)
     req->last_heard_at = kmgr_now_ms();
     deliver(req, KMGR_REQ_REPLY, msg, 0);
     if (k->generation == generation && req->got_idle)
-        finish(req, KMGR_REQ_DONE, 0);
+        complete(req);
     return 1;
 }
 
@@ -149,8 +213,10 @@ void kmgr_requests_on_iopub(kmgr_kernel_t *k, wire_msg_t *msg)
     uint64_t generation = k->generation;
     kmgr_request_t *req = kmgr_reqtable_find(&k->table, wire_msg_parent_id(msg));
 
-    if (req == NULL)
+    if (req == NULL) {
+        on_unclaimed(k, msg);
         return;
+    }
     /* the channels keep every stream message raw (nothing else reads its content): parsed here for
      * a request that reads it, so that only the ones that asked ever see raw content. A cancelled
      * request reads nothing. */
@@ -160,11 +226,14 @@ void kmgr_requests_on_iopub(kmgr_kernel_t *k, wire_msg_t *msg)
         const char *state = json_string_value(json_object_get(msg->content, "execution_state"));
         if (state != NULL && strcmp(state, "idle") == 0)
             req->got_idle = 1;
+    } else if (req->got_idle) {
+        /* output after its idle: this kernel publishes late (it still reaches this request) */
+        k->publishes_after_idle = 1;
     }
     req->last_heard_at = kmgr_now_ms();
     deliver(req, KMGR_REQ_IOPUB, msg, 0);
     if (k->generation == generation && req->got_idle && req->got_reply)
-        finish(req, KMGR_REQ_DONE, 0);
+        complete(req);
 }
 
 void kmgr_requests_on_input(kmgr_kernel_t *k, const wire_msg_t *msg)
@@ -201,9 +270,13 @@ void kmgr_requests_finish_replied_without_idle(kmgr_kernel_t *k, uint64_t now)
     for (link = k->requests.next; link != &k->requests; link = next) {
         kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, link);
         next = link->next;
-        if (req->got_reply == req->got_idle ||
-            now - req->last_heard_at < (req->got_reply ? KMGR_IDLE_GRACE_MS : KMGR_REPLY_GRACE_MS))
+        if (req->lingering) {
+            if (now - req->last_heard_at < KMGR_LATE_QUIET_MS && now - req->complete_at < KMGR_LATE_CAP_MS)
+                continue;
+        } else if (req->got_reply == req->got_idle ||
+                   now - req->last_heard_at < (req->got_reply ? KMGR_IDLE_GRACE_MS : KMGR_REPLY_GRACE_MS)) {
             continue;
+        }
         finish(req, KMGR_REQ_DONE, 0);
         /* the callback may have destroyed or restarted the kernel, and with it the list */
         if (k->generation != generation || k->destroyed)
@@ -244,9 +317,9 @@ void kmgr_requests_sync(kmgr_kernel_t *k, uint64_t seq, int iopub)
             req->got_idle = 1;
         else
             req->got_reply = 1;
-        if (!req->got_idle || !req->got_reply)
+        if (!req->got_idle || !req->got_reply || req->lingering)
             continue;
-        finish(req, KMGR_REQ_DONE, 0);
+        complete(req);
         if (k->generation != generation || k->destroyed)
             return;
         next = k->requests.next;
@@ -304,7 +377,11 @@ void kmgr_requests_process_failing(kmgr_kernel_t *k)
         kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, k->failing.next);
         kmgr_link_unlink(&req->link);
         req->finished = 1;
-        deliver(req, KMGR_REQ_FAILED, NULL, req->fail_err);
+        /* a lingering request had completed: the kernel's death or restart ends only its wait for late output */
+        if (req->lingering)
+            deliver(req, KMGR_REQ_DONE, NULL, 0);
+        else
+            deliver(req, KMGR_REQ_FAILED, NULL, req->fail_err);
         request_free(req);
     }
 }
@@ -334,4 +411,6 @@ void kmgr_requests_free_all(kmgr_kernel_t *k)
         request_free(req);
     }
     kmgr_reqtable_dispose(&k->table);
+    for (size_t i = 0; i != KMGR_ENDED_KEPT; ++i)
+        free(k->ended[i].msg_id);
 }

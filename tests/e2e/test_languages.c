@@ -258,7 +258,7 @@ Test(languages, deno_kernelspec_is_the_one_deno_wrote)
  * for `console.log(z * 21)`). The tests that read Deno's output skip until it lands, listed by deploy/test.sh; set
  * this to 0 then (test_kernel_matrix.c has the same switch).
  */
-#define DENO_LATE_OUTPUT_PENDING 1
+#define DENO_LATE_OUTPUT_PENDING 0
 #define SKIP_WHILE_DENO_LATE_OUTPUT_PENDING()                                                                                      \
     do {                                                                                                                           \
         if (DENO_LATE_OUTPUT_PENDING)                                                                                              \

@@ -105,3 +105,9 @@ while True:
             good.send(iopub, "stream", {"name": "stdout", "text": "a" * size}, parent=msg)
             good.send(iopub, "status", {"execution_state": "busy"})
             good.send(iopub, "status", {"execution_state": "idle"})
+        if kind == "execute_request" and msg["content"]["code"].startswith("late "):
+            # As Deno 2.9 does: output for the request after its reply and status idle, N lines GAP_MS apart.
+            count, gap_ms = (int(x) for x in msg["content"]["code"].split()[1:3])
+            for i in range(count):
+                time.sleep(gap_ms / 1000)
+                good.send(iopub, "stream", {"name": "stdout", "text": "late %d\n" % i}, parent=msg)

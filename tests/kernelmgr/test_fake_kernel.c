@@ -1,6 +1,7 @@
 /* tests/kernelmgr/test_fake_kernel.c: a scripted kernel: forged messages, reply/idle order, bursts, messages over the cap,
  * shutdown. */
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
@@ -52,6 +53,82 @@ Test(fake_kernel, idle_before_reply_completes_on_the_reply)
     cr_assert(kt_wait_rec(&rec, 10000));
     cr_expect_eq(rec.n_reply, 1);
     cr_expect_eq(rec.n_done, 1);
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
+/* "late N GAP": the fake publishes N lines "late i\n", GAP ms apart, after its reply and idle (as Deno 2.9 does). */
+static void expect_late_lines(const kt_rec_t *rec, int n)
+{
+    char want[4096] = "genuine\n";
+
+    for (int i = 0; i != n; ++i)
+        snprintf(want + strlen(want), sizeof(want) - strlen(want), "late %d\n", i);
+    cr_expect_str_eq(rec->out, want, "every line published after idle reaches the request, in order");
+}
+
+Test(fake_kernel, output_after_idle_of_a_kernel_known_to_publish_late_reaches_the_request)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k;
+    kt_rec_t rec;
+
+    fake->late_output = 1; /* what metadata.kgate.late_output true, or Deno's kernel, makes of a spec */
+    k = kt_start_ready(fake, &st);
+    kt_rec_init(&rec);
+    /* 20 lines 20 ms apart: 400 ms of output after idle, each gap well inside the quiet window */
+    cr_assert_eq(kt_execute(k, "late 20 20", &rec), 0);
+    cr_assert(kt_wait_rec(&rec, 10000));
+    cr_expect_eq(rec.n_done, 1);
+    cr_expect_eq(rec.n_reply, 1);
+    expect_late_lines(&rec, 20);
+    cr_expect_eq(rec.after_final, 0);
+    cr_expect_eq(kmgr_kernel_late_messages(k), 0, "nothing was lost");
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
+Test(fake_kernel, a_kernel_seen_publishing_after_idle_is_waited_for_from_then_on_and_the_loss_is_counted)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(fake, &st);
+    kt_rec_t rec;
+
+    cr_expect_not(kmgr_kernel_publishes_late(k), "nothing says so of this spec");
+    /* The first run ends at reply + idle: its late lines (200 ms apart) come after it ended, and are counted. */
+    kt_rec_init(&rec);
+    cr_assert_eq(kt_execute(k, "late 3 200", &rec), 0);
+    cr_assert(kt_wait_rec(&rec, 10000));
+    cr_expect_eq(rec.n_done, 1);
+    poll_loop_run_for(kt.loop, 1000);
+    cr_expect_eq(kmgr_kernel_late_messages(k), 3, "each message for the ended request is counted, not dropped silently");
+    cr_expect(kmgr_kernel_publishes_late(k), "learnt from the late messages");
+    kt_rec_dispose(&rec);
+    /* From then on its requests wait for late output. */
+    kt_rec_init(&rec);
+    cr_assert_eq(kt_execute(k, "late 20 20", &rec), 0);
+    cr_assert(kt_wait_rec(&rec, 10000));
+    cr_expect_eq(rec.n_done, 1);
+    expect_late_lines(&rec, 20);
+    cr_expect_eq(kmgr_kernel_late_messages(k), 3, "nothing more was lost");
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
+Test(fake_kernel, ipykernel_order_ends_at_reply_and_idle_with_no_wait_for_late_output)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(fake, &st);
+    kt_rec_t rec;
+
+    kt_rec_init(&rec);
+    cr_assert_eq(kt_execute(k, "anything", &rec), 0);
+    cr_assert(kt_wait_rec(&rec, 10000));
+    cr_expect_eq(rec.n_done, 1);
+    cr_assert_neq(rec.idle_at, 0);
+    /* DONE comes with the idle (the reply came first), not after a quiet window (100 ms) or a tick (50 ms) */
+    cr_expect_lt(rec.done_at - rec.idle_at, 40, "ended %llu ms after idle", (unsigned long long)(rec.done_at - rec.idle_at));
+    cr_expect_not(kmgr_kernel_publishes_late(k));
     kt_rec_dispose(&rec);
     kmgr_kernel_destroy(k);
 }

@@ -102,6 +102,7 @@ Test(kernelspec, discovery_first_dir_wins_and_skips_invalid)
     cr_expect_str_eq(s->argv[1], "{connection_file}");
     cr_expect_null(s->argv[2]);
     cr_expect_eq(s->interrupt_mode, KMGR_INTERRUPT_SIGNAL);
+    cr_expect_not(s->late_output, "a spec publishes late only when it says so (or runs Deno's kernel)");
     cr_expect_null(s->env);
     cr_expect_not_null(strstr(s->resource_dir, "/a/kernels/alpha"));
 
@@ -110,6 +111,23 @@ Test(kernelspec, discovery_first_dir_wins_and_skips_invalid)
     cr_expect_str_eq(json_string_value(json_object_get(s->env, "A")), "1");
     cr_expect(json_is_true(json_object_get(s->metadata, "k")));
     cr_expect_str_eq(s->display_name, "beta");
+    kmgr_kernelspecs_dispose(&specs);
+}
+
+Test(kernelspec, metadata_kgate_late_output_says_whether_the_kernel_publishes_after_idle)
+{
+    char extra[300];
+    const char *dirs[1] = {extra};
+    kmgr_kernelspecs_t specs;
+
+    snprintf(extra, sizeof(extra), "%s/late", root);
+    write_spec(extra, "late", "{\"argv\":[\"k\"],\"language\":\"x\",\"metadata\":{\"kgate\":{\"late_output\":true}}}");
+    write_spec(extra, "deno-prompt",
+               "{\"argv\":[\"deno\",\"jupyter\",\"--kernel\",\"--conn\",\"{connection_file}\"],\"language\":\"typescript\","
+               "\"metadata\":{\"kgate\":{\"late_output\":false}}}");
+    cr_assert_eq(kmgr_kernelspecs_discover(dirs, 1, &specs, NULL), 0);
+    cr_expect(kmgr_kernelspecs_find(&specs, "late")->late_output);
+    cr_expect_not(kmgr_kernelspecs_find(&specs, "deno-prompt")->late_output, "the spec's word wins over the Deno rule");
     kmgr_kernelspecs_dispose(&specs);
 }
 
@@ -172,6 +190,8 @@ Test(kernelspec, javascript_and_typescript_resolve_to_deno)
     }
     /* Deno's kernel exits on SIGINT: without an interrupt_mode in its spec it is interrupted by message. */
     cr_expect_eq(kmgr_kernelspecs_find(&specs, "deno")->interrupt_mode, KMGR_INTERRUPT_MESSAGE);
+    /* It publishes output after idle, which its spec cannot say: known, so its first run collects it too. */
+    cr_expect(kmgr_kernelspecs_find(&specs, "deno")->late_output);
     kmgr_kernelspecs_dispose(&specs);
 
     /* A kernel that says it is JavaScript's is JavaScript's; Deno stays TypeScript's. */

@@ -155,6 +155,14 @@ int kmgr_kernel_answering(const kmgr_kernel_t *kernel);
  */
 uint64_t kmgr_kernel_oversized_messages(const kmgr_kernel_t *kernel);
 /**
+ * How many messages (other than status) the kernel published for a request after that request had ended, over
+ * every incarnation: not delivered (the request is gone), each logged once per request on stderr. A kernel that
+ * does it is known from then on to publish late, and its requests wait for late output (docs/kernels.md).
+ */
+uint64_t kmgr_kernel_late_messages(const kmgr_kernel_t *kernel);
+/** Whether the kernel's requests wait for output published after idle: its spec says so, or it was seen doing it. */
+int kmgr_kernel_publishes_late(const kmgr_kernel_t *kernel);
+/**
  * How many big iopub messages arrived while no request awaited anything (output of a kernel's
  * background thread after its run, or of another client's request) and were passed over unread.
  */

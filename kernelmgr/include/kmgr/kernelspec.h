@@ -18,6 +18,8 @@ typedef struct st_kmgr_kernelspec_t {
     json_t *env; /* object of string values, or NULL */
     kmgr_interrupt_mode_t interrupt_mode;
     json_t *metadata; /* object, or NULL */
+    /* Publishes output after its status idle: metadata.kgate.late_output true, or Deno's kernel (docs/kernels.md). */
+    int late_output;
 } kmgr_kernelspec_t;
 
 /** The transport of a kernel's connection file. */
@@ -44,7 +46,8 @@ typedef struct st_kmgr_kernelspecs_t {
  * `*out` (caller owns it; release with kmgr_kernelspec_destroy), or KMGR_EBADSPEC / KMGR_EIO.
  * A valid spec has a non-empty argv of strings, and a string `language`. Without `interrupt_mode` a spec is
  * interrupted by signal (Jupyter's rule), except Deno's kernel (`deno jupyter --kernel`), which exits on SIGINT
- * and is interrupted by message.
+ * and is interrupted by message. `late_output` is metadata.kgate.late_output when a boolean, else whether the spec runs
+ * Deno's kernel (which publishes output after idle).
  */
 int kmgr_kernelspec_load(const char *name, const char *resource_dir, kmgr_kernelspec_t **out);
 /** Releases a spec; accepts NULL. */
