@@ -58,26 +58,7 @@ typedef struct st_mx_kernel_t {
     const char *error_text;
     const char *endless; /* never ends by itself */
     const char *nap;     /* sleeps 3 s, then prints "woke\n" */
-    int late_output;     /* publishes output after its `idle` status (Deno 2.9) */
 } mx_kernel_t;
-
-/*
- * PENDING: kgate does not yet collect output a kernel publishes for a run after its `idle` status (docs/API.md 6.1,
- * "Nothing a kernel sends for a run is lost silently": the output work, not merged here yet). Deno's 20,000 lines
- * arrive cut short (1,459-6,945 of them), and a result or a short console.log goes missing at times (every scenario
- * reads stdout). Until it lands, the matrix skips such kernels, saying so in the run's list; set to 0 (and delete
- * this) when it has.
- */
-#define MX_PENDING_LATE_OUTPUT 0
-
-static void skip_if_late_output_pending(const mx_kernel_t *k, const char *where)
-{
-    if (k->late_output && MX_PENDING_LATE_OUTPUT)
-        cr_skip_test("%s", ts_skip_note(where,
-                                        "[%s] needs kgate to collect output published after idle (docs/API.md 6.1 late "
-                                        "output; not merged yet): without it output is lost",
-                                        k->name));
-}
 
 static const mx_kernel_t PYTHON = {
     .name = "python",
@@ -138,7 +119,6 @@ static const mx_kernel_t JAVASCRIPT = {
     .error_text = "boom",
     .endless = "while (true) {}",
     .nap = "await new Promise((resolve) => setTimeout(resolve, 3000));\nconsole.log('woke')",
-    .late_output = 1,
 };
 
 /* The same kernel asked for as TypeScript: the snippets carry types. */
@@ -160,7 +140,6 @@ static const mx_kernel_t TYPESCRIPT = {
     .error_text = "boom",
     .endless = "while (true as boolean) {}",
     .nap = "await new Promise<void>((resolve) => setTimeout(resolve, 3000));\nconsole.log('woke')",
-    .late_output = 1,
 };
 
 /* kgate's bash kernel: no expression values and no display (result and html are NULL); a failure is its exit status. */
@@ -424,7 +403,6 @@ static void scenario_error(const mx_kernel_t *k, const char *ctx)
 static void scenario_long_cells(const mx_kernel_t *k)
 {
     require_kernelspec(k);
-    skip_if_late_output_pending(k, __func__);
     char *ctx = mx_context(k), *sleeper = mx_context(k);
     ts_events_t sev, evs;
     char sum[E2E_MSG_SIZE], msg[E2E_MSG_SIZE];
@@ -455,7 +433,6 @@ static void scenario_long_cells(const mx_kernel_t *k)
 static void scenario_output(const mx_kernel_t *k)
 {
     require_kernelspec(k);
-    skip_if_late_output_pending(k, __func__);
     char *ctx = mx_context(k);
     scenario_lines(k, ctx);
     scenario_big(k, ctx);
@@ -466,7 +443,6 @@ static void scenario_output(const mx_kernel_t *k)
 static void scenario_values(const mx_kernel_t *k)
 {
     require_kernelspec(k);
-    skip_if_late_output_pending(k, __func__);
     char *ctx = mx_context(k);
     ts_events_t evs;
     mx_run(k, ctx, k->set_state, &evs);
@@ -576,7 +552,6 @@ static void scenario_kill(const mx_kernel_t *k, const char *ctx, pid_t pid)
 static void scenario_interrupt_sigstop(const mx_kernel_t *k)
 {
     require_kernelspec(k);
-    skip_if_late_output_pending(k, __func__);
     char *ctx = mx_context(k);
     ts_events_t evs;
     mx_run(k, ctx, k->set_state, &evs);
@@ -591,7 +566,6 @@ static void scenario_interrupt_sigstop(const mx_kernel_t *k)
 static void scenario_kill_9(const mx_kernel_t *k)
 {
     require_kernelspec(k);
-    skip_if_late_output_pending(k, __func__);
     char *ctx = mx_context(k);
     scenario_kill(k, ctx, mx_kernel_pid(k, ctx));
     free(ctx);

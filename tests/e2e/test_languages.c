@@ -252,25 +252,10 @@ Test(languages, deno_kernelspec_is_the_one_deno_wrote)
     json_decref(spec);
 }
 
-/*
- * PENDING: Deno publishes a cell's output after its `idle` status at times, and kgate does not yet collect output after
- * idle (docs/API.md 6.1 late output; not merged here yet): a console.log or a result then goes missing (seen: stdout ""
- * for `console.log(z * 21)`). The tests that read Deno's output skip until it lands, listed by deploy/test.sh; set
- * this to 0 then (test_kernel_matrix.c has the same switch).
- */
-#define DENO_LATE_OUTPUT_PENDING 0
-#define SKIP_WHILE_DENO_LATE_OUTPUT_PENDING()                                                                                      \
-    do {                                                                                                                           \
-        if (DENO_LATE_OUTPUT_PENDING)                                                                                              \
-            cr_skip_test("%s", ts_skip_note(__func__, "needs kgate to collect Deno's output published after idle (docs/API.md "    \
-                                                      "6.1 late output; not merged yet)"));                                        \
-    } while (0)
-
 /* Deno returns a cell's last value as an execute_result: `x + 1` is a `result`, not printed text. */
 Test(languages, javascript_runs_on_deno_keeps_state_and_returns_the_last_value)
 {
     require_kernelspec_file("deno");
-    SKIP_WHILE_DENO_LATE_OUTPUT_PENDING();
     static const char *const names[] = {"js", "javascript", "deno"};
     for (size_t i = 0; i != sizeof(names) / sizeof(names[0]); ++i) {
         json_t *ctx = NULL;
@@ -297,7 +282,6 @@ Test(languages, javascript_runs_on_deno_keeps_state_and_returns_the_last_value)
 Test(languages, typescript_runs_on_deno)
 {
     require_kernelspec_file("deno");
-    SKIP_WHILE_DENO_LATE_OUTPUT_PENDING();
     json_t *ctx = NULL;
     char *id = new_context("ts", &ctx);
     cr_assert_str_eq(xh_str(ctx, "kernel"), "deno", "language \"ts\" did not resolve to the deno kernelspec");
