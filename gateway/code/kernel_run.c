@@ -249,6 +249,11 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
         if (krun->timed_out) {
             append_timeout_error(krun);
             kernel_run_end(krun, "timeout");
+        } else if (!krun->got_reply && krun->stop_wanted && !krun->saw_error) {
+            /* ipykernel caught the interrupt around the code ("KeyboardInterrupt caught in kernel") and sent no reply */
+            gw_run_append(run, gw_error_event("KeyboardInterrupt", "the run was interrupted; the kernel caught the interrupt "
+                                                                   "outside the code and sent no reply"));
+            kernel_run_end(krun, "error");
         } else if (!krun->got_reply && krun->saw_oversized) {
             /* the kernel has dealt with the run, but its answer is lost: unless an error was relayed, say so */
             if (!krun->saw_error)

@@ -789,7 +789,11 @@ Test(jupyter, a_socket_that_stops_reading_is_cut_off_and_others_go_on)
     snprintf(path, sizeof(path), "/api/kernels/%s/interrupt", id);
     cr_assert_eq(request("POST", path, "", &r), 204);
     ts_response_dispose(&r);
-    cr_assert_str_eq(jws_execute(&other, "print(6 * 7)", out, sizeof(out)), "ok");
+    /* a cell that reached the kernel before the interrupted one's error was handled is aborted (stop_on_error): once more */
+    const char *status = jws_execute(&other, "print(6 * 7)", out, sizeof(out));
+    if (strcmp(status, "aborted") == 0)
+        status = jws_execute(&other, "print(6 * 7)", out, sizeof(out));
+    cr_assert_str_eq(status, "ok");
     cr_expect_str_eq(out, "42\n");
     wsc_close(&other.ws);
     free(id);
