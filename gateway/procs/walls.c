@@ -19,7 +19,7 @@ int gw_walls_open(const char *path, const char *what, int writable, const char *
     ssize_t len;
     int fd;
 
-    /* bwrap follows every link of a source on the host: /proc/self/root/<dir>, /proc/<pid>/cwd and a link planted in the
+    /* bwrap follows every link of a source on the host: /proc/self/root + a path, /proc/<pid>/cwd and a link planted in the
      * workspace all lead to one object, which the descriptor holds from now on whatever is renamed or swapped */
     *real = NULL;
     if ((fd = open(path, O_PATH | O_CLOEXEC)) == -1) {

@@ -62,7 +62,7 @@ static void start_in(const char *cwd, const char *const *args)
 
     require_bwrap();
     snprintf(dir, sizeof(dir), "/tmp/kgate-e2e-walls-%d", (int)getpid());
-    sh("rm -rf %s && mkdir -p %s/root/ws", dir, dir);
+    sh("rm -rf %s && mkdir -p %s/fsroot/ws", dir, dir);
     cr_assert_not_null(getcwd(here, sizeof(here)));
     if (cwd != NULL)
         cr_assert_eq(chdir(cwd), 0, "chdir %s", cwd);
@@ -181,13 +181,13 @@ Test(walls, isolated_binds_through_proc_and_links_cannot_reach_the_runtime_dir)
 
     snprintf(dir, sizeof(dir), "/tmp/kgate-e2e-walls-%d", (int)getpid());
     snprintf(rt, sizeof(rt), "%s/rt", dir);
-    snprintf(rootarg, sizeof(rootarg), "%s/root", dir);
+    snprintf(rootarg, sizeof(rootarg), "%s/fsroot", dir);
     /* kgate runs in `dir`, which holds its runtime dir */
     start_in(dir, (const char *const[]){"--runtime-dir", rt, "--workspace-root", rootarg, NULL});
-    snprintf(link, sizeof(link), "%s/root/ws/link", dir);
+    snprintf(link, sizeof(link), "%s/fsroot/ws/link", dir);
     cr_assert_eq(symlink(rt, link), 0);
     for (int i = 0; i != NUM_TRIES; ++i) {
-        int n = snprintf(body, sizeof(body), "{\"workspace\": {\"path\": \"%s/root/ws\"}, ", dir);
+        int n = snprintf(body, sizeof(body), "{\"workspace\": {\"path\": \"%s/fsroot/ws\"}, ", dir);
         switch (i) {
         case SELF_ROOT: /* the issue's escape: the runtime dir through bwrap's own root */
             snprintf(body + n, sizeof(body) - (size_t)n,
@@ -237,26 +237,27 @@ Test(walls, isolated_sources_are_bound_by_descriptor_and_none_is_left_inside)
     struct stat st;
 
     snprintf(dir, sizeof(dir), "/tmp/kgate-e2e-walls-%d", (int)getpid());
-    snprintf(rootarg, sizeof(rootarg), "%s/root", dir);
+    snprintf(rootarg, sizeof(rootarg), "%s/fsroot", dir);
     start_in(NULL, (const char *const[]){"--workspace-root", rootarg, NULL});
-    sh("mkdir -p %s/root/extra %s/root/data && echo base > %s/root/ws/base.txt && echo ro > %s/root/data/f", dir, dir, dir, dir);
+    sh("mkdir -p %s/fsroot/extra %s/fsroot/data && echo base > %s/fsroot/ws/base.txt && echo ro > %s/fsroot/data/f", dir, dir, dir,
+       dir);
     snprintf(body, sizeof(body),
-             "{\"workspace\": {\"path\": \"%s/root/ws\", \"mode\": \"overlay\"}, \"extra_writable\": [\"%s/root/extra\"], "
-             "\"binds\": [{\"source\": \"%s/root/data\", \"dest\": \"/tmp/data\", \"readonly\": true}]}",
+             "{\"workspace\": {\"path\": \"%s/fsroot/ws\", \"mode\": \"overlay\"}, \"extra_writable\": [\"%s/fsroot/extra\"], "
+             "\"binds\": [{\"source\": \"%s/fsroot/data\", \"dest\": \"/tmp/data\", \"readonly\": true}]}",
              dir, dir, dir);
     char *id = session_new(body, why, sizeof(why));
     cr_assert_not_null(id, "%s", why);
     char code[2048];
     snprintf(code, sizeof(code),
-             "cat %s/root/ws/base.txt; echo over > %s/root/ws/new.txt && echo overlay-written; cat /tmp/data/f; "
-             "echo x > /tmp/data/g 2>/dev/null || echo data-ro; echo e > %s/root/extra/e && echo extra-written; "
+             "cat %s/fsroot/ws/base.txt; echo over > %s/fsroot/ws/new.txt && echo overlay-written; cat /tmp/data/f; "
+             "echo x > /tmp/data/g 2>/dev/null || echo data-ro; echo e > %s/fsroot/extra/e && echo extra-written; "
              "n=0; for f in /proc/$$/fd/* /proc/1/fd/*; do [ -d \"$f\" ] && n=$((n+1)); done; echo dirfds=$n",
              dir, dir, dir);
     char *out = session_run(id, code);
     cr_assert_str_eq(out, "base\noverlay-written\nro\ndata-ro\nextra-written\ndirfds=0\n", "%s", out);
-    snprintf(path, sizeof(path), "%s/root/ws/new.txt", dir);
+    snprintf(path, sizeof(path), "%s/fsroot/ws/new.txt", dir);
     cr_assert_neq(stat(path, &st), 0, "the overlay wrote through to the workspace");
-    snprintf(path, sizeof(path), "%s/root/extra/e", dir);
+    snprintf(path, sizeof(path), "%s/fsroot/extra/e", dir);
     cr_assert_eq(stat(path, &st), 0, "extra_writable is not the host's directory");
     free(out);
     free(id);
@@ -269,26 +270,27 @@ Test(walls, isolated_session_holding_a_connection_file_cannot_run_code_in_that_k
     struct stat st;
 
     snprintf(dir, sizeof(dir), "/tmp/kgate-e2e-walls-%d", (int)getpid());
-    snprintf(rootarg, sizeof(rootarg), "%s/root", dir);
+    snprintf(rootarg, sizeof(rootarg), "%s/fsroot", dir);
     start_in(NULL, (const char *const[]){"--workspace-root", rootarg, NULL});
     char *ctx = context_new(NULL, NULL);
     char *conn = connection_file(gw.runtime_dir);
     snprintf(marker, sizeof(marker), "%s/owned-by-session", dir);
     /* the file leaked into the session's workspace; the session also asks for the runtime dir at its own path, the way the
      * escape did */
-    sh("cp %s %s/root/ws/connection.json", conn, dir);
-    snprintf(body, sizeof(body),
-             "{\"workspace\": {\"path\": \"%s/root/ws\"}, \"profile\": \"strict\", \"binds\": [{\"source\": \"/proc/self/root%s\", "
-             "\"dest\": \"/tmp/rt\", \"readonly\": true}]}",
-             dir, gw.runtime_dir);
+    sh("cp %s %s/fsroot/ws/connection.json", conn, dir);
+    snprintf(
+        body, sizeof(body),
+        "{\"workspace\": {\"path\": \"%s/fsroot/ws\"}, \"profile\": \"strict\", \"binds\": [{\"source\": \"/proc/self/root%s\", "
+        "\"dest\": \"/tmp/rt\", \"readonly\": true}]}",
+        dir, gw.runtime_dir);
     char *id = session_new(body, why, sizeof(why));
     if (id == NULL) {
         cr_log_info("the bind was refused (%s): the session gets the file alone", why);
-        snprintf(body, sizeof(body), "{\"workspace\": {\"path\": \"%s/root/ws\"}, \"profile\": \"strict\"}", dir);
+        snprintf(body, sizeof(body), "{\"workspace\": {\"path\": \"%s/fsroot/ws\"}, \"profile\": \"strict\"}", dir);
         cr_assert_not_null(id = session_new(body, why, sizeof(why)), "%s", why);
     }
     snprintf(code, sizeof(code),
-             "cd %s/root/ws && timeout 20 /usr/bin/python3 - <<'EOF'\n"
+             "cd %s/fsroot/ws && timeout 20 /usr/bin/python3 - <<'EOF'\n"
              "import json, os\n"
              "from jupyter_client import BlockingKernelClient\n"
              "info = json.load(open('connection.json'))\n"
@@ -366,7 +368,7 @@ Test(walls, host_unix_socket_outside_the_workspace_is_unreachable)
     int fd;
 
     snprintf(dir, sizeof(dir), "/tmp/kgate-e2e-walls-%d", (int)getpid());
-    snprintf(rootarg, sizeof(rootarg), "%s/root", dir);
+    snprintf(rootarg, sizeof(rootarg), "%s/fsroot", dir);
     start_in(NULL, (const char *const[]){"--sandbox", "bwrap", "--workspace-root", rootarg, NULL});
     /* where a host daemon keeps its socket */
     snprintf(sockdir, sizeof(sockdir), "/run/kgate-e2e-walls-%d", (int)getpid());
@@ -416,7 +418,7 @@ Test(walls, tmp_and_dev_shm_stop_at_their_cap)
                                "print(fill('/tmp/big'), fill('/dev/shm/big'))\n";
 
     snprintf(dir, sizeof(dir), "/tmp/kgate-e2e-walls-%d", (int)getpid());
-    snprintf(rootarg, sizeof(rootarg), "%s/root", dir);
+    snprintf(rootarg, sizeof(rootarg), "%s/fsroot", dir);
     start_in(NULL, (const char *const[]){"--sandbox", "bwrap", "--workspace-root", rootarg, "--max-tmp-mb", "64", NULL});
     char *ctx = context_new(NULL, &obj);
     cr_assert_eq(xh_int(json_object_get(obj, "sandbox"), "tmp_mb"), 64, "%s", json_dumps(obj, 0));
@@ -451,7 +453,7 @@ Test(walls, tmp_pages_are_charged_to_the_memory_cap)
     ts_events_t evs = {0};
 
     snprintf(dir, sizeof(dir), "/tmp/kgate-e2e-walls-%d", (int)getpid());
-    snprintf(rootarg, sizeof(rootarg), "%s/root", dir);
+    snprintf(rootarg, sizeof(rootarg), "%s/fsroot", dir);
     start_in(NULL, (const char *const[]){"--sandbox", "bwrap", "--workspace-root", rootarg, "--max-tmp-mb", "1024", NULL});
     char *ctx = context_new("{\"limits\": {\"memory_mb\": 128}}", NULL);
     json_t *body = xh_body(ctx, "chunk = b'\\0' * (1 << 20)\n"
@@ -482,7 +484,7 @@ Test(walls, fork_bomb_under_default_caps_stays_under_them_while_kgate_answers)
     json_t *obj;
 
     snprintf(dir, sizeof(dir), "/tmp/kgate-e2e-walls-%d", (int)getpid());
-    snprintf(rootarg, sizeof(rootarg), "%s/root", dir);
+    snprintf(rootarg, sizeof(rootarg), "%s/fsroot", dir);
     start_in(NULL, (const char *const[]){"--sandbox", "bwrap", "--workspace-root", rootarg, NULL});
     char *ctx = context_new(NULL, &obj);
     json_t *limits = json_object_get(obj, "limits");
