@@ -1,4 +1,5 @@
 /* Gathering a run's events into an MCP tool result: text in order, images apart, everything within the call's budget. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,9 @@
 
 static void buf_append(gw_mcp_buf_t *b, const char *s, size_t n)
 {
+    /* a size no allocation could hold is out of memory, which aborts (STYLE.md 6); it also keeps len + n + 1 from wrapping */
+    if (n > SIZE_MAX / 4 - b->len)
+        abort();
     if (b->len + n + 1 > b->cap) {
         b->cap = (b->len + n + 1) * 2;
         b->base = wire_realloc(b->base, b->cap);
