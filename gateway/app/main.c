@@ -75,13 +75,13 @@ int main(int argc, char **argv)
     /* kernels get their shutdown sequence (shutdown_request, SIGTERM, SIGKILL); the loop keeps
      * serving their sockets and timers until every process is reaped */
     gw_server_begin_shutdown(&server);
-    deadline = kmgr_now_ms() + 2 * (uint64_t)config.shutdown_grace_ms + 2000;
-    while (!gw_server_is_drained(&server) && kmgr_now_ms() < deadline)
+    deadline = ksys_now_ms() + 2 * (uint64_t)config.shutdown_grace_ms + 2000;
+    while (!gw_server_is_drained(&server) && ksys_now_ms() < deadline)
         h2o_evloop_run(loop, 50);
     /* connections still open (idle keep-alives, readers that stopped reading) are ended, so that
      * h2o releases their requests and what they hold before the server goes */
-    deadline = kmgr_now_ms() + 1000;
-    while (gw_server_close_connections(&server) != 0 && kmgr_now_ms() < deadline)
+    deadline = ksys_now_ms() + 1000;
+    while (gw_server_close_connections(&server) != 0 && ksys_now_ms() < deadline)
         h2o_evloop_run(loop, 10);
     gw_server_dispose(&server);
     h2o_evloop_destroy(loop);

@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include "kmgr/errors.h"
-#include "kmgr/sandbox.h"
+#include "ksys/errors.h"
+#include "ksys/sandbox.h"
 #include "app/kmgr_loop.h"
 #include "app/listener.h"
 #include "app/routes.h"
@@ -145,7 +145,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
         config->max_starting_kernels != 0 ? config->max_starting_kernels : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     kconfig.max_start_queue = config->max_start_queue;
     if ((ret = kmgr_manager_create(&kconfig, &gw_kmgr_loop_ops, server, &server->kmgr)) != 0) {
-        fprintf(stderr, "kgate: cannot create the kernel manager: %s\n", kmgr_strerror(ret));
+        fprintf(stderr, "kgate: cannot create the kernel manager: %s\n", ksys_strerror(ret));
         return -1;
     }
     server->host.instance_env = kmgr_manager_instance_env(server->kmgr);
@@ -173,7 +173,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
                     config->bwrap_path != NULL ? config->bwrap_path : "bwrap");
             return -1;
         }
-        if (kmgr_bwrap_probe(kmgr_manager_bwrap_path(server->kmgr), why, sizeof(why)) != 0) {
+        if (ksys_bwrap_probe(kmgr_manager_bwrap_path(server->kmgr), why, sizeof(why)) != 0) {
             fprintf(stderr,
                     "kgate: --sandbox bwrap: %s (in an unprivileged container, run kgate with --sandbox none: the container is the "
                     "boundary)\n",
@@ -190,13 +190,13 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
         char mem[32] = "none", tmp[32] = "tmpfs's default";
         uint64_t tmp_bytes = gw_config_tmp_bytes(config, (uint64_t)config->max_memory_mb << 20);
         if (config->max_memory_mb != 0)
-            kmgr_format_bytes((uint64_t)config->max_memory_mb << 20, mem, sizeof(mem));
+            ksys_format_bytes((uint64_t)config->max_memory_mb << 20, mem, sizeof(mem));
         if (tmp_bytes != 0)
-            kmgr_format_bytes(tmp_bytes, tmp, sizeof(tmp));
+            ksys_format_bytes(tmp_bytes, tmp, sizeof(tmp));
         fprintf(stderr, "kgate: sandbox caps per context: memory %s%s, processes %u%s%s, /tmp and /dev/shm %s each\n", mem,
                 config->max_memory_mb_given ? "" : " (derived: a quarter of the RAM)", config->max_pids,
                 config->max_pids == 0 ? " (none)" : "", config->max_pids_given ? "" : " (derived: 128 per CPU)", tmp);
-        if (kmgr_path_holds_system(server->files.ws.root))
+        if (ksys_path_holds_system(server->files.ws.root))
             fprintf(stderr,
                     "kgate: sandbox: the workspace %s holds system directories: sandboxes see it read-only (give "
                     "--workspace-root DIR for a writable one)\n",

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "core/errors.h"
 #include "code/context.h"
 #include "code/kernel_run.h"
@@ -146,7 +146,7 @@ int gw_context_spawn(gw_contexts_t *contexts, const gw_context_options_t *opts, 
     kmgr_kernel_options_t kopts = {.spec = opts->spec, .cwd = opts->cwd, .env = opts->env, .on_state = on_kernel_state};
     const gw_config_t *config = contexts->host->config;
     gw_context_sandbox_t sandbox;
-    kmgr_sandbox_t ksandbox;
+    ksys_sandbox_t ksandbox;
     gw_context_t *ctx;
     int ret;
 
@@ -154,7 +154,7 @@ int gw_context_spawn(gw_contexts_t *contexts, const gw_context_options_t *opts, 
         sandbox = *opts->sandbox;
     else
         gw_context_sandbox_defaults(config, &sandbox);
-    ksandbox = (kmgr_sandbox_t){.kind = config->sandbox ? KMGR_SANDBOX_BWRAP : KMGR_SANDBOX_NONE,
+    ksandbox = (ksys_sandbox_t){.kind = config->sandbox ? KSYS_SANDBOX_BWRAP : KSYS_SANDBOX_NONE,
                                 .share_net = sandbox.share_net,
                                 .workspace = contexts->workspace,
                                 .limits = sandbox.limits,

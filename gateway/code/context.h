@@ -132,8 +132,8 @@ void gw_context_tap_detach(gw_context_tap_t *tap);
 
 /**
  * Sends a client's message to the kernel verbatim (kmgr_kernel_send_parts): what the kernel answers
- * reaches the taps. Records activity. Returns 0, KMGR_ENOTREADY (starting or restarting: wait for
- * the tap's on_state), KMGR_EDIED, KMGR_EINVAL or KMGR_EZMQ.
+ * reaches the taps. Records activity. Returns 0, KSYS_ENOTREADY (starting or restarting: wait for
+ * the tap's on_state), KSYS_EDIED, KSYS_EINVAL or KSYS_EZMQ.
  */
 int gw_context_send_parts(gw_context_t *ctx, wire_channel_t channel, const wire_frame_t *parts, size_t nparts);
 

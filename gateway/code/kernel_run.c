@@ -6,7 +6,7 @@
 #include "wire/alloc.h"
 #include "wire/codec.h"
 #include "wire/json_scan.h"
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "code/kernel_run.h"
 #include "core/errors.h"
 #include "code/translate.h"
@@ -274,7 +274,7 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
         if (krun->timed_out) {
             append_timeout_error(krun);
             kernel_run_end(krun, "timeout");
-        } else if (err == KMGR_EDIED) {
+        } else if (err == KSYS_EDIED) {
             append_died_error(krun);
             kernel_run_end(krun, "kernel_died");
         } else {

@@ -99,7 +99,7 @@ json_t *gw_context_sandbox_to_json(const gw_context_sandbox_t *sb, int profile_b
     return obj;
 }
 
-json_t *gw_context_limits_to_json(const kmgr_limits_t *l)
+json_t *gw_context_limits_to_json(const ksys_limits_t *l)
 {
     json_t *obj = json_object();
 

@@ -4,13 +4,13 @@
 
 #include <stddef.h>
 #include <jansson.h>
-#include "kmgr/sandbox.h"
+#include "ksys/sandbox.h"
 #include "core/config.h"
 
 /** What a context asks for beyond the server's profile (--sandbox). */
 typedef struct st_gw_context_sandbox_t {
     int share_net;        /* keep the host's network (meaningful under --sandbox bwrap) */
-    kmgr_limits_t limits; /* 0: none */
+    ksys_limits_t limits; /* 0: none */
     uint64_t tmp_bytes;   /* its sandbox's /tmp and /dev/shm, each (gw_config_tmp_bytes of its memory cap); 0: tmpfs's default */
 } gw_context_sandbox_t;
 
@@ -27,6 +27,6 @@ int gw_context_sandbox_parse(json_t *body, const gw_config_t *config, gw_context
 
 /** {"profile": "none"|"bwrap", "share_net": bool, "tmp_mb"?: n} and {"memory_mb": .., ...} (limits in force; 0 fields left out). */
 json_t *gw_context_sandbox_to_json(const gw_context_sandbox_t *sb, int profile_bwrap);
-json_t *gw_context_limits_to_json(const kmgr_limits_t *limits);
+json_t *gw_context_limits_to_json(const ksys_limits_t *limits);
 
 #endif

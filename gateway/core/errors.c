@@ -1,6 +1,6 @@
 /* Descriptions of the gateway's error codes, from GW_ERRNO_MAP; other ranges are passed on. */
 #include <string.h>
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "core/errors.h"
 
 const char *gw_strerror(int err)
@@ -16,7 +16,7 @@ const char *gw_strerror(int err)
     default:
         break;
     }
-    if (err > GW__ERR_FIRST && err < KMGR__ERR_FIRST + 50)
-        return kmgr_strerror(err);
+    if (err > GW__ERR_FIRST && err < KSYS__ERR_FIRST + 50)
+        return ksys_strerror(err);
     return err < 0 && err > -4096 ? strerror(-err) : "unknown error";
 }

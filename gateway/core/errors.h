@@ -4,9 +4,9 @@
 
 /*
  * XX(name, message): every error a gateway engine function returns besides -errno (file system
- * calls) and kmgr codes (kernels). The codes count up from -299 (above GW__ERR_FIRST, -300), below every errno and below wire's and
- * kernelmgr's ranges (-100, -200), so that one int can carry any of them without ambiguity.
- * Front doors map these codes to their protocol's errors (execd: docs/API.md section 0).
+ * calls) and KSYS_E* codes (kernels and processes, ksys/errors.h). The codes count up from -299 (above GW__ERR_FIRST, -300), below
+ * every errno and below wire's and sys's ranges (-100, -200), so that one int can carry any of them without ambiguity. Front doors
+ * map these codes to their protocol's errors (execd: docs/API.md section 0).
  */
 #define GW_ERRNO_MAP(XX)                                                                                                           \
     XX(SHUTTINGDOWN, "kgate is shutting down")                                                                                     \

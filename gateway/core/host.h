@@ -3,7 +3,7 @@
 #define GW_HOST_H
 
 #include <h2o.h>
-#include "kmgr/util.h"
+#include "ksys/util.h"
 #include "core/config.h"
 
 /**
@@ -39,7 +39,7 @@ void gw_host_defer(gw_host_t *host, h2o_timeout_entry_t *entry);
 /** Monotonic milliseconds, the clock the kernel manager and the tick use (not wall time). */
 static inline int64_t gw_now_ms(void)
 {
-    return (int64_t)kmgr_now_ms();
+    return (int64_t)ksys_now_ms();
 }
 
 #endif

@@ -3,7 +3,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "core/errors.h"
 #include "execd/execd.h"
 #include "code/context.h"
@@ -33,7 +33,7 @@ int gw_execd_create_context(gw_execd_t *execd, h2o_req_t *req, const gw_context_
     case GW_ESHUTTINGDOWN:
         gw_send_error(req, GW_HTTP_KERNEL_UNAVAILABLE, "kgate is shutting down");
         break;
-    case KMGR_ESTARTQUEUE:
+    case KSYS_ESTARTQUEUE:
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("2"));
         gw_send_error(req, GW_HTTP_TOO_MANY_CONTEXTS, "%u kernels are waiting to start (--max-start-queue); retry later",
                       execd->host->config->max_start_queue);

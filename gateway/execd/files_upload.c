@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include "wire/alloc.h"
 #include "wire/text.h"
-#include "core/detach.h"
+#include "ksys/detach.h"
 #include "core/errors.h"
 #include "core/http.h"
 #include "execd/execd.h"
@@ -127,7 +127,7 @@ static int finish_file(upload_job_t *job)
         /* a big file this one replaces is freed off the loop */
         int replaced = gw_workspace_hold_big_file(job->dir_fd, meta->path.name);
         ret = gw_files_commit_temp(job->dir_fd, job->fd, job->tmp_name, sizeof(job->tmp_name), meta->path.name);
-        gw_close_detached(replaced);
+        ksys_close_detached(replaced);
     }
     close(job->fd);
     job->fd = -1;

@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <h2o.h>
 #include "wire/alloc.h"
-#include "core/detach.h"
+#include "ksys/detach.h"
 #include "files/upload.h"
 
 /* Bytes searched between two progress reports (and so at most resident at once while parsing). The
@@ -283,7 +283,7 @@ typedef struct st_body_file_t {
 /*
  * Our own references to the body files of finished uploads (gw_body_pages_dispose), closed once h2o has unmapped them:
  * the last close of a 1 GiB unlinked file frees its page cache and blocks, ~200 ms measured here, and is done by a
- * detached thread (core/detach.h) instead of h2o's munmap inside the loop.
+ * detached thread (ksys/detach.h) instead of h2o's munmap inside the loop.
  */
 static struct {
     int fd;
@@ -423,7 +423,7 @@ static void release_held_files(void)
         if (held_files[i].mapped)
             held_files[kept++] = held_files[i];
         else
-            gw_close_detached(held_files[i].fd);
+            ksys_close_detached(held_files[i].fd);
     }
     num_held_files = kept;
 }

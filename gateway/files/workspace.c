@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include "wire/alloc.h"
 #include "core/paths.h"
-#include "core/detach.h"
+#include "ksys/detach.h"
 #include "files/workspace.h"
 
 int gw_workspace_resolve_lexical(const char *root, const char *path, size_t len, gw_workspace_path_t *out)
@@ -241,7 +241,7 @@ int gw_workspace_unlink(int dir_fd, const char *name)
 {
     int held = gw_workspace_hold_big_file(dir_fd, name), ret = unlinkat(dir_fd, name, 0) == 0 ? 0 : -errno;
 
-    gw_close_detached(held);
+    ksys_close_detached(held);
     return ret;
 }
 

@@ -73,7 +73,7 @@ int gw_workspace_mkdirs(const gw_workspace_t *ws, const char *rel, mode_t mode);
 
 /**
  * When `name` in `dir_fd` is a regular file of GW_WORKSPACE_BIG_FILE_BYTES or more with one link, a reference to it
- * (O_PATH) to be passed to gw_close_detached once its name is removed or replaced; else -1. Whoever removes the last
+ * (O_PATH) to be passed to ksys_close_detached once its name is removed or replaced; else -1. Whoever removes the last
  * name of a big file pays for freeing its pages and blocks (~200 ms per GiB here) in that call, in the loop: with the
  * reference held, the unlink or rename is quick and the freeing happens in the detached close.
  */

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "core/errors.h"
 #include "core/http.h"
 #include "core/idmap.h"
@@ -315,7 +315,7 @@ static void close_conn(gw_jconn_t *conn, uint16_t code, const char *reason)
         gw_ws_close(conn->ws, code, reason);
 }
 
-/* Returns 0, or KMGR_ENOTREADY when the kernel cannot take it yet (the caller keeps it). */
+/* Returns 0, or KSYS_ENOTREADY when the kernel cannot take it yet (the caller keeps it). */
 static int relay_to_kernel(gw_jconn_t *conn, int is_binary, const uint8_t *data, size_t len)
 {
     gw_context_t *ctx = conn->tap.ctx;
@@ -336,10 +336,10 @@ static int relay_to_kernel(gw_jconn_t *conn, int is_binary, const uint8_t *data,
     if (ret == 0 && jmsg.channel != WIRE_CHANNEL_STDIN)
         gw_jasked_add(&conn->asked, jmsg.msg_id);
     gw_jmsg_dispose(&jmsg);
-    if (ret == KMGR_ENOTREADY)
+    if (ret == KSYS_ENOTREADY)
         return ret;
     /* a client that sends faster than its kernel reads is cut off rather than queued without bound */
-    if (ret == KMGR_EBACKLOG)
+    if (ret == KSYS_EBACKLOG)
         close_conn(conn, GW_WS_POLICY_VIOLATION, gw_strerror(ret));
     /* a dead kernel takes nothing; its clients were told (status dead) and the REST model says so */
     return 0;
@@ -367,7 +367,7 @@ static void flush_pending(gw_jconn_t *conn)
 {
     while (!h2o_linklist_is_empty(&conn->pending) && conn->tap.ctx != NULL && conn->ws != NULL) {
         pending_t *p = H2O_STRUCT_FROM_MEMBER(pending_t, link, conn->pending.next);
-        if (relay_to_kernel(conn, p->is_binary, p->data, p->len) == KMGR_ENOTREADY)
+        if (relay_to_kernel(conn, p->is_binary, p->data, p->len) == KSYS_ENOTREADY)
             return;
         h2o_linklist_unlink(&p->link);
         --conn->npending;
@@ -383,7 +383,7 @@ static void on_ws_message(gw_ws_t *ws, int is_binary, const uint8_t *data, size_
     if (conn->tap.ctx == NULL)
         return;
     /* order is kept: nothing overtakes what waits for the kernel */
-    if (!h2o_linklist_is_empty(&conn->pending) || relay_to_kernel(conn, is_binary, data, len) == KMGR_ENOTREADY)
+    if (!h2o_linklist_is_empty(&conn->pending) || relay_to_kernel(conn, is_binary, data, len) == KSYS_ENOTREADY)
         keep_pending(conn, is_binary, data, len);
 }
 

@@ -10,7 +10,7 @@
 typedef struct st_gw_cpu_sample_t {
     uint64_t busy;  /* user + nice + system + irq + softirq + steal */
     uint64_t total; /* busy + idle + iowait */
-    int64_t at_ms;  /* when it was read (kmgr_now_ms); 0: no sample */
+    int64_t at_ms;  /* when it was read (ksys_now_ms); 0: no sample */
 } gw_cpu_sample_t;
 
 /** Parses /proc/stat's text (`len` bytes). Returns 0, or -1 when it holds no valid `cpu ` line. */

@@ -17,14 +17,14 @@
 #include "wire/alloc.h"
 #include "wire/ids.h"
 #include "wire/text.h"
-#include "kmgr/sandbox.h"
-#include "kmgr/spawn.h"
+#include "ksys/sandbox.h"
+#include "ksys/spawn.h"
 #include "core/errors.h"
 #include "core/event.h"
 #include "procs/isolated.h"
 #include "procs/lines.h"
 #include "procs/proctree.h"
-#include "procs/rmtree.h"
+#include "ksys/rmtree.h"
 #include "procs/walls.h"
 #include "procs/spawn.h"
 
@@ -84,15 +84,15 @@ void gw_isolated_init(gw_isolated_t *iso, gw_host_t *host, gw_runs_t *runs, cons
     gw_reaper_init(&iso->reaper);
     iso->start_ms = ISO_START_MS;
     iso->reap_ms = ISO_REAP_MS;
-    iso->bwrap = kmgr_find_executable(bwrap_path != NULL ? bwrap_path : "bwrap");
-    iso->unshare = kmgr_find_executable("unshare");
+    iso->bwrap = ksys_find_executable(bwrap_path != NULL ? bwrap_path : "bwrap");
+    iso->unshare = ksys_find_executable("unshare");
     if (iso->bwrap == NULL) {
         snprintf(iso->message, sizeof(iso->message), "%s not found (install bubblewrap: deploy/deps.sh --with-sandbox)",
                  bwrap_path != NULL ? bwrap_path : "bwrap");
         return;
     }
     read_version(iso);
-    if (kmgr_bwrap_probe(iso->bwrap, iso->message, sizeof(iso->message)) != 0)
+    if (ksys_bwrap_probe(iso->bwrap, iso->message, sizeof(iso->message)) != 0)
         return;
     iso->available = 1;
 }
@@ -131,7 +131,7 @@ void gw_isolated_dispose(gw_isolated_t *iso)
         if (s->stdin_fd != -1)
             close(s->stdin_fd);
         if (s->dir != NULL)
-            gw_rmtree(s->dir);
+            ksys_rmtree(s->dir);
         free(s->dir);
         free_session(s);
     }
@@ -231,7 +231,7 @@ static int reap(gw_isolated_session_t *s)
     s->pid = s->init_pid = s->bash_pid = 0;
     s->reaping = 0;
     if (s->dir != NULL) {
-        gw_rmtree_detached(s->dir); /* an upper layer may hold any number of files: never on the loop */
+        ksys_rmtree_detached(s->dir); /* an upper layer may hold any number of files: never on the loop */
         s->dir = NULL;
     }
     return 1;
@@ -647,8 +647,8 @@ Exit:
         if (errp[i] != -1)
             close(errp[i]);
     }
-    kmgr_strv_free(argv);
-    kmgr_strv_free(envp);
+    ksys_strv_free(argv);
+    ksys_strv_free(envp);
     gw_walls_fds_close(&sources);
     return ret;
 }
@@ -823,5 +823,5 @@ void gw_isolated_destroy_all(gw_isolated_t *iso)
 
 int gw_isolated_is_drained(gw_isolated_t *iso)
 {
-    return (iso->pending.next == NULL || h2o_linklist_is_empty(&iso->pending)) && gw_rmtree_in_flight() == 0;
+    return (iso->pending.next == NULL || h2o_linklist_is_empty(&iso->pending)) && ksys_rmtree_in_flight() == 0;
 }

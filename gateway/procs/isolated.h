@@ -81,7 +81,7 @@ struct st_gw_isolated_t {
 
 /**
  * Finds bwrap (`bwrap_path`, else on PATH) and unshare, and probes whether bwrap can create the sandbox's namespaces
- * here (kmgr_bwrap_probe: a few ms, at start-up). `root` is the files root. Never fails: `available` and `message` say.
+ * here (ksys_bwrap_probe: a few ms, at start-up). `root` is the files root. Never fails: `available` and `message` say.
  */
 void gw_isolated_init(gw_isolated_t *iso, gw_host_t *host, gw_runs_t *runs, const char *bwrap_path, const char *runtime_dir,
                       const char *root);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
-#include "kmgr/sandbox.h"
+#include "ksys/sandbox.h"
 #include "core/paths.h"
 #include "procs/isolation.h"
 
@@ -68,9 +68,9 @@ static char *take_path(json_t *value, const char *what, const char *root, const 
         ERR("%s must be an absolute path", what);
         return NULL;
     }
-    if (hidden != NULL && (kmgr_path_within(p, hidden) || kmgr_path_within(hidden, p))) {
+    if (hidden != NULL && (ksys_path_within(p, hidden) || ksys_path_within(hidden, p))) {
         ERR("%s \"%.200s\" would expose kgate's runtime directory", what, p);
-    } else if (writable && !kmgr_path_within(p, root)) {
+    } else if (writable && !ksys_path_within(p, root)) {
         ERR("%s \"%.200s\" is outside the workspace root %.200s", what, p, root);
     } else if (strcmp(p, "/") == 0) {
         ERR("%s cannot be /", what);
@@ -321,14 +321,14 @@ char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char 
     size_t i;
 
     /* 1-5. namespaces and hardening, the system read-only, /tmp per profile, fresh /dev (a sized /dev/shm), /proc and /run:
-     * what every sandbox shares (kmgr_bwrap_walls); the order of the mounts is the order of the arguments: each later one
+     * what every sandbox shares (ksys_bwrap_walls); the order of the mounts is the order of the arguments: each later one
      * lies over what an earlier one showed */
-    walls = kmgr_bwrap_walls(&(kmgr_bwrap_walls_t){
+    walls = ksys_bwrap_walls(&(ksys_bwrap_walls_t){
         .share_net = spec->share_net, .host_tmp = spec->profile != GW_ISO_STRICT, .tmp_bytes = paths->tmp_bytes});
     push(&b, paths->bwrap);
     for (char **p = walls; *p != NULL; ++p)
         push(&b, *p);
-    kmgr_strv_free(walls);
+    ksys_strv_free(walls);
     if (spec->uid >= 0) {
         snprintf(idbuf, sizeof(idbuf), "%ld", spec->uid);
         push_all(&b, (const char *const[]){"--uid", idbuf, NULL});

@@ -82,7 +82,7 @@ typedef struct st_gw_iso_paths_t {
     int as_root;                      /* kgate runs as root: the wrapper needs no user namespace of its own */
     uint64_t tmp_bytes;               /* the size of strict's private /tmp, and of /dev/shm; 0: tmpfs's default */
     /* > 0: the spec's host paths are bound by descriptor (gw_walls_open_spec): the child holds the one of the path at index i
-     * (GW_ISO_SOURCE_*) as descriptor source_fd_base + i (kmgr_spawn_options_t.keep_fds); 0: by path */
+     * (GW_ISO_SOURCE_*) as descriptor source_fd_base + i (ksys_spawn_options_t.keep_fds); 0: by path */
     int source_fd_base;
 } gw_iso_paths_t;
 
@@ -103,7 +103,7 @@ typedef struct st_gw_iso_paths_t {
  * With source_fd_base, bwrap binds descriptors (--bind-fd) and the overlay's wrapper enters the workspace through its
  * descriptor (`sh -c 'cd /proc/self/fd/N'`, which closes it) and mounts "." as the lower layer.
  * The process run keeps its pid from wrapper to bwrap (exec all along). Pure; NULL-terminated, owned by the caller
- * (kmgr_strv_free).
+ * (ksys_strv_free).
  */
 char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char *const *cmd);
 
@@ -111,7 +111,7 @@ char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char 
  * The session's environment from `environ_` (kgate's): filtered by env_passthrough and the profile (strict drops
  * GW_ISO_SECRET_PATTERNS; both drop KGATE_ACCESS_TOKEN), then HOME=/tmp/home under strict, then `mark` (kgate's
  * instance mark, "NAME=value"; NULL: none) last. PATH always passes. Pure; NULL-terminated, owned by the caller
- * (kmgr_strv_free).
+ * (ksys_strv_free).
  */
 char **gw_iso_env(const gw_iso_spec_t *spec, char *const *environ_, const char *mark);
 

@@ -207,7 +207,7 @@ int gw_pty_start(gw_pty_t *pty, int pipe_mode, char *err, size_t err_size)
 
     if (pty->started)
         return 0;
-    /* on a terminal, the sandbox keeps the session whose controlling terminal is the pty (gw_spawn, kmgr_bwrap_argv) */
+    /* on a terminal, the sandbox keeps the session whose controlling terminal is the pty (gw_spawn, ksys_bwrap_argv) */
     if (gw_spawn_sandbox_of(pty->ptys->host, &sandbox))
         spawn.sandbox = &sandbox;
     argv[argc++] = (char *)shell;

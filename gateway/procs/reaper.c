@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include "procs/proctree.h"
 #include "procs/reaper.h"
-#include "procs/rmtree.h"
+#include "ksys/rmtree.h"
 
 void gw_reaper_init(gw_reaper_t *r)
 {
@@ -56,7 +56,7 @@ void gw_reaper_tick(gw_reaper_t *r, int64_t now)
             continue;
         }
         if (e->dir != NULL)
-            gw_rmtree_detached(e->dir); /* an upper layer may hold any number of files: never on the loop */
+            ksys_rmtree_detached(e->dir); /* an upper layer may hold any number of files: never on the loop */
         r->entries[i] = r->entries[--r->count];
     }
 }
@@ -74,7 +74,7 @@ void gw_reaper_dispose(gw_reaper_t *r)
             fprintf(stderr, "kgate: exiting with a sandbox that outlived SIGKILL (pid %d, pid 1 %d): its directory goes now\n",
                     (int)e->child, (int)e->other);
         if (e->dir != NULL) {
-            gw_rmtree(e->dir);
+            ksys_rmtree(e->dir);
             free(e->dir);
         }
     }

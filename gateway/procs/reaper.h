@@ -34,7 +34,7 @@ void gw_reaper_init(gw_reaper_t *r);
 void gw_reaper_adopt(gw_reaper_t *r, pid_t child, pid_t other, char *dir);
 /**
  * Every interval_ms (`now`: gw_now_ms): SIGKILL again and a waitpid(WNOHANG) for each held sandbox; one that is gone has its
- * directory handed to gw_rmtree_detached and is forgotten.
+ * directory handed to ksys_rmtree_detached and is forgotten.
  */
 void gw_reaper_tick(gw_reaper_t *r, int64_t now);
 /** How many sandboxes are held. */

@@ -1,4 +1,4 @@
-/* Child processes: kmgr_spawn with the gateway's options and error messages, the environment they get, and their sandbox. */
+/* Child processes: ksys_spawn with the gateway's options and error messages, the environment they get, and their sandbox. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -9,7 +9,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 #include "wire/alloc.h"
-#include "kmgr/spawn.h"
+#include "ksys/spawn.h"
 #include "core/errors.h"
 #include "procs/spawn.h"
 
@@ -83,7 +83,7 @@ int gw_spawn_sandbox_of(const gw_host_t *host, gw_spawn_sandbox_t *out)
     return 1;
 }
 
-/* Whether `path` is `dir` or lies beneath it (lexically, as kmgr_bwrap_argv decides what to bind). */
+/* Whether `path` is `dir` or lies beneath it (lexically, as ksys_bwrap_argv decides what to bind). */
 static int is_within(const char *path, const char *dir)
 {
     size_t len = strlen(dir);
@@ -123,7 +123,7 @@ int gw_spawn(const gw_spawn_options_t *opts, pid_t *pid, char *err, size_t err_s
 {
     uid_t uid = (uid_t)opts->uid;
     gid_t gid = (gid_t)opts->gid;
-    kmgr_spawn_options_t spawn = {.path = opts->path,
+    ksys_spawn_options_t spawn = {.path = opts->path,
                                   .argv = opts->argv,
                                   .envp = opts->envp,
                                   .fds = {opts->fds[0], opts->fds[1], opts->fds[2]},
@@ -133,14 +133,14 @@ int gw_spawn(const gw_spawn_options_t *opts, pid_t *pid, char *err, size_t err_s
                                   .controlling_tty = opts->controlling_tty,
                                   .keep_fds = opts->keep_fds,
                                   .nkeep_fds = opts->nkeep_fds};
-    kmgr_spawn_failure_t failure;
-    kmgr_spawn_rlimit_t rlimits[KMGR_LIMITS_MAX_RLIMITS];
+    ksys_spawn_failure_t failure;
+    ksys_spawn_rlimit_t rlimits[KSYS_LIMITS_MAX_RLIMITS];
     char **wrapped = NULL, **envp = NULL, cwd[PATH_MAX];
     int chdir_failed, ret;
 
     if (opts->sandbox != NULL) {
         const gw_spawn_sandbox_t *sb = opts->sandbox;
-        kmgr_bwrap_args_t bargs = {.bwrap = sb->bwrap,
+        ksys_bwrap_args_t bargs = {.bwrap = sb->bwrap,
                                    .runtime_dir = sb->runtime_dir,
                                    .workspace = sb->workspace,
                                    .cwd = opts->cwd,
@@ -170,17 +170,17 @@ int gw_spawn(const gw_spawn_options_t *opts, pid_t *pid, char *err, size_t err_s
         cmd[0] = (char *)opts->path;
         for (size_t i = 1; i < argc; ++i)
             cmd[i] = opts->argv[i];
-        wrapped = kmgr_bwrap_argv(&bargs, cmd);
+        wrapped = ksys_bwrap_argv(&bargs, cmd);
         free(cmd);
         spawn.path = sb->bwrap;
         spawn.argv = wrapped;
         spawn.envp = envp = sandbox_env(opts->envp);
         spawn.rlimits = rlimits;
-        spawn.nrlimits = kmgr_limits_rlimits(&sb->limits, 0, 0, rlimits);
+        spawn.nrlimits = ksys_limits_rlimits(&sb->limits, 0, 0, rlimits);
     }
-    ret = kmgr_spawn(&spawn, pid, &failure);
-    kmgr_strv_free(wrapped);
-    kmgr_strv_free(envp);
+    ret = ksys_spawn(&spawn, pid, &failure);
+    ksys_strv_free(wrapped);
+    ksys_strv_free(envp);
     if (ret == 0)
         return 0;
     chdir_failed = strcmp(failure.step, "chdir") == 0;

@@ -6,11 +6,11 @@
 #include <stddef.h>
 #include <sys/types.h>
 #include <jansson.h>
-#include "kmgr/sandbox.h"
+#include "ksys/sandbox.h"
 #include "core/host.h"
 
 /**
- * The sandbox of a shell, command or PTY under --sandbox bwrap: kernels' default profile (kmgr_bwrap_argv: no network,
+ * The sandbox of a shell, command or PTY under --sandbox bwrap: kernels' default profile (ksys_bwrap_argv: no network,
  * `/` read-only, the workspace read-write, private /tmp and HOME (/tmp/home), kgate's runtime dir hidden, capabilities
  * dropped, SIGKILL when kgate dies) and the server's default limits as rlimits of bwrap and all it starts. Borrowed.
  */
@@ -18,7 +18,7 @@ typedef struct st_gw_spawn_sandbox_t {
     const char *bwrap;
     const char *runtime_dir; /* hidden whole */
     const char *workspace;   /* bound read-write at its own path; NULL: none */
-    kmgr_limits_t limits;    /* memory: RLIMIT_AS, pids: RLIMIT_NPROC, cpu, open files, file size; 0: none */
+    ksys_limits_t limits;    /* memory: RLIMIT_AS, pids: RLIMIT_NPROC, cpu, open files, file size; 0: none */
     uint64_t tmp_bytes;      /* its private /tmp and /dev/shm, each (gw_config_tmp_bytes); 0: tmpfs's default */
 } gw_spawn_sandbox_t;
 
@@ -34,7 +34,7 @@ typedef struct st_gw_spawn_options_t {
     long uid, gid;                /* >= 0: the child switches to them (setgroups, setgid, setuid); -1: kgate's own */
     int fds[3];                   /* become the child's stdin, stdout, stderr; -1: /dev/null (they are never closed here) */
     unsigned controlling_tty : 1; /* fds[0] is a terminal's slave side: it becomes the session's controlling terminal */
-    const int *keep_fds;          /* keep_fds[i] becomes the child's descriptor 3 + i (kmgr_spawn_options_t.keep_fds) */
+    const int *keep_fds;          /* keep_fds[i] becomes the child's descriptor 3 + i (ksys_spawn_options_t.keep_fds) */
     size_t nkeep_fds;
     /* non-NULL: `path` runs inside bubblewrap, in `cwd` (else kgate's) as the sandbox sees it: the workspace is bound at its
      * own path, a directory outside it read-only, one in kgate's runtime dir (symbolic links resolved) is refused (GW_ESPAWN); with
@@ -44,7 +44,7 @@ typedef struct st_gw_spawn_options_t {
 } gw_spawn_options_t;
 
 /**
- * Starts a child with kmgr_spawn: a new session (it leads its own process group), `fds` as 0, 1 and
+ * Starts a child with ksys_spawn: a new session (it leads its own process group), `fds` as 0, 1 and
  * 2 and no other descriptor, every signal unblocked and at its default, the directory and
  * credentials changed, then `path` executed; it gets SIGKILL when kgate dies. The child's set-up is
  * checked before this returns: 0 with the child's pid in `*pid` (the caller reaps it), or GW_ESPAWN

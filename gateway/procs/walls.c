@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "wire/alloc.h"
-#include "kmgr/sandbox.h"
+#include "ksys/sandbox.h"
 #include "procs/walls.h"
 
 int gw_walls_open(const char *path, const char *what, int writable, const char *root, const char *runtime_dir, char **real,
@@ -32,14 +32,14 @@ int gw_walls_open(const char *path, const char *what, int writable, const char *
         goto Fail;
     }
     where[len] = '\0';
-    if (rt == NULL || kmgr_path_within(where, rt) || kmgr_path_within(rt, where))
+    if (rt == NULL || ksys_path_within(where, rt) || ksys_path_within(rt, where))
         why = "would expose kgate's runtime directory";
     for (size_t i = 0; why == NULL && i != sizeof(private_dirs) / sizeof(private_dirs[0]); ++i)
-        if (kmgr_path_within(where, private_dirs[i]))
+        if (ksys_path_within(where, private_dirs[i]))
             why = "lies in the host's /proc, /sys or /dev";
-    if (why == NULL && writable && (rroot == NULL || !kmgr_path_within(where, rroot)))
+    if (why == NULL && writable && (rroot == NULL || !ksys_path_within(where, rroot)))
         why = "is outside the workspace root";
-    if (why == NULL && writable && kmgr_path_holds_system(where))
+    if (why == NULL && writable && ksys_path_holds_system(where))
         why = "holds system directories, which stay read-only";
     if (why != NULL) {
         snprintf(err, errlen, "%s \"%.200s\" (resolved: %.200s) %s", what, path, where, why);

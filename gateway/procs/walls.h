@@ -13,7 +13,7 @@
  * Opens `path` (absolute) as bwrap would find it (O_PATH, every link followed) and checks where the descriptor leads
  * (its /proc/self/fd link): it must neither be nor hold `runtime_dir` (kgate's keys, kernels' sockets and connection
  * files, other sessions' layers; resolved itself), nor lie in one of GW_WALLS_PRIVATE_DIRS; when `writable`, it must lie
- * beneath `root` (the files root, resolved) and hold no system directory (kmgr_path_holds_system: `/` and the parents of
+ * beneath `root` (the files root, resolved) and hold no system directory (ksys_path_holds_system: `/` and the parents of
  * /usr, /etc, /opt ... stay read-only). Returns the descriptor (O_CLOEXEC; the caller closes it) with the resolved path
  * in `*real` (the caller frees it), or -1 with a message for the client in `err` naming `what`.
  */

@@ -5,7 +5,7 @@
 #include "wire/codec.h"
 #include "wire/errors.h"
 #include "wire/ids.h"
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "channels.h"
 
 static void mark_redrain(kmgr_channels_t *ch)
@@ -64,7 +64,7 @@ int kmgr_channels_open(kmgr_channels_t *ch, const kmgr_channels_ops_t *ops, void
 
 Error:
     kmgr_channels_close(ch, 0);
-    return KMGR_EZMQ;
+    return KSYS_EZMQ;
 }
 
 void kmgr_channels_close(kmgr_channels_t *ch, int keep_control)
@@ -91,7 +91,7 @@ int kmgr_channels_send(kmgr_channels_t *ch, wire_channel_t channel, const wire_m
     int ret;
 
     if (!kmgr_channels_is_open(ch, channel))
-        return KMGR_EZMQ;
+        return KSYS_EZMQ;
     wire_frames_init(&frames);
     wire_encode(ch->signer, msg, &frames);
     ret = kmgr_zsock_send(&ch->socks[channel], frames.entries, frames.size, NULL, 0);
@@ -105,9 +105,9 @@ int kmgr_channels_send_parts(kmgr_channels_t *ch, wire_channel_t channel, const 
     wire_frame_t head[2] = {{WIRE_DELIMITER, sizeof(WIRE_DELIMITER) - 1}, {sig, 0}};
 
     if (nparts < 4)
-        return KMGR_EINVAL;
+        return KSYS_EINVAL;
     if (!kmgr_channels_is_open(ch, channel))
-        return KMGR_EZMQ;
+        return KSYS_EZMQ;
     wire_signer_sign(ch->signer, parts, sig);
     head[1].len = strlen(sig);
     return kmgr_zsock_send(&ch->socks[channel], head, 2, parts, nparts);
@@ -159,7 +159,7 @@ int kmgr_channels_drain(kmgr_channels_t *ch, wire_channel_t channel)
             more = 0;
             break;
         }
-        if (got == KMGR_EMSGSIZE) {
+        if (got == KSYS_EMSGSIZE) {
             fprintf(stderr, "kgate: kernel %s: a message on %s was larger than the message cap (%llu bytes): it was dropped\n",
                     ch->uuid, wire_channel_name(channel), (unsigned long long)ch->max_message_bytes);
             size_t parent_len;

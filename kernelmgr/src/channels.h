@@ -108,7 +108,7 @@ void kmgr_channels_init(kmgr_channels_t *ch, const kmgr_loop_ops_t *loop_ops, vo
                         const wire_signer_t *signer, const char *uuid, uint64_t max_message_bytes);
 /**
  * Opens the five connections (each connects, and retries from kmgr_channels_tick until the kernel
- * listens) and reports to `ops` with `data` until closed. Returns 0, or KMGR_EZMQ (an endpoint
+ * listens) and reports to `ops` with `data` until closed. Returns 0, or KSYS_EZMQ (an endpoint
  * kgate cannot connect to) with everything closed.
  */
 int kmgr_channels_open(kmgr_channels_t *ch, const kmgr_channels_ops_t *ops, void *data);
@@ -123,7 +123,7 @@ void kmgr_channels_close(kmgr_channels_t *ch, int keep_control);
 int kmgr_channels_is_open(const kmgr_channels_t *ch, wire_channel_t channel);
 /**
  * Signs and queues `msg` on `channel` (borrowed); it goes out now, or once connected. Returns 0,
- * KMGR_EZMQ (that connection is closed) or KMGR_EBACKLOG (the kernel has not taken what waits:
+ * KSYS_EZMQ (that connection is closed) or KSYS_EBACKLOG (the kernel has not taken what waits:
  * KMGR_ZSOCK_MAX_QUEUED_BYTES).
  */
 int kmgr_channels_send(kmgr_channels_t *ch, wire_channel_t channel, const wire_msg_t *msg);

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "kmgr/kernel.h"
 #include "kernel_private.h"
 #include "manager_private.h"
@@ -42,7 +42,7 @@ void kmgr_kernel_notify_later(kmgr_kernel_t *k)
 
 int kmgr_kernel_send(kmgr_kernel_t *k, wire_channel_t channel, wire_msg_t *msg)
 {
-    int ret = k->proc != NULL ? kmgr_channels_send(&k->proc->channels, channel, msg) : KMGR_EZMQ;
+    int ret = k->proc != NULL ? kmgr_channels_send(&k->proc->channels, channel, msg) : KSYS_EZMQ;
     wire_msg_destroy(msg);
     return ret;
 }
@@ -63,7 +63,7 @@ void kmgr_kernel_die(kmgr_kernel_t *k, const char *reason, int kill_it)
             kmgr_proc_signal(k->proc, SIGKILL);
     }
     k->state = KMGR_KERNEL_DEAD;
-    kmgr_requests_fail_all(k, KMGR_EDIED);
+    kmgr_requests_fail_all(k, KSYS_EDIED);
     flush_deferred(k);
 }
 
@@ -74,7 +74,7 @@ static void maybe_ready(kmgr_kernel_t *k)
     if ((k->state != KMGR_KERNEL_STARTING && k->state != KMGR_KERNEL_RESTARTING) || !k->got_info_reply || !k->got_iopub ||
         !k->proc->channels.stdin_connected)
         return;
-    now = kmgr_now_ms();
+    now = ksys_now_ms();
     k->state = KMGR_KERNEL_IDLE;
     k->ready_at = now;
     k->auto_restarting = 0;
@@ -99,7 +99,7 @@ static void send_probe(kmgr_kernel_t *k)
     memcpy(r->ids[r->n], wire_msg_id(msg), sizeof(r->ids[r->n]) - 1);
     r->ids[r->n][sizeof(r->ids[r->n]) - 1] = '\0';
     r->seqs[r->n++] = ++k->sent;
-    r->next_at = kmgr_now_ms() + k->mgr->config.kernel_info_retry_ms;
+    r->next_at = ksys_now_ms() + k->mgr->config.kernel_info_retry_ms;
     kmgr_kernel_send(k, WIRE_CHANNEL_SHELL, msg);
 }
 
@@ -311,7 +311,7 @@ static int launch(kmgr_kernel_t *k, char *why, size_t whylen)
     memset(&k->resync, 0, sizeof(k->resync));
     k->got_info_reply = 0;
     k->got_iopub = 0;
-    k->started_at = kmgr_now_ms();
+    k->started_at = ksys_now_ms();
     k->next_info_at = k->started_at + k->mgr->config.kernel_info_retry_ms;
     k->ping_sent_at = 0;
     send_kernel_info(k);
@@ -327,7 +327,7 @@ int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, km
     int ret;
 
     if (opts == NULL || opts->spec == NULL)
-        return KMGR_EINVAL;
+        return KSYS_EINVAL;
     k = wire_calloc(1, sizeof(*k));
     k->mgr = mgr;
     k->spec = opts->spec;
@@ -352,7 +352,7 @@ int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, km
         if (launching >= mgr->config.max_starting) {
             if (queued >= mgr->config.max_start_queue) {
                 kmgr_kernel_free(k);
-                return KMGR_ESTARTQUEUE;
+                return KSYS_ESTARTQUEUE;
             }
             k->queued = 1;
         }
@@ -431,9 +431,9 @@ int kmgr_kernel_restart(kmgr_kernel_t *k)
     int ret, polite = k->state != KMGR_KERNEL_DEAD;
 
     if (k->destroyed)
-        return KMGR_ESHUTDOWN;
+        return KSYS_ESHUTDOWN;
     ++k->generation;
-    kmgr_requests_fail_all(k, KMGR_ESHUTDOWN);
+    kmgr_requests_fail_all(k, KSYS_ESHUTDOWN);
     k->exit_reason[0] = k->last_death[0] = '\0';
     k->restarts_in_row = 0;
     k->auto_restarting = 0;
@@ -449,19 +449,19 @@ int kmgr_kernel_restart(kmgr_kernel_t *k)
 
 int kmgr_kernel_interrupt(kmgr_kernel_t *k)
 {
-    uint64_t now = kmgr_now_ms();
+    uint64_t now = ksys_now_ms();
 
     if (k->destroyed || k->state == KMGR_KERNEL_DEAD || k->proc == NULL || k->proc->pid == 0)
-        return KMGR_EDIED;
+        return KSYS_EDIED;
     if (k->interrupt_sent_at != 0 && now - k->interrupt_sent_at < KMGR_INTERRUPT_COALESCE_MS)
         return 0; /* the one in flight interrupts what this one would (see KMGR_INTERRUPT_COALESCE_MS) */
     k->interrupt_sent_at = now;
     /* a signal would reach bwrap, which dies of SIGINT and takes the sandbox along: the control channel instead */
-    if (k->spec->interrupt_mode == KMGR_INTERRUPT_SIGNAL && k->sandbox.kind == KMGR_SANDBOX_NONE) {
+    if (k->spec->interrupt_mode == KMGR_INTERRUPT_SIGNAL && k->sandbox.kind == KSYS_SANDBOX_NONE) {
         kmgr_proc_signal(k->proc, SIGINT);
         return 0;
     }
-    return kmgr_kernel_send(k, WIRE_CHANNEL_CONTROL, wire_msg_create("interrupt_request", k->session, NULL)) == 0 ? 0 : KMGR_EDIED;
+    return kmgr_kernel_send(k, WIRE_CHANNEL_CONTROL, wire_msg_create("interrupt_request", k->session, NULL)) == 0 ? 0 : KSYS_EDIED;
 }
 
 void kmgr_kernel_set_tap(kmgr_kernel_t *k, kmgr_tap_cb cb, void *data)
@@ -475,12 +475,12 @@ int kmgr_kernel_send_parts(kmgr_kernel_t *k, wire_channel_t channel, const wire_
     int ret;
 
     if ((channel != WIRE_CHANNEL_SHELL && channel != WIRE_CHANNEL_CONTROL && channel != WIRE_CHANNEL_STDIN) || nparts < 4)
-        return KMGR_EINVAL;
+        return KSYS_EINVAL;
     if (k->state == KMGR_KERNEL_DEAD || k->destroyed)
-        return KMGR_EDIED;
+        return KSYS_EDIED;
     /* Until ready, iopub may not be subscribed yet: the request's output could be lost. */
     if (k->state != KMGR_KERNEL_IDLE && k->state != KMGR_KERNEL_BUSY)
-        return KMGR_ENOTREADY;
+        return KSYS_ENOTREADY;
     if ((ret = kmgr_channels_send_parts(&k->proc->channels, channel, parts, nparts)) != 0)
         return ret;
     /* Its place among shell messages: a probe after a lost connection is answered after it too. */

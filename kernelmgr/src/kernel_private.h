@@ -81,7 +81,7 @@ struct st_kmgr_request_t {
     uint64_t seq;
     /* The kernel's count of oversized messages when this request was last told of one (KMGR_REQ_DROPPED). */
     uint64_t told_oversized;
-    /* When the reply or the request's last iopub message arrived (kmgr_now_ms): see KMGR_IDLE_GRACE_MS. */
+    /* When the reply or the request's last iopub message arrived (ksys_now_ms): see KMGR_IDLE_GRACE_MS. */
     uint64_t last_heard_at;
     /* Set while the final event is being delivered (the request is unlinked and freed after). */
     int finished;
@@ -166,7 +166,7 @@ struct st_kmgr_kernel_t {
     const kmgr_kernelspec_t *spec;
     char *cwd;
     json_t *env;
-    kmgr_sandbox_t sandbox; /* its workspace points at `workspace` */
+    ksys_sandbox_t sandbox; /* its workspace points at `workspace` */
     char *workspace;
     void (*on_state)(kmgr_kernel_t *kernel, void *data);
     void *data;
@@ -220,11 +220,11 @@ struct st_kmgr_kernel_t {
     void *tap_data;
 };
 
-/** Sends `msg` (owned by the callee) on the current incarnation's `channel`. Returns 0 or KMGR_EZMQ. */
+/** Sends `msg` (owned by the callee) on the current incarnation's `channel`. Returns 0 or KSYS_EZMQ. */
 int kmgr_kernel_send(kmgr_kernel_t *k, wire_channel_t channel, wire_msg_t *msg);
 /**
  * Makes the kernel DEAD for `reason` (copied into its exit reason and last death), killing the current incarnation
- * first if `kill_it`: fails its requests (KMGR_EDIED), then tells the owner. Loop context.
+ * first if `kill_it`: fails its requests (KSYS_EDIED), then tells the owner. Loop context.
  */
 void kmgr_kernel_die(kmgr_kernel_t *k, const char *reason, int kill_it);
 /**
@@ -248,7 +248,7 @@ int kmgr_kernel_heartbeats(kmgr_kernel_t *k, uint64_t now);
  * The current incarnation ended (reaped, `reason` says how) or must (`kill_it`: it did not become ready in time, or
  * stopped answering heartbeats). A TCP kernel that lost a port before it was ready is started again on new ports
  * (KMGR_BIND_RETRIES); a kernel that was ready, or whose automatic restart was starting, is restarted automatically
- * within restart_limit (requests FAILED with KMGR_EDIED, state RESTARTING); otherwise it is DEAD, with the tail of
+ * within restart_limit (requests FAILED with KSYS_EDIED, state RESTARTING); otherwise it is DEAD, with the tail of
  * its output in the reason when it died before it was ready. Loop context: callbacks run.
  */
 void kmgr_kernel_incarnation_ended(kmgr_kernel_t *k, const char *reason, int kill_it);

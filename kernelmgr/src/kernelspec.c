@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "wire/alloc.h"
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "util_private.h"
 #include "kmgr/kernelspec.h"
 
@@ -63,29 +63,29 @@ static int parse_spec(const char *name, const char *resource_dir, json_t *root, 
     kmgr_kernelspec_t *spec;
 
     if (!json_is_object(root) || !json_is_array(argv) || json_array_size(argv) == 0 || !json_is_string(language))
-        return KMGR_EBADSPEC;
+        return KSYS_EBADSPEC;
     for (size_t i = 0; i != json_array_size(argv); ++i)
         if (!json_is_string(json_array_get(argv, i)))
-            return KMGR_EBADSPEC;
+            return KSYS_EBADSPEC;
     if (display != NULL && !json_is_string(display))
-        return KMGR_EBADSPEC;
+        return KSYS_EBADSPEC;
     if (env != NULL && !json_is_null(env)) {
         const char *key;
         json_t *value;
         if (!json_is_object(env))
-            return KMGR_EBADSPEC;
+            return KSYS_EBADSPEC;
         json_object_foreach(env, key, value)
         {
             if (!json_is_string(value) || key[0] == '\0' || strchr(key, '=') != NULL)
-                return KMGR_EBADSPEC;
+                return KSYS_EBADSPEC;
         }
     }
     if (mode != NULL && !json_is_null(mode) &&
         !(json_is_string(mode) &&
           (strcmp(json_string_value(mode), "signal") == 0 || strcmp(json_string_value(mode), "message") == 0)))
-        return KMGR_EBADSPEC;
+        return KSYS_EBADSPEC;
     if (metadata != NULL && !json_is_null(metadata) && !json_is_object(metadata))
-        return KMGR_EBADSPEC;
+        return KSYS_EBADSPEC;
 
     spec = wire_calloc(1, sizeof(*spec));
     spec->name = wire_strdup(name);
@@ -110,21 +110,21 @@ static int parse_spec(const char *name, const char *resource_dir, json_t *root, 
 
 int kmgr_kernelspec_load(const char *name, const char *resource_dir, kmgr_kernelspec_t **out)
 {
-    char *path = kmgr_path_join(resource_dir, "kernel.json");
+    char *path = ksys_path_join(resource_dir, "kernel.json");
     struct stat st;
     json_t *root;
     int ret;
 
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ret = KMGR_EIO;
+        ret = KSYS_EIO;
         goto Exit;
     }
     if (st.st_size > KERNELSPEC_MAX_BYTES) {
-        ret = KMGR_EBADSPEC;
+        ret = KSYS_EBADSPEC;
         goto Exit;
     }
     if ((root = json_load_file(path, JSON_REJECT_DUPLICATES, NULL)) == NULL) {
-        ret = access(path, R_OK) == 0 ? KMGR_EBADSPEC : KMGR_EIO;
+        ret = access(path, R_OK) == 0 ? KSYS_EBADSPEC : KSYS_EIO;
         goto Exit;
     }
     ret = parse_spec(name, resource_dir, root, out);
@@ -159,14 +159,14 @@ static void scan_dir(const char *kernels_dir, kmgr_kernelspecs_t *out, size_t *c
 
         if (ent->d_name[0] == '.' || kmgr_kernelspecs_find(out, ent->d_name) != NULL)
             continue;
-        resource_dir = kmgr_path_join(kernels_dir, ent->d_name);
-        json_path = kmgr_path_join(resource_dir, "kernel.json");
+        resource_dir = ksys_path_join(kernels_dir, ent->d_name);
+        json_path = ksys_path_join(resource_dir, "kernel.json");
         /* A directory without kernel.json is simply not a kernelspec: no warning. */
         if (stat(resource_dir, &st) != 0 || !S_ISDIR(st.st_mode) || access(json_path, F_OK) != 0)
             goto Next;
         if ((ret = kmgr_kernelspec_load(ent->d_name, resource_dir, &spec)) != 0) {
             if (warn != NULL)
-                warn(json_path, kmgr_strerror(ret));
+                warn(json_path, ksys_strerror(ret));
             goto Next;
         }
         if (out->size == *capacity) {
@@ -202,7 +202,7 @@ int kmgr_kernelspecs_discover(const char *const *extra_dirs, size_t n_extra, kmg
     if ((env = getenv("JUPYTER_PATH")) != NULL) {
         char *copy = wire_strdup(env), *save = NULL;
         for (char *tok = strtok_r(copy, ":", &save); tok != NULL; tok = strtok_r(NULL, ":", &save)) {
-            char *d = kmgr_path_join(tok, "kernels");
+            char *d = ksys_path_join(tok, "kernels");
             scan_dir(d, out, &capacity, warn);
             free(d);
         }
@@ -214,11 +214,11 @@ int kmgr_kernelspecs_discover(const char *const *extra_dirs, size_t n_extra, kmg
         if ((env = getenv("JUPYTER_DATA_DIR")) != NULL && env[0] != '\0')
             data_dir = wire_strdup(env);
         else if ((env = getenv("XDG_DATA_HOME")) != NULL && env[0] != '\0')
-            data_dir = kmgr_path_join(env, "jupyter");
+            data_dir = ksys_path_join(env, "jupyter");
         else if ((env = getenv("HOME")) != NULL && env[0] != '\0')
-            data_dir = kmgr_path_join(env, ".local/share/jupyter");
+            data_dir = ksys_path_join(env, ".local/share/jupyter");
         if (data_dir != NULL) {
-            d = kmgr_path_join(data_dir, "kernels");
+            d = ksys_path_join(data_dir, "kernels");
             scan_dir(d, out, &capacity, warn);
             free(d);
             free(data_dir);

@@ -1,7 +1,7 @@
 /* kernelmgr/src/liveness.c: when a kernel is dead (its process decides), heartbeats as information, automatic restarts. */
 #include <stdio.h>
 #include <string.h>
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "kernel_private.h"
 #include "manager_private.h"
 
@@ -59,7 +59,7 @@ static void restart_automatically(kmgr_kernel_t *k, const char *reason)
     fprintf(stderr, "kgate: a %s kernel died (%s); restarting it automatically (%u of %u in a row)\n", k->spec->name, reason,
             k->restarts_in_row, k->restart_limit);
     k->state = KMGR_KERNEL_RESTARTING;
-    kmgr_requests_fail_all(k, KMGR_EDIED);
+    kmgr_requests_fail_all(k, KSYS_EDIED);
     if (kmgr_kernel_relaunch(k, 0, why, sizeof(why)) != 0) {
         char dead[KMGR_REASON_MAX + 300];
         snprintf(dead, sizeof(dead), "%s; the automatic restart failed: %s", reason, why);
@@ -96,7 +96,7 @@ void kmgr_kernel_incarnation_ended(kmgr_kernel_t *k, const char *reason, int kil
         snprintf(full, sizeof(full), "%s", reason);
     if (may_restart) {
         /* Jupyter's restarter counts deaths in a row: a kernel that stayed up long enough starts a new row */
-        if (!k->auto_restarting && kmgr_now_ms() - k->ready_at >= k->mgr->config.restart_stable_ms)
+        if (!k->auto_restarting && ksys_now_ms() - k->ready_at >= k->mgr->config.restart_stable_ms)
             k->restarts_in_row = 0;
         if (k->restarts_in_row < k->restart_limit) {
             restart_automatically(k, full);

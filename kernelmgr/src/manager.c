@@ -8,8 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "wire/alloc.h"
-#include "kmgr/errors.h"
-#include "kmgr/spawn.h"
+#include "ksys/errors.h"
+#include "ksys/rmtree.h"
+#include "ksys/spawn.h"
 #include "manager_private.h"
 
 static void fill_defaults(kmgr_config_t *c)
@@ -94,10 +95,10 @@ int kmgr_manager_create(const kmgr_config_t *config, const kmgr_loop_ops_t *ops,
     if ((mgr->runtime_dir = make_runtime_dir(mgr->config.runtime_dir, &mgr->owns_runtime_dir)) == NULL)
         goto Error;
     mgr->config.runtime_dir = mgr->runtime_dir;
-    if (kmgr_instance_init(&mgr->instance, mgr->runtime_dir) != 0)
+    if (ksys_instance_init(&mgr->instance, mgr->runtime_dir) != 0)
         goto Error;
-    kmgr_cgroups_init(&mgr->cgroups);
-    mgr->bwrap_path = kmgr_find_executable(mgr->config.bwrap_path != NULL ? mgr->config.bwrap_path : "bwrap");
+    ksys_cgroups_init(&mgr->cgroups);
+    mgr->bwrap_path = ksys_find_executable(mgr->config.bwrap_path != NULL ? mgr->config.bwrap_path : "bwrap");
     *out = mgr;
     return 0;
 
@@ -106,7 +107,7 @@ Error:
         rmdir(mgr->runtime_dir);
     free(mgr->runtime_dir);
     free(mgr);
-    return KMGR_EIO;
+    return KSYS_EIO;
 }
 
 /* Frees kernels destroyed since the last sweep; only from the loop, outside every callback. */
@@ -148,11 +149,11 @@ void kmgr_manager_destroy(kmgr_manager_t *mgr)
     }
     for (link = mgr->kernels.next; link != &mgr->kernels; link = mgr->kernels.next)
         kmgr_link_unlink(link); /* unreachable: shutdown_all + sweep emptied it */
-    kmgr_cgroups_dispose(&mgr->cgroups);
+    ksys_cgroups_dispose(&mgr->cgroups);
     free(mgr->bwrap_path);
-    kmgr_instance_dispose(&mgr->instance);
+    ksys_instance_dispose(&mgr->instance);
     if (mgr->owns_runtime_dir)
-        kmgr_rmtree(mgr->runtime_dir);
+        ksys_rmtree(mgr->runtime_dir);
     free(mgr->runtime_dir);
     free(mgr);
 }
@@ -191,7 +192,7 @@ void kmgr_manager_adopt(kmgr_manager_t *mgr, kmgr_proc_t *proc, int polite)
         kmgr_proc_signal(proc, SIGKILL);
         proc->phase = KMGR_PROC_KILLED;
     }
-    proc->deadline = kmgr_now_ms() + mgr->config.shutdown_grace_ms;
+    proc->deadline = ksys_now_ms() + mgr->config.shutdown_grace_ms;
 }
 
 static void tick_shutdown(kmgr_manager_t *mgr, kmgr_proc_t *proc, uint64_t now)
@@ -225,7 +226,7 @@ static void tick_shutdown(kmgr_manager_t *mgr, kmgr_proc_t *proc, uint64_t now)
 
 void kmgr_manager_tick(kmgr_manager_t *mgr)
 {
-    uint64_t now = kmgr_now_ms();
+    uint64_t now = ksys_now_ms();
     kmgr_link_t *link, *next;
 
     /* Destroyed kernels stay linked until the sweep, so `next` stays valid whatever callbacks do. */
@@ -241,7 +242,7 @@ void kmgr_manager_tick(kmgr_manager_t *mgr)
     }
     kmgr_kernels_start_queued(mgr);
     if (mgr->cgroups.nstale != 0)
-        kmgr_cgroups_tick(&mgr->cgroups);
+        ksys_cgroups_tick(&mgr->cgroups);
     sweep_destroyed(mgr);
 }
 

@@ -6,8 +6,8 @@
 #include "kmgr/kernel.h"
 #include "kmgr/loop.h"
 #include "kmgr/manager.h"
-#include "cgroup.h"
-#include "instance.h"
+#include "ksys/cgroup.h"
+#include "ksys/instance.h"
 #include "process.h"
 #include "util_private.h"
 
@@ -18,7 +18,7 @@ struct st_kmgr_manager_t {
     char *runtime_dir;
     int owns_runtime_dir;
     /* the mark every kernel carries in its environment, and this kgate's record in the runtime dir */
-    kmgr_instance_t instance;
+    ksys_instance_t instance;
     const kmgr_loop_ops_t *ops;
     void *loop;
     /* Every kernel handle, including destroyed ones waiting to be freed from the loop. */
@@ -26,7 +26,7 @@ struct st_kmgr_manager_t {
     /* Detached incarnations in their shutdown sequence (kmgr_proc_t.link). */
     kmgr_link_t shutting_down;
     /* control groups for kernels with memory or process limits, where the host allows them */
-    kmgr_cgroups_t cgroups;
+    ksys_cgroups_t cgroups;
     /* the bwrap executable (config.bwrap_path, or found on PATH), NULL if there is none */
     char *bwrap_path;
     /* Set between ops->schedule and the kmgr_manager_run_pending it asked for. */

@@ -1,7 +1,6 @@
 /* kernelmgr/src/process.c: spawning, signalling and reaping kernel processes; their directories. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +15,11 @@
 #include <unistd.h>
 #include "wire/alloc.h"
 #include "wire/text.h"
-#include "kmgr/errors.h"
-#include "kmgr/sandbox.h"
-#include "kmgr/spawn.h"
-#include "cgroup.h"
+#include "ksys/errors.h"
+#include "ksys/sandbox.h"
+#include "ksys/spawn.h"
+#include "ksys/cgroup.h"
+#include "ksys/rmtree.h"
 #include "manager_private.h"
 #include "process.h"
 
@@ -109,7 +109,7 @@ static char *find_program(const char *prog, const char *path)
         return wire_strdup(prog);
     copy = wire_strdup(path != NULL ? path : "/usr/local/bin:/usr/bin:/bin");
     for (char *dir = strtok_r(copy, ":", &save); dir != NULL; dir = strtok_r(NULL, ":", &save)) {
-        char *candidate = kmgr_path_join(dir, prog);
+        char *candidate = ksys_path_join(dir, prog);
         struct stat st;
         if (stat(candidate, &st) == 0 && S_ISREG(st.st_mode) && access(candidate, X_OK) == 0) {
             found = candidate;
@@ -135,7 +135,7 @@ static int pick_tcp_ports(int ports[WIRE_CHANNEL_COUNT])
         socklen_t len = sizeof(sin);
         if ((fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 || bind(fds[i], (struct sockaddr *)&sin, len) != 0 ||
             getsockname(fds[i], (struct sockaddr *)&sin, &len) != 0) {
-            ret = KMGR_EIO;
+            ret = KSYS_EIO;
             ++i;
             break;
         }
@@ -147,19 +147,19 @@ static int pick_tcp_ports(int ports[WIRE_CHANNEL_COUNT])
     return ret;
 }
 
-static int write_connection(kmgr_proc_t *proc, const kmgr_kernelspec_t *spec, const kmgr_sandbox_t *sandbox)
+static int write_connection(kmgr_proc_t *proc, const kmgr_kernelspec_t *spec, const ksys_sandbox_t *sandbox)
 {
     char key[2 * 32 + 1];
 
     /* a sandbox of its own network has a loopback of its own, which kgate cannot reach */
-    if (kmgr_kernelspec_transport(spec, sandbox->kind != KMGR_SANDBOX_NONE && !sandbox->share_net) == KMGR_TRANSPORT_TCP) {
+    if (kmgr_kernelspec_transport(spec, sandbox->kind != KSYS_SANDBOX_NONE && !sandbox->share_net) == KMGR_TRANSPORT_TCP) {
         proc->conn.transport = wire_strdup("tcp");
         proc->conn.ip = wire_strdup("127.0.0.1");
         if (pick_tcp_ports(proc->conn.ports) != 0)
-            return KMGR_EIO;
+            return KSYS_EIO;
     } else {
         proc->conn.transport = wire_strdup("ipc");
-        proc->conn.ip = kmgr_path_join(proc->dir, "ch");
+        proc->conn.ip = ksys_path_join(proc->dir, "ch");
         for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i)
             proc->conn.ports[i] = i + 1;
     }
@@ -169,20 +169,20 @@ static int write_connection(kmgr_proc_t *proc, const kmgr_kernelspec_t *spec, co
     proc->conn.signature_scheme = wire_strdup("hmac-sha256");
     proc->conn.kernel_name = wire_strdup(spec->name);
     wire_signer_init(&proc->signer, proc->conn.key, strlen(proc->conn.key));
-    return wire_connection_write(&proc->conn, proc->conn_path) == 0 ? 0 : KMGR_EIO;
+    return wire_connection_write(&proc->conn, proc->conn_path) == 0 ? 0 : KSYS_EIO;
 }
 
-int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const char *cwd, json_t *env, const kmgr_sandbox_t *sandbox,
+int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const char *cwd, json_t *env, const ksys_sandbox_t *sandbox,
                     kmgr_proc_t **out, char *why, size_t whylen)
 {
-    static const kmgr_sandbox_t no_sandbox = {.kind = KMGR_SANDBOX_NONE};
+    static const ksys_sandbox_t no_sandbox = {.kind = KSYS_SANDBOX_NONE};
     kmgr_proc_t *proc = wire_calloc(1, sizeof(*proc));
     char **argv = NULL, **wrapped = NULL, *ipython_dir = NULL, *log_path = NULL, *program = NULL, pidbuf[32];
     envv_t envv = {NULL, 0, 0};
-    kmgr_spawn_options_t opts;
-    kmgr_spawn_failure_t failure;
-    kmgr_spawn_rlimit_t rlimits[KMGR_LIMITS_MAX_RLIMITS];
-    int cgroup_fds[KMGR_CG_COUNT] = {-1, -1, -1};
+    ksys_spawn_options_t opts;
+    ksys_spawn_failure_t failure;
+    ksys_spawn_rlimit_t rlimits[KSYS_LIMITS_MAX_RLIMITS];
+    int cgroup_fds[KSYS_CG_COUNT] = {-1, -1, -1};
     int ret, log_fd;
 
     if (sandbox == NULL)
@@ -193,21 +193,21 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
     wire_uuid4(proc->uuid);
     kmgr_channels_init(&proc->channels, mgr->ops, mgr->loop, &proc->conn, &proc->signer, proc->uuid,
                        (uint64_t)mgr->config.max_message_bytes);
-    proc->dir = kmgr_path_join(mgr->runtime_dir, proc->uuid);
-    proc->conn_path = kmgr_path_join(proc->dir, "connection.json");
+    proc->dir = ksys_path_join(mgr->runtime_dir, proc->uuid);
+    proc->conn_path = ksys_path_join(proc->dir, "connection.json");
     /* ipc endpoints are unix socket paths: "<dir>/ch-5" must fit sun_path. */
     if (strlen(proc->dir) + sizeof("/ch-5") > sizeof(((struct sockaddr_un *)0)->sun_path)) {
         snprintf(why, whylen, "runtime directory path too long for ipc sockets: %s", mgr->runtime_dir);
         free(proc->dir);
         proc->dir = NULL;
-        ret = KMGR_EIO;
+        ret = KSYS_EIO;
         goto Error;
     }
     if (mkdir(proc->dir, 0700) != 0) {
         snprintf(why, whylen, "cannot create %s: %s", proc->dir, strerror(errno));
         free(proc->dir);
         proc->dir = NULL;
-        ret = KMGR_EIO;
+        ret = KSYS_EIO;
         goto Error;
     }
     if ((ret = write_connection(proc, spec, sandbox)) != 0) {
@@ -215,13 +215,13 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
         goto Error;
     }
     /* A private IPython profile per kernel: a shared history.sqlite makes busy kernels stall on its lock. */
-    ipython_dir = kmgr_path_join(proc->dir, "ipython");
+    ipython_dir = ksys_path_join(proc->dir, "ipython");
     if (mkdir(ipython_dir, 0700) != 0) {
         snprintf(why, whylen, "cannot create %s: %s", ipython_dir, strerror(errno));
-        ret = KMGR_EIO;
+        ret = KSYS_EIO;
         goto Error;
     }
-    log_path = kmgr_path_join(proc->dir, "kernel.log");
+    log_path = ksys_path_join(proc->dir, "kernel.log");
 
     argv = wire_calloc(spec->argc + 1, sizeof(char *));
     for (size_t i = 0; i != spec->argc; ++i) {
@@ -232,7 +232,7 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
     for (char **e = environ; e != NULL && *e != NULL; ++e) {
         const char *eq = strchr(*e, '=');
         /* kgate's own access token stays out of a sandbox */
-        if (sandbox->kind != KMGR_SANDBOX_NONE &&
+        if (sandbox->kind != KSYS_SANDBOX_NONE &&
             (strncmp(*e, "KGATE_ACCESS_TOKEN=", 19) == 0 || strncmp(*e, "JPY_PARENT_PID=", 15) == 0))
             continue;
         if (eq != NULL && eq != *e) {
@@ -241,55 +241,55 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
             free(key);
         }
     }
-    if (sandbox->kind == KMGR_SANDBOX_BWRAP)
+    if (sandbox->kind == KSYS_SANDBOX_BWRAP)
         envv_set(&envv, "HOME", KMGR_SANDBOX_HOME);
     /* no-color.org: results and tracebacks in plain text for API callers; a spec's or a context's NO_COLOR wins */
     envv_set(&envv, "NO_COLOR", "1");
     envv_set_json(&envv, spec->env);
     envv_set_json(&envv, env);
     /* in a pid namespace kgate's pid means nothing, and ipykernel would exit when "its parent" is gone */
-    if (sandbox->kind == KMGR_SANDBOX_NONE) {
+    if (sandbox->kind == KSYS_SANDBOX_NONE) {
         snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
         envv_set(&envv, "JPY_PARENT_PID", pidbuf);
     }
     envv_set(&envv, "PYDEVD_DISABLE_FILE_VALIDATION", "1");
     envv_set(&envv, "IPYTHONDIR", ipython_dir);
-    envv_set(&envv, KMGR_INSTANCE_VAR, mgr->instance.token);
+    envv_set(&envv, KSYS_INSTANCE_VAR, mgr->instance.token);
 
     if ((program = find_program(argv[0], envv_get(&envv, "PATH"))) == NULL) {
         snprintf(why, whylen, "cannot execute %s: not found on PATH", argv[0]);
-        ret = KMGR_ESPAWN;
+        ret = KSYS_ESPAWN;
         goto Error;
     }
 
-    /* stdout and stderr both to the log; stdin, the session and every other descriptor are kmgr_spawn's */
+    /* stdout and stderr both to the log; stdin, the session and every other descriptor are ksys_spawn's */
     if ((log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) == -1) {
         snprintf(why, whylen, "cannot open %s: %s", log_path, strerror(errno));
-        ret = KMGR_ESPAWN;
+        ret = KSYS_ESPAWN;
         goto Error;
     }
     proc->limits = sandbox->limits;
-    proc->sandboxed = sandbox->kind != KMGR_SANDBOX_NONE;
-    if ((sandbox->limits.memory_bytes != 0 && kmgr_cgroups_has(&mgr->cgroups, KMGR_CG_MEMORY)) ||
-        (sandbox->limits.pids != 0 && kmgr_cgroups_has(&mgr->cgroups, KMGR_CG_PIDS))) {
-        if ((ret = kmgr_cgroup_create(&mgr->cgroups, proc->uuid, &sandbox->limits, &proc->cgroup, cgroup_fds, why, whylen)) != 0) {
+    proc->sandboxed = sandbox->kind != KSYS_SANDBOX_NONE;
+    if ((sandbox->limits.memory_bytes != 0 && ksys_cgroups_has(&mgr->cgroups, KSYS_CG_MEMORY)) ||
+        (sandbox->limits.pids != 0 && ksys_cgroups_has(&mgr->cgroups, KSYS_CG_PIDS))) {
+        if ((ret = ksys_cgroup_create(&mgr->cgroups, proc->uuid, &sandbox->limits, &proc->cgroup, cgroup_fds, why, whylen)) != 0) {
             close(log_fd);
             goto Error;
         }
     }
-    opts = (kmgr_spawn_options_t){.path = program,
+    opts = (ksys_spawn_options_t){.path = program,
                                   .argv = argv,
                                   .envp = envv.entries,
-                                  .fds = {KMGR_SPAWN_DEVNULL, log_fd, log_fd},
+                                  .fds = {KSYS_SPAWN_DEVNULL, log_fd, log_fd},
                                   .cwd = cwd,
                                   .cgroup_fds = cgroup_fds,
-                                  .ncgroup_fds = KMGR_CG_COUNT,
+                                  .ncgroup_fds = KSYS_CG_COUNT,
                                   .rlimits = rlimits,
                                   /* the limits a cgroup does not enforce (a sandbox's bwrap passes them on to the kernel) */
-                                  .nrlimits = kmgr_limits_rlimits(&sandbox->limits, kmgr_cgroups_has(&mgr->cgroups, KMGR_CG_MEMORY),
-                                                                  kmgr_cgroups_has(&mgr->cgroups, KMGR_CG_PIDS), rlimits)};
-    if (sandbox->kind == KMGR_SANDBOX_BWRAP) {
-        kmgr_bwrap_args_t bargs = {.bwrap = mgr->bwrap_path,
+                                  .nrlimits = ksys_limits_rlimits(&sandbox->limits, ksys_cgroups_has(&mgr->cgroups, KSYS_CG_MEMORY),
+                                                                  ksys_cgroups_has(&mgr->cgroups, KSYS_CG_PIDS), rlimits)};
+    if (sandbox->kind == KSYS_SANDBOX_BWRAP) {
+        ksys_bwrap_args_t bargs = {.bwrap = mgr->bwrap_path,
                                    .runtime_dir = mgr->runtime_dir,
                                    .kernel_dir = proc->dir,
                                    .workspace = sandbox->workspace,
@@ -301,20 +301,20 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
         if (mgr->bwrap_path == NULL) {
             snprintf(why, whylen, "cannot sandbox the kernel: bwrap was not found");
             close(log_fd);
-            ret = KMGR_ESPAWN;
+            ret = KSYS_ESPAWN;
             goto Error;
         }
         char *name = argv[0];
         /* bwrap would search its own PATH: the program found on the kernel's */
         argv[0] = program;
-        wrapped = kmgr_bwrap_argv(&bargs, argv);
+        wrapped = ksys_bwrap_argv(&bargs, argv);
         argv[0] = name;
         opts.path = mgr->bwrap_path;
         opts.argv = wrapped;
     }
-    ret = kmgr_spawn(&opts, &proc->pid, &failure);
+    ret = ksys_spawn(&opts, &proc->pid, &failure);
     close(log_fd);
-    for (int i = 0; i != KMGR_CG_COUNT; ++i)
+    for (int i = 0; i != KSYS_CG_COUNT; ++i)
         if (cgroup_fds[i] != -1)
             close(cgroup_fds[i]);
     if (ret != 0) {
@@ -335,9 +335,9 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
 Error:
     kmgr_proc_free(proc);
 Exit:
-    kmgr_strv_free(wrapped);
-    kmgr_strv_free(argv);
-    kmgr_strv_free(envv.entries);
+    ksys_strv_free(wrapped);
+    ksys_strv_free(argv);
+    ksys_strv_free(envv.entries);
     free(program);
     free(log_path);
     free(ipython_dir);
@@ -385,8 +385,8 @@ void kmgr_proc_describe_exit(const kmgr_proc_t *proc, char *buf, size_t bufsize)
         else if (proc->sandboxed && WIFEXITED(proc->wstatus) && WEXITSTATUS(proc->wstatus) > 128)
             sig = WEXITSTATUS(proc->wstatus) - 128;
     }
-    if (proc->limits.memory_bytes != 0 && kmgr_cgroup_oom_kills(&proc->cgroup) != 0) {
-        kmgr_format_bytes(proc->limits.memory_bytes, limit, sizeof(limit));
+    if (proc->limits.memory_bytes != 0 && ksys_cgroup_oom_kills(&proc->cgroup) != 0) {
+        ksys_format_bytes(proc->limits.memory_bytes, limit, sizeof(limit));
         snprintf(buf, bufsize, "out of memory (memory limit %s)", limit);
     } else if (sig == SIGXCPU && proc->limits.cpu_seconds != 0) {
         snprintf(buf, bufsize, "CPU time limit exceeded (%llu s): killed by SIGXCPU", (unsigned long long)proc->limits.cpu_seconds);
@@ -405,20 +405,6 @@ void kmgr_proc_describe_exit(const kmgr_proc_t *proc, char *buf, size_t bufsize)
     }
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)type;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-void kmgr_rmtree(const char *path)
-{
-    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 void kmgr_proc_free(kmgr_proc_t *proc)
 {
     if (proc == NULL)
@@ -426,9 +412,9 @@ void kmgr_proc_free(kmgr_proc_t *proc)
     kmgr_channels_close(&proc->channels, 0);
     wire_signer_dispose(&proc->signer);
     wire_connection_dispose(&proc->conn);
-    kmgr_cgroup_release(&proc->cgroup);
+    ksys_cgroup_release(&proc->cgroup);
     if (proc->dir != NULL)
-        kmgr_rmtree(proc->dir);
+        ksys_rmtree(proc->dir);
     free(proc->conn_path);
     free(proc->dir);
     free(proc);
@@ -445,7 +431,7 @@ void kmgr_proc_output_tail(const kmgr_proc_t *proc, char *buf, size_t bufsize)
     buf[0] = '\0';
     if (proc->dir == NULL || bufsize == 0)
         return;
-    path = kmgr_path_join(proc->dir, "kernel.log");
+    path = ksys_path_join(proc->dir, "kernel.log");
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     free(path);
     if (fd == -1)

@@ -11,8 +11,8 @@
 #include "wire/signer.h"
 #include "kmgr/kernelspec.h"
 #include "kmgr/manager.h"
-#include "kmgr/sandbox.h"
-#include "cgroup.h"
+#include "ksys/sandbox.h"
+#include "ksys/cgroup.h"
 #include "channels.h"
 #include "util_private.h"
 
@@ -38,8 +38,8 @@ struct st_kmgr_proc_t {
     kmgr_proc_phase_t phase;
     /* its sandbox and limits: a killed kernel's reason names the limit it hit */
     int sandboxed;
-    kmgr_limits_t limits;
-    kmgr_cgroup_t cgroup; /* empty when its limits needed none */
+    ksys_limits_t limits;
+    ksys_cgroup_t cgroup; /* empty when its limits needed none */
     uint64_t deadline;
     /* Opened by the kernel that owns this incarnation, closed (but for control) once detached. */
     kmgr_channels_t channels;
@@ -47,10 +47,10 @@ struct st_kmgr_proc_t {
 
 /**
  * Creates the directory, connection file and IPython dir of a new incarnation and spawns it.
- * Returns 0 with `*out` set (phase RUNNING, its channels initialised but closed), or KMGR_EIO /
- * KMGR_ESPAWN; on error nothing is left behind and `why` (if non-NULL, `whylen` bytes) says what failed.
+ * Returns 0 with `*out` set (phase RUNNING, its channels initialised but closed), or KSYS_EIO /
+ * KSYS_ESPAWN; on error nothing is left behind and `why` (if non-NULL, `whylen` bytes) says what failed.
  */
-int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const char *cwd, json_t *env, const kmgr_sandbox_t *sandbox,
+int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const char *cwd, json_t *env, const ksys_sandbox_t *sandbox,
                     kmgr_proc_t **out, char *why, size_t whylen);
 /** Reaps the process if it has exited (WNOHANG). Returns 1 when it is (now or already) reaped. */
 int kmgr_proc_reap(kmgr_proc_t *proc);
@@ -71,7 +71,5 @@ void kmgr_proc_describe_exit(const kmgr_proc_t *proc, char *buf, size_t bufsize)
 void kmgr_proc_output_tail(const kmgr_proc_t *proc, char *buf, size_t bufsize);
 /** Closes sockets, wipes the key, removes the directory and the cgroups, and frees. The process must be reaped. */
 void kmgr_proc_free(kmgr_proc_t *proc);
-/** Removes a directory tree (no symlinks followed); best effort. */
-void kmgr_rmtree(const char *path);
 
 #endif

@@ -4,7 +4,7 @@
 #include <string.h>
 #include "wire/alloc.h"
 #include "wire/codec.h"
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "kernel_private.h"
 #include "manager_private.h"
 
@@ -67,7 +67,7 @@ static void complete(kmgr_request_t *req)
     }
     if (!req->lingering) {
         req->lingering = 1;
-        req->complete_at = req->last_heard_at = kmgr_now_ms();
+        req->complete_at = req->last_heard_at = ksys_now_ms();
     }
 }
 
@@ -105,7 +105,7 @@ static int request_send(kmgr_kernel_t *k, const char *msg_type, json_t *content,
 
     if (k->destroyed || k->state == KMGR_KERNEL_DEAD) {
         json_decref(content);
-        return KMGR_EDIED;
+        return KSYS_EDIED;
     }
     msg = wire_msg_create(msg_type, k->session, content);
     req = wire_calloc(1, sizeof(*req));
@@ -145,7 +145,7 @@ int kmgr_kernel_execute(kmgr_kernel_t *k, const char *code, const kmgr_execute_o
     json_t *jcode = json_string(code);
 
     if (jcode == NULL)
-        return KMGR_EINVAL; /* not UTF-8 */
+        return KSYS_EINVAL; /* not UTF-8 */
     if (opts == NULL)
         opts = &defaults;
     return request_send(k, "execute_request",
@@ -167,9 +167,9 @@ int kmgr_request_input_reply(kmgr_request_t *req, const char *value)
     wire_msg_t *msg;
 
     if (req->finished || req->input_header == NULL || k->destroyed || k->proc == NULL || k->state == KMGR_KERNEL_DEAD)
-        return KMGR_ENOINPUT;
+        return KSYS_ENOINPUT;
     if ((jvalue = json_string(value)) == NULL)
-        return KMGR_EINVAL;
+        return KSYS_EINVAL;
     msg = wire_msg_create("input_reply", k->session, json_pack("{s:o}", "value", jvalue));
     json_decref(msg->parent_header);
     msg->parent_header = req->input_header;
@@ -201,7 +201,7 @@ int kmgr_requests_on_reply(kmgr_kernel_t *k, const wire_msg_t *msg)
     if (req == NULL)
         return 0;
     req->got_reply = 1;
-    req->last_heard_at = kmgr_now_ms();
+    req->last_heard_at = ksys_now_ms();
     deliver(req, KMGR_REQ_REPLY, msg, 0);
     if (k->generation == generation && req->got_idle)
         complete(req);
@@ -230,7 +230,7 @@ void kmgr_requests_on_iopub(kmgr_kernel_t *k, wire_msg_t *msg)
         /* output after its idle: this kernel publishes late (it still reaches this request) */
         k->publishes_after_idle = 1;
     }
-    req->last_heard_at = kmgr_now_ms();
+    req->last_heard_at = ksys_now_ms();
     deliver(req, KMGR_REQ_IOPUB, msg, 0);
     if (k->generation == generation && req->got_idle && req->got_reply)
         complete(req);
@@ -295,7 +295,7 @@ void kmgr_requests_on_oversized(kmgr_kernel_t *k, uint64_t sent)
         if (req->seq == 0 || req->seq > sent || req->told_oversized == k->oversized)
             continue;
         req->told_oversized = k->oversized;
-        deliver(req, KMGR_REQ_DROPPED, NULL, KMGR_EMSGSIZE);
+        deliver(req, KMGR_REQ_DROPPED, NULL, KSYS_EMSGSIZE);
         if (k->generation != generation || k->destroyed)
             return;
         /* the callback may have changed the list: start over (told requests are skipped) */

@@ -1,15 +1,10 @@
-/* kernelmgr/src/util_private.h: helpers private to kernelmgr: path joining, closing descriptors, an intrusive list. */
+/* kernelmgr/src/util_private.h: helpers private to kernelmgr: an intrusive list (the clock, path joining and closing
+ * descriptors are the system layer's, ksys/util.h). */
 #ifndef KMGR_UTIL_PRIVATE_H
 #define KMGR_UTIL_PRIVATE_H
 
 #include <stddef.h>
-#include "kmgr/util.h"
-
-/** "a/b" in a new string (wire_malloc). */
-char *kmgr_path_join(const char *a, const char *b);
-
-/** Closes every descriptor from `lowfd` up. Allocates nothing and touches no libc state: safe in a vfork child. */
-void kmgr_close_from(int lowfd);
+#include "ksys/util.h"
 
 /* An intrusive doubly-linked list (h2o_linklist_t style); a list head is a link to itself. */
 typedef struct st_kmgr_link_t {

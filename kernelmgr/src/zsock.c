@@ -11,8 +11,8 @@
 #include "wire/alloc.h"
 #include "wire/codec.h"
 #include "wire/zmtp.h"
-#include "kmgr/errors.h"
-#include "kmgr/util.h"
+#include "ksys/errors.h"
+#include "ksys/util.h"
 #include "zsock.h"
 
 /* The least room a read is given. */
@@ -59,7 +59,7 @@ static void lose(kmgr_zsock_t *z, int keep_out)
     if (!keep_out)
         z->out.start = z->out.end = 0;
     z->state = KMGR_ZSOCK_WAITING;
-    z->retry_at = kmgr_now_ms() + KMGR_ZSOCK_RETRY_MS;
+    z->retry_at = ksys_now_ms() + KMGR_ZSOCK_RETRY_MS;
 }
 
 static void protocol_error(kmgr_zsock_t *z, const char *why)
@@ -128,7 +128,7 @@ static void on_connected(kmgr_zsock_t *z)
     kmgr_bytebuf_prepend(&z->out, hs, len);
     z->out_handshake = len;
     z->state = KMGR_ZSOCK_HANDSHAKE;
-    z->connected_at = kmgr_now_ms();
+    z->connected_at = ksys_now_ms();
     ++z->connects;
     flush(z);
 }
@@ -183,7 +183,7 @@ static void connect_now(kmgr_zsock_t *z)
     int fd = socket(z->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
 
     z->state = KMGR_ZSOCK_WAITING;
-    z->retry_at = kmgr_now_ms() + KMGR_ZSOCK_RETRY_MS;
+    z->retry_at = ksys_now_ms() + KMGR_ZSOCK_RETRY_MS;
     if (fd == -1)
         return;
     /* small messages go out as they are written, as libzmq's own TCP connections do */
@@ -214,19 +214,19 @@ static int parse_endpoint(kmgr_zsock_t *z, const char *endpoint)
         struct sockaddr_un *un = (struct sockaddr_un *)&z->addr;
         const char *path = endpoint + 6;
         if (path[0] == '\0' || strlen(path) >= sizeof(un->sun_path))
-            return KMGR_EZMQ;
+            return KSYS_EZMQ;
         un->sun_family = AF_UNIX;
         strcpy(un->sun_path, path);
         z->addrlen = (socklen_t)sizeof(*un);
         return 0;
     }
     if (strncmp(endpoint, "tcp://", 6) != 0)
-        return KMGR_EZMQ;
+        return KSYS_EZMQ;
     const char *host = endpoint + 6, *colon = strrchr(host, ':');
     char ip[INET6_ADDRSTRLEN + 2], *end;
     size_t len;
     if (colon == NULL || (len = (size_t)(colon - host)) == 0 || len >= sizeof(ip))
-        return KMGR_EZMQ;
+        return KSYS_EZMQ;
     if (host[0] == '[' && len >= 2 && host[len - 1] == ']') {
         ++host;
         len -= 2;
@@ -236,7 +236,7 @@ static int parse_endpoint(kmgr_zsock_t *z, const char *endpoint)
     errno = 0;
     long port = strtol(colon + 1, &end, 10);
     if (errno != 0 || *end != '\0' || port <= 0 || port > 65535)
-        return KMGR_EZMQ;
+        return KSYS_EZMQ;
     struct sockaddr_in *in4 = (struct sockaddr_in *)&z->addr;
     struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&z->addr;
     if (inet_pton(AF_INET, ip, &in4->sin_addr) == 1) {
@@ -248,7 +248,7 @@ static int parse_endpoint(kmgr_zsock_t *z, const char *endpoint)
         in6->sin6_port = htons((uint16_t)port);
         z->addrlen = (socklen_t)sizeof(*in6);
     } else {
-        return KMGR_EZMQ; /* a host name would need a blocking lookup */
+        return KSYS_EZMQ; /* a host name would need a blocking lookup */
     }
     return 0;
 }
@@ -259,7 +259,7 @@ int kmgr_zsock_open(kmgr_zsock_t *z, const kmgr_loop_ops_t *loop_ops, void *loop
     memset(z, 0, sizeof(*z));
     z->fd = -1;
     if (parse_endpoint(z, endpoint) != 0 || (identity != NULL && strlen(identity) >= sizeof(z->identity)))
-        return KMGR_EZMQ;
+        return KSYS_EZMQ;
     z->loop_ops = loop_ops;
     z->loop = loop;
     z->socket_type = socket_type;
@@ -307,11 +307,11 @@ int kmgr_zsock_send(kmgr_zsock_t *z, const wire_frame_t *head, size_t nhead, con
     size_t n = nhead + ntail, total = 0;
 
     if (z->state == KMGR_ZSOCK_CLOSED || n == 0)
-        return KMGR_EZMQ;
+        return KSYS_EZMQ;
     for (size_t i = 0; i != n; ++i)
         total += WIRE_ZMTP_HEAD_MAX + (i < nhead ? head[i].len : tail[i - nhead].len);
     if (kmgr_bytebuf_size(&z->out) != 0 && kmgr_bytebuf_size(&z->out) + total > z->max_queued_bytes)
-        return KMGR_EBACKLOG;
+        return KSYS_EBACKLOG;
     kmgr_bytebuf_reserve(&z->out, total);
     for (size_t i = 0; i != n; ++i) {
         const wire_frame_t *f = i < nhead ? &head[i] : &tail[i - nhead];
@@ -487,11 +487,11 @@ static int parse(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg, size_t *need)
         }
         if (h.size > z->max_message_bytes - bytes) {
             keep_parent(z, n);
-            start_skipping(z, off, &h, KMGR_EMSGSIZE);
+            start_skipping(z, off, &h, KSYS_EMSGSIZE);
             return parse(z, msg, need);
         }
         if (n == KMGR_ZSOCK_MAX_FRAMES) {
-            start_skipping(z, off, &h, KMGR_EINVAL);
+            start_skipping(z, off, &h, KSYS_EINVAL);
             return parse(z, msg, need);
         }
         if (avail - off - h.head_len < h.size) {

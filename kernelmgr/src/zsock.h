@@ -31,7 +31,7 @@
 /* A receive buffer bigger than this is given back once it is empty at a tick (after a big message). */
 #define KMGR_ZSOCK_KEEP_BYTES ((size_t)64 * 1024)
 /* Bytes that may wait for the kernel to take them; a message that would pass it is refused
- * (KMGR_EBACKLOG) unless nothing waits, so one message of any size still goes. A client that
+ * (KSYS_EBACKLOG) unless nothing waits, so one message of any size still goes. A client that
  * sends faster than a kernel reads must not grow kgate without limit. */
 #define KMGR_ZSOCK_MAX_QUEUED_BYTES ((size_t)64 * 1024 * 1024)
 /* Most frames one message may have (a kernel's buffers); a longer one is dropped whole. */
@@ -74,7 +74,7 @@ typedef struct st_kmgr_zsock_t {
     void *watch;
     int watching_write; /* a notify_writable is pending */
     uint64_t retry_at;
-    uint64_t connected_at;   /* when the current connection was made (kmgr_now_ms) */
+    uint64_t connected_at;   /* when the current connection was made (ksys_now_ms) */
     unsigned handshake_ms;   /* KMGR_ZSOCK_HANDSHAKE_MS from open; a test may shorten it */
     size_t max_queued_bytes; /* KMGR_ZSOCK_MAX_QUEUED_BYTES from open; a test may lower it */
     int peer_greeted;        /* the peer's greeting was read and checked */
@@ -106,7 +106,7 @@ typedef struct st_kmgr_zsock_t {
  * Opens a connection to `endpoint` ("tcp://IPv4-or-IPv6-literal:PORT" or "ipc://PATH") as a socket of
  * type `socket_type` ("DEALER", "SUB": a SUB subscribes to everything), announcing `identity` (NULL:
  * none). `on_readable(arg)` is called from the loop whenever a message may be ready. The first
- * connect is attempted at once. Returns 0, or KMGR_EZMQ (a malformed endpoint, no socket).
+ * connect is attempted at once. Returns 0, or KSYS_EZMQ (a malformed endpoint, no socket).
  */
 int kmgr_zsock_open(kmgr_zsock_t *z, const kmgr_loop_ops_t *loop_ops, void *loop, const char *endpoint, const char *socket_type,
                     const char *identity, uint64_t max_message_bytes, void (*on_readable)(void *arg), void *arg, const char *label);
@@ -126,22 +126,22 @@ void kmgr_zsock_stop_reading(kmgr_zsock_t *z);
 
 /**
  * Queues one message of `nhead` frames from `head` then `ntail` from `tail` and writes what the
- * socket takes now; the rest goes out when it can. Returns 0, KMGR_EZMQ when closed, or
- * KMGR_EBACKLOG (nothing queued) when what already waits and this message would pass
+ * socket takes now; the rest goes out when it can. Returns 0, KSYS_EZMQ when closed, or
+ * KSYS_EBACKLOG (nothing queued) when what already waits and this message would pass
  * max_queued_bytes.
  */
 int kmgr_zsock_send(kmgr_zsock_t *z, const wire_frame_t *head, size_t nhead, const wire_frame_t *tail, size_t ntail);
 
 /**
  * The next message: 1 (in `*msg`, valid until the next call or close), 0 (none now: the socket has
- * nothing more), KMGR_EMSGSIZE (one over the cap was skipped whole) or KMGR_EINVAL (one of more than
+ * nothing more), KSYS_EMSGSIZE (one over the cap was skipped whole) or KSYS_EINVAL (one of more than
  * KMGR_ZSOCK_MAX_FRAMES frames was dropped). Reads the socket as needed; a lost connection is
  * retried from the tick. Handles the handshake and ZMTP commands itself.
  */
 int kmgr_zsock_recv(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg);
 
 /**
- * After kmgr_zsock_recv returned KMGR_EMSGSIZE: the skipped message's parent_header frame as the
+ * After kmgr_zsock_recv returned KSYS_EMSGSIZE: the skipped message's parent_header frame as the
  * kernel sent it (`*len` bytes, not NUL-terminated, valid until the next recv), or NULL when it had
  * not arrived before the frame over the cap or was longer than KMGR_ZSOCK_PARENT_MAX. Unverified:
  * the message's signature covers frames that were skipped; good to address a notice, nothing more.

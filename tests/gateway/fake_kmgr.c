@@ -5,7 +5,7 @@
 #include "wire/alloc.h"
 #include "wire/codec.h"
 #include "wire/ids.h"
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "fake_kmgr.h"
 
 struct st_kmgr_manager_t {
@@ -183,7 +183,7 @@ int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, km
     int err = mgr->fail_next_start;
 
     if (opts == NULL || opts->spec == NULL)
-        return KMGR_EINVAL;
+        return KSYS_EINVAL;
     if (err != 0) {
         mgr->fail_next_start = 0;
         return err;
@@ -212,9 +212,9 @@ void kmgr_kernel_destroy(kmgr_kernel_t *kernel)
 int kmgr_kernel_restart(kmgr_kernel_t *kernel)
 {
     if (!kernel_usable(kernel, "kmgr_kernel_restart on a destroyed kernel"))
-        return KMGR_ESHUTDOWN;
+        return KSYS_ESHUTDOWN;
     ++kernel->seen.restarts;
-    fail_all_later(kernel, KMGR_ESHUTDOWN);
+    fail_all_later(kernel, KSYS_ESHUTDOWN);
     kernel->exit_reason[0] = kernel->last_death[0] = '\0';
     kernel->restarts_in_row = 0;
     kernel->state = KMGR_KERNEL_RESTARTING;
@@ -225,7 +225,7 @@ int kmgr_kernel_restart(kmgr_kernel_t *kernel)
 int kmgr_kernel_interrupt(kmgr_kernel_t *kernel)
 {
     if (!kernel_usable(kernel, "kmgr_kernel_interrupt on a destroyed kernel") || kernel->state == KMGR_KERNEL_DEAD)
-        return KMGR_EDIED;
+        return KSYS_EDIED;
     ++kernel->seen.interrupts;
     return 0;
 }
@@ -248,11 +248,11 @@ int kmgr_kernel_send_parts(kmgr_kernel_t *kernel, wire_channel_t channel, const 
 {
     (void)parts;
     if (!kernel_usable(kernel, "kmgr_kernel_send_parts on a destroyed kernel") || kernel->state == KMGR_KERNEL_DEAD)
-        return KMGR_EDIED;
+        return KSYS_EDIED;
     if ((channel != WIRE_CHANNEL_SHELL && channel != WIRE_CHANNEL_CONTROL && channel != WIRE_CHANNEL_STDIN) || nparts < 4)
-        return KMGR_EINVAL;
+        return KSYS_EINVAL;
     if (kernel->state != KMGR_KERNEL_IDLE && kernel->state != KMGR_KERNEL_BUSY)
-        return KMGR_ENOTREADY;
+        return KSYS_ENOTREADY;
     ++kernel->seen.sent_parts;
     return 0;
 }
@@ -323,7 +323,7 @@ int kmgr_kernel_execute(kmgr_kernel_t *kernel, const char *code, const kmgr_exec
     kmgr_request_t *req;
 
     if (!kernel_usable(kernel, "kmgr_kernel_execute on a destroyed kernel") || kernel->state == KMGR_KERNEL_DEAD)
-        return KMGR_EDIED;
+        return KSYS_EDIED;
     req = wire_calloc(1, sizeof(*req));
     req->kernel = kernel;
     req->cb = cb;
@@ -343,7 +343,7 @@ int kmgr_kernel_execute(kmgr_kernel_t *kernel, const char *code, const kmgr_exec
 int kmgr_request_input_reply(kmgr_request_t *req, const char *value)
 {
     if (!request_usable(req, "kmgr_request_input_reply on an ended request") || !req->input_pending)
-        return KMGR_ENOINPUT;
+        return KSYS_ENOINPUT;
     req->input_pending = 0;
     json_array_append_new(req->seen.input_replies, json_string(value));
     return 0;
@@ -382,7 +382,7 @@ void fake_kernel_die_and_restart(kmgr_kernel_t *kernel, const char *reason)
     ++kernel->restarts;
     ++kernel->restarts_in_row;
     kernel->state = KMGR_KERNEL_RESTARTING;
-    fail_all_later(kernel, KMGR_EDIED);
+    fail_all_later(kernel, KSYS_EDIED);
     deliver_failures(kernel);
     flush_state(kernel);
 }
@@ -392,7 +392,7 @@ void fake_kernel_die(kmgr_kernel_t *kernel, const char *reason)
     snprintf(kernel->exit_reason, sizeof(kernel->exit_reason), "%s", reason);
     snprintf(kernel->last_death, sizeof(kernel->last_death), "%s", reason);
     kernel->state = KMGR_KERNEL_DEAD;
-    fail_all_later(kernel, KMGR_EDIED);
+    fail_all_later(kernel, KSYS_EDIED);
     deliver_failures(kernel);
     flush_state(kernel);
 }

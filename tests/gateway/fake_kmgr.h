@@ -16,8 +16,8 @@
  * that compiles it links gateway/code against it instead of kernelmgr's kernel.c, request.c and
  * manager.c: no process, no socket. The calls keep kernelmgr's contract (kmgr/kernel.h): a
  * request's callback is never called from inside the call that made it; a restart fails the
- * pending requests (KMGR_ESHUTDOWN) and announces RESTARTING later, from the loop; a death fails
- * them (KMGR_EDIED) before announcing DEAD; nothing is called back after kmgr_kernel_destroy.
+ * pending requests (KSYS_ESHUTDOWN) and announces RESTARTING later, from the loop; a death fails
+ * them (KSYS_EDIED) before announcing DEAD; nothing is called back after kmgr_kernel_destroy.
  *
  * What the real one frees, the fake keeps until fake_kmgr_destroy (destroyed kernels, finished
  * requests), so that a call on a handle that is no longer valid is reported as a misuse (see
@@ -44,13 +44,13 @@ size_t fake_kmgr_misuse(const kmgr_manager_t *mgr, const char **what);
 void fake_kernel_set_state(kmgr_kernel_t *kernel, kmgr_kernel_state_t state);
 /**
  * The kernel dies with `reason` and stays dead (no restart limit, or past it): its pending requests end with FAILED
- * (KMGR_EDIED), then on_state hears DEAD.
+ * (KSYS_EDIED), then on_state hears DEAD.
  */
 void fake_kernel_die(kmgr_kernel_t *kernel, const char *reason);
 /**
  * The kernel dies with `reason` and kernelmgr restarts it automatically (kmgr_kernel_options_t.restart_limit, whatever
  * the limit: the test decides): the restart counts go up, kmgr_kernel_last_death says `reason`, the pending requests end
- * with FAILED (KMGR_EDIED) while the state is already RESTARTING, then on_state hears RESTARTING. fake_kernel_set_state
+ * with FAILED (KSYS_EDIED) while the state is already RESTARTING, then on_state hears RESTARTING. fake_kernel_set_state
  * makes it IDLE again.
  */
 void fake_kernel_die_and_restart(kmgr_kernel_t *kernel, const char *reason);
@@ -104,7 +104,7 @@ void fake_request_iopub_bytes(kmgr_request_t *req, const char *msg_type, const c
 void fake_request_input(kmgr_request_t *req, const char *prompt, int password);
 /** DONE (both execute_reply and status idle are in). */
 void fake_request_done(kmgr_request_t *req);
-/** FAILED with `err` (KMGR_EDIED, KMGR_ESHUTDOWN). */
+/** FAILED with `err` (KSYS_EDIED, KSYS_ESHUTDOWN). */
 void fake_request_fail(kmgr_request_t *req, int err);
 /** A successful run's end: execute_reply {status ok, execution_count}, status idle, DONE. */
 void fake_request_complete(kmgr_request_t *req, int execution_count);

@@ -2,7 +2,7 @@
  */
 #include <string.h>
 #include <criterion/criterion.h>
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "core/errors.h"
 #include "engine_test.h"
 
@@ -90,9 +90,9 @@ ENGINE_TEST(contexts, a_kernel_that_cannot_start_registers_nothing)
 {
     int ret;
 
-    fake_kmgr_fail_next_start(eng.kmgr, KMGR_ESPAWN);
+    fake_kmgr_fail_next_start(eng.kmgr, KSYS_ESPAWN);
     cr_expect_null(create(&ret));
-    cr_expect_eq(ret, KMGR_ESPAWN, "the kernel manager's code is passed on");
+    cr_expect_eq(ret, KSYS_ESPAWN, "the kernel manager's code is passed on");
     cr_expect_eq(eng.contexts.count, 0);
     cr_expect(h2o_linklist_is_empty(&eng.contexts.list));
 }
@@ -412,11 +412,11 @@ ENGINE_TEST(contexts, sending_a_clients_message_waits_for_a_ready_kernel)
     wire_frame_t parts[4] = {{"{}", 2}, {"{}", 2}, {"{}", 2}, {"{}", 2}};
 
     cr_assert_eq(ret, 0);
-    cr_expect_eq(gw_context_send_parts(ctx, WIRE_CHANNEL_SHELL, parts, 4), KMGR_ENOTREADY);
+    cr_expect_eq(gw_context_send_parts(ctx, WIRE_CHANNEL_SHELL, parts, 4), KSYS_ENOTREADY);
     fake_kernel_set_state(ctx->kernel, KMGR_KERNEL_IDLE);
     cr_expect_eq(gw_context_send_parts(ctx, WIRE_CHANNEL_SHELL, parts, 4), 0);
     cr_expect_eq(fake_kernel_seen(ctx->kernel)->sent_parts, 1);
     fake_kernel_die(ctx->kernel, "killed");
     engine_run_for(10, 0);
-    cr_expect_eq(gw_context_send_parts(ctx, WIRE_CHANNEL_SHELL, parts, 4), KMGR_EDIED);
+    cr_expect_eq(gw_context_send_parts(ctx, WIRE_CHANNEL_SHELL, parts, 4), KSYS_EDIED);
 }

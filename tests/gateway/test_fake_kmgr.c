@@ -1,6 +1,6 @@
 /* tests/gateway/test_fake_kmgr.c: the fake kernel manager stands in for the real one, and keeps its contract. */
 #include <criterion/criterion.h>
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "engine_test.h"
 
 TestSuite(fake_kmgr, .init = engine_setup, .fini = engine_teardown, .timeout = 20);
@@ -69,7 +69,7 @@ ENGINE_TEST(fake_kmgr, a_restart_fails_requests_from_the_loop_never_inside_the_c
     cr_expect_eq(kmgr_kernel_state(kernel), KMGR_KERNEL_RESTARTING);
     engine_run_for(5, 0);
     cr_expect_eq(heard.failed, 1);
-    cr_expect_eq(heard.err, KMGR_ESHUTDOWN);
+    cr_expect_eq(heard.err, KSYS_ESHUTDOWN);
     cr_expect_eq(heard.states, 2, "RESTARTING is announced after the failures");
     kmgr_kernel_destroy(kernel);
 }

@@ -17,7 +17,7 @@
 #include "core/host.h"
 #include "procs/isolated.h"
 #include "procs/proctree.h"
-#include "procs/rmtree.h"
+#include "ksys/rmtree.h"
 #include "runs/run.h"
 #include "support/gateway.h"
 #include "support/skip.h"
@@ -158,7 +158,7 @@ static int pid_absent(pid_t pid)
 
 static void wait_removals(void)
 {
-    for (int i = 0; i != 2000 && gw_rmtree_in_flight() != 0; ++i)
+    for (int i = 0; i != 2000 && ksys_rmtree_in_flight() != 0; ++i)
         usleep(1000);
 }
 

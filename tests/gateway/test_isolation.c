@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
-#include "kmgr/sandbox.h"
+#include "ksys/sandbox.h"
 #include "procs/isolation.h"
 #include "procs/walls.h"
 #include "gw_test.h"
@@ -145,7 +145,7 @@ Test(isolation, argv_rw_strict_order)
               home);
     cr_assert_str_eq(argv[sep + 1], "/bin/bash");
     cr_assert_null(argv[sep + 4]);
-    kmgr_strv_free(argv);
+    ksys_strv_free(argv);
     gw_iso_spec_dispose(&spec);
 }
 
@@ -164,7 +164,7 @@ Test(isolation, argv_modes)
     cr_assert(find(argv, "--bind", "/tmp", "/tmp") > 0);
     cr_assert(find(argv, "--ro-bind", "/sandbox-root/ws", "/sandbox-root/ws") > 0);
     cr_assert_eq(find(argv, "--bind", "/sandbox-root/ws", "/sandbox-root/ws"), -1);
-    kmgr_strv_free(argv);
+    ksys_strv_free(argv);
     gw_iso_spec_dispose(&spec);
 
     /* overlay: unshare, a shell mounting the overlay, then bwrap binding the merged view at the workspace */
@@ -180,12 +180,12 @@ Test(isolation, argv_modes)
               "%s", argv[sh + 2]);
     cr_assert_str_eq(argv[sh + 4], "/usr/bin/bwrap");
     cr_assert(find(argv, "--bind", paths.merged_dir, "/sandbox-root/ws") > 0);
-    kmgr_strv_free(argv);
+    ksys_strv_free(argv);
     gw_iso_paths_t user = paths;
     user.as_root = 0;
     argv = gw_iso_argv(&spec, &user, cmd);
     cr_assert(find(argv, "--map-root-user", NULL, NULL) > 0);
-    kmgr_strv_free(argv);
+    ksys_strv_free(argv);
     gw_iso_spec_dispose(&spec);
 }
 
@@ -216,13 +216,13 @@ Test(isolation, environment)
     cr_assert(has(env, "PATH=/usr/bin") && has(env, "PLAIN=p") && has(env, "HOME=/tmp/home") && has(env, "KGATE_INSTANCE=tok"));
     cr_assert(!has(env, "OPENAI_API_KEY=k") && !has(env, "AWS_REGION=r") && !has(env, "GITHUB_TOKEN=t") &&
               !has(env, "HOME=/root") && !has(env, "KGATE_ACCESS_TOKEN=secret") && !has(env, "KGATE_INSTANCE=old"));
-    kmgr_strv_free(env);
+    ksys_strv_free(env);
     gw_iso_spec_dispose(&spec);
 
     cr_assert_eq(parse("{\"workspace\": {\"path\": \"/sandbox-root\"}, \"profile\": \"balanced\"}", &spec, err, sizeof(err)), 0);
     env = gw_iso_env(&spec, host, NULL);
     cr_assert(has(env, "OPENAI_API_KEY=k") && has(env, "HOME=/root") && !has(env, "KGATE_ACCESS_TOKEN=secret"));
-    kmgr_strv_free(env);
+    ksys_strv_free(env);
     gw_iso_spec_dispose(&spec);
 
     cr_assert_eq(
@@ -232,7 +232,7 @@ Test(isolation, environment)
         0);
     env = gw_iso_env(&spec, host, NULL);
     cr_assert(!has(env, "PLAIN=p") && has(env, "AWS_REGION=r"));
-    kmgr_strv_free(env);
+    ksys_strv_free(env);
     gw_iso_spec_dispose(&spec);
 
     cr_assert_eq(parse("{\"workspace\": {\"path\": \"/sandbox-root\"}, \"env_passthrough\": {\"mode\": \"allow\", \"keys\": "
@@ -241,7 +241,7 @@ Test(isolation, environment)
                  0);
     env = gw_iso_env(&spec, host, NULL);
     cr_assert(has(env, "OPENAI_API_KEY=k") && has(env, "PATH=/usr/bin") && !has(env, "PLAIN=p"));
-    kmgr_strv_free(env);
+    ksys_strv_free(env);
     gw_iso_spec_dispose(&spec);
 }
 
@@ -320,7 +320,7 @@ Test(isolation, sources_by_descriptor)
         strstr(line, "--bind-fd 3 /srv/ws --bind-fd 4 /srv/extra --ro-bind-fd 5 /a --bind-fd 6 /b --tmpfs /run/kgate-rt "), "%s",
         line);
     cr_assert_null(strstr(line, "--bind /srv/ws"), "%s", line);
-    kmgr_strv_free(v);
+    ksys_strv_free(v);
 
     spec.mode = GW_ISO_OVERLAY;
     line[0] = '\0';
@@ -331,10 +331,10 @@ Test(isolation, sources_by_descriptor)
     cr_assert(strncmp(line, enter, strlen(enter)) == 0, "%s", line);
     cr_assert_not_null(strstr(line, "'lowerdir=.,upperdir=/run/kgate-rt/isolated/S/upper,"), "%s", line);
     cr_assert_not_null(strstr(line, "--bind /run/kgate-rt/isolated/S/merged /srv/ws --bind-fd 4 /srv/extra"), "%s", line);
-    kmgr_strv_free(v);
+    ksys_strv_free(v);
 }
 
-/* An isolated session starts with the very walls of every other sandbox (kmgr_bwrap_walls: one place for the hardening),
+/* An isolated session starts with the very walls of every other sandbox (ksys_bwrap_walls: one place for the hardening),
  * then its own mounts; strict's /tmp and /dev/shm are sized, balanced's /tmp is the host's. */
 Test(isolation, sessions_share_the_walls_of_every_sandbox)
 {
@@ -347,13 +347,13 @@ Test(isolation, sessions_share_the_walls_of_every_sandbox)
     for (int balanced = 0; balanced != 2; ++balanced) {
         spec.profile = balanced ? GW_ISO_BALANCED : GW_ISO_STRICT;
         v = gw_iso_argv(&spec, &sized, cmd);
-        walls = kmgr_bwrap_walls(&(kmgr_bwrap_walls_t){.host_tmp = balanced, .tmp_bytes = 64 << 20});
+        walls = ksys_bwrap_walls(&(ksys_bwrap_walls_t){.host_tmp = balanced, .tmp_bytes = 64 << 20});
         cr_assert_str_eq(v[0], "/usr/bin/bwrap");
         for (i = 0; walls[i] != NULL; ++i)
             cr_assert_str_eq(v[1 + i], walls[i], "argument %zu", 1 + i);
         cr_assert_str_eq(v[1 + i], "--tmpfs", "the session's own mounts follow: %s", v[1 + i]);
         cr_assert_str_eq(v[2 + i], "/run/kgate-rt");
-        kmgr_strv_free(walls);
-        kmgr_strv_free(v);
+        ksys_strv_free(walls);
+        ksys_strv_free(v);
     }
 }

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <criterion/criterion.h>
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "core/errors.h"
 #include "engine_test.h"
 

@@ -2,7 +2,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "core/errors.h"
 #include "engine_test.h"
 
@@ -222,7 +222,7 @@ ENGINE_TEST(pool, a_pooled_kernel_that_dies_is_replaced_after_a_back_off)
     wait = pool->next_start_ms - gw_now_ms();
     cr_expect(wait > 1800 && wait <= 2000, "the second is 2 s (%lld ms left)", (long long)wait);
     pool->next_start_ms = 0;
-    fake_kmgr_fail_next_start(eng.kmgr, KMGR_ESPAWN);
+    fake_kmgr_fail_next_start(eng.kmgr, KSYS_ESPAWN);
     gw_contexts_tick(&eng.contexts);
     cr_expect_eq(eng.contexts.pooled, 0);
     cr_expect_eq(pool->failures, 3);

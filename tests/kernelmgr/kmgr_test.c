@@ -5,7 +5,7 @@
 #include <string.h>
 #include <criterion/criterion.h>
 #include "wire/alloc.h"
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "wire/codec.h"
 #include "kmgr_test.h"
 
@@ -139,7 +139,7 @@ void kt_on_req(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, 
         ++rec->n_iopub;
         if (strcmp(type, "status") == 0 &&
             strcmp(json_string_value(json_object_get(msg->content, "execution_state")) ?: "", "idle") == 0)
-            rec->idle_at = kmgr_now_ms();
+            rec->idle_at = ksys_now_ms();
         /* a raw message's parsed content is empty: its bytes, parsed, so that kt_iopub reads every message alike */
         json_array_append_new(rec->iopub,
                               json_pack("{s:s, s:o}", "msg_type", type, "content",
@@ -171,7 +171,7 @@ void kt_on_req(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, 
         break;
     }
     case KMGR_REQ_REPLY:
-        rec->reply_at = kmgr_now_ms();
+        rec->reply_at = ksys_now_ms();
         ++rec->n_reply;
         json_decref(rec->reply);
         rec->reply = json_incref(msg->content);
@@ -188,7 +188,7 @@ void kt_on_req(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, 
         rec->dropped_err = err;
         break;
     case KMGR_REQ_DONE:
-        rec->done_at = kmgr_now_ms();
+        rec->done_at = ksys_now_ms();
         ++rec->n_done;
         break;
     case KMGR_REQ_FAILED:

@@ -45,7 +45,7 @@ kmgr_kernel_t *kt_start_ready(const kmgr_kernelspec_t *spec, kt_states_t *st);
 typedef struct st_kt_rec_t {
     int n_iopub, n_reply, n_input, n_dropped, n_done, n_failed, err, after_final;
     int dropped_err; /* the err of the last DROPPED */
-    /* kmgr_now_ms when the reply, the last status idle and DONE were delivered (0: not yet) */
+    /* ksys_now_ms when the reply, the last status idle and DONE were delivered (0: not yet) */
     uint64_t reply_at, idle_at, done_at;
     json_t *iopub;      /* array of {"msg_type": ..., "content": ...} */
     json_t *reply;      /* content of the shell reply */

@@ -65,7 +65,7 @@ const kmgr_loop_ops_t poll_loop_ops = {
 poll_loop_t *poll_loop_create(void)
 {
     poll_loop_t *loop = wire_calloc(1, sizeof(*loop));
-    loop->next_tick = kmgr_now_ms() + KMGR_TICK_MS;
+    loop->next_tick = ksys_now_ms() + KMGR_TICK_MS;
     return loop;
 }
 
@@ -101,7 +101,7 @@ void poll_loop_run_once(poll_loop_t *loop, int max_wait_ms)
     struct pollfd *fds;
     poll_watch_t **snapshot;
     size_t n = loop->size;
-    uint64_t now = kmgr_now_ms();
+    uint64_t now = ksys_now_ms();
     int timeout = max_wait_ms, ret;
 
     if (loop->scheduled)
@@ -138,7 +138,7 @@ void poll_loop_run_once(poll_loop_t *loop, int max_wait_ms)
         loop->scheduled = 0;
         kmgr_manager_run_pending(loop->mgr);
     }
-    now = kmgr_now_ms();
+    now = ksys_now_ms();
     if (now >= loop->next_tick && loop->mgr != NULL) {
         loop->next_tick = now + KMGR_TICK_MS;
         kmgr_manager_tick(loop->mgr);
@@ -148,10 +148,10 @@ void poll_loop_run_once(poll_loop_t *loop, int max_wait_ms)
 
 int poll_loop_run_until(poll_loop_t *loop, int (*done)(void *arg), void *arg, unsigned timeout_ms)
 {
-    uint64_t deadline = kmgr_now_ms() + timeout_ms;
+    uint64_t deadline = ksys_now_ms() + timeout_ms;
 
     while (!done(arg)) {
-        uint64_t now = kmgr_now_ms();
+        uint64_t now = ksys_now_ms();
         if (now >= deadline)
             return 0;
         poll_loop_run_once(loop, (int)(deadline - now < 20 ? deadline - now : 20));
@@ -161,9 +161,9 @@ int poll_loop_run_until(poll_loop_t *loop, int (*done)(void *arg), void *arg, un
 
 void poll_loop_run_for(poll_loop_t *loop, unsigned ms)
 {
-    uint64_t deadline = kmgr_now_ms() + ms;
+    uint64_t deadline = ksys_now_ms() + ms;
 
-    for (uint64_t now; (now = kmgr_now_ms()) < deadline;)
+    for (uint64_t now; (now = ksys_now_ms()) < deadline;)
         poll_loop_run_once(loop, (int)(deadline - now < 20 ? deadline - now : 20));
 }
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "kmgr_test.h"
 
 static kmgr_kernelspec_t *fake;
@@ -141,14 +141,14 @@ Test(fake_kernel, a_lost_idle_does_not_hang_the_request)
     kt_rec_t rec;
 
     kt_rec_init(&rec);
-    t0 = kmgr_now_ms();
+    t0 = ksys_now_ms();
     cr_assert_eq(kt_execute(k, "idle-lost", &rec), 0);
     cr_assert(kt_wait_rec(&rec, 15000), "a request with its reply but no idle must end");
     cr_expect_eq(rec.n_reply, 1);
     cr_expect_eq(rec.n_done, 1);
     cr_expect_str_eq(rec.out, "genuine\n");
     /* ended by the grace period after the reply (5 s of silence), not at once */
-    cr_expect_geq(kmgr_now_ms() - t0, 4500);
+    cr_expect_geq(ksys_now_ms() - t0, 4500);
     kt_rec_dispose(&rec);
     kmgr_kernel_destroy(k);
 }
@@ -161,7 +161,7 @@ Test(fake_kernel, a_lost_reply_does_not_hang_the_request_once_the_kernel_is_idle
     kt_rec_t rec;
 
     kt_rec_init(&rec);
-    t0 = kmgr_now_ms();
+    t0 = ksys_now_ms();
     cr_assert_eq(kt_execute(k, "reply-lost", &rec), 0);
     /* it waited for the reply until its timeout (600 s by default), the kernel idle */
     cr_assert(kt_wait_rec(&rec, 10000), "a request with its idle but no reply must end");
@@ -169,8 +169,8 @@ Test(fake_kernel, a_lost_reply_does_not_hang_the_request_once_the_kernel_is_idle
     cr_expect_eq(rec.n_done, 1);
     cr_expect_str_eq(rec.out, "genuine\n");
     /* ended by the grace period after the idle (1.5 s of silence), not at once */
-    cr_expect_geq(kmgr_now_ms() - t0, 1400);
-    cr_expect_lt(kmgr_now_ms() - t0, 5000);
+    cr_expect_geq(ksys_now_ms() - t0, 1400);
+    cr_expect_lt(ksys_now_ms() - t0, 5000);
     kt_rec_dispose(&rec);
     kmgr_kernel_destroy(k);
 }
@@ -179,12 +179,12 @@ Test(fake_kernel, shutdown_request_ends_it_politely)
 {
     kt_states_t st = {0};
     kmgr_kernel_t *k = kt_start_ready(fake, &st);
-    uint64_t t0 = kmgr_now_ms();
+    uint64_t t0 = ksys_now_ms();
 
     kmgr_kernel_destroy(k);
     cr_assert(kt_wait_no_process(5000));
     /* It exits on shutdown_request, long before the 2 s grace would bring SIGTERM. */
-    cr_expect_lt(kmgr_now_ms() - t0, 1500);
+    cr_expect_lt(ksys_now_ms() - t0, 1500);
 }
 
 /* Heartbeats far apart: a ping wakes the loop and would hide a drain that stops early. */
@@ -313,12 +313,12 @@ TestSuite(fake_kernel_capped, .init = setup_capped, .fini = teardown, .timeout =
 /* Runs `code` and returns how long it took to end (asserting it did within 15 s). */
 static uint64_t run_timed(kmgr_kernel_t *k, const char *code, kt_rec_t *rec)
 {
-    uint64_t t0 = kmgr_now_ms();
+    uint64_t t0 = ksys_now_ms();
 
     kt_rec_init(rec);
     cr_assert_eq(kt_execute(k, code, rec), 0);
     cr_assert(kt_wait_rec(rec, 15000), "'%s' did not end", code);
-    return kmgr_now_ms() - t0;
+    return ksys_now_ms() - t0;
 }
 
 /* After a message over the cap, the next request runs as usual: its output, its reply, its end. */
@@ -347,7 +347,7 @@ Test(fake_kernel_capped, an_oversized_iopub_message_is_reported_and_the_next_req
 
     took = run_timed(k, "oversized 2000000", &rec);
     cr_expect_eq(rec.n_dropped, 1, "the request is told of the dropped message");
-    cr_expect_eq(rec.dropped_err, KMGR_EMSGSIZE);
+    cr_expect_eq(rec.dropped_err, KSYS_EMSGSIZE);
     cr_expect_eq(rec.n_done, 1, "it ends as done, not failed");
     cr_expect_eq(rec.n_reply, 1);
     /* what came before it on the connection is still read; nothing of it arrives */
@@ -409,7 +409,7 @@ Test(fake_kernel_capped, a_kernel_that_goes_away_is_not_taken_for_an_oversized_m
     kill(kmgr_kernel_pid(k), SIGKILL);
     cr_assert(kt_wait_rec(&rec, 10000));
     cr_expect_eq(rec.n_failed, 1);
-    cr_expect_eq(rec.err, KMGR_EDIED);
+    cr_expect_eq(rec.err, KSYS_EDIED);
     cr_expect_eq(rec.n_dropped, 0);
     cr_expect_eq(kmgr_kernel_oversized_messages(k), 0);
     kt_rec_dispose(&rec);

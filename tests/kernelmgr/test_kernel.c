@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include <criterion/criterion.h>
 #include "wire/connfile.h"
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "kmgr_test.h"
 
 TestSuite(kernel, .init = kt_setup, .fini = kt_teardown, .timeout = 90);
@@ -294,10 +294,10 @@ static void interrupt_test(const kmgr_kernelspec_t *spec)
     cr_assert(poll_loop_run_until(kt.loop, saw_execute_input, &rec, 10000));
     /* execute_input is published just before the code runs; give it a moment to enter sleep(). */
     poll_loop_run_for(kt.loop, 200);
-    t0 = kmgr_now_ms();
+    t0 = ksys_now_ms();
     cr_assert_eq(kmgr_kernel_interrupt(k), 0);
     cr_assert(kt_wait_rec(&rec, 5000));
-    cr_expect_lt(kmgr_now_ms() - t0, 1500, "interrupted within ~1 s");
+    cr_expect_lt(ksys_now_ms() - t0, 1500, "interrupted within ~1 s");
     cr_expect_eq(rec.n_done, 1);
     cr_assert_not_null(kt_iopub(&rec, "error"));
     cr_expect_str_eq(json_string_value(json_object_get(kt_iopub(&rec, "error"), "ename")), "KeyboardInterrupt");
@@ -387,7 +387,7 @@ Test(kernel, input_request_round_trip)
     kt_rec_init(&rec);
     rec.answer = "bob";
     cr_assert_eq(kmgr_kernel_execute(k, "print('hello ' + input('name? '))", &opts, kt_on_req, &rec, &rec.req), 0);
-    cr_expect_eq(kmgr_request_input_reply(rec.req, "early"), KMGR_ENOINPUT, "no input_request yet");
+    cr_expect_eq(kmgr_request_input_reply(rec.req, "early"), KSYS_ENOINPUT, "no input_request yet");
     cr_assert(kt_wait_rec(&rec, 10000));
     cr_expect_eq(rec.n_input, 1);
     cr_expect_eq(rec.input_ret, 0);

@@ -6,7 +6,7 @@
 #include <unistd.h>
 #include <criterion/criterion.h>
 #include "wire/alloc.h"
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "kmgr/kernelspec.h"
 #include "kmgr_test.h"
 
@@ -213,9 +213,9 @@ Test(kernelspec, load_errors)
     kmgr_kernelspec_t *spec = NULL;
 
     snprintf(dir, sizeof(dir), "%s/a/kernels/bad", root);
-    cr_expect_eq(kmgr_kernelspec_load("bad", dir, &spec), KMGR_EBADSPEC);
+    cr_expect_eq(kmgr_kernelspec_load("bad", dir, &spec), KSYS_EBADSPEC);
     snprintf(dir, sizeof(dir), "%s/nowhere", root);
-    cr_expect_eq(kmgr_kernelspec_load("nowhere", dir, &spec), KMGR_EIO);
+    cr_expect_eq(kmgr_kernelspec_load("nowhere", dir, &spec), KSYS_EIO);
     cr_expect_null(spec);
     snprintf(dir, sizeof(dir), "%s/a/kernels/alpha", root);
     cr_assert_eq(kmgr_kernelspec_load("alpha", dir, &spec), 0);

@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <criterion/criterion.h>
 #include "wire/alloc.h"
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "kmgr_test.h"
 
 TestSuite(lifecycle, .init = kt_setup, .fini = kt_teardown, .timeout = 90);
@@ -72,18 +72,18 @@ Test(lifecycle, kill_9_makes_the_kernel_dead_and_fails_requests)
     kt_rec_init(&late);
     cr_assert_eq(kt_execute(k, "import time; time.sleep(30)", &rec), 0);
     poll_loop_run_for(kt.loop, 300);
-    t0 = kmgr_now_ms();
+    t0 = ksys_now_ms();
     cr_assert_eq(kill(kmgr_kernel_pid(k), SIGKILL), 0);
     cr_assert(kt_wait_state(k, KMGR_KERNEL_DEAD, 2000), "dead within 2 s");
-    cr_expect_lt(kmgr_now_ms() - t0, 2000);
+    cr_expect_lt(ksys_now_ms() - t0, 2000);
     cr_expect_not_null(strstr(kmgr_kernel_exit_reason(k), "SIGKILL"), "reason: %s", kmgr_kernel_exit_reason(k));
     cr_expect_eq(rec.n_failed, 1);
-    cr_expect_eq(rec.err, KMGR_EDIED);
+    cr_expect_eq(rec.err, KSYS_EDIED);
     cr_expect_eq(rec.n_done, 0);
     cr_expect_eq(st.log[st.n - 1], KMGR_KERNEL_DEAD);
     cr_expect_eq(kmgr_kernel_pid(k), 0);
-    cr_expect_eq(kmgr_kernel_execute(k, "1", NULL, kt_on_req, &late, NULL), KMGR_EDIED);
-    cr_expect_eq(kmgr_kernel_interrupt(k), KMGR_EDIED);
+    cr_expect_eq(kmgr_kernel_execute(k, "1", NULL, kt_on_req, &late, NULL), KSYS_EDIED);
+    cr_expect_eq(kmgr_kernel_interrupt(k), KSYS_EDIED);
     poll_loop_run_for(kt.loop, 100);
     cr_expect_eq(late.n_done + late.n_failed, 0);
     kt_rec_dispose(&rec);
@@ -137,7 +137,7 @@ Test(lifecycle, restart_gives_a_fresh_namespace)
     cr_expect_eq(pending.n_failed, 0, "FAILED is delivered from the loop, not from restart");
     cr_assert(kt_wait_state(k, KMGR_KERNEL_IDLE, 30000));
     cr_expect_eq(pending.n_failed, 1);
-    cr_expect_eq(pending.err, KMGR_ESHUTDOWN);
+    cr_expect_eq(pending.err, KSYS_ESHUTDOWN);
     cr_expect(kt_states_saw(&st, KMGR_KERNEL_RESTARTING));
     cr_expect_neq(kmgr_kernel_pid(k), old);
     cr_expect_str_neq(kmgr_kernel_connection_file(k), old_file);
@@ -197,10 +197,10 @@ Test(lifecycle, nonexistent_program_is_espawn)
     kmgr_kernel_options_t opts = {.spec = s1};
     kmgr_kernel_t *k = NULL;
 
-    cr_expect_eq(kmgr_kernel_start(kt.mgr, &opts, &k), KMGR_ESPAWN);
+    cr_expect_eq(kmgr_kernel_start(kt.mgr, &opts, &k), KSYS_ESPAWN);
     cr_expect_null(k);
     opts.spec = s2;
-    cr_expect_eq(kmgr_kernel_start(kt.mgr, &opts, &k), KMGR_ESPAWN);
+    cr_expect_eq(kmgr_kernel_start(kt.mgr, &opts, &k), KSYS_ESPAWN);
     cr_expect_null(k);
     cr_expect_eq(runtime_entries(), 0, "nothing left behind");
     cr_expect_eq(kmgr_manager_num_processes(kt.mgr), 0);
@@ -213,7 +213,7 @@ Test(lifecycle, bad_cwd_is_espawn)
     kmgr_kernel_options_t opts = {.spec = kt.python, .cwd = "/nonexistent/kgate-dir"};
     kmgr_kernel_t *k = NULL;
 
-    cr_expect_eq(kmgr_kernel_start(kt.mgr, &opts, &k), KMGR_ESPAWN);
+    cr_expect_eq(kmgr_kernel_start(kt.mgr, &opts, &k), KSYS_ESPAWN);
     cr_expect_eq(runtime_entries(), 0);
 }
 
@@ -236,7 +236,7 @@ Test(lifecycle, program_that_exits_is_dead_with_reason)
     cr_expect_eq(st.n, 1);
     cr_expect_eq(st.log[0], KMGR_KERNEL_DEAD);
     cr_expect_eq(rec.n_failed, 1);
-    cr_expect_eq(rec.err, KMGR_EDIED);
+    cr_expect_eq(rec.err, KSYS_EDIED);
     kmgr_kernel_destroy(k);
     kt_teardown();
     kt_rec_dispose(&rec);

@@ -8,7 +8,7 @@
 #include <criterion/criterion.h>
 #include "wire/alloc.h"
 #include "wire/connfile.h"
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "kmgr_test.h"
 
 TestSuite(liveness, .init = kt_setup, .fini = kt_teardown, .timeout = 120);
@@ -96,7 +96,7 @@ Test(liveness, heartbeat_kill_is_opt_in)
     cr_assert(kt_wait_state(k, KMGR_KERNEL_DEAD, 3000));
     cr_expect_str_eq(kmgr_kernel_exit_reason(k), "stopped answering heartbeats");
     cr_expect_eq(rec.n_failed, 1);
-    cr_expect_eq(rec.err, KMGR_EDIED);
+    cr_expect_eq(rec.err, KSYS_EDIED);
     /* It was SIGKILLed (a stopped process dies of SIGKILL too) and gets reaped. */
     cr_expect(kt_wait_no_process(3000));
     cr_expect(!kt_pid_alive(pid));
@@ -131,12 +131,12 @@ Test(liveness, a_kernel_that_dies_on_its_own_is_restarted)
     cr_assert(kt_wait_rec(&set, 10000));
     cr_assert_eq(kt_execute(k, "import time; time.sleep(30)", &rec), 0);
     poll_loop_run_for(kt.loop, 300);
-    t0 = kmgr_now_ms();
+    t0 = ksys_now_ms();
     cr_assert_eq(kill(old, SIGKILL), 0);
     cr_assert(kt_wait_rec(&rec, 3000), "the request in flight is told within 3 s");
-    cr_expect_lt(kmgr_now_ms() - t0, 3000);
+    cr_expect_lt(ksys_now_ms() - t0, 3000);
     cr_expect_eq(rec.n_failed, 1);
-    cr_expect_eq(rec.err, KMGR_EDIED);
+    cr_expect_eq(rec.err, KSYS_EDIED);
     cr_expect(kt_states_saw(&st, KMGR_KERNEL_RESTARTING));
     cr_assert(kt_wait_state(k, KMGR_KERNEL_IDLE, 30000));
     cr_expect(!kt_states_saw(&st, KMGR_KERNEL_DEAD), "never DEAD on the way");

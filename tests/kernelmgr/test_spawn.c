@@ -1,4 +1,4 @@
-/* tests/kernelmgr/test_spawn.c: kmgr_spawn's set-up and parent-death signal; the sweeps of the instance record. */
+/* tests/kernelmgr/test_spawn.c: ksys_spawn's set-up and parent-death signal; the sweeps of the instance record. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -11,8 +11,8 @@
 #include <unistd.h>
 #include <criterion/criterion.h>
 #include "wire/alloc.h"
-#include "kmgr/errors.h"
-#include "kmgr/spawn.h"
+#include "ksys/errors.h"
+#include "ksys/spawn.h"
 #include "kmgr_test.h"
 #include "support/base.h"
 #include "support/proc.h"
@@ -34,15 +34,15 @@ static int wait_gone(ts_proc_t p, int ms)
     return !ts_proc_alive(&p);
 }
 
-/* Starts `sleep 100` through kmgr_spawn with `env` as its whole environment (NULL: none). */
+/* Starts `sleep 100` through ksys_spawn with `env` as its whole environment (NULL: none). */
 static ts_proc_t spawn_sleeper(const char *env)
 {
     char *argv[] = {"/bin/sleep", "100", NULL}, *envp[] = {(char *)env, NULL};
-    kmgr_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .fds = {KMGR_SPAWN_DEVNULL, 2, 2}};
-    kmgr_spawn_failure_t failure;
+    ksys_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .fds = {KSYS_SPAWN_DEVNULL, 2, 2}};
+    ksys_spawn_failure_t failure;
     pid_t pid;
 
-    cr_assert_eq(kmgr_spawn(&opts, &pid, &failure), 0, "spawn: %s: %s", failure.step, strerror(failure.err));
+    cr_assert_eq(ksys_spawn(&opts, &pid, &failure), 0, "spawn: %s: %s", failure.step, strerror(failure.err));
     return proc_id(pid);
 }
 
@@ -53,12 +53,12 @@ static void kill_and_reap(ts_proc_t p)
     waitpid(p.pid, NULL, 0);
 }
 
-/* Runs `sh -c script` through kmgr_spawn and returns what it printed (stdout and stderr); `cwd` may be NULL. */
+/* Runs `sh -c script` through ksys_spawn and returns what it printed (stdout and stderr); `cwd` may be NULL. */
 static char *run_capture(const char *script, const char *cwd)
 {
     char *argv[] = {"/bin/sh", "-c", (char *)script, NULL}, *envp[] = {"KMGR_TEST=spawned", NULL};
-    kmgr_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .cwd = cwd};
-    kmgr_spawn_failure_t failure;
+    ksys_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .cwd = cwd};
+    ksys_spawn_failure_t failure;
     static char out[4096];
     size_t len = 0;
     ssize_t n;
@@ -66,9 +66,9 @@ static char *run_capture(const char *script, const char *cwd)
     pid_t pid;
 
     cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
-    opts.fds[0] = KMGR_SPAWN_DEVNULL;
+    opts.fds[0] = KSYS_SPAWN_DEVNULL;
     opts.fds[1] = opts.fds[2] = fds[1];
-    cr_assert_eq(kmgr_spawn(&opts, &pid, &failure), 0, "spawn: %s: %s", failure.step, strerror(failure.err));
+    cr_assert_eq(ksys_spawn(&opts, &pid, &failure), 0, "spawn: %s: %s", failure.step, strerror(failure.err));
     close(fds[1]);
     while (len < sizeof(out) - 1 && (n = read(fds[0], out + len, sizeof(out) - 1 - len)) > 0)
         len += (size_t)n;
@@ -98,10 +98,10 @@ static void list_fds(pid_t pid, char *out, size_t size)
 Test(spawn, child_gets_its_own_session_stdio_cwd_and_environment_only)
 {
     char *argv[] = {"/bin/sleep", "100", NULL}, *envp[] = {"KMGR_TEST=spawned", NULL};
-    kmgr_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .cwd = "/tmp"};
+    ksys_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .cwd = "/tmp"};
     int leak = open("/dev/null", O_RDONLY), fds[2]; /* not close-on-exec: closed all the same */
     char path[64], buf[256], link[256];
-    kmgr_spawn_failure_t failure;
+    ksys_spawn_failure_t failure;
     ts_proc_t child;
     ssize_t n;
     FILE *f;
@@ -109,9 +109,9 @@ Test(spawn, child_gets_its_own_session_stdio_cwd_and_environment_only)
 
     cr_assert(leak > 2);
     cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
-    opts.fds[0] = KMGR_SPAWN_DEVNULL;
+    opts.fds[0] = KSYS_SPAWN_DEVNULL;
     opts.fds[1] = opts.fds[2] = fds[1];
-    cr_assert_eq(kmgr_spawn(&opts, &pid, &failure), 0, "spawn: %s: %s", failure.step, strerror(failure.err));
+    cr_assert_eq(ksys_spawn(&opts, &pid, &failure), 0, "spawn: %s: %s", failure.step, strerror(failure.err));
     child = proc_id(pid);
     cr_assert_eq(getsid(pid), pid, "not in a session of its own");
     list_fds(pid, buf, sizeof(buf));
@@ -145,17 +145,17 @@ Test(spawn, child_gets_its_own_session_stdio_cwd_and_environment_only)
 Test(spawn, kept_descriptors_arrive_at_three_and_on)
 {
     char *argv[] = {"/bin/sleep", "100", NULL}, *envp[] = {NULL};
-    kmgr_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .fds = {-1, -1, -1}};
+    ksys_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .fds = {-1, -1, -1}};
     int a = open("/etc", O_PATH | O_CLOEXEC), b = open("/usr", O_PATH | O_CLOEXEC), other = open("/dev/null", O_RDONLY);
     char path[64], buf[256], link[256];
-    kmgr_spawn_failure_t failure;
+    ksys_spawn_failure_t failure;
     ssize_t n;
     pid_t pid;
 
     cr_assert(a > 2 && b > a && other > b);
     opts.keep_fds = (const int[]){b, a};
     opts.nkeep_fds = 2;
-    cr_assert_eq(kmgr_spawn(&opts, &pid, &failure), 0, "spawn: %s: %s", failure.step, strerror(failure.err));
+    cr_assert_eq(ksys_spawn(&opts, &pid, &failure), 0, "spawn: %s: %s", failure.step, strerror(failure.err));
     list_fds(pid, buf, sizeof(buf));
     cr_assert_str_eq(buf, "0 1 2 3 4 ");
     for (int fd = 3; fd != 5; ++fd) {
@@ -191,17 +191,17 @@ Test(spawn, ignored_and_blocked_signals_are_reset)
 Test(spawn, failed_steps_are_reported_and_nothing_is_left)
 {
     char *argv[] = {"/nonexistent/kgate-test", NULL}, *envp[] = {NULL};
-    kmgr_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .fds = {-1, -1, -1}};
-    kmgr_spawn_failure_t failure;
+    ksys_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .fds = {-1, -1, -1}};
+    ksys_spawn_failure_t failure;
     pid_t pid = 0;
 
-    cr_assert_eq(kmgr_spawn(&opts, &pid, &failure), KMGR_ESPAWN);
+    cr_assert_eq(ksys_spawn(&opts, &pid, &failure), KSYS_ESPAWN);
     cr_assert_str_eq(failure.step, "exec");
     cr_assert_eq(failure.err, ENOENT);
     argv[0] = "/bin/true";
     opts.path = argv[0];
     opts.cwd = "/nonexistent/kgate-test";
-    cr_assert_eq(kmgr_spawn(&opts, &pid, &failure), KMGR_ESPAWN);
+    cr_assert_eq(ksys_spawn(&opts, &pid, &failure), KSYS_ESPAWN);
     cr_assert_str_eq(failure.step, "chdir");
     cr_assert_eq(failure.err, ENOENT);
     cr_assert_eq(waitpid(-1, NULL, WNOHANG), -1, "a failed child was left unreaped");
@@ -219,10 +219,10 @@ Test(spawn, child_dies_with_its_parent)
     cr_assert_eq(pipe(go), 0);
     if ((middle = fork()) == 0) {
         char *argv[] = {"/bin/sleep", "100", NULL}, *envp[] = {NULL}, c;
-        kmgr_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .fds = {-1, -1, -1}};
-        kmgr_spawn_failure_t failure;
+        ksys_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .fds = {-1, -1, -1}};
+        ksys_spawn_failure_t failure;
         close(go[1]);
-        if (kmgr_spawn(&opts, &pid, &failure) != 0 || write(report[1], &pid, sizeof(pid)) != (ssize_t)sizeof(pid))
+        if (ksys_spawn(&opts, &pid, &failure) != 0 || write(report[1], &pid, sizeof(pid)) != (ssize_t)sizeof(pid))
             _exit(1);
         _exit(read(go[0], &c, 1) == 0 ? 0 : 1);
     }
@@ -434,8 +434,8 @@ Test(spawn, the_watchdog_kills_what_escaped_a_manager_killed_with_sigkill)
     cr_assert_eq(pipe(go), 0);
     if ((middle = fork()) == 0) {
         char *argv[] = {"/bin/sh", "-c", "sleep 100 > /dev/null 2>&1 & echo $!", NULL}, *envp[] = {NULL, NULL}, buf[32] = "";
-        kmgr_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .fds = {KMGR_SPAWN_DEVNULL, -1, 2}};
-        kmgr_spawn_failure_t failure;
+        ksys_spawn_options_t opts = {.path = argv[0], .argv = argv, .envp = envp, .fds = {KSYS_SPAWN_DEVNULL, -1, 2}};
+        ksys_spawn_failure_t failure;
         poll_loop_t *loop = poll_loop_create();
         kmgr_manager_t *mgr;
         ts_proc_t wd;
@@ -447,7 +447,7 @@ Test(spawn, the_watchdog_kills_what_escaped_a_manager_killed_with_sigkill)
             _exit(1);
         envp[0] = (char *)kmgr_manager_instance_env(mgr);
         opts.fds[1] = out[1];
-        if (kmgr_spawn(&opts, &sh, &failure) != 0)
+        if (ksys_spawn(&opts, &sh, &failure) != 0)
             _exit(1);
         close(out[1]);
         if (read(out[0], buf, sizeof(buf) - 1) <= 0 || waitpid(sh, NULL, 0) != sh)

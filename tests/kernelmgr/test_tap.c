@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include "wire/alloc.h"
 #include "wire/codec.h"
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "kmgr_test.h"
 
 TestSuite(tap, .init = kt_setup, .fini = kt_teardown, .timeout = 90);
@@ -195,10 +195,10 @@ Test(tap, sending_is_refused_on_the_wrong_channel_and_while_not_ready)
     kmgr_kernel_t *k = NULL;
 
     cr_assert_eq(kmgr_kernel_start(kt.mgr, &opts, &k), 0);
-    cr_expect_eq(send_json(k, WIRE_CHANNEL_SHELL, "kernel_info_request", json_object(), "{}", NULL), KMGR_ENOTREADY);
+    cr_expect_eq(send_json(k, WIRE_CHANNEL_SHELL, "kernel_info_request", json_object(), "{}", NULL), KSYS_ENOTREADY);
     cr_assert(kt_wait_state(k, KMGR_KERNEL_IDLE, 30000));
-    cr_expect_eq(send_json(k, WIRE_CHANNEL_IOPUB, "kernel_info_request", json_object(), "{}", NULL), KMGR_EINVAL);
-    cr_expect_eq(send_json(k, WIRE_CHANNEL_HB, "kernel_info_request", json_object(), "{}", NULL), KMGR_EINVAL);
-    cr_expect_eq(kmgr_kernel_send_parts(k, WIRE_CHANNEL_SHELL, NULL, 3), KMGR_EINVAL);
+    cr_expect_eq(send_json(k, WIRE_CHANNEL_IOPUB, "kernel_info_request", json_object(), "{}", NULL), KSYS_EINVAL);
+    cr_expect_eq(send_json(k, WIRE_CHANNEL_HB, "kernel_info_request", json_object(), "{}", NULL), KSYS_EINVAL);
+    cr_expect_eq(kmgr_kernel_send_parts(k, WIRE_CHANNEL_SHELL, NULL, 3), KSYS_EINVAL);
     kmgr_kernel_destroy(k);
 }

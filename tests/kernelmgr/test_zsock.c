@@ -15,8 +15,8 @@
 #include "support/base.h"
 #include "wire/alloc.h"
 #include "wire/zmtp.h"
-#include "kmgr/errors.h"
-#include "kmgr/util.h"
+#include "ksys/errors.h"
+#include "ksys/util.h"
 #include "poll_loop.h"
 #include "zsock.h"
 
@@ -122,15 +122,15 @@ static void zt_open(const char *endpoint, const char *type, const char *identity
 static void zt_turn(void)
 {
     poll_loop_run_once(zt.loop, 5);
-    kmgr_zsock_tick(&zt.z, kmgr_now_ms());
+    kmgr_zsock_tick(&zt.z, ksys_now_ms());
 }
 
 static int zt_wait(int (*done)(void *arg), void *arg, unsigned ms)
 {
-    uint64_t deadline = kmgr_now_ms() + ms;
+    uint64_t deadline = ksys_now_ms() + ms;
 
     while (!done(arg)) {
-        if (kmgr_now_ms() >= deadline)
+        if (ksys_now_ms() >= deadline)
             return 0;
         zt_turn();
     }
@@ -139,7 +139,7 @@ static int zt_wait(int (*done)(void *arg), void *arg, unsigned ms)
 
 static void zt_run_for(unsigned ms)
 {
-    for (uint64_t deadline = kmgr_now_ms() + ms; kmgr_now_ms() < deadline;)
+    for (uint64_t deadline = ksys_now_ms() + ms; ksys_now_ms() < deadline;)
         zt_turn();
 }
 
@@ -288,8 +288,8 @@ Test(zsock, sub_receives_what_the_pub_publishes)
     zt_open(endpoint, "SUB", NULL, 16 * MIB);
     cr_assert(zt_wait(is_ready, NULL, 2000), "no handshake with the PUB");
     /* a PUB drops what it sends before the subscription reached it: resend until one arrives */
-    uint64_t deadline = kmgr_now_ms() + 2000;
-    while (zt.ngot == 0 && kmgr_now_ms() < deadline) {
+    uint64_t deadline = ksys_now_ms() + 2000;
+    while (zt.ngot == 0 && ksys_now_ms() < deadline) {
         peer_send(pub, (const void *[]){"stream", "early"}, NULL, 2);
         zt_run_for(20);
     }
@@ -386,7 +386,7 @@ Test(zsock, over_the_caps_is_skipped_and_the_connection_stays)
     peer_send(router, (const void *[]){"zt", "head", big}, (const long[]){-1, -1, (long)big_len}, 3);
     peer_send(router, (const void *[]){"zt", "small"}, NULL, 2);
     cr_assert(zt_wait(got_n, (void *)2, 5000), "%zu results, want 2", zt.ngot);
-    cr_assert_eq(zt.got[0].r, KMGR_EMSGSIZE, "the 2 MiB message is reported, once");
+    cr_assert_eq(zt.got[0].r, KSYS_EMSGSIZE, "the 2 MiB message is reported, once");
     cr_assert_eq(zt.got[1].r, 1, "the next message still arrives");
     assert_frame(&zt.got[1].frames[0], "small");
     cr_assert_eq(zt.z.connects, 1, "an oversized message does not cost the connection");
@@ -402,7 +402,7 @@ Test(zsock, over_the_caps_is_skipped_and_the_connection_stays)
     peer_send(router, parts, NULL, 1101);
     peer_send(router, (const void *[]){"zt", "after"}, NULL, 2);
     cr_assert(zt_wait(got_n, (void *)4, 5000), "%zu results, want 4", zt.ngot);
-    cr_assert_eq(zt.got[2].r, KMGR_EINVAL, "the 1100-frame message is reported");
+    cr_assert_eq(zt.got[2].r, KSYS_EINVAL, "the 1100-frame message is reported");
     cr_assert_eq(zt.got[3].r, 1);
     assert_frame(&zt.got[3].frames[0], "after");
     cr_assert_eq(zt.z.connects, 1);
@@ -434,9 +434,9 @@ Test(zsock, reconnects_when_the_peer_comes_back)
 
     /* libzmq closes the old listener in its I/O thread, after zmq_close returned: the port may still be taken a moment */
     router = zt_peer(ZMQ_ROUTER, NULL, NULL, 0);
-    uint64_t deadline = kmgr_now_ms() + 2000;
+    uint64_t deadline = ksys_now_ms() + 2000;
     while (zmq_bind(router, endpoint) != 0) {
-        cr_assert_lt(kmgr_now_ms(), deadline, "cannot bind %s again: %s", endpoint, zmq_strerror(zmq_errno()));
+        cr_assert_lt(ksys_now_ms(), deadline, "cannot bind %s again: %s", endpoint, zmq_strerror(zmq_errno()));
         zt_run_for(20);
     }
     cr_assert(zt_wait(reconnected, NULL, 2000), "no new connection (connects %" PRIu64 ")", zt.z.connects);
@@ -608,7 +608,7 @@ Test(zsock, malformed_endpoints_are_refused)
     long_ipc[sizeof(long_ipc) - 1] = '\0';
     for (size_t i = 0; i != sizeof(bad) / sizeof(bad[0]); ++i) {
         int r = kmgr_zsock_open(&zt.z, &zt.ops, zt.loop, bad[i], "DEALER", NULL, MIB, on_readable, &zt, "test zsock");
-        cr_assert_eq(r, KMGR_EZMQ, "\"%.40s\" gave %d", bad[i], r);
+        cr_assert_eq(r, KSYS_EZMQ, "\"%.40s\" gave %d", bad[i], r);
         cr_assert_eq(poll_loop_num_watches(zt.loop), 0);
         kmgr_zsock_close(&zt.z);
     }
@@ -656,12 +656,12 @@ Test(zsock, a_lent_message_outlives_a_lost_connection_and_a_tick)
     cr_assert(zt_wait(manual_recv, &msg, 2000));
     /* the owner still holds the message when a send finds the peer gone */
     zt_peer_close(router);
-    for (uint64_t deadline = kmgr_now_ms() + 2000; kmgr_zsock_is_ready(&zt.z);) {
-        cr_assert_lt(kmgr_now_ms(), deadline, "sends to a closed peer never failed");
+    for (uint64_t deadline = ksys_now_ms() + 2000; kmgr_zsock_is_ready(&zt.z);) {
+        cr_assert_lt(ksys_now_ms(), deadline, "sends to a closed peer never failed");
         zt_send("into the void", NULL);
         usleep(1000);
     }
-    kmgr_zsock_tick(&zt.z, kmgr_now_ms() + 1000);
+    kmgr_zsock_tick(&zt.z, ksys_now_ms() + 1000);
     cr_assert_eq(msg.nframes, 1);
     cr_assert_eq(msg.frames[0].len, len);
     cr_assert_eq(memcmp(msg.frames[0].base, big, len), 0, "the lent message changed under its reader");
@@ -704,7 +704,7 @@ Test(zsock, a_peer_that_reads_nothing_bounds_what_waits_for_it)
     fill(payload, len, 3);
     for (int i = 0; i != 64 && !refused; ++i) {
         int r = kmgr_zsock_send(&zt.z, f, 1, NULL, 0);
-        if (r == KMGR_EBACKLOG) {
+        if (r == KSYS_EBACKLOG) {
             refused = 1;
         } else {
             cr_assert_eq(r, 0);

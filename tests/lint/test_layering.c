@@ -1,6 +1,7 @@
-/* tests/lint/test_layering.c: dependencies point one way (gateway -> kernelmgr -> wire, and inside the gateway
- * app -> front doors -> engine -> core), and tests/support needs no Criterion and no kgate module, in #includes and in
- * the link graph. Over 600 lines on purpose: the include scanner, the link-graph reader and the rules are one checker. */
+/* tests/lint/test_layering.c: dependencies point one way (gateway -> kernelmgr -> sys -> wire, gateway's core -> sys
+ * only, and inside the gateway app -> front doors -> engine -> core), and tests/support needs no Criterion and no kgate module, in
+ * #includes and in the link graph. Over 600 lines on purpose: the include scanner, the link-graph reader and the rules are one
+ * checker. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* strcasestr, open_memstream */
 #endif
@@ -27,6 +28,9 @@ typedef struct st_include_rule_t {
 #define WIRE_NO_SOCKET "wire touches no socket and no process"
 #define NOT_UPWARD "dependencies point one way: gateway -> kernelmgr -> wire"
 #define ONLY_GW_HTTP "only gateway knows HTTP and h2o"
+#define SYS_BELOW_ALL "sys is process infrastructure below kernelmgr and the gateway: it includes no kgate module but wire"
+#define CORE_NO_KERNELS                                                                                                            \
+    "gateway/core is HTTP plumbing: it reaches the system (clock, threads, error strings) through sys, never kernelmgr"
 #define NATIVE_ZMTP                                                                                                                \
     "kgate speaks ZMTP to kernels itself (kernelmgr/src/zsock.c): libzmq's I/O thread cost two thread wake-ups per message; only " \
     "kernels, fakes and the bench's direct client link libzmq"
@@ -52,6 +56,23 @@ static const include_rule_t include_rules[] = {
     {"wire/", "h2o.h", ONLY_GW_HTTP},
     {"wire/", "h2o/", ONLY_GW_HTTP},
     {"wire/", "kmgr/", NOT_UPWARD},
+    {"wire/", "ksys/", NOT_UPWARD},
+    {"sys/", "kmgr/", SYS_BELOW_ALL},
+    {"sys/", "gateway/", SYS_BELOW_ALL},
+    {"sys/", "core/", SYS_BELOW_ALL},
+    {"sys/", "runs/", SYS_BELOW_ALL},
+    {"sys/", "code/", SYS_BELOW_ALL},
+    {"sys/", "procs/", SYS_BELOW_ALL},
+    {"sys/", "files/", SYS_BELOW_ALL},
+    {"sys/", "metrics/", SYS_BELOW_ALL},
+    {"sys/", "execd/", SYS_BELOW_ALL},
+    {"sys/", "proxy/", SYS_BELOW_ALL},
+    {"sys/", "jupyter/", SYS_BELOW_ALL},
+    {"sys/", "mcp/", SYS_BELOW_ALL},
+    {"sys/", "app/", SYS_BELOW_ALL},
+    {"sys/", "h2o.h", ONLY_GW_HTTP},
+    {"sys/", "h2o/", ONLY_GW_HTTP},
+    {"sys/", "zmq*", SYS_BELOW_ALL},
     {"wire/", "gateway/", NOT_UPWARD},
     {"kernelmgr/", "h2o.h", ONLY_GW_HTTP},
     {"kernelmgr/", "h2o/", ONLY_GW_HTTP},
@@ -64,6 +85,7 @@ static const include_rule_t include_rules[] = {
     {"kernelmgr/src/channels.", "kmgr/kernel.h", CHANNELS_LEAF},
     {"kernelmgr/src/channels.", "kmgr/manager.h", CHANNELS_LEAF},
     /* inside the gateway: core <- engine (runs <- code, procs; files; metrics) <- front doors <- app */
+    {"gateway/core/", "kmgr/", CORE_NO_KERNELS},
     {"gateway/core/", "runs/", CORE_KNOWS_NO_STATE},
     {"gateway/core/", "code/", CORE_KNOWS_NO_STATE},
     {"gateway/core/", "procs/", CORE_KNOWS_NO_STATE},
@@ -120,6 +142,7 @@ static const include_rule_t include_rules[] = {
     {"tests/support/include/", "criterion/", TS_NO_CRITERION},
     {"tests/support/", "wire/", TS_OUTSIDE},
     {"tests/support/", "kmgr/", TS_OUTSIDE},
+    {"tests/support/", "ksys/", TS_OUTSIDE},
     {"tests/support/", "gateway/", TS_OUTSIDE},
     {"tests/support/", "h2o.h", TS_OUTSIDE},
     {"tests/support/", "h2o/", TS_OUTSIDE},
@@ -333,6 +356,11 @@ Test(layering, wire_includes_nothing_above_it)
     check_module("wire");
 }
 
+Test(layering, sys_includes_no_kgate_module_but_wire)
+{
+    check_module("sys");
+}
+
 Test(layering, kernelmgr_includes_no_http_and_no_gateway)
 {
     check_module("kernelmgr");
@@ -436,7 +464,7 @@ Test(layering, channels_include_nothing_above_them)
 {
     static const planted_file_t files[] = {
         {"kernelmgr/src/channels.c",
-         "#include <zmq.h>\n#include \"kmgr/errors.h\"\n#include \"channels.h\"\n#include \"kernel_private.h\"\n"},
+         "#include <zmq.h>\n#include \"ksys/errors.h\"\n#include \"channels.h\"\n#include \"kernel_private.h\"\n"},
         {"kernelmgr/src/channels.h", "#include \"kmgr/loop.h\"\n#include \"process.h\"\n"},
         /* the same includes are fine anywhere else */
         {"kernelmgr/src/kernel.c", "#include \"kernel_private.h\"\n#include \"process.h\"\n#include \"channels.h\"\n"},
@@ -460,24 +488,44 @@ Test(layering, gateway_rules_report_planted_violations)
         /* an engine .c file may use h2o; its own internal.h is its own */
         {"gateway/code/fine.c", "#include \"code/internal.h\"\nstatic void g(h2o_req_t *req);\n"},
         {"gateway/execd/bad.c", "#include \"runs/run.h\"\n#include \"app/server.h\"\n#include \"kmgr/kernel.h\"\n"},
-        {"gateway/core/bad.c", "#include \"core/http.h\"\n#include \"runs/run.h\"\n"},
+        {"gateway/core/bad.c", "#include \"core/http.h\"\n#include \"runs/run.h\"\n#include \"ksys/util.h\"\n"
+                               "#include \"kmgr/errors.h\"\n"},
         {"gateway/proxy/bad.c", "#include \"core/ws.h\"\n#include \"runs/run.h\"\n#include \"execd/execd.h\"\n"},
         {"gateway/jupyter/bad.c", "#include \"code/context.h\"\n#include \"execd/execd.h\"\n#include \"kmgr/kernel.h\"\n"
                                   "#include \"app/server.h\"\n"},
         {"gateway/metrics/bad.c", "#include \"jupyter/framing.h\"\n"},
     };
     static const char *const expected[] = {
-        "gateway/runs/bad.c:2: includes <execd/execd.h>",        "gateway/runs/bad.c:3: includes <code/context.h>",
-        "gateway/code/bad.h:2: includes <runs/internal.h>",      "gateway/code/bad.h:3: names h2o_req_t",
-        "gateway/execd/bad.c:2: includes <app/server.h>",        "gateway/execd/bad.c:3: includes <kmgr/kernel.h>",
-        "gateway/core/bad.c:2: includes <runs/run.h>",           "gateway/proxy/bad.c:2: includes <runs/run.h>",
-        "gateway/proxy/bad.c:3: includes <execd/execd.h>",       "gateway/jupyter/bad.c:2: includes <execd/execd.h>",
-        "gateway/jupyter/bad.c:3: includes <kmgr/kernel.h>",     "gateway/jupyter/bad.c:4: includes <app/server.h>",
-        "gateway/metrics/bad.c:1: includes <jupyter/framing.h>",
+        "gateway/runs/bad.c:2: includes <execd/execd.h>",    "gateway/runs/bad.c:3: includes <code/context.h>",
+        "gateway/code/bad.h:2: includes <runs/internal.h>",  "gateway/code/bad.h:3: names h2o_req_t",
+        "gateway/execd/bad.c:2: includes <app/server.h>",    "gateway/execd/bad.c:3: includes <kmgr/kernel.h>",
+        "gateway/core/bad.c:2: includes <runs/run.h>",       "gateway/core/bad.c:4: includes <kmgr/errors.h>",
+        "gateway/proxy/bad.c:2: includes <runs/run.h>",      "gateway/proxy/bad.c:3: includes <execd/execd.h>",
+        "gateway/jupyter/bad.c:2: includes <execd/execd.h>", "gateway/jupyter/bad.c:3: includes <kmgr/kernel.h>",
+        "gateway/jupyter/bad.c:4: includes <app/server.h>",  "gateway/metrics/bad.c:1: includes <jupyter/framing.h>",
     };
     char root[] = "/tmp/kgate-lint-XXXXXX";
     plant(root, files, NELEMS(files));
     scan_expect(root, "gateway", 8, expected, NELEMS(expected), "fine.c");
+    unplant(root, files, NELEMS(files));
+}
+
+/* sys is below everything of kgate's but wire: a planted tree where it reaches up into kernelmgr or the gateway. */
+Test(layering, sys_rules_report_planted_violations)
+{
+    static const planted_file_t files[] = {
+        {"sys/src/bad.c", "#include \"wire/alloc.h\"\n#include \"ksys/spawn.h\"\n#include \"kmgr/kernel.h\"\n"
+                          "#include \"core/host.h\"\n#include <h2o.h>\n"},
+        {"sys/include/ksys/fine.h", "#include <sys/types.h>\n#include \"wire/ids.h\"\n"},
+    };
+    static const char *const expected[] = {
+        "sys/src/bad.c:3: includes <kmgr/kernel.h>",
+        "sys/src/bad.c:4: includes <core/host.h>",
+        "sys/src/bad.c:5: includes <h2o.h>",
+    };
+    char root[] = "/tmp/kgate-lint-XXXXXX";
+    plant(root, files, NELEMS(files));
+    scan_expect(root, "sys", 2, expected, NELEMS(expected), "fine.h");
     unplant(root, files, NELEMS(files));
 }
 
@@ -514,6 +562,13 @@ static const link_rule_t link_rules[] = {
     {"kgate_wire", "zmq", WIRE_NO_SOCKET},
     {"kgate_wire", "h2o", ONLY_GW_HTTP},
     {"kgate_wire", "kgate_kmgr", NOT_UPWARD},
+    {"kgate_wire", "kgate_sys", NOT_UPWARD},
+    {"kgate_sys", "kgate_kmgr", SYS_BELOW_ALL},
+    {"kgate_sys", "kgate_gw", SYS_BELOW_ALL},
+    {"kgate_sys", "h2o", ONLY_GW_HTTP},
+    {"kgate_sys", "zmq", SYS_BELOW_ALL},
+    {"kgate_gw_core", "kgate_kmgr", CORE_NO_KERNELS},
+    {"kgate_gw_proxy", "kgate_kmgr", PROXY_NO_ENGINE},
     {"kgate_wire", "kgate_gw", NOT_UPWARD},
     {"kgate_kmgr", "h2o", ONLY_GW_HTTP},
     {"kgate_kmgr", "zmq", NATIVE_ZMTP},
@@ -542,6 +597,7 @@ static const link_rule_t link_rules[] = {
     {"kgate_test_support", "criterion", TS_NO_CRITERION},
     {"kgate_test_support", "kgate_wire", TS_OUTSIDE},
     {"kgate_test_support", "kgate_kmgr", TS_OUTSIDE},
+    {"kgate_test_support", "kgate_sys", TS_OUTSIDE},
     {"kgate_test_support", "kgate_gw", TS_OUTSIDE},
     {"kgate_test_support", "zmq", TS_OUTSIDE},
     {"kgate_test_support", "h2o", TS_OUTSIDE},
@@ -628,11 +684,17 @@ Test(layering, link_graph_points_one_way)
 Test(layering, link_graph_is_populated)
 {
     char *wire = graph_deps("kgate_wire"), *kmgr = graph_deps("kgate_kmgr"), *support = graph_deps("kgate_test_support");
+    char *sys = graph_deps("kgate_sys"), *core = graph_deps("kgate_gw_core");
     cr_expect_not_null(strcasestr(wire, "sodium"), "kgate_wire's links lack libsodium: %s", wire);
     cr_expect_not_null(strcasestr(wire, "jansson"), "kgate_wire's links lack jansson: %s", wire);
     cr_expect_not_null(strstr(kmgr, "kgate_wire"), "kgate_kmgr does not link kgate_wire: %s", kmgr);
+    cr_expect_not_null(strstr(kmgr, "kgate_sys"), "kgate_kmgr does not link kgate_sys: %s", kmgr);
+    cr_expect_not_null(strstr(sys, "kgate_wire"), "kgate_sys does not link kgate_wire: %s", sys);
+    cr_expect_not_null(strstr(core, "kgate_sys"), "kgate_gw_core does not link kgate_sys: %s", core);
     cr_expect_not_null(strcasestr(support, "jansson"), "kgate_test_support's links lack jansson: %s", support);
     free(wire);
     free(kmgr);
+    free(sys);
+    free(core);
     free(support);
 }

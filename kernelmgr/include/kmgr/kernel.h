@@ -8,7 +8,7 @@
 #include "wire/message.h"
 #include "kmgr/kernelspec.h"
 #include "kmgr/manager.h"
-#include "kmgr/sandbox.h"
+#include "ksys/sandbox.h"
 
 typedef struct st_kmgr_kernel_t kmgr_kernel_t;
 typedef struct st_kmgr_request_t kmgr_request_t;
@@ -42,15 +42,15 @@ typedef struct st_kmgr_kernel_options_t {
     /** Extra environment (object of strings), applied after the spec's env; borrowed, may be NULL. */
     json_t *env;
     /**
-     * Where the kernel runs (kmgr_sandbox_t: bwrap or not) and its limits, for every incarnation; copied.
+     * Where the kernel runs (ksys_sandbox_t: bwrap or not) and its limits, for every incarnation; copied.
      * NULL: no sandbox, no limits. A sandboxed kernel is interrupted over the control channel whatever
      * its spec's interrupt_mode (a signal would reach bwrap), and does not get JPY_PARENT_PID.
      */
-    const kmgr_sandbox_t *sandbox;
+    const ksys_sandbox_t *sandbox;
     /**
      * Automatic restarts in a row of a kernel whose process dies on its own after it was ready (not
      * destroyed, not restarted by kmgr_kernel_restart), as Jupyter Server's restarter does: its
-     * requests end with FAILED (KMGR_EDIED), the state goes RESTARTING, then IDLE. A death during
+     * requests end with FAILED (KSYS_EDIED), the state goes RESTARTING, then IDLE. A death during
      * such a restart's start-up counts as one more in the row; the row starts afresh once a restarted
      * kernel stayed up kmgr_config_t.restart_stable_ms. Past the limit the kernel stays DEAD. 0: never
      * restarted automatically (the death makes it DEAD). See kmgr_kernel_set_restart_limit.
@@ -73,7 +73,7 @@ typedef struct st_kmgr_kernel_options_t {
  * session (setsid), connects the five channels and begins the readiness handshake. A TCP kernel that
  * exits before it is ready saying "Address already in use" (another process took a port between
  * kernelmgr's pick and the kernel's bind) is started again on new ports, up to KMGR_BIND_RETRIES times.
- * Returns 0 and stores the kernel (state STARTING) in `*out`, or KMGR_ESPAWN / KMGR_EZMQ / KMGR_EIO with
+ * Returns 0 and stores the kernel (state STARTING) in `*out`, or KSYS_ESPAWN / KSYS_EZMQ / KSYS_EIO with
  * nothing left behind. The kernel is owned by the caller until kmgr_kernel_destroy.
  */
 int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, kmgr_kernel_t **out);
@@ -92,7 +92,7 @@ void kmgr_kernel_set_restart_limit(kmgr_kernel_t *kernel, unsigned limit);
 
 /**
  * Replaces the kernel process with a fresh one (same object and spec, new key and directory):
- * pending requests end with KMGR_REQ_FAILED (err KMGR_ESHUTDOWN), the old process goes through the
+ * pending requests end with KMGR_REQ_FAILED (err KSYS_ESHUTDOWN), the old process goes through the
  * shutdown sequence in the background, the state becomes RESTARTING, then IDLE once the new
  * process is ready (or DEAD if it fails to start). Works on a DEAD kernel too. The count of automatic
  * restarts in a row starts afresh, and kmgr_kernel_last_death is cleared. Returns 0 or a start error
@@ -105,7 +105,7 @@ int kmgr_kernel_restart(kmgr_kernel_t *kernel);
  * group ("signal") or a control interrupt_request ("message", and always for a sandboxed kernel).
  * Idempotent while one is in flight: until the kernel publishes status idle, or for at most 2 s, a
  * later call sends nothing and returns 0 (two interrupts close together can end an ipykernel).
- * Returns 0, or KMGR_EDIED.
+ * Returns 0, or KSYS_EDIED.
  */
 int kmgr_kernel_interrupt(kmgr_kernel_t *kernel);
 
@@ -195,8 +195,8 @@ void kmgr_kernel_set_tap(kmgr_kernel_t *kernel, kmgr_tap_cb cb, void *data);
  * Sends a client's message verbatim on `channel` (shell, control or stdin): `parts` are header,
  * parent_header, metadata and content as JSON texts, signed as they are, then `nparts - 4` buffers
  * (all copied). kernelmgr does not track it: what the kernel answers reaches the tap. Returns 0,
- * KMGR_ENOTREADY while the kernel is starting or restarting (nothing was sent), KMGR_EDIED when it is
- * dead, KMGR_EINVAL for another channel or fewer than four parts, or KMGR_EZMQ.
+ * KSYS_ENOTREADY while the kernel is starting or restarting (nothing was sent), KSYS_EDIED when it is
+ * dead, KSYS_EINVAL for another channel or fewer than four parts, or KSYS_EZMQ.
  */
 int kmgr_kernel_send_parts(kmgr_kernel_t *kernel, wire_channel_t channel, const wire_frame_t *parts, size_t nparts);
 
@@ -210,7 +210,7 @@ typedef enum {
     KMGR_REQ_INPUT,
     /**
      * A kernel message larger than kmgr_config_t.max_message_bytes was dropped while this request
-     * was in flight (`err`: KMGR_EMSGSIZE), and with it whatever else was on its way on that
+     * was in flight (`err`: KSYS_EMSGSIZE), and with it whatever else was on its way on that
      * connection: some of this request's iopub messages, its reply, or an input_request (which
      * kernelmgr answers with an empty line: the kernel would wait for it forever). The request goes
      * on; once the kernel has dealt with it, it ends with DONE even if its status idle or its reply
@@ -222,7 +222,7 @@ typedef enum {
      * still missing 5 s after the reply counts as lost too): the request is complete. Last event.
      */
     KMGR_REQ_DONE,
-    /** The request cannot complete (`err`: KMGR_EDIED, KMGR_ESHUTDOWN). Last event. */
+    /** The request cannot complete (`err`: KSYS_EDIED, KSYS_ESHUTDOWN). Last event. */
     KMGR_REQ_FAILED,
 } kmgr_req_event_t;
 
@@ -250,7 +250,7 @@ typedef struct st_kmgr_execute_options_t {
 /**
  * Sends an execute_request for `code` (copied). If the kernel is still STARTING, the request is
  * queued and sent once it is ready. Returns 0 and stores the request in `*out` (may be NULL), or
- * KMGR_EDIED (the kernel is DEAD; the callback will not be called). On success `cb` is called
+ * KSYS_EDIED (the kernel is DEAD; the callback will not be called). On success `cb` is called
  * later, never from inside this call, and ends with exactly one DONE or FAILED.
  */
 int kmgr_kernel_execute(kmgr_kernel_t *kernel, const char *code, const kmgr_execute_options_t *opts, kmgr_request_cb cb, void *data,
@@ -268,7 +268,7 @@ const char *kmgr_request_msg_id(const kmgr_request_t *req);
 
 /**
  * Answers the pending input_request of `req` with an input_reply carrying `value`. Returns 0 or
- * KMGR_ENOINPUT when no input_request is pending.
+ * KSYS_ENOINPUT when no input_request is pending.
  */
 int kmgr_request_input_reply(kmgr_request_t *req, const char *value);
 

@@ -43,7 +43,7 @@ typedef struct st_kmgr_kernelspecs_t {
 
 /**
  * Parses one kernel.json (`path`) into a new spec named `name`. Returns 0 and stores the spec in
- * `*out` (caller owns it; release with kmgr_kernelspec_destroy), or KMGR_EBADSPEC / KMGR_EIO.
+ * `*out` (caller owns it; release with kmgr_kernelspec_destroy), or KSYS_EBADSPEC / KSYS_EIO.
  * A valid spec has a non-empty argv of strings, and a string `language`. Without `interrupt_mode` a spec is
  * interrupted by signal (Jupyter's rule), except Deno's kernel (`deno jupyter --kernel`), which exits on SIGINT
  * and is interrupted by message. `late_output` is metadata.kgate.late_output when a boolean, else whether the spec runs

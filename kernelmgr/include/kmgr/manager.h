@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include "kmgr/kernelspec.h"
 #include "kmgr/loop.h"
-#include "kmgr/util.h" /* kmgr_now_ms: the clock of the deadlines below */
+#include "ksys/util.h" /* ksys_now_ms: the clock of the deadlines below */
 
 typedef struct st_kmgr_manager_t kmgr_manager_t;
 
@@ -61,14 +61,14 @@ typedef struct st_kmgr_config_t {
      */
     unsigned max_starting;
     /** Kernels waiting for their spawn, at most (with max_starting; 0: none waits); beyond, kmgr_kernel_start fails with
-     * KMGR_ESTARTQUEUE. */
+     * KSYS_ESTARTQUEUE. */
     unsigned max_start_queue;
 } kmgr_config_t;
 
 /**
  * Creates a manager hosted by `loop` through `ops` (both borrowed, must outlive the manager).
  * Creates the runtime directory (mode 0700) when `config->runtime_dir` is NULL and removes it
- * again in kmgr_manager_destroy. Returns 0 and stores the manager in `*out`, or KMGR_EIO.
+ * again in kmgr_manager_destroy. Returns 0 and stores the manager in `*out`, or KSYS_EIO.
  *
  * Every process a kgate starts carries its instance mark in its environment
  * (kmgr_manager_instance_env), and so do their descendants, however they detach. The manager
@@ -117,7 +117,7 @@ const char *kmgr_manager_runtime_dir(const kmgr_manager_t *mgr);
 const char *kmgr_manager_instance_env(const kmgr_manager_t *mgr);
 
 /**
- * Which mechanism enforces memory and process limits (kmgr_limits_t) on this host, for a log line:
+ * Which mechanism enforces memory and process limits (ksys_limits_t) on this host, for a log line:
  * "memory limits: cgroup v1 memory.limit_in_bytes; process limits: cgroup pids.max (cgroup v1 under
  * ...)" or "memory limits: RLIMIT_AS; ...". Owned by the manager.
  */

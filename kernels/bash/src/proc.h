@@ -22,7 +22,7 @@ void bk_child_reset_signals(void);
  * In a forked child: asks for SIGKILL when the parent dies (PR_SET_PDEATHSIG), and exits at once
  * (status 127) if `parent` (the parent's pid, taken before fork) has already died. The signal follows
  * the thread that forked: the kernel forks only from its main thread, which lives as long as the
- * process (libzmq's I/O threads never fork). kgate's own children do the same (kmgr/spawn.h), which
+ * process (libzmq's I/O threads never fork). kgate's own children do the same (ksys/spawn.h), which
  * this kernel does not link. Async-signal-safe.
  */
 void bk_child_die_with_parent(pid_t parent);

@@ -14,7 +14,7 @@ typedef struct st_ts_proc_t {
     unsigned long long starttime; /* /proc/<pid>/stat field 22; 0 matches any process with that PID */
 } ts_proc_t;
 
-/* What kgate names its watchdog (kernelmgr's KMGR_WATCHDOG_NAME): the child that sweeps kgate's descendants once kgate is dead. */
+/* What kgate names its watchdog (kernelmgr's KSYS_WATCHDOG_NAME): the child that sweeps kgate's descendants once kgate is dead. */
 #define TS_WATCHDOG_NAME "kgate-watchdog"
 
 /**

@@ -1,4 +1,4 @@
-/* kernelmgr/src/spawn.c: vfork and exec with a parent-death signal; a set-up failure is reported in shared memory. */
+/* sys/src/spawn.c: vfork and exec with a parent-death signal; a set-up failure is reported in shared memory. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -11,10 +11,10 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include "kmgr/errors.h"
+#include "ksys/errors.h"
 #include "wire/alloc.h"
-#include "kmgr/spawn.h"
-#include "util_private.h"
+#include "ksys/spawn.h"
+#include "ksys/util.h"
 
 /*
  * Why vfork: a fork copies the page tables of the whole process, and kgate may hold hundreds of
@@ -65,11 +65,11 @@ static void child_fail(volatile child_report_t *report, int step)
     _exit(127);
 }
 
-static void child_exec(const kmgr_spawn_options_t *opts, pid_t parent, int devnull, volatile child_report_t *report)
+static void child_exec(const ksys_spawn_options_t *opts, pid_t parent, int devnull, volatile child_report_t *report)
 {
     kernel_sigaction_t dfl = {.handler = SIG_DFL};
     sigset_t none;
-    int fds[3], above[KMGR_SPAWN_MAX_KEEP_FDS];
+    int fds[3], above[KSYS_SPAWN_MAX_KEEP_FDS];
 
     setsid();
     /* first, while the descriptors are where the parent opened them: the groups then hold everything the child starts */
@@ -91,7 +91,7 @@ static void child_exec(const kmgr_spawn_options_t *opts, pid_t parent, int devnu
         if (dup2(fds[i], i) == -1)
             child_fail(report, STEP_DUP2);
     /* kept descriptors to 3, 4, ...: first all above that range, so that none overwrites a source still to be moved */
-    if (opts->nkeep_fds > KMGR_SPAWN_MAX_KEEP_FDS) {
+    if (opts->nkeep_fds > KSYS_SPAWN_MAX_KEEP_FDS) {
         errno = EMFILE;
         child_fail(report, STEP_DUP2);
     }
@@ -101,7 +101,7 @@ static void child_exec(const kmgr_spawn_options_t *opts, pid_t parent, int devnu
     for (size_t i = 0; i != opts->nkeep_fds; ++i)
         if (dup2(above[i], 3 + (int)i) == -1)
             child_fail(report, STEP_DUP2);
-    kmgr_close_from(3 + (int)opts->nkeep_fds);
+    ksys_close_from(3 + (int)opts->nkeep_fds);
     /* a session leader without a terminal acquires the one it names */
     if (opts->controlling_tty && ioctl(0, TIOCSCTTY, 0) != 0)
         child_fail(report, STEP_CTTY);
@@ -132,7 +132,7 @@ static void child_exec(const kmgr_spawn_options_t *opts, pid_t parent, int devnu
     child_fail(report, STEP_EXEC);
 }
 
-int kmgr_spawn(const kmgr_spawn_options_t *opts, pid_t *pid, kmgr_spawn_failure_t *failure)
+int ksys_spawn(const ksys_spawn_options_t *opts, pid_t *pid, ksys_spawn_failure_t *failure)
 {
     volatile child_report_t report = {STEP_NONE, 0};
     pid_t parent = getpid(), child;
@@ -147,8 +147,8 @@ int kmgr_spawn(const kmgr_spawn_options_t *opts, pid_t *pid, kmgr_spawn_failure_
         devnull = moved;
     }
     if (devnull == -1) {
-        *failure = (kmgr_spawn_failure_t){"open /dev/null", errno};
-        return KMGR_ESPAWN;
+        *failure = (ksys_spawn_failure_t){"open /dev/null", errno};
+        return KSYS_ESPAWN;
     }
     sigfillset(&all);
     sigprocmask(SIG_BLOCK, &all, &saved);
@@ -158,20 +158,20 @@ int kmgr_spawn(const kmgr_spawn_options_t *opts, pid_t *pid, kmgr_spawn_failure_
     sigprocmask(SIG_SETMASK, &saved, NULL);
     close(devnull);
     if (child == -1) {
-        *failure = (kmgr_spawn_failure_t){"fork", err};
-        return KMGR_ESPAWN;
+        *failure = (ksys_spawn_failure_t){"fork", err};
+        return KSYS_ESPAWN;
     }
     if (report.step != STEP_NONE) {
-        *failure = (kmgr_spawn_failure_t){steps[report.step], report.err};
+        *failure = (ksys_spawn_failure_t){steps[report.step], report.err};
         while (waitpid(child, NULL, 0) == -1 && errno == EINTR)
             ;
-        return KMGR_ESPAWN;
+        return KSYS_ESPAWN;
     }
     *pid = child;
     return 0;
 }
 
-char *kmgr_find_executable(const char *name)
+char *ksys_find_executable(const char *name)
 {
     const char *path = getenv("PATH");
     char *copy, *save = NULL, *found = NULL;
@@ -180,7 +180,7 @@ char *kmgr_find_executable(const char *name)
         return access(name, X_OK) == 0 ? wire_strdup(name) : NULL;
     copy = wire_strdup(path != NULL ? path : "/usr/local/bin:/usr/bin:/bin");
     for (char *dir = strtok_r(copy, ":", &save); dir != NULL && found == NULL; dir = strtok_r(NULL, ":", &save)) {
-        char *candidate = kmgr_path_join(dir, name);
+        char *candidate = ksys_path_join(dir, name);
         if (access(candidate, X_OK) == 0)
             found = candidate;
         else

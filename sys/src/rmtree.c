@@ -1,4 +1,4 @@
-/* Directory trees removed without the event loop: a detached thread per tree.
+/* sys/src/rmtree.c: directory trees removed without the event loop: a detached thread per tree.
  * Why a thread rather than bounded steps on the loop: the only unbounded part is the file system's own work (one readdir of a
  * directory a sandbox filled with millions of entries, an unlink on a slow disk), and no step of ours can bound a single such
  * call; the thread shares nothing with the loop but a counter, so it needs no lock and no hand-back. */
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "core/detach.h"
-#include "procs/rmtree.h"
+#include "ksys/detach.h"
+#include "ksys/rmtree.h"
 
 static size_t in_flight; /* __atomic_* only */
 
@@ -23,7 +23,7 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
     return 0;
 }
 
-void gw_rmtree(const char *path)
+void ksys_rmtree(const char *path)
 {
     /* never following a link the sandbox may have planted in its upper layer */
     nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -33,24 +33,24 @@ static void remove_tree(void *arg)
 {
     char *path = arg;
 
-    gw_rmtree(path);
+    ksys_rmtree(path);
     free(path);
     __atomic_fetch_sub(&in_flight, 1, __ATOMIC_RELEASE);
 }
 
-void gw_rmtree_detached(char *path)
+void ksys_rmtree_detached(char *path)
 {
     int ret;
 
     __atomic_fetch_add(&in_flight, 1, __ATOMIC_RELAXED);
-    if ((ret = gw_detach(remove_tree, path)) != 0) {
+    if ((ret = ksys_detach(remove_tree, path)) != 0) {
         if (ret != EAGAIN) /* EAGAIN: the bound on such threads, not worth a line each */
             fprintf(stderr, "kgate: cannot start a thread to remove %s (error %d): removing it now\n", path, ret);
         remove_tree(path);
     }
 }
 
-size_t gw_rmtree_in_flight(void)
+size_t ksys_rmtree_in_flight(void)
 {
     return __atomic_load_n(&in_flight, __ATOMIC_ACQUIRE);
 }

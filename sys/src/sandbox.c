@@ -1,4 +1,4 @@
-/* kernelmgr/src/sandbox.c: the bubblewrap command line of a kernel, and whether bwrap works on this host. */
+/* sys/src/sandbox.c: the bubblewrap command line of a kernel, and whether bwrap works on this host. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -8,11 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "wire/alloc.h"
-#include "kmgr/errors.h"
-#include "kmgr/sandbox.h"
-#include "kmgr/spawn.h"
+#include "ksys/errors.h"
+#include "ksys/sandbox.h"
+#include "ksys/spawn.h"
 
-/* The namespaces and hardening shared by every sandbox (kmgr_bwrap_walls); --new-session follows them but for a PTY session. */
+/* The namespaces and hardening shared by every sandbox (ksys_bwrap_walls); --new-session follows them but for a PTY session. */
 #define BWRAP_ISOLATION                                                                                                            \
     "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--disable-userns", "--cap-drop", "ALL",                  \
         "--die-with-parent"
@@ -40,7 +40,7 @@ static void push3(argv_t *a, const char *opt, const char *x, const char *y)
         push(a, y);
 }
 
-int kmgr_path_within(const char *path, const char *dir)
+int ksys_path_within(const char *path, const char *dir)
 {
     size_t len = strlen(dir);
 
@@ -51,12 +51,12 @@ int kmgr_path_within(const char *path, const char *dir)
     return strncmp(path, dir, len) == 0 && (path[len] == '\0' || path[len] == '/');
 }
 
-int kmgr_path_holds_system(const char *path)
+int ksys_path_holds_system(const char *path)
 {
-    static const char *const system_dirs[] = {KMGR_SYSTEM_DIRS};
+    static const char *const system_dirs[] = {KSYS_SYSTEM_DIRS};
 
     for (size_t i = 0; i != sizeof(system_dirs) / sizeof(system_dirs[0]); ++i)
-        if (kmgr_path_within(system_dirs[i], path))
+        if (ksys_path_within(system_dirs[i], path))
             return 1;
     return 0;
 }
@@ -73,14 +73,14 @@ static void push_sized_tmpfs(argv_t *a, uint64_t bytes, const char *dest)
     push3(a, "--tmpfs", dest, NULL);
 }
 
-char **kmgr_bwrap_walls(const kmgr_bwrap_walls_t *w)
+char **ksys_bwrap_walls(const ksys_bwrap_walls_t *w)
 {
     static const char *const isolation[] = {BWRAP_ISOLATION};
     argv_t a = {NULL, 0, 0};
 
     for (size_t i = 0; i != sizeof(isolation) / sizeof(isolation[0]); ++i)
         push(&a, isolation[i]);
-    /* a PTY session's shell keeps the session whose controlling terminal kmgr_spawn set: the terminal is its own (a pty
+    /* a PTY session's shell keeps the session whose controlling terminal ksys_spawn set: the terminal is its own (a pty
      * kgate holds the master of), so TIOCSTI injects into nothing but the sandbox */
     if (!w->own_terminal)
         push(&a, "--new-session");
@@ -103,18 +103,18 @@ char **kmgr_bwrap_walls(const kmgr_bwrap_walls_t *w)
     return a.v;
 }
 
-char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd)
+char **ksys_bwrap_argv(const ksys_bwrap_args_t *args, char *const *cmd)
 {
     /* a workspace of `/`, or one holding a system directory, would make the system writable: it stays read-only */
-    const char *ws = args->workspace != NULL && !kmgr_path_holds_system(args->workspace) ? args->workspace : NULL;
-    kmgr_bwrap_walls_t walls = {.share_net = args->share_net, .own_terminal = args->own_terminal, .tmp_bytes = args->tmp_bytes};
-    char **common = kmgr_bwrap_walls(&walls);
+    const char *ws = args->workspace != NULL && !ksys_path_holds_system(args->workspace) ? args->workspace : NULL;
+    ksys_bwrap_walls_t walls = {.share_net = args->share_net, .own_terminal = args->own_terminal, .tmp_bytes = args->tmp_bytes};
+    char **common = ksys_bwrap_walls(&walls);
     argv_t a = {NULL, 0, 0};
 
     push(&a, args->bwrap);
     for (char **p = common; *p != NULL; ++p)
         push(&a, *p);
-    kmgr_strv_free(common);
+    ksys_strv_free(common);
     if (args->home != NULL)
         push3(&a, "--dir", args->home, NULL);
     /* after the private mounts, so that one under /tmp lands on the private /tmp; it holds none of them (it holds no
@@ -125,7 +125,7 @@ char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd)
     push3(&a, "--tmpfs", args->runtime_dir, NULL);
     if (args->kernel_dir != NULL)
         push3(&a, "--bind", args->kernel_dir, args->kernel_dir);
-    if (args->resource_dir != NULL && !kmgr_path_within(args->resource_dir, args->runtime_dir))
+    if (args->resource_dir != NULL && !ksys_path_within(args->resource_dir, args->runtime_dir))
         push3(&a, "--ro-bind-try", args->resource_dir, args->resource_dir);
     if (args->cwd != NULL) {
         /* bound read-only only when it lies apart from every other mount: one inside the runtime dir, /run, /dev or /proc
@@ -134,10 +134,10 @@ char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd)
          * the host's view back over what is hidden */
         static const char *const private_dirs[] = {"/tmp", "/run", "/dev", "/proc"};
         const char *c = args->cwd;
-        int apart = !kmgr_path_within(c, args->runtime_dir) && !kmgr_path_within(args->runtime_dir, c) &&
-                    (ws == NULL || (!kmgr_path_within(c, ws) && !kmgr_path_within(ws, c)));
+        int apart = !ksys_path_within(c, args->runtime_dir) && !ksys_path_within(args->runtime_dir, c) &&
+                    (ws == NULL || (!ksys_path_within(c, ws) && !ksys_path_within(ws, c)));
         for (size_t i = 0; i != sizeof(private_dirs) / sizeof(private_dirs[0]); ++i)
-            if (kmgr_path_within(private_dirs[i], c) || (i != 0 && kmgr_path_within(c, private_dirs[i])))
+            if (ksys_path_within(private_dirs[i], c) || (i != 0 && ksys_path_within(c, private_dirs[i])))
                 apart = 0;
         if (apart)
             push3(&a, "--ro-bind", c, c);
@@ -149,7 +149,7 @@ char **kmgr_bwrap_argv(const kmgr_bwrap_args_t *args, char *const *cmd)
     return a.v;
 }
 
-void kmgr_strv_free(char **v)
+void ksys_strv_free(char **v)
 {
     if (v == NULL)
         return;
@@ -158,15 +158,15 @@ void kmgr_strv_free(char **v)
     free(v);
 }
 
-int kmgr_bwrap_probe(const char *bwrap, char *why, size_t whylen)
+int ksys_bwrap_probe(const char *bwrap, char *why, size_t whylen)
 {
-    kmgr_bwrap_walls_t walls = {0};
-    char **common = kmgr_bwrap_walls(&walls);
+    ksys_bwrap_walls_t walls = {0};
+    char **common = ksys_bwrap_walls(&walls);
     const char *argv[64];
     char *const envp[] = {NULL};
     char buf[512];
-    kmgr_spawn_failure_t failure;
-    kmgr_spawn_options_t opts;
+    ksys_spawn_failure_t failure;
+    ksys_spawn_options_t opts;
     size_t n = 0, len = 0;
     int pipefd[2], status, ret;
     pid_t pid;
@@ -181,18 +181,18 @@ int kmgr_bwrap_probe(const char *bwrap, char *why, size_t whylen)
     argv[n] = NULL;
     if (pipe2(pipefd, O_CLOEXEC) != 0) {
         snprintf(why, whylen, "pipe: %s", strerror(errno));
-        kmgr_strv_free(common);
-        return KMGR_ESPAWN;
+        ksys_strv_free(common);
+        return KSYS_ESPAWN;
     }
-    opts = (kmgr_spawn_options_t){
-        .path = bwrap, .argv = (char *const *)argv, .envp = envp, .fds = {KMGR_SPAWN_DEVNULL, KMGR_SPAWN_DEVNULL, pipefd[1]}};
-    ret = kmgr_spawn(&opts, &pid, &failure);
-    kmgr_strv_free(common);
+    opts = (ksys_spawn_options_t){
+        .path = bwrap, .argv = (char *const *)argv, .envp = envp, .fds = {KSYS_SPAWN_DEVNULL, KSYS_SPAWN_DEVNULL, pipefd[1]}};
+    ret = ksys_spawn(&opts, &pid, &failure);
+    ksys_strv_free(common);
     close(pipefd[1]);
     if (ret != 0) {
         close(pipefd[0]);
         snprintf(why, whylen, "cannot run %s: %s: %s", bwrap, failure.step, strerror(failure.err));
-        return KMGR_ESPAWN;
+        return KSYS_ESPAWN;
     }
     while (len < sizeof(buf) - 1 && ((r = read(pipefd[0], buf + len, sizeof(buf) - 1 - len)) > 0 || (r < 0 && errno == EINTR)))
         if (r > 0)
@@ -205,10 +205,10 @@ int kmgr_bwrap_probe(const char *bwrap, char *why, size_t whylen)
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return 0;
     snprintf(why, whylen, "%s cannot create namespaces here: %s", bwrap, buf[0] != '\0' ? buf : "it failed");
-    return KMGR_ESPAWN;
+    return KSYS_ESPAWN;
 }
 
-void kmgr_format_bytes(uint64_t bytes, char *buf, size_t size)
+void ksys_format_bytes(uint64_t bytes, char *buf, size_t size)
 {
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     size_t u = 0;
@@ -229,19 +229,19 @@ void kmgr_format_bytes(uint64_t bytes, char *buf, size_t size)
     snprintf(buf, size, "%llu %s", (unsigned long long)whole, units[u]);
 }
 
-size_t kmgr_limits_rlimits(const kmgr_limits_t *l, int memory_by_cgroup, int pids_by_cgroup, kmgr_spawn_rlimit_t *out)
+size_t ksys_limits_rlimits(const ksys_limits_t *l, int memory_by_cgroup, int pids_by_cgroup, ksys_spawn_rlimit_t *out)
 {
     size_t n = 0;
 
     if (l->memory_bytes != 0 && !memory_by_cgroup)
-        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_AS, l->memory_bytes};
+        out[n++] = (ksys_spawn_rlimit_t){RLIMIT_AS, l->memory_bytes};
     if (l->pids != 0 && !pids_by_cgroup)
-        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_NPROC, l->pids};
+        out[n++] = (ksys_spawn_rlimit_t){RLIMIT_NPROC, l->pids};
     if (l->cpu_seconds != 0)
-        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_CPU, l->cpu_seconds};
+        out[n++] = (ksys_spawn_rlimit_t){RLIMIT_CPU, l->cpu_seconds};
     if (l->open_files != 0)
-        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_NOFILE, l->open_files};
+        out[n++] = (ksys_spawn_rlimit_t){RLIMIT_NOFILE, l->open_files};
     if (l->file_size_bytes != 0)
-        out[n++] = (kmgr_spawn_rlimit_t){RLIMIT_FSIZE, l->file_size_bytes};
+        out[n++] = (ksys_spawn_rlimit_t){RLIMIT_FSIZE, l->file_size_bytes};
     return n;
 }

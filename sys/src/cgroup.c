@@ -1,4 +1,4 @@
-/* kernelmgr/src/cgroup.c: a control group per kernel incarnation, under a parent kgate creates in its own group. */
+/* sys/src/cgroup.c: a control group per kernel incarnation, under a parent kgate creates in its own group. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,10 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "wire/alloc.h"
-#include "kmgr/errors.h"
-#include "cgroup.h"
-#include "instance.h"
-#include "util_private.h"
+#include "ksys/errors.h"
+#include "ksys/cgroup.h"
+#include "ksys/instance.h"
+#include "ksys/util.h"
 
 /*
  * Where the controllers are: cgroup v1 mounts each under /sys/fs/cgroup/<name> (Debian, Docker with
@@ -21,7 +21,7 @@
  * group); cgroup v2 mounts one tree at /sys/fs/cgroup whose cgroup.controllers lists what it may
  * delegate. kgate's own group is read from /proc/self/cgroup.
  */
-static const char *const names[KMGR_CG_COUNT] = {"memory", "pids", "cpu"};
+static const char *const names[KSYS_CG_COUNT] = {"memory", "pids", "cpu"};
 #define CG_ROOT "/sys/fs/cgroup"
 /* How deep a sweep looks below a dead kgate's parent (kernels' groups are its children; nothing makes more). */
 #define SWEEP_DEPTH 4
@@ -90,15 +90,15 @@ static void own_group(const char *controller, char *out, size_t size)
 }
 
 /*
- * The parent's name says whose it is: "kgate-<pid>-<start time>-<pid namespace>" (kmgr_process_id_t), so
+ * The parent's name says whose it is: "kgate-<pid>-<start time>-<pid namespace>" (ksys_process_id_t), so
  * that a later kgate can tell a dead owner's groups from a live one's even when the pid was reused
  * (sweep_base). Groups named "kgate-<pid>" come from kgates before that.
  */
 static void parent_name(char *out, size_t size)
 {
-    kmgr_process_id_t self;
+    ksys_process_id_t self;
 
-    if (kmgr_process_id_self(&self) == 0)
+    if (ksys_process_id_self(&self) == 0)
         snprintf(out, size, "kgate-%d-%llu-%llu", self.pid, self.starttime, self.pid_ns);
     else
         snprintf(out, size, "kgate-%d", (int)getpid());
@@ -129,16 +129,16 @@ static int own_base(int controller, char *out, size_t size)
     return 0;
 }
 
-static void init_v1(kmgr_cgroups_t *cgs)
+static void init_v1(ksys_cgroups_t *cgs)
 {
-    static const char *const probe[KMGR_CG_COUNT] = {"memory.limit_in_bytes", "pids.max", "cpu.shares"};
+    static const char *const probe[KSYS_CG_COUNT] = {"memory.limit_in_bytes", "pids.max", "cpu.shares"};
 
-    for (int i = 0; i != KMGR_CG_COUNT; ++i) {
+    for (int i = 0; i != KSYS_CG_COUNT; ++i) {
         char base[4096], file[4200];
         struct stat st;
         if (own_base(i, base, sizeof(base)) != 0)
             continue;
-        snprintf(file, sizeof(file), "%s/%s", base, i == KMGR_CG_PIDS ? "cgroup.procs" : probe[i]);
+        snprintf(file, sizeof(file), "%s/%s", base, i == KSYS_CG_PIDS ? "cgroup.procs" : probe[i]);
         if (stat(file, &st) == 0 && (cgs->parents[i] = make_parent(base)) != NULL)
             cgs->version = 1;
     }
@@ -147,7 +147,7 @@ static void init_v1(kmgr_cgroups_t *cgs)
 /* v2: kgate's group must have the controllers in its subtree_control, which a group holding processes cannot
  * (the no-internal-processes rule): kgate moves itself into a leaf first. Unverified on the project's
  * machines (their memory controller is on v1); see PLATFORM.md. */
-static void init_v2(kmgr_cgroups_t *cgs)
+static void init_v2(ksys_cgroups_t *cgs)
 {
     char base[4096], controllers[512], leaf[4200], pid[32];
     char *parent;
@@ -171,14 +171,14 @@ static void init_v2(kmgr_cgroups_t *cgs)
         return;
     }
     cgs->version = 2;
-    for (int i = 0; i != KMGR_CG_COUNT; ++i)
+    for (int i = 0; i != KSYS_CG_COUNT; ++i)
         cgs->parents[i] = i == 0 ? parent : wire_strdup(parent);
 }
 
-static void sweep(kmgr_cgroups_t *cgs);
-static void drain_stale(kmgr_cgroups_t *cgs);
+static void sweep(ksys_cgroups_t *cgs);
+static void drain_stale(ksys_cgroups_t *cgs);
 
-void kmgr_cgroups_init(kmgr_cgroups_t *cgs)
+void ksys_cgroups_init(ksys_cgroups_t *cgs)
 {
     struct stat st;
 
@@ -196,14 +196,14 @@ void kmgr_cgroups_init(kmgr_cgroups_t *cgs)
         return;
     }
     snprintf(cgs->mechanism, sizeof(cgs->mechanism), "memory limits: %s; process limits: %s (cgroup v%d under %s)",
-             cgs->parents[KMGR_CG_MEMORY] == NULL ? "RLIMIT_AS"
+             cgs->parents[KSYS_CG_MEMORY] == NULL ? "RLIMIT_AS"
              : cgs->version == 2                  ? "cgroup v2 memory.max"
                                                   : "cgroup v1 memory.limit_in_bytes",
-             cgs->parents[KMGR_CG_PIDS] == NULL ? "RLIMIT_NPROC" : "cgroup pids.max", cgs->version,
-             cgs->parents[KMGR_CG_MEMORY] != NULL ? cgs->parents[KMGR_CG_MEMORY] : cgs->parents[KMGR_CG_PIDS]);
+             cgs->parents[KSYS_CG_PIDS] == NULL ? "RLIMIT_NPROC" : "cgroup pids.max", cgs->version,
+             cgs->parents[KSYS_CG_MEMORY] != NULL ? cgs->parents[KSYS_CG_MEMORY] : cgs->parents[KSYS_CG_PIDS]);
 }
 
-int kmgr_cgroups_has(const kmgr_cgroups_t *cgs, int controller)
+int ksys_cgroups_has(const ksys_cgroups_t *cgs, int controller)
 {
     return cgs->parents[controller] != NULL;
 }
@@ -237,7 +237,7 @@ static int remove_group(char *dir)
     return rmdir(dir) == 0 || errno == ENOENT;
 }
 
-static void push_stale(kmgr_cgroups_t *cgs, char *dir)
+static void push_stale(ksys_cgroups_t *cgs, char *dir)
 {
     cgs->stale = wire_realloc(cgs->stale, (cgs->nstale + 1) * sizeof(char *));
     cgs->stale[cgs->nstale++] = dir;
@@ -254,9 +254,9 @@ static int is_subgroup(DIR *dir, const struct dirent *de)
     return fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Kills what `dir` and its subgroups hold and queues them for removal, the deepest first (kmgr_cgroups_tick removes them in
+/* Kills what `dir` and its subgroups hold and queues them for removal, the deepest first (ksys_cgroups_tick removes them in
  * order). With `do_kill` 0 nothing is killed: only the groups already empty go. */
-static void condemn(kmgr_cgroups_t *cgs, const char *dir, int do_kill, int depth)
+static void condemn(ksys_cgroups_t *cgs, const char *dir, int do_kill, int depth)
 {
     DIR *d;
     struct dirent *de;
@@ -266,7 +266,7 @@ static void condemn(kmgr_cgroups_t *cgs, const char *dir, int do_kill, int depth
     if (depth != SWEEP_DEPTH && (d = opendir(dir)) != NULL) {
         while ((de = readdir(d)) != NULL) {
             if (is_subgroup(d, de)) {
-                char *sub = kmgr_path_join(dir, de->d_name);
+                char *sub = ksys_path_join(dir, de->d_name);
                 condemn(cgs, sub, do_kill, depth + 1);
                 free(sub);
             }
@@ -281,13 +281,13 @@ static void condemn(kmgr_cgroups_t *cgs, const char *dir, int do_kill, int depth
 
 /*
  * The groups a kgate that is provably gone left under `base` (it died by SIGKILL: nothing ran its
- * kmgr_cgroups_dispose). A parent named with its owner's identity is killed and removed when that
- * process has gone (kmgr_process_id_gone: a dead pid, or one reused by a process of another start
+ * ksys_cgroups_dispose). A parent named with its owner's identity is killed and removed when that
+ * process has gone (ksys_process_id_gone: a dead pid, or one reused by a process of another start
  * time; another pid namespace never counts as gone). What older kgates named by pid alone ("kgate-<pid>",
  * and v2's leaf "kgate-self-<pid>") proves less: it goes only when nothing holds that pid, and only
  * what is already empty (a rmdir never kills).
  */
-static void sweep_base(kmgr_cgroups_t *cgs, const char *base)
+static void sweep_base(ksys_cgroups_t *cgs, const char *base)
 {
     DIR *dir = opendir(base);
     struct dirent *de;
@@ -296,7 +296,7 @@ static void sweep_base(kmgr_cgroups_t *cgs, const char *base)
         return;
     while ((de = readdir(dir)) != NULL) {
         const char *tail = de->d_name + sizeof("kgate-") - 1;
-        kmgr_process_id_t owner;
+        ksys_process_id_t owner;
         char path[4096];
         int n = -1, pid;
 
@@ -305,7 +305,7 @@ static void sweep_base(kmgr_cgroups_t *cgs, const char *base)
             continue;
         if (strspn(tail, "0123456789-") == strlen(tail) &&
             sscanf(tail, "%d-%llu-%llu%n", &owner.pid, &owner.starttime, &owner.pid_ns, &n) == 3 && tail[n] == '\0') {
-            if (kmgr_process_id_gone(&owner))
+            if (ksys_process_id_gone(&owner))
                 condemn(cgs, path, 1, 0);
         } else if (((n = -1, sscanf(tail, "%d%n", &pid, &n) == 1) || (n = -1, sscanf(tail, "self-%d%n", &pid, &n) == 1)) && n > 0 &&
                    tail[n] == '\0' && pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
@@ -315,7 +315,7 @@ static void sweep_base(kmgr_cgroups_t *cgs, const char *base)
     closedir(dir);
 }
 
-static void sweep(kmgr_cgroups_t *cgs)
+static void sweep(ksys_cgroups_t *cgs)
 {
     char base[4096];
     struct stat st;
@@ -325,21 +325,21 @@ static void sweep(kmgr_cgroups_t *cgs)
             sweep_base(cgs, base);
         return;
     }
-    for (int i = 0; i != KMGR_CG_COUNT; ++i)
+    for (int i = 0; i != KSYS_CG_COUNT; ++i)
         if (own_base(i, base, sizeof(base)) == 0)
             sweep_base(cgs, base);
 }
 
-void kmgr_cgroups_sweep(void)
+void ksys_cgroups_sweep(void)
 {
-    kmgr_cgroups_t cgs;
+    ksys_cgroups_t cgs;
 
     memset(&cgs, 0, sizeof(cgs));
     sweep(&cgs);
-    kmgr_cgroups_dispose(&cgs);
+    ksys_cgroups_dispose(&cgs);
 }
 
-void kmgr_cgroups_tick(kmgr_cgroups_t *cgs)
+void ksys_cgroups_tick(ksys_cgroups_t *cgs)
 {
     size_t o = 0;
 
@@ -353,22 +353,22 @@ void kmgr_cgroups_tick(kmgr_cgroups_t *cgs)
 }
 
 /* The last members die within milliseconds of their SIGKILL: waits for them a little. */
-static void drain_stale(kmgr_cgroups_t *cgs)
+static void drain_stale(ksys_cgroups_t *cgs)
 {
     for (int tries = 0; cgs->nstale != 0 && tries != 50; ++tries) {
-        kmgr_cgroups_tick(cgs);
+        ksys_cgroups_tick(cgs);
         if (cgs->nstale != 0)
             usleep(2000);
     }
 }
 
-void kmgr_cgroups_dispose(kmgr_cgroups_t *cgs)
+void ksys_cgroups_dispose(ksys_cgroups_t *cgs)
 {
     drain_stale(cgs);
     for (size_t i = 0; i != cgs->nstale; ++i)
         free(cgs->stale[i]);
     free(cgs->stale);
-    for (int i = 0; i != KMGR_CG_COUNT; ++i) {
+    for (int i = 0; i != KSYS_CG_COUNT; ++i) {
         if (cgs->parents[i] != NULL && (cgs->version == 1 || i == 0))
             rmdir(cgs->parents[i]);
         free(cgs->parents[i]);
@@ -376,24 +376,24 @@ void kmgr_cgroups_dispose(kmgr_cgroups_t *cgs)
     memset(cgs, 0, sizeof(*cgs));
 }
 
-int kmgr_cgroup_create(kmgr_cgroups_t *cgs, const char *name, const kmgr_limits_t *limits, kmgr_cgroup_t *cg,
-                       int fds[KMGR_CG_COUNT], char *why, size_t whylen)
+int ksys_cgroup_create(ksys_cgroups_t *cgs, const char *name, const ksys_limits_t *limits, ksys_cgroup_t *cg,
+                       int fds[KSYS_CG_COUNT], char *why, size_t whylen)
 {
     char value[32], path[4200];
     int err;
 
     memset(cg, 0, sizeof(*cg));
     cg->owner = cgs;
-    for (int i = 0; i != KMGR_CG_COUNT; ++i)
+    for (int i = 0; i != KSYS_CG_COUNT; ++i)
         fds[i] = -1;
-    for (int i = 0; i != KMGR_CG_COUNT; ++i) {
+    for (int i = 0; i != KSYS_CG_COUNT; ++i) {
         if (cgs->parents[i] == NULL)
             continue;
         if (cgs->version == 2 && i != 0) {
             /* one directory holds every controller */
             continue;
         }
-        cg->dirs[i] = kmgr_path_join(cgs->parents[i], name);
+        cg->dirs[i] = ksys_path_join(cgs->parents[i], name);
         if (mkdir(cg->dirs[i], 0755) != 0) {
             snprintf(why, whylen, "cannot create the cgroup %s: %s", cg->dirs[i], strerror(errno));
             free(cg->dirs[i]);
@@ -401,25 +401,25 @@ int kmgr_cgroup_create(kmgr_cgroups_t *cgs, const char *name, const kmgr_limits_
             goto Error;
         }
     }
-    if (limits->memory_bytes != 0 && cg->dirs[KMGR_CG_MEMORY] != NULL) {
+    if (limits->memory_bytes != 0 && cg->dirs[KSYS_CG_MEMORY] != NULL) {
         snprintf(value, sizeof(value), "%" PRIu64, limits->memory_bytes);
         if (cgs->version == 2) {
             if ((err = write_file(cg->dirs[0], "memory.max", value)) != 0)
                 goto WriteError;
             write_file(cg->dirs[0], "memory.swap.max", "0");
         } else {
-            if ((err = write_file(cg->dirs[KMGR_CG_MEMORY], "memory.limit_in_bytes", value)) != 0)
+            if ((err = write_file(cg->dirs[KSYS_CG_MEMORY], "memory.limit_in_bytes", value)) != 0)
                 goto WriteError;
             /* with swap accounting, swap counts too (absent or refused without it: no swap to escape to) */
-            write_file(cg->dirs[KMGR_CG_MEMORY], "memory.memsw.limit_in_bytes", value);
+            write_file(cg->dirs[KSYS_CG_MEMORY], "memory.memsw.limit_in_bytes", value);
         }
     }
-    if (limits->pids != 0 && kmgr_cgroups_has(cgs, KMGR_CG_PIDS)) {
+    if (limits->pids != 0 && ksys_cgroups_has(cgs, KSYS_CG_PIDS)) {
         snprintf(value, sizeof(value), "%" PRIu64, limits->pids);
-        if ((err = write_file(cg->dirs[cgs->version == 2 ? 0 : KMGR_CG_PIDS], "pids.max", value)) != 0)
+        if ((err = write_file(cg->dirs[cgs->version == 2 ? 0 : KSYS_CG_PIDS], "pids.max", value)) != 0)
             goto WriteError;
     }
-    for (int i = 0; i != KMGR_CG_COUNT; ++i) {
+    for (int i = 0; i != KSYS_CG_COUNT; ++i) {
         if (cg->dirs[i] == NULL)
             continue;
         snprintf(path, sizeof(path), "%s/cgroup.procs", cg->dirs[i]);
@@ -433,7 +433,7 @@ int kmgr_cgroup_create(kmgr_cgroups_t *cgs, const char *name, const kmgr_limits_
 WriteError:
     snprintf(why, whylen, "cannot set the limits of the cgroup %s: %s", name, strerror(-err));
 Error:
-    for (int i = 0; i != KMGR_CG_COUNT; ++i) {
+    for (int i = 0; i != KSYS_CG_COUNT; ++i) {
         if (fds[i] != -1)
             close(fds[i]);
         fds[i] = -1;
@@ -442,25 +442,25 @@ Error:
         free(cg->dirs[i]);
         cg->dirs[i] = NULL;
     }
-    return KMGR_EIO;
+    return KSYS_EIO;
 }
 
-uint64_t kmgr_cgroup_oom_kills(const kmgr_cgroup_t *cg)
+uint64_t ksys_cgroup_oom_kills(const ksys_cgroup_t *cg)
 {
     char buf[1024], *hit;
 
-    if (cg->dirs[KMGR_CG_MEMORY] == NULL ||
-        read_file(cg->dirs[KMGR_CG_MEMORY], cg->owner->version == 2 ? "memory.events" : "memory.oom_control", buf, sizeof(buf)) !=
+    if (cg->dirs[KSYS_CG_MEMORY] == NULL ||
+        read_file(cg->dirs[KSYS_CG_MEMORY], cg->owner->version == 2 ? "memory.events" : "memory.oom_control", buf, sizeof(buf)) !=
             0 ||
         (hit = strstr(buf, "oom_kill ")) == NULL)
         return 0;
     return strtoull(hit + sizeof("oom_kill ") - 1, NULL, 10);
 }
 
-void kmgr_cgroup_release(kmgr_cgroup_t *cg)
+void ksys_cgroup_release(ksys_cgroup_t *cg)
 {
-    for (int i = 0; i != KMGR_CG_COUNT; ++i) {
-        kmgr_cgroups_t *cgs = cg->owner;
+    for (int i = 0; i != KSYS_CG_COUNT; ++i) {
+        ksys_cgroups_t *cgs = cg->owner;
         if (cg->dirs[i] == NULL)
             continue;
         if (remove_group(cg->dirs[i])) {

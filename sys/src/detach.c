@@ -1,4 +1,4 @@
-/* Detached worker threads for one-off blocking work. */
+/* sys/src/detach.c: detached worker threads for one-off blocking work. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "wire/alloc.h"
-#include "core/detach.h"
+#include "ksys/detach.h"
 
 /* Threads at most at once: work driven by clients (a DELETE of a directory full of big files) must not make a thread
  * each; past the bound the caller does the work itself, as it would without threads. */
@@ -29,7 +29,7 @@ static void *run_detached(void *p)
     return NULL;
 }
 
-int gw_detach(void (*fn)(void *arg), void *arg)
+int ksys_detach(void (*fn)(void *arg), void *arg)
 {
     detached_t *d;
     pthread_attr_t attr;
@@ -63,8 +63,8 @@ static void close_fd(void *arg)
     close((int)(intptr_t)arg);
 }
 
-void gw_close_detached(int fd)
+void ksys_close_detached(int fd)
 {
-    if (fd != -1 && gw_detach(close_fd, (void *)(intptr_t)fd) != 0)
+    if (fd != -1 && ksys_detach(close_fd, (void *)(intptr_t)fd) != 0)
         close(fd);
 }

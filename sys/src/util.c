@@ -1,19 +1,19 @@
-/* kernelmgr/src/util.c: small helpers of every kernelmgr file: the monotonic clock, path joining, closing descriptors. */
+/* sys/src/util.c: small helpers below every kgate module: the monotonic clock, path joining, closing descriptors. */
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <sys/resource.h>
 #include "wire/alloc.h"
-#include "util_private.h"
+#include "ksys/util.h"
 
-uint64_t kmgr_now_ms(void)
+uint64_t ksys_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-char *kmgr_path_join(const char *a, const char *b)
+char *ksys_path_join(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     char *p = wire_malloc(la + lb + 2);
@@ -24,7 +24,7 @@ char *kmgr_path_join(const char *a, const char *b)
     return p;
 }
 
-void kmgr_close_from(int lowfd)
+void ksys_close_from(int lowfd)
 {
     struct rlimit rl;
     int max_fd = 1024;

@@ -1,9 +1,11 @@
-/* kmgr/errors.h: error codes of the kernel manager (negative integers, one table). */
-#ifndef KMGR_ERRORS_H
-#define KMGR_ERRORS_H
+/* ksys/errors.h: the error codes of kernels and of the processes kgate starts (negative integers, one table). They live in
+ * the system layer, not in kernelmgr, because spawn returns them too and because gateway/core's gw_strerror describes them
+ * without linking the kernel manager (the proxy door, for one, links only the core). */
+#ifndef KSYS_ERRORS_H
+#define KSYS_ERRORS_H
 
-/* XX(name, message): every error the kernelmgr module returns. */
-#define KMGR_ERRNO_MAP(XX)                                                                                                         \
+/* XX(name, message): every error the kernelmgr and sys modules return besides wire's codes. */
+#define KSYS_ERRNO_MAP(XX)                                                                                                         \
     XX(NOSPEC, "no such kernelspec")                                                                                               \
     XX(BADSPEC, "kernelspec is not valid")                                                                                         \
     XX(SPAWN, "cannot start the kernel process")                                                                                   \
@@ -20,14 +22,14 @@
     XX(STARTQUEUE, "too many kernels are waiting to start")
 
 typedef enum {
-    KMGR_OK = 0,
-#define KMGR_XX_ENUM(name, msg) KMGR_E##name,
-    KMGR__ERR_FIRST = -200,
-    KMGR_ERRNO_MAP(KMGR_XX_ENUM)
-#undef KMGR_XX_ENUM
-} kmgr_err_t;
+    KSYS_OK = 0,
+#define KSYS_XX_ENUM(name, msg) KSYS_E##name,
+    KSYS__ERR_FIRST = -200,
+    KSYS_ERRNO_MAP(KSYS_XX_ENUM)
+#undef KSYS_XX_ENUM
+} ksys_err_t;
 
-/** Returns a static description of a kernelmgr error code (or of a wire error code). */
-const char *kmgr_strerror(int err);
+/** Returns a static description of a code of this table (or of a wire error code). */
+const char *ksys_strerror(int err);
 
 #endif

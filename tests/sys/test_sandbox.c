@@ -1,10 +1,10 @@
-/* tests/kernelmgr/test_sandbox.c: the bwrap command line of each profile (kmgr_bwrap_argv), its probe, byte formatting. */
+/* tests/sys/test_sandbox.c: the bwrap command line of each profile (ksys_bwrap_argv), its probe, byte formatting. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
-#include "kmgr/errors.h"
-#include "kmgr/sandbox.h"
+#include "ksys/errors.h"
+#include "ksys/sandbox.h"
 
 TestSuite(sandbox, .timeout = 30);
 
@@ -30,82 +30,82 @@ static char *const cmd[] = {"/usr/bin/python3", "-m", "ipykernel_launcher", "-f"
 
 Test(sandbox, default_profile_has_no_network_and_hides_the_runtime_dir)
 {
-    kmgr_bwrap_args_t a = {.bwrap = "bwrap",
+    ksys_bwrap_args_t a = {.bwrap = "bwrap",
                            .runtime_dir = "/run/kg",
                            .kernel_dir = "/run/kg/k1",
                            .workspace = "/srv/ws",
                            .resource_dir = "/usr/share/jupyter/kernels/python3",
                            .home = "/tmp/home"};
-    char **v = kmgr_bwrap_argv(&a, cmd);
+    char **v = ksys_bwrap_argv(&a, cmd);
 
     cr_assert_str_eq(joined(v), ISOLATION " --unshare-net --ro-bind / /" PRIVATE " --bind /srv/ws /srv/ws"
                                           " --tmpfs /run/kg --bind /run/kg/k1 /run/kg/k1"
                                           " --ro-bind-try /usr/share/jupyter/kernels/python3 /usr/share/jupyter/kernels/python3"
                                           " -- /usr/bin/python3 -m ipykernel_launcher -f /run/kg/k1/connection.json");
-    kmgr_strv_free(v);
+    ksys_strv_free(v);
 }
 
 Test(sandbox, share_net_keeps_the_network)
 {
-    kmgr_bwrap_args_t a = {.bwrap = "/usr/bin/bwrap", .runtime_dir = "/run/kg", .kernel_dir = "/run/kg/k1", .share_net = 1};
-    char **v = kmgr_bwrap_argv(&a, cmd);
+    ksys_bwrap_args_t a = {.bwrap = "/usr/bin/bwrap", .runtime_dir = "/run/kg", .kernel_dir = "/run/kg/k1", .share_net = 1};
+    char **v = ksys_bwrap_argv(&a, cmd);
 
     cr_assert_null(strstr(joined(v), "--unshare-net"));
     cr_assert_str_eq(v[0], "/usr/bin/bwrap");
     cr_assert_not_null(strstr(joined(v), "--tmpfs /run/kg --bind /run/kg/k1 /run/kg/k1"));
-    kmgr_strv_free(v);
+    ksys_strv_free(v);
 }
 
 /* A workspace under /tmp is bound after the private /tmp (else the tmpfs would hide it); the runtime dir under /tmp is still
  * hidden. */
 Test(sandbox, workspace_under_tmp_goes_on_the_private_tmp)
 {
-    kmgr_bwrap_args_t a = {.bwrap = "bwrap",
+    ksys_bwrap_args_t a = {.bwrap = "bwrap",
                            .runtime_dir = "/tmp/kgate-x",
                            .kernel_dir = "/tmp/kgate-x/k1",
                            .workspace = "/tmp/ws",
                            .home = "/tmp/home"};
-    char **v = kmgr_bwrap_argv(&a, cmd);
+    char **v = ksys_bwrap_argv(&a, cmd);
 
     cr_assert_not_null(strstr(joined(v), "--ro-bind / /" PRIVATE " --bind /tmp/ws /tmp/ws"
                                          " --tmpfs /tmp/kgate-x --bind /tmp/kgate-x/k1 /tmp/kgate-x/k1 --"),
                        "%s", joined(v));
-    kmgr_strv_free(v);
+    ksys_strv_free(v);
 }
 
 /* A cwd outside the workspace is shown read-only; one inside the runtime dir is never bound (bwrap then fails to chdir). */
 Test(sandbox, cwd_binding)
 {
-    kmgr_bwrap_args_t a = {
+    ksys_bwrap_args_t a = {
         .bwrap = "bwrap", .runtime_dir = "/run/kg", .kernel_dir = "/run/kg/k1", .workspace = "/srv/ws", .cwd = "/srv/ws/sub"};
-    char **v = kmgr_bwrap_argv(&a, cmd);
+    char **v = ksys_bwrap_argv(&a, cmd);
 
     cr_assert_not_null(strstr(joined(v), "--bind /run/kg/k1 /run/kg/k1 --chdir /srv/ws/sub --"), "%s", joined(v));
-    kmgr_strv_free(v);
+    ksys_strv_free(v);
     a.cwd = "/tmp/elsewhere";
-    v = kmgr_bwrap_argv(&a, cmd);
+    v = ksys_bwrap_argv(&a, cmd);
     cr_assert_not_null(strstr(joined(v), "--ro-bind /tmp/elsewhere /tmp/elsewhere --chdir /tmp/elsewhere --"), "%s", joined(v));
-    kmgr_strv_free(v);
+    ksys_strv_free(v);
     a.cwd = "/run/kg/k2";
-    v = kmgr_bwrap_argv(&a, cmd);
+    v = ksys_bwrap_argv(&a, cmd);
     cr_assert_null(strstr(joined(v), "--ro-bind /run/kg/k2"), "%s", joined(v));
     cr_assert_not_null(strstr(joined(v), "--chdir /run/kg/k2 --"));
-    kmgr_strv_free(v);
+    ksys_strv_free(v);
     /* a cwd holding the runtime dir, the workspace or /tmp is never bound: the host's view would cover what is hidden */
     static const char *const ancestors[] = {"/", "/run", "/tmp", "/srv"};
     for (size_t i = 0; i != sizeof(ancestors) / sizeof(ancestors[0]); ++i) {
         a.cwd = ancestors[i];
-        v = kmgr_bwrap_argv(&a, cmd);
+        v = ksys_bwrap_argv(&a, cmd);
         const char *first = strstr(joined(v), "--ro-bind / / ");
         cr_assert(first != NULL && strstr(first + 1, "--ro-bind") == NULL, "%s", joined(v));
         cr_assert_not_null(strstr(joined(v), "--chdir"), "%s", joined(v));
-        kmgr_strv_free(v);
+        ksys_strv_free(v);
     }
     /* "/srv/wsx" is not within "/srv/ws" */
     a.cwd = "/srv/wsx";
-    v = kmgr_bwrap_argv(&a, cmd);
+    v = ksys_bwrap_argv(&a, cmd);
     cr_assert_not_null(strstr(joined(v), "--ro-bind /srv/wsx /srv/wsx"), "%s", joined(v));
-    kmgr_strv_free(v);
+    ksys_strv_free(v);
 }
 
 /* A shell, command or PTY has no kernel directory: the runtime dir is hidden whole. A PTY session keeps its terminal (no
@@ -113,19 +113,19 @@ Test(sandbox, cwd_binding)
 Test(sandbox, process_profile_and_own_terminal)
 {
     static char *const sh[] = {"/bin/bash", "-c", "tty", NULL};
-    kmgr_bwrap_args_t a = {
+    ksys_bwrap_args_t a = {
         .bwrap = "bwrap", .runtime_dir = "/run/kg", .workspace = "/srv/ws", .cwd = "/srv/ws", .home = "/tmp/home"};
-    char **v = kmgr_bwrap_argv(&a, sh);
+    char **v = ksys_bwrap_argv(&a, sh);
 
     cr_assert_str_eq(joined(v), ISOLATION " --unshare-net --ro-bind / /" PRIVATE " --bind /srv/ws /srv/ws"
                                           " --tmpfs /run/kg --chdir /srv/ws -- /bin/bash -c tty");
-    kmgr_strv_free(v);
+    ksys_strv_free(v);
     a.own_terminal = 1;
-    v = kmgr_bwrap_argv(&a, sh);
+    v = ksys_bwrap_argv(&a, sh);
     cr_assert_null(strstr(joined(v), "--new-session"), "%s", joined(v));
     cr_assert_not_null(strstr(joined(v), "--die-with-parent --hostname sandbox --unshare-net --ro-bind / / "), "%s", joined(v));
     cr_assert_not_null(strstr(joined(v), "--tmpfs /run/kg --chdir /srv/ws -- /bin/bash -c tty"), "%s", joined(v));
-    kmgr_strv_free(v);
+    ksys_strv_free(v);
 }
 
 /* A workspace of `/`, or one holding a system directory, is not bound: the system stays read-only (issue 28: --as-execd and
@@ -133,42 +133,42 @@ Test(sandbox, process_profile_and_own_terminal)
 Test(sandbox, workspace_holding_the_system_stays_read_only)
 {
     static const char *const refused[] = {"/", "/usr", "/var", "/opt", "/etc"};
-    kmgr_bwrap_args_t a = {.bwrap = "bwrap", .runtime_dir = "/run/kg", .kernel_dir = "/run/kg/k1"};
+    ksys_bwrap_args_t a = {.bwrap = "bwrap", .runtime_dir = "/run/kg", .kernel_dir = "/run/kg/k1"};
 
     for (size_t i = 0; i != sizeof(refused) / sizeof(refused[0]); ++i) {
         a.workspace = refused[i];
-        char **v = kmgr_bwrap_argv(&a, cmd);
+        char **v = ksys_bwrap_argv(&a, cmd);
         const char *first = strstr(joined(v), " --bind ");
         cr_assert(first != NULL && strncmp(first, " --bind /run/kg/k1", 18) == 0, "workspace %s: %s", refused[i], joined(v));
-        kmgr_strv_free(v);
+        ksys_strv_free(v);
     }
     a.workspace = "/srv/data/ws";
-    char **v = kmgr_bwrap_argv(&a, cmd);
+    char **v = ksys_bwrap_argv(&a, cmd);
     cr_assert_not_null(strstr(joined(v), "--bind /srv/data/ws /srv/data/ws"), "%s", joined(v));
-    kmgr_strv_free(v);
-    cr_assert(kmgr_path_holds_system("/") && kmgr_path_holds_system("/usr") && !kmgr_path_holds_system("/usr/local/ws") &&
-              !kmgr_path_holds_system("/home") && !kmgr_path_holds_system("/srvx"));
+    ksys_strv_free(v);
+    cr_assert(ksys_path_holds_system("/") && ksys_path_holds_system("/usr") && !ksys_path_holds_system("/usr/local/ws") &&
+              !ksys_path_holds_system("/home") && !ksys_path_holds_system("/srvx"));
 }
 
 /* tmp_bytes sizes both /tmp and /dev/shm. */
 Test(sandbox, tmp_and_shm_are_sized)
 {
-    kmgr_bwrap_args_t a = {.bwrap = "bwrap", .runtime_dir = "/run/kg", .tmp_bytes = 64 << 20};
-    char **v = kmgr_bwrap_argv(&a, cmd);
+    ksys_bwrap_args_t a = {.bwrap = "bwrap", .runtime_dir = "/run/kg", .tmp_bytes = 64 << 20};
+    char **v = ksys_bwrap_argv(&a, cmd);
 
     cr_assert_not_null(
         strstr(joined(v), "--size 67108864 --tmpfs /tmp --dev /dev --size 67108864 --tmpfs /dev/shm --remount-ro /dev"), "%s",
         joined(v));
-    kmgr_strv_free(v);
+    ksys_strv_free(v);
 }
 
 Test(sandbox, probe)
 {
     char why[512] = "";
 
-    cr_assert_eq(kmgr_bwrap_probe("/nonexistent/bwrap", why, sizeof(why)), KMGR_ESPAWN);
+    cr_assert_eq(ksys_bwrap_probe("/nonexistent/bwrap", why, sizeof(why)), KSYS_ESPAWN);
     cr_assert_not_null(strstr(why, "/nonexistent/bwrap"), "%s", why);
-    if (access("/usr/bin/bwrap", X_OK) == 0 && kmgr_bwrap_probe("/usr/bin/bwrap", why, sizeof(why)) != 0)
+    if (access("/usr/bin/bwrap", X_OK) == 0 && ksys_bwrap_probe("/usr/bin/bwrap", why, sizeof(why)) != 0)
         cr_log_warn("bwrap cannot create namespaces on this host: %s", why);
 }
 
@@ -176,12 +176,12 @@ Test(sandbox, format_bytes)
 {
     char buf[32];
 
-    kmgr_format_bytes(256u << 20, buf, sizeof(buf));
+    ksys_format_bytes(256u << 20, buf, sizeof(buf));
     cr_assert_str_eq(buf, "256 MiB");
-    kmgr_format_bytes(1ull << 30, buf, sizeof(buf));
+    ksys_format_bytes(1ull << 30, buf, sizeof(buf));
     cr_assert_str_eq(buf, "1 GiB");
-    kmgr_format_bytes(1000, buf, sizeof(buf));
+    ksys_format_bytes(1000, buf, sizeof(buf));
     cr_assert_str_eq(buf, "1000 B");
-    kmgr_format_bytes(3u << 19, buf, sizeof(buf));
+    ksys_format_bytes(3u << 19, buf, sizeof(buf));
     cr_assert_str_eq(buf, "1536 KiB");
 }

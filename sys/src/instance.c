@@ -1,4 +1,4 @@
-/* kernelmgr/src/instance.c: the instance token in every child's environment, the record in the runtime dir, the sweeps. */
+/* sys/src/instance.c: the instance token in every child's environment, the record in the runtime dir, the sweeps. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -15,12 +15,12 @@
 #include <sys/wait.h>
 #include "wire/alloc.h"
 #include "wire/ids.h"
-#include "kmgr/errors.h"
-#include "kmgr/util.h"
-#include "cgroup.h"
-#include "instance.h"
-#include "process.h"
-#include "util_private.h"
+#include "ksys/errors.h"
+#include "ksys/util.h"
+#include "ksys/cgroup.h"
+#include "ksys/instance.h"
+#include "ksys/rmtree.h"
+#include "ksys/util.h"
 
 #define BOOT_ID_LEN 36
 #define RECORD_PREFIX "kgate-"
@@ -34,7 +34,7 @@
 
 /* A kgate whose descendants a sweep kills: its "KGATE_INSTANCE=<token>" entry and its start time. */
 typedef struct st_sweep_target_t {
-    char env[sizeof(KMGR_INSTANCE_VAR "=") + KMGR_INSTANCE_TOKEN_LEN];
+    char env[sizeof(KSYS_INSTANCE_VAR "=") + KSYS_INSTANCE_TOKEN_LEN];
     unsigned long long starttime;
     char record[256]; /* its record's file name ("" for this kgate) */
 } sweep_target_t;
@@ -93,16 +93,16 @@ static int read_origin(origin_t *origin)
     return n == BOOT_ID_LEN ? read_pid_ns(&origin->pid_ns) : -1;
 }
 
-int kmgr_process_id_self(kmgr_process_id_t *id)
+int ksys_process_id_self(ksys_process_id_t *id)
 {
     pid_t ppid;
     char state;
 
     id->pid = (int)getpid();
-    return read_stat(0, &state, &ppid, &id->starttime) == 0 && read_pid_ns(&id->pid_ns) == 0 ? 0 : KMGR_EIO;
+    return read_stat(0, &state, &ppid, &id->starttime) == 0 && read_pid_ns(&id->pid_ns) == 0 ? 0 : KSYS_EIO;
 }
 
-int kmgr_process_id_gone(const kmgr_process_id_t *id)
+int ksys_process_id_gone(const ksys_process_id_t *id)
 {
     unsigned long long here, starttime;
     pid_t ppid;
@@ -149,7 +149,7 @@ static const sweep_target_t *find_mark(const char *env, size_t len, const sweep_
     for (entry = env; entry < end; entry = nul + 1) {
         if ((nul = memchr(entry, '\0', end - entry)) == NULL)
             nul = end;
-        if (strncmp(entry, KMGR_INSTANCE_VAR "=", sizeof(KMGR_INSTANCE_VAR)) != 0)
+        if (strncmp(entry, KSYS_INSTANCE_VAR "=", sizeof(KSYS_INSTANCE_VAR)) != 0)
             continue;
         for (size_t i = 0; i != num_targets; ++i)
             if ((size_t)(nul - entry) == strlen(targets[i].env) && memcmp(entry, targets[i].env, nul - entry) == 0)
@@ -235,12 +235,12 @@ static void kill_marked_once(const sweep_target_t *targets, size_t num_targets, 
 /* Waits (bounded) until every process killed has exited, so that a next pass does not find it again, and closes the pidfds. */
 static void wait_killed(killed_t *killed, size_t from)
 {
-    uint64_t deadline = kmgr_now_ms() + SWEEP_WAIT_MS;
+    uint64_t deadline = ksys_now_ms() + SWEEP_WAIT_MS;
 
     for (size_t i = from; i != killed->size; ++i) {
         struct pollfd pfd = {.fd = killed->pidfds[i], .events = POLLIN};
         uint64_t now;
-        while ((now = kmgr_now_ms()) < deadline && poll(&pfd, 1, (int)(deadline - now)) == -1 && errno == EINTR)
+        while ((now = ksys_now_ms()) < deadline && poll(&pfd, 1, (int)(deadline - now)) == -1 && errno == EINTR)
             ;
         close(killed->pidfds[i]);
     }
@@ -269,7 +269,7 @@ typedef struct st_record_t {
     int pid;
     unsigned long long starttime;
     origin_t origin;
-    char token[KMGR_INSTANCE_TOKEN_LEN + 1];
+    char token[KSYS_INSTANCE_TOKEN_LEN + 1];
 } record_t;
 
 static int read_record(int dirfd, const char *name, record_t *rec)
@@ -287,7 +287,7 @@ static int read_record(int dirfd, const char *name, record_t *rec)
     buf[n] = '\0';
     return sscanf(buf, "%d %llu %36s %llu %32s", &rec->pid, &rec->starttime, rec->origin.boot_id, &rec->origin.pid_ns,
                   rec->token) == 5 &&
-                   strlen(rec->token) == KMGR_INSTANCE_TOKEN_LEN
+                   strlen(rec->token) == KSYS_INSTANCE_TOKEN_LEN
                ? 0
                : -1;
 }
@@ -301,11 +301,11 @@ typedef enum { RECORD_LIVE, RECORD_DEAD, RECORD_REBOOTED } record_state_t;
  */
 static record_state_t record_state(const record_t *rec, const origin_t *here)
 {
-    kmgr_process_id_t id = {.pid = rec->pid, .starttime = rec->starttime, .pid_ns = rec->origin.pid_ns};
+    ksys_process_id_t id = {.pid = rec->pid, .starttime = rec->starttime, .pid_ns = rec->origin.pid_ns};
 
     if (strcmp(rec->origin.boot_id, here->boot_id) != 0)
         return RECORD_REBOOTED;
-    return kmgr_process_id_gone(&id) ? RECORD_DEAD : RECORD_LIVE;
+    return ksys_process_id_gone(&id) ? RECORD_DEAD : RECORD_LIVE;
 }
 
 /* "<uuid>" or "<anything>-<uuid>.log": what kgate names its kernel directories and command logs in the runtime dir. */
@@ -340,8 +340,8 @@ static void remove_stale_files(const char *runtime_dir)
             st.st_uid != geteuid())
             continue;
         if (S_ISDIR(st.st_mode)) {
-            char *path = kmgr_path_join(runtime_dir, de->d_name);
-            kmgr_rmtree(path);
+            char *path = ksys_path_join(runtime_dir, de->d_name);
+            ksys_rmtree(path);
             free(path);
         } else if (S_ISREG(st.st_mode)) {
             unlinkat(dirfd(dir), de->d_name, 0);
@@ -379,7 +379,7 @@ static size_t sweep_dead(const char *runtime_dir)
             continue;
         case RECORD_DEAD:
             targets = wire_realloc(targets, (num_targets + 1) * sizeof(*targets));
-            snprintf(targets[num_targets].env, sizeof(targets[num_targets].env), KMGR_INSTANCE_VAR "=%s", rec.token);
+            snprintf(targets[num_targets].env, sizeof(targets[num_targets].env), KSYS_INSTANCE_VAR "=%s", rec.token);
             targets[num_targets].starttime = rec.starttime;
             memcpy(targets[num_targets++].record, de->d_name, n + 1);
             break;
@@ -404,9 +404,9 @@ Exit:
     return killed;
 }
 
-static int write_record(kmgr_instance_t *inst, const char *runtime_dir)
+static int write_record(ksys_instance_t *inst, const char *runtime_dir)
 {
-    char name[sizeof(RECORD_PREFIX RECORD_SUFFIX) + KMGR_INSTANCE_TOKEN_LEN], line[256], *tmp;
+    char name[sizeof(RECORD_PREFIX RECORD_SUFFIX) + KSYS_INSTANCE_TOKEN_LEN], line[256], *tmp;
     unsigned long long starttime;
     origin_t here;
     pid_t ppid;
@@ -414,9 +414,9 @@ static int write_record(kmgr_instance_t *inst, const char *runtime_dir)
     int fd, len, ok;
 
     if (read_stat(0, &state, &ppid, &starttime) != 0 || read_origin(&here) != 0)
-        return KMGR_EIO;
+        return KSYS_EIO;
     snprintf(name, sizeof(name), RECORD_PREFIX "%s" RECORD_SUFFIX, inst->token);
-    inst->record_path = kmgr_path_join(runtime_dir, name);
+    inst->record_path = ksys_path_join(runtime_dir, name);
     tmp = wire_malloc(strlen(inst->record_path) + sizeof(".tmp"));
     sprintf(tmp, "%s.tmp", inst->record_path);
     len = snprintf(line, sizeof(line), "%d %llu %s %llu %s\n", (int)getpid(), starttime, here.boot_id, here.pid_ns, inst->token);
@@ -429,11 +429,11 @@ static int write_record(kmgr_instance_t *inst, const char *runtime_dir)
         inst->record_path = NULL;
     }
     free(tmp);
-    return ok ? 0 : KMGR_EIO;
+    return ok ? 0 : KSYS_EIO;
 }
 
 /* This kgate as a sweep's target: its mark, and its start time (clock ticks since boot). */
-static int self_target(const kmgr_instance_t *inst, sweep_target_t *self)
+static int self_target(const ksys_instance_t *inst, sweep_target_t *self)
 {
     unsigned long long starttime;
     pid_t ppid;
@@ -450,7 +450,7 @@ static int self_target(const kmgr_instance_t *inst, sweep_target_t *self)
 /*
  * Signals a watchdog ignores: those anyone may send in passing (a terminal, a kill of a group, a
  * swept process) must not end it before its work. Faults keep their default; SIGKILL and SIGSTOP
- * cannot be caught (kmgr_instance_dispose stops it with SIGKILL).
+ * cannot be caught (ksys_instance_dispose stops it with SIGKILL).
  */
 static const int watchdog_ignored[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM, SIGPIPE, SIGUSR1, SIGUSR2,   SIGALRM,
                                        SIGTSTP, SIGTTIN, SIGTTOU, SIGXCPU, SIGXFSZ, SIGPOLL, SIGVTALRM, SIGPROF};
@@ -459,7 +459,7 @@ static const int watchdog_ignored[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM, SIGPI
  * Never returns. */
 static void watchdog_run(int fd, int ready, const sweep_target_t *self, pid_t kgate)
 {
-    kmgr_process_id_t id;
+    ksys_process_id_t id;
     struct sigaction ign;
     sigset_t none;
     ssize_t n;
@@ -476,12 +476,12 @@ static void watchdog_run(int fd, int ready, const sweep_target_t *self, pid_t kg
     sigprocmask(SIG_SETMASK, &none, NULL);
     /* out of kgate's process group and session: what is sent to those (a terminal's ^C, kill(-pgid)) is not for it */
     setsid();
-    prctl(PR_SET_NAME, KMGR_WATCHDOG_NAME);
+    prctl(PR_SET_NAME, KSYS_WATCHDOG_NAME);
     close(ready);
     /* stdio stays (the log line below); nothing else of kgate's is held open (a listener, a kernel's socket) */
     if (fd > 3 && dup2(fd, 3) == 3)
         fd = 3;
-    kmgr_close_from(fd < 3 ? 3 : fd + 1);
+    ksys_close_from(fd < 3 ? 3 : fd + 1);
     while ((n = read(fd, &byte, 1)) == -1 && errno == EINTR)
         ;
     /* a byte (or an error) is never sent: only kgate's exit, however it came, ends the read */
@@ -490,13 +490,13 @@ static void watchdog_run(int fd, int ready, const sweep_target_t *self, pid_t kg
     if ((killed = kill_marked(self, 1)) != 0)
         dprintf(2, "kgate: watchdog: kgate (pid %d) died; killed %zu process(es) still carrying its mark\n", (int)kgate, killed);
     /* its descriptors close before it is a zombie: the cgroup sweep counts it gone only once it is one (bounded) */
-    if (kmgr_process_id_self(&id) == 0) {
+    if (ksys_process_id_self(&id) == 0) {
         id.pid = (int)kgate;
         id.starttime = self->starttime;
-        for (int waited = 0; !kmgr_process_id_gone(&id) && waited < SWEEP_WAIT_MS; waited += 5)
+        for (int waited = 0; !ksys_process_id_gone(&id) && waited < SWEEP_WAIT_MS; waited += 5)
             usleep(5000);
     }
-    kmgr_cgroups_sweep();
+    ksys_cgroups_sweep();
     _exit(0);
 }
 
@@ -513,7 +513,7 @@ static void watchdog_run(int fd, int ready, const sweep_target_t *self, pid_t kg
  * forked, not spawned, so that it is the code of this file; before any thread, at start-up, the
  * fork copies little.
  */
-static int start_watchdog(kmgr_instance_t *inst)
+static int start_watchdog(ksys_instance_t *inst)
 {
     sweep_target_t self;
     pid_t kgate = getpid();
@@ -522,7 +522,7 @@ static int start_watchdog(kmgr_instance_t *inst)
     char byte;
 
     if (self_target(inst, &self) != 0 || pipe2(fds, O_CLOEXEC) != 0)
-        return KMGR_EIO;
+        return KSYS_EIO;
     if (pipe2(ready, O_CLOEXEC) != 0 || (inst->watchdog = fork()) == -1) {
         close(fds[0]);
         close(fds[1]);
@@ -531,7 +531,7 @@ static int start_watchdog(kmgr_instance_t *inst)
             close(ready[1]);
         }
         inst->watchdog = 0;
-        return KMGR_EIO;
+        return KSYS_EIO;
     }
     if (inst->watchdog == 0) {
         close(fds[1]);
@@ -549,25 +549,25 @@ static int start_watchdog(kmgr_instance_t *inst)
     return 0;
 }
 
-int kmgr_instance_init(kmgr_instance_t *inst, const char *runtime_dir)
+int ksys_instance_init(ksys_instance_t *inst, const char *runtime_dir)
 {
     memset(inst, 0, sizeof(*inst));
-    wire_random_hex(inst->token, KMGR_INSTANCE_TOKEN_LEN / 2);
-    snprintf(inst->env, sizeof(inst->env), KMGR_INSTANCE_VAR "=%s", inst->token);
+    wire_random_hex(inst->token, KSYS_INSTANCE_TOKEN_LEN / 2);
+    snprintf(inst->env, sizeof(inst->env), KSYS_INSTANCE_VAR "=%s", inst->token);
     inst->watchdog_fd = -1;
     inst->swept = sweep_dead(runtime_dir);
     if (write_record(inst, runtime_dir) != 0)
-        return KMGR_EIO;
+        return KSYS_EIO;
     if (start_watchdog(inst) != 0) {
         unlink(inst->record_path);
         free(inst->record_path);
         inst->record_path = NULL;
-        return KMGR_EIO;
+        return KSYS_EIO;
     }
     return 0;
 }
 
-void kmgr_instance_dispose(kmgr_instance_t *inst)
+void ksys_instance_dispose(ksys_instance_t *inst)
 {
     sweep_target_t self;
 

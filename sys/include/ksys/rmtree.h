@@ -1,0 +1,18 @@
+/* ksys/rmtree.h: removing a directory tree that may be arbitrarily large (an isolated session's upper layer) off the event loop.
+ */
+#ifndef KSYS_RMTREE_H
+#define KSYS_RMTREE_H
+
+#include <stddef.h>
+
+/** Removes `path` and everything beneath it, never following a symbolic link; now, in the caller (tear-down only). */
+void ksys_rmtree(const char *path);
+/**
+ * Removes `path` as ksys_rmtree does, in a detached thread of its own that owns nothing but `path` (taken over: freed when
+ * done). Returns at once; when no thread can be made, removes it in the caller (logged).
+ */
+void ksys_rmtree_detached(char *path);
+/** How many ksys_rmtree_detached removals have not finished yet (shutdown waits for 0). */
+size_t ksys_rmtree_in_flight(void);
+
+#endif
