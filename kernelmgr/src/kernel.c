@@ -86,41 +86,33 @@ static void maybe_ready(kmgr_kernel_t *k)
     flush_state(k);
 }
 
-/* ---- resynchronisation after a connection was given up (kmgr_resync_t) ---- */
+/* ---- resynchronisation after a message over the cap was passed over (kmgr_resync_t) ---- */
 
 static void send_probe(kmgr_kernel_t *k)
 {
     kmgr_resync_t *r = &k->resync;
-    wire_msg_t *msg;
+    wire_msg_t *msg = wire_msg_create("kernel_info_request", k->session, NULL);
 
-    if (r->n == KMGR_MAX_PROBES)
-        return;
-    msg = wire_msg_create("kernel_info_request", k->session, NULL);
-    memcpy(r->ids[r->n], wire_msg_id(msg), sizeof(r->ids[r->n]) - 1);
-    r->ids[r->n][sizeof(r->ids[r->n]) - 1] = '\0';
-    r->seqs[r->n++] = ++k->sent;
-    r->next_at = ksys_now_ms() + k->mgr->config.kernel_info_retry_ms;
+    memcpy(r->id, wire_msg_id(msg), sizeof(r->id) - 1);
+    r->id[sizeof(r->id) - 1] = '\0';
+    r->seq = ++k->sent;
     kmgr_kernel_send(k, WIRE_CHANNEL_SHELL, msg);
 }
 
-/* A message on `channel` whose parent may be a probe; may finish requests (callbacks). */
+/* A message on `channel` whose parent may be the probe; may finish requests (callbacks). */
 static void resync_on(kmgr_kernel_t *k, const wire_msg_t *msg, wire_channel_t channel)
 {
     kmgr_resync_t *r = &k->resync;
-    const char *parent = wire_msg_parent_id(msg);
 
-    for (size_t i = 0; i != r->n; ++i) {
-        if (strcmp(parent, r->ids[i]) != 0)
-            continue;
-        if (channel == WIRE_CHANNEL_IOPUB)
-            r->got_iopub = 1;
-        else
-            r->got_reply = 1;
-        if (r->got_iopub && r->got_reply)
-            r->active = 0;
-        kmgr_requests_sync(k, r->seqs[i], channel == WIRE_CHANNEL_IOPUB);
+    if (strcmp(wire_msg_parent_id(msg), r->id) != 0)
         return;
-    }
+    if (channel == WIRE_CHANNEL_IOPUB)
+        r->got_iopub = 1;
+    else
+        r->got_reply = 1;
+    if (r->got_iopub && r->got_reply)
+        r->active = 0;
+    kmgr_requests_sync(k, r->seq, channel == WIRE_CHANNEL_IOPUB);
 }
 
 /* ---- what the channels report ---- */
@@ -169,7 +161,6 @@ static void on_message(void *data, wire_channel_t channel, wire_msg_t *msg, cons
         break;
     case WIRE_CHANNEL_IOPUB:
         k->got_iopub = 1;
-        k->resync.iopub_live = 1;
         if (k->state == KMGR_KERNEL_STARTING || k->state == KMGR_KERNEL_RESTARTING) {
             maybe_ready(k);
         } else if (strcmp(type, "status") == 0) {
@@ -249,7 +240,6 @@ static void on_oversized(void *data, wire_channel_t channel, const char *parent,
     uint64_t generation;
 
     kmgr_kernel_t *k = data;
-    int iopub_live = k->resync.active ? k->resync.iopub_live : 1;
 
     flush_deferred(k);
     if (k->destroyed)
@@ -259,7 +249,6 @@ static void on_oversized(void *data, wire_channel_t channel, const char *parent,
         return;
     memset(&k->resync, 0, sizeof(k->resync));
     k->resync.active = 1;
-    k->resync.iopub_live = iopub_live && channel != WIRE_CHANNEL_IOPUB;
     /* Kernels send nothing but input_request on stdin: the lost one leaves its kernel waiting for
      * an answer nobody can give. An empty line, as for a cancelled request, rather than a hang. */
     if (channel == WIRE_CHANNEL_STDIN)
@@ -528,8 +517,6 @@ void kmgr_kernel_tick(kmgr_kernel_t *k, uint64_t now)
     default:
         if (kmgr_kernel_heartbeats(k, now))
             return;
-        if (k->resync.active && !k->resync.iopub_live && now >= k->resync.next_at)
-            send_probe(k);
         kmgr_requests_finish_replied_without_idle(k, now);
         break;
     }

@@ -37,8 +37,6 @@
 #define KMGR_LATE_CAP_MS 10000
 /* Requests that ended, remembered per kernel so that a message for one of them is known as late output, not noise. */
 #define KMGR_ENDED_KEPT 8
-/* Probes (kernel_info_requests) sent after one connection was given up, at most (see st_kmgr_resync_t). */
-#define KMGR_MAX_PROBES 8
 
 /* ---- reqtable.c: msg_id -> request, to route a kernel's messages by their parent's msg_id ---- */
 
@@ -140,24 +138,18 @@ typedef struct st_kmgr_ended_t {
 /* ---- kernel.c: the state machine ---- */
 
 /*
- * After the channels gave a connection up (a kernel message over the cap), messages of requests
- * in flight were lost with it, a status idle perhaps among them, and nothing would end those
- * requests but KMGR_IDLE_GRACE_MS, or nothing at all for a lost reply. Kernels deal with shell
- * requests one at a time, in order, so a probe (kernel_info_request) sent after the loss is
- * answered only after every earlier request: once its iopub status arrives, every earlier status
- * idle has been sent, and once its reply arrives, every earlier reply (kmgr_requests_sync).
+ * After the channels passed over a message above the cap (the connection goes on), a request in flight may have lost
+ * its reply or its status idle with it, and nothing would end it but KMGR_IDLE_GRACE_MS, or nothing at all for a lost
+ * reply. Kernels deal with shell requests one at a time, in order, so a probe (kernel_info_request) sent after the
+ * loss is answered only after every earlier request: once its iopub status arrives, every earlier status idle has been
+ * sent, and once its reply arrives, every earlier reply (kmgr_requests_sync). One probe is enough: the connections
+ * stay, so its answers cannot be lost but to another message over the cap, which starts a new resynchronisation.
  */
 typedef struct st_kmgr_resync_t {
     int active;
-    /* Set once an iopub message arrived on a reopened iopub socket: the subscription is live, so
-     * the status of a probe sent from then on cannot be lost. Until then a probe is resent every
-     * kernel_info_retry_ms, at most KMGR_MAX_PROBES (a busy kernel queues them). */
-    int iopub_live;
     int got_iopub, got_reply;
-    size_t n;
-    char ids[KMGR_MAX_PROBES][WIRE_UUID_STRLEN + 1];
-    uint64_t seqs[KMGR_MAX_PROBES];
-    uint64_t next_at;
+    char id[WIRE_UUID_STRLEN + 1];
+    uint64_t seq;
 } kmgr_resync_t;
 
 struct st_kmgr_kernel_t {

@@ -71,12 +71,12 @@ while True:
                 good.send(iopub, "display_data", {"data": {}, "metadata": {}}, parent=msg,
                           buffers=[b"%c" % (65 + i % 26) * (i + 1) for i in range(count)])
             if code.startswith("oversized "):
-                # One stream message of N bytes of text, more than the client's message cap: its
-                # connection drops, and the status idle below is published before it is back.
+                # One stream message of N bytes of text, more than the client's message cap: the
+                # client passes it over and its connection goes on (the status idle below arrives).
                 good.send(iopub, "stream", {"name": "stdout", "text": "o" * int(code.split()[1])}, parent=msg)
             if code.startswith("oversized-reply "):
-                # The reply itself is over the cap (as with a huge exception message): the shell
-                # connection drops with it.
+                # The reply itself is over the cap (as with a huge exception message): the client
+                # passes it over; only the probe that follows tells it the request was dealt with.
                 reply["padding"] = "r" * int(code.split()[1])
             if code.startswith("oversized-input "):
                 # An input_request whose prompt is over the cap; then what the client answered.

@@ -353,7 +353,7 @@ Test(fake_kernel_capped, an_oversized_iopub_message_is_reported_and_the_next_req
     /* what came before it on the connection is still read; nothing of it arrives */
     cr_expect_str_eq(rec.out, "genuine\n");
     cr_expect_eq(rec.out_bytes, strlen("genuine\n"));
-    /* its status idle was lost with the connection: the probe ends it, not the 5 s grace */
+    /* the connection goes on: its status idle (or else the probe) ends it, not the 5 s grace */
     cr_expect_lt(took, 4000, "the request took %llu ms to end", (unsigned long long)took);
     cr_expect_eq(kmgr_kernel_oversized_messages(k), 1);
     kt_rec_dispose(&rec);

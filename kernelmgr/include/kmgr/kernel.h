@@ -151,7 +151,7 @@ unsigned kmgr_kernel_auto_restarts(const kmgr_kernel_t *kernel, unsigned *in_a_r
 int kmgr_kernel_answering(const kmgr_kernel_t *kernel);
 /**
  * How many kernel messages were larger than kmgr_config_t.max_message_bytes, over every
- * incarnation: each was dropped with the connection it came on, which was reopened.
+ * incarnation: each was passed over unread as its bytes arrived, and its connection went on.
  */
 uint64_t kmgr_kernel_oversized_messages(const kmgr_kernel_t *kernel);
 /**
@@ -210,9 +210,9 @@ typedef enum {
     KMGR_REQ_INPUT,
     /**
      * A kernel message larger than kmgr_config_t.max_message_bytes was dropped while this request
-     * was in flight (`err`: KSYS_EMSGSIZE), and with it whatever else was on its way on that
-     * connection: some of this request's iopub messages, its reply, or an input_request (which
-     * kernelmgr answers with an empty line: the kernel would wait for it forever). The request goes
+     * was in flight (`err`: KSYS_EMSGSIZE): it may have been one of this request's iopub messages,
+     * its reply, or an input_request (which kernelmgr answers with an empty line: the kernel would
+     * wait for it forever); the connection goes on, and nothing else is lost. The request goes
      * on; once the kernel has dealt with it, it ends with DONE even if its status idle or its reply
      * was among the lost (DONE without REPLY: the reply was lost). Once per dropped message.
      */
