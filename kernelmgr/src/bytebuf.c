@@ -26,7 +26,7 @@ static size_t grown_cap(size_t cap, size_t size, size_t n)
 {
     if (cap == 0)
         cap = KMGR_BYTEBUF_MIN_BYTES;
-    while (cap - size < n)
+    while (cap < size || cap - size < n)
         cap *= 2;
     return cap;
 }
