@@ -8,6 +8,7 @@
 
 #include "exec_helpers.h"
 #include "support/base.h"
+#include "support/http.h"
 
 #define MIB (1024LL * 1024)
 
@@ -92,5 +93,77 @@ Test(peak, one_fifty_megabyte_line_peaks_kgate_at_its_size)
     ts_events_dispose(&evs);
     cr_assert_lt(peak - idle, 80 * MIB, "kgate peaked %lld MiB above idle for one 50 MB line", (peak - idle) / MIB);
     free(ctx);
+    xh_gateway_stop(&gw);
+}
+
+/* POST /mcp with `body` in session `sid` ("" before initialize); returns the reply (asserted 200 and JSON), session id in `sid`. */
+static json_t *mcp_post(unsigned short port, char *sid, size_t sid_size, const char *body)
+{
+    char session[300];
+    const char *headers[] = {"Accept: application/json, text/event-stream", session, NULL};
+    ts_response_t r = {0};
+    json_t *reply;
+    int st;
+
+    snprintf(session, sizeof(session), "Mcp-Session-Id: %s", sid);
+    if (sid[0] == '\0')
+        headers[1] = NULL;
+    st = ts_http_request_until(port, "POST", "/mcp", headers, body, ts_now_ms() + XH_BIG_RUN_MS, &r);
+    cr_assert(st == 200 || st == 202, "POST /mcp: %d %s %.300s", st, r.error != NULL ? r.error : "", r.body);
+    if (sid[0] == '\0' && ts_response_header(&r, "mcp-session-id") != NULL)
+        snprintf(sid, sid_size, "%s", ts_response_header(&r, "mcp-session-id"));
+    reply = r.json != NULL ? json_incref(r.json) : NULL;
+    /* an answer in an SSE stream: progress notifications, then the reply, the last `data:` line */
+    for (const char *d = r.body != NULL ? strstr(r.body, "data: ") : NULL; reply == NULL && d != NULL;
+         d = strstr(d + 1, "data: ")) {
+        const char *next = strstr(d + 1, "data: ");
+        if (next == NULL)
+            reply = json_loadb(d + 6, strcspn(d + 6, "\n"), 0, NULL);
+    }
+    ts_response_dispose(&r);
+    return reply;
+}
+
+/*
+ * MCP's run_code printing 100 MB (100 lines of 1 MB): the call's budget (--mcp-output-bytes, 1 MiB) comes back with a note and
+ * a structured count of exactly what was dropped. Before issue 27, the note said "0 bytes of text and 0 results dropped".
+ */
+Test(peak, an_mcp_call_printing_100_megabytes_reports_the_dropped_bytes_exactly)
+{
+    enum { PRINTED = 100 * 1000000, BUDGET = 1 << 20 };
+    static ts_gateway_t gw;
+    char sid[256] = "";
+    json_t *reply;
+
+    xh_gateway_start(&gw, NULL);
+    reply = mcp_post(gw.port, sid, sizeof(sid),
+                     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-03-26\","
+                     "\"capabilities\":{},\"clientInfo\":{\"name\":\"test_peak\",\"version\":\"1\"}}}");
+    cr_assert(sid[0] != '\0', "initialize gave no Mcp-Session-Id");
+    json_decref(reply);
+    json_decref(mcp_post(gw.port, sid, sizeof(sid), "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"));
+    reply = mcp_post(gw.port, sid, sizeof(sid),
+                     "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"run_code\",\"arguments\":{"
+                     "\"language\":\"python\",\"code\":\"for _ in range(100):\\n    print('z' * 999999)\"}}}");
+    cr_assert_not_null(reply, "tools/call gave no JSON reply");
+    json_t *result = json_object_get(reply, "result");
+    const char *text = json_string_value(json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
+    cr_assert_not_null(text, "no text block: %s", json_dumps(reply, JSON_COMPACT));
+    json_t *tr = json_object_get(json_object_get(result, "structuredContent"), "truncated");
+    long long dropped = json_integer_value(json_object_get(tr, "dropped_bytes"));
+    const char *note = strstr(text, "[kgate: output truncated: ");
+    cr_assert_not_null(note, "no truncation note in the text's last 200 bytes: %s", text + strlen(text) - 200);
+    size_t kept = (size_t)(note - text);
+    fprintf(stderr, "peak: MCP run_code printing 100 MB: %zu bytes of text kept, %lld dropped; %s", kept, dropped, note);
+    cr_assert_eq(dropped, (long long)(PRINTED - BUDGET), "dropped_bytes %lld, expected %d", dropped, PRINTED - BUDGET);
+    /* the budget's last byte is inside a line (1048576 = 1 line of 1000000 and 48576 bytes): a newline puts the note on its own */
+    cr_assert_eq(kept, (size_t)BUDGET + 1, "%zu bytes of text before the note, expected the budget, %d, and a newline", kept,
+                 BUDGET);
+    cr_assert_eq(text[BUDGET - 1], 'z');
+    cr_assert_eq(text[BUDGET], '\n');
+    char expected[64];
+    snprintf(expected, sizeof(expected), ": %d bytes of text", PRINTED - BUDGET);
+    cr_assert_not_null(strstr(note, expected), "the note does not say %s: %s", expected, note);
+    json_decref(reply);
     xh_gateway_stop(&gw);
 }
