@@ -11,14 +11,13 @@
 #include "wire/alloc.h"
 #include "wire/codec.h"
 #include "wire/zmtp.h"
+#include "wire/zmtp_reader.h"
 #include "ksys/errors.h"
 #include "ksys/util.h"
 #include "zsock.h"
 
 /* The least room a read is given. */
 #define READ_MIN_BYTES ((size_t)4 * 1024)
-/* A command the peer sends is small (READY, PING, ERROR); a bigger one is a broken peer. */
-#define COMMAND_MAX_BYTES ((size_t)64 * 1024)
 
 /* ---- connection life ---- */
 
@@ -52,8 +51,7 @@ static void lose(kmgr_zsock_t *z, int keep_out)
     close_fd(z);
     kmgr_bytebuf_clear(&z->in);
     z->consumed = 0;
-    z->skipping = 0;
-    z->peer_greeted = 0;
+    wire_zmtp_reader_reset(&z->reader);
     z->read_all = 0;
     z->out_handshake = 0;
     if (!keep_out)
@@ -269,6 +267,7 @@ int kmgr_zsock_open(kmgr_zsock_t *z, const kmgr_loop_ops_t *loop_ops, void *loop
     z->handshake_ms = KMGR_ZSOCK_HANDSHAKE_MS;
     z->max_queued_bytes = KMGR_ZSOCK_MAX_QUEUED_BYTES;
     z->max_message_bytes = max_message_bytes;
+    wire_zmtp_reader_init(&z->reader, max_message_bytes, KMGR_ZSOCK_MAX_FRAMES);
     z->on_readable = on_readable;
     z->arg = arg;
     z->label = label;
@@ -284,9 +283,7 @@ void kmgr_zsock_close(kmgr_zsock_t *z)
     if (z->lent)
         return; /* the owner still reads the message: kmgr_zsock_release frees the rest */
     kmgr_bytebuf_free(&z->in);
-    free(z->frames);
-    z->frames = NULL;
-    z->frames_cap = 0;
+    wire_zmtp_reader_dispose(&z->reader);
     z->consumed = 0;
 }
 
@@ -375,145 +372,49 @@ static void on_command(kmgr_zsock_t *z, const uint8_t *body, size_t len)
     /* anything else (PONG, SUBSCRIBE, CANCEL) means nothing to a DEALER or a SUB */
 }
 
-/* Passes over the rest of a message being skipped, as its bytes arrive. 1: it is all gone; 0: more to come. */
-static int skip(kmgr_zsock_t *z)
-{
-    for (;;) {
-        size_t avail = kmgr_bytebuf_size(&z->in), drop = z->skip_left < avail ? (size_t)z->skip_left : avail;
-        wire_zmtp_head_t h;
-        int r;
-        z->in.start += drop;
-        z->skip_left -= drop;
-        if (z->skip_left != 0)
-            return 0;
-        if (!z->skip_more)
-            return 1;
-        if ((r = wire_zmtp_read_head(z->in.data + z->in.start, kmgr_bytebuf_size(&z->in), &h)) <= 0) {
-            if (r < 0)
-                protocol_error(z, "malformed ZMTP frame");
-            return 0;
-        }
-        if (h.flags & WIRE_ZMTP_COMMAND) {
-            protocol_error(z, "a ZMTP command inside a message");
-            return 0;
-        }
-        z->in.start += h.head_len;
-        z->skip_left = h.size;
-        z->skip_more = (h.flags & WIRE_ZMTP_MORE) != 0;
-    }
-}
-
-static void start_skipping(kmgr_zsock_t *z, size_t frame_at, const wire_zmtp_head_t *h, int err)
-{
-    z->in.start += frame_at + h->head_len;
-    z->skipping = err;
-    z->skip_left = h->size;
-    z->skip_more = (h->flags & WIRE_ZMTP_MORE) != 0;
-}
-
-/* The frames before the one over the cap are whole in the buffer: the parent_header among them (the
- * fourth after the delimiter's, as wire_decode reads a message) is kept for whoever is told of the loss. */
-static void keep_parent(kmgr_zsock_t *z, size_t nframes)
-{
-    z->dropped_parent_len = 0;
-    for (size_t i = 0; i + 3 < nframes; ++i) {
-        const wire_frame_t *f = &z->frames[i];
-        if (f->len != sizeof(WIRE_DELIMITER) - 1 || memcmp(f->base, WIRE_DELIMITER, f->len) != 0)
-            continue;
-        if (z->frames[i + 3].len <= sizeof(z->dropped_parent)) {
-            memcpy(z->dropped_parent, z->frames[i + 3].base, z->frames[i + 3].len);
-            z->dropped_parent_len = z->frames[i + 3].len;
-        }
-        return;
-    }
-}
-
 /*
- * Parses what the buffer holds: the greeting, commands, then one whole message into `msg`.
- * Returns 1 (a message), 0 (more bytes needed: at least `*need` from in.start in all), or a
- * dropped message's error. The connection may be lost on the way (z->state then says so).
+ * Parses what the buffer holds (wire/zmtp_reader.h): the greeting, commands, then one whole message into `msg`.
+ * Returns 1 (a message), 0 (more bytes needed: at least `*need` from in.start in all), or a dropped message's error.
+ * The connection may be lost on the way (z->state then says so).
  */
 static int parse(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg, size_t *need)
 {
     *need = 1;
-    if (!z->peer_greeted) {
-        if (kmgr_bytebuf_size(&z->in) < WIRE_ZMTP_GREETING_LEN) {
-            *need = WIRE_ZMTP_GREETING_LEN;
+    for (;;) {
+        wire_zmtp_item_t it;
+        wire_zmtp_reader_next(&z->reader, z->in.data + z->in.start, kmgr_bytebuf_size(&z->in), z->state == KMGR_ZSOCK_READY, &it);
+        switch (it.kind) {
+        case WIRE_ZMTP_NEED:
+            z->in.start += it.consumed;
+            *need = it.need;
             return 0;
-        }
-        if (wire_zmtp_check_greeting(z->in.data + z->in.start) != 0) {
-            protocol_error(z, "the kernel's socket does not speak ZMTP 3 with the NULL mechanism");
-            return 0;
-        }
-        z->in.start += WIRE_ZMTP_GREETING_LEN;
-        z->peer_greeted = 1;
-    }
-    if (z->skipping != 0) {
-        int err = z->skipping;
-        if (!skip(z))
-            return 0;
-        z->skipping = 0;
-        return err;
-    }
-    for (size_t off = 0, n = 0, bytes = 0;;) {
-        const uint8_t *p = z->in.data + z->in.start;
-        size_t avail = kmgr_bytebuf_size(&z->in);
-        wire_zmtp_head_t h;
-        int r = wire_zmtp_read_head(p + off, avail - off, &h);
-        if (r <= 0) {
-            if (r < 0)
-                protocol_error(z, "malformed ZMTP frame");
-            *need = off + WIRE_ZMTP_HEAD_MAX;
-            return 0;
-        }
-        if (h.flags & WIRE_ZMTP_COMMAND) {
-            if (off != 0 || h.size > COMMAND_MAX_BYTES) {
-                protocol_error(z, off != 0 ? "a ZMTP command inside a message" : "a ZMTP command too large");
-                return 0;
-            }
-            if (avail - h.head_len < h.size) {
-                *need = h.head_len + (size_t)h.size;
-                return 0;
-            }
-            z->in.start += h.head_len + (size_t)h.size;
-            on_command(z, p + h.head_len, (size_t)h.size);
+        case WIRE_ZMTP_GREETED:
+            z->in.start += it.consumed;
+            continue;
+        case WIRE_ZMTP_CMD:
+            z->in.start += it.consumed;
+            on_command(z, it.body, it.len);
             if (z->state < KMGR_ZSOCK_HANDSHAKE)
                 return 0;
             continue;
-        }
-        if (z->state != KMGR_ZSOCK_READY) {
-            protocol_error(z, "a message before the ZMTP handshake ended");
-            return 0;
-        }
-        if (h.size > z->max_message_bytes - bytes) {
-            keep_parent(z, n);
-            start_skipping(z, off, &h, KSYS_EMSGSIZE);
-            return parse(z, msg, need);
-        }
-        if (n == KMGR_ZSOCK_MAX_FRAMES) {
-            start_skipping(z, off, &h, KSYS_EINVAL);
-            return parse(z, msg, need);
-        }
-        if (avail - off - h.head_len < h.size) {
-            *need = off + h.head_len + (size_t)h.size;
-            return 0;
-        }
-        if (n == z->frames_cap) {
-            z->frames_cap = z->frames_cap != 0 ? z->frames_cap * 2 : 16;
-            z->frames = wire_realloc(z->frames, z->frames_cap * sizeof(z->frames[0]));
-        }
-        z->frames[n].base = (void *)(p + off + h.head_len);
-        z->frames[n].len = (size_t)h.size;
-        ++n;
-        bytes += (size_t)h.size;
-        off += h.head_len + (size_t)h.size;
-        if ((h.flags & WIRE_ZMTP_MORE) == 0) {
-            z->consumed = off;
-            msg->frames = z->frames;
-            msg->nframes = n;
-            msg->bytes = bytes;
+        case WIRE_ZMTP_MESSAGE:
+            z->consumed = it.consumed;
+            msg->frames = it.frames;
+            msg->nframes = it.nframes;
+            msg->bytes = it.bytes;
             msg->storage = z->in.buf;
             return 1;
+        case WIRE_ZMTP_OVERSIZED:
+            z->in.start += it.consumed;
+            z->dropped_parent = it.parent;
+            z->dropped_parent_len = it.parent != NULL ? it.parent_len : 0;
+            return KSYS_EMSGSIZE;
+        case WIRE_ZMTP_TOO_MANY_FRAMES:
+            z->in.start += it.consumed;
+            return KSYS_EINVAL;
+        case WIRE_ZMTP_BROKEN:
+            protocol_error(z, it.why);
+            return 0;
         }
     }
 }

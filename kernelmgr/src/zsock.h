@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 #include "wire/frames.h"
+#include "wire/zmtp_reader.h"
 #include "kmgr/loop.h"
 #include "bytebuf.h"
 
@@ -58,7 +59,7 @@ typedef struct st_kmgr_zsock_msg_t {
 } kmgr_zsock_msg_t;
 
 /** The longest parent_header of a skipped message that is kept for its owner (kmgr_zsock_dropped_parent). */
-#define KMGR_ZSOCK_PARENT_MAX 2048
+#define KMGR_ZSOCK_PARENT_MAX WIRE_ZMTP_PARENT_MAX
 
 typedef struct st_kmgr_zsock_t {
     /* Fixed from kmgr_zsock_open. */
@@ -82,7 +83,6 @@ typedef struct st_kmgr_zsock_t {
     uint64_t connected_at;   /* when the current connection was made (ksys_now_ms) */
     unsigned handshake_ms;   /* KMGR_ZSOCK_HANDSHAKE_MS from open; a test may shorten it */
     size_t max_queued_bytes; /* KMGR_ZSOCK_MAX_QUEUED_BYTES from open; a test may lower it */
-    int peer_greeted;        /* the peer's greeting was read and checked */
     int read_all;            /* the last read emptied the socket: no read until the watch fires or the tick */
     /* bytes at the front of `out` that are our handshake: only they may go before the peer's READY
      * (libzmq 4.3 takes a message that arrives with our READY, before it sent its own, for a
@@ -92,15 +92,11 @@ typedef struct st_kmgr_zsock_t {
     /* the message last returned by recv: consumed at the next recv; lent until kmgr_zsock_release */
     size_t consumed;
     int lent;
-    wire_frame_t *frames;
-    size_t frames_cap;
-    /* skipping a message over the cap: bytes left of the frame being skipped, and whether more frames follow */
-    int skipping;
-    uint64_t skip_left;
-    int skip_more;
-    /* the parent_header frame of the last message skipped over the cap, as it came (unverified: the
-     * signature covers what was skipped), when it had arrived and fit; length 0 otherwise */
-    char dropped_parent[KMGR_ZSOCK_PARENT_MAX];
+    /* the stream's parser: where in the greeting, commands and messages the bytes read so far leave it */
+    wire_zmtp_reader_t reader;
+    /* the parent_header frame of the last message skipped over the cap, as it came (unverified: the signature covers what
+     * was skipped), in the reader, when it had arrived and fit; length 0 otherwise */
+    const char *dropped_parent;
     size_t dropped_parent_len;
     /* counted for the owner and for log lines */
     uint64_t connects;        /* connections made (a reconnect after a loss counts again) */
