@@ -133,10 +133,11 @@ static void on_kernel_state(kmgr_kernel_t *kernel, void *data)
     if (!is_starting(ctx))
         tell_waiters(ctx);
     if (state == KMGR_KERNEL_DEAD) {
-        /* the running run hears it from its request; queued ones would wait forever otherwise */
-        gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(kernel), "kernel_died");
+        /* the runs end (queued ones would wait forever otherwise); a stateless run's context goes with them */
+        if (gw_kernel_runs_kernel_died(ctx))
+            return;
         /* a failed start was reported to whoever waited for it: a dead context nobody ever used would stay listed */
-        if (ctx->is_ephemeral || (ctx->forget_failed_start && !ctx->was_ready))
+        if (ctx->forget_failed_start && !ctx->was_ready)
             gw_context_destroy(ctx);
     }
 }
@@ -266,6 +267,24 @@ gw_context_t *gw_context_find(gw_contexts_t *contexts, const char *id)
 {
     gw_idmap_entry_t *e = gw_idmap_find(&contexts->by_id, id);
     return e != NULL ? H2O_STRUCT_FROM_MEMBER(gw_context_t, by_id, e) : NULL;
+}
+
+gw_context_t *gw_context_find_listed(gw_contexts_t *contexts, const char *id)
+{
+    gw_context_t *ctx = gw_context_find(contexts, id);
+    return ctx != NULL && !ctx->is_ephemeral ? ctx : NULL;
+}
+
+void gw_contexts_each_listed(gw_contexts_t *contexts, void (*fn)(gw_context_t *ctx, void *arg), void *arg)
+{
+    h2o_linklist_t *node, *next;
+
+    for (node = contexts->list.next; node != &contexts->list; node = next) {
+        gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
+        next = node->next; /* fn may destroy ctx */
+        if (!ctx->is_ephemeral)
+            fn(ctx, arg);
+    }
 }
 
 gw_context_t *gw_context_find_default(gw_contexts_t *contexts, const kmgr_kernelspec_t *spec)

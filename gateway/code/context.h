@@ -66,7 +66,7 @@ struct st_gw_context_t {
     unsigned restarts_seen;           /* kmgr_kernel_auto_restarts already logged and told to its runs */
     unsigned not_answering : 1;       /* what its running run was last told of kmgr_kernel_answering */
     unsigned is_default : 1;          /* the language's default context (POST /code with only a language) */
-    unsigned is_ephemeral : 1;        /* a stateless run's own kernel: not listed, deleted after its run */
+    unsigned is_ephemeral : 1;        /* a stateless run's own kernel: not listed, deleted after its run (kernel_run.c) */
     unsigned was_ready : 1;           /* its kernel has been ready once */
     unsigned forget_failed_start : 1; /* gw_context_options_t's */
     unsigned is_pooled : 1;           /* waiting in pool->kernels (code/pool.c) */
@@ -192,6 +192,13 @@ void gw_contexts_tick(gw_contexts_t *contexts);
 
 /** The context with `id`, or NULL. */
 gw_context_t *gw_context_find(gw_contexts_t *contexts, const char *id);
+/** The context with `id` if a door lists it (any but a stateless run's own, is_ephemeral), or NULL. */
+gw_context_t *gw_context_find_listed(gw_contexts_t *contexts, const char *id);
+/**
+ * Calls `fn` for each context a door lists (every one but a stateless run's own, is_ephemeral), oldest first, so that no
+ * door filters by hand. `fn` may destroy the context it is given, and no other.
+ */
+void gw_contexts_each_listed(gw_contexts_t *contexts, void (*fn)(gw_context_t *ctx, void *arg), void *arg);
 /** The default context of `spec`, or NULL. */
 gw_context_t *gw_context_find_default(gw_contexts_t *contexts, const kmgr_kernelspec_t *spec);
 

@@ -131,8 +131,7 @@ json_t *gw_jupyter_kernel_model(gw_jupyter_t *jupyter, const gw_context_t *ctx)
 
 gw_context_t *gw_jupyter_find_kernel(gw_jupyter_t *jupyter, const char *id)
 {
-    gw_context_t *ctx = id != NULL ? gw_context_find(jupyter->contexts, id) : NULL;
-    return ctx != NULL && !ctx->is_ephemeral ? ctx : NULL;
+    return id != NULL ? gw_context_find_listed(jupyter->contexts, id) : NULL;
 }
 
 static int is_kernel_env_name(const char *name)
