@@ -9,6 +9,7 @@
 #include "wire/alloc.h"
 #include "core/errors.h"
 #include "core/http.h"
+#include "core/ws.h"
 #include "jupyter/jupyter.h"
 
 /* A kernelspec resource (a logo, kernel.js) larger than this is not served: they are icons and small scripts. */
@@ -310,4 +311,22 @@ GW_JUPYTER_HANDLER(kernel_restart)
     waiter->jupyter = jupyter;
     waiter->req = req;
     gw_context_wait_ready(ctx, &waiter->super);
+}
+
+GW_JUPYTER_HANDLER(kernel_channels)
+{
+    gw_jupyter_t *jupyter = gw_jupyter_from(door);
+    const char *id = gw_path_param(req, params, 0);
+    gw_context_t *ctx = gw_jupyter_find_kernel(jupyter, id);
+
+    /* refused before the upgrade, as Jupyter Server does: the client sees the status */
+    if (ctx == NULL) {
+        gw_jupyter_error(req, 404, "Kernel does not exist: %.64s", id != NULL ? id : "");
+        return;
+    }
+    if (!gw_ws_is_upgrade(req)) {
+        gw_jupyter_error(req, 400, "this route takes a WebSocket upgrade (GET with Upgrade: websocket over HTTP/1.1)");
+        return;
+    }
+    gw_jupyter_channels_open(jupyter, req, ctx);
 }
