@@ -74,19 +74,6 @@ static void kernel_run_free(gw_kernel_run_t *krun)
     free(krun);
 }
 
-/*
- * The one place a stateless run's context (is_ephemeral) is destroyed: once it has no run left (its run ended, was
- * cancelled before it started, or never started; or its kernel died and the runs were ended). Returns 1 when `ctx` is
- * gone.
- */
-static int end_if_spent(gw_context_t *ctx)
-{
-    if (!ctx->is_ephemeral || !h2o_linklist_is_empty(&ctx->runs))
-        return 0;
-    gw_context_destroy(ctx);
-    return 1;
-}
-
 /* Finishes the run and forgets it; the next queued run of the context starts. */
 static void kernel_run_end(gw_kernel_run_t *krun, const char *outcome)
 {
@@ -97,7 +84,7 @@ static void kernel_run_end(gw_kernel_run_t *krun, const char *outcome)
     gw_run_finish(krun->run, krun->execution_count, outcome);
     kernel_run_free(krun);
     gw_context_touch(ctx);
-    if (end_if_spent(ctx))
+    if (ctx->contexts->after_run(ctx))
         return;
     start_next(ctx);
 }
@@ -436,27 +423,6 @@ int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts,
     return 0;
 }
 
-int gw_kernel_run_submit_stateless(gw_contexts_t *contexts, const gw_context_options_t *copts, const gw_kernel_run_options_t *opts,
-                                   gw_run_t **out)
-{
-    gw_context_options_t ephemeral = *copts;
-    gw_context_t *ctx;
-    int ret;
-
-    ephemeral.is_ephemeral = 1;
-    if ((ret = gw_context_create(contexts, &ephemeral, &ctx)) != 0)
-        return ret;
-    if ((ret = gw_kernel_run_submit(ctx, opts, out)) != 0)
-        end_if_spent(ctx);
-    return ret;
-}
-
-int gw_kernel_runs_kernel_died(gw_context_t *ctx)
-{
-    gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(ctx->kernel), "kernel_died");
-    return end_if_spent(ctx);
-}
-
 size_t gw_kernel_runs_count(const gw_context_t *ctx)
 {
     size_t n = 0;
@@ -574,7 +540,7 @@ static void on_stop(gw_run_t *run, void *data)
     gw_run_append(run, gw_error_event("Cancelled", "the run was cancelled before it started"));
     gw_run_finish(run, -1, "cancelled");
     kernel_run_free(krun);
-    end_if_spent(ctx);
+    ctx->contexts->after_run(ctx);
 }
 
 static int on_input(gw_run_t *run, void *data, const char *value)

@@ -36,21 +36,6 @@ typedef struct st_gw_kernel_run_options_t {
  */
 int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts, gw_run_t **out);
 
-/**
- * A stateless run: a context of its own (made with `copts`, ephemeral: no door lists it) whose kernel serves this one run
- * and goes with it. code/ alone destroys such a context: here when the submission fails, when its run ends or is
- * cancelled, or when its kernel dies. Returns 0 with `*out` set, a gw_context_create error (nothing was created), or a
- * gw_kernel_run_submit error (GW_ETOOLSUNSUPPORTED, ...; the context is gone again).
- */
-int gw_kernel_run_submit_stateless(gw_contexts_t *contexts, const gw_context_options_t *copts, const gw_kernel_run_options_t *opts,
-                                   gw_run_t **out);
-
-/**
- * The kernel of `ctx` died for good (no restart follows): every run queued or running ends (KernelDied), and a stateless
- * run's context goes. Returns 1 when `ctx` is gone.
- */
-int gw_kernel_runs_kernel_died(gw_context_t *ctx);
-
 /** Runs queued or running on `ctx`. */
 size_t gw_kernel_runs_count(const gw_context_t *ctx);
 
