@@ -1,5 +1,5 @@
-/* A run's event log: appending under the output limits, the tail in RAM and the records in the store, trimming to
- * max_run_log_bytes. */
+/* A run's event log: appending under the output limits (and waking the readers), the tail in RAM and the records in the
+ * store, trimming to max_run_log_bytes. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -462,4 +462,14 @@ void gw_run_clear_log(gw_run_t *run)
     run->log_bytes = 0;
     run->first_id = run->last_event_id + 1;
     run->first_off = run->written_off = run->end_off;
+}
+
+void gw_run_notify_cursors(gw_run_t *run)
+{
+    h2o_linklist_t *node, *next;
+
+    for (node = run->cursors.next; node != &run->cursors; node = next) {
+        next = node->next; /* a writer may close (detach) its cursor */
+        gw_event_source_notify(&H2O_STRUCT_FROM_MEMBER(gw_run_cursor_t, link, node)->super);
+    }
 }
