@@ -156,7 +156,7 @@ static void append_raw_stream(gw_kernel_run_t *krun, const wire_msg_t *msg, cons
             return;
     } else if (wire_json_scan_stream(msg->raw_content.base, msg->raw_content.len, &f) && f.name != NULL &&
                gw_run_append_stream(krun->run, f.name_len == 6 && memcmp(f.name, "stderr", 6) == 0, f.text, f.text_len,
-                                    f.text_decoded_len)) {
+                                    f.text_decoded_len, msg->raw_storage)) {
         return;
     }
     /* a view of the borrowed message with its content parsed: the translation of every other message */
