@@ -174,27 +174,50 @@ Test(e2b, sdk_debug_mode_reaches_the_e2b_listener)
     xh_gateway_stop(&gateway);
 }
 
-/* One /execute body, read whole: every line one JSON object, no blank line, the last end_of_execution. Returns the lines. */
-static json_t *execute_lines(const char *body)
+/* The lines of an /execute body: every line one JSON object, no blank line, the last end_of_execution. */
+static json_t *parse_lines(const char *body, size_t len)
 {
-    ts_response_t resp = {0};
     json_t *lines = json_array();
     const char *p, *nl;
 
-    cr_assert_eq(ts_http_request_until(gateway.port, "POST", "/execute", NULL, body, ts_now_ms() + XH_RUN_MS, &resp), 200,
-                 "POST /execute: %d %s %s", resp.status, resp.error, resp.body);
-    cr_assert(resp.body_len > 0 && resp.body[resp.body_len - 1] == '\n', "the body ends with a line's \\n");
-    for (p = resp.body; *p != '\0'; p = nl + 1) {
+    cr_assert(len > 0 && body[len - 1] == '\n', "the body ends with a line's \\n: %.300s", body);
+    for (p = body; *p != '\0'; p = nl + 1) {
         nl = strchr(p, '\n');
-        cr_assert(nl > p, "a blank line at byte %zu: the SDK's JSON.parse(\"\") would fail the run", (size_t)(p - resp.body));
+        cr_assert(nl > p, "a blank line at byte %zu: the SDK's JSON.parse(\"\") would fail the run", (size_t)(p - body));
         json_t *v = json_loadb(p, (size_t)(nl - p), 0, NULL);
         cr_assert(json_is_object(v), "not one JSON object: %.*s", (int)(nl - p), p);
         json_array_append_new(lines, v);
     }
     cr_assert_str_eq(json_string_value(json_object_get(json_array_get(lines, json_array_size(lines) - 1), "type")),
                      "end_of_execution", "the last line");
+    return lines;
+}
+
+/* One /execute, read whole; returns its lines (parse_lines). */
+static json_t *execute_lines(const char *body)
+{
+    ts_response_t resp = {0};
+    json_t *lines;
+
+    cr_assert_eq(ts_http_request_until(gateway.port, "POST", "/execute", NULL, body, ts_now_ms() + XH_RUN_MS, &resp), 200,
+                 "POST /execute: %d %s %s", resp.status, resp.error, resp.body);
+    lines = parse_lines(resp.body, resp.body_len);
     ts_response_dispose(&resp);
     return lines;
+}
+
+/* The first line of `type`, or NULL. */
+static json_t *find_type(const json_t *lines, const char *type)
+{
+    size_t i;
+    json_t *v;
+
+    json_array_foreach(lines, i, v)
+    {
+        if (strcmp(json_string_value(json_object_get(v, "type")), type) == 0)
+            return v;
+    }
+    return NULL;
 }
 
 static size_t count_type(const json_t *lines, const char *type)
@@ -236,6 +259,65 @@ Test(e2b, execute_is_ndjson_ending_in_end_of_execution)
     cr_expect_str_eq(resp.body, "Context nope not found");
     ts_response_dispose(&resp);
     cr_expect_eq(ts_http_request(gateway.port, "GET", "/health", NULL, NULL, &resp), 200);
+    ts_response_dispose(&resp);
+    xh_gateway_stop(&gateway);
+}
+
+/* A restart ends the run it interrupts as E2B's server does (ContextRestarting), a kernel's death with kgate's KernelDied; both
+ * streams still end with end_of_execution, and the context runs again. */
+Test(e2b, restart_and_death_end_the_stream_with_their_error)
+{
+    ts_response_t resp = {0}, run = {0};
+    ts_http_t c;
+    char path[128], body[256];
+    json_t *lines, *err;
+    int64_t deadline;
+
+    xh_gateway_start(&gateway, NULL);
+    cr_assert_eq(ts_http_request(gateway.port, "POST", "/contexts", NULL, "{\"language\": \"python\"}", &resp), 200, "%s",
+                 resp.body);
+    const char *id = json_string_value(json_object_get(resp.json, "id"));
+    cr_assert_not_null(id, "%s", resp.body);
+    snprintf(path, sizeof(path), "/contexts/%s/restart", id);
+    snprintf(body, sizeof(body),
+             "{\"code\": \"import time\\nprint('sleeping', flush=True)\\ntime.sleep(60)\", \"context_id\": \"%s\"}", id);
+
+    ts_http_init(&c, gateway.port, 0);
+    deadline = ts_now_ms() + XH_RUN_MS;
+    cr_assert_eq(ts_http_start(&c, "POST", "/execute", NULL, body, deadline, &run), 0, "%s", run.error);
+    cr_assert_eq(run.status, 200);
+    ts_response_t restart = {0};
+    cr_assert_eq(ts_http_request(gateway.port, "POST", path, NULL, NULL, &restart), 200, "restart: %s", restart.body);
+    ts_response_dispose(&restart);
+    cr_assert_eq(ts_http_read_all(&c, &run, 1 << 20, deadline), 0, "%s", run.error);
+    lines = parse_lines(run.body, run.body_len);
+    err = find_type(lines, "error");
+    cr_assert_not_null(err, "no error line: %s", run.body);
+    cr_expect_str_eq(json_string_value(json_object_get(err, "name")), "ContextRestarting");
+    cr_expect_str_eq(json_string_value(json_object_get(err, "value")), "Context was restarted");
+    json_decref(lines);
+    ts_response_dispose(&run);
+    ts_http_dispose(&c);
+
+    snprintf(body, sizeof(body), "{\"code\": \"import os\\nos._exit(3)\", \"context_id\": \"%s\"}", id);
+    lines = execute_lines(body);
+    err = find_type(lines, "error");
+    cr_assert_not_null(err, "a dead kernel's run reported no error");
+    cr_expect_str_eq(json_string_value(json_object_get(err, "name")), "KernelDied");
+    json_decref(lines);
+
+    /* kgate restarts a kernel that died on its own: the context runs again */
+    snprintf(body, sizeof(body), "{\"code\": \"6 * 7\", \"context_id\": \"%s\"}", id);
+    for (int i = 0; i != 50; ++i) {
+        lines = execute_lines(body);
+        json_t *result = find_type(lines, "result");
+        int ok = result != NULL && strcmp(json_string_value(json_object_get(result, "text")), "42") == 0;
+        json_decref(lines);
+        if (ok)
+            break;
+        cr_assert_lt(i, 49, "the context never ran again after its kernel died");
+        usleep(200000);
+    }
     ts_response_dispose(&resp);
     xh_gateway_stop(&gateway);
 }
