@@ -332,9 +332,11 @@ int gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, s
     return 1;
 }
 
-void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t len)
+void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t len, int is_display)
 {
+    static const char display[] = "true,\"results\":";
     gw_event_t *ev;
+    char *value;
 
     if (run->state == GW_RUN_FINISHED)
         return;
@@ -344,8 +346,18 @@ void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t l
             report_truncation(run);
         return;
     }
-    ev = gw_event_render_member("result", gw_unix_ms(), "results", results_json, len, ++run->last_event_id,
-                                run->runs->host->config->compat_execd);
+    if (!is_display) {
+        ev = gw_event_render_member("result", gw_unix_ms(), "results", results_json, len, ++run->last_event_id,
+                                    run->runs->host->config->compat_execd);
+    } else {
+        /* {"type","timestamp","display":true,"results":{...}}: the member's value text carries the next member */
+        value = wire_malloc(sizeof(display) - 1 + len);
+        memcpy(value, display, sizeof(display) - 1);
+        memcpy(value + sizeof(display) - 1, results_json, len);
+        ev = gw_event_render_member("result", gw_unix_ms(), "display", value, sizeof(display) - 1 + len, ++run->last_event_id,
+                                    run->runs->host->config->compat_execd);
+        free(value);
+    }
     link_event(run, ev, 0);
 }
 
