@@ -45,6 +45,7 @@ void gw_execd_add_routes(gw_execd_t *execd, gw_route_table_t *table)
         gw_route_handler_t handler;
         int is_upload;
     } rows[] = {
+        /* /ping answers without the token (docs/API.md 6.3): OpenSandbox's probes and runtimes call it bare */
         {"GET", "/ping", gw_execd_ping, 0},
         {"GET", "/files/info", gw_execd_files_info, 0},
         {"DELETE", "/files", gw_execd_files_delete, 0},
@@ -92,6 +93,7 @@ void gw_execd_add_routes(gw_execd_t *execd, gw_route_table_t *table)
                             .pattern = rows[i].pattern,
                             .handler = rows[i].handler,
                             .max_body_bytes = rows[i].is_upload ? config->max_upload_bytes : config->max_body_bytes,
+                            .is_public = rows[i].handler == gw_execd_ping,
                             .door = &execd->super};
         gw_route_table_add(table, &route);
     }
