@@ -382,6 +382,20 @@ const bench_case_t bench_cases[] = {
         .max_overhead_pct = 10,
     },
     {
+        /* The E2B door (docs/e2b.md) against execd's POST /code on one kgate, in one context: the same engine run of
+         * `1+1`; what differs is the front door (NDJSON lines translated from the run's events, against SSE). */
+        .name = "e2b",
+        .description = "`1+1` through E2B's POST /execute (NDJSON) against POST /code (SSE), alternately, one context",
+        .run = bench_run_e2b,
+        .language = "python",
+        .code = "1+1",
+        .expect_result = "2",
+        .default_samples = 300,
+        .default_warmup = 20,
+        .via_mcp = 1,
+        .max_overhead_pct = 10,
+    },
+    {
         /* issue 13: what the sandbox costs a run. A second kgate with --sandbox bwrap (skipped where bwrap cannot
          * make namespaces), its context against one of the bench's own kgate, same kernelspec, alternately. */
         .name = "sandbox",

@@ -261,14 +261,14 @@ void bench_print_table(const bench_case_t **cases, const bench_result_t *results
                    r->kgate.median - r->direct.median);
             print_throughput(cases[i], r);
         } else if (cases[i]->via_mcp) {
-            printf("overhead: MCP run_code / POST /code median ratio = %.2f (%+.1f%%)  [%s: %+.3f ms per call; p90 %.3f vs %.3f, "
+            printf("overhead: %s / %s median ratio = %.2f (%+.1f%%)  [%s: %+.3f ms per call; p90 %.3f vs %.3f, "
                    "p99 %.3f vs %.3f; target < %.0f%%: %s]\n",
-                   ratio, pct, cases[i]->name, r->kgate.median - r->direct.median, r->kgate.p90, r->direct.p90, r->kgate.p99,
-                   r->direct.p99, target_pct_of(cases[i]), pct < target_pct_of(cases[i]) ? "met" : "NOT met");
+                   r->kgate_label, r->direct_label, ratio, pct, cases[i]->name, r->kgate.median - r->direct.median, r->kgate.p90,
+                   r->direct.p90, r->kgate.p99, r->direct.p99, target_pct_of(cases[i]),
+                   pct < target_pct_of(cases[i]) ? "met" : "NOT met");
             if (r->kgate_cpu_ms_relaying >= 0)
-                printf("kgate CPU per call: %.2f ms per MCP run_code, %.2f ms per POST /code (/proc ticks averaged over the "
-                       "timed calls)\n",
-                       r->kgate_cpu_ms_relaying, r->kgate_cpu_ms_listening);
+                printf("kgate CPU per call: %.2f ms per %s, %.2f ms per %s (/proc ticks averaged over the timed calls)\n",
+                       r->kgate_cpu_ms_relaying, r->kgate_label, r->kgate_cpu_ms_listening, r->direct_label);
         } else {
             printf("overhead: kgate/direct median ratio = %.2f (%+.1f%%)  [%s: %+.3f ms per execute; target < %.0f%%: %s]\n", ratio,
                    pct, cases[i]->name, r->kgate.median - r->direct.median, target_pct_of(cases[i]),

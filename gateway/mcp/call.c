@@ -553,6 +553,11 @@ static void one_close(gw_event_source_t *source)
 
 static const gw_event_source_ops_t one_ops = {one_next, one_is_end, one_close};
 
+void gw_mcp_send(h2o_req_t *req, int status, json_t *message)
+{
+    gw_send_json(req, status, message);
+}
+
 void gw_mcp_respond(h2o_req_t *req, unsigned accepts, json_t *message)
 {
     static const char head[] = "event: message\ndata: ";

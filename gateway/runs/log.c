@@ -1,5 +1,5 @@
-/* A run's event log: appending under the output limits, the tail in RAM and the records in the store, trimming to
- * max_run_log_bytes. */
+/* A run's event log: appending under the output limits (and waking the readers), the tail in RAM and the records in the
+ * store, trimming to max_run_log_bytes. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -332,9 +332,11 @@ int gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, s
     return 1;
 }
 
-void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t len)
+void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t len, int is_display)
 {
+    static const char display[] = "true,\"results\":";
     gw_event_t *ev;
+    char *value;
 
     if (run->state == GW_RUN_FINISHED)
         return;
@@ -344,8 +346,18 @@ void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t l
             report_truncation(run);
         return;
     }
-    ev = gw_event_render_member("result", gw_unix_ms(), "results", results_json, len, ++run->last_event_id,
-                                run->runs->host->config->compat_execd);
+    if (!is_display) {
+        ev = gw_event_render_member("result", gw_unix_ms(), "results", results_json, len, ++run->last_event_id,
+                                    run->runs->host->config->compat_execd);
+    } else {
+        /* {"type","timestamp","display":true,"results":{...}}: the member's value text carries the next member */
+        value = wire_malloc(sizeof(display) - 1 + len);
+        memcpy(value, display, sizeof(display) - 1);
+        memcpy(value + sizeof(display) - 1, results_json, len);
+        ev = gw_event_render_member("result", gw_unix_ms(), "display", value, sizeof(display) - 1 + len, ++run->last_event_id,
+                                    run->runs->host->config->compat_execd);
+        free(value);
+    }
     link_event(run, ev, 0);
 }
 
@@ -467,4 +479,14 @@ void gw_run_clear_log(gw_run_t *run)
     run->log_bytes = 0;
     run->first_id = run->last_event_id + 1;
     run->first_off = run->written_off = run->end_off;
+}
+
+void gw_run_notify_cursors(gw_run_t *run)
+{
+    h2o_linklist_t *node, *next;
+
+    for (node = run->cursors.next; node != &run->cursors; node = next) {
+        next = node->next; /* a writer may close (detach) its cursor */
+        gw_event_source_notify(&H2O_STRUCT_FROM_MEMBER(gw_run_cursor_t, link, node)->super);
+    }
 }

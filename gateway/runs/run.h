@@ -137,10 +137,12 @@ int gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, s
 /**
  * Appends a `result` event whose `results` is `results_json` (`len` bytes: the text of a JSON object
  * on one line, validated by the caller: code/translate.h gw_translate_raw_bundle) copied as it is, so
- * that numbers keep the kernel's text. The run's result limit applies as in gw_run_append (a bundle
+ * that numbers keep the kernel's text; `is_display` (a display_data, not the execute_result) adds
+ * `"display": true` before it, as gw_translate_iopub does, so that a door can tell the run's value
+ * from what it displayed (E2B's is_main_result). The run's result limit applies as in gw_run_append (a bundle
  * over it is dropped, counted and reported once as `output_truncated`). Ignored once the run has finished.
  */
-void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t len);
+void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t len, int is_display);
 
 /**
  * A kernel message larger than max_message_bytes was dropped while the run was in flight (its
