@@ -87,19 +87,24 @@ static json_t *event_json(const char *frame, size_t len)
 static void take_run_event(gw_e2b_stream_t *s, const gw_event_t *ev)
 {
     gw_e2b_lines_t lines = {NULL, 0, 0};
-    const char *frame = ev->frame;
-    size_t len = ev->len;
+    h2o_iovec_t pieces[GW_EVENT_MAX_PIECES];
+    size_t npieces = gw_event_pieces(ev, pieces);
+    const char *frame = pieces[0].base;
+    size_t len = pieces[0].len;
     json_t *json;
 
-    /* compact JSON holds no raw line break: a frame is whole when it ends in its blank line */
-    if (s->partial.len != 0 || len < 2 || memcmp(frame + len - 2, "\n\n", 2) != 0) {
-        size_t need = s->partial.len + len + 1;
+    /* compact JSON holds no raw line break: a frame is whole when it ends in its blank line (and a big stream event, whose
+     * text lies in the kernel connection's buffer, is put together here to be parsed) */
+    if (npieces != 1 || s->partial.len != 0 || len < 2 || memcmp(frame + len - 2, "\n\n", 2) != 0) {
+        size_t need = s->partial.len + ev->len + 1;
         if (need > s->partial.cap) {
             s->partial.cap = need * 2;
             s->partial.p = wire_realloc(s->partial.p, s->partial.cap);
         }
-        memcpy(s->partial.p + s->partial.len, frame, len);
-        s->partial.len += len;
+        for (size_t i = 0; i != npieces; ++i) {
+            memcpy(s->partial.p + s->partial.len, pieces[i].base, pieces[i].len);
+            s->partial.len += pieces[i].len;
+        }
         if (s->partial.len < 2 || memcmp(s->partial.p + s->partial.len - 2, "\n\n", 2) != 0)
             return;
         frame = s->partial.p;

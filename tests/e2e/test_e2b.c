@@ -321,3 +321,27 @@ Test(e2b, restart_and_death_end_the_stream_with_their_error)
     ts_response_dispose(&resp);
     xh_gateway_stop(&gateway);
 }
+
+/* A line of 300 KB is one stream event whose text kgate holds in the kernel connection's buffer (core/event.h's body): it
+ * reaches the E2B client whole. */
+Test(e2b, a_300_kilobyte_line_arrives_whole)
+{
+    json_t *lines;
+    size_t i, total = 0;
+    json_t *v;
+
+    xh_gateway_start(&gateway, NULL);
+    lines = execute_lines("{\"code\": \"print('w' * 300_000)\"}");
+    json_array_foreach(lines, i, v)
+    {
+        if (strcmp(json_string_value(json_object_get(v, "type")), "stdout") == 0) {
+            const char *text = json_string_value(json_object_get(v, "text"));
+            for (size_t k = 0; text[k] != '\0'; ++k)
+                cr_assert(text[k] == 'w' || text[k] == '\n', "byte %zu of a stdout line is '%c'", total + k, text[k]);
+            total += strlen(text);
+        }
+    }
+    cr_expect_eq(total, 300001, "%zu bytes of stdout, expected the line and its newline", total);
+    json_decref(lines);
+    xh_gateway_stop(&gateway);
+}
