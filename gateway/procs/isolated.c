@@ -1,6 +1,7 @@
 /* Isolated sessions: a persistent bash in bubblewrap per session, runs delimited by a secret marker on its pipes: the pipes'
- * reader, runs, release and expiry. The start is in isolated_start.c; the pure parts live apart (endmark.c: the marker in the
- * output; isolation.c: requests and bwrap's argv; proctree.c: the sandbox's processes; reaper.c: sandboxes that outlive SIGKILL).
+ * reader, runs, release and expiry. The start, the poll timer and shutdown are in isolated_start.c, which calls this file; the pure
+ * parts live apart (endmark.c: the marker in the output; isolation.c: requests and bwrap's argv; proctree.c: the sandbox's
+ * processes; reaper.c: sandboxes that outlive SIGKILL).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -102,7 +103,7 @@ static void close_start_fds(gw_isolated_session_t *s)
         }
 }
 
-static void free_session(gw_isolated_session_t *s)
+void gw_isolated_free_session(gw_isolated_session_t *s)
 {
     h2o_linklist_unlink(&s->link);
     --s->owner->num_sessions;
@@ -129,7 +130,7 @@ void gw_isolated_dispose(gw_isolated_t *iso)
         if (s->dir != NULL)
             ksys_rmtree(s->dir);
         free(s->dir);
-        free_session(s);
+        gw_isolated_free_session(s);
     }
     gw_reaper_dispose(&iso->reaper);
     h2o_timeout_dispose(iso->host->loop, &iso->poll_timeout);
@@ -174,7 +175,7 @@ void gw_isolated_arm(gw_isolated_session_t *s)
         h2o_timeout_link(s->owner->host->loop, &s->owner->poll_timeout, &s->poll);
 }
 
-/* Kills the sandbox; the loop reaps it (gw_isolated_on_poll) and then hands its directory to a thread. Never waits. */
+/* Kills the sandbox; the loop reaps it (isolated_start.c's poll timer) and then hands its directory to a thread. Never waits. */
 void gw_isolated_release_sandbox(gw_isolated_session_t *s, const char *reason)
 {
     if (!s->destroyed) {
@@ -205,7 +206,7 @@ void gw_isolated_release_sandbox(gw_isolated_session_t *s, const char *reason)
 }
 
 /* A killed sandbox: 1 once its processes are gone (its directory then removed) or handed to the reaper with it. */
-static int reap(gw_isolated_session_t *s)
+int gw_isolated_reap(gw_isolated_session_t *s)
 {
     pid_t r;
 
@@ -370,29 +371,6 @@ static int on_run_input(gw_run_t *run, void *data, const char *value)
 
 static const gw_run_producer_t iso_producer = {on_run_cancel, on_run_stop, on_run_input, NULL};
 
-void gw_isolated_on_poll(h2o_timeout_entry_t *entry)
-{
-    gw_isolated_session_t *s = H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, poll, entry);
-    gw_isolated_released_cb cb;
-    void *data;
-
-    if (s->starting) {
-        gw_isolated_poll_start(s);
-        return;
-    }
-    if (s->reaping && !reap(s)) {
-        gw_isolated_arm(s);
-        return;
-    }
-    if (!s->deleting)
-        return; /* destroyed but kept for GET */
-    cb = s->on_released;
-    data = s->cb_data;
-    free_session(s);
-    if (cb != NULL)
-        cb(data);
-}
-
 void gw_isolated_abandon(gw_isolated_session_t *s)
 {
     s->on_started = NULL;
@@ -554,22 +532,6 @@ void gw_isolated_tick(gw_isolated_t *iso)
             now - s->idle_since_ms >= (int64_t)s->spec.idle_timeout_seconds * 1000)
             gw_isolated_destroy(s, NULL, NULL);
     }
-}
-
-void gw_isolated_destroy_all(gw_isolated_t *iso)
-{
-    h2o_linklist_t *node, *next;
-
-    if (iso->sessions.next == NULL)
-        return; /* never initialised (start-up failed first) */
-    for (node = iso->pending.next; node != &iso->pending; node = next) {
-        gw_isolated_session_t *s = H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, link, node);
-        next = node->next;
-        if (s->starting)
-            gw_isolated_fail_start(s, "kgate is shutting down");
-    }
-    while (!h2o_linklist_is_empty(&iso->sessions))
-        gw_isolated_destroy(H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, link, iso->sessions.next), NULL, NULL);
 }
 
 int gw_isolated_is_drained(gw_isolated_t *iso)

@@ -1,5 +1,5 @@
-/* procs/isolated_private.h: what isolated.c (the pipes' reader, runs, release, expiry) and isolated_start.c (a session's
- * start) share about a session; nothing outside these two files includes it. */
+/* procs/isolated_private.h: what isolated.c (the pipes' reader, runs, release, expiry) gives isolated_start.c (a session's
+ * start, its poll timer, shutdown), which calls it; nothing outside these two files includes it. */
 #ifndef GW_PROCS_ISOLATED_PRIVATE_H
 #define GW_PROCS_ISOLATED_PRIVATE_H
 
@@ -14,15 +14,11 @@ void gw_isolated_arm(gw_isolated_session_t *s);
  */
 void gw_isolated_release_sandbox(gw_isolated_session_t *s, const char *reason);
 
-/** The poll timer's callback (s->poll.cb): a starting session's check, a killed one's reaping, the release of a deleted one. */
-void gw_isolated_on_poll(h2o_timeout_entry_t *entry);
+/** A killed sandbox, polled: 1 once its processes are gone (its directory then removed) or handed to the reaper with it. */
+int gw_isolated_reap(gw_isolated_session_t *s);
 
-/** One check of a starting session: ready once bwrap's pid 1 runs bash (the pipes then go to the loop), failed when bwrap
- * exited or the start timed out; else the timer is armed again. */
-void gw_isolated_poll_start(gw_isolated_session_t *s);
-
-/** A start that failed (`err`): the session goes (released from the loop) and its creator's callback hears why. */
-void gw_isolated_fail_start(gw_isolated_session_t *s, const char *err);
+/** Unlinks the session from its owner's lists and count, and frees it. */
+void gw_isolated_free_session(gw_isolated_session_t *s);
 
 /** A ready session's stdout or stderr became readable (sock->data is the session): relays its output up to the run's marker. */
 void gw_isolated_on_pipe_read(h2o_socket_t *sock, const char *err);

@@ -1,5 +1,6 @@
-/* An isolated session's start (procs/isolated.h, gw_isolated_create): its directories, the sandbox spawned, and the loop's
- * checks until its bash runs (gw_isolated_poll_start), never waiting for bwrap. */
+/* An isolated session's start (procs/isolated.h, gw_isolated_create): its directories, the sandbox spawned, and its poll
+ * timer (the checks until its bash runs, never waiting for bwrap; the reaping of a killed sandbox; the release of a deleted
+ * session), and shutdown's gw_isolated_destroy_all. It calls isolated.c (the pipes' reader, runs, release), never the reverse. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -65,7 +66,7 @@ static void read_failure(int fd, int status, char *err, size_t errlen)
 }
 
 /* The start failed (`err`): the session goes (released from the loop), its creator hears why. */
-void gw_isolated_fail_start(gw_isolated_session_t *s, const char *err)
+static void fail_start(gw_isolated_session_t *s, const char *err)
 {
     gw_isolated_started_cb cb = s->on_started;
     void *data = s->cb_data;
@@ -102,7 +103,7 @@ static void become_ready(gw_isolated_session_t *s)
 
 /* Ready once bwrap's pid 1 has set the mounts up and started bash (its child); each check is a waitpid and two small reads of
  * /proc, so that the loop never waits for bwrap. */
-void gw_isolated_poll_start(gw_isolated_session_t *s)
+static void poll_start(gw_isolated_session_t *s)
 {
     char err[600], rootpath[4200];
     int status, fd;
@@ -110,14 +111,14 @@ void gw_isolated_poll_start(gw_isolated_session_t *s)
     if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
         s->pid = 0;
         read_failure(s->start_fds[1], status, err, sizeof(err));
-        gw_isolated_fail_start(s, err);
+        fail_start(s, err);
         return;
     }
     if ((s->init_pid = gw_proctree_first_child(s->pid)) > 0 && (s->bash_pid = gw_proctree_first_child(s->init_pid)) > 0) {
         snprintf(rootpath, sizeof(rootpath), "/proc/%d/root%s", (int)s->init_pid, s->spec.workspace);
         if ((fd = open(rootpath, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1) {
             snprintf(err, sizeof(err), "cannot reach the sandbox's workspace (%.400s): %s", rootpath, strerror(errno));
-            gw_isolated_fail_start(s, err);
+            fail_start(s, err);
             return;
         }
         close(fd);
@@ -126,10 +127,33 @@ void gw_isolated_poll_start(gw_isolated_session_t *s)
     }
     if (gw_now_ms() > s->until_ms) {
         snprintf(err, sizeof(err), "the sandbox did not start bash within %u ms", s->owner->start_ms);
-        gw_isolated_fail_start(s, err);
+        fail_start(s, err);
         return;
     }
     gw_isolated_arm(s);
+}
+
+static void on_poll(h2o_timeout_entry_t *entry)
+{
+    gw_isolated_session_t *s = H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, poll, entry);
+    gw_isolated_released_cb cb;
+    void *data;
+
+    if (s->starting) {
+        poll_start(s);
+        return;
+    }
+    if (s->reaping && !gw_isolated_reap(s)) {
+        gw_isolated_arm(s);
+        return;
+    }
+    if (!s->deleting)
+        return; /* destroyed but kept for GET */
+    cb = s->on_released;
+    data = s->cb_data;
+    gw_isolated_free_session(s);
+    if (cb != NULL)
+        cb(data);
 }
 
 int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_started_cb cb, void *data, gw_isolated_session_t **out,
@@ -165,7 +189,7 @@ int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_star
     s = wire_calloc(1, sizeof(*s));
     s->owner = iso;
     s->stdin_fd = s->start_fds[0] = s->start_fds[1] = -1;
-    s->poll.cb = gw_isolated_on_poll;
+    s->poll.cb = on_poll;
     s->deleting = 1;
     wire_uuid4(s->id);
     wire_random_hex(s->nonce, 16);
@@ -245,4 +269,20 @@ Exit:
     ksys_strv_free(envp);
     gw_walls_fds_close(&sources);
     return ret;
+}
+
+void gw_isolated_destroy_all(gw_isolated_t *iso)
+{
+    h2o_linklist_t *node, *next;
+
+    if (iso->sessions.next == NULL)
+        return; /* never initialised (start-up failed first) */
+    for (node = iso->pending.next; node != &iso->pending; node = next) {
+        gw_isolated_session_t *s = H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, link, node);
+        next = node->next;
+        if (s->starting)
+            fail_start(s, "kgate is shutting down");
+    }
+    while (!h2o_linklist_is_empty(&iso->sessions))
+        gw_isolated_destroy(H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, link, iso->sessions.next), NULL, NULL);
 }
