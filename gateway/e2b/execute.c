@@ -17,7 +17,7 @@
 typedef struct st_gw_e2b_stream_t {
     gw_event_source_t super;
     gw_e2b_t *e2b;
-    gw_run_t *run;
+    h2o_req_t *req;
     gw_run_cursor_t cursor;
     gw_event_t *inner_last; /* the last run event read (a reference), or NULL */
     gw_e2b_lines_t partial; /* a run event read back from the log file in pieces, until whole */
@@ -25,9 +25,11 @@ typedef struct st_gw_e2b_stream_t {
     h2o_linklist_t queue; /* gw_event_t lines not taken yet */
     uint64_t next_seq;    /* the id of the next line: the writer's `prev` says what it took */
     h2o_timeout_entry_t keepalive;
+    h2o_timeout_entry_t gone_check;
     h2o_linklist_t link; /* in e2b->streams */
     unsigned ended : 1;  /* end_of_execution is queued: nothing follows */
     unsigned closed : 1;
+    unsigned stopped : 1; /* its client went away: the run was asked to stop */
 } gw_e2b_stream_t;
 
 static void queue_bytes(gw_e2b_stream_t *s, const char *bytes, size_t len)
@@ -66,6 +68,27 @@ static void on_keepalive(h2o_timeout_entry_t *entry)
         queue_bytes(s, "{\"type\":\"keepalive\"}\n", 21);
     rearm_keepalive(s);
     gw_event_source_notify(&s->super);
+}
+
+/* The client went away before the run's end: E2B's server interrupts the kernel, and so does kgate (once). */
+static void stop_run(gw_e2b_stream_t *s)
+{
+    if (!s->ended && !s->stopped && s->cursor.run != NULL) {
+        s->stopped = 1;
+        gw_run_stop(s->cursor.run);
+    }
+}
+
+static void on_gone_check(h2o_timeout_entry_t *entry)
+{
+    gw_e2b_stream_t *s = H2O_STRUCT_FROM_MEMBER(gw_e2b_stream_t, gone_check, entry);
+
+    if (s->ended || s->closed)
+        return;
+    if (gw_req_peer_gone(s->req))
+        stop_run(s);
+    else
+        h2o_timeout_link(s->e2b->host->loop, &s->e2b->gone_timeout, &s->gone_check);
 }
 
 /* The JSON of a whole run event (frames: `id: n\ndata: {json}\n\n`, or execd's `{json}\n\n`). */
@@ -135,6 +158,8 @@ static void refill(gw_e2b_stream_t *s, int *lost)
             s->ended = 1;
             if (h2o_timeout_is_linked(&s->keepalive))
                 h2o_timeout_unlink(&s->keepalive);
+            if (h2o_timeout_is_linked(&s->gone_check))
+                h2o_timeout_unlink(&s->gone_check);
             return;
         }
         gw_event_addref(ev);
@@ -167,14 +192,14 @@ static void stream_close(gw_event_source_t *source)
 {
     gw_e2b_stream_t *s = H2O_STRUCT_FROM_MEMBER(gw_e2b_stream_t, super, source);
 
+    stop_run(s);
     s->closed = 1;
-    /* the client went away before the run's end: E2B's server interrupts the kernel, and so does kgate */
-    if (!s->ended && s->cursor.run != NULL)
-        gw_run_stop(s->cursor.run);
     s->cursor.super.on_ready = NULL;
     s->cursor.super.ops->close(&s->cursor.super);
     if (h2o_timeout_is_linked(&s->keepalive))
         h2o_timeout_unlink(&s->keepalive);
+    if (h2o_timeout_is_linked(&s->gone_check))
+        h2o_timeout_unlink(&s->gone_check);
     h2o_linklist_unlink(&s->link);
     while (!h2o_linklist_is_empty(&s->queue))
         pop_line(s);
@@ -201,9 +226,10 @@ static void stream_run(gw_e2b_t *e2b, h2o_req_t *req, gw_run_t *run)
     memset(s, 0, sizeof(*s));
     s->super.ops = &stream_ops;
     s->e2b = e2b;
-    s->run = run;
+    s->req = req;
     h2o_linklist_init_anchor(&s->queue);
     s->keepalive.cb = on_keepalive;
+    s->gone_check.cb = on_gone_check;
     if ((ret = gw_run_cursor_open(run, &s->cursor, 0)) != 0) {
         gw_e2b_send_text(req, 500, "the run's events are gone: %s", gw_strerror(ret));
         return;
@@ -211,6 +237,7 @@ static void stream_run(gw_e2b_t *e2b, h2o_req_t *req, gw_run_t *run)
     s->cursor.super.on_ready = on_run_ready;
     h2o_linklist_insert(&e2b->streams, &s->link);
     rearm_keepalive(s);
+    h2o_timeout_link(e2b->host->loop, &e2b->gone_timeout, &s->gone_check);
     req->res.status = 200;
     req->res.reason = "OK";
     gw_e2b_add_headers(req);
