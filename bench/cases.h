@@ -89,6 +89,9 @@ typedef struct st_bench_result_t {
     /** Cases with `max_rss_kb`: kgate's VmRSS (KiB) when the case started and its peak while it ran (-1: unknown). */
     long long kgate_rss_start_kb;
     long long kgate_rss_peak_kb;
+    /** Throughput cases: kgate's VmRSS (KiB) before the executes, its VmHWM during them (reset first; -1: could not be),
+     * and its VmRSS after (the heap trimmed by the tick: one second later), in the same run. */
+    long long stream_rss_before_kb, stream_hwm_kb, stream_rss_after_kb;
     /** The same of the peer server (its kernels not included), when it ran. */
     long long peer_rss_start_kb;
     long long peer_rss_peak_kb;

@@ -26,9 +26,11 @@ build_pkgs=(cmake pkg-config gcc libc6-dev make libzmq3-dev libsodium-dev libjan
 # Everything a test uses is here, never optional: a test fails when its package is missing (it skips only
 # for what the machine cannot do). r-cran-irkernel is the R kernel of the language tests and the kernel
 # matrix (large, about 100 MB with R); bubblewrap runs the sandbox and isolated-session tests; shellcheck
-# lints deploy/*.sh and .ci/run. python3-matplotlib draws the PNG result E2B's SDK receives (tests/e2e/test_e2b.c).
+# lints deploy/*.sh and .ci/run. python3-matplotlib draws the PNG result E2B's SDK receives (tests/e2e/test_e2b.c);
+# debootstrap makes the other Debian the drop-in execd test runs in (tests/e2e/test_dropin.c).
 test_pkgs=(libcriterion-dev python3-ipykernel python3-jupyter-client python3-jupyter-kernel-test curl clang-format
-    clang libclang-rt-dev python3-jupyter-server python3-websocket r-cran-irkernel bubblewrap shellcheck python3-matplotlib)
+    clang libclang-rt-dev python3-jupyter-server python3-websocket r-cran-irkernel bubblewrap shellcheck python3-matplotlib
+    debootstrap)
 
 # Optional groups: add a flag here and its packages to `groups` below.
 optional_pkgs=()

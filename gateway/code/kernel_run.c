@@ -85,10 +85,8 @@ static void kernel_run_end(gw_kernel_run_t *krun, const char *outcome)
     gw_run_finish(krun->run, krun->execution_count, outcome);
     kernel_run_free(krun);
     gw_context_touch(ctx);
-    if (ctx->is_ephemeral && h2o_linklist_is_empty(&ctx->runs)) {
-        gw_context_destroy(ctx);
+    if (ctx->contexts->after_run(ctx))
         return;
-    }
     start_next(ctx);
 }
 
@@ -159,7 +157,7 @@ static void append_raw_stream(gw_kernel_run_t *krun, const wire_msg_t *msg, cons
             return;
     } else if (wire_json_scan_stream(msg->raw_content.base, msg->raw_content.len, &f) && f.name != NULL &&
                gw_run_append_stream(krun->run, f.name_len == 6 && memcmp(f.name, "stderr", 6) == 0, f.text, f.text_len,
-                                    f.text_decoded_len)) {
+                                    f.text_decoded_len, msg->raw_storage)) {
         return;
     }
     /* a view of the borrowed message with its content parsed: the translation of every other message */
@@ -544,8 +542,7 @@ static void on_stop(gw_run_t *run, void *data)
     gw_run_append(run, gw_error_event("Cancelled", "the run was cancelled before it started"));
     gw_run_finish(run, -1, "cancelled");
     kernel_run_free(krun);
-    if (ctx->is_ephemeral && h2o_linklist_is_empty(&ctx->runs))
-        gw_context_destroy(ctx);
+    ctx->contexts->after_run(ctx);
 }
 
 static int on_input(gw_run_t *run, void *data, const char *value)

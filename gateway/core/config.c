@@ -161,12 +161,13 @@ static void usage(FILE *fp)
                 "                              hard links (refused by default: one may be outside the root)\n"
                 "  --sandbox none|bwrap        run kernels as plain children (none, the default) or in bubblewrap:\n"
                 "                              no network, the system read-only, the workspace writable, a private\n"
-                "                              /tmp and HOME, kgate's runtime dir hidden (see README, Sandbox)\n"
+                "                              /tmp and HOME, kgate's runtime dir hidden (see docs/sandbox.md)\n"
                 "  --bwrap PATH                the bubblewrap executable (default: bwrap on PATH)\n");
     fprintf(fp,
             "  --pool NAME=N[,NAME=N]...   kernels of each kernelspec started ahead, with the default sandbox\n"
             "                              and limits, so that a new context is ready at once (default\n"
-            "                              " GW_POOL_DEFAULT_KERNEL "=%u; --pool none: no pool; see README, Warm pool)\n",
+            "                              " GW_POOL_DEFAULT_KERNEL
+            "=%u; --pool none: no pool; see docs/operations.md, Warm pool)\n",
             GW_POOL_DEFAULT_SIZE);
 #define GW_XX_USAGE(field, type, def, opt, help)                                                                                   \
     fprintf(fp, "  --%-26s %s (default %llu)\n", opt " N", help, (unsigned long long)(def));

@@ -141,8 +141,8 @@ typedef struct st_gw_config_t {
     /* where kernels run: 0 as plain children (--sandbox none), 1 in bubblewrap (--sandbox bwrap) */
     int sandbox;
     char *bwrap_path; /* NULL: bwrap on PATH */
-    /* --pool NAME=N,...: warm kernels per kernelspec (README, Warm pool); default GW_POOL_DEFAULT_KERNEL=GW_POOL_DEFAULT_SIZE,
-     * none after --pool none */
+    /* --pool NAME=N,...: warm kernels per kernelspec (docs/operations.md, Warm pool); default
+     * GW_POOL_DEFAULT_KERNEL=GW_POOL_DEFAULT_SIZE, none after --pool none */
     gw_pool_size_t *pool;
     size_t num_pool;
 /* each limit, and whether its flag was given (a derived default replaces only an unset one) */

@@ -33,8 +33,109 @@ static long long optional_id(h2o_req_t *req, json_t *body, const char *name)
 }
 
 /* Reads and validates the POST /command body into `opts` (borrowing from `body`); answers 4xx and returns -1 otherwise. */
+/* The bound on the EXECD_ENVS file kgate reads for each command (a KEY=VALUE list, not a data file). */
+#define GW_EXECD_ENVS_MAX_BYTES (256 * 1024)
+
+/*
+ * The variables of the file EXECD_ENVS names (docs/API.md 6.3), read again for each command so that a runtime that
+ * rewrites it reaches the next command: KEY=VALUE lines, blank lines and `#` comments skipped, as upstream execd reads
+ * it (without its $VAR expansion). They go under the request's own `envs`, which win. A missing or unreadable file, or
+ * one over the bound, adds nothing and is said on stderr: the command still runs, as with upstream.
+ */
+static void add_envs_file(json_t *envs)
+{
+    const char *path = getenv("EXECD_ENVS");
+    char *text, *line, *save = NULL;
+    FILE *fp;
+    size_t len;
+
+    if (path == NULL || path[0] == '\0' || (fp = fopen(path, "re")) == NULL)
+        return;
+    text = malloc(GW_EXECD_ENVS_MAX_BYTES + 1);
+    len = fread(text, 1, GW_EXECD_ENVS_MAX_BYTES + 1, fp);
+    fclose(fp);
+    if (len > GW_EXECD_ENVS_MAX_BYTES) {
+        fprintf(stderr, "kgate: EXECD_ENVS file %s is over %d bytes: not read\n", path, GW_EXECD_ENVS_MAX_BYTES);
+        free(text);
+        return;
+    }
+    text[len] = '\0';
+    for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        char *end = line + strlen(line), *eq;
+        while (*line == ' ' || *line == '\t')
+            ++line;
+        while (end > line && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+            *--end = '\0';
+        if (*line == '\0' || *line == '#' || (eq = strchr(line, '=')) == NULL || eq == line)
+            continue;
+        *eq = '\0';
+        if (json_object_get(envs, line) == NULL)
+            json_object_set_new(envs, line, json_stringn(eq + 1, strlen(eq + 1)));
+    }
+    free(text);
+}
+
+/* argv as one command line for the shell: each word in single quotes (a quote inside as '\''), run with exec. */
+static char *quote_argv(json_t *argv)
+{
+    size_t len = 5, i;
+    json_t *word;
+    char *out, *p;
+
+    json_array_foreach(argv, i, word)
+    {
+        len += 3;
+        for (const char *c = json_string_value(word); *c != '\0'; ++c)
+            len += *c == '\'' ? 4 : 1;
+    }
+    p = out = malloc(len + 1);
+    p += sprintf(p, "exec");
+    json_array_foreach(argv, i, word)
+    {
+        *p++ = ' ', *p++ = '\'';
+        for (const char *c = json_string_value(word); *c != '\0'; ++c)
+            p = *c == '\'' ? p + sprintf(p, "'\\''") : (*p = *c, p + 1);
+        *p++ = '\'';
+    }
+    *p = '\0';
+    return out;
+}
+
+/* `argv: [string]` instead of `command` (docs/API.md 6.3): exactly one of the two; becomes body's `command`. */
+static int parse_argv(h2o_req_t *req, json_t *body)
+{
+    json_t *argv = json_object_get(body, "argv"), *word;
+    size_t i;
+
+    if (argv == NULL || json_is_null(argv))
+        return 0;
+    if (json_object_get(body, "command") != NULL) {
+        gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "give command or argv, not both");
+        return -1;
+    }
+    if (!json_is_array(argv) || json_array_size(argv) == 0) {
+        gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "argv must be a non-empty array of strings");
+        return -1;
+    }
+    json_array_foreach(argv, i, word)
+    {
+        if (!is_c_string(word) || (i == 0 && json_string_length(word) == 0)) {
+            gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "argv[%zu] must be a string without NUL characters%s", i,
+                          i == 0 ? ", not empty" : "");
+            return -1;
+        }
+    }
+    char *line = quote_argv(argv);
+    json_object_set_new(body, "command", json_string(line));
+    free(line);
+    return 0;
+}
+
 static int parse_command(gw_execd_t *execd, h2o_req_t *req, json_t *body, gw_command_options_t *opts)
 {
+    if (parse_argv(req, body) != 0)
+        return -1;
+
     const gw_config_t *config = execd->host->config;
     json_t *command = json_object_get(body, "command"), *cwd = json_object_get(body, "cwd"), *envs = json_object_get(body, "envs"),
            *background = json_object_get(body, "background"), *timeout = json_object_get(body, "timeout"), *value;
@@ -93,6 +194,11 @@ static int parse_command(gw_execd_t *execd, h2o_req_t *req, json_t *body, gw_com
     opts->command = json_string_value(command);
     /* commands start in the workspace (--workspace-root, else kgate's cwd); as a sandbox's execd, in kgate's cwd */
     opts->cwd = json_is_string(cwd) ? json_string_value(cwd) : config->as_execd ? NULL : config->workspace_root;
+    if (getenv("EXECD_ENVS") != NULL) {
+        if (!json_is_object(envs))
+            json_object_set_new(body, "envs", envs = json_object());
+        add_envs_file(envs);
+    }
     opts->envs = json_is_object(envs) ? envs : NULL;
     opts->uid = (long)uid;
     opts->gid = (long)gid;

@@ -21,6 +21,7 @@
 #include "ksys/spawn.h"
 #include "core/errors.h"
 #include "core/event.h"
+#include "procs/endmark.h"
 #include "procs/isolated.h"
 #include "procs/lines.h"
 #include "procs/proctree.h"
@@ -306,51 +307,31 @@ static void maybe_finish(gw_isolated_session_t *s)
     }
 }
 
-/* Relays what the pipe holds up to the end-of-run marker ("\036KGATE:<nonce>:<status>\036" on stdout, "\036KGATE:<nonce>\036"
- * on stderr), keeping back a tail that may be the start of one. */
+/* Relays what the pipe holds up to the end-of-run marker (procs/endmark.h), keeping back a tail that may be the start of one. */
 static void process_pipe(gw_isolated_session_t *s, int index, int final)
 {
     h2o_socket_t *sock = s->pipes[index];
-    char prefix[64];
-    size_t plen = (size_t)snprintf(prefix, sizeof(prefix), "\036KGATE:%s", s->nonce), consumed = 0;
+    gw_endmark_t mark;
+    size_t consumed = 0;
 
+    gw_endmark_init(&mark, s->nonce, index == 0);
     for (;;) {
         const char *buf = sock->input->bytes + consumed;
-        size_t len = sock->input->size - consumed, safe, k;
-        const char *m = s->run != NULL && !s->marker_seen[index] ? memmem(buf, len, prefix, plen) : NULL;
-        if (m != NULL) {
-            const char *p = m + plen, *end = buf + len;
-            int code = 0;
-            if (index == 0) {
-                if (p == end || *p != ':')
-                    goto Partial;
-                for (++p; p != end && *p >= '0' && *p <= '9'; ++p)
-                    code = code * 10 + (*p - '0');
-            }
-            if (p == end || *p != '\036')
-                goto Partial;
-            relay(s, index, buf, (size_t)(m - buf), 1);
-            consumed += (size_t)(p + 1 - buf);
-            s->after_cr[index] = 0;
-            s->marker_seen[index] = 1;
-            if (index == 0)
-                s->exit_code = code;
-            maybe_finish(s);
-            continue;
-        Partial:
-            consumed += relay(s, index, buf, (size_t)(m - buf), 0);
+        size_t len = sock->input->size - consumed;
+        gw_endmark_hit_t hit = {len, 0, 0, 0};
+        if (s->run != NULL && !s->marker_seen[index])
+            gw_endmark_scan(&mark, buf, len, final, &hit);
+        if (!hit.found) {
+            consumed += relay(s, index, buf, hit.data_len, final);
             break;
         }
-        /* no marker: keep back the longest tail that begins one */
-        safe = len;
-        if (s->run != NULL && !final)
-            for (k = plen < len ? plen : len; k > 0; --k)
-                if (memcmp(buf + len - k, prefix, k) == 0) {
-                    safe = len - k;
-                    break;
-                }
-        consumed += relay(s, index, buf, safe, final);
-        break;
+        relay(s, index, buf, hit.data_len, 1);
+        consumed += hit.data_len + hit.marker_len;
+        s->after_cr[index] = 0;
+        s->marker_seen[index] = 1;
+        if (index == 0)
+            s->exit_code = hit.status;
+        maybe_finish(s);
     }
     h2o_buffer_consume(&sock->input, consumed);
 }

@@ -289,3 +289,33 @@ Test(commands, bad_requests_are_plain_json_errors)
     ts_response_dispose(&r);
     json_decref(body);
 }
+
+/* argv instead of command (docs/API.md 6.3): each word reaches the program as it was, quotes and spaces included. */
+Test(commands, argv_reaches_the_program_word_by_word)
+{
+    ts_events_t evs;
+    char *texts;
+
+    ch_stream("/command", json_pack("{s:[s, s, s, s]}", "argv", "printf", "%s|", "it's two words", "$HOME;x"), &evs);
+    E2E_ASSERT_RUN(&evs, NULL, E2E_FRAMING_SSE);
+    texts = ch_texts(&evs, "stdout");
+    cr_assert_str_eq(texts, "it's two words|$HOME;x||");
+    free(texts);
+    ts_events_dispose(&evs);
+}
+
+Test(commands, argv_and_command_together_or_malformed_are_refused)
+{
+    static const char *const bodies[] = {
+        "{\"argv\": [\"true\"], \"command\": \"true\"}", "{\"argv\": []}",    "{\"argv\": \"true\"}", "{\"argv\": [\"echo\", 3]}",
+        "{\"argv\": [\"echo\", \"a\\u0000b\"]}",         "{\"argv\": [\"\"]}"};
+    for (size_t i = 0; i != sizeof(bodies) / sizeof(bodies[0]); ++i) {
+        ts_response_t r;
+        json_t *body = json_loads(bodies[i], JSON_ALLOW_NUL, NULL);
+        cr_assert_not_null(body, "%s", bodies[i]);
+        ts_post_json(ch_port(), "/command", NULL, body, &r);
+        E2E_ASSERT_ERROR(&r, 400, "INVALID_REQUEST_BODY");
+        ts_response_dispose(&r);
+        json_decref(body);
+    }
+}

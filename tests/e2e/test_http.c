@@ -208,7 +208,8 @@ Test(http, access_token_flag)
     expect_status("GET", "/code/contexts", "Authorization: Bearer s3cretx", 401, "UNAUTHORIZED");
     expect_status("POST", "/code/context", NULL, 401, "UNAUTHORIZED");
     expect_status("POST", "/code", NULL, 401, "UNAUTHORIZED");
-    expect_status("GET", "/ping", NULL, 401, "UNAUTHORIZED");
+    expect_status("GET", "/ping", NULL, 200, NULL); /* execd's liveness probe needs no token (docs/API.md 6.3) */
+    expect_status("GET", "/ping", "X-EXECD-ACCESS-TOKEN: wrong", 200, NULL);
     expect_status("GET", "/code/contexts", "X-EXECD-ACCESS-TOKEN: s3cret", 200, NULL);
     expect_status("GET", "/code/contexts", "Authorization: Bearer s3cret", 200, NULL);
     expect_status("GET", "/code/contexts", "Authorization: token s3cret", 200, NULL);
