@@ -106,23 +106,32 @@ static json_t *event_json(const char *frame, size_t len)
     return json_loadb(brace, len, JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, NULL);
 }
 
+/* Appends `len` bytes to the event being put together. */
+static void partial_put(gw_e2b_stream_t *s, const char *bytes, size_t len)
+{
+    if (s->partial.len + len + 1 > s->partial.cap) {
+        s->partial.cap = (s->partial.len + len + 1) * 2;
+        s->partial.p = wire_realloc(s->partial.p, s->partial.cap);
+    }
+    memcpy(s->partial.p + s->partial.len, bytes, len);
+    s->partial.len += len;
+}
+
 /* Translates one run event (or a piece of one read back from the log) into queued lines. */
 static void take_run_event(gw_e2b_stream_t *s, const gw_event_t *ev)
 {
     gw_e2b_lines_t lines = {NULL, 0, 0};
-    const char *frame = ev->frame;
-    size_t len = ev->len;
+    h2o_iovec_t pieces[GW_EVENT_MAX_PIECES];
+    size_t n = gw_event_pieces(ev, pieces);
+    const char *frame = pieces[0].base;
+    size_t len = pieces[0].len;
     json_t *json;
 
-    /* compact JSON holds no raw line break: a frame is whole when it ends in its blank line */
-    if (s->partial.len != 0 || len < 2 || memcmp(frame + len - 2, "\n\n", 2) != 0) {
-        size_t need = s->partial.len + len + 1;
-        if (need > s->partial.cap) {
-            s->partial.cap = need * 2;
-            s->partial.p = wire_realloc(s->partial.p, s->partial.cap);
-        }
-        memcpy(s->partial.p + s->partial.len, frame, len);
-        s->partial.len += len;
+    /* compact JSON holds no raw line break: a frame is whole when it ends in its blank line; one in several pieces (a big
+     * stream event's text held apart, or pieces read back from the log) is put together first */
+    if (s->partial.len != 0 || n != 1 || len < 2 || memcmp(frame + len - 2, "\n\n", 2) != 0) {
+        for (size_t i = 0; i != n; ++i)
+            partial_put(s, pieces[i].base, pieces[i].len);
         if (s->partial.len < 2 || memcmp(s->partial.p + s->partial.len - 2, "\n\n", 2) != 0)
             return;
         frame = s->partial.p;

@@ -173,8 +173,8 @@ static int circle_in(const char *dir, char *out, size_t outsz)
 
 Test(circles, no_folder_of_the_gateway_calls_itself_in_a_circle)
 {
-    static const char *const folders[] = {"app", "code",    "core",  "execd", "files", "jupyter",
-                                          "mcp", "metrics", "procs", "proxy", "runs"};
+    static const char *const folders[] = {"app",     "code", "core",    "e2b",   "execd", "files",
+                                          "jupyter", "mcp",  "metrics", "procs", "proxy", "runs"};
     char dir[4096], circle[1024];
 
     for (size_t i = 0; i != sizeof(folders) / sizeof(folders[0]); ++i) {
