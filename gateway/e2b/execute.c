@@ -280,7 +280,7 @@ static int check_env(h2o_req_t *req, const json_t *env)
     return 0;
 }
 
-/* A silent run of the door's own code (env_vars set or restored): its events are nobody's. */
+/* A silent run of the door's own code (env_vars restored): its events are nobody's. */
 static int submit_silent(gw_context_t *ctx, const char *code, const gw_kernel_run_options_t *like)
 {
     gw_kernel_run_options_t opts = *like;
@@ -361,19 +361,20 @@ GW_E2B_HANDLER(execute)
             gw_e2b_send_text(req, 400, "env_vars are not supported in %s contexts", ctx->spec->language);
             goto Exit;
         }
-        /* the three runs are queued together, or none: the queue's bound is checked for all three */
-        if (gw_kernel_runs_count(ctx) + 3 > config->max_queue + 1) {
+        /* the run (the variables set by its silent setup) and the one that restores them are queued together, or none */
+        if (gw_kernel_runs_count(ctx) + 2 > config->max_queue + 1) {
             gw_e2b_send_text(req, 503, "context %s already has %zu runs waiting (--max-queue); try again later", ctx->id,
                              gw_kernel_runs_count(ctx));
             goto Exit;
         }
-        if ((ret = submit_silent(ctx, set_code, &opts)) != 0)
-            goto Refused;
+        opts.setup_code = set_code;
     }
     if ((ret = gw_kernel_run_submit(ctx, &opts, &run)) != 0)
         goto Refused;
-    if (restore_code != NULL)
+    if (restore_code != NULL) {
+        opts.setup_code = NULL;
         submit_silent(ctx, restore_code, &opts);
+    }
     stream_run(e2b, req, run);
     goto Exit;
 Refused:
