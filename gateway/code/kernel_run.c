@@ -304,7 +304,7 @@ static int send_code(gw_kernel_run_t *krun)
     return 0;
 }
 
-/* The setup execute of a run with tools: silent, no history; the run's code follows once it is done. */
+/* The setup execute of a run (its tools, or a door's setup_code): silent, no history; the run's code follows once it is done. */
 static void on_setup_event(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, int err, void *data)
 {
     gw_kernel_run_t *krun = data;
@@ -334,9 +334,11 @@ static void on_setup_event(kmgr_request_t *req, kmgr_req_event_t ev, const wire_
             kernel_run_end(krun, "timeout");
         } else if (krun->setup_failed) {
             char evalue[400];
-            snprintf(evalue, sizeof(evalue), "the tools could not be bound in the kernel (%s); the run's code did not run",
+            int tools = krun->tool_calls.tools != NULL;
+            snprintf(evalue, sizeof(evalue), "%s (%s); the run's code did not run",
+                     tools ? "the tools could not be bound in the kernel" : "the run's setup failed in the kernel",
                      krun->setup_error);
-            gw_run_append(krun->run, gw_error_event("ToolSetupFailed", evalue));
+            gw_run_append(krun->run, gw_error_event(tools ? "ToolSetupFailed" : "SetupFailed", evalue));
             kernel_run_end(krun, "error");
         } else if (krun->stop_wanted) {
             gw_run_append(krun->run, gw_error_event("Cancelled", "the run was cancelled before its code started"));
@@ -407,6 +409,8 @@ int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts,
     gw_tool_calls_init(&krun->tool_calls, opts->tools, ctx->contexts->host->config);
     if (opts->tools != NULL)
         krun->setup_code = gw_toolset_python_setup(opts->tools, ctx->contexts->host->config);
+    else if (opts->setup_code != NULL)
+        krun->setup_code = wire_strdup(opts->setup_code);
     krun->execution_count = -1;
     krun->allow_stdin = opts->allow_stdin;
     krun->silent = opts->silent;

@@ -138,7 +138,7 @@ static void usage(FILE *fp)
     fprintf(fp, "Usage: kgate [OPTION]...\n"
                 "An HTTP gateway to Jupyter kernels: persistent REPL contexts, results streamed as Server-Sent Events.\n\n"
                 "  --listen HOST:PORT          address to serve on (default 127.0.0.1:44772; IPv6 as [::1]:PORT)\n"
-                "  --access-token TOKEN        require TOKEN on every route but /healthz and /readyz\n"
+                "  --access-token TOKEN        require TOKEN on every route but /healthz, /readyz, /ping and E2B's /health\n"
                 "                              (also KGATE_ACCESS_TOKEN)\n"
                 "  --e2b-listen HOST:PORT      also serve on this address, for E2B's SDK (in debug mode it calls\n"
                 "                              localhost:49999: --e2b-listen 127.0.0.1:49999); every route, as --listen\n"

@@ -11,6 +11,11 @@
 
 /* E2B's server sends a `keepalive` line after this long without output (to notice a client gone). */
 #define GW_E2B_KEEPALIVE_MS 5000
+/*
+ * How often a stream looks whether its client hung up (h2o 2.2.5 notices it only when a write fails,
+ * so without this a silent run would go on until the next keepalive line): a client gone stops its run.
+ */
+#define GW_E2B_GONE_CHECK_MS 250
 
 typedef struct st_gw_e2b_t {
     gw_door_t super;
@@ -18,6 +23,7 @@ typedef struct st_gw_e2b_t {
     gw_languages_t *languages;
     gw_contexts_t *contexts;
     h2o_timeout_t keepalive_timeout; /* GW_E2B_KEEPALIVE_MS: one entry per /execute stream */
+    h2o_timeout_t gone_timeout;      /* GW_E2B_GONE_CHECK_MS: one entry per /execute stream whose run goes on */
     h2o_linklist_t streams;          /* gw_e2b_stream_t open (execute.c) */
     json_t *named; /* context id -> the language E2B named when it differs from the kernel's ("typescript"); live contexts only */
 } gw_e2b_t;

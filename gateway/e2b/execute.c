@@ -17,7 +17,7 @@
 typedef struct st_gw_e2b_stream_t {
     gw_event_source_t super;
     gw_e2b_t *e2b;
-    gw_run_t *run;
+    h2o_req_t *req;
     gw_run_cursor_t cursor;
     gw_event_t *inner_last; /* the last run event read (a reference), or NULL */
     gw_e2b_lines_t partial; /* a run event read back from the log file in pieces, until whole */
@@ -25,9 +25,11 @@ typedef struct st_gw_e2b_stream_t {
     h2o_linklist_t queue; /* gw_event_t lines not taken yet */
     uint64_t next_seq;    /* the id of the next line: the writer's `prev` says what it took */
     h2o_timeout_entry_t keepalive;
+    h2o_timeout_entry_t gone_check;
     h2o_linklist_t link; /* in e2b->streams */
     unsigned ended : 1;  /* end_of_execution is queued: nothing follows */
     unsigned closed : 1;
+    unsigned stopped : 1; /* its client went away: the run was asked to stop */
 } gw_e2b_stream_t;
 
 static void queue_bytes(gw_e2b_stream_t *s, const char *bytes, size_t len)
@@ -68,6 +70,27 @@ static void on_keepalive(h2o_timeout_entry_t *entry)
     gw_event_source_notify(&s->super);
 }
 
+/* The client went away before the run's end: E2B's server interrupts the kernel, and so does kgate (once). */
+static void stop_run(gw_e2b_stream_t *s)
+{
+    if (!s->ended && !s->stopped && s->cursor.run != NULL) {
+        s->stopped = 1;
+        gw_run_stop(s->cursor.run);
+    }
+}
+
+static void on_gone_check(h2o_timeout_entry_t *entry)
+{
+    gw_e2b_stream_t *s = H2O_STRUCT_FROM_MEMBER(gw_e2b_stream_t, gone_check, entry);
+
+    if (s->ended || s->closed)
+        return;
+    if (gw_req_peer_gone(s->req))
+        stop_run(s);
+    else
+        h2o_timeout_link(s->e2b->host->loop, &s->e2b->gone_timeout, &s->gone_check);
+}
+
 /* The JSON of a whole run event (frames: `id: n\ndata: {json}\n\n`, or execd's `{json}\n\n`). */
 static json_t *event_json(const char *frame, size_t len)
 {
@@ -83,28 +106,32 @@ static json_t *event_json(const char *frame, size_t len)
     return json_loadb(brace, len, JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, NULL);
 }
 
+/* Appends `len` bytes to the event being put together. */
+static void partial_put(gw_e2b_stream_t *s, const char *bytes, size_t len)
+{
+    if (s->partial.len + len + 1 > s->partial.cap) {
+        s->partial.cap = (s->partial.len + len + 1) * 2;
+        s->partial.p = wire_realloc(s->partial.p, s->partial.cap);
+    }
+    memcpy(s->partial.p + s->partial.len, bytes, len);
+    s->partial.len += len;
+}
+
 /* Translates one run event (or a piece of one read back from the log) into queued lines. */
 static void take_run_event(gw_e2b_stream_t *s, const gw_event_t *ev)
 {
     gw_e2b_lines_t lines = {NULL, 0, 0};
     h2o_iovec_t pieces[GW_EVENT_MAX_PIECES];
-    size_t npieces = gw_event_pieces(ev, pieces);
+    size_t n = gw_event_pieces(ev, pieces);
     const char *frame = pieces[0].base;
     size_t len = pieces[0].len;
     json_t *json;
 
-    /* compact JSON holds no raw line break: a frame is whole when it ends in its blank line (and a big stream event, whose
-     * text lies in the kernel connection's buffer, is put together here to be parsed) */
-    if (npieces != 1 || s->partial.len != 0 || len < 2 || memcmp(frame + len - 2, "\n\n", 2) != 0) {
-        size_t need = s->partial.len + ev->len + 1;
-        if (need > s->partial.cap) {
-            s->partial.cap = need * 2;
-            s->partial.p = wire_realloc(s->partial.p, s->partial.cap);
-        }
-        for (size_t i = 0; i != npieces; ++i) {
-            memcpy(s->partial.p + s->partial.len, pieces[i].base, pieces[i].len);
-            s->partial.len += pieces[i].len;
-        }
+    /* compact JSON holds no raw line break: a frame is whole when it ends in its blank line; one in several pieces (a big
+     * stream event's text held apart, or pieces read back from the log) is put together first */
+    if (s->partial.len != 0 || n != 1 || len < 2 || memcmp(frame + len - 2, "\n\n", 2) != 0) {
+        for (size_t i = 0; i != n; ++i)
+            partial_put(s, pieces[i].base, pieces[i].len);
         if (s->partial.len < 2 || memcmp(s->partial.p + s->partial.len - 2, "\n\n", 2) != 0)
             return;
         frame = s->partial.p;
@@ -140,6 +167,8 @@ static void refill(gw_e2b_stream_t *s, int *lost)
             s->ended = 1;
             if (h2o_timeout_is_linked(&s->keepalive))
                 h2o_timeout_unlink(&s->keepalive);
+            if (h2o_timeout_is_linked(&s->gone_check))
+                h2o_timeout_unlink(&s->gone_check);
             return;
         }
         gw_event_addref(ev);
@@ -172,14 +201,14 @@ static void stream_close(gw_event_source_t *source)
 {
     gw_e2b_stream_t *s = H2O_STRUCT_FROM_MEMBER(gw_e2b_stream_t, super, source);
 
+    stop_run(s);
     s->closed = 1;
-    /* the client went away before the run's end: E2B's server interrupts the kernel, and so does kgate */
-    if (!s->ended && s->cursor.run != NULL)
-        gw_run_stop(s->cursor.run);
     s->cursor.super.on_ready = NULL;
     s->cursor.super.ops->close(&s->cursor.super);
     if (h2o_timeout_is_linked(&s->keepalive))
         h2o_timeout_unlink(&s->keepalive);
+    if (h2o_timeout_is_linked(&s->gone_check))
+        h2o_timeout_unlink(&s->gone_check);
     h2o_linklist_unlink(&s->link);
     while (!h2o_linklist_is_empty(&s->queue))
         pop_line(s);
@@ -206,9 +235,10 @@ static void stream_run(gw_e2b_t *e2b, h2o_req_t *req, gw_run_t *run)
     memset(s, 0, sizeof(*s));
     s->super.ops = &stream_ops;
     s->e2b = e2b;
-    s->run = run;
+    s->req = req;
     h2o_linklist_init_anchor(&s->queue);
     s->keepalive.cb = on_keepalive;
+    s->gone_check.cb = on_gone_check;
     if ((ret = gw_run_cursor_open(run, &s->cursor, 0)) != 0) {
         gw_e2b_send_text(req, 500, "the run's events are gone: %s", gw_strerror(ret));
         return;
@@ -216,6 +246,7 @@ static void stream_run(gw_e2b_t *e2b, h2o_req_t *req, gw_run_t *run)
     s->cursor.super.on_ready = on_run_ready;
     h2o_linklist_insert(&e2b->streams, &s->link);
     rearm_keepalive(s);
+    h2o_timeout_link(e2b->host->loop, &e2b->gone_timeout, &s->gone_check);
     req->res.status = 200;
     req->res.reason = "OK";
     gw_e2b_add_headers(req);
@@ -249,7 +280,7 @@ static int check_env(h2o_req_t *req, const json_t *env)
     return 0;
 }
 
-/* A silent run of the door's own code (env_vars set or restored): its events are nobody's. */
+/* A silent run of the door's own code (env_vars restored): its events are nobody's. */
 static int submit_silent(gw_context_t *ctx, const char *code, const gw_kernel_run_options_t *like)
 {
     gw_kernel_run_options_t opts = *like;
@@ -330,19 +361,20 @@ GW_E2B_HANDLER(execute)
             gw_e2b_send_text(req, 400, "env_vars are not supported in %s contexts", ctx->spec->language);
             goto Exit;
         }
-        /* the three runs are queued together, or none: the queue's bound is checked for all three */
-        if (gw_kernel_runs_count(ctx) + 3 > config->max_queue + 1) {
+        /* the run (the variables set by its silent setup) and the one that restores them are queued together, or none */
+        if (gw_kernel_runs_count(ctx) + 2 > config->max_queue + 1) {
             gw_e2b_send_text(req, 503, "context %s already has %zu runs waiting (--max-queue); try again later", ctx->id,
                              gw_kernel_runs_count(ctx));
             goto Exit;
         }
-        if ((ret = submit_silent(ctx, set_code, &opts)) != 0)
-            goto Refused;
+        opts.setup_code = set_code;
     }
     if ((ret = gw_kernel_run_submit(ctx, &opts, &run)) != 0)
         goto Refused;
-    if (restore_code != NULL)
+    if (restore_code != NULL) {
+        opts.setup_code = NULL;
         submit_silent(ctx, restore_code, &opts);
+    }
     stream_run(e2b, req, run);
     goto Exit;
 Refused:
