@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "wire/alloc.h"
 #include "support/base.h"
 #include "support/proc.h"
@@ -194,8 +195,14 @@ static int run_execute_pair(const bench_case_t *self, bench_env_t *env, bench_re
     if ((err = bench_direct_wait_ready(&pair.direct)) != 0)
         goto Exit;
     pair.nkernels = ts_descendants(env->kgate->pid, pair.kernels, sizeof(pair.kernels) / sizeof(pair.kernels[0]));
+    /* a throughput case's peak memory (VmHWM, not a sampled RSS: a big message lives between two samples) beside RSS after */
+    out->stream_rss_before_kb = bench_proc_status_kb(env->kgate->pid, "VmRSS:");
+    int hwm = self->expect_stdout_bytes != 0 && bench_reset_hwm(env->kgate->pid) == 0;
     if ((err = bench_alternate(env, self->name, warmup, samples, execute_one, &pair, s, &out->kgate_reconnects)) != 0)
         goto Exit;
+    out->stream_hwm_kb = hwm ? bench_proc_status_kb(env->kgate->pid, "VmHWM:") : -1;
+    usleep(1500 * 1000);
+    out->stream_rss_after_kb = bench_proc_status_kb(env->kgate->pid, "VmRSS:");
     bench_summarize(&s[0], &out->kgate);
     bench_summarize(&s[1], &out->direct);
     out->kgate_cpu_ms_relaying = pair.cpu_n[0] > 0 ? pair.cpu_ms[0] / (double)pair.cpu_n[0] : -1;
@@ -371,6 +378,20 @@ const bench_case_t bench_cases[] = {
         .default_samples = 300,
         .default_warmup = 20,
         .max_rss_kb = 32 * 1024,
+        .via_mcp = 1,
+        .max_overhead_pct = 10,
+    },
+    {
+        /* The E2B door (docs/e2b.md) against execd's POST /code on one kgate, in one context: the same engine run of
+         * `1+1`; what differs is the front door (NDJSON lines translated from the run's events, against SSE). */
+        .name = "e2b",
+        .description = "`1+1` through E2B's POST /execute (NDJSON) against POST /code (SSE), alternately, one context",
+        .run = bench_run_e2b,
+        .language = "python",
+        .code = "1+1",
+        .expect_result = "2",
+        .default_samples = 300,
+        .default_warmup = 20,
         .via_mcp = 1,
         .max_overhead_pct = 10,
     },

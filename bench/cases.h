@@ -89,6 +89,9 @@ typedef struct st_bench_result_t {
     /** Cases with `max_rss_kb`: kgate's VmRSS (KiB) when the case started and its peak while it ran (-1: unknown). */
     long long kgate_rss_start_kb;
     long long kgate_rss_peak_kb;
+    /** Throughput cases: kgate's VmRSS (KiB) before the executes, its VmHWM during them (reset first; -1: could not be),
+     * and its VmRSS after (the heap trimmed by the tick: one second later), in the same run. */
+    long long stream_rss_before_kb, stream_hwm_kb, stream_rss_after_kb;
     /** The same of the peer server (its kernels not included), when it ran. */
     long long peer_rss_start_kb;
     long long peer_rss_peak_kb;
@@ -193,7 +196,8 @@ struct st_bench_case_t {
     double max_p99_ms;
     /*
      * The `mcp` case (bench_run_mcp): `code` in `language` as an MCP tools/call run_code (the `kgate`
-     * slot) against POST /code (the `direct` slot), both through kgate, alternately. Target: the MCP
+     * slot) against POST /code (the `direct` slot), both through kgate, alternately; the `e2b` case
+     * likewise with E2B's POST /execute in the `kgate` slot. Target: the MCP
      * median within `max_overhead_pct` of the /code one (0: the default latency target, 5%).
      */
     int via_mcp;
@@ -238,6 +242,8 @@ int bench_run_jupyter(const bench_case_t *self, bench_env_t *env, bench_result_t
 int bench_run_upload_stall(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 /** Runner of the `mcp` case (case_mcp.c): MCP run_code against POST /code, alternately; kgate's RSS sampled. */
 int bench_run_mcp(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
+/** Runner of the `e2b` case (case_e2b.c): POST /execute against POST /code, alternately, in one context. */
+int bench_run_e2b(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 /** Runner of the `sandbox` case (case_sandbox.c): `code` in a context of a kgate with --sandbox bwrap against a plain one,
  * alternately. */
 int bench_run_sandbox(const bench_case_t *self, bench_env_t *env, bench_result_t *out);

@@ -1,8 +1,10 @@
 /* bench/common.c: error strings and outcomes shared by the bench clients. */
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "support/base.h"
 #include "common.h"
 
@@ -39,4 +41,33 @@ void bench_outcome_dispose(bench_outcome_t *o)
     free(o->result_text);
     free(o->error);
     memset(o, 0, sizeof(*o));
+}
+
+long long bench_proc_status_kb(int pid, const char *field)
+{
+    char path[64], line[256];
+    long long v = -1;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), f) != NULL)
+        if (strncmp(line, field, strlen(field)) == 0)
+            v = strtoll(line + strlen(field), NULL, 10);
+    fclose(f);
+    return v;
+}
+
+int bench_reset_hwm(int pid)
+{
+    char path[64];
+    int fd, ok;
+
+    snprintf(path, sizeof(path), "/proc/%d/clear_refs", pid);
+    if ((fd = open(path, O_WRONLY)) < 0)
+        return -1;
+    ok = write(fd, "5", 1) == 1;
+    close(fd);
+    return ok ? 0 : -1;
 }

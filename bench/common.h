@@ -38,6 +38,11 @@ void bench_set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 /** The last detail recorded ("" if none). */
 const char *bench_detail(void);
 
+/** A field of /proc/<pid>/status in KiB ("VmRSS:", "VmHWM:"), -1 when unknown. */
+long long bench_proc_status_kb(int pid, const char *field);
+/** Starts the process's VmHWM over from its VmRSS (clear_refs 5, Linux 4.0), so that it is the peak of what follows. 0 or -1. */
+int bench_reset_hwm(int pid);
+
 /** What one execution produced, from either client. */
 typedef struct st_bench_outcome_t {
     /** Milliseconds from writing the request to reading the completion (see each client). */

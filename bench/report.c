@@ -53,6 +53,12 @@ static void print_throughput(const bench_case_t *c, const bench_result_t *r)
                r->kgate_cpu_ms_relaying, r->kgate_cpu_ms_listening);
     if (r->kernel_cpu_ms[0] > 0 && r->kernel_cpu_ms[1] > 0)
         printf("kernel CPU per execute: %.0f ms via kgate, %.0f ms direct\n", r->kernel_cpu_ms[0], r->kernel_cpu_ms[1]);
+    if (r->stream_hwm_kb >= 0)
+        printf("peak: kgate VmRSS %.1f MiB before, VmHWM %.1f MiB during the executes (+%.1f MiB), VmRSS %.1f MiB after  [%s]\n",
+               (double)r->stream_rss_before_kb / 1024, (double)r->stream_hwm_kb / 1024,
+               (double)(r->stream_hwm_kb - r->stream_rss_before_kb) / 1024, (double)r->stream_rss_after_kb / 1024, c->name);
+    else
+        printf("peak: kgate's VmHWM could not be reset (clear_refs)  [%s]\n", c->name);
 }
 
 static int is_pool_case(const bench_case_t *c)
@@ -255,14 +261,14 @@ void bench_print_table(const bench_case_t **cases, const bench_result_t *results
                    r->kgate.median - r->direct.median);
             print_throughput(cases[i], r);
         } else if (cases[i]->via_mcp) {
-            printf("overhead: MCP run_code / POST /code median ratio = %.2f (%+.1f%%)  [%s: %+.3f ms per call; p90 %.3f vs %.3f, "
+            printf("overhead: %s / %s median ratio = %.2f (%+.1f%%)  [%s: %+.3f ms per call; p90 %.3f vs %.3f, "
                    "p99 %.3f vs %.3f; target < %.0f%%: %s]\n",
-                   ratio, pct, cases[i]->name, r->kgate.median - r->direct.median, r->kgate.p90, r->direct.p90, r->kgate.p99,
-                   r->direct.p99, target_pct_of(cases[i]), pct < target_pct_of(cases[i]) ? "met" : "NOT met");
+                   r->kgate_label, r->direct_label, ratio, pct, cases[i]->name, r->kgate.median - r->direct.median, r->kgate.p90,
+                   r->direct.p90, r->kgate.p99, r->direct.p99, target_pct_of(cases[i]),
+                   pct < target_pct_of(cases[i]) ? "met" : "NOT met");
             if (r->kgate_cpu_ms_relaying >= 0)
-                printf("kgate CPU per call: %.2f ms per MCP run_code, %.2f ms per POST /code (/proc ticks averaged over the "
-                       "timed calls)\n",
-                       r->kgate_cpu_ms_relaying, r->kgate_cpu_ms_listening);
+                printf("kgate CPU per call: %.2f ms per %s, %.2f ms per %s (/proc ticks averaged over the timed calls)\n",
+                       r->kgate_cpu_ms_relaying, r->kgate_label, r->kgate_cpu_ms_listening, r->direct_label);
         } else {
             printf("overhead: kgate/direct median ratio = %.2f (%+.1f%%)  [%s: %+.3f ms per execute; target < %.0f%%: %s]\n", ratio,
                    pct, cases[i]->name, r->kgate.median - r->direct.median, target_pct_of(cases[i]),
@@ -314,6 +320,9 @@ void bench_print_json(const bench_case_t **cases, const bench_result_t *results,
                                           "min_mb_s", mb_per_s(b, r->direct.max), "max_mb_s", mb_per_s(b, r->direct.min), "ratio",
                                           tr, "target_ratio", cases[i]->min_throughput_ratio, "kgate_cpu_ms_relaying",
                                           r->kgate_cpu_ms_relaying, "kgate_cpu_ms_listening", r->kgate_cpu_ms_listening));
+            json_object_set_new(c, "peak",
+                                json_pack("{sIsIsI}", "kgate_rss_before_kb", (json_int_t)r->stream_rss_before_kb, "kgate_hwm_kb",
+                                          (json_int_t)r->stream_hwm_kb, "kgate_rss_after_kb", (json_int_t)r->stream_rss_after_kb));
         }
         if (is_concurrency_case(cases[i])) {
             json_t *c = json_array_get(arr, json_array_size(arr) - 1);

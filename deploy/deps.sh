@@ -8,8 +8,10 @@
 # clients the e2e tests drive (@jupyterlab/services, ws) into $KGATE_JCLIENTS_DIR (default
 # /usr/local/lib/kgate/jupyter-clients), pinned by tests/e2e/jupyter_clients/package-lock.json, and the
 # official MCP TypeScript SDK into $KGATE_MCP_CLIENT_DIR (default /usr/local/lib/kgate/mcp-client), pinned
-# by tests/e2e/mcp_client/package-lock.json, and the OpenSandbox SDK into $KGATE_OSCLIENT_DIR (default
-# /usr/local/lib/kgate/opensandbox-client), pinned by tests/e2e/opensandbox_client/package-lock.json.
+# by tests/e2e/mcp_client/package-lock.json, E2B's code-interpreter SDK into $KGATE_E2B_CLIENT_DIR (default
+# /usr/local/lib/kgate/e2b-client), pinned by tests/e2e/e2b_client/package-lock.json, and the OpenSandbox SDK into
+# $KGATE_OSCLIENT_DIR (default /usr/local/lib/kgate/opensandbox-client), pinned by
+# tests/e2e/opensandbox_client/package-lock.json.
 set -euo pipefail
 
 # What building kgate needs. pkg-config modules, not CMake configs: none of the -dev packages
@@ -26,9 +28,11 @@ build_pkgs=(cmake pkg-config gcc libc6-dev make libzmq3-dev libsodium-dev libjan
 # Everything a test uses is here, never optional: a test fails when its package is missing (it skips only
 # for what the machine cannot do). r-cran-irkernel is the R kernel of the language tests and the kernel
 # matrix (large, about 100 MB with R); bubblewrap runs the sandbox and isolated-session tests; shellcheck
-# lints deploy/*.sh and .ci/run; debootstrap makes the other Debian the drop-in execd test runs in (tests/e2e/test_dropin.c).
+# lints deploy/*.sh and .ci/run. python3-matplotlib draws the PNG result E2B's SDK receives (tests/e2e/test_e2b.c);
+# debootstrap makes the other Debian the drop-in execd test runs in (tests/e2e/test_dropin.c).
 test_pkgs=(libcriterion-dev python3-ipykernel python3-jupyter-client python3-jupyter-kernel-test curl clang-format
-    clang libclang-rt-dev python3-jupyter-server python3-websocket r-cran-irkernel bubblewrap shellcheck debootstrap)
+    clang libclang-rt-dev python3-jupyter-server python3-websocket r-cran-irkernel bubblewrap shellcheck python3-matplotlib
+    debootstrap)
 
 # Optional groups: add a flag here and its packages to `groups` below.
 optional_pkgs=()
@@ -38,6 +42,7 @@ deno_dir=${KGATE_DENO_DIR:-/usr/local/lib/kgate/deno}
 jclients_dir=${KGATE_JCLIENTS_DIR:-/usr/local/lib/kgate/jupyter-clients}
 mcpclient_dir=${KGATE_MCP_CLIENT_DIR:-/usr/local/lib/kgate/mcp-client}
 osclient_dir=${KGATE_OSCLIENT_DIR:-/usr/local/lib/kgate/opensandbox-client}
+e2bclient_dir=${KGATE_E2B_CLIENT_DIR:-/usr/local/lib/kgate/e2b-client}
 usage() {
     sed -n '4,5s/^# \{0,1\}//p' "$0"
 }
@@ -141,6 +146,22 @@ install_jclients() {
     (cd "$jclients_dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
 }
 
+# E2B's code-interpreter SDK (tests/e2e/test_e2b.c drives it unmodified), pinned by tests/e2e/e2b_client's lock.
+install_e2bclient() {
+    local src=$repo/tests/e2e/e2b_client
+    if [[ -d $e2bclient_dir/node_modules/@e2b/code-interpreter ]] && cmp -s "$src/package-lock.json" "$e2bclient_dir/package-lock.json"; then
+        return 0
+    fi
+    if [[ $dry_run -eq 1 ]]; then
+        echo "deps.sh: would install the E2B SDK (npm) into $e2bclient_dir"
+        return 0
+    fi
+    echo "deps.sh: installing the E2B SDK (npm) into $e2bclient_dir" >&2
+    mkdir -p "$e2bclient_dir"
+    cp "$src/package.json" "$src/package-lock.json" "$e2bclient_dir/"
+    (cd "$e2bclient_dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
+}
+
 # The official MCP TypeScript SDK (its client drives tests/e2e/test_mcp.c), pinned by tests/e2e/mcp_client's lock.
 install_mcpclient() {
     local src=$repo/tests/e2e/mcp_client
@@ -178,3 +199,4 @@ install_deno
 install_jclients
 install_mcpclient
 install_osclient
+install_e2bclient

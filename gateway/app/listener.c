@@ -168,34 +168,34 @@ static void on_accept(h2o_socket_t *sock, const char *err)
     }
 }
 
-static int open_listener(const gw_config_t *config)
+static int open_listener(const char *host, uint16_t port)
 {
     struct sockaddr_storage ss;
     socklen_t sslen;
     int fd, on = 1;
 
     memset(&ss, 0, sizeof(ss));
-    if (inet_pton(AF_INET, config->listen_host, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
+    if (inet_pton(AF_INET, host, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
         ((struct sockaddr_in *)&ss)->sin_family = AF_INET;
-        ((struct sockaddr_in *)&ss)->sin_port = htons(config->listen_port);
+        ((struct sockaddr_in *)&ss)->sin_port = htons(port);
         sslen = sizeof(struct sockaddr_in);
-    } else if (inet_pton(AF_INET6, config->listen_host, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
+    } else if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
         ((struct sockaddr_in6 *)&ss)->sin6_family = AF_INET6;
-        ((struct sockaddr_in6 *)&ss)->sin6_port = htons(config->listen_port);
+        ((struct sockaddr_in6 *)&ss)->sin6_port = htons(port);
         sslen = sizeof(struct sockaddr_in6);
-    } else if (strcmp(config->listen_host, "localhost") == 0) {
+    } else if (strcmp(host, "localhost") == 0) {
         ((struct sockaddr_in *)&ss)->sin_family = AF_INET;
         ((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        ((struct sockaddr_in *)&ss)->sin_port = htons(config->listen_port);
+        ((struct sockaddr_in *)&ss)->sin_port = htons(port);
         sslen = sizeof(struct sockaddr_in);
     } else {
-        fprintf(stderr, "kgate: --listen host must be a numeric IPv4/IPv6 address or localhost, got \"%s\"\n", config->listen_host);
+        fprintf(stderr, "kgate: --listen host must be a numeric IPv4/IPv6 address or localhost, got \"%s\"\n", host);
         return -1;
     }
     if ((fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1 ||
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 || bind(fd, (struct sockaddr *)&ss, sslen) != 0 ||
         listen(fd, SOMAXCONN) != 0) {
-        fprintf(stderr, "kgate: cannot listen on %s:%u: %s\n", config->listen_host, config->listen_port, strerror(errno));
+        fprintf(stderr, "kgate: cannot listen on %s:%u: %s\n", host, port, strerror(errno));
         if (fd != -1)
             close(fd);
         return -1;
@@ -222,6 +222,12 @@ static size_t connection_bound(const gw_config_t *config)
 
 int gw_listener_open(gw_listener_t *listener, const gw_config_t *config, h2o_loop_t *loop, h2o_accept_ctx_t *accept_ctx)
 {
+    return gw_listener_open_at(listener, config, config->listen_host, config->listen_port, loop, accept_ctx);
+}
+
+int gw_listener_open_at(gw_listener_t *listener, const gw_config_t *config, const char *host, uint16_t port, h2o_loop_t *loop,
+                        h2o_accept_ctx_t *accept_ctx)
+{
     int fd;
 
     memset(listener, 0, sizeof(*listener));
@@ -235,7 +241,7 @@ int gw_listener_open(gw_listener_t *listener, const gw_config_t *config, h2o_loo
     h2o_timeout_init(loop, &listener->sweep_timeout, GW_LISTENER_SWEEP_MS);
     listener->sweep_entry.cb = on_sweep;
     h2o_timeout_link(loop, &listener->sweep_timeout, &listener->sweep_entry);
-    if ((fd = open_listener(config)) == -1)
+    if ((fd = open_listener(host, port)) == -1)
         return -1;
     listener->sock = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
     listener->sock->data = listener;

@@ -48,6 +48,9 @@ typedef struct st_gw_listener_t {
  * either way.
  */
 int gw_listener_open(gw_listener_t *listener, const gw_config_t *config, h2o_loop_t *loop, h2o_accept_ctx_t *accept_ctx);
+/** The same on `host`:`port` (another address with config's bounds: --e2b-listen's). */
+int gw_listener_open_at(gw_listener_t *listener, const gw_config_t *config, const char *host, uint16_t port, h2o_loop_t *loop,
+                        h2o_accept_ctx_t *accept_ctx);
 /** The port bound (0 when closed). */
 uint16_t gw_listener_port(const gw_listener_t *listener);
 /** Stops accepting and closes the listening socket; connections already accepted stay. */

@@ -65,6 +65,9 @@ int main(int argc, char **argv)
             strchr(config.listen_host, ':') != NULL ? "[" : "", config.listen_host,
             strchr(config.listen_host, ':') != NULL ? "]" : "", gw_server_port(&server), server.languages.specs.size,
             kmgr_manager_runtime_dir(server.kmgr), config.access_token != NULL ? ", access token required" : "");
+    if (config.e2b_listen_host != NULL)
+        fprintf(stderr, "kgate: E2B listener on %s%s%s:%u\n", strchr(config.e2b_listen_host, ':') != NULL ? "[" : "",
+                config.e2b_listen_host, strchr(config.e2b_listen_host, ':') != NULL ? "]" : "", gw_server_e2b_port(&server));
     if (kmgr_manager_swept(server.kmgr) != 0)
         fprintf(stderr, "kgate: killed %zu process(es) left running by an earlier kgate that died with this runtime dir\n",
                 kmgr_manager_swept(server.kmgr));

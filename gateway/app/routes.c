@@ -52,6 +52,7 @@ void gw_app_build_routes(gw_server_t *server)
     gw_proxy_add_routes(&server->proxy, &server->routes);
     gw_jupyter_add_routes(&server->jupyter, &server->routes);
     gw_mcp_add_routes(&server->mcp, &server->routes);
+    gw_e2b_add_routes(&server->e2b, &server->routes);
 }
 
 void gw_app_dispatch(gw_server_t *server, h2o_req_t *req)
@@ -87,7 +88,9 @@ void gw_app_dispatch(gw_server_t *server, h2o_req_t *req)
     /* the token before anything else: without it only the public routes answer, and a 404 or 405
      * would tell a stranger which routes exist */
     if (!(found == GW_ROUTE_FOUND &&
-          (route->is_public || (route->token_in_query && gw_auth_check_query(req, server->host.config->access_token)))) &&
+          (route->is_public || (route->token_in_query && gw_auth_check_query(req, server->host.config->access_token)) ||
+           (route->token_headers != NULL &&
+            gw_auth_check_headers(req, server->host.config->access_token, route->token_headers)))) &&
         !gw_runtime_init_check_token(&server->runtime_init, req, server->host.config->access_token)) {
         gw_send_error(req, GW_HTTP_UNAUTHORIZED,
                       "a valid access token is required (X-EXECD-ACCESS-TOKEN or Authorization: Bearer)");

@@ -160,6 +160,8 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     gw_execd_init(&server->execd, &server->host, &server->runs, &server->languages, &server->contexts, &server->shells,
                   &server->commands, &server->files, &server->metrics, &server->ptys, &server->isolated);
     gw_jupyter_init(&server->jupyter, &server->host, &server->languages, &server->contexts);
+    gw_e2b_init(&server->e2b, &server->host, &server->languages, &server->contexts);
+    server->e2b_ready = 1;
     if (gw_files_init(&server->files, &server->host) != 0)
         return -1;
     server->contexts.workspace = server->files.ws.root;
@@ -214,8 +216,19 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     server->listener_open = 1;
     if (gw_listener_open(&server->listener, config, loop, &server->accept_ctx) != 0)
         return -1;
+    if (config->e2b_listen_host != NULL) {
+        server->e2b_listener_open = 1;
+        if (gw_listener_open_at(&server->e2b_listener, config, config->e2b_listen_host, config->e2b_listen_port, loop,
+                                &server->accept_ctx) != 0)
+            return -1;
+    }
     gw_proxy_set_own_port(&server->proxy, gw_server_port(server));
     return 0;
+}
+
+uint16_t gw_server_e2b_port(const gw_server_t *server)
+{
+    return server->e2b_listener_open ? gw_listener_port(&server->e2b_listener) : 0;
 }
 
 uint16_t gw_server_port(const gw_server_t *server)
@@ -229,6 +242,8 @@ void gw_server_begin_shutdown(gw_server_t *server)
         return;
     server->host.shutting_down = 1;
     gw_listener_close(&server->listener);
+    if (server->e2b_listener_open)
+        gw_listener_close(&server->e2b_listener);
     if (server->mcp_ready)
         gw_mcp_shutdown(&server->mcp);
     gw_contexts_destroy_all(&server->contexts);
@@ -247,12 +262,14 @@ int gw_server_is_drained(gw_server_t *server)
 {
     return kmgr_manager_num_processes(server->kmgr) == 0 && gw_shells_is_empty(&server->shells) &&
            gw_ptys_is_empty(&server->ptys) && gw_execd_is_drained(&server->execd) && gw_proxy_is_drained(&server->proxy) &&
-           gw_isolated_is_drained(&server->isolated) && gw_jupyter_is_drained(&server->jupyter);
+           gw_isolated_is_drained(&server->isolated) && gw_jupyter_is_drained(&server->jupyter) &&
+           (!server->e2b_ready || gw_e2b_is_drained(&server->e2b));
 }
 
 size_t gw_server_close_connections(gw_server_t *server)
 {
-    return server->listener_open ? gw_listener_shutdown_conns(&server->listener) : 0;
+    return (server->listener_open ? gw_listener_shutdown_conns(&server->listener) : 0) +
+           (server->e2b_listener_open ? gw_listener_shutdown_conns(&server->e2b_listener) : 0);
 }
 
 void gw_server_dispose(gw_server_t *server)
@@ -269,6 +286,8 @@ void gw_server_dispose(gw_server_t *server)
     }
     if (server->mcp_ready)
         gw_mcp_dispose(&server->mcp);
+    if (server->e2b_ready)
+        gw_e2b_dispose(&server->e2b);
     gw_files_dispose(&server->files);
     gw_isolated_dispose(&server->isolated);
     gw_languages_dispose(&server->languages);
@@ -281,6 +300,8 @@ void gw_server_dispose(gw_server_t *server)
         h2o_timeout_unlink(&server->kmgr_pending_entry);
     if (server->listener_open)
         gw_listener_dispose(&server->listener, server->ctx.loop);
+    if (server->e2b_listener_open)
+        gw_listener_dispose(&server->e2b_listener, server->ctx.loop);
     gw_proxy_dispose(&server->proxy);
     gw_host_dispose(&server->host);
     h2o_timeout_dispose(server->ctx.loop, &server->tick_timeout);

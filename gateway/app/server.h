@@ -12,6 +12,7 @@
 #include "app/runtime_init.h"
 #include "code/context.h"
 #include "code/languages.h"
+#include "e2b/e2b.h"
 #include "execd/execd.h"
 #include "files/files.h"
 #include "jupyter/jupyter.h"
@@ -35,6 +36,7 @@ struct st_gw_server_t {
     h2o_context_t ctx;
     h2o_accept_ctx_t accept_ctx;
     gw_listener_t listener;
+    gw_listener_t e2b_listener; /* --e2b-listen's: the same routes, on E2B's address */
     kmgr_manager_t *kmgr;
     /* the engine */
     gw_languages_t languages;
@@ -53,6 +55,7 @@ struct st_gw_server_t {
     gw_proxy_t proxy;
     gw_jupyter_t jupyter;
     gw_mcp_t mcp;
+    gw_e2b_t e2b;
     gw_route_table_t routes;
     /* timers of the app (the shared ones are the host's) */
     h2o_timeout_t tick_timeout; /* KMGR_TICK_MS: kernel manager, child processes, retention */
@@ -62,7 +65,9 @@ struct st_gw_server_t {
     unsigned loopback_listener : 1; /* kgate listens on loopback: requests must name it in Host */
     unsigned initialised : 1;       /* gw_server_init got far enough for gw_server_dispose */
     unsigned listener_open : 1;     /* the listener's timer exists */
+    unsigned e2b_listener_open : 1; /* --e2b-listen's timer exists */
     unsigned mcp_ready : 1;         /* the MCP door's timeout exists */
+    unsigned e2b_ready : 1;         /* the E2B door's timeout exists */
 };
 
 typedef struct st_gw_server_t gw_server_t;
@@ -77,6 +82,8 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
 
 /** The port actually bound (useful when config asked for 0). */
 uint16_t gw_server_port(const gw_server_t *server);
+/** The port --e2b-listen bound (0: none). */
+uint16_t gw_server_e2b_port(const gw_server_t *server);
 
 /**
  * Begins an orderly shutdown: stops accepting, ends every stream, destroys every context (each

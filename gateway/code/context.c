@@ -1,4 +1,5 @@
-/* Contexts: the registry of kernels by context id, readiness waiters, idle expiry. */
+/* Contexts: the registry of kernels by context id, readiness waiters, idle expiry; the top of code/ (it calls the runs,
+ * kernel_run.c, and the warm pools, pool.c; they call it back only through gw_contexts_t.after_run). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,19 @@
 #include "code/context.h"
 #include "code/kernel_run.h"
 #include "code/pool.h"
+
+/*
+ * The one place a stateless run's context (is_ephemeral) is destroyed: once it has no run left (its run ended, was
+ * cancelled before it started, or never started; or its kernel died and the runs were ended). Returns 1 when `ctx` is
+ * gone. gw_contexts_t.after_run.
+ */
+static int end_if_spent(gw_context_t *ctx)
+{
+    if (!ctx->is_ephemeral || !h2o_linklist_is_empty(&ctx->runs))
+        return 0;
+    gw_context_destroy(ctx);
+    return 1;
+}
 
 void gw_contexts_init(gw_contexts_t *contexts, gw_host_t *host, gw_runs_t *runs, gw_languages_t *languages, kmgr_manager_t *kmgr)
 {
@@ -20,6 +34,7 @@ void gw_contexts_init(gw_contexts_t *contexts, gw_host_t *host, gw_runs_t *runs,
     contexts->translate.keep_ansi = host->config->keep_ansi;
     h2o_linklist_init_anchor(&contexts->list);
     h2o_linklist_init_anchor(&contexts->pools);
+    contexts->after_run = end_if_spent;
 }
 
 void gw_context_waiter_cancel(gw_context_waiter_t *waiter)
@@ -133,15 +148,21 @@ static void on_kernel_state(kmgr_kernel_t *kernel, void *data)
     if (!is_starting(ctx))
         tell_waiters(ctx);
     if (state == KMGR_KERNEL_DEAD) {
-        /* the running run hears it from its request; queued ones would wait forever otherwise */
+        /* the runs end (queued ones would wait forever otherwise); a stateless run's context goes with them */
         gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(kernel), "kernel_died");
+        if (end_if_spent(ctx))
+            return;
         /* a failed start was reported to whoever waited for it: a dead context nobody ever used would stay listed */
-        if (ctx->is_ephemeral || (ctx->forget_failed_start && !ctx->was_ready))
+        if (ctx->forget_failed_start && !ctx->was_ready)
             gw_context_destroy(ctx);
     }
 }
 
-int gw_context_spawn(gw_contexts_t *contexts, const gw_context_options_t *opts, gw_context_t **out)
+/*
+ * Starts a kernel for a context that is not registered yet (no id, in no list): `opts->spec`, `env` and `sandbox` apply,
+ * `cwd` too but is not recorded. Returns 0 and the context in `*out`, or a kmgr code with nothing left behind.
+ */
+static int spawn(gw_contexts_t *contexts, const gw_context_options_t *opts, gw_context_t **out)
 {
     kmgr_kernel_options_t kopts = {.spec = opts->spec, .cwd = opts->cwd, .env = opts->env, .on_state = on_kernel_state};
     const gw_config_t *config = contexts->host->config;
@@ -176,13 +197,6 @@ int gw_context_spawn(gw_contexts_t *contexts, const gw_context_options_t *opts, 
     return 0;
 }
 
-void gw_context_release(gw_context_t *ctx)
-{
-    kmgr_kernel_destroy(ctx->kernel);
-    free(ctx->cwd);
-    free(ctx);
-}
-
 int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts, gw_context_t **out)
 {
     gw_context_t *ctx;
@@ -196,7 +210,7 @@ int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts,
         /* pooled kernels hold places of max_contexts only until a request needs one */
         while (contexts->count + contexts->pooled >= contexts->host->config->max_contexts && gw_pool_give_up_one(contexts))
             ;
-        if ((ret = gw_context_spawn(contexts, opts, &ctx)) != 0)
+        if ((ret = spawn(contexts, opts, &ctx)) != 0)
             return ret;
     }
     /* a pooled kernel becomes a context now: a new id, created and active now */
@@ -246,6 +260,23 @@ void gw_contexts_destroy_all(gw_contexts_t *contexts)
     gw_idmap_dispose(&contexts->by_id);
 }
 
+/* Starts one pooled kernel when a pool lacks one and nothing else is starting (gw_pool_to_fill decides). */
+static void fill_pool(gw_contexts_t *contexts)
+{
+    gw_pool_t *pool = gw_pool_to_fill(contexts);
+    gw_context_options_t opts = {0};
+    gw_context_t *ctx;
+    int ret;
+
+    if (pool == NULL)
+        return;
+    opts.spec = pool->spec;
+    if ((ret = spawn(contexts, &opts, &ctx)) != 0)
+        gw_pool_start_failed(pool, gw_strerror(ret));
+    else
+        gw_pool_add(pool, ctx);
+}
+
 void gw_contexts_tick(gw_contexts_t *contexts)
 {
     int64_t now = gw_now_ms();
@@ -259,13 +290,31 @@ void gw_contexts_tick(gw_contexts_t *contexts)
             now - ctx->last_activity_mono_ms > (int64_t)contexts->host->config->context_idle_ms)
             gw_context_destroy(ctx);
     }
-    gw_pool_tick(contexts);
+    fill_pool(contexts);
 }
 
 gw_context_t *gw_context_find(gw_contexts_t *contexts, const char *id)
 {
     gw_idmap_entry_t *e = gw_idmap_find(&contexts->by_id, id);
     return e != NULL ? H2O_STRUCT_FROM_MEMBER(gw_context_t, by_id, e) : NULL;
+}
+
+gw_context_t *gw_context_find_listed(gw_contexts_t *contexts, const char *id)
+{
+    gw_context_t *ctx = gw_context_find(contexts, id);
+    return ctx != NULL && !ctx->is_ephemeral ? ctx : NULL;
+}
+
+void gw_contexts_each_listed(gw_contexts_t *contexts, void (*fn)(gw_context_t *ctx, void *arg), void *arg)
+{
+    h2o_linklist_t *node, *next;
+
+    for (node = contexts->list.next; node != &contexts->list; node = next) {
+        gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
+        next = node->next; /* fn may destroy ctx */
+        if (!ctx->is_ephemeral)
+            fn(ctx, arg);
+    }
 }
 
 gw_context_t *gw_context_find_default(gw_contexts_t *contexts, const kmgr_kernelspec_t *spec)
@@ -276,17 +325,6 @@ gw_context_t *gw_context_find_default(gw_contexts_t *contexts, const kmgr_kernel
             return ctx;
     }
     return NULL;
-}
-
-void gw_context_touch(gw_context_t *ctx)
-{
-    ctx->last_activity_ms = gw_unix_ms();
-    ctx->last_activity_mono_ms = gw_now_ms();
-}
-
-int gw_context_is_dead(const gw_context_t *ctx)
-{
-    return kmgr_kernel_state(ctx->kernel) == KMGR_KERNEL_DEAD;
 }
 
 const char *gw_context_exit_reason(const gw_context_t *ctx)
@@ -362,4 +400,19 @@ json_t *gw_context_to_json(const gw_context_t *ctx)
         json_object_set_new(obj, "last_death", death[0] != '\0' ? json_string(death) : json_null());
     }
     return obj;
+}
+
+int gw_kernel_run_submit_stateless(gw_contexts_t *contexts, const gw_context_options_t *copts, const gw_kernel_run_options_t *opts,
+                                   gw_run_t **out)
+{
+    gw_context_options_t ephemeral = *copts;
+    gw_context_t *ctx;
+    int ret;
+
+    ephemeral.is_ephemeral = 1;
+    if ((ret = gw_context_create(contexts, &ephemeral, &ctx)) != 0)
+        return ret;
+    if ((ret = gw_kernel_run_submit(ctx, opts, out)) != 0)
+        end_if_spent(ctx);
+    return ret;
 }

@@ -46,6 +46,11 @@ typedef struct st_gw_contexts_t {
     h2o_linklist_t pools; /* gw_pool_t: one per kernelspec given a pool (gw_contexts_set_pool) */
     size_t pooled;        /* pooled kernels of every spec: count + pooled <= max_contexts when a pool starts one */
     char *pool_cwd; /* the directory pooled kernels start in (kgate's own), resolved: a request's cwd naming it may use them */
+    /*
+     * context.c's, called by kernel_run.c once a run of `ctx` ended or was cancelled: a stateless run's context goes when
+     * its last run did (returns 1: `ctx` is gone). A pointer, so that the runs below the registry never call up into it.
+     */
+    int (*after_run)(struct st_gw_context_t *ctx);
 } gw_contexts_t;
 
 /**
@@ -66,7 +71,7 @@ struct st_gw_context_t {
     unsigned restarts_seen;           /* kmgr_kernel_auto_restarts already logged and told to its runs */
     unsigned not_answering : 1;       /* what its running run was last told of kmgr_kernel_answering */
     unsigned is_default : 1;          /* the language's default context (POST /code with only a language) */
-    unsigned is_ephemeral : 1;        /* a stateless run's own kernel: not listed, deleted after its run */
+    unsigned is_ephemeral : 1;        /* a stateless run's own kernel: not listed, deleted after its run (kernel_run.c) */
     unsigned was_ready : 1;           /* its kernel has been ready once */
     unsigned forget_failed_start : 1; /* gw_context_options_t's */
     unsigned is_pooled : 1;           /* waiting in pool->kernels (code/pool.c) */
@@ -167,6 +172,17 @@ int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts,
 /** Shuts the kernel down (in the background) and frees the context; waiters are told, runs end. */
 void gw_context_destroy(gw_context_t *ctx);
 
+typedef struct st_gw_kernel_run_options_t gw_kernel_run_options_t; /* code/kernel_run.h */
+/**
+ * A stateless run: a context of its own (made with `copts`, ephemeral: no door lists it) whose kernel serves this one run
+ * and goes with it. code/ alone destroys such a context (context.c's after_run and kernel death): here when the
+ * submission fails, when its run ends or is cancelled, or when its kernel dies. Returns 0 with `*out` set, a
+ * gw_context_create error (nothing was created), or a gw_kernel_run_submit error (GW_ETOOLSUNSUPPORTED, ...; the
+ * context is gone again).
+ */
+int gw_kernel_run_submit_stateless(gw_contexts_t *contexts, const gw_context_options_t *copts, const gw_kernel_run_options_t *opts,
+                                   gw_run_t **out);
+
 /** Destroys every context and every pooled kernel (server shutdown). */
 void gw_contexts_destroy_all(gw_contexts_t *contexts);
 
@@ -192,14 +208,28 @@ void gw_contexts_tick(gw_contexts_t *contexts);
 
 /** The context with `id`, or NULL. */
 gw_context_t *gw_context_find(gw_contexts_t *contexts, const char *id);
+/** The context with `id` if a door lists it (any but a stateless run's own, is_ephemeral), or NULL. */
+gw_context_t *gw_context_find_listed(gw_contexts_t *contexts, const char *id);
+/**
+ * Calls `fn` for each context a door lists (every one but a stateless run's own, is_ephemeral), oldest first, so that no
+ * door filters by hand. `fn` may destroy the context it is given, and no other.
+ */
+void gw_contexts_each_listed(gw_contexts_t *contexts, void (*fn)(gw_context_t *ctx, void *arg), void *arg);
 /** The default context of `spec`, or NULL. */
 gw_context_t *gw_context_find_default(gw_contexts_t *contexts, const kmgr_kernelspec_t *spec);
 
 /** Records activity on the context now (its runs' events): last_activity, and the idle clock. */
-void gw_context_touch(gw_context_t *ctx);
+static inline void gw_context_touch(gw_context_t *ctx)
+{
+    ctx->last_activity_ms = gw_unix_ms();
+    ctx->last_activity_mono_ms = gw_now_ms();
+}
 
 /** True when the context's kernel is dead (a restart brings it back). */
-int gw_context_is_dead(const gw_context_t *ctx);
+static inline int gw_context_is_dead(const gw_context_t *ctx)
+{
+    return kmgr_kernel_state(ctx->kernel) == KMGR_KERNEL_DEAD;
+}
 /** Why the kernel died or failed, for messages ("" while alive). */
 const char *gw_context_exit_reason(const gw_context_t *ctx);
 

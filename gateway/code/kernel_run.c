@@ -48,6 +48,7 @@ typedef struct st_gw_kernel_run_t {
     unsigned executing : 1;     /* the kernel said it runs the code (execute_input): an interrupt now reaches the code */
     unsigned stop_wanted : 1;   /* gw_run_stop: interrupted once executing (see on_stop) */
     unsigned in_setup : 1;      /* the request in flight is the setup's (code mode), not the code's */
+    unsigned silent : 1;        /* gw_kernel_run_options_t's */
     int64_t stop_wanted_ms;     /* when; gw_now_ms clock */
     int64_t interrupted_ms;     /* the last interrupt asked for it; same clock */
     h2o_linklist_t link;        /* in ctx->runs, arrival order: the head is the one sent to the kernel */
@@ -84,10 +85,8 @@ static void kernel_run_end(gw_kernel_run_t *krun, const char *outcome)
     gw_run_finish(krun->run, krun->execution_count, outcome);
     kernel_run_free(krun);
     gw_context_touch(ctx);
-    if (ctx->is_ephemeral && h2o_linklist_is_empty(&ctx->runs)) {
-        gw_context_destroy(ctx);
+    if (ctx->contexts->after_run(ctx))
         return;
-    }
     start_next(ctx);
 }
 
@@ -150,7 +149,7 @@ static void append_raw_stream(gw_kernel_run_t *krun, const wire_msg_t *msg, cons
         if (simple) {
             size_t len;
             char *results = gw_translate_raw_bundle(bundle, opts, &len);
-            gw_run_append_result_json(krun->run, results, len);
+            gw_run_append_result_json(krun->run, results, len, strcmp(wire_msg_type(msg), "display_data") == 0);
             free(results);
         }
         free(bundle);
@@ -158,7 +157,7 @@ static void append_raw_stream(gw_kernel_run_t *krun, const wire_msg_t *msg, cons
             return;
     } else if (wire_json_scan_stream(msg->raw_content.base, msg->raw_content.len, &f) && f.name != NULL &&
                gw_run_append_stream(krun->run, f.name_len == 6 && memcmp(f.name, "stderr", 6) == 0, f.text, f.text_len,
-                                    f.text_decoded_len)) {
+                                    f.text_decoded_len, msg->raw_storage)) {
         return;
     }
     /* a view of the borrowed message with its content parsed: the translation of every other message */
@@ -291,7 +290,7 @@ static int send_code(gw_kernel_run_t *krun)
     gw_context_t *ctx = krun->ctx;
     /* runs are serialised here already; ipykernel's stop_on_error would abort the next run if it
      * arrived within its abort window after an error */
-    kmgr_execute_options_t opts = {.silent = 0, .store_history = 1, .stop_on_error = 0, .raw_stream = 1};
+    kmgr_execute_options_t opts = {.silent = krun->silent, .store_history = !krun->silent, .stop_on_error = 0, .raw_stream = 1};
 
     /* tool calls travel as stdin requests: the kernel must be allowed to make them */
     opts.allow_stdin = krun->allow_stdin || krun->tool_calls.tools != NULL;
@@ -305,7 +304,7 @@ static int send_code(gw_kernel_run_t *krun)
     return 0;
 }
 
-/* The setup execute of a run with tools: silent, no history; the run's code follows once it is done. */
+/* The setup execute of a run (its tools, or a door's setup_code): silent, no history; the run's code follows once it is done. */
 static void on_setup_event(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, int err, void *data)
 {
     gw_kernel_run_t *krun = data;
@@ -335,9 +334,11 @@ static void on_setup_event(kmgr_request_t *req, kmgr_req_event_t ev, const wire_
             kernel_run_end(krun, "timeout");
         } else if (krun->setup_failed) {
             char evalue[400];
-            snprintf(evalue, sizeof(evalue), "the tools could not be bound in the kernel (%s); the run's code did not run",
+            int tools = krun->tool_calls.tools != NULL;
+            snprintf(evalue, sizeof(evalue), "%s (%s); the run's code did not run",
+                     tools ? "the tools could not be bound in the kernel" : "the run's setup failed in the kernel",
                      krun->setup_error);
-            gw_run_append(krun->run, gw_error_event("ToolSetupFailed", evalue));
+            gw_run_append(krun->run, gw_error_event(tools ? "ToolSetupFailed" : "SetupFailed", evalue));
             kernel_run_end(krun, "error");
         } else if (krun->stop_wanted) {
             gw_run_append(krun->run, gw_error_event("Cancelled", "the run was cancelled before its code started"));
@@ -408,8 +409,11 @@ int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts,
     gw_tool_calls_init(&krun->tool_calls, opts->tools, ctx->contexts->host->config);
     if (opts->tools != NULL)
         krun->setup_code = gw_toolset_python_setup(opts->tools, ctx->contexts->host->config);
+    else if (opts->setup_code != NULL)
+        krun->setup_code = wire_strdup(opts->setup_code);
     krun->execution_count = -1;
     krun->allow_stdin = opts->allow_stdin;
+    krun->silent = opts->silent;
     krun->timeout_ms = opts->timeout_ms;
     krun->stdin_timeout_ms = opts->stdin_timeout_ms != 0 ? opts->stdin_timeout_ms : ctx->contexts->host->config->stdin_timeout_ms;
     gw_context_touch(ctx);
@@ -542,8 +546,7 @@ static void on_stop(gw_run_t *run, void *data)
     gw_run_append(run, gw_error_event("Cancelled", "the run was cancelled before it started"));
     gw_run_finish(run, -1, "cancelled");
     kernel_run_free(krun);
-    if (ctx->is_ephemeral && h2o_linklist_is_empty(&ctx->runs))
-        gw_context_destroy(ctx);
+    ctx->contexts->after_run(ctx);
 }
 
 static int on_input(gw_run_t *run, void *data, const char *value)

@@ -15,6 +15,12 @@ typedef struct st_gw_kernel_run_options_t {
     /* code mode: tools bound as functions for this run (a Python context only); taken by
      * gw_kernel_run_submit when it succeeds, the caller's to free otherwise. NULL: none */
     gw_toolset_t *tools;
+    /* executed silently and kept out of the history (no execution_count, no execute_result): a
+     * door's own code around a caller's run, such as E2B's env_vars set before and restored after */
+    unsigned silent : 1;
+    /* a door's own code (copied) run silently before the run's, as code mode's tools are (E2B's env_vars set); when the
+     * kernel answers it with an error the run ends with `SetupFailed` and its code does not run. Ignored with `tools`. */
+    const char *setup_code;
 } gw_kernel_run_options_t;
 
 /**

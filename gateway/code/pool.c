@@ -45,10 +45,13 @@ static void unlink_pooled(gw_context_t *ctx)
     ctx->pool = NULL;
 }
 
+/* Shuts down the kernel of a pooled context (never registered) and frees it. */
 static void discard(gw_context_t *ctx)
 {
     unlink_pooled(ctx);
-    gw_context_release(ctx);
+    kmgr_kernel_destroy(ctx->kernel);
+    free(ctx->cwd);
+    free(ctx);
 }
 
 /* A starting kernel goes first: it holds a core now, and has cost the least so far. */
@@ -171,36 +174,38 @@ static int any_starting(const gw_contexts_t *contexts)
     return 0;
 }
 
-void gw_pool_tick(gw_contexts_t *contexts)
+gw_pool_t *gw_pool_to_fill(gw_contexts_t *contexts)
 {
     int64_t now;
 
     if (h2o_linklist_is_empty(&contexts->pools) || contexts->host->shutting_down ||
         contexts->count + contexts->pooled >= contexts->host->config->max_contexts)
-        return;
+        return NULL;
     /* one start at a time, and none beside a request's: a kernel start takes most of a core for
      * half a second, and the pool must never be what slows a client down */
     if (any_starting(contexts))
-        return;
+        return NULL;
     now = gw_now_ms();
     for (h2o_linklist_t *node = contexts->pools.next; node != &contexts->pools; node = node->next) {
         gw_pool_t *pool = H2O_STRUCT_FROM_MEMBER(gw_pool_t, link, node);
-        gw_context_options_t opts = {.spec = pool->spec};
-        gw_context_t *ctx;
-        int ret;
-        if (pool->count >= pool->size || now < pool->next_start_ms)
-            continue;
-        if ((ret = gw_context_spawn(contexts, &opts, &ctx)) != 0) {
-            note_failure(pool, gw_strerror(ret));
-            continue;
-        }
-        ctx->is_pooled = 1;
-        ctx->pool = pool;
-        h2o_linklist_insert(&pool->kernels, &ctx->link);
-        ++pool->count;
-        ++contexts->pooled;
-        return;
+        if (pool->count < pool->size && now >= pool->next_start_ms)
+            return pool;
     }
+    return NULL;
+}
+
+void gw_pool_start_failed(gw_pool_t *pool, const char *why)
+{
+    note_failure(pool, why);
+}
+
+void gw_pool_add(gw_pool_t *pool, gw_context_t *ctx)
+{
+    ctx->is_pooled = 1;
+    ctx->pool = pool;
+    h2o_linklist_insert(&pool->kernels, &ctx->link);
+    ++pool->count;
+    ++ctx->contexts->pooled;
 }
 
 void gw_contexts_set_pool(gw_contexts_t *contexts, const kmgr_kernelspec_t *spec, unsigned size)

@@ -282,8 +282,14 @@ json_t *gw_translate_iopub(const wire_msg_t *msg, const gw_translate_opts_t *opt
         json_object_set(ev, "text", text); /* shares the kernel's string: large output is not copied */
         return ev;
     }
-    if (strcmp(type, "execute_result") == 0 || strcmp(type, "display_data") == 0)
+    if (strcmp(type, "execute_result") == 0)
         return result_from_content(content, opts);
+    if (strcmp(type, "display_data") == 0) {
+        /* what the code displayed, not its value: E2B's door tells them apart (is_main_result) */
+        if ((ev = result_from_content(content, opts)) != NULL)
+            json_object_set_new(ev, "display", json_true());
+        return ev;
+    }
     if (strcmp(type, "error") == 0)
         return error_from_content(content, opts);
     if (strcmp(type, "execute_input") == 0) {

@@ -151,6 +151,17 @@ int gw_auth_check_query(h2o_req_t *req, const char *token)
     return 0;
 }
 
+int gw_auth_check_headers(h2o_req_t *req, const char *token, const char *const *names)
+{
+    if (token == NULL)
+        return 1;
+    for (; names != NULL && *names != NULL; ++names)
+        for (ssize_t i = -1; (i = h2o_find_header_by_str(&req->headers, *names, strlen(*names), i)) != -1;)
+            if (gw_auth_token_equal(token, req->headers.entries[i].value.base, req->headers.entries[i].value.len))
+                return 1;
+    return 0;
+}
+
 int gw_auth_is_credential(const char *token, h2o_iovec_t name, h2o_iovec_t value)
 {
     if (h2o_lcstris(name.base, name.len, H2O_STRLIT("x-execd-access-token")))

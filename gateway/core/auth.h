@@ -41,6 +41,13 @@ int gw_auth_host_allowed(h2o_req_t *req, int loopback_listener);
  */
 int gw_auth_origin_allowed(h2o_req_t *req, const char *allow);
 
+/**
+ * True when one of the headers `names` (lower-case, NULL-terminated: a route's own, such as E2B's
+ * E2B-Traffic-Access-Token) carries `token` exactly, compared as gw_auth_token_equal does. True
+ * when `token` is NULL.
+ */
+int gw_auth_check_headers(h2o_req_t *req, const char *token, const char *const *names);
+
 /** True when the request's query carries `token=<token>` (percent-decoded; compared as gw_auth_token_equal does). */
 int gw_auth_check_query(h2o_req_t *req, const char *token);
 

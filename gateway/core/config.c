@@ -11,6 +11,7 @@
 
 enum {
     OPT_LISTEN = 256,
+    OPT_E2B_LISTEN,
     OPT_ACCESS_TOKEN,
     OPT_KERNEL_PATH,
     OPT_COMPAT,
@@ -52,6 +53,7 @@ void gw_config_dispose(gw_config_t *config)
     size_t i;
 
     free(config->listen_host);
+    free(config->e2b_listen_host);
     free(config->access_token);
     for (i = 0; i != config->num_kernel_paths; ++i)
         free(config->kernel_paths[i]);
@@ -138,8 +140,10 @@ static void usage(FILE *fp)
     fprintf(fp, "Usage: kgate [OPTION]...\n"
                 "An HTTP gateway to Jupyter kernels: persistent REPL contexts, results streamed as Server-Sent Events.\n\n"
                 "  --listen HOST:PORT          address to serve on (default 127.0.0.1:44772; IPv6 as [::1]:PORT)\n"
-                "  --access-token TOKEN        require TOKEN on every route but /healthz and /readyz\n"
+                "  --access-token TOKEN        require TOKEN on every route but /healthz, /readyz, /ping and E2B's /health\n"
                 "                              (also KGATE_ACCESS_TOKEN)\n"
+                "  --e2b-listen HOST:PORT      also serve on this address, for E2B's SDK (in debug mode it calls\n"
+                "                              localhost:49999: --e2b-listen 127.0.0.1:49999); every route, as --listen\n"
                 "  --allow-remote-without-token  listen on a non-loopback address without a token\n"
                 "  --allow-origin ORIGINS      browser pages of these origins (scheme://host[:port], comma-separated,\n"
                 "                              or *) may call kgate; others, which a page's Origin header names, are\n"
@@ -161,12 +165,13 @@ static void usage(FILE *fp)
                 "                              hard links (refused by default: one may be outside the root)\n"
                 "  --sandbox none|bwrap        run kernels as plain children (none, the default) or in bubblewrap:\n"
                 "                              no network, the system read-only, the workspace writable, a private\n"
-                "                              /tmp and HOME, kgate's runtime dir hidden (see README, Sandbox)\n"
+                "                              /tmp and HOME, kgate's runtime dir hidden (see docs/sandbox.md)\n"
                 "  --bwrap PATH                the bubblewrap executable (default: bwrap on PATH)\n");
     fprintf(fp,
             "  --pool NAME=N[,NAME=N]...   kernels of each kernelspec started ahead, with the default sandbox\n"
             "                              and limits, so that a new context is ready at once (default\n"
-            "                              " GW_POOL_DEFAULT_KERNEL "=%u; --pool none: no pool; see README, Warm pool)\n",
+            "                              " GW_POOL_DEFAULT_KERNEL
+            "=%u; --pool none: no pool; see docs/operations.md, Warm pool)\n",
             GW_POOL_DEFAULT_SIZE);
 #define GW_XX_USAGE(field, type, def, opt, help)                                                                                   \
     fprintf(fp, "  --%-26s %s (default %llu)\n", opt " N", help, (unsigned long long)(def));
@@ -175,8 +180,8 @@ static void usage(FILE *fp)
     fprintf(fp, "  --help, --version\n");
 }
 
-/* Splits HOST:PORT or [HOST]:PORT. */
-static int parse_listen(gw_config_t *config, const char *arg)
+/* Splits HOST:PORT or [HOST]:PORT into *out_host (replaced) and *out_port. */
+static int parse_listen(char **out_host, uint16_t *out_port, const char *arg)
 {
     const char *colon, *host = arg;
     size_t host_len;
@@ -196,9 +201,9 @@ static int parse_listen(gw_config_t *config, const char *arg)
     }
     if (wire_parse_decimal(colon + 1, 65535, &port) != 0 || host_len == 0)
         return -1;
-    free(config->listen_host);
-    config->listen_host = wire_strndup(host, host_len);
-    config->listen_port = (uint16_t)port;
+    free(*out_host);
+    *out_host = wire_strndup(host, host_len);
+    *out_port = (uint16_t)port;
     return 0;
 }
 
@@ -206,7 +211,8 @@ static int is_loopback(const char *host);
 
 int gw_config_listens_on_loopback(const gw_config_t *config)
 {
-    return config->listen_host != NULL && is_loopback(config->listen_host);
+    return config->listen_host != NULL && is_loopback(config->listen_host) &&
+           (config->e2b_listen_host == NULL || is_loopback(config->e2b_listen_host));
 }
 
 static int is_loopback(const char *host)
@@ -233,6 +239,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
 {
     static const struct option options[] = {
         {"listen", required_argument, NULL, OPT_LISTEN},
+        {"e2b-listen", required_argument, NULL, OPT_E2B_LISTEN},
         {"access-token", required_argument, NULL, OPT_ACCESS_TOKEN},
         {"kernel-path", required_argument, NULL, OPT_KERNEL_PATH},
         {"compat", required_argument, NULL, OPT_COMPAT},
@@ -272,8 +279,14 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
         switch (c) {
         case OPT_LISTEN:
-            if (parse_listen(config, optarg) != 0) {
+            if (parse_listen(&config->listen_host, &config->listen_port, optarg) != 0) {
                 fprintf(err, "kgate: --listen wants HOST:PORT or [HOST]:PORT, got \"%s\"\n", optarg);
+                return -1;
+            }
+            break;
+        case OPT_E2B_LISTEN:
+            if (parse_listen(&config->e2b_listen_host, &config->e2b_listen_port, optarg) != 0) {
+                fprintf(err, "kgate: --e2b-listen wants HOST:PORT or [HOST]:PORT, got \"%s\"\n", optarg);
                 return -1;
             }
             break;
@@ -376,12 +389,15 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         fprintf(err, "kgate: unexpected argument \"%s\" (see --help)\n", argv[optind]);
         return -1;
     }
-    if (config->access_token == NULL && !is_loopback(config->listen_host) && !config->allow_remote_without_token) {
-        fprintf(err,
-                "kgate: refusing to serve %s without an access token: anyone who can reach it could run code.\n"
-                "       Set --access-token (or KGATE_ACCESS_TOKEN), or pass --allow-remote-without-token.\n",
-                config->listen_host);
-        return -1;
+    for (int i = 0; i != 2; ++i) {
+        const char *host = i == 0 ? config->listen_host : config->e2b_listen_host;
+        if (host != NULL && config->access_token == NULL && !is_loopback(host) && !config->allow_remote_without_token) {
+            fprintf(err,
+                    "kgate: refusing to serve %s without an access token: anyone who can reach it could run code.\n"
+                    "       Set --access-token (or KGATE_ACCESS_TOKEN), or pass --allow-remote-without-token.\n",
+                    host);
+            return -1;
+        }
     }
     if (config->as_execd && config->workspace_root == NULL)
         config->workspace_root = wire_strdup("/");

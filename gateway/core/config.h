@@ -117,6 +117,9 @@ typedef struct st_gw_pool_size_t {
 typedef struct st_gw_config_t {
     char *listen_host; /* "127.0.0.1", "::1", "0.0.0.0" ... */
     uint16_t listen_port;
+    /* --e2b-listen: a listener of its own for E2B's SDK (which looks at localhost:49999 in debug mode); NULL: none */
+    char *e2b_listen_host;
+    uint16_t e2b_listen_port;
     char *access_token; /* NULL: no authentication */
     int allow_remote_without_token;
     char **kernel_paths; /* extra kernelspec directories, each holding <name>/kernel.json */
@@ -141,8 +144,8 @@ typedef struct st_gw_config_t {
     /* where kernels run: 0 as plain children (--sandbox none), 1 in bubblewrap (--sandbox bwrap) */
     int sandbox;
     char *bwrap_path; /* NULL: bwrap on PATH */
-    /* --pool NAME=N,...: warm kernels per kernelspec (README, Warm pool); default GW_POOL_DEFAULT_KERNEL=GW_POOL_DEFAULT_SIZE,
-     * none after --pool none */
+    /* --pool NAME=N,...: warm kernels per kernelspec (docs/operations.md, Warm pool); default
+     * GW_POOL_DEFAULT_KERNEL=GW_POOL_DEFAULT_SIZE, none after --pool none */
     gw_pool_size_t *pool;
     size_t num_pool;
 /* each limit, and whether its flag was given (a derived default replaces only an unset one) */
@@ -166,7 +169,7 @@ uint64_t gw_config_tmp_bytes(const gw_config_t *config, uint64_t memory_bytes);
 void gw_config_init(gw_config_t *config);
 /** Releases the strings owned by `config`. */
 void gw_config_dispose(gw_config_t *config);
-/** True when kgate listens on a loopback address (localhost, 127.0.0.0/8, ::1). */
+/** True when kgate listens on loopback addresses only (localhost, 127.0.0.0/8, ::1; --listen and --e2b-listen). */
 int gw_config_listens_on_loopback(const gw_config_t *config);
 
 /**

@@ -26,32 +26,70 @@ gw_event_t *gw_event_render(const json_t *event, uint64_t id, int compat_execd)
     return ev;
 }
 
-gw_event_t *gw_event_render_stream(int is_stderr, int64_t timestamp, const char *text_token, size_t token_len, uint64_t id,
-                                   int compat_execd)
+static gw_event_t *render_member(const char *type, int64_t timestamp, const char *key, const char *value_json, size_t value_len,
+                                 wire_buf_t *storage, uint64_t id, int compat_execd);
+
+gw_event_t *gw_event_render_stream(int is_stderr, int64_t timestamp, const char *text_token, size_t token_len, wire_buf_t *storage,
+                                   uint64_t id, int compat_execd)
 {
-    return gw_event_render_member(is_stderr ? "stderr" : "stdout", timestamp, "text", text_token, token_len, id, compat_execd);
+    return render_member(is_stderr ? "stderr" : "stdout", timestamp, "text", text_token, token_len,
+                         token_len >= GW_EVENT_VIEW_MIN_BYTES ? storage : NULL, id, compat_execd);
 }
 
 gw_event_t *gw_event_render_member(const char *type, int64_t timestamp, const char *key, const char *value_json, size_t value_len,
                                    uint64_t id, int compat_execd)
+{
+    return render_member(type, timestamp, key, value_json, value_len, NULL, id, compat_execd);
+}
+
+static gw_event_t *render_member(const char *type, int64_t timestamp, const char *key, const char *value_json, size_t value_len,
+                                 wire_buf_t *storage, uint64_t id, int compat_execd)
 {
     char head[160];
     int prefix_len = compat_execd ? 0 : snprintf(head, sizeof(head), "id: %" PRIu64 "\ndata: ", id);
     /* the key order of gw_event_new + `key`, as gw_json_render writes it (tests/gateway compares the two) */
     int head_len = prefix_len + snprintf(head + prefix_len, sizeof(head) - (size_t)prefix_len,
                                          "{\"type\":\"%.32s\",\"timestamp\":%" PRId64 ",\"%.32s\":", type, timestamp, key);
-    const char *text_token = value_json;
-    size_t token_len = value_len;
-    gw_event_t *ev = wire_malloc(offsetof(gw_event_t, frame) + (size_t)head_len + token_len + 3);
+    /* with storage the value is the event's body, written from the kernel connection's buffer as it is */
+    size_t copied = storage != NULL ? 0 : value_len;
+    gw_event_t *ev = wire_malloc(offsetof(gw_event_t, frame) + (size_t)head_len + copied + 3);
 
     memset(ev, 0, offsetof(gw_event_t, frame));
     ev->id = id;
     ev->refcnt = 1;
     memcpy(ev->frame, head, (size_t)head_len);
-    memcpy(ev->frame + head_len, text_token, token_len);
-    memcpy(ev->frame + head_len + token_len, "}\n\n", 3);
-    ev->len = (size_t)head_len + token_len + 3;
+    if (storage != NULL) {
+        ev->body_storage = wire_buf_ref(storage);
+        ev->body = value_json;
+        ev->body_len = value_len;
+        ev->head_len = (size_t)head_len;
+    } else {
+        memcpy(ev->frame + head_len, value_json, value_len);
+    }
+    memcpy(ev->frame + head_len + copied, "}\n\n", 3);
+    ev->len = (size_t)head_len + value_len + 3;
     return ev;
+}
+
+size_t gw_event_pieces(const gw_event_t *ev, h2o_iovec_t *pieces)
+{
+    if (ev->body_storage == NULL) {
+        pieces[0] = h2o_iovec_init(ev->frame, ev->len);
+        return 1;
+    }
+    pieces[0] = h2o_iovec_init(ev->frame, ev->head_len);
+    pieces[1] = h2o_iovec_init(ev->body, ev->body_len);
+    pieces[2] = h2o_iovec_init(ev->frame + ev->head_len, ev->len - ev->head_len - ev->body_len);
+    return 3;
+}
+
+void gw_event_copy(const gw_event_t *ev, char *dst)
+{
+    h2o_iovec_t pieces[GW_EVENT_MAX_PIECES];
+    size_t n = gw_event_pieces(ev, pieces);
+
+    for (size_t i = 0; i != n; dst += pieces[i].len, ++i)
+        memcpy(dst, pieces[i].base, pieces[i].len);
 }
 
 gw_event_t *gw_event_from_bytes(const void *data, size_t len)
@@ -72,8 +110,10 @@ void gw_event_addref(gw_event_t *ev)
 
 void gw_event_release(gw_event_t *ev)
 {
-    if (ev != NULL && --ev->refcnt == 0)
+    if (ev != NULL && --ev->refcnt == 0) {
+        wire_buf_unref(ev->body_storage);
         free(ev);
+    }
 }
 
 int64_t gw_unix_ms(void)

@@ -45,6 +45,8 @@ typedef struct st_gw_route_t {
     gw_door_t *door; /* the handler's first argument */
     /* the token may come as `?token=<t>` too (Jupyter's clients put it on WebSocket URLs, where a browser sets no header) */
     int token_in_query;
+    /* headers that carry the token on this route besides kgate's own (lower-case, NULL-terminated; static), or NULL */
+    const char *const *token_headers;
 } gw_route_t;
 
 /** The routes of every front door, composed by the app at start-up (matched in insertion order). */

@@ -14,8 +14,8 @@ typedef struct st_gw_sse_writer_t {
     size_t max_batch_bytes;
     gw_event_t *last;                   /* last event handed to h2o (a reference); NULL before the first */
     gw_event_t *inflight[BATCH_EVENTS]; /* references kept until h2o is done with the bytes */
-    h2o_iovec_t bufs[BATCH_EVENTS];
-    size_t num_inflight;
+    h2o_iovec_t bufs[BATCH_EVENTS * GW_EVENT_MAX_PIECES];
+    size_t num_inflight, num_bufs;
     h2o_timeout_entry_t deferred; /* a pump at the end of this loop iteration (see on_source_ready) */
     unsigned sending : 1;
     unsigned done : 1; /* FINAL or ERROR sent, or stopped: h2o_send must not be called again */
@@ -47,7 +47,7 @@ static void release_inflight(gw_sse_writer_t *writer)
 {
     for (size_t i = 0; i != writer->num_inflight; ++i)
         gw_event_release(writer->inflight[i]);
-    writer->num_inflight = 0;
+    writer->num_inflight = writer->num_bufs = 0;
 }
 
 /*
@@ -94,7 +94,7 @@ static void pump(gw_sse_writer_t *writer)
            (writer->num_inflight == 0 || batch_bytes + ev->len <= writer->max_batch_bytes)) {
         gw_event_addref(ev);
         writer->inflight[writer->num_inflight] = ev;
-        writer->bufs[writer->num_inflight] = h2o_iovec_init(ev->frame, ev->len);
+        writer->num_bufs += gw_event_pieces(ev, writer->bufs + writer->num_bufs);
         ++writer->num_inflight;
         batch_bytes += ev->len;
         ev = source->ops->next(source, ev, &lost);
@@ -114,7 +114,7 @@ static void pump(gw_sse_writer_t *writer)
         writer->done = 1;
         writer_close_source(writer);
     }
-    h2o_send(writer->req, writer->bufs, writer->num_inflight, is_final ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
+    h2o_send(writer->req, writer->bufs, writer->num_bufs, is_final ? H2O_SEND_STATE_FINAL : H2O_SEND_STATE_IN_PROGRESS);
 }
 
 static void on_deferred(h2o_timeout_entry_t *entry)

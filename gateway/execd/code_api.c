@@ -132,6 +132,19 @@ static void respond_submit_error(h2o_req_t *req, gw_context_t *ctx, int err)
                       gw_kernel_runs_count(ctx) - 1);
 }
 
+/* A stateless run in a kernel of its own could not start: its kernel could not be had, or the run was refused. */
+static void respond_stateless_error(gw_execd_t *execd, h2o_req_t *req, const kmgr_kernelspec_t *spec, int err)
+{
+    if (err == GW_ETOOLSUNSUPPORTED)
+        gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "tools are supported in Python kernels only; %s runs %s", spec->name,
+                      spec->language);
+    else if (err == GW_EKERNELDEAD || err == GW_EQUEUEFULL)
+        gw_send_error(req, GW_HTTP_KERNEL_UNAVAILABLE, "the %s kernel of a stateless run could not take it: %s", spec->name,
+                      gw_strerror(err));
+    else
+        gw_execd_respond_create_error(execd, req, spec, err);
+}
+
 GW_EXECD_HANDLER(code_execute)
 {
     gw_execd_t *execd = gw_execd_from(door);
@@ -139,7 +152,7 @@ GW_EXECD_HANDLER(code_execute)
     gw_kernel_run_options_t opts = {0};
     const char *language, *id;
     gw_context_t *ctx = NULL;
-    gw_run_t *run;
+    gw_run_t *run = NULL;
     int stateless, ret;
     (void)params;
 
@@ -157,11 +170,15 @@ GW_EXECD_HANDLER(code_execute)
         goto Exit;
     }
     if (stateless && language != NULL && language[0] != '\0') {
-        /* a one-shot run in a fresh kernel of that language, discarded afterwards */
-        gw_context_options_t copts = {.is_ephemeral = 1};
-        if ((copts.spec = gw_execd_resolve_language(execd, req, language)) == NULL ||
-            gw_execd_create_context(execd, req, &copts, &ctx) != 0)
+        /* a one-shot run in a fresh kernel of that language, discarded afterwards (by code/) */
+        gw_context_options_t copts = {.spec = gw_execd_resolve_language(execd, req, language)};
+        if (copts.spec == NULL)
             goto Exit;
+        if ((ret = gw_kernel_run_submit_stateless(execd->contexts, &copts, &opts, &run)) != 0) {
+            respond_stateless_error(execd, req, copts.spec, ret);
+            goto Exit;
+        }
+        opts.tools = NULL; /* the run's now */
     } else if (!stateless) {
         ctx = context_for_execute(execd, req, body, &stateless);
         if (ctx == NULL && !stateless)
@@ -172,15 +189,15 @@ GW_EXECD_HANDLER(code_execute)
                       "tools need a Python kernel: name a context or a language (a stateless run without one is a shell)");
         goto Exit;
     }
-    if (ctx == NULL) {
+    if (run != NULL) {
+        /* the stateless language run, submitted above */
+    } else if (ctx == NULL) {
         if (gw_shell_start(execd->shells, opts.code, &opts.limits, opts.timeout_ms, &run) != 0) {
             gw_send_error(req, GW_HTTP_RUNTIME_ERROR, "cannot start %s for a stateless run", execd->host->config->shell);
             goto Exit;
         }
     } else if ((ret = gw_kernel_run_submit(ctx, &opts, &run)) != 0) {
         respond_submit_error(req, ctx, ret);
-        if (ctx->is_ephemeral && gw_kernel_runs_count(ctx) == 0)
-            gw_context_destroy(ctx);
         goto Exit;
     } else {
         opts.tools = NULL; /* the run's now */

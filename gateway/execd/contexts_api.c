@@ -27,9 +27,15 @@ int gw_execd_create_context(gw_execd_t *execd, h2o_req_t *req, const gw_context_
 {
     int ret = gw_context_create(execd->contexts, opts, out);
 
-    switch (ret) {
-    case 0:
+    if (ret == 0)
         return 0;
+    gw_execd_respond_create_error(execd, req, opts->spec, ret);
+    return -1;
+}
+
+void gw_execd_respond_create_error(gw_execd_t *execd, h2o_req_t *req, const kmgr_kernelspec_t *spec, int err)
+{
+    switch (err) {
     case GW_ESHUTTINGDOWN:
         gw_send_error(req, GW_HTTP_KERNEL_UNAVAILABLE, "kgate is shutting down");
         break;
@@ -43,10 +49,9 @@ int gw_execd_create_context(gw_execd_t *execd, h2o_req_t *req, const gw_context_
                       execd->contexts->count);
         break;
     default:
-        gw_send_error(req, GW_HTTP_KERNEL_UNAVAILABLE, "cannot start the %s kernel: %s", opts->spec->name, gw_strerror(ret));
+        gw_send_error(req, GW_HTTP_KERNEL_UNAVAILABLE, "cannot start the %s kernel: %s", spec->name, gw_strerror(err));
         break;
     }
-    return -1;
 }
 
 /* A request waiting for its context's kernel; lives in the request's pool. */
@@ -161,22 +166,28 @@ Exit:
     json_decref(body);
 }
 
+/* What a walk over the listed contexts of one language does with each. */
+typedef struct st_by_language_t {
+    const char *language; /* NULL or "": every language */
+    json_t *list;         /* context_list's answer */
+} by_language_t;
+
+static void list_one(gw_context_t *ctx, void *arg)
+{
+    by_language_t *walk = arg;
+
+    if (walk->language == NULL || walk->language[0] == '\0' || context_matches_language(ctx, walk->language))
+        json_array_append_new(walk->list, gw_context_to_json(ctx));
+}
+
 GW_EXECD_HANDLER(context_list)
 {
     gw_execd_t *execd = gw_execd_from(door);
-    const char *language = gw_query_param(req, "language");
-    json_t *list = json_array();
-    h2o_linklist_t *node;
+    by_language_t walk = {gw_query_param(req, "language"), json_array()};
     (void)params;
 
-    for (node = execd->contexts->list.next; node != &execd->contexts->list; node = node->next) {
-        gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
-        if (ctx->is_ephemeral)
-            continue;
-        if (language == NULL || language[0] == '\0' || context_matches_language(ctx, language))
-            json_array_append_new(list, gw_context_to_json(ctx));
-    }
-    gw_send_json(req, 200, list);
+    gw_contexts_each_listed(execd->contexts, list_one, &walk);
+    gw_send_json(req, 200, walk.list);
 }
 
 /* The context named by the path parameter, or NULL after answering 404. */
@@ -209,24 +220,26 @@ GW_EXECD_HANDLER(context_delete)
     gw_send_empty(req);
 }
 
+static void delete_one(gw_context_t *ctx, void *arg)
+{
+    by_language_t *walk = arg;
+
+    if (context_matches_language(ctx, walk->language))
+        gw_context_destroy(ctx);
+}
+
 GW_EXECD_HANDLER(context_delete_by_language)
 {
     gw_execd_t *execd = gw_execd_from(door);
-    const char *language = gw_query_param(req, "language");
-    h2o_linklist_t *node, *next;
+    by_language_t walk = {gw_query_param(req, "language"), NULL};
     (void)params;
 
-    if (language == NULL || language[0] == '\0') {
+    if (walk.language == NULL || walk.language[0] == '\0') {
         gw_send_error(req, GW_HTTP_MISSING_QUERY,
                       "the language query parameter is required (DELETE /code/contexts?language=python)");
         return;
     }
-    for (node = execd->contexts->list.next; node != &execd->contexts->list; node = next) {
-        gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
-        next = node->next;
-        if (!ctx->is_ephemeral && context_matches_language(ctx, language))
-            gw_context_destroy(ctx);
-    }
+    gw_contexts_each_listed(execd->contexts, delete_one, &walk);
     gw_send_empty(req);
 }
 

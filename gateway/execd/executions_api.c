@@ -1,10 +1,12 @@
-/* Routes of /code/executions/{id}: state, resumable event stream, cancel, stdin answers and tool results. */
+/* Routes of /code/executions/{id}: state, resumable event stream, cancel, stdin answers and tool results; and the run stream
+ * every execution route answers with (gw_execd_stream_run). */
 #include <stdlib.h>
 #include <string.h>
 #include "wire/text.h"
 #include "execd/execd.h"
 #include "core/errors.h"
 #include "core/http.h"
+#include "core/stream.h"
 #include "runs/run.h"
 
 /* The run named by the path parameter, or NULL after answering 404. */
@@ -154,4 +156,16 @@ GW_EXECD_HANDLER(execution_tool_result)
     }
 Exit:
     json_decref(body);
+}
+
+/* A run stream: the run's cursor lives in the request's pool; the writer closes it. */
+int gw_execd_stream_run(gw_execd_t *execd, h2o_req_t *req, gw_run_t *run, uint64_t after_id)
+{
+    gw_run_cursor_t *cursor = h2o_mem_alloc_pool(&req->pool, sizeof(*cursor));
+    int ret;
+
+    if ((ret = gw_run_cursor_open(run, cursor, after_id)) != 0)
+        return ret;
+    gw_sse_stream_start(req, &cursor->super, execd->host->config->max_reader_batch_bytes, "x-kgate-execution-id", gw_run_id(run));
+    return 0;
 }

@@ -21,6 +21,7 @@
 #include "execd/execd.h"
 #include "execd/files_request.h"
 #include "files/fsops.h"
+#include "files/multipart.h"
 #include "files/upload.h"
 
 /* ---- POST /files/upload ----------------------------------------------------------------------- */

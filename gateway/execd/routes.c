@@ -1,8 +1,7 @@
-/* The execd door's route table, its set-up, and the run streams every execution route answers with. */
+/* The execd door's route table and its set-up (the top of the door: its handlers are in the *_api.c files). */
 #include <string.h>
 #include "core/errors.h"
 #include "core/http.h"
-#include "core/stream.h"
 #include "execd/execd.h"
 
 void gw_execd_init(gw_execd_t *execd, gw_host_t *host, gw_runs_t *runs, gw_languages_t *languages, gw_contexts_t *contexts,
@@ -105,16 +104,4 @@ GW_EXECD_HANDLER(ping)
 {
     (void)door, (void)params;
     gw_send_empty(req);
-}
-
-/* A run stream: the run's cursor lives in the request's pool; the writer closes it. */
-int gw_execd_stream_run(gw_execd_t *execd, h2o_req_t *req, gw_run_t *run, uint64_t after_id)
-{
-    gw_run_cursor_t *cursor = h2o_mem_alloc_pool(&req->pool, sizeof(*cursor));
-    int ret;
-
-    if ((ret = gw_run_cursor_open(run, cursor, after_id)) != 0)
-        return ret;
-    gw_sse_stream_start(req, &cursor->super, execd->host->config->max_reader_batch_bytes, "x-kgate-execution-id", gw_run_id(run));
-    return 0;
 }

@@ -1,79 +1,8 @@
-/* gateway/upload.h: multipart/form-data parsing (pure) and keeping large buffered request bodies out of resident memory. */
+/* files/upload.h: keeping large buffered request bodies out of resident memory (their multipart parsing: files/multipart.h). */
 #ifndef GW_UPLOAD_H
 #define GW_UPLOAD_H
 
-#include "core/errors.h"
-
 #include <stddef.h>
-
-#define GW_MULTIPART_BOUNDARY_MAX 70 /* RFC 2046 */
-#define GW_MULTIPART_HEADERS_MAX 8192
-
-/** One part: its form field name and file name (copied, NUL-terminated, truncated to their arrays) and where its data lies. */
-typedef struct st_gw_multipart_part_t {
-    char name[64];
-    char filename[256];
-    int has_filename;
-    size_t data_off, data_len; /* within the body */
-} gw_multipart_part_t;
-
-/**
- * Extracts the boundary parameter of a `multipart/form-data` Content-Type (quoted or not) into
- * `out` (GW_MULTIPART_BOUNDARY_MAX + 1 bytes). 0 or GW_EMULTIPART_NOBOUNDARY.
- */
-int gw_multipart_boundary(const char *content_type, size_t len, char *out);
-
-/**
- * Called as parsing moves forward: every byte of the body before `upto` has been read for the last
- * time by the parser (the caller may release those pages).
- */
-typedef void (*gw_multipart_progress_cb)(void *ctx, size_t upto);
-
-/**
- * Splits `body` into its parts (at most `max_parts`, else GW_EMULTIPART_TOOMANYPARTS). Searches
- * in windows and reports progress after each, so a body of any size is read once, front to back.
- * A preamble before the first delimiter and an epilogue after the last are ignored; part headers
- * are bounded by GW_MULTIPART_HEADERS_MAX. Returns 0 with *num_parts set, or GW_EMULTIPART_*.
- */
-int gw_multipart_parse(const char *body, size_t len, const char *boundary, gw_multipart_part_t *parts, size_t max_parts,
-                       size_t *num_parts, gw_multipart_progress_cb progress, void *ctx);
-
-/** Where a gw_multipart_parser_t stands. */
-typedef enum {
-    GW_MULTIPART_FIRST_DELIMITER, /* looking for the first delimiter (after a preamble) */
-    GW_MULTIPART_AT_DELIMITER,    /* just after a delimiter: a part's headers, or the close */
-    GW_MULTIPART_IN_DATA,         /* looking for the delimiter that ends the last part's data */
-    GW_MULTIPART_DONE,
-} gw_multipart_state_t;
-
-/**
- * gw_multipart_parse in steps, for a caller that must not hold its thread for the whole body (a
- * 1 GiB upload parsed in one go holds the event loop for hundreds of milliseconds). Every member is
- * the parser's; `num_parts` is read when a step returns 0.
- */
-typedef struct st_gw_multipart_parser_t {
-    const char *body;
-    size_t len;
-    char delim[GW_MULTIPART_BOUNDARY_MAX + 5]; /* "\r\n--" boundary */
-    size_t dlen;
-    gw_multipart_part_t *parts;
-    size_t max_parts, num_parts;
-    gw_multipart_progress_cb progress;
-    void *ctx;
-    gw_multipart_state_t state;
-    size_t pos;         /* just after the last delimiter found */
-    size_t search_from; /* where the delimiter search goes on */
-} gw_multipart_parser_t;
-
-/** Prepares `p` for `body` (borrowed, like `parts`, until the last step). 0 or GW_EMULTIPART_NOBOUNDARY. */
-int gw_multipart_parser_init(gw_multipart_parser_t *p, const char *body, size_t len, const char *boundary,
-                             gw_multipart_part_t *parts, size_t max_parts, gw_multipart_progress_cb progress, void *ctx);
-/**
- * Parses on, searching about `budget` bytes at most (whole windows; SIZE_MAX: to the end). Returns
- * 1 when there is more to do, 0 when the body is parsed (p->num_parts parts), or GW_EMULTIPART_*.
- * Any sequence of budgets gives gw_multipart_parse's result.
- */
-int gw_multipart_parser_step(gw_multipart_parser_t *p, size_t budget);
 
 /*
  * Large request bodies. h2o 2.2.5 buffers a whole request body before the handler runs; above a

@@ -463,11 +463,8 @@ static void on_ws_close(gw_ws_t *ws, uint16_t code)
 
 static const gw_ws_callbacks_t ws_callbacks = {on_ws_message, on_ws_close};
 
-GW_JUPYTER_HANDLER(kernel_channels)
+void gw_jupyter_channels_open(gw_jupyter_t *jupyter, h2o_req_t *req, gw_context_t *ctx)
 {
-    gw_jupyter_t *jupyter = gw_jupyter_from(door);
-    const char *id = gw_path_param(req, params, 0);
-    gw_context_t *ctx = gw_jupyter_find_kernel(jupyter, id);
     const char *session_id;
     int v1;
     /* a client that reads takes a kernel's big output (bigger than the queue bound) and what follows it */
@@ -476,15 +473,6 @@ GW_JUPYTER_HANDLER(kernel_channels)
                              .over_bound_ms = 10000};
     gw_jconn_t *conn;
 
-    /* refused before the upgrade, as Jupyter Server does: the client sees the status */
-    if (ctx == NULL) {
-        gw_jupyter_error(req, 404, "Kernel does not exist: %.64s", id != NULL ? id : "");
-        return;
-    }
-    if (!gw_ws_is_upgrade(req)) {
-        gw_jupyter_error(req, 400, "this route takes a WebSocket upgrade (GET with Upgrade: websocket over HTTP/1.1)");
-        return;
-    }
     v1 = gw_ws_offers_protocol(req, GW_JFRAMING_V1_PROTOCOL);
     conn = wire_calloc(1, sizeof(*conn));
     conn->jupyter = jupyter;

@@ -61,6 +61,11 @@ const char *gw_jupyter_default_spec_name(const gw_languages_t *languages);
  * execd taps; a buffer kept for an absent client is no connection, as in Jupyter Server).
  */
 json_t *gw_jupyter_kernel_model(gw_jupyter_t *jupyter, const gw_context_t *ctx);
+/**
+ * Upgrades `req` (a WebSocket upgrade for the kernel of `ctx`, checked by the caller) to a kernel WebSocket: its client
+ * hears the kernel through a tap on `ctx` (channels.c).
+ */
+void gw_jupyter_channels_open(gw_jupyter_t *jupyter, h2o_req_t *req, gw_context_t *ctx);
 /** Whether a buffer is kept on `ctx` for an absent client (it holds one of ctx's taps). */
 int gw_jupyter_is_buffering(gw_jupyter_t *jupyter, const gw_context_t *ctx);
 /** The context of kernel `id` as a kernel (ephemeral ones are not kernels), or NULL. */

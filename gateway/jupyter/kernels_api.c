@@ -9,6 +9,7 @@
 #include "wire/alloc.h"
 #include "core/errors.h"
 #include "core/http.h"
+#include "core/ws.h"
 #include "jupyter/jupyter.h"
 
 /* A kernelspec resource (a logo, kernel.js) larger than this is not served: they are icons and small scripts. */
@@ -175,18 +176,25 @@ static gw_context_t *kernel_from_params(gw_jupyter_t *jupyter, h2o_req_t *req, c
     return ctx;
 }
 
+/* What the walk over the listed contexts carries. */
+typedef struct st_kernels_walk_t {
+    gw_jupyter_t *jupyter;
+    json_t *list;
+} kernels_walk_t;
+
+static void list_kernel(gw_context_t *ctx, void *arg)
+{
+    kernels_walk_t *walk = arg;
+    json_array_append_new(walk->list, gw_jupyter_kernel_model(walk->jupyter, ctx));
+}
+
 GW_JUPYTER_HANDLER(kernels_list)
 {
-    gw_jupyter_t *jupyter = gw_jupyter_from(door);
-    json_t *list = json_array();
+    kernels_walk_t walk = {gw_jupyter_from(door), json_array()};
     (void)params;
 
-    for (h2o_linklist_t *node = jupyter->contexts->list.next; node != &jupyter->contexts->list; node = node->next) {
-        gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
-        if (!ctx->is_ephemeral)
-            json_array_append_new(list, gw_jupyter_kernel_model(jupyter, ctx));
-    }
-    gw_send_json(req, 200, list);
+    gw_contexts_each_listed(walk.jupyter->contexts, list_kernel, &walk);
+    gw_send_json(req, 200, walk.list);
 }
 
 GW_JUPYTER_HANDLER(kernel_start)
@@ -303,4 +311,22 @@ GW_JUPYTER_HANDLER(kernel_restart)
     waiter->jupyter = jupyter;
     waiter->req = req;
     gw_context_wait_ready(ctx, &waiter->super);
+}
+
+GW_JUPYTER_HANDLER(kernel_channels)
+{
+    gw_jupyter_t *jupyter = gw_jupyter_from(door);
+    const char *id = gw_path_param(req, params, 0);
+    gw_context_t *ctx = gw_jupyter_find_kernel(jupyter, id);
+
+    /* refused before the upgrade, as Jupyter Server does: the client sees the status */
+    if (ctx == NULL) {
+        gw_jupyter_error(req, 404, "Kernel does not exist: %.64s", id != NULL ? id : "");
+        return;
+    }
+    if (!gw_ws_is_upgrade(req)) {
+        gw_jupyter_error(req, 400, "this route takes a WebSocket upgrade (GET with Upgrade: websocket over HTTP/1.1)");
+        return;
+    }
+    gw_jupyter_channels_open(jupyter, req, ctx);
 }

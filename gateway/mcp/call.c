@@ -178,19 +178,51 @@ static void close_cursor(gw_mcp_call_t *call)
     call->cursor.super.ops->close(&call->cursor.super);
 }
 
+/* The pieces of an event, read in turn by jansson (json_load_callback): a big event's body is parsed where it lies. */
+typedef struct {
+    h2o_iovec_t pieces[GW_EVENT_MAX_PIECES];
+    size_t n, at;
+} event_reader_t;
+
+static size_t read_event(void *buffer, size_t buflen, void *data)
+{
+    event_reader_t *r = data;
+    size_t len;
+
+    while (r->at != r->n && r->pieces[r->at].len == 0)
+        ++r->at;
+    if (r->at == r->n)
+        return 0;
+    len = r->pieces[r->at].len < buflen ? r->pieces[r->at].len : buflen;
+    memcpy(buffer, r->pieces[r->at].base, len);
+    r->pieces[r->at].base += len;
+    r->pieces[r->at].len -= len;
+    return len;
+}
+
+static json_t *load_event(const gw_event_t *ev, const char *brace, size_t flags)
+{
+    event_reader_t r = {.at = 0};
+
+    r.n = gw_event_pieces(ev, r.pieces);
+    r.pieces[0].len -= (size_t)(brace - r.pieces[0].base);
+    r.pieces[0].base = (char *)brace;
+    return json_load_callback(read_event, &r, flags, NULL);
+}
+
 /* The run's events are rendered frames (`id: n\ndata: {json}\n\n`, or execd's `{json}\n\n`): the JSON is read back. */
 static json_t *event_json(const gw_event_t *ev)
 {
-    const char *brace = memchr(ev->frame, '{', ev->len);
-    size_t len = brace != NULL ? ev->len - (size_t)(brace - ev->frame) : 0;
+    size_t head = ev->body_storage != NULL ? ev->head_len : ev->len;
+    const char *brace = memchr(ev->frame, '{', head);
     json_t *v;
 
     if (brace == NULL)
         return NULL;
-    if ((v = json_loadb(brace, len, JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL, NULL)) != NULL)
+    if ((v = load_event(ev, brace, JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL)) != NULL)
         return v;
     /* a result relayed as the kernel encoded it may hold an integer beyond 64 bits: read as a real, not lost */
-    return json_loadb(brace, len, JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, NULL);
+    return load_event(ev, brace, JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL);
 }
 
 static void on_finish(h2o_timeout_entry_t *entry)
@@ -520,6 +552,11 @@ static void one_close(gw_event_source_t *source)
 }
 
 static const gw_event_source_ops_t one_ops = {one_next, one_is_end, one_close};
+
+void gw_mcp_send(h2o_req_t *req, int status, json_t *message)
+{
+    gw_send_json(req, status, message);
+}
 
 void gw_mcp_respond(h2o_req_t *req, unsigned accepts, json_t *message)
 {

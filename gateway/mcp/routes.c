@@ -106,11 +106,6 @@ void gw_mcp_dispose(gw_mcp_t *mcp)
     h2o_timeout_dispose(mcp->host->loop, &mcp->tick_timeout);
 }
 
-void gw_mcp_send(h2o_req_t *req, int status, json_t *message)
-{
-    gw_send_json(req, status, message);
-}
-
 /* ---- requests --------------------------------------------------------------------------------- */
 
 static const char *header(h2o_req_t *req, const char *name, size_t name_len, size_t *len)

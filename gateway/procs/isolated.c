@@ -1,9 +1,8 @@
-/* Isolated sessions: a persistent bash in bubblewrap per session, runs delimited by a secret marker on its pipes.
- * Over 600 lines (about 820) on purpose: its parts (start, the pipes' reader, runs, release,
- * expiry) all work on one gw_isolated_session_t and its one run, and read top to bottom as a session's life; the pure
- * parts live apart (isolation.c: requests and bwrap's argv; proctree.c: the sandbox's processes; reaper.c: sandboxes that outlive
- * SIGKILL; rmtree.c: removal). */
-#include <dirent.h>
+/* Isolated sessions: a persistent bash in bubblewrap per session, runs delimited by a secret marker on its pipes: the pipes'
+ * reader, runs, release and expiry. The start, the poll timer and shutdown are in isolated_start.c, which calls this file; the pure
+ * parts live apart (endmark.c: the marker in the output; isolation.c: requests and bwrap's argv; proctree.c: the sandbox's
+ * processes; reaper.c: sandboxes that outlive SIGKILL).
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -21,14 +20,14 @@
 #include "ksys/spawn.h"
 #include "core/errors.h"
 #include "core/event.h"
+#include "procs/endmark.h"
 #include "procs/isolated.h"
+#include "procs/isolated_private.h"
 #include "procs/lines.h"
 #include "procs/proctree.h"
 #include "ksys/rmtree.h"
 #include "procs/walls.h"
 #include "procs/spawn.h"
-
-extern char **environ;
 
 /* A line longer than this is sent in pieces (as commands'). */
 #define ISO_MAX_LINE (64u << 10)
@@ -38,8 +37,6 @@ extern char **environ;
 /* How often the loop checks a starting sandbox, or a killed one; how long a killed one is polled before the reaper takes it. */
 #define ISO_POLL_MS 2
 #define ISO_REAP_MS 2000
-
-static void on_poll(h2o_timeout_entry_t *entry);
 
 /* `bwrap --version`'s output (start-up only). */
 static void read_version(gw_isolated_t *iso)
@@ -106,7 +103,7 @@ static void close_start_fds(gw_isolated_session_t *s)
         }
 }
 
-static void free_session(gw_isolated_session_t *s)
+void gw_isolated_free_session(gw_isolated_session_t *s)
 {
     h2o_linklist_unlink(&s->link);
     --s->owner->num_sessions;
@@ -133,7 +130,7 @@ void gw_isolated_dispose(gw_isolated_t *iso)
         if (s->dir != NULL)
             ksys_rmtree(s->dir);
         free(s->dir);
-        free_session(s);
+        gw_isolated_free_session(s);
     }
     gw_reaper_dispose(&iso->reaper);
     h2o_timeout_dispose(iso->host->loop, &iso->poll_timeout);
@@ -172,14 +169,14 @@ static void finish_run(gw_isolated_session_t *s, json_t *error, const char *outc
     gw_run_finish(run, -1, outcome);
 }
 
-static void arm(gw_isolated_session_t *s)
+void gw_isolated_arm(gw_isolated_session_t *s)
 {
     if (!h2o_timeout_is_linked(&s->poll))
         h2o_timeout_link(s->owner->host->loop, &s->owner->poll_timeout, &s->poll);
 }
 
-/* Kills the sandbox; the loop reaps it (on_poll) and then hands its directory to a thread. Never waits. */
-static void release_sandbox(gw_isolated_session_t *s, const char *reason)
+/* Kills the sandbox; the loop reaps it (isolated_start.c's poll timer) and then hands its directory to a thread. Never waits. */
+void gw_isolated_release_sandbox(gw_isolated_session_t *s, const char *reason)
 {
     if (!s->destroyed) {
         s->destroyed = 1;
@@ -205,11 +202,11 @@ static void release_sandbox(gw_isolated_session_t *s, const char *reason)
         s->reaping = 1;
         s->until_ms = gw_now_ms() + s->owner->reap_ms;
     }
-    arm(s);
+    gw_isolated_arm(s);
 }
 
 /* A killed sandbox: 1 once its processes are gone (its directory then removed) or handed to the reaper with it. */
-static int reap(gw_isolated_session_t *s)
+int gw_isolated_reap(gw_isolated_session_t *s)
 {
     pid_t r;
 
@@ -244,7 +241,7 @@ void gw_isolated_destroy(gw_isolated_session_t *s, gw_isolated_released_cb cb, v
     s->deleting = 1;
     s->on_released = cb;
     s->cb_data = data;
-    release_sandbox(s, "deleted"); /* arms the poll even when nothing is left to reap: `cb` runs later, never in here */
+    gw_isolated_release_sandbox(s, "deleted"); /* arms the poll even when nothing is left to reap: `cb` runs later, never in here */
 }
 
 gw_isolated_session_t *gw_isolated_find(gw_isolated_t *iso, const char *id)
@@ -306,56 +303,36 @@ static void maybe_finish(gw_isolated_session_t *s)
     }
 }
 
-/* Relays what the pipe holds up to the end-of-run marker ("\036KGATE:<nonce>:<status>\036" on stdout, "\036KGATE:<nonce>\036"
- * on stderr), keeping back a tail that may be the start of one. */
+/* Relays what the pipe holds up to the end-of-run marker (procs/endmark.h), keeping back a tail that may be the start of one. */
 static void process_pipe(gw_isolated_session_t *s, int index, int final)
 {
     h2o_socket_t *sock = s->pipes[index];
-    char prefix[64];
-    size_t plen = (size_t)snprintf(prefix, sizeof(prefix), "\036KGATE:%s", s->nonce), consumed = 0;
+    gw_endmark_t mark;
+    size_t consumed = 0;
 
+    gw_endmark_init(&mark, s->nonce, index == 0);
     for (;;) {
         const char *buf = sock->input->bytes + consumed;
-        size_t len = sock->input->size - consumed, safe, k;
-        const char *m = s->run != NULL && !s->marker_seen[index] ? memmem(buf, len, prefix, plen) : NULL;
-        if (m != NULL) {
-            const char *p = m + plen, *end = buf + len;
-            int code = 0;
-            if (index == 0) {
-                if (p == end || *p != ':')
-                    goto Partial;
-                for (++p; p != end && *p >= '0' && *p <= '9'; ++p)
-                    code = code * 10 + (*p - '0');
-            }
-            if (p == end || *p != '\036')
-                goto Partial;
-            relay(s, index, buf, (size_t)(m - buf), 1);
-            consumed += (size_t)(p + 1 - buf);
-            s->after_cr[index] = 0;
-            s->marker_seen[index] = 1;
-            if (index == 0)
-                s->exit_code = code;
-            maybe_finish(s);
-            continue;
-        Partial:
-            consumed += relay(s, index, buf, (size_t)(m - buf), 0);
+        size_t len = sock->input->size - consumed;
+        gw_endmark_hit_t hit = {len, 0, 0, 0};
+        if (s->run != NULL && !s->marker_seen[index])
+            gw_endmark_scan(&mark, buf, len, final, &hit);
+        if (!hit.found) {
+            consumed += relay(s, index, buf, hit.data_len, final);
             break;
         }
-        /* no marker: keep back the longest tail that begins one */
-        safe = len;
-        if (s->run != NULL && !final)
-            for (k = plen < len ? plen : len; k > 0; --k)
-                if (memcmp(buf + len - k, prefix, k) == 0) {
-                    safe = len - k;
-                    break;
-                }
-        consumed += relay(s, index, buf, safe, final);
-        break;
+        relay(s, index, buf, hit.data_len, 1);
+        consumed += hit.data_len + hit.marker_len;
+        s->after_cr[index] = 0;
+        s->marker_seen[index] = 1;
+        if (index == 0)
+            s->exit_code = hit.status;
+        maybe_finish(s);
     }
     h2o_buffer_consume(&sock->input, consumed);
 }
 
-static void on_pipe_read(h2o_socket_t *sock, const char *err)
+void gw_isolated_on_pipe_read(h2o_socket_t *sock, const char *err)
 {
     gw_isolated_session_t *s = sock->data;
     int index = sock == s->pipes[0] ? 0 : 1;
@@ -394,139 +371,6 @@ static int on_run_input(gw_run_t *run, void *data, const char *value)
 
 static const gw_run_producer_t iso_producer = {on_run_cancel, on_run_stop, on_run_input, NULL};
 
-static int make_dir(const char *parent, const char *name, char *out, size_t size)
-{
-    if ((size_t)snprintf(out, size, "%s/%s", parent, name) >= size)
-        return -ENAMETOOLONG;
-    return mkdir(out, 0700) == 0 || errno == EEXIST ? 0 : -errno;
-}
-
-/* mkdir -p on the host (the workspace is created when missing, as execd does). */
-static int mkdirs(const char *path)
-{
-    char buf[4096];
-    size_t len = strlen(path);
-
-    if (len >= sizeof(buf))
-        return -ENAMETOOLONG;
-    memcpy(buf, path, len + 1);
-    for (char *p = buf + 1; *p != '\0'; ++p) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    return mkdir(buf, 0755) == 0 || errno == EEXIST ? 0 : -errno;
-}
-
-/* What a sandbox that exited at start said on stderr (its first line). */
-static void read_failure(int fd, int status, char *err, size_t errlen)
-{
-    char buf[512];
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-
-    buf[n > 0 ? n : 0] = '\0';
-    buf[strcspn(buf, "\n")] = '\0';
-    if (buf[0] != '\0')
-        snprintf(err, errlen, "the sandbox did not start: %s", buf);
-    else
-        snprintf(err, errlen, "the sandbox did not start (exit status %d)",
-                 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-}
-
-/* The start failed (`err`): the session goes (released from the loop), its creator hears why. */
-static void fail_start(gw_isolated_session_t *s, const char *err)
-{
-    gw_isolated_started_cb cb = s->on_started;
-    void *data = s->cb_data;
-
-    s->starting = 0;
-    s->deleting = 1;
-    s->on_started = NULL;
-    s->on_released = NULL;
-    release_sandbox(s, "failed to start");
-    if (cb != NULL)
-        cb(NULL, data, err);
-}
-
-static void become_ready(gw_isolated_session_t *s)
-{
-    gw_isolated_t *iso = s->owner;
-    gw_isolated_started_cb cb = s->on_started;
-
-    s->starting = 0;
-    s->on_started = NULL;
-    for (int i = 0; i != 2; ++i) {
-        s->pipes[i] = h2o_evloop_socket_create(iso->host->loop, s->start_fds[i], 0);
-        s->start_fds[i] = -1;
-        s->pipes[i]->data = s;
-        h2o_socket_read_start(s->pipes[i], on_pipe_read);
-    }
-    s->created_at_ms = gw_unix_ms();
-    s->idle_since_ms = gw_now_ms();
-    h2o_linklist_unlink(&s->link);
-    h2o_linklist_insert(&iso->sessions, &s->link);
-    if (cb != NULL)
-        cb(s, s->cb_data, NULL);
-}
-
-/* Ready once bwrap's pid 1 has set the mounts up and started bash (its child); each check is a waitpid and two small reads of
- * /proc, so that the loop never waits for bwrap. */
-static void poll_start(gw_isolated_session_t *s)
-{
-    char err[600], rootpath[4200];
-    int status, fd;
-
-    if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
-        s->pid = 0;
-        read_failure(s->start_fds[1], status, err, sizeof(err));
-        fail_start(s, err);
-        return;
-    }
-    if ((s->init_pid = gw_proctree_first_child(s->pid)) > 0 && (s->bash_pid = gw_proctree_first_child(s->init_pid)) > 0) {
-        snprintf(rootpath, sizeof(rootpath), "/proc/%d/root%s", (int)s->init_pid, s->spec.workspace);
-        if ((fd = open(rootpath, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1) {
-            snprintf(err, sizeof(err), "cannot reach the sandbox's workspace (%.400s): %s", rootpath, strerror(errno));
-            fail_start(s, err);
-            return;
-        }
-        close(fd);
-        become_ready(s);
-        return;
-    }
-    if (gw_now_ms() > s->until_ms) {
-        snprintf(err, sizeof(err), "the sandbox did not start bash within %u ms", s->owner->start_ms);
-        fail_start(s, err);
-        return;
-    }
-    arm(s);
-}
-
-static void on_poll(h2o_timeout_entry_t *entry)
-{
-    gw_isolated_session_t *s = H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, poll, entry);
-    gw_isolated_released_cb cb;
-    void *data;
-
-    if (s->starting) {
-        poll_start(s);
-        return;
-    }
-    if (s->reaping && !reap(s)) {
-        arm(s);
-        return;
-    }
-    if (!s->deleting)
-        return; /* destroyed but kept for GET */
-    cb = s->on_released;
-    data = s->cb_data;
-    free_session(s);
-    if (cb != NULL)
-        cb(data);
-}
-
 void gw_isolated_abandon(gw_isolated_session_t *s)
 {
     s->on_started = NULL;
@@ -534,123 +378,8 @@ void gw_isolated_abandon(gw_isolated_session_t *s)
     if (s->starting) {
         s->starting = 0;
         s->deleting = 1;
-        release_sandbox(s, "its creator went away");
+        gw_isolated_release_sandbox(s, "its creator went away");
     }
-}
-
-int gw_isolated_create(gw_isolated_t *iso, gw_iso_spec_t *spec, gw_isolated_started_cb cb, void *data, gw_isolated_session_t **out,
-                       char *err, size_t errlen)
-{
-    char top[4096], dir[4096], ctl[4096], upper[4096], work[4096], merged[4096];
-    char *cmd[] = {"/bin/bash", "--noprofile", "--norc", NULL}, **argv = NULL, **envp = NULL;
-    int in[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1}, ret = GW_ESPAWN;
-    gw_isolated_session_t *s = NULL;
-    gw_spawn_options_t opts = {.uid = -1, .gid = -1};
-    gw_iso_paths_t paths = {0};
-    gw_walls_fds_t sources = {0};
-    pid_t pid = 0;
-
-    if (iso->num_sessions >= iso->host->config->max_isolated_sessions) {
-        snprintf(err, errlen, "%zu isolated sessions exist (--max-isolated-sessions): delete one first", iso->num_sessions);
-        return GW_ETOOMANYISOLATED;
-    }
-    if (spec->mode == GW_ISO_OVERLAY && iso->unshare == NULL) {
-        snprintf(err, errlen, "overlay needs util-linux's unshare, which is not installed");
-        return GW_ESPAWN;
-    }
-    /* the workspace exists (created when missing); it and every other host path, symbolic links resolved, still lie where
-     * the request may reach, and bwrap gets the resolved paths */
-    if ((ret = mkdirs(spec->workspace)) != 0) {
-        snprintf(err, errlen, "cannot create the workspace %s: %s", spec->workspace, strerror(-ret));
-        return GW_ESPAWN;
-    }
-    if (gw_walls_open_spec(spec, iso->root, iso->runtime_dir, &sources, err, errlen) != 0)
-        return GW_ESPAWN;
-
-    /* counted and pending from here: whatever fails below is released the one way, from the loop, without a callback */
-    s = wire_calloc(1, sizeof(*s));
-    s->owner = iso;
-    s->stdin_fd = s->start_fds[0] = s->start_fds[1] = -1;
-    s->poll.cb = on_poll;
-    s->deleting = 1;
-    wire_uuid4(s->id);
-    wire_random_hex(s->nonce, 16);
-    h2o_linklist_insert(&iso->pending, &s->link);
-    ++iso->num_sessions;
-    ret = GW_ESPAWN;
-    if (make_dir(iso->runtime_dir, "isolated", top, sizeof(top)) != 0 || make_dir(top, s->id, dir, sizeof(dir)) != 0 ||
-        make_dir(dir, "ctl", ctl, sizeof(ctl)) != 0) {
-        snprintf(err, errlen, "cannot create the session's directory under %s: %s", iso->runtime_dir, strerror(errno));
-        goto Error;
-    }
-    s->dir = wire_strdup(dir);
-    if (spec->mode == GW_ISO_OVERLAY &&
-        (make_dir(dir, "upper", upper, sizeof(upper)) != 0 || make_dir(dir, "work", work, sizeof(work)) != 0 ||
-         make_dir(dir, "merged", merged, sizeof(merged)) != 0)) {
-        snprintf(err, errlen, "cannot create the overlay's directories: %s", strerror(errno));
-        goto Error;
-    }
-    paths = (gw_iso_paths_t){.bwrap = iso->bwrap,
-                             .unshare = iso->unshare,
-                             .runtime_dir = iso->runtime_dir,
-                             .ctl_dir = ctl,
-                             .merged_dir = merged,
-                             .upper_dir = upper,
-                             .work_dir = work,
-                             .as_root = geteuid() == 0,
-                             .tmp_bytes = gw_config_tmp_bytes(iso->host->config, (uint64_t)iso->host->config->max_memory_mb << 20),
-                             .source_fd_base = 3};
-    argv = gw_iso_argv(spec, &paths, cmd);
-    envp = gw_iso_env(spec, environ, iso->host->instance_env);
-    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
-        snprintf(err, errlen, "cannot create pipes: %s", strerror(errno));
-        goto Error;
-    }
-    opts.path = argv[0];
-    opts.argv = argv;
-    opts.envp = envp;
-    opts.fds[0] = in[0];
-    opts.fds[1] = outp[1];
-    opts.fds[2] = errp[1];
-    opts.keep_fds = sources.fds;
-    opts.nkeep_fds = sources.n;
-    if ((ret = gw_spawn(&opts, &pid, err, errlen)) != 0)
-        goto Error;
-    s->pid = pid;
-    s->stdin_fd = in[1];
-    s->start_fds[0] = outp[0];
-    s->start_fds[1] = errp[0];
-    in[1] = outp[0] = errp[0] = -1;
-    fcntl(s->stdin_fd, F_SETFL, O_NONBLOCK);
-    /* a failed start's message is read once bwrap has exited; its pid 1 may still hold the pipe: never wait for it */
-    fcntl(s->start_fds[1], F_SETFL, O_NONBLOCK);
-    s->spec = *spec;
-    memset(spec, 0, sizeof(*spec));
-    s->starting = 1;
-    s->deleting = 0;
-    s->on_started = cb;
-    s->cb_data = data;
-    s->until_ms = gw_now_ms() + iso->start_ms;
-    arm(s);
-    *out = s;
-    ret = 0;
-    goto Exit;
-
-Error:
-    release_sandbox(s, "failed to start");
-Exit:
-    for (int i = 0; i != 2; ++i) {
-        if (in[i] != -1)
-            close(in[i]);
-        if (outp[i] != -1)
-            close(outp[i]);
-        if (errp[i] != -1)
-            close(errp[i]);
-    }
-    ksys_strv_free(argv);
-    ksys_strv_free(envp);
-    gw_walls_fds_close(&sources);
-    return ret;
 }
 
 /* Single-quoted for bash. */
@@ -784,7 +513,7 @@ void gw_isolated_tick(gw_isolated_t *iso)
             s->pid = 0;
             snprintf(why, sizeof(why), "the session's bash exited (status %d)",
                      WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-            release_sandbox(s, why);
+            gw_isolated_release_sandbox(s, why);
         }
         if (s->run != NULL && s->deadline_ms != 0 && now >= s->deadline_ms && !s->timed_out) {
             s->timed_out = 1;
@@ -797,28 +526,12 @@ void gw_isolated_tick(gw_isolated_t *iso)
             snprintf(why, sizeof(why),
                      "the run exceeded its timeout of %u ms and bash did not come back: the session was destroyed", s->timeout_ms);
             finish_run(s, gw_error_event("TimeoutError", why), "timeout");
-            release_sandbox(s, "a timed-out run did not give bash back");
+            gw_isolated_release_sandbox(s, "a timed-out run did not give bash back");
         }
         if (s->run == NULL && s->spec.idle_timeout_seconds != 0 &&
             now - s->idle_since_ms >= (int64_t)s->spec.idle_timeout_seconds * 1000)
             gw_isolated_destroy(s, NULL, NULL);
     }
-}
-
-void gw_isolated_destroy_all(gw_isolated_t *iso)
-{
-    h2o_linklist_t *node, *next;
-
-    if (iso->sessions.next == NULL)
-        return; /* never initialised (start-up failed first) */
-    for (node = iso->pending.next; node != &iso->pending; node = next) {
-        gw_isolated_session_t *s = H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, link, node);
-        next = node->next;
-        if (s->starting)
-            fail_start(s, "kgate is shutting down");
-    }
-    while (!h2o_linklist_is_empty(&iso->sessions))
-        gw_isolated_destroy(H2O_STRUCT_FROM_MEMBER(gw_isolated_session_t, link, iso->sessions.next), NULL, NULL);
 }
 
 int gw_isolated_is_drained(gw_isolated_t *iso)

@@ -19,25 +19,10 @@ __attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, 
 }
 #define ERR(...) fail(err, errlen, __VA_ARGS__)
 
-typedef struct st_strv_t {
-    char **v;
-    size_t n, cap;
-} strv_t;
-
-static void push(strv_t *a, const char *s)
-{
-    if (a->n + 2 > a->cap) {
-        a->cap = a->cap != 0 ? a->cap * 2 : 64;
-        a->v = wire_realloc(a->v, a->cap * sizeof(char *));
-    }
-    a->v[a->n++] = wire_strdup(s);
-    a->v[a->n] = NULL;
-}
-
-static void push_all(strv_t *a, const char *const *items)
+static void push_all(ksys_strv_t *a, const char *const *items)
 {
     for (; *items != NULL; ++items)
-        push(a, *items);
+        ksys_strv_push(a, *items);
 }
 
 /* Lexical normalisation of an absolute path ("." and ".." applied, no trailing '/'); NULL when not absolute. */
@@ -302,7 +287,8 @@ static void append_quoted(char **buf, size_t *len, const char *s)
 }
 
 /* One host path bound at `dest`: by the descriptor the child holds for it (bwrap closes it once bound), else by path. */
-static void bind_source(strv_t *b, const gw_iso_paths_t *paths, size_t index, int readonly, const char *source, const char *dest)
+static void bind_source(ksys_strv_t *b, const gw_iso_paths_t *paths, size_t index, int readonly, const char *source,
+                        const char *dest)
 {
     char fd[32];
 
@@ -316,7 +302,7 @@ static void bind_source(strv_t *b, const gw_iso_paths_t *paths, size_t index, in
 
 char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char *const *cmd)
 {
-    strv_t b = {NULL, 0, 0}, out = {NULL, 0, 0};
+    ksys_strv_t b = {NULL, 0, 0}, out = {NULL, 0, 0};
     char idbuf[32], **walls;
     size_t i;
 
@@ -325,9 +311,9 @@ char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char 
      * lies over what an earlier one showed */
     walls = ksys_bwrap_walls(&(ksys_bwrap_walls_t){
         .share_net = spec->share_net, .host_tmp = spec->profile != GW_ISO_STRICT, .tmp_bytes = paths->tmp_bytes});
-    push(&b, paths->bwrap);
+    ksys_strv_push(&b, paths->bwrap);
     for (char **p = walls; *p != NULL; ++p)
-        push(&b, *p);
+        ksys_strv_push(&b, *p);
     ksys_strv_free(walls);
     if (spec->uid >= 0) {
         snprintf(idbuf, sizeof(idbuf), "%ld", spec->uid);
@@ -356,7 +342,7 @@ char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char 
         push_all(&b, (const char *const[]){"--dir", "/tmp/home", NULL});
     push_all(&b, (const char *const[]){"--chdir", spec->workspace, "--", NULL});
     for (char *const *p = cmd; *p != NULL; ++p)
-        push(&b, *p);
+        ksys_strv_push(&b, *p);
     if (spec->mode != GW_ISO_OVERLAY)
         return b.v;
 
@@ -388,15 +374,15 @@ char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char 
                      paths->source_fd_base);
             push_all(&out, (const char *const[]){"/bin/sh", "-c", enter, "kgate-isolated-workspace", NULL});
         }
-        push(&out, paths->unshare);
+        ksys_strv_push(&out, paths->unshare);
         if (!paths->as_root)
             push_all(&out, (const char *const[]){"--user", "--map-root-user", NULL});
         push_all(&out, (const char *const[]){"--mount", "--propagation", "private", "--", "/bin/sh", "-c", NULL});
-        push(&out, script);
-        push(&out, "kgate-isolated");
+        ksys_strv_push(&out, script);
+        ksys_strv_push(&out, "kgate-isolated");
         free(script);
         for (i = 0; i != b.n; ++i)
-            push(&out, b.v[i]);
+            ksys_strv_push(&out, b.v[i]);
         for (i = 0; i != b.n; ++i)
             free(b.v[i]);
         free(b.v);
@@ -424,7 +410,7 @@ static int listed(const gw_iso_spec_t *spec, const char *name)
 
 char **gw_iso_env(const gw_iso_spec_t *spec, char *const *environ_, const char *mark)
 {
-    strv_t e = {NULL, 0, 0};
+    ksys_strv_t e = {NULL, 0, 0};
     char name[256];
     size_t mark_name = mark != NULL ? strcspn(mark, "=") : 0;
 
@@ -448,11 +434,11 @@ char **gw_iso_env(const gw_iso_spec_t *spec, char *const *environ_, const char *
         else
             pass = !listed(spec, name) && !(spec->profile == GW_ISO_STRICT && gw_iso_is_secret(name));
         if (pass)
-            push(&e, *p);
+            ksys_strv_push(&e, *p);
     }
     if (spec->profile == GW_ISO_STRICT)
-        push(&e, "HOME=/tmp/home");
+        ksys_strv_push(&e, "HOME=/tmp/home");
     if (mark != NULL)
-        push(&e, mark);
+        ksys_strv_push(&e, mark);
     return e.v;
 }

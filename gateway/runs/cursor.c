@@ -185,16 +185,6 @@ size_t gw_run_num_cursors(const gw_run_t *run)
     return n;
 }
 
-void gw_run_notify_cursors(gw_run_t *run)
-{
-    h2o_linklist_t *node, *next;
-
-    for (node = run->cursors.next; node != &run->cursors; node = next) {
-        next = node->next; /* a writer may close (detach) its cursor */
-        gw_event_source_notify(&H2O_STRUCT_FROM_MEMBER(gw_run_cursor_t, link, node)->super);
-    }
-}
-
 void gw_run_detach_cursors(gw_run_t *run)
 {
     while (!h2o_linklist_is_empty(&run->cursors))

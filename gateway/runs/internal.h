@@ -73,7 +73,7 @@ struct st_gw_run_t {
     unsigned log_error_reported : 1; /* the run's stream says its log failed (its outcome is then "error") */
 };
 
-/** Wakes every cursor's writer (log.c, run.c). */
+/** Wakes every cursor's writer (defined in log.c; log.c and run.c call it). */
 void gw_run_notify_cursors(gw_run_t *run);
 /** Detaches every cursor (the run is going away; their writers see no more events). */
 void gw_run_detach_cursors(gw_run_t *run);

@@ -1,5 +1,5 @@
-/* A run's event log: appending under the output limits, the tail in RAM and the records in the store, trimming to
- * max_run_log_bytes. */
+/* A run's event log: appending under the output limits (and waking the readers), the tail in RAM and the records in the
+ * store, trimming to max_run_log_bytes. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,7 +94,8 @@ static int write_tail(gw_run_t *run)
 {
     enum { BATCH = 64 };
     gw_runlog_header_t headers[BATCH];
-    struct iovec iov[2 * BATCH];
+    struct iovec iov[(1 + GW_EVENT_MAX_PIECES) * BATCH];
+    size_t niov = 0;
     uint64_t batch_off = run->written_off, batch_end = run->written_off;
     size_t n = 0;
     int ret;
@@ -103,15 +104,18 @@ static int write_tail(gw_run_t *run)
         gw_event_t *ev = H2O_STRUCT_FROM_MEMBER(gw_event_t, link, node);
         if (gw_run_record_off(ev) < run->written_off)
             continue;
+        h2o_iovec_t pieces[GW_EVENT_MAX_PIECES];
+        size_t npieces = gw_event_pieces(ev, pieces);
         headers[n] = (gw_runlog_header_t){ev->id, (uint32_t)ev->len, GW_RUNLOG_MAGIC};
-        iov[2 * n] = (struct iovec){&headers[n], HEADER_LEN};
-        iov[2 * n + 1] = (struct iovec){ev->frame, ev->len};
+        iov[niov++] = (struct iovec){&headers[n], HEADER_LEN};
+        for (size_t i = 0; i != npieces; ++i)
+            iov[niov++] = (struct iovec){pieces[i].base, pieces[i].len};
         batch_end = ev->log_pos;
         if (++n == BATCH || node->next == &run->tail) {
-            if ((ret = gw_runstore_write(&run->runs->store, &run->file, batch_off, iov, 2 * n)) != 0)
+            if ((ret = gw_runstore_write(&run->runs->store, &run->file, batch_off, iov, niov)) != 0)
                 return ret;
             run->written_off = batch_off = batch_end;
-            n = 0;
+            n = niov = 0;
         }
     }
     return 0;
@@ -304,7 +308,8 @@ void gw_run_append(gw_run_t *run, json_t *event)
         report_truncation(run);
 }
 
-int gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, size_t token_len, size_t decoded_len)
+int gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, size_t token_len, size_t decoded_len,
+                         wire_buf_t *storage)
 {
     gw_event_t *ev;
 
@@ -321,15 +326,17 @@ int gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, s
         run->output_dropped_bytes += decoded_len;
         return 1;
     }
-    ev = gw_event_render_stream(is_stderr, gw_unix_ms(), text_token, token_len, ++run->last_event_id,
+    ev = gw_event_render_stream(is_stderr, gw_unix_ms(), text_token, token_len, storage, ++run->last_event_id,
                                 run->runs->host->config->compat_execd);
     link_event(run, ev, 0);
     return 1;
 }
 
-void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t len)
+void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t len, int is_display)
 {
+    static const char display[] = "true,\"results\":";
     gw_event_t *ev;
+    char *value;
 
     if (run->state == GW_RUN_FINISHED)
         return;
@@ -339,8 +346,18 @@ void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t l
             report_truncation(run);
         return;
     }
-    ev = gw_event_render_member("result", gw_unix_ms(), "results", results_json, len, ++run->last_event_id,
-                                run->runs->host->config->compat_execd);
+    if (!is_display) {
+        ev = gw_event_render_member("result", gw_unix_ms(), "results", results_json, len, ++run->last_event_id,
+                                    run->runs->host->config->compat_execd);
+    } else {
+        /* {"type","timestamp","display":true,"results":{...}}: the member's value text carries the next member */
+        value = wire_malloc(sizeof(display) - 1 + len);
+        memcpy(value, display, sizeof(display) - 1);
+        memcpy(value + sizeof(display) - 1, results_json, len);
+        ev = gw_event_render_member("result", gw_unix_ms(), "display", value, sizeof(display) - 1 + len, ++run->last_event_id,
+                                    run->runs->host->config->compat_execd);
+        free(value);
+    }
     link_event(run, ev, 0);
 }
 
@@ -362,7 +379,7 @@ static int write_packed(gw_run_t *run)
         if (gw_run_record_off(ev) < run->written_off)
             continue;
         memcpy(buf + at, &header, HEADER_LEN);
-        memcpy(buf + at + HEADER_LEN, ev->frame, ev->len);
+        gw_event_copy(ev, buf + at + HEADER_LEN);
         at += HEADER_LEN + ev->len;
     }
     if ((ret = gw_runstore_write_packed(&run->runs->store, &run->file, run->written_off, buf, len)) == 0)
@@ -462,4 +479,14 @@ void gw_run_clear_log(gw_run_t *run)
     run->log_bytes = 0;
     run->first_id = run->last_event_id + 1;
     run->first_off = run->written_off = run->end_off;
+}
+
+void gw_run_notify_cursors(gw_run_t *run)
+{
+    h2o_linklist_t *node, *next;
+
+    for (node = run->cursors.next; node != &run->cursors; node = next) {
+        next = node->next; /* a writer may close (detach) its cursor */
+        gw_event_source_notify(&H2O_STRUCT_FROM_MEMBER(gw_run_cursor_t, link, node)->super);
+    }
 }

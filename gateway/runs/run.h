@@ -125,20 +125,24 @@ void gw_run_append(gw_run_t *run, json_t *event);
  * `text_token` (`token_len` bytes, quotes included, already validated: wire_json_scan_stream), which
  * decodes to `decoded_len` bytes, without decoding it: as gw_run_append would append
  * {"type", "timestamp", "text"} (same output accounting, same frame once parsed; core/event.h
- * gw_event_render_stream). Returns 1 when done (appended, counted as dropped because the run's log
+ * gw_event_render_stream: a big token that lies in `storage`, when not NULL, is held by reference, not
+ * copied). Returns 1 when done (appended, counted as dropped because the run's log
  * failed, or ignored because the run has finished), or 0 when the text does not fit the run's
  * remaining output room: nothing was done, and the caller appends the decoded event with
  * gw_run_append, which truncates it at a character boundary and reports `output_truncated`.
  */
-int gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, size_t token_len, size_t decoded_len);
+int gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, size_t token_len, size_t decoded_len,
+                         wire_buf_t *storage);
 
 /**
  * Appends a `result` event whose `results` is `results_json` (`len` bytes: the text of a JSON object
  * on one line, validated by the caller: code/translate.h gw_translate_raw_bundle) copied as it is, so
- * that numbers keep the kernel's text. The run's result limit applies as in gw_run_append (a bundle
+ * that numbers keep the kernel's text; `is_display` (a display_data, not the execute_result) adds
+ * `"display": true` before it, as gw_translate_iopub does, so that a door can tell the run's value
+ * from what it displayed (E2B's is_main_result). The run's result limit applies as in gw_run_append (a bundle
  * over it is dropped, counted and reported once as `output_truncated`). Ignored once the run has finished.
  */
-void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t len);
+void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t len, int is_display);
 
 /**
  * A kernel message larger than max_message_bytes was dropped while the run was in flight (its

@@ -187,12 +187,12 @@ int kmgr_channels_drain(kmgr_channels_t *ch, wire_channel_t channel)
         int flags = big == KMGR_BIG_IOPUB_HEADERS   ? WIRE_DECODE_SKIP_CONTENT
                     : channel == WIRE_CHANNEL_IOPUB ? WIRE_DECODE_RAW_STREAM | WIRE_DECODE_RAW_RESULT
                                                     : 0;
-        if ((ret = wire_decode_ex(ch->signer, rx.frames, rx.nframes, flags, &msg)) != 0) {
+        if ((ret = wire_decode_in(ch->signer, rx.frames, rx.nframes, flags, rx.storage, &msg)) != 0) {
             count_dropped(ch, wire_strerror(ret));
             continue;
         }
-        /* wire_decode copies what it keeps; the parts as they came stay in the connection's buffer
-         * until the next receive, for a relay that wants them */
+        /* wire_decode copies what it keeps but raw content, a view of the connection's buffer (held by reference); the
+         * parts as they came stay in that buffer until the next receive, for a relay that wants them */
         if (ch->ops->wants_parts(ch->data)) {
             size_t nparts;
             const wire_frame_t *parts = wire_signed_parts(msg, rx.frames, &nparts);

@@ -243,7 +243,7 @@ void kmgr_kernelspecs_dispose(kmgr_kernelspecs_t *specs)
 }
 
 /*
- * The names callers use for a language (README "Languages"), tried in order when no spec has the name or language
+ * The names callers use for a language (docs/kernels.md, "Languages"), tried in order when no spec has the name or language
  * asked for: an alias stands for a spec name or language. JavaScript runs on Deno's kernel, whose spec (as
  * `deno jupyter --install` writes it) is named `deno` and says language "typescript": `javascript` and `js` reach it
  * when no installed kernel says it is JavaScript's (docs/API.md 6.1).

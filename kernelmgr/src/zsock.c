@@ -50,14 +50,14 @@ static void close_fd(kmgr_zsock_t *z)
 static void lose(kmgr_zsock_t *z, int keep_out)
 {
     close_fd(z);
-    z->in.start = z->in.end = 0;
+    kmgr_bytebuf_clear(&z->in);
     z->consumed = 0;
     z->skipping = 0;
     z->peer_greeted = 0;
     z->read_all = 0;
     z->out_handshake = 0;
     if (!keep_out)
-        z->out.start = z->out.end = 0;
+        kmgr_bytebuf_clear(&z->out);
     z->state = KMGR_ZSOCK_WAITING;
     z->retry_at = ksys_now_ms() + KMGR_ZSOCK_RETRY_MS;
 }
@@ -512,6 +512,7 @@ static int parse(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg, size_t *need)
             msg->frames = z->frames;
             msg->nframes = n;
             msg->bytes = bytes;
+            msg->storage = z->in.buf;
             return 1;
         }
     }
@@ -554,7 +555,7 @@ int kmgr_zsock_recv(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg)
     z->in.start += z->consumed;
     z->consumed = 0;
     if (z->in.start == z->in.end)
-        z->in.start = z->in.end = 0;
+        kmgr_bytebuf_clear(&z->in);
     for (;;) {
         size_t need;
         int r;

@@ -45,11 +45,16 @@ typedef enum {
     KMGR_ZSOCK_READY,      /* the peer's READY arrived: messages flow both ways */
 } kmgr_zsock_state_t;
 
-/** One received message: `frames` point into the connection's buffer until the next recv or close. */
+/**
+ * One received message: `frames` point into the connection's buffer until the next recv or close. That buffer is
+ * `storage` (borrowed): a holder that must keep some of the frames' bytes longer takes a reference to it (wire_buf_ref)
+ * instead of copying them; the connection then reads on into new storage and never touches those bytes again.
+ */
 typedef struct st_kmgr_zsock_msg_t {
     const wire_frame_t *frames;
     size_t nframes;
     size_t bytes; /* of every frame body together */
+    wire_buf_t *storage;
 } kmgr_zsock_msg_t;
 
 /** The longest parent_header of a skipped message that is kept for its owner (kmgr_zsock_dropped_parent). */

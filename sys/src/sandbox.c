@@ -17,12 +17,7 @@
     "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--disable-userns", "--cap-drop", "ALL",                  \
         "--die-with-parent"
 
-typedef struct st_argv_t {
-    char **v;
-    size_t n, cap;
-} argv_t;
-
-static void push(argv_t *a, const char *s)
+void ksys_strv_push(ksys_strv_t *a, const char *s)
 {
     if (a->n + 2 > a->cap) {
         a->cap = a->cap != 0 ? a->cap * 2 : 64;
@@ -32,12 +27,12 @@ static void push(argv_t *a, const char *s)
     a->v[a->n] = NULL;
 }
 
-static void push3(argv_t *a, const char *opt, const char *x, const char *y)
+static void push3(ksys_strv_t *a, const char *opt, const char *x, const char *y)
 {
-    push(a, opt);
-    push(a, x);
+    ksys_strv_push(a, opt);
+    ksys_strv_push(a, x);
     if (y != NULL)
-        push(a, y);
+        ksys_strv_push(a, y);
 }
 
 int ksys_path_within(const char *path, const char *dir)
@@ -62,7 +57,7 @@ int ksys_path_holds_system(const char *path)
 }
 
 /* `--size BYTES` before a --tmpfs, when the sandbox's temporary space is capped. */
-static void push_sized_tmpfs(argv_t *a, uint64_t bytes, const char *dest)
+static void push_sized_tmpfs(ksys_strv_t *a, uint64_t bytes, const char *dest)
 {
     char buf[32];
 
@@ -76,17 +71,17 @@ static void push_sized_tmpfs(argv_t *a, uint64_t bytes, const char *dest)
 char **ksys_bwrap_walls(const ksys_bwrap_walls_t *w)
 {
     static const char *const isolation[] = {BWRAP_ISOLATION};
-    argv_t a = {NULL, 0, 0};
+    ksys_strv_t a = {NULL, 0, 0};
 
     for (size_t i = 0; i != sizeof(isolation) / sizeof(isolation[0]); ++i)
-        push(&a, isolation[i]);
+        ksys_strv_push(&a, isolation[i]);
     /* a PTY session's shell keeps the session whose controlling terminal ksys_spawn set: the terminal is its own (a pty
      * kgate holds the master of), so TIOCSTI injects into nothing but the sandbox */
     if (!w->own_terminal)
-        push(&a, "--new-session");
+        ksys_strv_push(&a, "--new-session");
     push3(&a, "--hostname", "sandbox", NULL);
     if (!w->share_net)
-        push(&a, "--unshare-net");
+        ksys_strv_push(&a, "--unshare-net");
     push3(&a, "--ro-bind", "/", "/");
     /* private and sized: /tmp and /dev/shm (their pages are charged to the memory cgroup of whoever writes them, so the
      * memory cap holds them too); /dev read-only but for its devices, so that nothing unsized is writable; /run empty:
@@ -109,11 +104,11 @@ char **ksys_bwrap_argv(const ksys_bwrap_args_t *args, char *const *cmd)
     const char *ws = args->workspace != NULL && !ksys_path_holds_system(args->workspace) ? args->workspace : NULL;
     ksys_bwrap_walls_t walls = {.share_net = args->share_net, .own_terminal = args->own_terminal, .tmp_bytes = args->tmp_bytes};
     char **common = ksys_bwrap_walls(&walls);
-    argv_t a = {NULL, 0, 0};
+    ksys_strv_t a = {NULL, 0, 0};
 
-    push(&a, args->bwrap);
+    ksys_strv_push(&a, args->bwrap);
     for (char **p = common; *p != NULL; ++p)
-        push(&a, *p);
+        ksys_strv_push(&a, *p);
     ksys_strv_free(common);
     if (args->home != NULL)
         push3(&a, "--dir", args->home, NULL);
@@ -143,9 +138,9 @@ char **ksys_bwrap_argv(const ksys_bwrap_args_t *args, char *const *cmd)
             push3(&a, "--ro-bind", c, c);
         push3(&a, "--chdir", args->cwd, NULL);
     }
-    push(&a, "--");
+    ksys_strv_push(&a, "--");
     for (char *const *p = cmd; *p != NULL; ++p)
-        push(&a, *p);
+        ksys_strv_push(&a, *p);
     return a.v;
 }
 

@@ -1,16 +1,13 @@
-/* tests/fuzz/fuzz_multipart.c: multipart/form-data parsing: structure of the parts, and searching in small windows changes nothing.
+/* tests/fuzz/fuzz_multipart.c: multipart/form-data parsing (files/multipart.h): structure of the parts, and searching in small
+ * windows changes nothing.
  */
 #include <sanitizer/asan_interface.h>
 #include "fuzz.h"
-#include "files/upload.h"
+#include "files/multipart.h"
 #include "wire/alloc.h"
 
-/* upload.c built again with a 7-byte search window and these names (CMakeLists.txt), so that short
- * bodies cross window edges and report progress as a large one does. */
-__typeof__(gw_multipart_boundary) fuzz_small_multipart_boundary;
-__typeof__(gw_multipart_parse) fuzz_small_multipart_parse;
-__typeof__(gw_multipart_parser_init) fuzz_small_multipart_parser_init;
-__typeof__(gw_multipart_parser_step) fuzz_small_multipart_parser_step;
+/* The search window of the small parses: short bodies cross window edges and report progress as a large one does. */
+#define SMALL_WINDOW 7
 
 #define MAX_PARTS 4
 
@@ -77,9 +74,25 @@ static void check_parts(const char *body, size_t len, const char *boundary, cons
     }
 }
 
+/* One parse in SMALL_WINDOW windows, in one step. */
+static int parse_small(const char *body, size_t len, const char *boundary, gw_multipart_part_t *parts, size_t *n,
+                       progress_t *progress)
+{
+    gw_multipart_parser_t p;
+    int ret;
+
+    *n = 0;
+    if ((ret = gw_multipart_parser_init(&p, body, len, boundary, parts, MAX_PARTS, on_progress, progress)) != 0)
+        return ret;
+    p.window = SMALL_WINDOW;
+    if ((ret = gw_multipart_parser_step(&p, SIZE_MAX)) == 0)
+        *n = p.num_parts;
+    return ret;
+}
+
 /*
  * The input: a Content-Type line, then the body. With a boundary, the body is parsed twice, in
- * 8 MiB windows (one, here) and in 7-byte windows: the results must be the same, progress must go
+ * 8 MiB windows (one, here) and in SMALL_WINDOW-byte windows: the results must be the same, progress must go
  * forward and never come back to a byte it released (poisoned), and on success each part must
  * end exactly at the first delimiter after its start.
  */
@@ -96,7 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_take_line(&rest, &len, &line, &line_len);
     content_type = fuzz_copy(line, line_len);
     ret = gw_multipart_boundary(content_type, line_len, boundary);
-    FUZZ_CHECK(ret == fuzz_small_multipart_boundary(content_type, line_len, again), "boundary differs");
+    FUZZ_CHECK(ret == gw_multipart_boundary(content_type, line_len, again), "boundary differs");
     free(content_type);
     if (ret != 0) {
         FUZZ_CHECK(ret == GW_EMULTIPART_NOBOUNDARY, "gw_multipart_boundary returned %d", ret);
@@ -109,7 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ret = gw_multipart_parse(body, len, boundary, big, MAX_PARTS, &n_big, on_progress, &progress_big);
     ASAN_UNPOISON_MEMORY_REGION(body, len);
     progress_small = (progress_t){body, len, 0, 0};
-    ret_small = fuzz_small_multipart_parse(body, len, boundary, small, MAX_PARTS, &n_small, on_progress, &progress_small);
+    ret_small = parse_small(body, len, boundary, small, &n_small, &progress_small);
     ASAN_UNPOISON_MEMORY_REGION(body, len);
 
     FUZZ_CHECK(ret == ret_small && n_big == n_small, "windows change the result: %d (%zu parts) and %d (%zu parts)", ret, n_big,
@@ -118,9 +131,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     {
         gw_multipart_part_t stepped[MAX_PARTS];
         gw_multipart_parser_t p;
-        int ret_step = fuzz_small_multipart_parser_init(&p, body, len, boundary, stepped, MAX_PARTS, NULL, NULL);
+        int ret_step = gw_multipart_parser_init(&p, body, len, boundary, stepped, MAX_PARTS, NULL, NULL);
+        p.window = SMALL_WINDOW;
         if (ret_step == 0)
-            while ((ret_step = fuzz_small_multipart_parser_step(&p, 1)) == 1)
+            while ((ret_step = gw_multipart_parser_step(&p, 1)) == 1)
                 ;
         FUZZ_CHECK(ret_step == ret, "steps change the result: %d and %d", ret, ret_step);
         FUZZ_CHECK(ret != 0 || (p.num_parts == n_big && memcmp(big, stepped, n_big * sizeof(big[0])) == 0),

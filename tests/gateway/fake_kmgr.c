@@ -450,11 +450,7 @@ void fake_request_iopub_bytes(kmgr_request_t *req, const char *msg_type, const c
     json_object_set_new(msg->parent_header, "msg_id", json_string(req->msg_id));
     json_object_set_new(msg->parent_header, "msg_type", json_string("execute_request"));
     /* what wire_decode_ex with WIRE_DECODE_RAW_STREAM, then kmgr_requests_on_iopub, make of it */
-    msg->content_raw = 1;
-    msg->raw_content.base = wire_malloc(len != 0 ? len : 1);
-    if (len != 0)
-        memcpy(msg->raw_content.base, content, len);
-    msg->raw_content.len = len;
+    wire_msg_set_raw_content(msg, content, len, NULL);
     if (strcmp(msg_type, "stream") != 0 || !req->seen.raw_stream || req->kernel->mgr->parse_all)
         wire_msg_parse_raw_content(msg);
     if (request_listens(req) && req->cb != NULL)

@@ -176,3 +176,28 @@ Test(auth, a_loopback_kgate_answers_only_requests_that_name_loopback)
     cr_assert_not(host_ok("localhost:44772x", 1));
     cr_assert(host_ok("sandbox.example:44772", 0), "a kgate on another address has a token to protect it");
 }
+
+/* Builds a request carrying `name: value` and checks it against `token` through a route's own headers (E2B's). */
+static int check_route_headers(const char *token, const char *name, const char *value)
+{
+    static const char *const e2b[] = {"e2b-traffic-access-token", "x-access-token", NULL};
+    gw_test_req_t t;
+    int ok;
+
+    gw_test_req_init(&t, "/execute");
+    gw_test_req_add_header(&t, name, value);
+    ok = gw_auth_check_headers(&t.req, token, e2b);
+    gw_test_req_dispose(&t);
+    return ok;
+}
+
+Test(auth, route_headers_carry_the_token_exactly)
+{
+    cr_assert(check_route_headers(TOKEN, "E2B-Traffic-Access-Token", TOKEN));
+    cr_assert(check_route_headers(TOKEN, "X-Access-Token", TOKEN));
+    cr_assert_not(check_route_headers(TOKEN, "E2B-Traffic-Access-Token", "wrong"));
+    cr_assert_not(check_route_headers(TOKEN, "X-Access-Token", "Bearer " TOKEN), "no scheme in E2B's headers");
+    cr_assert_not(check_route_headers(TOKEN, "X-Other-Token", TOKEN), "only the route's headers");
+    cr_assert(check_route_headers(NULL, "X-Other-Token", "anything"), "no token configured: nothing is needed");
+    cr_assert_not(check(TOKEN, "E2B-Traffic-Access-Token", TOKEN), "kgate's own check does not read E2B's headers");
+}

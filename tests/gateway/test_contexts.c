@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include "ksys/errors.h"
 #include "core/errors.h"
+#include "code/tools.h"
 #include "engine_test.h"
 
 TestSuite(contexts, .init = engine_setup, .fini = engine_teardown, .timeout = 20);
@@ -230,6 +231,78 @@ ENGINE_TEST(contexts, an_ephemeral_context_whose_kernel_dies_is_deleted)
     cr_expect_eq(eng.contexts.count, 0);
     cr_expect(fake_kernel_seen(kernel)->destroyed);
     cr_expect_str_eq(run_error(run), "KernelDied");
+}
+
+/* A stateless run whose submission is refused (tools in a kernel that is not Python's) leaves no context behind: code/
+ * destroys it, no door has to. */
+ENGINE_TEST(contexts, a_stateless_run_that_is_refused_leaves_no_context)
+{
+    json_t *tools = json_loads("[{\"name\": \"fetch\"}]", 0, NULL);
+    gw_context_options_t copts = {.spec = &eng.spec};
+    gw_kernel_run_options_t opts = {.code = "1", .timeout_ms = 60000, .limits = {1u << 20, 1u << 20}};
+    gw_run_t *run = NULL;
+    char err[256] = "";
+
+    cr_assert_eq(gw_toolset_parse(tools, &eng.config, &opts.tools, err, sizeof(err)), 0, "%s", err);
+    json_decref(tools);
+    eng.spec.language = "R";
+    cr_expect_eq(gw_kernel_run_submit_stateless(&eng.contexts, &copts, &opts, &run), GW_ETOOLSUNSUPPORTED);
+    cr_expect_null(run);
+    cr_expect_eq(eng.contexts.count, 0, "the refused stateless run's context is still registered");
+    cr_expect_eq(fake_kmgr_num_started(eng.kmgr), 1);
+    gw_toolset_destroy(opts.tools);
+    eng.spec.language = "python";
+
+    /* a refused creation creates nothing */
+    eng.contexts.host->shutting_down = 1;
+    opts.tools = NULL;
+    cr_expect_eq(gw_kernel_run_submit_stateless(&eng.contexts, &copts, &opts, &run), GW_ESHUTTINGDOWN);
+    eng.contexts.host->shutting_down = 0;
+    cr_expect_eq(eng.contexts.count, 0);
+}
+
+static void collect_id(gw_context_t *ctx, void *arg)
+{
+    json_array_append_new(arg, json_string(ctx->id));
+}
+
+static void destroy_each(gw_context_t *ctx, void *arg)
+{
+    (void)arg;
+    gw_context_destroy(ctx);
+}
+
+/* Doors walk and find contexts through code/, which leaves a stateless run's own context out. */
+ENGINE_TEST(contexts, doors_see_every_context_but_a_stateless_runs_own)
+{
+    gw_context_t *a = engine_ready_context(0, NULL), *b = engine_ready_context(0, NULL), *ephemeral;
+    gw_context_options_t copts = {.spec = &eng.spec};
+    gw_kernel_run_options_t opts = {.code = "print(1)", .timeout_ms = 60000, .limits = {1u << 20, 1u << 20}};
+    json_t *ids = json_array();
+    char ephemeral_id[64];
+    gw_run_t *run = NULL;
+
+    cr_assert_eq(gw_kernel_run_submit_stateless(&eng.contexts, &copts, &opts, &run), 0);
+    cr_assert_eq(eng.contexts.count, 3);
+    /* the newest context is the stateless run's */
+    ephemeral = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, eng.contexts.list.prev);
+    cr_assert(ephemeral->is_ephemeral);
+    snprintf(ephemeral_id, sizeof(ephemeral_id), "%s", ephemeral->id);
+
+    gw_contexts_each_listed(&eng.contexts, collect_id, ids);
+    cr_expect_eq(json_array_size(ids), 2);
+    cr_expect_str_eq(json_string_value(json_array_get(ids, 0)), a->id);
+    cr_expect_str_eq(json_string_value(json_array_get(ids, 1)), b->id);
+    json_decref(ids);
+    cr_expect_eq(gw_context_find_listed(&eng.contexts, a->id), a);
+    cr_expect_null(gw_context_find_listed(&eng.contexts, ephemeral_id));
+    cr_expect_eq(gw_context_find(&eng.contexts, ephemeral_id), ephemeral);
+
+    /* a walk may destroy the context it is given; the stateless run goes on */
+    gw_contexts_each_listed(&eng.contexts, destroy_each, NULL);
+    cr_expect_eq(eng.contexts.count, 1);
+    cr_expect_eq(gw_context_find(&eng.contexts, ephemeral_id), ephemeral);
+    cr_expect_null(run_outcome(run));
 }
 
 ENGINE_TEST(contexts, idle_contexts_are_deleted_by_the_tick)

@@ -7,17 +7,17 @@ TestSuite(router, .init = gw_test_init);
 
 /* The shape of docs/API.md's table, plus a two-parameter route; the matcher never calls the handlers. */
 static const gw_route_t routes[] = {
-    {"GET", "/healthz", NULL, 1, 0, NULL, 0},
-    {"GET", "/code/contexts", NULL, 0, 0, NULL, 0},
-    {"DELETE", "/code/contexts", NULL, 0, 0, NULL, 0},
-    {"GET", "/code/contexts/{}", NULL, 0, 0, NULL, 0},
-    {"DELETE", "/code/contexts/{}", NULL, 0, 0, NULL, 0},
-    {"POST", "/code/contexts/{}/restart", NULL, 0, 0, NULL, 0},
-    {"POST", "/code", NULL, 0, 0, NULL, 0},
-    {"DELETE", "/code", NULL, 0, 0, NULL, 0},
-    {"GET", "/command/{}/logs/{}", NULL, 0, 0, NULL, 0},
-    {GW_ROUTE_ANY_METHOD, "/proxy/{}" GW_ROUTE_REST, NULL, 0, 0, NULL, 0},
-    {"GET", "/static" GW_ROUTE_REST, NULL, 0, 0, NULL, 0},
+    {"GET", "/healthz", NULL, 1, 0, NULL, 0, NULL},
+    {"GET", "/code/contexts", NULL, 0, 0, NULL, 0, NULL},
+    {"DELETE", "/code/contexts", NULL, 0, 0, NULL, 0, NULL},
+    {"GET", "/code/contexts/{}", NULL, 0, 0, NULL, 0, NULL},
+    {"DELETE", "/code/contexts/{}", NULL, 0, 0, NULL, 0, NULL},
+    {"POST", "/code/contexts/{}/restart", NULL, 0, 0, NULL, 0, NULL},
+    {"POST", "/code", NULL, 0, 0, NULL, 0, NULL},
+    {"DELETE", "/code", NULL, 0, 0, NULL, 0, NULL},
+    {"GET", "/command/{}/logs/{}", NULL, 0, 0, NULL, 0, NULL},
+    {GW_ROUTE_ANY_METHOD, "/proxy/{}" GW_ROUTE_REST, NULL, 0, 0, NULL, 0, NULL},
+    {"GET", "/static" GW_ROUTE_REST, NULL, 0, 0, NULL, 0, NULL},
 };
 #define NUM_ROUTES (sizeof(routes) / sizeof(routes[0]))
 

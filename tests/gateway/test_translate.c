@@ -92,6 +92,11 @@ static void check_result(const char *type, int with_count)
     json_object_set_new(expected, "text", json_string("<Figure>"));
     cr_assert(json_equal(results, expected), "%s: the whole bundle, as sent, plus text", type);
     cr_assert(json_is_object(json_object_get(results, "application/json")), "a JSON value stays JSON by default");
+    /* what the code displayed is told from its value (E2B's is_main_result) */
+    if (strcmp(type, "display_data") == 0)
+        cr_assert(json_is_true(json_object_get(ev, "display")), "a display_data result says display: true");
+    else
+        cr_assert_null(json_object_get(ev, "display"), "an execute_result is the run's value, not a display");
     json_decref(expected);
     json_decref(ev);
 }

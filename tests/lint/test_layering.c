@@ -184,6 +184,26 @@ static const include_rule_t include_rules[] = {
     {"gateway/mcp/", "kmgr/kernel.h", DOORS_THROUGH_ENGINE},
     {"gateway/mcp/", "kmgr/manager.h", DOORS_THROUGH_ENGINE},
     {"gateway/mcp/", "zmq*", DOORS_THROUGH_ENGINE},
+    /* the E2B door likewise */
+    {"gateway/core/", "e2b/", CORE_KNOWS_NO_STATE},
+    {"gateway/runs/", "e2b/", ENGINE_NO_DOORS},
+    {"gateway/code/", "e2b/", ENGINE_NO_DOORS},
+    {"gateway/procs/", "e2b/", ENGINE_NO_DOORS},
+    {"gateway/files/", "e2b/", ENGINE_NO_DOORS},
+    {"gateway/metrics/", "e2b/", ENGINE_NO_DOORS},
+    {"gateway/execd/", "e2b/", DOORS_THROUGH_ENGINE},
+    {"gateway/proxy/", "e2b/", DOORS_THROUGH_ENGINE},
+    {"gateway/jupyter/", "e2b/", DOORS_THROUGH_ENGINE},
+    {"gateway/mcp/", "e2b/", DOORS_THROUGH_ENGINE},
+    {"gateway/e2b/", "app/", DOORS_THROUGH_ENGINE},
+    {"gateway/e2b/", "execd/", DOORS_THROUGH_ENGINE},
+    {"gateway/e2b/", "proxy/", DOORS_THROUGH_ENGINE},
+    {"gateway/e2b/", "jupyter/", DOORS_THROUGH_ENGINE},
+    {"gateway/e2b/", "mcp/", DOORS_THROUGH_ENGINE},
+    {"gateway/e2b/", "kmgr/kernel.h", DOORS_THROUGH_ENGINE},
+    {"gateway/e2b/", "kmgr/manager.h", DOORS_THROUGH_ENGINE},
+    {"gateway/e2b/", "zmq*", DOORS_THROUGH_ENGINE},
+    {"sys/", "e2b/", SYS_BELOW_ALL},
 };
 
 /* The engine's headers are its contract to every front door: they name no HTTP request or response. */
@@ -636,6 +656,20 @@ static const link_rule_t link_rules[] = {
     {"kgate_gw_mcp", "kgate_gw_execd", DOORS_THROUGH_ENGINE},
     {"kgate_gw_mcp", "kgate_gw_proxy", DOORS_THROUGH_ENGINE},
     {"kgate_gw_mcp", "kgate_gw_jupyter", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_runs", "kgate_gw_e2b", ENGINE_NO_DOORS},
+    {"kgate_gw_code", "kgate_gw_e2b", ENGINE_NO_DOORS},
+    {"kgate_gw_procs", "kgate_gw_e2b", ENGINE_NO_DOORS},
+    {"kgate_gw_files", "kgate_gw_e2b", ENGINE_NO_DOORS},
+    {"kgate_gw_metrics", "kgate_gw_e2b", ENGINE_NO_DOORS},
+    {"kgate_gw_execd", "kgate_gw_e2b", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_proxy", "kgate_gw_e2b", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_jupyter", "kgate_gw_e2b", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_mcp", "kgate_gw_e2b", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_e2b", "kgate_gw_app", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_e2b", "kgate_gw_execd", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_e2b", "kgate_gw_proxy", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_e2b", "kgate_gw_jupyter", DOORS_THROUGH_ENGINE},
+    {"kgate_gw_e2b", "kgate_gw_mcp", DOORS_THROUGH_ENGINE},
 };
 
 /* Returns a copy of `target`'s dependency list (caller frees), failing the test when it is absent. */

@@ -77,7 +77,8 @@ void wire_msg_parse_raw_content(wire_msg_t *msg)
     } else {
         msg->content_undecodable = 1;
     }
-    free(msg->raw_content.base);
+    wire_buf_unref(msg->raw_storage);
+    msg->raw_storage = NULL;
     msg->raw_content = (wire_frame_t){NULL, 0};
     msg->content_raw = 0;
 }
@@ -106,6 +107,12 @@ static int keeps_raw(int flags, const char *type)
 }
 
 int wire_decode_ex(const wire_signer_t *signer, const wire_frame_t *frames, size_t n, int flags, wire_msg_t **out)
+{
+    return wire_decode_in(signer, frames, n, flags, NULL, out);
+}
+
+int wire_decode_in(const wire_signer_t *signer, const wire_frame_t *frames, size_t n, int flags, wire_buf_t *storage,
+                   wire_msg_t **out)
 {
     json_t *json[4] = {NULL, NULL, NULL, NULL};
     size_t delim;
@@ -162,14 +169,9 @@ int wire_decode_ex(const wire_signer_t *signer, const wire_frame_t *frames, size
     msg->content = json[3];
     msg->content_undecodable = content_undecodable;
     msg->content_skipped = content_skipped;
-    if (content_raw) {
-        /* a copy: the frames belong to the caller (ZMQ's messages, released before the message is used) */
-        msg->content_raw = 1;
-        msg->raw_content.base = wire_malloc(parts[3].len != 0 ? parts[3].len : 1);
-        if (parts[3].len != 0)
-            memcpy(msg->raw_content.base, parts[3].base, parts[3].len);
-        msg->raw_content.len = parts[3].len;
-    }
+    /* a view of the caller's storage when there is one (a 50 MB line is not copied), a copy otherwise */
+    if (content_raw)
+        wire_msg_set_raw_content(msg, parts[3].base, parts[3].len, storage);
     *out = msg;
     return 0;
 

@@ -1,6 +1,7 @@
 /* wire/src/message.c: creating, replying to and inspecting Jupyter messages. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "wire/alloc.h"
 #include "wire/ids.h"
 #include "wire/message.h"
@@ -46,8 +47,23 @@ void wire_msg_destroy(wire_msg_t *msg)
     json_decref(msg->parent_header);
     json_decref(msg->metadata);
     json_decref(msg->content);
-    free(msg->raw_content.base);
+    wire_buf_unref(msg->raw_storage);
     free(msg);
+}
+
+void wire_msg_set_raw_content(wire_msg_t *msg, const void *bytes, size_t len, wire_buf_t *storage)
+{
+    wire_buf_unref(msg->raw_storage);
+    if (storage != NULL) {
+        msg->raw_storage = wire_buf_ref(storage);
+        msg->raw_content = (wire_frame_t){(void *)bytes, len};
+    } else {
+        msg->raw_storage = wire_buf_new(len);
+        if (len != 0)
+            memcpy(msg->raw_storage->data, bytes, len);
+        msg->raw_content = (wire_frame_t){msg->raw_storage->data, len};
+    }
+    msg->content_raw = 1;
 }
 
 void wire_msg_set_parent(wire_msg_t *msg, const wire_msg_t *parent)

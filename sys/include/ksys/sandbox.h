@@ -84,6 +84,13 @@ typedef struct st_ksys_bwrap_args_t {
 char **ksys_bwrap_argv(const ksys_bwrap_args_t *args, char *const *cmd);
 /** Frees a NULL-terminated vector of strings and the strings; accepts NULL. */
 void ksys_strv_free(char **v);
+/** A NULL-terminated vector of strings being built (a command line, an environment); start from {NULL, 0, 0}. */
+typedef struct st_ksys_strv_t {
+    char **v; /* NULL-terminated once anything was pushed; the caller's (ksys_strv_free) */
+    size_t n, cap;
+} ksys_strv_t;
+/** Appends a copy of `s`. */
+void ksys_strv_push(ksys_strv_t *a, const char *s);
 
 /**
  * Whether `bwrap` can create the namespaces ksys_bwrap_argv asks for on this host: runs `bwrap` with

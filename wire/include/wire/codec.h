@@ -51,13 +51,21 @@ enum {
     WIRE_DECODE_RAW_RESULT = 4,
 };
 
-/** wire_decode with `flags` (WIRE_DECODE_*). */
+/** wire_decode with `flags` (WIRE_DECODE_*). Raw content is a copy of its own (wire_decode_in with no storage). */
 int wire_decode_ex(const wire_signer_t *signer, const wire_frame_t *frames, size_t n, int flags, wire_msg_t **out);
+
+/**
+ * wire_decode_ex for frames whose bytes lie in `storage` (a kernel connection's receive buffer): raw content is then a
+ * view of the frames and the message holds a reference to `storage` (msg->raw_storage) instead of a copy, so that one
+ * big stream message is in memory once. NULL `storage`: a copy, as wire_decode_ex.
+ */
+int wire_decode_in(const wire_signer_t *signer, const wire_frame_t *frames, size_t n, int flags, wire_buf_t *storage,
+                   wire_msg_t **out);
 
 /**
  * Parses the content that a decode with WIRE_DECODE_RAW_STREAM kept as bytes, with exactly the result
  * wire_decode would have had: on return msg->content is the parsed object, or an empty object with
- * msg->content_undecodable set, and the raw bytes are freed (content_raw cleared). No-op on a message
+ * msg->content_undecodable set, and the raw bytes are let go (raw_storage released, content_raw cleared). No-op on a message
  * without raw content.
  */
 void wire_msg_parse_raw_content(wire_msg_t *msg);

@@ -3,6 +3,7 @@
 #define WIRE_MESSAGE_H
 
 #include <jansson.h>
+#include "wire/buf.h"
 #include "wire/frames.h"
 
 /** Protocol version kgate speaks and puts in every header it creates. */
@@ -26,10 +27,13 @@ typedef struct st_wire_msg_t {
     /* set by wire_decode_ex with WIRE_DECODE_SKIP_CONTENT: the content was verified, not parsed, and is an empty object */
     int content_skipped;
     /* set by wire_decode_ex with WIRE_DECODE_RAW_STREAM for a "stream" message (WIRE_DECODE_RAW_RESULT: a result): the content was
-     * verified, not parsed, and is an empty object; its bytes are in raw_content (owned by the message: a wire_malloc copy, freed
-     * by wire_msg_destroy) until wire_msg_parse_raw_content turns them into content */
+     * verified, not parsed, and is an empty object; its bytes are in raw_content until wire_msg_parse_raw_content turns them into
+     * content. raw_content is a view of bytes in raw_storage, a reference the message holds (released by wire_msg_destroy or
+     * wire_msg_parse_raw_content): the kernel connection's receive buffer the message was decoded from, or a copy of its own. A
+     * holder that keeps the bytes past the message (an event that relays the text) takes its own reference to raw_storage. */
     int content_raw;
     wire_frame_t raw_content;
+    wire_buf_t *raw_storage;
 } wire_msg_t;
 
 /**
@@ -40,6 +44,12 @@ typedef struct st_wire_msg_t {
 wire_msg_t *wire_msg_create(const char *msg_type, const char *session, json_t *content);
 /** Releases a message and everything it owns; accepts NULL. */
 void wire_msg_destroy(wire_msg_t *msg);
+
+/**
+ * Makes `len` bytes at `bytes` the message's raw content (content_raw set), as a view of `storage` when it is not NULL
+ * (the bytes lie in it; the message takes a reference), or a copy of its own otherwise. Any raw content it had goes.
+ */
+void wire_msg_set_raw_content(wire_msg_t *msg, const void *bytes, size_t len, wire_buf_t *storage);
 
 /**
  * Makes `msg` a reply to `parent`: copies parent's header into msg's parent_header and parent's

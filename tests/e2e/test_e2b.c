@@ -1,0 +1,323 @@
+/* tests/e2e/test_e2b.c: E2B's code-interpreter SDK, unmodified, against kgate's E2B door (docs/e2b.md, docs/API.md 6.2). */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <errno.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "exec_helpers.h"
+#include "jserver.h"
+#include "support/base.h"
+#include "support/gateway.h"
+#include "support/http.h"
+#include "support/skip.h"
+
+/*
+ * The SDK (@e2b/code-interpreter, pinned by tests/e2e/e2b_client's lock) is driven by e2b_client/e2b_client.mjs, which
+ * prints one JSON line per step. Debug mode (`debug: true`) with `sandboxUrl` pointing at this test's kgate for most
+ * steps; the SDK's own debug address (localhost:49999, kgate's --e2b-listen) only when that port is free here.
+ */
+
+#define SCRIPT KGATE_SOURCE_DIR "/tests/e2e/e2b_client/e2b_client.mjs"
+#define DEFAULT_MODULES_DIR "/usr/local/lib/kgate/e2b-client" /* where deploy/deps.sh installs the npm lock */
+#define SCRIPT_MS 420000
+#define SCRIPT_TIMEOUT_S "400"
+#define E2B_DEBUG_PORT 49999 /* where the SDK sends code in debug mode */
+
+static ts_gateway_t gateway;
+
+/* This binary checks kgate, not itself (as test_mcp.c: a failed assertion abandons the test's heap). */
+int __lsan_is_turned_off(void);
+int __lsan_is_turned_off(void)
+{
+    return 1;
+}
+
+static const char *modules_dir(void)
+{
+    const char *d = getenv("KGATE_E2B_CLIENT_DIR");
+    return d != NULL && *d != '\0' ? d : DEFAULT_MODULES_DIR;
+}
+
+static void fini(void)
+{
+    xh_gateways_stop_all();
+}
+
+TestSuite(e2b, .fini = fini, .timeout = 600);
+
+/* Runs the script's `scenario` (`token` may be NULL; no --url when `with_url` is 0) and asserts every step in `steps` passed. */
+static void run_client(const char *scenario, int with_url, const char *token, const char *const *steps)
+{
+    char package[1024], url[64];
+    const char *argv[16] = {"node",      SCRIPT,        "--scenario",   scenario,
+                            "--modules", modules_dir(), "--timeout-ms", SCRIPT_TIMEOUT_S "000"};
+    size_t n = 8;
+    js_run_t run;
+
+    snprintf(package, sizeof(package), "%s/node_modules/@e2b/code-interpreter/package.json", modules_dir());
+    cr_assert(access(package, R_OK) == 0, "@e2b/code-interpreter is not installed in %s: deploy/deps.sh installs it (npm ci of %s)",
+              modules_dir(), KGATE_SOURCE_DIR "/tests/e2e/e2b_client/package-lock.json");
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u", gateway.port);
+    if (with_url) {
+        argv[n++] = "--url";
+        argv[n++] = url;
+    }
+    if (token != NULL) {
+        argv[n++] = "--token";
+        argv[n++] = token;
+    }
+    argv[n] = NULL;
+    cr_assert_eq(js_run(argv, NULL, SCRIPT_MS, &run), 0, "cannot run node: %s", run.error);
+
+    json_t *seen = json_object();
+    char *save = NULL, *copy = strdup(run.out);
+    for (char *line = strtok_r(copy, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        json_t *j = json_loads(line, 0, NULL);
+        const char *step = json_string_value(json_object_get(j, "step"));
+        if (step != NULL)
+            json_object_set(seen, step, j);
+        json_decref(j);
+    }
+    free(copy);
+    int exited_ok = !run.timed_out && WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0, all = 1;
+    for (size_t i = 0; steps[i] != NULL; i++) {
+        json_t *s = json_object_get(seen, steps[i]);
+        const char *detail = json_string_value(json_object_get(s, "detail"));
+        if (!json_is_true(json_object_get(s, "ok")))
+            all = 0;
+        cr_expect(s != NULL, "step `%s` never reported", steps[i]);
+        cr_expect(s == NULL || json_is_true(json_object_get(s, "ok")), "step `%s` failed: %s", steps[i],
+                  detail != NULL ? detail : "");
+    }
+    size_t errlen = strlen(run.err);
+    if (!exited_ok || !all)
+        ts_gateway_dump_log(&gateway, 8192);
+    cr_expect(exited_ok, "the E2B client %s (wait status %#x)\n--- stdout ---\n%s--- stderr (last 6000 bytes) ---\n%s",
+              run.timed_out ? "was killed at its deadline" : "exited with an error", run.status, run.out,
+              run.err + (errlen > 6000 ? errlen - 6000 : 0));
+    if (exited_ok && all)
+        cr_log_info("E2B client (%s):\n%s", scenario, run.out);
+    json_decref(seen);
+    js_run_dispose(&run);
+}
+
+/* Every item of the list, through sandboxUrl (debug mode: no control plane is called). */
+Test(e2b, sdk_runs_code_and_manages_contexts)
+{
+    static const char *const steps[] = {"stdout_stderr_callbacks",
+                                        "main_result_text",
+                                        "matplotlib_png",
+                                        "html_and_json_results",
+                                        "error_with_traceback",
+                                        "state_across_calls",
+                                        "create_context_python",
+                                        "create_context_js_ts",
+                                        "list_contexts",
+                                        "restart_context",
+                                        "remove_context",
+                                        "envs_for_one_run",
+                                        "print_20mb_in_order",
+                                        "sdk_timeout_leaves_context_usable",
+                                        "keepalive_is_ignored_by_the_sdk",
+                                        "done",
+                                        NULL};
+
+    xh_gateway_start(&gateway, NULL);
+    run_client("main", 1, NULL, steps);
+    xh_gateway_stop(&gateway);
+}
+
+/* The tokens a connected sandbox carries are kgate's token; a wrong one or none is refused (401). */
+Test(e2b, sdk_tokens_are_kgates_token)
+{
+    static const char *const steps[] = {"tokens_accepted", "wrong_token_refused", "done", NULL};
+    char token[64];
+
+    ts_random_hex(token, sizeof(token));
+    const char *args[] = {"--access-token", token, NULL};
+    xh_gateway_start(&gateway, args);
+    run_client("token", 1, token, steps);
+    xh_gateway_stop(&gateway);
+}
+
+/* True when 127.0.0.1:`port` can be bound now (nobody else listens there). */
+static int port_is_free(unsigned short port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), ok;
+
+    cr_assert(fd >= 0, "socket: %s", strerror(errno));
+    ok = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+    close(fd);
+    return ok;
+}
+
+/* The SDK's own debug address, served by --e2b-listen: `Sandbox.create({debug: true})` and nothing else. */
+Test(e2b, sdk_debug_mode_reaches_the_e2b_listener)
+{
+    static const char *const steps[] = {"debug_mode_runs_code", "done", NULL};
+    const char *args[] = {"--e2b-listen", "127.0.0.1:49999", NULL};
+
+    if (!port_is_free(E2B_DEBUG_PORT))
+        cr_skip_test("%s", ts_skip_note(__func__, "127.0.0.1:%u, where the SDK looks in debug mode, is taken on this machine",
+                                        E2B_DEBUG_PORT));
+    xh_gateway_start(&gateway, args);
+    run_client("debug", 0, NULL, steps);
+    xh_gateway_stop(&gateway);
+}
+
+/* The lines of an /execute body: every line one JSON object, no blank line, the last end_of_execution. */
+static json_t *parse_lines(const char *body, size_t len)
+{
+    json_t *lines = json_array();
+    const char *p, *nl;
+
+    cr_assert(len > 0 && body[len - 1] == '\n', "the body ends with a line's \\n: %.300s", body);
+    for (p = body; *p != '\0'; p = nl + 1) {
+        nl = strchr(p, '\n');
+        cr_assert(nl > p, "a blank line at byte %zu: the SDK's JSON.parse(\"\") would fail the run", (size_t)(p - body));
+        json_t *v = json_loadb(p, (size_t)(nl - p), 0, NULL);
+        cr_assert(json_is_object(v), "not one JSON object: %.*s", (int)(nl - p), p);
+        json_array_append_new(lines, v);
+    }
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(lines, json_array_size(lines) - 1), "type")),
+                     "end_of_execution", "the last line");
+    return lines;
+}
+
+/* One /execute, read whole; returns its lines (parse_lines). */
+static json_t *execute_lines(const char *body)
+{
+    ts_response_t resp = {0};
+    json_t *lines;
+
+    cr_assert_eq(ts_http_request_until(gateway.port, "POST", "/execute", NULL, body, ts_now_ms() + XH_RUN_MS, &resp), 200,
+                 "POST /execute: %d %s %s", resp.status, resp.error, resp.body);
+    lines = parse_lines(resp.body, resp.body_len);
+    ts_response_dispose(&resp);
+    return lines;
+}
+
+/* The first line of `type`, or NULL. */
+static json_t *find_type(const json_t *lines, const char *type)
+{
+    size_t i;
+    json_t *v;
+
+    json_array_foreach(lines, i, v)
+    {
+        if (strcmp(json_string_value(json_object_get(v, "type")), type) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+static size_t count_type(const json_t *lines, const char *type)
+{
+    size_t i, n = 0;
+    json_t *v;
+
+    json_array_foreach(lines, i, v)
+    {
+        n += strcmp(json_string_value(json_object_get(v, "type")), type) == 0;
+    }
+    return n;
+}
+
+/* The framing the SDK parses, read raw: output, results, an error, and a keepalive after 5 s of silence. */
+Test(e2b, execute_is_ndjson_ending_in_end_of_execution)
+{
+    json_t *lines;
+
+    xh_gateway_start(&gateway, NULL);
+    lines = execute_lines("{\"code\": \"print('a')\\nimport sys; print('b', file=sys.stderr)\\n'q'\"}");
+    cr_expect_eq(count_type(lines, "number_of_executions"), 1);
+    cr_expect_eq(count_type(lines, "stdout"), 1);
+    cr_expect_eq(count_type(lines, "stderr"), 1);
+    cr_expect_eq(count_type(lines, "result"), 1);
+    cr_expect_eq(count_type(lines, "end_of_execution"), 1, "exactly one end");
+    json_decref(lines);
+
+    lines = execute_lines("{\"code\": \"import time\\ntime.sleep(6)\\nraise ValueError('x')\"}");
+    cr_expect_geq(count_type(lines, "keepalive"), 1, "no keepalive in 6 s of silence");
+    cr_expect_eq(count_type(lines, "error"), 1, "one error");
+    cr_expect_eq(count_type(lines, "end_of_execution"), 1);
+    json_decref(lines);
+
+    /* an unknown context is E2B's 404 with a text body (the SDK's NotFoundError shows it) */
+    ts_response_t resp = {0};
+    cr_expect_eq(ts_http_request(gateway.port, "POST", "/execute", NULL, "{\"code\": \"1\", \"context_id\": \"nope\"}", &resp),
+                 404);
+    cr_expect_str_eq(resp.body, "Context nope not found");
+    ts_response_dispose(&resp);
+    cr_expect_eq(ts_http_request(gateway.port, "GET", "/health", NULL, NULL, &resp), 200);
+    ts_response_dispose(&resp);
+    xh_gateway_stop(&gateway);
+}
+
+/* A restart ends the run it interrupts as E2B's server does (ContextRestarting), a kernel's death with kgate's KernelDied; both
+ * streams still end with end_of_execution, and the context runs again. */
+Test(e2b, restart_and_death_end_the_stream_with_their_error)
+{
+    ts_response_t resp = {0}, run = {0};
+    ts_http_t c;
+    char path[128], body[256];
+    json_t *lines, *err;
+    int64_t deadline;
+
+    xh_gateway_start(&gateway, NULL);
+    cr_assert_eq(ts_http_request(gateway.port, "POST", "/contexts", NULL, "{\"language\": \"python\"}", &resp), 200, "%s",
+                 resp.body);
+    const char *id = json_string_value(json_object_get(resp.json, "id"));
+    cr_assert_not_null(id, "%s", resp.body);
+    snprintf(path, sizeof(path), "/contexts/%s/restart", id);
+    snprintf(body, sizeof(body),
+             "{\"code\": \"import time\\nprint('sleeping', flush=True)\\ntime.sleep(60)\", \"context_id\": \"%s\"}", id);
+
+    ts_http_init(&c, gateway.port, 0);
+    deadline = ts_now_ms() + XH_RUN_MS;
+    cr_assert_eq(ts_http_start(&c, "POST", "/execute", NULL, body, deadline, &run), 0, "%s", run.error);
+    cr_assert_eq(run.status, 200);
+    ts_response_t restart = {0};
+    cr_assert_eq(ts_http_request(gateway.port, "POST", path, NULL, NULL, &restart), 200, "restart: %s", restart.body);
+    ts_response_dispose(&restart);
+    cr_assert_eq(ts_http_read_all(&c, &run, 1 << 20, deadline), 0, "%s", run.error);
+    lines = parse_lines(run.body, run.body_len);
+    err = find_type(lines, "error");
+    cr_assert_not_null(err, "no error line: %s", run.body);
+    cr_expect_str_eq(json_string_value(json_object_get(err, "name")), "ContextRestarting");
+    cr_expect_str_eq(json_string_value(json_object_get(err, "value")), "Context was restarted");
+    json_decref(lines);
+    ts_response_dispose(&run);
+    ts_http_dispose(&c);
+
+    snprintf(body, sizeof(body), "{\"code\": \"import os\\nos._exit(3)\", \"context_id\": \"%s\"}", id);
+    lines = execute_lines(body);
+    err = find_type(lines, "error");
+    cr_assert_not_null(err, "a dead kernel's run reported no error");
+    cr_expect_str_eq(json_string_value(json_object_get(err, "name")), "KernelDied");
+    json_decref(lines);
+
+    /* kgate restarts a kernel that died on its own: the context runs again */
+    snprintf(body, sizeof(body), "{\"code\": \"6 * 7\", \"context_id\": \"%s\"}", id);
+    for (int i = 0; i != 50; ++i) {
+        lines = execute_lines(body);
+        json_t *result = find_type(lines, "result");
+        int ok = result != NULL && strcmp(json_string_value(json_object_get(result, "text")), "42") == 0;
+        json_decref(lines);
+        if (ok)
+            break;
+        cr_assert_lt(i, 49, "the context never ran again after its kernel died");
+        usleep(200000);
+    }
+    ts_response_dispose(&resp);
+    xh_gateway_stop(&gateway);
+}
