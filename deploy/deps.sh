@@ -8,8 +8,10 @@
 # clients the e2e tests drive (@jupyterlab/services, ws) into $KGATE_JCLIENTS_DIR (default
 # /usr/local/lib/kgate/jupyter-clients), pinned by tests/e2e/jupyter_clients/package-lock.json, and the
 # official MCP TypeScript SDK into $KGATE_MCP_CLIENT_DIR (default /usr/local/lib/kgate/mcp-client), pinned
-# by tests/e2e/mcp_client/package-lock.json, and E2B's code-interpreter SDK into $KGATE_E2B_CLIENT_DIR (default
-# /usr/local/lib/kgate/e2b-client), pinned by tests/e2e/e2b_client/package-lock.json.
+# by tests/e2e/mcp_client/package-lock.json, E2B's code-interpreter SDK into $KGATE_E2B_CLIENT_DIR (default
+# /usr/local/lib/kgate/e2b-client), pinned by tests/e2e/e2b_client/package-lock.json, and the OpenSandbox SDK into
+# $KGATE_OSCLIENT_DIR (default /usr/local/lib/kgate/opensandbox-client), pinned by
+# tests/e2e/opensandbox_client/package-lock.json.
 set -euo pipefail
 
 # What building kgate needs. pkg-config modules, not CMake configs: none of the -dev packages
@@ -39,6 +41,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 deno_dir=${KGATE_DENO_DIR:-/usr/local/lib/kgate/deno}
 jclients_dir=${KGATE_JCLIENTS_DIR:-/usr/local/lib/kgate/jupyter-clients}
 mcpclient_dir=${KGATE_MCP_CLIENT_DIR:-/usr/local/lib/kgate/mcp-client}
+osclient_dir=${KGATE_OSCLIENT_DIR:-/usr/local/lib/kgate/opensandbox-client}
 e2bclient_dir=${KGATE_E2B_CLIENT_DIR:-/usr/local/lib/kgate/e2b-client}
 usage() {
     sed -n '4,5s/^# \{0,1\}//p' "$0"
@@ -175,8 +178,25 @@ install_mcpclient() {
     (cd "$mcpclient_dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
 }
 
+# The OpenSandbox SDK (its execd stack drives tests/e2e/test_dropin.c), pinned by tests/e2e/opensandbox_client's lock.
+install_osclient() {
+    local src=$repo/tests/e2e/opensandbox_client
+    if [[ -d $osclient_dir/node_modules/@alibaba-group/opensandbox ]] && cmp -s "$src/package-lock.json" "$osclient_dir/package-lock.json"; then
+        return 0
+    fi
+    if [[ $dry_run -eq 1 ]]; then
+        echo "deps.sh: would install the OpenSandbox SDK (npm) into $osclient_dir"
+        return 0
+    fi
+    echo "deps.sh: installing the OpenSandbox SDK (npm) into $osclient_dir" >&2
+    mkdir -p "$osclient_dir"
+    cp "$src/package.json" "$src/package-lock.json" "$osclient_dir/"
+    (cd "$osclient_dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
+}
+
 install_packages
 install_deno
 install_jclients
 install_mcpclient
+install_osclient
 install_e2bclient

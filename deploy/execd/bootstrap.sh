@@ -3,7 +3,7 @@
 # OpenSandbox runs `/opt/opensandbox/bootstrap.sh <entrypoint...>`; this script needs /bin/sh alone.
 #
 # Upstream's variables (docs/API.md 6.3):
-#   EXECD                        the daemon (default /opt/opensandbox/execd)
+#   EXECD                        the daemon (default /opt/opensandbox/execd), word-split as upstream's: flags may follow
 #   EXECD_ENVS                   a KEY=VALUE file commands see, re-read per command (default /opt/opensandbox/.env;
 #                                created if missing)
 #   EXECD_BOOTSTRAP_PRE_SCRIPT   a file sourced (POSIX `.`) before execd starts, so that its exports reach both
@@ -61,11 +61,13 @@ fi
 
 if truthy "${EXECD_INIT:-}"; then
     echo "bootstrap: execd ($EXECD) as PID 1 of the entrypoint: $*"
-    exec "$EXECD" --init -- "$@"
+    # shellcheck disable=SC2086 # unquoted as upstream's: EXECD may carry execd's flags
+    exec $EXECD --init -- "$@"
 fi
 
 echo "bootstrap: starting execd ($EXECD)"
-"$EXECD" &
+# shellcheck disable=SC2086
+$EXECD &
 "$@" &
 child=$!
 trap 'kill -TERM "$child" 2>/dev/null || true' TERM INT

@@ -14,6 +14,8 @@ mirror=${KGATE_ROOTFS_MIRROR:-http://deb.debian.org/debian}
 cache=${KGATE_CACHE_DIR:-${HOME:-/tmp}/.cache/kgate}
 dir=${1:-$cache/rootfs-$suite}
 if [ -x "$dir/usr/bin/python3" ]; then
+    # the mount point of the volume that holds execd (Kubernetes mounts its emptyDir there; the test binds a directory)
+    mkdir -p "$dir/opt/opensandbox"
     echo "$dir"
     exit 0
 fi
@@ -23,13 +25,17 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 rm -rf "$dir.tmp"
 mkdir -p "$dir.tmp"
-# minbase: no init system, no apt recommends; python3-ipykernel brings python3 and its kernelspec.
-debootstrap --variant=minbase --include=python3-ipykernel "$suite" "$dir.tmp" "$mirror" >"$dir.tmp.log" 2>&1 || {
+# minbase: no init system, no apt recommends; python3-ipykernel brings python3 and its kernelspec. debootstrap does not
+# resolve virtual packages: python3-zmq's python3-cffi-backend-api-* come from python3-cffi-backend, named here. The
+# downloaded packages stay in debs-<suite> so that a second attempt downloads nothing.
+mkdir -p "$cache/debs-$suite"
+debootstrap --variant=minbase --include=python3-ipykernel,python3-cffi-backend --cache-dir="$cache/debs-$suite" \
+    "$suite" "$dir.tmp" "$mirror" >"$dir.tmp.log" 2>&1 || {
     echo "rootfs.sh: debootstrap $suite failed; its log:" >&2
     tail -20 "$dir.tmp.log" >&2
     exit 1
 }
-rm -rf "$dir.tmp/var/cache/apt/archives"/*.deb
+mkdir -p "$dir.tmp/opt/opensandbox"
 mv "$dir.tmp" "$dir"
 rm -f "$dir.tmp.log"
 echo "$dir"

@@ -47,6 +47,7 @@ void gw_app_build_routes(gw_server_t *server)
     server->app_door.name = "app";
     gw_route_table_add(&server->routes, &health);
     gw_route_table_add(&server->routes, &ready);
+    gw_runtime_init_add_routes(&server->runtime_init, &server->routes, max_body);
     gw_execd_add_routes(&server->execd, &server->routes);
     gw_proxy_add_routes(&server->proxy, &server->routes);
     gw_jupyter_add_routes(&server->jupyter, &server->routes);
@@ -78,13 +79,19 @@ void gw_app_dispatch(gw_server_t *server, h2o_req_t *req)
         gw_send_error(req, GW_HTTP_FORBIDDEN, "requests from the origin of another site are refused (see --allow-origin)");
         return;
     }
+    /* --runtime-init, before the token (which init may set): until POST /internal/init, only the public routes (probes and init
+     * itself) answer */
+    if (!server->runtime_init.initialized && !(found == GW_ROUTE_FOUND && route->is_public)) {
+        gw_send_error(req, GW_HTTP_NOT_INITIALIZED, "the runtime is not initialised yet (POST /internal/init; see GET /ready)");
+        return;
+    }
     /* the token before anything else: without it only the public routes answer, and a 404 or 405
      * would tell a stranger which routes exist */
     if (!(found == GW_ROUTE_FOUND &&
           (route->is_public || (route->token_in_query && gw_auth_check_query(req, server->host.config->access_token)) ||
            (route->token_headers != NULL &&
             gw_auth_check_headers(req, server->host.config->access_token, route->token_headers)))) &&
-        !gw_auth_check(req, server->host.config->access_token)) {
+        !gw_runtime_init_check_token(&server->runtime_init, req, server->host.config->access_token)) {
         gw_send_error(req, GW_HTTP_UNAUTHORIZED,
                       "a valid access token is required (X-EXECD-ACCESS-TOKEN or Authorization: Bearer)");
         return;

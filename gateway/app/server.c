@@ -130,6 +130,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     server->loopback_listener = gw_config_listens_on_loopback(config);
     h2o_timeout_init(loop, &server->tick_timeout, KMGR_TICK_MS);
     gw_proxy_init(&server->proxy, &server->host);
+    gw_runtime_init_init(&server->runtime_init, config->runtime_init);
     server->initialised = 1;
 
     gw_languages_init(&server->languages);
@@ -291,6 +292,7 @@ void gw_server_dispose(gw_server_t *server)
     gw_isolated_dispose(&server->isolated);
     gw_languages_dispose(&server->languages);
     gw_route_table_dispose(&server->routes);
+    gw_runtime_init_dispose(&server->runtime_init);
     /* h2o's own state last: nothing of ours references its loop, timeouts or pools any more */
     if (h2o_timeout_is_linked(&server->tick_entry))
         h2o_timeout_unlink(&server->tick_entry);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "wire/alloc.h"
 #include "wire/text.h"
 #include "core/config.h"
@@ -21,6 +22,7 @@ enum {
     OPT_WORKSPACE_ROOT,
     OPT_ALLOW_HARDLINKS,
     OPT_AS_EXECD,
+    OPT_RUNTIME_INIT,
     OPT_ALLOW_ORIGIN,
     OPT_SANDBOX,
     OPT_BWRAP,
@@ -157,6 +159,8 @@ static void usage(FILE *fp)
                 "                              directory at start)\n"
                 "  --as-execd                  be a sandbox's execd: files routes serve the whole filesystem\n"
                 "                              (unless --workspace-root), commands start in kgate's cwd\n"
+                "  --runtime-init              answer 503 on every route but /ping, /ready, /internal/init and the\n"
+                "                              health routes until POST /internal/init (also EXECD_RUNTIME_INIT=true)\n"
                 "  --allow-hardlinks           let the files routes read and chmod regular files with several\n"
                 "                              hard links (refused by default: one may be outside the root)\n"
                 "  --sandbox none|bwrap        run kernels as plain children (none, the default) or in bubblewrap:\n"
@@ -247,6 +251,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
         {"allow-hardlinks", no_argument, NULL, OPT_ALLOW_HARDLINKS},
         {"as-execd", no_argument, NULL, OPT_AS_EXECD},
+        {"runtime-init", no_argument, NULL, OPT_RUNTIME_INIT},
         {"sandbox", required_argument, NULL, OPT_SANDBOX},
         {"bwrap", required_argument, NULL, OPT_BWRAP},
         {"pool", required_argument, NULL, OPT_POOL},
@@ -262,8 +267,13 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
     uint64_t n;
     int c;
 
+    const char *env_init = getenv("EXECD_RUNTIME_INIT");
+
     if (env_token != NULL && env_token[0] != '\0')
         config->access_token = wire_strdup(env_token);
+    if (env_init != NULL && (strcasecmp(env_init, "true") == 0 || strcmp(env_init, "1") == 0 || strcasecmp(env_init, "yes") == 0 ||
+                             strcasecmp(env_init, "on") == 0))
+        config->runtime_init = 1;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -322,6 +332,9 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
             break;
         case OPT_AS_EXECD:
             config->as_execd = 1;
+            break;
+        case OPT_RUNTIME_INIT:
+            config->runtime_init = 1;
             break;
         case OPT_SANDBOX:
             if (strcmp(optarg, "none") == 0) {

@@ -135,6 +135,9 @@ typedef struct st_gw_config_t {
      * filesystem unless --workspace-root says otherwise, and commands and sessions start in kgate's
      * own working directory */
     int as_execd;
+    /* --runtime-init (or EXECD_RUNTIME_INIT=true): every route but the public ones answers 503 until POST /internal/init
+     * (app/runtime_init.h) */
+    int runtime_init;
     /* origins (scheme://host[:port], comma-separated, or "*") whose browser pages may call kgate;
      * NULL: only kgate's own origin (a request whose Origin names another host is refused) */
     char *allow_origin;

@@ -52,7 +52,9 @@
     XX(TOOL_CALL_NOT_FOUND, 404)                                                                                                   \
     XX(TOOL_CALL_ANSWERED, 409)                                                                                                    \
     XX(TOOL_CALL_CLOSED, 409)                                                                                                      \
-    XX(AMBIGUOUS_FRAMING, 400)
+    XX(AMBIGUOUS_FRAMING, 400)                                                                                                     \
+    XX(ALREADY_INITIALIZED, 409)                                                                                                   \
+    XX(NOT_INITIALIZED, 503)
 
 typedef enum {
 #define GW_XX_ENUM(name, status) GW_HTTP_##name,

@@ -1,0 +1,167 @@
+/* execd's runtime initialisation: /ready, POST /internal/init, and the token hash it may set. */
+#include <stdlib.h>
+#include <string.h>
+#include <sodium.h>
+#include "wire/alloc.h"
+#include "core/auth.h"
+#include "core/http.h"
+#include "app/runtime_init.h"
+
+void gw_runtime_init_init(gw_runtime_init_t *rt, int runtime_init)
+{
+    memset(rt, 0, sizeof(*rt));
+    rt->super.name = "runtime-init";
+    rt->initialized = !runtime_init;
+}
+
+void gw_runtime_init_dispose(gw_runtime_init_t *rt)
+{
+    free(rt->sandbox_id);
+    sodium_memzero(rt->token_hash, sizeof(rt->token_hash));
+}
+
+static gw_runtime_init_t *rt_from(gw_door_t *door)
+{
+    return H2O_STRUCT_FROM_MEMBER(gw_runtime_init_t, super, door);
+}
+
+static void on_ready(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *params)
+{
+    gw_runtime_init_t *rt = rt_from(door);
+    json_t *body = json_pack("{s:b}", "initialized", rt->initialized);
+    (void)params;
+
+    if (rt->sandbox_id != NULL) {
+        json_object_set_new(body, "sandboxId", json_string(rt->sandbox_id));
+        json_object_set_new(body, "generation", json_integer(rt->generation));
+    }
+    gw_send_json(req, rt->initialized ? 200 : 503, body);
+}
+
+/* "sha256:<64 hex>" into 32 bytes; -1 when malformed. */
+static int parse_hash(const char *s, unsigned char *out)
+{
+    size_t len;
+
+    if (strncmp(s, "sha256:", 7) != 0 || strlen(s + 7) != 64)
+        return -1;
+    return sodium_hex2bin(out, 32, s + 7, 64, NULL, &len, NULL) == 0 && len == 32 ? 0 : -1;
+}
+
+static void on_init(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *params)
+{
+    gw_runtime_init_t *rt = rt_from(door);
+    json_t *body = gw_parse_body(req), *sandbox, *generation, *policy, *hash, *envs, *value;
+    unsigned char digest[32];
+    const char *key, *why = NULL;
+    (void)params;
+
+    if (body == NULL)
+        return; /* gw_parse_body answered 400 */
+    sandbox = json_object_get(body, "sandboxId"), generation = json_object_get(body, "generation");
+    policy = json_object_get(body, "entrypointPolicy"), hash = json_object_get(body, "accessTokenHash");
+    envs = json_object_get(body, "envs");
+    if (!json_is_string(sandbox) || json_string_length(sandbox) == 0 ||
+        strlen(json_string_value(sandbox)) != json_string_length(sandbox))
+        why = "sandboxId must be a non-empty string";
+    else if (!json_is_integer(generation) || json_integer_value(generation) <= 0)
+        why = "generation must be an integer above 0";
+    else if (policy != NULL && !json_is_null(policy) &&
+             !(json_is_string(policy) &&
+               (strcmp(json_string_value(policy), "keep") == 0 || strcmp(json_string_value(policy), "restart") == 0)))
+        why = "entrypointPolicy must be \"keep\" or \"restart\"";
+    else if (hash != NULL && !json_is_null(hash) && (!json_is_string(hash) || parse_hash(json_string_value(hash), digest) != 0))
+        why = "accessTokenHash must be \"sha256:\" followed by 64 hex digits";
+    else if (envs != NULL && !json_is_null(envs) && !json_is_object(envs))
+        why = "envs must be an object of strings";
+    json_object_foreach(json_is_object(envs) ? envs : NULL, key, value)
+    {
+        if (why == NULL && (key[0] == '\0' || strchr(key, '=') != NULL || !json_is_string(value) ||
+                            strlen(json_string_value(value)) != json_string_length(value)))
+            why = "envs: every name must be non-empty without '=', every value a string without NUL";
+    }
+    if (why != NULL) {
+        gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "%s", why);
+        goto Exit;
+    }
+    if (rt->initialized) {
+        gw_send_error(req, GW_HTTP_ALREADY_INITIALIZED, "the runtime is already initialised%s%s",
+                      rt->sandbox_id != NULL ? " for sandbox " : " (kgate was started without --runtime-init)",
+                      rt->sandbox_id != NULL ? rt->sandbox_id : "");
+        goto Exit;
+    }
+    /* envs first: the one step that can fail leaves the runtime uninitialised, so the caller may retry */
+    json_object_foreach(json_is_object(envs) ? envs : NULL, key, value)
+    {
+        if (setenv(key, json_string_value(value), 1) != 0) {
+            gw_send_error(req, GW_HTTP_RUNTIME_ERROR, "cannot set %.64s in kgate's environment", key);
+            goto Exit;
+        }
+    }
+    if (json_is_string(hash)) {
+        memcpy(rt->token_hash, digest, sizeof(digest));
+        rt->has_hash = 1;
+    }
+    rt->sandbox_id = wire_strdup(json_string_value(sandbox));
+    rt->generation = (long long)json_integer_value(generation);
+    rt->initialized = 1;
+    fprintf(stderr, "kgate: runtime initialised: sandbox %s, generation %lld%s\n", rt->sandbox_id, rt->generation,
+            rt->has_hash ? ", token checked against its hash" : "");
+    gw_send_json(req, 200,
+                 json_pack("{s:s, s:s, s:I}", "status", "initialized", "sandboxId", rt->sandbox_id, "generation",
+                           (json_int_t)rt->generation));
+Exit:
+    sodium_memzero(digest, sizeof(digest));
+    json_decref(body);
+}
+
+void gw_runtime_init_add_routes(gw_runtime_init_t *rt, gw_route_table_t *table, size_t max_body)
+{
+    gw_route_t ready = {.method = "GET",
+                        .pattern = "/ready",
+                        .handler = on_ready,
+                        .is_public = 1,
+                        .max_body_bytes = max_body,
+                        .door = &rt->super},
+               init = {.method = "POST",
+                       .pattern = "/internal/init",
+                       .handler = on_init,
+                       .is_public = 1,
+                       .max_body_bytes = max_body,
+                       .door = &rt->super};
+    gw_route_table_add(table, &ready);
+    gw_route_table_add(table, &init);
+}
+
+static int hash_matches(const gw_runtime_init_t *rt, const char *presented, size_t len)
+{
+    unsigned char digest[32];
+    int ok;
+
+    crypto_hash_sha256(digest, (const unsigned char *)presented, len);
+    ok = sodium_memcmp(digest, rt->token_hash, sizeof(digest)) == 0;
+    sodium_memzero(digest, sizeof(digest));
+    return ok;
+}
+
+int gw_runtime_init_check_token(const gw_runtime_init_t *rt, h2o_req_t *req, const char *token)
+{
+    ssize_t i;
+
+    if (!rt->has_hash)
+        return gw_auth_check(req, token);
+    for (i = -1; (i = h2o_find_header_by_str(&req->headers, H2O_STRLIT("x-execd-access-token"), i)) != -1;)
+        if (hash_matches(rt, req->headers.entries[i].value.base, req->headers.entries[i].value.len))
+            return 1;
+    for (i = -1; (i = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, i)) != -1;) {
+        h2o_iovec_t v = req->headers.entries[i].value;
+        size_t skip = v.len > 7 && h2o_lcstris(v.base, 7, H2O_STRLIT("bearer "))  ? 7
+                      : v.len > 6 && h2o_lcstris(v.base, 6, H2O_STRLIT("token ")) ? 6
+                                                                                  : 0;
+        while (skip != 0 && skip < v.len && v.base[skip] == ' ')
+            ++skip;
+        if (skip != 0 && hash_matches(rt, v.base + skip, v.len - skip))
+            return 1;
+    }
+    return 0;
+}

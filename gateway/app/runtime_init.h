@@ -1,0 +1,37 @@
+/* app/runtime_init.h: execd's runtime initialisation (--runtime-init, /ready, POST /internal/init; docs/API.md 6.3). */
+#ifndef GW_APP_RUNTIME_INIT_H
+#define GW_APP_RUNTIME_INIT_H
+
+#include <h2o.h>
+#include "core/router.h"
+
+/*
+ * OpenSandbox may start execd before it knows the sandbox: with --runtime-init (or EXECD_RUNTIME_INIT=true) kgate answers
+ * 503 NOT_INITIALIZED on every route but the public ones (/ping, /ready, /internal/init, /healthz, /readyz) until one
+ * POST /internal/init names the sandbox; that call may set the token (as a SHA-256 hash, which the token is then checked
+ * against instead of --access-token) and variables every later child process sees. A second init answers 409
+ * ALREADY_INITIALIZED. Without --runtime-init kgate starts initialised.
+ */
+typedef struct st_gw_runtime_init_t {
+    gw_door_t super;
+    unsigned initialized : 1;
+    unsigned has_hash : 1;
+    unsigned char token_hash[32]; /* SHA-256 of the token, when has_hash */
+    char *sandbox_id;             /* owned; NULL before init */
+    long long generation;
+} gw_runtime_init_t;
+
+/** Starts uninitialised when `runtime_init` (the flag), else initialised. */
+void gw_runtime_init_init(gw_runtime_init_t *rt, int runtime_init);
+void gw_runtime_init_dispose(gw_runtime_init_t *rt);
+
+/** Adds GET /ready and POST /internal/init (public routes, body limit `max_body`). */
+void gw_runtime_init_add_routes(gw_runtime_init_t *rt, gw_route_table_t *table, size_t max_body);
+
+/**
+ * Whether `req` carries the token: after an init with accessTokenHash, a presented token whose SHA-256 is that hash
+ * (X-EXECD-ACCESS-TOKEN or Authorization: Bearer/token, compared in constant time); else 1 when `token` is NULL or matches.
+ */
+int gw_runtime_init_check_token(const gw_runtime_init_t *rt, h2o_req_t *req, const char *token);
+
+#endif
