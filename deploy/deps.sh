@@ -112,91 +112,31 @@ install_packages() {
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
 }
 
-# Deno from npm, pinned by the lock file (the npm package ships Deno's binary for each platform in an optional
-# dependency); skipped when the installed lock is the same. kernels/deno/CMakeLists.txt has it write its kernelspec.
-install_deno() {
-    local src=$repo/kernels/deno
-    if [[ -x $deno_dir/node_modules/.bin/deno ]] && cmp -s "$src/package-lock.json" "$deno_dir/package-lock.json"; then
+# One npm package set, pinned by its lock: install_npm_lock WHAT SRC DIR MARK copies SRC's package.json and
+# package-lock.json into DIR and runs `npm ci` there; skipped when DIR/MARK exists and the installed lock is SRC's.
+install_npm_lock() {
+    local what=$1 src=$2 dir=$3 mark=$4
+    if [[ -e $dir/$mark ]] && cmp -s "$src/package-lock.json" "$dir/package-lock.json"; then
         return 0
     fi
     if [[ $dry_run -eq 1 ]]; then
-        echo "deps.sh: would install Deno (npm) into $deno_dir"
+        echo "deps.sh: would install $what (npm) into $dir"
         return 0
     fi
-    echo "deps.sh: installing Deno (npm) into $deno_dir" >&2
-    mkdir -p "$deno_dir"
-    cp "$src/package.json" "$src/package-lock.json" "$deno_dir/"
-    (cd "$deno_dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
-    "$deno_dir/node_modules/.bin/deno" --version >/dev/null
-}
-
-# The e2e tests' Jupyter clients from npm, the same way: pinned by their lock, skipped when installed.
-install_jclients() {
-    local src=$repo/tests/e2e/jupyter_clients
-    if [[ -d $jclients_dir/node_modules/@jupyterlab/services ]] && cmp -s "$src/package-lock.json" "$jclients_dir/package-lock.json"; then
-        return 0
-    fi
-    if [[ $dry_run -eq 1 ]]; then
-        echo "deps.sh: would install the Jupyter clients (npm) into $jclients_dir"
-        return 0
-    fi
-    echo "deps.sh: installing the Jupyter clients (npm) into $jclients_dir" >&2
-    mkdir -p "$jclients_dir"
-    cp "$src/package.json" "$src/package-lock.json" "$jclients_dir/"
-    (cd "$jclients_dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
-}
-
-# E2B's code-interpreter SDK (tests/e2e/test_e2b.c drives it unmodified), pinned by tests/e2e/e2b_client's lock.
-install_e2bclient() {
-    local src=$repo/tests/e2e/e2b_client
-    if [[ -d $e2bclient_dir/node_modules/@e2b/code-interpreter ]] && cmp -s "$src/package-lock.json" "$e2bclient_dir/package-lock.json"; then
-        return 0
-    fi
-    if [[ $dry_run -eq 1 ]]; then
-        echo "deps.sh: would install the E2B SDK (npm) into $e2bclient_dir"
-        return 0
-    fi
-    echo "deps.sh: installing the E2B SDK (npm) into $e2bclient_dir" >&2
-    mkdir -p "$e2bclient_dir"
-    cp "$src/package.json" "$src/package-lock.json" "$e2bclient_dir/"
-    (cd "$e2bclient_dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
-}
-
-# The official MCP TypeScript SDK (its client drives tests/e2e/test_mcp.c), pinned by tests/e2e/mcp_client's lock.
-install_mcpclient() {
-    local src=$repo/tests/e2e/mcp_client
-    if [[ -d $mcpclient_dir/node_modules/@modelcontextprotocol/sdk ]] && cmp -s "$src/package-lock.json" "$mcpclient_dir/package-lock.json"; then
-        return 0
-    fi
-    if [[ $dry_run -eq 1 ]]; then
-        echo "deps.sh: would install the MCP client (npm) into $mcpclient_dir"
-        return 0
-    fi
-    echo "deps.sh: installing the MCP client (npm) into $mcpclient_dir" >&2
-    mkdir -p "$mcpclient_dir"
-    cp "$src/package.json" "$src/package-lock.json" "$mcpclient_dir/"
-    (cd "$mcpclient_dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
-}
-
-# The OpenSandbox SDK (its execd stack drives tests/e2e/test_dropin.c), pinned by tests/e2e/opensandbox_client's lock.
-install_osclient() {
-    local src=$repo/tests/e2e/opensandbox_client
-    if [[ -d $osclient_dir/node_modules/@alibaba-group/opensandbox ]] && cmp -s "$src/package-lock.json" "$osclient_dir/package-lock.json"; then
-        return 0
-    fi
-    if [[ $dry_run -eq 1 ]]; then
-        echo "deps.sh: would install the OpenSandbox SDK (npm) into $osclient_dir"
-        return 0
-    fi
-    echo "deps.sh: installing the OpenSandbox SDK (npm) into $osclient_dir" >&2
-    mkdir -p "$osclient_dir"
-    cp "$src/package.json" "$src/package-lock.json" "$osclient_dir/"
-    (cd "$osclient_dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
+    echo "deps.sh: installing $what (npm) into $dir" >&2
+    mkdir -p "$dir"
+    cp "$src/package.json" "$src/package-lock.json" "$dir/"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
 }
 
 install_packages
-install_deno
-install_jclients
-install_mcpclient
-install_osclient
-install_e2bclient
+# Deno (the npm package ships Deno's binary for each platform in an optional dependency);
+# kernels/deno/CMakeLists.txt has it write its kernelspec.
+install_npm_lock Deno "$repo/kernels/deno" "$deno_dir" node_modules/.bin/deno
+[[ $dry_run -eq 1 ]] || "$deno_dir/node_modules/.bin/deno" --version >/dev/null
+# The e2e tests' clients, each driving its test unmodified: Jupyter's (test_jupyter_clients.c), the official MCP
+# TypeScript SDK (test_mcp.c), the OpenSandbox SDK (test_dropin.c), E2B's code-interpreter SDK (test_e2b.c).
+install_npm_lock "the Jupyter clients" "$repo/tests/e2e/jupyter_clients" "$jclients_dir" node_modules/@jupyterlab/services
+install_npm_lock "the MCP client" "$repo/tests/e2e/mcp_client" "$mcpclient_dir" node_modules/@modelcontextprotocol/sdk
+install_npm_lock "the OpenSandbox SDK" "$repo/tests/e2e/opensandbox_client" "$osclient_dir" node_modules/@alibaba-group/opensandbox
+install_npm_lock "the E2B SDK" "$repo/tests/e2e/e2b_client" "$e2bclient_dir" node_modules/@e2b/code-interpreter

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
 #include <jansson.h>
 
 #include "support/base.h"
@@ -314,4 +316,36 @@ void js_run_dispose(js_run_t *run)
     free(run->out);
     free(run->err);
     run->out = run->err = NULL;
+}
+
+int js_expect_steps(const char *client, const js_run_t *run, const char *const *steps)
+{
+    json_t *seen = json_object();
+    char *save = NULL, *copy = strdup(run->out);
+    for (char *line = strtok_r(copy, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+        json_t *j = json_loads(line, 0, NULL);
+        const char *step = json_string_value(json_object_get(j, "step"));
+        if (step != NULL)
+            json_object_set(seen, step, j);
+        json_decref(j);
+    }
+    free(copy);
+    int exited_ok = !run->timed_out && WIFEXITED(run->status) && WEXITSTATUS(run->status) == 0, all = 1;
+    for (size_t i = 0; steps[i] != NULL; i++) {
+        json_t *s = json_object_get(seen, steps[i]);
+        const char *detail = json_string_value(json_object_get(s, "detail"));
+        if (!json_is_true(json_object_get(s, "ok")))
+            all = 0;
+        cr_expect(s != NULL, "step `%s` never reported", steps[i]);
+        cr_expect(s == NULL || json_is_true(json_object_get(s, "ok")), "step `%s` failed: %s", steps[i],
+                  detail != NULL ? detail : "");
+    }
+    size_t errlen = strlen(run->err);
+    cr_expect(exited_ok, "the %s client %s (wait status %#x)\n--- stdout ---\n%s--- stderr (last 6000 bytes) ---\n%s", client,
+              run->timed_out ? "was killed at its deadline" : "exited with an error", run->status, run->out,
+              run->err + (errlen > 6000 ? errlen - 6000 : 0));
+    if (exited_ok && all)
+        cr_log_info("%s client:\n%s", client, run->out);
+    json_decref(seen);
+    return exited_ok && all;
 }

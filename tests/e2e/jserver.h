@@ -64,4 +64,12 @@ int js_run(const char *const *argv, const char *const *env, int timeout_ms, js_r
 
 void js_run_dispose(js_run_t *run);
 
+/**
+ * Expects (cr_expect) that the client script `run` exited 0 before its deadline and that every step named in `steps`
+ * (NULL-terminated) printed a line `{"step": name, "ok": true, ...}`; a failed step's `detail` goes in the message.
+ * `client` names the script in messages; on success its output is logged. Returns 1 when all held, else 0 (the
+ * caller dumps its server's log then).
+ */
+int js_expect_steps(const char *client, const js_run_t *run, const char *const *steps);
+
 #endif

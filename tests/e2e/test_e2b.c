@@ -77,35 +77,10 @@ static void run_client(const char *scenario, int with_url, const char *token, co
     argv[n] = NULL;
     cr_assert_eq(js_run(argv, NULL, SCRIPT_MS, &run), 0, "cannot run node: %s", run.error);
 
-    json_t *seen = json_object();
-    char *save = NULL, *copy = strdup(run.out);
-    for (char *line = strtok_r(copy, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
-        json_t *j = json_loads(line, 0, NULL);
-        const char *step = json_string_value(json_object_get(j, "step"));
-        if (step != NULL)
-            json_object_set(seen, step, j);
-        json_decref(j);
-    }
-    free(copy);
-    int exited_ok = !run.timed_out && WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0, all = 1;
-    for (size_t i = 0; steps[i] != NULL; i++) {
-        json_t *s = json_object_get(seen, steps[i]);
-        const char *detail = json_string_value(json_object_get(s, "detail"));
-        if (!json_is_true(json_object_get(s, "ok")))
-            all = 0;
-        cr_expect(s != NULL, "step `%s` never reported", steps[i]);
-        cr_expect(s == NULL || json_is_true(json_object_get(s, "ok")), "step `%s` failed: %s", steps[i],
-                  detail != NULL ? detail : "");
-    }
-    size_t errlen = strlen(run.err);
-    if (!exited_ok || !all)
+    char who[96];
+    snprintf(who, sizeof(who), "E2B (%s)", scenario);
+    if (!js_expect_steps(who, &run, steps))
         ts_gateway_dump_log(&gateway, 8192);
-    cr_expect(exited_ok, "the E2B client %s (wait status %#x)\n--- stdout ---\n%s--- stderr (last 6000 bytes) ---\n%s",
-              run.timed_out ? "was killed at its deadline" : "exited with an error", run.status, run.out,
-              run.err + (errlen > 6000 ? errlen - 6000 : 0));
-    if (exited_ok && all)
-        cr_log_info("E2B client (%s):\n%s", scenario, run.out);
-    json_decref(seen);
     js_run_dispose(&run);
 }
 
