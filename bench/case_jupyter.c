@@ -44,14 +44,7 @@ static int execute_one(jcase_t *j, int side, bench_outcome_t *o)
 
     if (err != 0)
         return err;
-    if (o->error != NULL || o->result_text == NULL || strcmp(o->result_text, j->self->expect_result) != 0) {
-        bench_set_detail("%s: expected result %s, got %s", side_name(side), j->self->expect_result,
-                         o->error != NULL         ? o->error
-                         : o->result_text != NULL ? o->result_text
-                                                  : "none");
-        return BENCH_ERUN;
-    }
-    return 0;
+    return bench_expect_result(side_name(side), j->self->expect_result, o);
 }
 
 /* The peer: Debian's Jupyter Server, a kernel it manages, our WebSocket client on it. BENCH_ESKIPPED when not installed. */

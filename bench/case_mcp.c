@@ -38,13 +38,8 @@ static int execute_one(void *data, int side, int timed, bench_outcome_t *o)
     cpu1 = (double)ts_proc_cpu_ms(env->kgate->pid);
     if (err != 0)
         return err;
-    if (o->error != NULL || o->result_text == NULL || strcmp(o->result_text, self->expect_result) != 0) {
-        bench_set_detail("%s: expected result %s, got %s", who, self->expect_result,
-                         o->error != NULL         ? o->error
-                         : o->result_text != NULL ? o->result_text
-                                                  : "none");
-        return BENCH_ERUN;
-    }
+    if ((err = bench_expect_result(who, self->expect_result, o)) != 0)
+        return err;
     if (timed) {
         c->mcp_reconnects += c->mcp.http.reconnects - reconnects;
         if (cpu0 >= 0 && cpu1 >= 0) {

@@ -71,3 +71,14 @@ int bench_reset_hwm(int pid)
     close(fd);
     return ok ? 0 : -1;
 }
+
+int bench_expect_result(const char *who, const char *expect, const bench_outcome_t *o)
+{
+    if (o->error == NULL && o->result_text != NULL && strcmp(o->result_text, expect) == 0)
+        return 0;
+    bench_set_detail("%s: expected result %s, got %s", who, expect,
+                     o->error != NULL         ? o->error
+                     : o->result_text != NULL ? o->result_text
+                                              : "none");
+    return BENCH_ERUN;
+}

@@ -59,6 +59,9 @@ typedef struct st_bench_outcome_t {
     char *error;
 } bench_outcome_t;
 
+/** 0 when `o` raised no error and its result is `expect`; else BENCH_ERUN with the detail set (`who` names the side). */
+int bench_expect_result(const char *who, const char *expect, const bench_outcome_t *o);
+
 /** Frees the strings of `o` and zeroes it; accepts a zeroed outcome. */
 void bench_outcome_dispose(bench_outcome_t *o);
 
