@@ -12,6 +12,7 @@
 
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { check, emit, finish, step } from '../steps.mjs';
 
 const argv = process.argv.slice(2);
 const opt = (name, dflt) => {
@@ -24,7 +25,6 @@ const scenario = opt('scenario', 'main');
 const modulesDir = opt('modules', process.env.KGATE_E2B_CLIENT_DIR || '/usr/local/lib/kgate/e2b-client');
 const timeoutMs = Number(opt('timeout-ms', '240000'));
 
-const emit = obj => process.stdout.write(JSON.stringify(obj) + '\n');
 const timer = setTimeout(() => {
     emit({ step: 'timeout', ok: false, detail: `global timeout of ${timeoutMs} ms` });
     process.exit(2);
@@ -39,20 +39,6 @@ try {
     process.exit(2);
 }
 
-let failed = 0;
-const step = async (name, fn) => {
-    const t0 = Date.now();
-    try {
-        const detail = await fn();
-        emit({ step: name, ok: true, ms: Date.now() - t0, detail: detail ?? '' });
-    } catch (e) {
-        failed++;
-        emit({ step: name, ok: false, ms: Date.now() - t0, detail: String(e && e.stack ? e.stack : e).slice(0, 2000) });
-    }
-};
-const check = (cond, what) => {
-    if (!cond) throw new Error(what);
-};
 const expectThrow = async (fn, name) => {
     try {
         await fn();
@@ -233,12 +219,4 @@ async function run() {
     }
 }
 
-try {
-    await run();
-} catch (e) {
-    failed++;
-    emit({ step: 'run', ok: false, detail: String(e && e.stack ? e.stack : e).slice(0, 2000) });
-}
-emit({ step: 'done', ok: failed === 0, detail: `${failed} failed` });
-clearTimeout(timer);
-process.exit(failed === 0 ? 0 : 1);
+await finish(run, 'run', timer);

@@ -12,6 +12,7 @@
 
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { check, emit, finish, step } from '../steps.mjs';
 
 const argv = process.argv.slice(2);
 const opt = (name, dflt) => {
@@ -29,7 +30,6 @@ if (!url || !kgate) {
     process.exit(2);
 }
 
-const emit = obj => process.stdout.write(JSON.stringify(obj) + '\n');
 const timer = setTimeout(() => {
     emit({ step: 'timeout', ok: false, detail: `global timeout of ${timeoutMs} ms` });
     process.exit(2);
@@ -45,20 +45,6 @@ try {
     process.exit(2);
 }
 
-let failed = 0;
-const step = async (name, fn) => {
-    const t0 = Date.now();
-    try {
-        const detail = await fn();
-        emit({ step: name, ok: true, ms: Date.now() - t0, detail: detail ?? '' });
-    } catch (e) {
-        failed++;
-        emit({ step: name, ok: false, ms: Date.now() - t0, detail: String(e && e.stack ? e.stack : e).slice(0, 2000) });
-    }
-};
-const check = (cond, what) => {
-    if (!cond) throw new Error(what);
-};
 const auth = { Authorization: `Bearer ${token}` };
 
 async function connect(name) {
@@ -287,12 +273,4 @@ async function bounds() {
     });
 }
 
-try {
-    await (scenario === 'bounds' ? bounds() : main());
-} catch (e) {
-    failed++;
-    emit({ step: 'script', ok: false, detail: String(e && e.stack ? e.stack : e) });
-}
-emit({ step: 'done', ok: failed === 0, detail: `${failed} failed` });
-clearTimeout(timer);
-process.exit(failed === 0 ? 0 : 1);
+await finish(() => (scenario === 'bounds' ? bounds() : main()), 'script', timer);
