@@ -92,6 +92,8 @@
     XX(mcp_max_sessions, unsigned, 16, "mcp-max-sessions", "MCP sessions open at once; beyond: initialize is refused (429)")       \
     XX(mcp_session_idle_ms, unsigned, 1800000, "mcp-session-idle-ms",                                                              \
        "an MCP session without a request this long ends, and its kernels and bash session with it")                                \
+    XX(mcp_session_fresh_idle_ms, unsigned, 60000, "mcp-session-fresh-idle-ms",                                                    \
+       "an MCP session that sent nothing after initialize (and notifications/initialized) ends after this long idle")              \
     XX(mcp_output_bytes, size_t, 1u << 20, "mcp-output-bytes",                                                                     \
        "output kept per MCP tool call (text and results); the rest is dropped")                                                    \
     XX(max_tools, unsigned, 128, "max-tools", "tools one POST /code may declare (code mode)")                                      \
