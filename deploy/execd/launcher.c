@@ -10,7 +10,8 @@
  *
  * It also speaks execd's command line (docs/API.md 6.3) for kgate: `--port N` (and the default 44772) is
  * `--listen 0.0.0.0:N`, EXECD_ACCESS_TOKEN is `--access-token`, execd's flags that kgate has no use for are
- * accepted and dropped, and `--as-execd` is always given. Anything else is passed to kgate unchanged.
+ * accepted and dropped (those kgate honours, --log-level, --graceful-shutdown-timeout and
+ * --lifecycle-startup-status-file, are passed on), and `--as-execd` is always given. Anything else is passed to kgate unchanged.
  *
  * `--init -- ENTRYPOINT...` (EXECD_INIT=true in bootstrap.sh): the launcher is the container's PID 1, as tini would be.
  * It starts kgate and the entrypoint as its children, reaps every process that ends up its child (orphans of double
@@ -242,12 +243,7 @@ static int run_init(const char *loader, char *const *kgate_args, char *const *en
 }
 
 /* execd's flags (Go's flag package: -x or --x, value after `=` or as the next argument). */
-static const char *const execd_dropped[] = {"jupyter-host",
-                                            "jupyter-token",
-                                            "log-level",
-                                            "graceful-shutdown-timeout",
-                                            "jupyter-idle-poll-interval",
-                                            "isolation-config",
+static const char *const execd_dropped[] = {"jupyter-host", "jupyter-token", "jupyter-idle-poll-interval", "isolation-config",
                                             NULL};
 
 static int flag_is(const char *arg, const char *name, const char **value)
