@@ -2,6 +2,7 @@
  * expanded per command, --log-level, the SIGTERM drain of --graceful-shutdown-timeout, the lifecycle's preStart with the
  * startup status file, and POST /internal/init's lifecycle, telemetry and entrypointPolicy. Each test runs a private kgate. */
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -376,4 +377,73 @@ Test(execd, runtime_init_with_a_failing_prestart_stays_closed)
     post_init(json_pack("{s:s, s:i}", "sandboxId", "sb-2", "generation", 2), &r);
     E2E_ASSERT_ERROR(&r, 409, "ALREADY_INITIALIZED");
     ts_response_dispose(&r);
+}
+
+/*
+ * bootstrap.sh's lifecycle mode, as upstream's (no EXECD_INIT): execd gets --lifecycle-startup-status-file, and the
+ * entrypoint starts only after `done 0`; a failed preStart fails the container and the entrypoint never runs. EXECD is the
+ * plain kgate here (word-split, as bootstrap.sh does), on a free port of 127.0.0.1. Returns bootstrap's wait status.
+ */
+static int run_bootstrap(const char *prestart, const char *entrypoint)
+{
+    char execd[1024], envs[320], lifecycle[1400], tmp[320], cmd[1400];
+    unsigned short p;
+    int status;
+    pid_t pid;
+
+    cr_assert_eq(ts_free_port(&p), 0);
+    snprintf(execd, sizeof(execd), "EXECD=%s --listen 127.0.0.1:%u --runtime-dir %s/rt --pool none --kernel-path %s",
+             ts_kgate_path(KGATE_BINARY_DIR), p, dir, TS_KERNEL_PATH);
+    snprintf(envs, sizeof(envs), "EXECD_ENVS=%s/.env", dir);
+    snprintf(tmp, sizeof(tmp), "TMPDIR=%s", dir);
+    snprintf(lifecycle, sizeof(lifecycle), "OPENSANDBOX_LIFECYCLE={\"preStart\": {\"command\": [\"sh\", \"-c\", \"%s\"]}}",
+             prestart);
+    snprintf(cmd, sizeof(cmd), "echo \"[$OPENSANDBOX_LIFECYCLE]\" > %s/entry-env; %s", dir, entrypoint);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        char log[320];
+        snprintf(log, sizeof(log), "%s/bootstrap.log", dir);
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 1), dup2(fd, 2);
+        putenv(execd), putenv(envs), putenv(lifecycle), putenv(tmp);
+        execlp("sh", "sh", KGATE_SOURCE_DIR "/deploy/execd/bootstrap.sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    for (int64_t deadline = ts_now_ms() + 60000; waitpid(pid, &status, WNOHANG) == 0;) {
+        if (ts_now_ms() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            cr_assert_fail("bootstrap.sh did not end: %s", read_file("bootstrap.log"));
+        }
+        usleep(20000);
+    }
+    return status;
+}
+
+Test(execd, bootstrap_starts_the_entrypoint_after_prestart)
+{
+    char prestart[600], entry[600];
+    int status;
+
+    make_dir();
+    snprintf(prestart, sizeof(prestart), "sleep 0.3; echo pre > %s/marker", dir);
+    snprintf(entry, sizeof(entry), "cat %s/marker > %s/seen; exit 7", dir, dir);
+    status = run_bootstrap(prestart, entry);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 7, "the entrypoint's status: %d\n%s", status, read_file("bootstrap.log"));
+    cr_assert_str_eq(read_file("seen"), "pre\n", "the entrypoint ran after preStart");
+    cr_assert_str_eq(read_file("entry-env"), "[]\n", "the lifecycle's transport does not reach the entrypoint");
+}
+
+Test(execd, bootstrap_fails_when_prestart_fails)
+{
+    char entry[512];
+    int status;
+
+    make_dir();
+    snprintf(entry, sizeof(entry), "echo ran > %s/seen", dir);
+    status = run_bootstrap("exit 3", entry);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d\n%s", status, read_file("bootstrap.log"));
+    cr_assert_str_eq(read_file("seen"), "", "the entrypoint never ran");
+    cr_assert(strstr(read_file("bootstrap.log"), "lifecycle preStart failed (status 1)") != NULL, "%s", read_file("bootstrap.log"));
 }
