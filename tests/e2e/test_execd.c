@@ -447,3 +447,87 @@ Test(execd, bootstrap_fails_when_prestart_fails)
     cr_assert_str_eq(read_file("seen"), "", "the entrypoint never ran");
     cr_assert(strstr(read_file("bootstrap.log"), "lifecycle preStart failed (status 1)") != NULL, "%s", read_file("bootstrap.log"));
 }
+
+/*
+ * The drop-in's --init (deploy/execd/launcher.c, PID 1 of the container; here a child of the test): with a lifecycle config
+ * the entrypoint starts only after kgate's preStart has succeeded, as upstream's init mode; a failed preStart ends the
+ * container without running it. The artifact is built by deploy/execd/build.sh (a Release build, shared with test_dropin)
+ * and run on this machine: the rootfs plays no part in this. Returns the launcher's wait status.
+ */
+static int run_dropin_init(const char *prestart, const char *entrypoint)
+{
+    static char artifact[1024];
+    char cmd[2048], exe[512], listen[64], rt[320], lifecycle[1400], line[2048] = "";
+    unsigned short p;
+    int status;
+    pid_t pid;
+
+    if (artifact[0] == '\0') {
+        FILE *fp = popen("KGATE_EXECD_BUILD=" KGATE_BINARY_DIR "/execd KGATE_EXECD_MEASURE=0 bash " KGATE_SOURCE_DIR
+                         "/deploy/execd/build.sh 2>&1",
+                         "r");
+        cr_assert_not_null(fp);
+        while (fgets(cmd, sizeof(cmd), fp) != NULL)
+            snprintf(line, sizeof(line), "%s", cmd);
+        cr_assert_eq(pclose(fp), 0, "build.sh failed: %s", line);
+        cr_assert(strncmp(line, "execd: ", 7) == 0, "build.sh said: %s", line);
+        sscanf(line + 7, "%1000s", artifact);
+    }
+    snprintf(cmd, sizeof(cmd), "cp '%s' '%s/execd'", artifact, dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    snprintf(exe, sizeof(exe), "%s/execd", dir);
+    cr_assert_eq(ts_free_port(&p), 0);
+    snprintf(listen, sizeof(listen), "127.0.0.1:%u", p);
+    snprintf(rt, sizeof(rt), "%s/rt", dir);
+    snprintf(lifecycle, sizeof(lifecycle), "OPENSANDBOX_LIFECYCLE={\"preStart\": {\"command\": [\"sh\", \"-c\", \"%s\"]}}",
+             prestart);
+    snprintf(cmd, sizeof(cmd), "echo \"[$OPENSANDBOX_LIFECYCLE]\" > %s/entry-env; %s", dir, entrypoint);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        char log[320], tmp[320];
+        snprintf(log, sizeof(log), "%s/init.log", dir);
+        snprintf(tmp, sizeof(tmp), "TMPDIR=%s", dir);
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 1), dup2(fd, 2);
+        putenv(lifecycle), putenv(tmp);
+        execl(exe, exe, "--init", "--listen", listen, "--runtime-dir", rt, "--pool", "none", "--", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    for (int64_t deadline = ts_now_ms() + 60000; waitpid(pid, &status, WNOHANG) == 0;) {
+        if (ts_now_ms() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            cr_assert_fail("execd --init did not end: %s", read_file("init.log"));
+        }
+        usleep(20000);
+    }
+    return status;
+}
+
+Test(execd, dropin_init_starts_the_entrypoint_after_prestart, .timeout = 1800)
+{
+    char prestart[600], entry[600];
+    int status;
+
+    make_dir();
+    snprintf(prestart, sizeof(prestart), "sleep 0.3; echo pre > %s/marker", dir);
+    snprintf(entry, sizeof(entry), "cat %s/marker > %s/seen; exit 5", dir, dir);
+    status = run_dropin_init(prestart, entry);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 5, "the entrypoint's status: %d\n%s", status, read_file("init.log"));
+    cr_assert_str_eq(read_file("seen"), "pre\n", "the entrypoint ran after preStart");
+    cr_assert_str_eq(read_file("entry-env"), "[]\n", "the lifecycle's transport does not reach the entrypoint");
+}
+
+Test(execd, dropin_init_fails_when_prestart_fails, .timeout = 1800)
+{
+    char entry[600];
+    int status;
+
+    make_dir();
+    snprintf(entry, sizeof(entry), "echo ran > %s/seen", dir);
+    status = run_dropin_init("exit 3", entry);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d\n%s", status, read_file("init.log"));
+    cr_assert_str_eq(read_file("seen"), "", "the entrypoint never ran");
+    cr_assert(strstr(read_file("init.log"), "lifecycle preStart failed (status 1)") != NULL, "%s", read_file("init.log"));
+}
