@@ -358,7 +358,7 @@ async function bounds() {
 // Python ones in seconds on a loaded machine: the tenth keeps the test within its time).
 async function abandon() {
     check(kgatePid > 0 && maxSessions > 0, '--kgate-pid and --max-sessions are required');
-    let most = 0, sampledMost = 0;
+    let most = 0, sampledMost = 0, waits = 0;
     const kernelsOf = [], sessions = [];
     const sampler = setInterval(() => {
         sampledMost = Math.max(sampledMost, kernelsAlive());
@@ -375,8 +375,15 @@ async function abandon() {
                 check(!r.isError && text(r).trim() === String(i * 2), `session ${i}, python: ${JSON.stringify(r).slice(0, 400)}`);
                 kernelsOf[i] = 2;
             }
-            const n = kernelsAlive();
             const allowed = kernelsOf.slice(-maxSessions).reduce((x, y) => x + y, 0);
+            // an evicted session's kernels get SIGKILL before the new session exists; a process still tearing down its
+            // memory on a loaded machine gets up to a second to become a zombie (counted in the detail)
+            let n = kernelsAlive();
+            for (let t = 0; n > allowed && t < 10; t++) {
+                await new Promise(res => setTimeout(res, 100));
+                n = kernelsAlive();
+                waits++;
+            }
             most = Math.max(most, n);
             check(n <= allowed, `after session ${i}: ${n} kernels alive, more than the ${allowed} of the ${maxSessions} newest sessions`);
             // no close, no DELETE: the client just goes
@@ -384,7 +391,7 @@ async function abandon() {
         clearInterval(sampler);
         // between steps too: a session has at most two kernels (Python and bash)
         check(sampledMost <= 2 * maxSessions, `${sampledMost} kernels alive at once, more than ${maxSessions} sessions' worth`);
-        return `100 sessions served; at most ${most} kernels alive after a step, ${sampledMost} sampled every 100 ms`;
+        return `100 sessions served; at most ${most} kernels alive after a step (${waits} waits of 100 ms for a killed one), ${sampledMost} sampled every 100 ms`;
     });
     clearInterval(sampler);
     await step('evicted_and_kept', async () => {
