@@ -29,10 +29,11 @@ build_pkgs=(cmake pkg-config gcc libc6-dev make libzmq3-dev libsodium-dev libjan
 # for what the machine cannot do). r-cran-irkernel is the R kernel of the language tests and the kernel
 # matrix (large, about 100 MB with R); bubblewrap runs the sandbox and isolated-session tests; shellcheck
 # lints deploy/*.sh and .ci/run. python3-matplotlib draws the PNG result E2B's SDK receives (tests/e2e/test_e2b.c);
-# debootstrap makes the other Debian the drop-in execd test runs in (tests/e2e/test_dropin.c).
+# debootstrap makes the other Debian the drop-in execd test runs in (tests/e2e/test_dropin.c). python3-prometheus-client's
+# parser reads kgate's Prometheus exposition as Prometheus would (tests/e2e/test_prometheus.c).
 test_pkgs=(libcriterion-dev python3-ipykernel python3-jupyter-client python3-jupyter-kernel-test curl clang-format
     clang libclang-rt-dev python3-jupyter-server python3-websocket r-cran-irkernel bubblewrap shellcheck python3-matplotlib
-    debootstrap)
+    debootstrap python3-prometheus-client)
 
 # Optional groups: add a flag here and its packages to `groups` below.
 optional_pkgs=()

@@ -23,7 +23,10 @@ typedef struct st_gw_handler_t {
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
-    gw_app_dispatch(((gw_handler_t *)self)->server, req);
+    gw_server_t *server = ((gw_handler_t *)self)->server;
+
+    gw_observe_request_begins(&server->observe, req);
+    gw_app_dispatch(server, req);
     return 0;
 }
 
@@ -150,6 +153,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
         return -1;
     }
     server->host.instance_env = kmgr_manager_instance_env(server->kmgr);
+    gw_observe_init(&server->observe, &server->host, &server->routes, server->kmgr, pathconf, &hostconf->fallback_path);
     gw_runs_init(&server->runs, &server->host);
     gw_runs_set_log_dir(&server->runs, kmgr_manager_runtime_dir(server->kmgr));
     gw_contexts_init(&server->contexts, &server->host, &server->runs, &server->languages, server->kmgr);

@@ -9,6 +9,7 @@
 #include "core/router.h"
 #include "app/listener.h"
 #include "app/memory.h"
+#include "app/observe.h"
 #include "app/runtime_init.h"
 #include "code/context.h"
 #include "code/languages.h"
@@ -50,6 +51,7 @@ struct st_gw_server_t {
     gw_metrics_t metrics;
     /* the front doors, and the app's own routes (health) */
     gw_door_t app_door;
+    gw_observe_t observe;           /* per-request figures, GET /kgate/metrics (Prometheus) */
     gw_runtime_init_t runtime_init; /* --runtime-init: /ready, /internal/init, and the routes closed until init */
     gw_execd_t execd;
     gw_proxy_t proxy;
