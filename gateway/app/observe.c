@@ -1,5 +1,9 @@
 /* Per-request figures (an h2o logger sees each request end), and the Prometheus exposition's route. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include "core/http.h"
 #include "metrics/prometheus.h"
@@ -51,6 +55,42 @@ static double duration_of(h2o_req_t *req)
            (double)(end.tv_usec - req->timestamps.request_begin_at.tv_usec) / 1e6;
 }
 
+/* "addr:port" of the peer ("[addr]:port" for IPv6), "-" when unknown */
+static void peer_of(h2o_req_t *req, char *buf, size_t size)
+{
+    struct sockaddr_storage ss;
+    char addr[INET6_ADDRSTRLEN] = "";
+    socklen_t len = req->conn->callbacks->get_peername != NULL ? req->conn->callbacks->get_peername(req->conn, (void *)&ss) : 0;
+
+    snprintf(buf, size, "-");
+    if (len != 0 && ss.ss_family == AF_INET && inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, addr, sizeof(addr)))
+        snprintf(buf, size, "%s:%u", addr, (unsigned)ntohs(((struct sockaddr_in *)&ss)->sin_port));
+    else if (len != 0 && ss.ss_family == AF_INET6 &&
+             inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, addr, sizeof(addr)))
+        snprintf(buf, size, "[%s]:%u", addr, (unsigned)ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
+}
+
+/* The request's line: never a header (tokens travel in them) nor the query (a token may too: ?token=). */
+static void log_line(gw_access_log_t *log, h2o_req_t *req, const char *door, double seconds)
+{
+    char peer[INET6_ADDRSTRLEN + 16], line[GW_ACCESS_LOG_MAX_PATH * 3 + 512];
+    struct timeval now;
+    gw_access_entry_t entry = {.peer = peer,
+                               .method = req->method.base,
+                               .method_len = req->method.len,
+                               .path = req->path.base,
+                               .path_len = req->path.len,
+                               .status = req->res.status,
+                               .bytes_sent = req->bytes_sent,
+                               .seconds = seconds,
+                               .door = door};
+
+    gettimeofday(&now, NULL);
+    entry.unix_ms = (int64_t)now.tv_sec * 1000 + now.tv_usec / 1000;
+    peer_of(req, peer, sizeof(peer));
+    gw_access_log_write(log, line, gw_access_log_format(&entry, line, sizeof(line)));
+}
+
 static void on_log_access(h2o_logger_t *super, h2o_req_t *req)
 {
     observe_logger_t *self = (observe_logger_t *)super;
@@ -67,6 +107,21 @@ static void on_log_access(h2o_logger_t *super, h2o_req_t *req)
                                         "door", door, duration_bounds, sizeof(duration_bounds) / sizeof(duration_bounds[0])),
                      duration < 0 ? 0 : duration);
     gw_stats_inc(gw_stats_counter(stats, GW_STATS_SENT_BYTES, GW_STATS_SENT_BYTES_HELP, "door", door), (double)req->bytes_sent);
+    if (observe->access_log != NULL)
+        log_line(observe->access_log, req, door, duration < 0 ? 0 : duration);
+}
+
+static double read_dropped(void *arg)
+{
+    return (double)((gw_access_log_t *)arg)->dropped_total;
+}
+
+void gw_observe_set_access_log(gw_observe_t *observe, gw_access_log_t *log)
+{
+    observe->access_log = log;
+    gw_stats_counter_fn(&observe->host->stats, "kgate_access_log_dropped_lines_total",
+                        "Access log lines dropped because the log's disk was behind (--access-log-buffer-bytes)", NULL, NULL,
+                        read_dropped, log);
 }
 
 static double read_start_queue(void *arg)

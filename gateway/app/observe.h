@@ -6,6 +6,7 @@
 #include "kmgr/manager.h"
 #include "core/host.h"
 #include "core/router.h"
+#include "app/access_log.h"
 
 /** The path of the Prometheus exposition (execd owns GET /metrics, in JSON). */
 #define GW_OBSERVE_PROMETHEUS_PATH "/kgate/metrics"
@@ -15,6 +16,7 @@ typedef struct st_gw_observe_t {
     gw_host_t *host;
     const gw_route_table_t *routes; /* to name the door of a request (its route's) */
     kmgr_manager_t *kmgr;
+    gw_access_log_t *access_log; /* --access-log's (gw_observe_set_access_log); NULL: none */
 } gw_observe_t;
 
 /**
@@ -25,6 +27,9 @@ typedef struct st_gw_observe_t {
  */
 void gw_observe_init(gw_observe_t *observe, gw_host_t *host, const gw_route_table_t *routes, kmgr_manager_t *kmgr,
                      h2o_pathconf_t *pathconf, h2o_pathconf_t *fallback);
+
+/** Every request from now on gets a line in `log` (borrowed; it must outlive every request: dispose it after h2o's context). */
+void gw_observe_set_access_log(gw_observe_t *observe, gw_access_log_t *log);
 
 /** A request reached kgate's handler: counted in flight for its door until h2o disposes it. */
 void gw_observe_request_begins(gw_observe_t *observe, h2o_req_t *req);

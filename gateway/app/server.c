@@ -154,6 +154,15 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     }
     server->host.instance_env = kmgr_manager_instance_env(server->kmgr);
     gw_observe_init(&server->observe, &server->host, &server->routes, server->kmgr, pathconf, &hostconf->fallback_path);
+    if (config->access_log != NULL) {
+        char why[512];
+        server->access_log_open = 1;
+        if (gw_access_log_open(&server->access_log, config->access_log, config->access_log_buffer_bytes, why, sizeof(why)) != 0) {
+            fprintf(stderr, "kgate: %s\n", why);
+            return -1;
+        }
+        gw_observe_set_access_log(&server->observe, &server->access_log);
+    }
     gw_runs_init(&server->runs, &server->host);
     gw_runs_set_log_dir(&server->runs, kmgr_manager_runtime_dir(server->kmgr));
     gw_contexts_init(&server->contexts, &server->host, &server->runs, &server->languages, server->kmgr);
@@ -314,5 +323,7 @@ void gw_server_dispose(gw_server_t *server)
      * only under libuv: with evloop the struct itself is left to us */
     free(server->ctx.queue);
     h2o_config_dispose(&server->globalconf);
+    if (server->access_log_open)
+        gw_access_log_dispose(&server->access_log);
     server->initialised = 0;
 }

@@ -52,6 +52,7 @@ struct st_gw_server_t {
     /* the front doors, and the app's own routes (health) */
     gw_door_t app_door;
     gw_observe_t observe;           /* per-request figures, GET /kgate/metrics (Prometheus) */
+    gw_access_log_t access_log;     /* --access-log's, when access_log_open */
     gw_runtime_init_t runtime_init; /* --runtime-init: /ready, /internal/init, and the routes closed until init */
     gw_execd_t execd;
     gw_proxy_t proxy;
@@ -70,6 +71,7 @@ struct st_gw_server_t {
     unsigned e2b_listener_open : 1; /* --e2b-listen's timer exists */
     unsigned mcp_ready : 1;         /* the MCP door's timeout exists */
     unsigned e2b_ready : 1;         /* the E2B door's timeout exists */
+    unsigned access_log_open : 1;   /* access_log needs its dispose (after h2o's context: requests log as they go) */
 };
 
 typedef struct st_gw_server_t gw_server_t;

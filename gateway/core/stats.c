@@ -119,6 +119,14 @@ void gw_stats_gauge_fn(gw_stats_t *stats, const char *name, const char *help, co
     series->read_arg = arg;
 }
 
+void gw_stats_counter_fn(gw_stats_t *stats, const char *name, const char *help, const char *label, const char *value,
+                         gw_stats_read_cb read, void *arg)
+{
+    gw_stats_series_t *series = gw_stats_counter(stats, name, help, label, value);
+    series->read = read;
+    series->read_arg = arg;
+}
+
 void gw_stats_gauge_sampled(gw_stats_t *stats, const char *name, const char *help, const char *label, gw_stats_sample_cb sample,
                             void *arg)
 {

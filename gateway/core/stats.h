@@ -80,6 +80,9 @@ gw_stats_series_t *gw_stats_gauge(gw_stats_t *stats, const char *name, const cha
 /** A gauge read by `read(arg)` at render time; `arg` must outlive the registry's renders (the server's life). */
 void gw_stats_gauge_fn(gw_stats_t *stats, const char *name, const char *help, const char *label, const char *value,
                        gw_stats_read_cb read, void *arg);
+/** A counter read by `read(arg)` at render time (a count another part keeps, never decreasing); `arg` as gw_stats_gauge_fn's. */
+void gw_stats_counter_fn(gw_stats_t *stats, const char *name, const char *help, const char *label, const char *value,
+                         gw_stats_read_cb read, void *arg);
 /** A gauge family whose series `sample(arg, emit)` emits at render time (label values not known in advance). */
 void gw_stats_gauge_sampled(gw_stats_t *stats, const char *name, const char *help, const char *label, gw_stats_sample_cb sample,
                             void *arg);

@@ -165,3 +165,69 @@ Test(prometheus, runs_deaths_and_histograms_as_prometheus_reads_them)
     free(ctx);
     xh_gateway_stop(&gw);
 }
+
+/* The access log so far (a new string), once it holds `until` or 10 s passed. */
+static char *read_log(const char *path, const char *until)
+{
+    int64_t deadline = ts_now_ms() + 10000;
+    char *text = NULL;
+
+    for (;;) {
+        FILE *f = fopen(path, "r");
+        free(text);
+        text = calloc(1, 1 << 16);
+        if (f != NULL) {
+            if (fread(text, 1, (1 << 16) - 1, f) == 0)
+                text[0] = '\0';
+            fclose(f);
+        }
+        if (strstr(text, until) != NULL || ts_now_ms() > deadline)
+            return text;
+        usleep(50000);
+    }
+}
+
+/* --access-log: a line per request as it ends (not at exit), on every door, with the path cut at its query; the token of
+ * the query or of a header is nowhere in it. */
+Test(prometheus, access_log_has_each_request_and_never_the_token)
+{
+    char path[] = "/tmp/kgate-access-e2e-XXXXXX", *text;
+    int fd = mkstemp(path);
+    ts_response_t r;
+    const char *const header_token[] = {"X-EXECD-ACCESS-TOKEN: " TOKEN, NULL};
+
+    cr_assert_geq(fd, 0);
+    close(fd);
+    xh_gateway_start(&gw, (const char *const[]){"--access-token", TOKEN, "--access-log", path, NULL});
+    ts_http_request(gw.port, "GET", "/code/contexts?access_token=" TOKEN "&x=1", NULL, NULL, &r);
+    ts_response_dispose(&r);
+    ts_http_request(gw.port, "GET", "/code/contexts", header_token, NULL, &r);
+    E2E_ASSERT_STATUS(&r, 200);
+    ts_response_dispose(&r);
+    ts_http_request(gw.port, "GET", "/api/kernelspecs", auth, NULL, &r);
+    E2E_ASSERT_STATUS(&r, 200);
+    ts_response_dispose(&r);
+    ts_http_request(gw.port, "GET", "/no/such/route", NULL, NULL, &r);
+    E2E_ASSERT_STATUS(&r, 401);
+    ts_response_dispose(&r);
+
+    text = read_log(path, " GET /no/such/route ");
+    cr_expect_null(strstr(text, TOKEN), "the token is in the access log:\n%s", text);
+    cr_expect_null(strstr(text, "access_token"), "the query is in the access log:\n%s", text);
+    cr_expect_not_null(strstr(text, " 127.0.0.1:"), "the peer:\n%s", text);
+    cr_expect_not_null(strstr(text, " GET /code/contexts 200 "), "%s", text);
+    cr_expect_not_null(strstr(text, " GET /api/kernelspecs 200 "), "the Jupyter door:\n%s", text);
+    cr_expect_not_null(strstr(text, " jupyter\n"), "%s", text);
+    cr_expect_not_null(strstr(text, " GET /no/such/route 401 "), "%s", text);
+    cr_expect_not_null(strstr(text, " none\n"), "%s", text);
+    size_t n = 0; /* besides the start-up's polls of /healthz */
+    for (char *line = text, *end; (end = strchr(line, '\n')) != NULL; line = end + 1) {
+        *end = '\0';
+        n += strstr(line, " GET /healthz ") == NULL;
+        *end = '\n';
+    }
+    cr_expect_eq(n, 4, "one line per request:\n%s", text);
+    free(text);
+    xh_gateway_stop(&gw);
+    unlink(path);
+}
