@@ -37,8 +37,15 @@ static gw_stats_series_t *in_flight(gw_observe_t *observe, const char *door)
                           "door", door);
 }
 
+void gw_observe_close(gw_observe_t *observe)
+{
+    observe->closed = 1;
+}
+
 void gw_observe_request_begins(gw_observe_t *observe, h2o_req_t *req)
 {
+    if (observe->closed)
+        return;
     gw_stats_inc(in_flight(observe, door_of(observe, req)), 1);
 }
 
@@ -99,6 +106,11 @@ static void on_log_access(h2o_logger_t *super, h2o_req_t *req)
     const char *door = door_of(observe, req);
     double duration = duration_of(req);
 
+    if (observe->closed) {
+        if (observe->access_log != NULL)
+            log_line(observe->access_log, req, door, duration < 0 ? 0 : duration);
+        return;
+    }
     if (!self->is_fallback)
         gw_stats_inc(in_flight(observe, door), -1);
     gw_stats_observe(gw_stats_histogram(stats, "kgate_http_request_duration_seconds",

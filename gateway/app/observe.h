@@ -17,6 +17,7 @@ typedef struct st_gw_observe_t {
     const gw_route_table_t *routes; /* to name the door of a request (its route's) */
     kmgr_manager_t *kmgr;
     gw_access_log_t *access_log; /* --access-log's (gw_observe_set_access_log); NULL: none */
+    int closed;                  /* gw_observe_close: requests disposed from now on count in no figure */
 } gw_observe_t;
 
 /**
@@ -33,6 +34,12 @@ void gw_observe_set_access_log(gw_observe_t *observe, gw_access_log_t *log);
 
 /** A request reached kgate's handler: counted in flight for its door until h2o disposes it. */
 void gw_observe_request_begins(gw_observe_t *observe, h2o_req_t *req);
+
+/**
+ * The server is going away: the host's figures may be freed before h2o disposes the last requests (a connection still
+ * open), whose lines still go to the access log but no longer into the figures.
+ */
+void gw_observe_close(gw_observe_t *observe);
 
 /** Adds GET GW_OBSERVE_PROMETHEUS_PATH (under the token, as every route but the probes). */
 void gw_observe_add_routes(gw_observe_t *observe, gw_route_table_t *routes);

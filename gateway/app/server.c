@@ -289,6 +289,7 @@ void gw_server_dispose(gw_server_t *server)
 {
     if (!server->initialised)
         return;
+    gw_observe_close(&server->observe);
     if (server->kmgr != NULL) {
         gw_server_begin_shutdown(server);
         kmgr_manager_destroy(server->kmgr);
