@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ksys/log.h"
 #include "wire/alloc.h"
 #include "core/stats.h"
 
@@ -49,7 +50,7 @@ static int valid_name(const char *name)
 /* A registration that contradicts an earlier one is a bug in kgate's code, never input: say which and stop. */
 static void misuse(const char *name, const char *why)
 {
-    fprintf(stderr, "kgate: stats: %s: %s\n", name != NULL ? name : "(null)", why);
+    ksys_log_error("stats: %s: %s", name != NULL ? name : "(null)", why);
     abort();
 }
 
