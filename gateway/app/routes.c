@@ -47,6 +47,7 @@ void gw_app_build_routes(gw_server_t *server)
     server->app_door.name = "app";
     gw_route_table_add(&server->routes, &health);
     gw_route_table_add(&server->routes, &ready);
+    gw_observe_add_routes(&server->observe, &server->routes);
     gw_runtime_init_add_routes(&server->runtime_init, &server->routes, max_body);
     gw_execd_add_routes(&server->execd, &server->routes);
     gw_proxy_add_routes(&server->proxy, &server->routes);

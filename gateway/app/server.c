@@ -24,7 +24,10 @@ typedef struct st_gw_handler_t {
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
-    gw_app_dispatch(((gw_handler_t *)self)->server, req);
+    gw_server_t *server = ((gw_handler_t *)self)->server;
+
+    gw_observe_request_begins(&server->observe, req);
+    gw_app_dispatch(server, req);
     return 0;
 }
 
@@ -171,6 +174,16 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
         return -1;
     }
     server->host.instance_env = kmgr_manager_instance_env(server->kmgr);
+    gw_observe_init(&server->observe, &server->host, &server->routes, server->kmgr, pathconf, &hostconf->fallback_path);
+    if (config->access_log != NULL) {
+        char why[512];
+        server->access_log_open = 1;
+        if (gw_access_log_open(&server->access_log, config->access_log, config->access_log_buffer_bytes, why, sizeof(why)) != 0) {
+            ksys_log_error("%s", why);
+            return -1;
+        }
+        gw_observe_set_access_log(&server->observe, &server->access_log);
+    }
     gw_runs_init(&server->runs, &server->host);
     gw_runs_set_log_dir(&server->runs, kmgr_manager_runtime_dir(server->kmgr));
     gw_contexts_init(&server->contexts, &server->host, &server->runs, &server->languages, server->kmgr);
@@ -316,6 +329,7 @@ void gw_server_dispose(gw_server_t *server)
 {
     if (!server->initialised)
         return;
+    gw_observe_close(&server->observe);
     if (server->kmgr != NULL) {
         gw_server_begin_shutdown(server);
         kmgr_manager_destroy(server->kmgr);
@@ -351,5 +365,7 @@ void gw_server_dispose(gw_server_t *server)
      * only under libuv: with evloop the struct itself is left to us */
     free(server->ctx.queue);
     h2o_config_dispose(&server->globalconf);
+    if (server->access_log_open)
+        gw_access_log_dispose(&server->access_log);
     server->initialised = 0;
 }

@@ -9,6 +9,7 @@
 #include "core/router.h"
 #include "app/listener.h"
 #include "app/memory.h"
+#include "app/observe.h"
 #include "app/runtime_init.h"
 #include "code/context.h"
 #include "code/languages.h"
@@ -50,6 +51,8 @@ struct st_gw_server_t {
     gw_metrics_t metrics;
     /* the front doors, and the app's own routes (health) */
     gw_door_t app_door;
+    gw_observe_t observe;           /* per-request figures, GET /kgate/metrics (Prometheus) */
+    gw_access_log_t access_log;     /* --access-log's, when access_log_open */
     gw_runtime_init_t runtime_init; /* --runtime-init: /ready, /internal/init, and the routes closed until init */
     gw_lifecycle_t lifecycle;       /* the lifecycle config kgate started with (app/lifecycle.h) */
     gw_execd_t execd;
@@ -72,6 +75,7 @@ struct st_gw_server_t {
     unsigned e2b_listener_open : 1; /* --e2b-listen's timer exists */
     unsigned mcp_ready : 1;         /* the MCP door's timeout exists */
     unsigned e2b_ready : 1;         /* the E2B door's timeout exists */
+    unsigned access_log_open : 1;   /* access_log needs its dispose (after h2o's context: requests log as they go) */
 };
 
 typedef struct st_gw_server_t gw_server_t;

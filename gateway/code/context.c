@@ -36,6 +36,7 @@ void gw_contexts_init(gw_contexts_t *contexts, gw_host_t *host, gw_runs_t *runs,
     h2o_linklist_init_anchor(&contexts->list);
     h2o_linklist_init_anchor(&contexts->pools);
     contexts->after_run = end_if_spent;
+    gw_code_figures_init(&contexts->figures, &host->stats, contexts);
 }
 
 void gw_context_waiter_cancel(gw_context_waiter_t *waiter)
@@ -118,6 +119,8 @@ static void on_auto_restart(gw_context_t *ctx, unsigned restarts)
     kmgr_kernel_auto_restarts(ctx->kernel, &in_a_row, &limit);
     ksys_log_warn("context %s: its %s kernel died (%s); restarted automatically (%u of %u in a row), its state lost", ctx->id,
                   ctx->spec->name, kmgr_kernel_last_death(ctx->kernel), in_a_row, limit);
+    gw_stats_inc(ctx->contexts->figures.deaths, restarts - ctx->restarts_seen);
+    gw_stats_inc(ctx->contexts->figures.restarts_automatic, restarts - ctx->restarts_seen);
     ctx->restarts_seen = restarts;
     ctx->execution_count = 0;
     gw_kernel_runs_status(ctx, "restarting");
@@ -150,6 +153,7 @@ static void on_kernel_state(kmgr_kernel_t *kernel, void *data)
         tell_waiters(ctx);
     if (state == KMGR_KERNEL_DEAD) {
         /* the runs end (queued ones would wait forever otherwise); a stateless run's context goes with them */
+        gw_stats_inc(ctx->contexts->figures.deaths, 1);
         gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(kernel), "kernel_died");
         if (end_if_spent(ctx))
             return;
@@ -393,6 +397,7 @@ int gw_context_restart(gw_context_t *ctx)
     gw_kernel_runs_abort(ctx, "KernelRestarted", "the context was restarted; its state was lost", "cancelled");
     if ((ret = kmgr_kernel_restart(ctx->kernel)) != 0)
         return ret;
+    gw_stats_inc(ctx->contexts->figures.restarts_requested, 1);
     ctx->execution_count = 0;
     return 0;
 }

@@ -10,6 +10,7 @@
 #include "kmgr/manager.h"
 #include "core/host.h"
 #include "core/idmap.h"
+#include "code/figures.h"
 #include "code/languages.h"
 #include "code/sandbox.h"
 #include "code/translate.h"
@@ -51,6 +52,7 @@ typedef struct st_gw_contexts_t {
      * its last run did (returns 1: `ctx` is gone). A pointer, so that the runs below the registry never call up into it.
      */
     int (*after_run)(struct st_gw_context_t *ctx);
+    gw_code_figures_t figures; /* operators' figures of contexts, runs and kernels (code/figures.h) */
 } gw_contexts_t;
 
 /**

@@ -20,6 +20,7 @@ enum {
     OPT_ALLOW_REMOTE,
     OPT_KEEP_ANSI,
     OPT_SHELL,
+    OPT_ACCESS_LOG,
     OPT_WORKSPACE_ROOT,
     OPT_ALLOW_HARDLINKS,
     OPT_AS_EXECD,
@@ -66,6 +67,7 @@ void gw_config_dispose(gw_config_t *config)
     free(config->kernel_paths);
     free(config->runtime_dir);
     free(config->shell);
+    free(config->access_log);
     free(config->workspace_root);
     free(config->allow_origin);
     free(config->bwrap_path);
@@ -161,6 +163,8 @@ static void usage(FILE *fp)
                 "                              temporary directory, removed at exit)\n"
                 "  --keep-ansi                 keep ANSI colour codes in tracebacks\n"
                 "  --shell PATH                shell for stateless runs (default /bin/bash)\n"
+                "  --access-log PATH|-         one line per HTTP request (time, peer, method, path without its query,\n"
+                "                              status, bytes, seconds, door; never a token) to PATH, or stderr for -\n"
                 "  --workspace-root DIR        files and editor routes work beneath DIR (default: the current\n"
                 "                              directory at start)\n"
                 "  --as-execd                  be a sandbox's execd: files routes serve the whole filesystem\n"
@@ -260,6 +264,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         {"allow-remote-without-token", no_argument, NULL, OPT_ALLOW_REMOTE},
         {"keep-ansi", no_argument, NULL, OPT_KEEP_ANSI},
         {"shell", required_argument, NULL, OPT_SHELL},
+        {"access-log", required_argument, NULL, OPT_ACCESS_LOG},
         {"workspace-root", required_argument, NULL, OPT_WORKSPACE_ROOT},
         {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
         {"allow-hardlinks", no_argument, NULL, OPT_ALLOW_HARDLINKS},
@@ -341,6 +346,10 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         case OPT_SHELL:
             free(config->shell);
             config->shell = wire_strdup(optarg);
+            break;
+        case OPT_ACCESS_LOG:
+            free(config->access_log);
+            config->access_log = optarg[0] != '\0' ? wire_strdup(optarg) : NULL;
             break;
         case OPT_WORKSPACE_ROOT:
             free(config->workspace_root);

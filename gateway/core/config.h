@@ -72,6 +72,8 @@
     XX(pty_stdin_bytes, size_t, 1u << 20, "pty-stdin-bytes", "stdin queued for a PTY session's shell; beyond: STDIN_WRITE_FAILED") \
     XX(ws_queue_bytes, size_t, 16u << 20, "ws-queue-bytes",                                                                        \
        "bytes queued for a kernel or proxied WebSocket peer (each way); beyond: the peer is cut off (1008)")                       \
+    XX(access_log_buffer_bytes, size_t, 1u << 20, "access-log-buffer-bytes",                                                       \
+       "--access-log lines waiting for the disk (twice this in RAM at most); beyond: lines dropped and counted")                   \
     XX(proxy_timeout_ms, unsigned, 120000, "proxy-timeout-ms",                                                                     \
        "/proxy: an upstream silent this long (connecting, answering, mid-body) gets 504 or is cut")                                \
     XX(max_proxy_connections, unsigned, 256, "max-proxy-connections",                                                              \
@@ -130,6 +132,7 @@ typedef struct st_gw_config_t {
     int keep_ansi;     /* keep ANSI colour codes in tracebacks */
     char *runtime_dir; /* NULL: a fresh temporary directory */
     char *shell;       /* stateless runs: `<shell> -c <code>` */
+    char *access_log;  /* --access-log PATH|-: one line per HTTP request (app/access_log.h); NULL: none */
     /* files and editor routes: every path lives beneath it; NULL: the current directory at start */
     char *workspace_root;
     int allow_hardlinks; /* files routes serve regular files with several hard links (one may live outside the root) */

@@ -470,7 +470,8 @@ void gw_jupyter_channels_open(gw_jupyter_t *jupyter, h2o_req_t *req, gw_context_
     /* a client that reads takes a kernel's big output (bigger than the queue bound) and what follows it */
     gw_ws_limits_t limits = {.max_message_bytes = jupyter->host->config->max_body_bytes,
                              .max_queued_bytes = jupyter->host->config->ws_queue_bytes,
-                             .over_bound_ms = 10000};
+                             .over_bound_ms = 10000,
+                             .door = jupyter->super.name};
     gw_jconn_t *conn;
 
     v1 = gw_ws_offers_protocol(req, GW_JFRAMING_V1_PROTOCOL);

@@ -106,6 +106,12 @@ void kmgr_manager_shutdown_all(kmgr_manager_t *mgr);
 /** Number of kernel processes not yet reaped (live kernels and those shutting down). */
 size_t kmgr_manager_num_processes(const kmgr_manager_t *mgr);
 
+/**
+ * Kernels spawned and not ready yet (`*launching`, at most kmgr_config_t.max_starting), and kernels waiting in the start
+ * queue for their spawn (`*queued`, at most max_start_queue): the start queue's depth, for operators' figures.
+ */
+void kmgr_manager_count_starting(kmgr_manager_t *mgr, unsigned *launching, unsigned *queued);
+
 /** The runtime directory in use. */
 const char *kmgr_manager_runtime_dir(const kmgr_manager_t *mgr);
 
