@@ -1,5 +1,8 @@
 /* execd's runtime initialisation: /ready, POST /internal/init, and the token hash it may set. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <sodium.h>
 #include "wire/alloc.h"
@@ -21,6 +24,25 @@ void gw_runtime_init_init(gw_runtime_init_t *rt, int runtime_init, gw_shells_t *
     rt->super.name = "runtime-init";
     rt->initialized = !runtime_init;
     rt->shells = shells, rt->template_lc = template_lc, rt->status_file = status_file;
+    rt->control_fd = -1;
+}
+
+/* One message to the launcher, whole (a pipe: blocking, it reads within its 0.1 s tick); 0 or -errno. */
+static int tell_launcher(gw_runtime_init_t *rt, const char *head, const char *payload, size_t payload_len)
+{
+    for (int part = 0; part != 2; ++part) {
+        const char *p = part == 0 ? head : payload;
+        size_t left = part == 0 ? strlen(head) : payload_len;
+        while (left != 0) {
+            ssize_t n = write(rt->control_fd, p, left);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return n < 0 ? -errno : -EIO;
+            p += n, left -= (size_t)n;
+        }
+    }
+    return 0;
 }
 
 void gw_runtime_init_dispose(gw_runtime_init_t *rt)
@@ -28,6 +50,7 @@ void gw_runtime_init_dispose(gw_runtime_init_t *rt)
     gw_lifecycle_dispose(&rt->init_lc);
     json_decref(rt->warnings);
     rt->warnings = NULL;
+    free(rt->entry_envs);
     free(rt->sandbox_id);
     sodium_memzero(rt->token_hash, sizeof(rt->token_hash));
 }
@@ -105,6 +128,20 @@ static void on_init_prestart(void *data, int ok, const char *why)
     rt->starting = 0;
     rt->initialized = ok;
     gw_lifecycle_dispose(&rt->init_lc);
+    if (ok && rt->restart_entry) {
+        char head[48];
+        int ret;
+        snprintf(head, sizeof(head), "start %zu\n", rt->entry_envs_len);
+        if ((ret = tell_launcher(rt, head, rt->entry_envs, rt->entry_envs_len)) != 0) {
+            ksys_log_error("runtime init: cannot ask the launcher to start the entrypoint: %s", strerror(-ret));
+            json_array_append_new(rt->warnings, json_sprintf("entrypointPolicy=restart: the entrypoint could not be started "
+                                                             "again (%s)",
+                                                             strerror(-ret)));
+        } else {
+            ksys_log_info("runtime init: the launcher starts the entrypoint again (entrypointPolicy=restart)");
+        }
+    }
+    rt->restart_entry = 0;
     if (ok)
         ksys_log_info("runtime initialised: sandbox %s, generation %lld%s", rt->sandbox_id, rt->generation,
                       rt->has_hash ? ", token checked against its hash" : "");
@@ -197,10 +234,27 @@ static void on_init(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *pa
     }
     rt->sandbox_id = wire_strdup(json_string_value(sandbox));
     rt->generation = (long long)json_integer_value(generation);
-    /* kgate never owns the entrypoint: bootstrap.sh runs it, or the launcher under --init (deploy/execd/launcher.c) */
-    if (json_is_string(policy) && strcmp(json_string_value(policy), "restart") == 0)
-        json_array_append_new(warnings, json_string("entrypointPolicy=restart ignored: execd does not own the entrypoint in "
-                                                    "this mode"));
+    /* the entrypoint is the launcher's under --init (deploy/execd/launcher.c), which retires it now, before preStart, and
+     * starts it again after, as upstream's execd does with its own; bootstrap.sh's, without --init, is out of reach */
+    if (json_is_string(policy) && strcmp(json_string_value(policy), "restart") == 0) {
+        int ret = rt->control_fd >= 0 ? tell_launcher(rt, "retire\n", NULL, 0) : -ENOTSUP;
+        if (ret == 0) {
+            size_t len = 0;
+            json_object_foreach(json_is_object(envs) ? envs : NULL, key, value) len +=
+                strlen(key) + 1 + json_string_length(value) + 1;
+            rt->entry_envs = wire_malloc(len + 1);
+            rt->entry_envs_len = 0;
+            json_object_foreach(json_is_object(envs) ? envs : NULL, key, value) rt->entry_envs_len +=
+                (size_t)sprintf(rt->entry_envs + rt->entry_envs_len, "%s=%s", key, json_string_value(value)) + 1;
+            rt->restart_entry = 1;
+        } else if (ret == -ENOTSUP) {
+            json_array_append_new(warnings, json_string("entrypointPolicy=restart ignored: execd does not own the entrypoint in "
+                                                        "this mode"));
+        } else {
+            json_array_append_new(warnings,
+                                  json_sprintf("entrypointPolicy=restart: the launcher cannot be asked (%s)", strerror(-ret)));
+        }
+    }
     /* an init's lifecycle, even empty, replaces the template's; an omitted one keeps it (upstream) */
     rt->init_lc = init_lc;
     memset(&init_lc, 0, sizeof(init_lc));

@@ -1,6 +1,7 @@
 /* The server: h2o set-up, the listener, the one scheduler tick, and orderly shutdown. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -148,6 +149,11 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     gw_proxy_init(&server->proxy, &server->host);
     gw_runtime_init_init(&server->runtime_init, config->runtime_init, &server->shells, &server->lifecycle,
                          config->lifecycle_status_file);
+    /* the launcher's pipe is kgate's alone: no kernel or command inherits it */
+    if (config->init_control_fd >= 0 && fcntl(config->init_control_fd, F_SETFD, FD_CLOEXEC) == 0)
+        server->runtime_init.control_fd = config->init_control_fd;
+    else if (config->init_control_fd >= 0)
+        ksys_log_warn("--init-control-fd %d is not open: entrypointPolicy=restart cannot be honoured", config->init_control_fd);
     server->initialised = 1;
     {
         char why[512];

@@ -28,6 +28,7 @@ enum {
     OPT_LOG_LEVEL,
     OPT_GRACEFUL_SHUTDOWN,
     OPT_LIFECYCLE_STATUS_FILE,
+    OPT_INIT_CONTROL_FD,
     OPT_ALLOW_ORIGIN,
     OPT_SANDBOX,
     OPT_BWRAP,
@@ -49,6 +50,7 @@ void gw_config_init(gw_config_t *config)
     config->pool[0] = (gw_pool_size_t){wire_strdup(GW_POOL_DEFAULT_KERNEL), GW_POOL_DEFAULT_SIZE};
     config->num_pool = 1;
     config->log_level = KSYS_LOG_DEFAULT;
+    config->init_control_fd = -1;
 #define GW_XX_DEFAULT(field, type, def, opt, help) config->field = (type)(def);
     GW_LIMITS_MAP(GW_XX_DEFAULT)
 #undef GW_XX_DEFAULT
@@ -178,6 +180,8 @@ static void usage(FILE *fp)
                 "                              5s with --as-execd; also EXECD_API_GRACE_SHUTDOWN), then stop\n"
                 "  --lifecycle-startup-status-file FILE  append `running <secs>` and `done <status>` to FILE around\n"
                 "                              the lifecycle's preStart hook, as execd does for bootstrap.sh\n"
+                "  --init-control-fd N         (set by the drop-in's --init launcher) where to ask it to restart\n"
+                "                              the entrypoint (POST /internal/init's entrypointPolicy=restart)\n"
                 "  --allow-hardlinks           let the files routes read and chmod regular files with several\n"
                 "                              hard links (refused by default: one may be outside the root)\n"
                 "  --sandbox none|bwrap        run kernels as plain children (none, the default) or in bubblewrap:\n"
@@ -273,6 +277,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
         {"graceful-shutdown-timeout", required_argument, NULL, OPT_GRACEFUL_SHUTDOWN},
         {"lifecycle-startup-status-file", required_argument, NULL, OPT_LIFECYCLE_STATUS_FILE},
+        {"init-control-fd", required_argument, NULL, OPT_INIT_CONTROL_FD},
         {"sandbox", required_argument, NULL, OPT_SANDBOX},
         {"bwrap", required_argument, NULL, OPT_BWRAP},
         {"pool", required_argument, NULL, OPT_POOL},
@@ -387,6 +392,13 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         case OPT_LIFECYCLE_STATUS_FILE:
             free(config->lifecycle_status_file);
             config->lifecycle_status_file = optarg[0] != '\0' ? wire_strdup(optarg) : NULL;
+            break;
+        case OPT_INIT_CONTROL_FD:
+            if (wire_parse_decimal(optarg, 65535, &n) != 0 || n < 3) {
+                fprintf(err, "kgate: --init-control-fd wants a descriptor number above 2, got \"%s\"\n", optarg);
+                return -1;
+            }
+            config->init_control_fd = (int)n;
             break;
         case OPT_SANDBOX:
             if (strcmp(optarg, "none") == 0) {

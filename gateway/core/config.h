@@ -152,6 +152,9 @@ typedef struct st_gw_config_t {
     /* --lifecycle-startup-status-file: bootstrap.sh's file that kgate appends `running <secs>` and `done <status>` to around
      * the lifecycle's preStart hook (app/lifecycle.h); NULL: none */
     char *lifecycle_status_file;
+    /* --init-control-fd (the drop-in's launcher, deploy/execd/launcher.c): the pipe on which kgate asks the launcher, PID 1
+     * and owner of the entrypoint, to retire it and start it again (entrypointPolicy=restart); -1: none */
+    int init_control_fd;
     /* origins (scheme://host[:port], comma-separated, or "*") whose browser pages may call kgate;
      * NULL: only kgate's own origin (a request whose Origin names another host is refused) */
     char *allow_origin;

@@ -454,34 +454,41 @@ Test(execd, bootstrap_fails_when_prestart_fails)
  * container without running it. The artifact is built by deploy/execd/build.sh (a Release build, shared with test_dropin)
  * and run on this machine: the rootfs plays no part in this. Returns the launcher's wait status.
  */
-static int run_dropin_init(const char *prestart, const char *entrypoint)
+/* The drop-in's tests: the first builds the artifact (a Release build of kgate, minutes under load). */
+TestSuite(execd_init, .fini = fini, .timeout = 1800);
+
+static const char *dropin_artifact(void)
 {
     static char artifact[1024];
-    char cmd[2048], exe[512], listen[64], rt[320], lifecycle[1400], line[2048] = "";
-    unsigned short p;
-    int status;
-    pid_t pid;
+    char buf[2048], line[2048] = "";
 
     if (artifact[0] == '\0') {
         FILE *fp = popen("KGATE_EXECD_BUILD=" KGATE_BINARY_DIR "/execd KGATE_EXECD_MEASURE=0 bash " KGATE_SOURCE_DIR
                          "/deploy/execd/build.sh 2>&1",
                          "r");
         cr_assert_not_null(fp);
-        while (fgets(cmd, sizeof(cmd), fp) != NULL)
-            snprintf(line, sizeof(line), "%s", cmd);
+        while (fgets(buf, sizeof(buf), fp) != NULL)
+            snprintf(line, sizeof(line), "%s", buf);
         cr_assert_eq(pclose(fp), 0, "build.sh failed: %s", line);
         cr_assert(strncmp(line, "execd: ", 7) == 0, "build.sh said: %s", line);
         sscanf(line + 7, "%1000s", artifact);
     }
-    snprintf(cmd, sizeof(cmd), "cp '%s' '%s/execd'", artifact, dir);
+    return artifact;
+}
+
+/* Starts `<dir>/execd --init [--runtime-init] --listen 127.0.0.1:<port> ... -- sh -c <command>` with `env` (may be NULL)
+ * added; its output goes to <dir>/init.log. */
+static pid_t spawn_dropin(int runtime_init, const char *env, const char *command, unsigned short *port)
+{
+    char cmd[2048], exe[512], listen[64], rt[320];
+    pid_t pid;
+
+    snprintf(cmd, sizeof(cmd), "cp '%s' '%s/execd'", dropin_artifact(), dir);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
     snprintf(exe, sizeof(exe), "%s/execd", dir);
-    cr_assert_eq(ts_free_port(&p), 0);
-    snprintf(listen, sizeof(listen), "127.0.0.1:%u", p);
+    cr_assert_eq(ts_free_port(port), 0);
+    snprintf(listen, sizeof(listen), "127.0.0.1:%u", *port);
     snprintf(rt, sizeof(rt), "%s/rt", dir);
-    snprintf(lifecycle, sizeof(lifecycle), "OPENSANDBOX_LIFECYCLE={\"preStart\": {\"command\": [\"sh\", \"-c\", \"%s\"]}}",
-             prestart);
-    snprintf(cmd, sizeof(cmd), "echo \"[$OPENSANDBOX_LIFECYCLE]\" > %s/entry-env; %s", dir, entrypoint);
     pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
@@ -490,11 +497,21 @@ static int run_dropin_init(const char *prestart, const char *entrypoint)
         snprintf(tmp, sizeof(tmp), "TMPDIR=%s", dir);
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(fd, 1), dup2(fd, 2);
-        putenv(lifecycle), putenv(tmp);
-        execl(exe, exe, "--init", "--listen", listen, "--runtime-dir", rt, "--pool", "none", "--", "sh", "-c", cmd, (char *)NULL);
+        putenv(tmp);
+        if (env != NULL)
+            putenv((char *)env);
+        execl(exe, exe, "--init", "--listen", listen, "--runtime-dir", rt, "--pool", "none",
+              runtime_init ? "--runtime-init" : "--keep-ansi", "--", "sh", "-c", command, (char *)NULL);
         _exit(127);
     }
-    for (int64_t deadline = ts_now_ms() + 60000; waitpid(pid, &status, WNOHANG) == 0;) {
+    return pid;
+}
+
+static int wait_exit(pid_t pid, int ms)
+{
+    int status;
+
+    for (int64_t deadline = ts_now_ms() + ms; waitpid(pid, &status, WNOHANG) == 0;) {
         if (ts_now_ms() > deadline) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
@@ -505,7 +522,25 @@ static int run_dropin_init(const char *prestart, const char *entrypoint)
     return status;
 }
 
-Test(execd, dropin_init_starts_the_entrypoint_after_prestart, .timeout = 1800)
+/*
+ * The drop-in's --init (deploy/execd/launcher.c, PID 1 of the container; here a child of the test): with a lifecycle config
+ * the entrypoint starts only after kgate's preStart has succeeded, as upstream's init mode; a failed preStart ends the
+ * container without running it. The artifact is built by deploy/execd/build.sh (a Release build, shared with test_dropin)
+ * and run on this machine: the rootfs plays no part in this. Returns the launcher's wait status.
+ */
+static int run_dropin_init(const char *prestart, const char *entrypoint)
+{
+    static char lifecycle[1400];
+    char cmd[1400];
+    unsigned short p;
+
+    snprintf(lifecycle, sizeof(lifecycle), "OPENSANDBOX_LIFECYCLE={\"preStart\": {\"command\": [\"sh\", \"-c\", \"%s\"]}}",
+             prestart);
+    snprintf(cmd, sizeof(cmd), "echo \"[$OPENSANDBOX_LIFECYCLE]\" > %s/entry-env; %s", dir, entrypoint);
+    return wait_exit(spawn_dropin(0, lifecycle, cmd, &p), 60000);
+}
+
+Test(execd_init, starts_the_entrypoint_after_prestart)
 {
     char prestart[600], entry[600];
     int status;
@@ -519,7 +554,7 @@ Test(execd, dropin_init_starts_the_entrypoint_after_prestart, .timeout = 1800)
     cr_assert_str_eq(read_file("entry-env"), "[]\n", "the lifecycle's transport does not reach the entrypoint");
 }
 
-Test(execd, dropin_init_fails_when_prestart_fails, .timeout = 1800)
+Test(execd_init, fails_when_prestart_fails)
 {
     char entry[600];
     int status;
@@ -530,4 +565,42 @@ Test(execd, dropin_init_fails_when_prestart_fails, .timeout = 1800)
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d\n%s", status, read_file("init.log"));
     cr_assert_str_eq(read_file("seen"), "", "the entrypoint never ran");
     cr_assert(strstr(read_file("init.log"), "lifecycle preStart failed (status 1)") != NULL, "%s", read_file("init.log"));
+}
+
+/* POST /internal/init with entrypointPolicy=restart under --init: the launcher stops the running entrypoint (its exit does not
+ * end the container) and starts it again with the init's envs, as upstream's execd does with its own. */
+Test(execd_init, restarts_the_entrypoint_on_init)
+{
+    char cmd[600];
+    unsigned short p;
+    ts_response_t r;
+    pid_t pid;
+    int status;
+
+    make_dir();
+    snprintf(cmd, sizeof(cmd), "echo \"start [$INIT_VAR]\" >> %s/log; exec sleep 60", dir);
+    pid = spawn_dropin(1, NULL, cmd, &p);
+    wait_file("log", "start []\n", 30000);
+    for (int64_t deadline = ts_now_ms() + 30000;;) {
+        ts_http_request(p, "GET", "/ping", NULL, NULL, &r);
+        status = r.status;
+        ts_response_dispose(&r);
+        if (status == 200)
+            break;
+        cr_assert(ts_now_ms() < deadline, "execd does not answer /ping: %s", read_file("init.log"));
+        usleep(50000);
+    }
+    json_t *body = json_pack("{s:s, s:i, s:s, s:{s:s}}", "sandboxId", "sb-r", "generation", 1, "entrypointPolicy", "restart",
+                             "envs", "INIT_VAR", "from-init");
+    ts_post_json(p, "/internal/init", NULL, body, &r);
+    json_decref(body);
+    cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+    cr_assert_null(strstr(r.body, "restart"), "no warning about the restart: %s", r.body);
+    ts_response_dispose(&r);
+    wait_file("log", "start []\nstart [from-init]\n", 30000);
+    cr_assert_eq(waitpid(pid, &status, WNOHANG), 0, "the container outlives its retired entrypoint: %s", read_file("init.log"));
+    kill(pid, SIGTERM);
+    status = wait_exit(pid, 60000);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 143, "the new entrypoint's status (SIGTERM): %d\n%s", status,
+              read_file("init.log"));
 }
