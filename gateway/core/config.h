@@ -92,6 +92,10 @@
     XX(mcp_max_sessions, unsigned, 16, "mcp-max-sessions", "MCP sessions open at once; beyond: initialize is refused (429)")       \
     XX(mcp_session_idle_ms, unsigned, 1800000, "mcp-session-idle-ms",                                                              \
        "an MCP session without a request this long ends, and its kernels and bash session with it")                                \
+    XX(mcp_max_named_contexts, unsigned, 16, "mcp-max-named-contexts",                                                             \
+       "MCP 2026-07-28's named contexts at once; beyond: the least recently used idle one ends (its kernels with it)")             \
+    XX(mcp_context_idle_ms, unsigned, 1800000, "mcp-context-idle-ms",                                                              \
+       "an MCP 2026-07-28 named context without a call this long ends, and its kernels and bash with it")                          \
     XX(mcp_output_bytes, size_t, 1u << 20, "mcp-output-bytes",                                                                     \
        "output kept per MCP tool call (text and results); the rest is dropped")                                                    \
     XX(max_tools, unsigned, 128, "max-tools", "tools one POST /code may declare (code mode)")                                      \
