@@ -124,11 +124,14 @@ Test(mcp2, sdk_client)
     run_client("main", steps);
 }
 
-/* The bounds: beyond --mcp-max-named-contexts the least recently used idle context ends; idle ones end with their kernels. */
+/*
+ * The bounds: beyond --mcp-max-named-contexts the least recently used idle context ends, or, when every one runs a call, the
+ * call naming a new one is an isError result; idle ones end with their kernels.
+ */
 Test(mcp2, sdk_client_bounds)
 {
     const char *extra[] = {"--mcp-max-named-contexts", "2", "--mcp-context-idle-ms", "10000", NULL};
-    const char *steps[] = {"max_named", "idle_expiry", "done", NULL};
+    const char *steps[] = {"max_named", "busy_refused", "idle_expiry", "done", NULL};
     start(extra);
     run_client("bounds", steps);
     assert_released();

@@ -237,6 +237,16 @@ async function bounds() {
         check(r.isError && r.structuredContent.error.ename === 'NameError', `two was evicted, its state with it: ${JSON.stringify(r)}`);
         return 'the least recently used idle context made room';
     });
+    await step('busy_refused', async () => {
+        // both contexts (one, two) running a call: a third name takes none of them, the call says so
+        const busy = ['one', 'two'].map(c => run(a, c, 'import time\ntime.sleep(4)\n"slept"'));
+        await new Promise(res => setTimeout(res, 1000));
+        const r = await run(a, 'four', 'name = "four"');
+        check(r.isError && /maximum/.test(text(r)) && /mcp-max-named-contexts/.test(text(r)), `a new context while all run: ${JSON.stringify(r)}`);
+        for (const b of await Promise.all(busy)) check(!b.isError && text(b).includes('slept'), `a busy call: ${JSON.stringify(b)}`);
+        check((await contexts()).length === 2, 'the refused call started a kernel');
+        return text(r).slice(0, 160);
+    });
     await step('idle_expiry', async () => {
         check((await contexts()).length === 2, 'contexts before');
         await new Promise(res => setTimeout(res, 13000));
