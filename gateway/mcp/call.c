@@ -405,7 +405,7 @@ static gw_context_t *session_context(gw_mcp_session_t *session, const kmgr_kerne
     return NULL;
 }
 
-void gw_mcp_session_release(gw_mcp_session_t *session)
+void gw_mcp_session_release(gw_mcp_session_t *session, int discard)
 {
     const char *spec;
     json_t *id;
@@ -419,7 +419,9 @@ void gw_mcp_session_release(gw_mcp_session_t *session)
     json_object_foreach(session->contexts, spec, id)
     {
         gw_context_t *ctx = gw_context_find(session->mcp->contexts, json_string_value(id));
-        if (ctx != NULL)
+        if (ctx != NULL && discard)
+            gw_context_discard(ctx);
+        else if (ctx != NULL)
             gw_context_destroy(ctx);
     }
     json_decref(session->contexts);
@@ -500,6 +502,8 @@ static void call_run(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, json
     call->structured = tool == GW_MCP_TOOL_RUN_CODE;
     call->accepts = accepts;
     gw_mcp_output_init(&call->output, config->mcp_output_bytes);
+    call->output.timeout_asked_ms = a.asked_timeout_ms;
+    call->output.timeout_applied_ms = a.asked_timeout_ms != 0 ? a.timeout_ms : 0;
     h2o_linklist_init_anchor(&call->queue);
     call->started_ms = gw_now_ms();
     call->deadline_ms = call->started_ms + (int64_t)opts.timeout_ms;
@@ -551,6 +555,15 @@ void gw_mcp_tools_call(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, js
         break;
     case GW_MCP_TOOL_EDITOR:
         call_editor(session, req, id, accepts, args);
+        break;
+    case GW_MCP_TOOL_INTERRUPT:
+        gw_mcp_tool_interrupt(session, req, id, accepts, args);
+        break;
+    case GW_MCP_TOOL_RESTART:
+        gw_mcp_tool_restart(session, req, id, accepts, args);
+        break;
+    case GW_MCP_TOOL_LIST_CONTEXTS:
+        gw_mcp_tool_list_contexts(session, req, id, accepts);
         break;
     case GW_MCP_TOOL_LIST_LANGUAGES: {
         json_t *languages = gw_languages_to_json(session->mcp->languages), *result;

@@ -117,8 +117,11 @@ const char *gw_mcp_session_gone(gw_mcp_t *mcp, const char *id, size_t len);
 void gw_mcp_session_end(gw_mcp_session_t *session, gw_mcp_end_t why);
 /** The session counts (open is the number open now). */
 void gw_mcp_stats(const gw_mcp_t *mcp, gw_mcp_stats_t *out);
-/** What ending a session or a named context releases: its calls lose it, its contexts are destroyed (it stays linked). */
-void gw_mcp_session_release(gw_mcp_session_t *session);
+/**
+ * What ending a session or a named context releases: its calls lose it, its contexts are destroyed (it stays linked);
+ * with `discard`, killed at once (gw_context_discard: an eviction, whose successor's kernels start now).
+ */
+void gw_mcp_session_release(gw_mcp_session_t *session, int discard);
 
 /**
  * Runs tools/call `params` (an object, borrowed) of request `id` (borrowed) for `session` and
@@ -130,6 +133,12 @@ void gw_mcp_tools_call(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, js
 void gw_mcp_call_forget_session(h2o_linklist_t *link);
 /** When the call linked at `link` (in session->calls) reaches its run's timeout, on the gw_now_ms clock. */
 int64_t gw_mcp_call_deadline_ms(h2o_linklist_t *link);
+/** The interrupt tool: interrupts the cell running in the session's kernel of `args`' language (state kept). */
+void gw_mcp_tool_interrupt(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, unsigned accepts, json_t *args);
+/** The restart tool: restarts the session's kernel of `args`' language (state lost) and answers once it is ready again. */
+void gw_mcp_tool_restart(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, unsigned accepts, json_t *args);
+/** The list_contexts tool: the session's kernels, their language, state, execution_count and idle time. */
+void gw_mcp_tool_list_contexts(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, unsigned accepts);
 /** notifications/cancelled: interrupts the run of request `request_id` of `session` (state kept); no-op when unknown. */
 void gw_mcp_cancel(gw_mcp_session_t *session, json_t *request_id);
 /*

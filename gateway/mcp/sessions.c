@@ -89,7 +89,9 @@ void gw_mcp_session_end(gw_mcp_session_t *session, gw_mcp_end_t why)
     gw_mcp_t *mcp = session->mcp;
 
     remember_end(mcp, session, why);
-    gw_mcp_session_release(session);
+    /* an evicted session's kernels are killed, not shut down politely: the new session's kernels start now, and the two
+     * sessions' are never alive together (nobody will read the state a polite shutdown would save) */
+    gw_mcp_session_release(session, why == GW_MCP_END_EVICTED);
     h2o_linklist_unlink(&session->link);
     --mcp->nsessions;
     free(session);

@@ -25,17 +25,21 @@ static const char context_description[] =
 
 /* ---- named contexts ------------------------------------------------------------------------------- */
 
-static void named_end(gw_mcp_session_t *named)
+/* Ends `named`; `evicted`: its kernels are killed, as an evicted session's (the new context's start now). */
+static void named_end(gw_mcp_session_t *named, int evicted)
 {
-    gw_mcp_session_release(named);
+    gw_mcp_session_release(named, evicted);
     h2o_linklist_unlink(&named->link);
     --named->mcp->nnamed;
     free(named);
 }
 
-/* The named context `name`, made the most recently used; created when new (evicting the least recently used idle one
- * at the bound); NULL with `why` when every one is busy or kgate is stopping. */
-static gw_mcp_session_t *named_get(gw_mcp_t *mcp, const char *name, char *why, size_t size)
+/*
+ * The named context `name`, made the most recently used. When there is none: NULL with `why` "" unless `create`, else a new
+ * one (evicting the least recently used idle one at the bound), or NULL with `why` when every one is busy or kgate is
+ * stopping.
+ */
+static gw_mcp_session_t *named_get(gw_mcp_t *mcp, const char *name, int create, char *why, size_t size)
 {
     const gw_config_t *config = mcp->host->config;
     gw_mcp_session_t *named;
@@ -50,6 +54,9 @@ static gw_mcp_session_t *named_get(gw_mcp_t *mcp, const char *name, char *why, s
             return named;
         }
     }
+    why[0] = '\0';
+    if (!create)
+        return NULL;
     if (mcp->host->shutting_down) {
         snprintf(why, size, "kgate is shutting down");
         return NULL;
@@ -59,7 +66,7 @@ static gw_mcp_session_t *named_get(gw_mcp_t *mcp, const char *name, char *why, s
         named = H2O_STRUCT_FROM_MEMBER(gw_mcp_session_t, link, node);
         node = node->next;
         if (h2o_linklist_is_empty(&named->calls))
-            named_end(named);
+            named_end(named, 1);
     }
     if (mcp->nnamed >= config->mcp_max_named_contexts) {
         snprintf(why, size,
@@ -93,14 +100,14 @@ void gw_mcp_named_tick(gw_mcp_t *mcp)
         if (!h2o_linklist_is_empty(&named->calls))
             named->last_activity_mono_ms = now;
         else if (now - named->last_activity_mono_ms >= (int64_t)mcp->host->config->mcp_context_idle_ms)
-            named_end(named);
+            named_end(named, 0);
     }
 }
 
 void gw_mcp_named_shutdown(gw_mcp_t *mcp)
 {
     while (!h2o_linklist_is_empty(&mcp->named))
-        named_end(H2O_STRUCT_FROM_MEMBER(gw_mcp_session_t, link, mcp->named.next));
+        named_end(H2O_STRUCT_FROM_MEMBER(gw_mcp_session_t, link, mcp->named.next), 0);
 }
 
 /* ---- answers -------------------------------------------------------------------------------------- */
@@ -118,34 +125,60 @@ static json_t *discover_result(void)
 /* Does `tool` run in a named context (its `context` argument)? */
 static int takes_context(gw_mcp_tool_t tool)
 {
-    return tool == GW_MCP_TOOL_RUN_CODE || tool == GW_MCP_TOOL_BASH;
+    return tool == GW_MCP_TOOL_RUN_CODE || tool == GW_MCP_TOOL_BASH || tool == GW_MCP_TOOL_INTERRUPT ||
+           tool == GW_MCP_TOOL_RESTART || tool == GW_MCP_TOOL_LIST_CONTEXTS;
 }
 
-/* tools/list of this revision: the session revisions' tools, run_code and bash with their `context` argument. */
-static json_t *tools_result(void)
+/*
+ * A session revision's tool description for this one: what it says of "this (MCP) session" holds of the named context.
+ * A new string.
+ */
+static json_t *reworded(const char *text)
 {
-    json_t *result = gw_mcp_tools_list(), *tool;
+    static const char *const pairs[][2] = {{"this MCP session's", "the named context's"},
+                                           {"of this MCP session", "of the named context"},
+                                           {"this session's", "the named context's"}};
+    size_t len = strlen(text), cap = len * 2 + 1, at = 0;
+    char *out = wire_malloc(cap);
+    json_t *ret;
+
+    /* each replacement is at most twice its pattern's length: the buffer always holds the result */
+    while (*text != '\0') {
+        size_t i;
+        for (i = 0; i != sizeof(pairs) / sizeof(pairs[0]); ++i) {
+            size_t plen = strlen(pairs[i][0]);
+            if (strncmp(text, pairs[i][0], plen) == 0) {
+                memcpy(out + at, pairs[i][1], strlen(pairs[i][1]));
+                at += strlen(pairs[i][1]);
+                text += plen;
+                break;
+            }
+        }
+        if (i == sizeof(pairs) / sizeof(pairs[0]))
+            out[at++] = *text++;
+    }
+    out[at] = '\0';
+    ret = json_string(out);
+    free(out);
+    return ret;
+}
+
+/* tools/list of this revision: the session revisions' tools, those of a context with their `context` argument. */
+static json_t *tools_result(unsigned max_timeout_ms)
+{
+    json_t *result = gw_mcp_tools_list(max_timeout_ms), *tool;
     size_t i;
 
     json_array_foreach(json_object_get(result, "tools"), i, tool)
     {
-        const char *name = json_string_value(json_object_get(tool, "name"));
         json_t *props = json_object_get(json_object_get(tool, "inputSchema"), "properties");
-        char text[512];
-        if (!takes_context(gw_mcp_tool_find(name)) || !json_is_object(props))
+        if (!takes_context(gw_mcp_tool_find(json_string_value(json_object_get(tool, "name")))) || !json_is_object(props))
             continue;
         json_object_set_new(props, "context",
                             json_pack("{s:s, s:i, s:i, s:s, s:s, s:s}", "type", "string", "minLength", 1, "maxLength",
                                       GW_MCP_CONTEXT_NAME_MAX, "pattern", "^[A-Za-z0-9._-]+$", "default", DEFAULT_CONTEXT,
                                       "description", context_description));
-        snprintf(text, sizeof(text), "%s",
-                 gw_mcp_tool_find(name) == GW_MCP_TOOL_BASH
-                     ? "Runs commands in the persistent bash shell of a named context (cwd and environment are kept between "
-                       "calls naming it; it starts in the workspace root)."
-                     : "Runs code in a persistent Jupyter kernel of a named context (one per language, created on first "
-                       "use; Python by default): state persists between calls naming the context. Returns stdout, stderr, "
-                       "results (images as image content) and errors with their traceback.");
-        json_object_set_new(tool, "description", json_string(text));
+        json_object_set_new(tool, "description", reworded(json_string_value(json_object_get(tool, "description"))));
     }
     json_object_set_new(result, "ttlMs", json_integer(LIST_TTL_MS));
     json_object_set_new(result, "cacheScope", json_string("public"));
@@ -156,28 +189,29 @@ static void tools_call(gw_mcp_t *mcp, h2o_req_t *req, gw_mcp_message_t *msg, uns
 {
     json_t *params = msg->params, *args = json_object_get(params, "arguments"), *name, *copy, *rest;
     gw_mcp_tool_t tool = gw_mcp_tool_find(json_string_value(json_object_get(params, "name")));
-    gw_mcp_session_t *named, passing = {.mcp = mcp};
+    gw_mcp_session_t *named = NULL, passing = {.mcp = mcp};
     char why[512];
 
-    if (!takes_context(tool)) {
-        /* the tools of no context (the editor, list_languages, unknown names) need only the door: a holder for the call */
-        h2o_linklist_init_anchor(&passing.calls);
-        passing.contexts = json_object();
-        gw_mcp_tools_call(&passing, req, msg->id, params, answer);
-        json_decref(passing.contexts);
-        return;
-    }
-    name = json_is_object(args) ? json_object_get(args, "context") : NULL;
-    if (name != NULL && !json_is_null(name) &&
-        (!json_is_string(name) || !gw_mcp_context_name_valid(json_string_value(name), json_string_length(name)))) {
-        snprintf(why, sizeof(why), "context must be a name of 1 to %d characters among A-Z a-z 0-9 . _ - (\"%s\" when absent)",
-                 GW_MCP_CONTEXT_NAME_MAX, DEFAULT_CONTEXT);
-        gw_mcp_respond(req, answer, gw_mcp_result(msg->id, gw_mcp_text_result(why, strlen(why), 1)));
-        return;
-    }
-    if ((named = named_get(mcp, json_is_string(name) ? json_string_value(name) : DEFAULT_CONTEXT, why, sizeof(why))) == NULL) {
-        gw_mcp_respond(req, answer, gw_mcp_result(msg->id, gw_mcp_text_result(why, strlen(why), 1)));
-        return;
+    /* the tools of no context (the editor, list_languages, unknown names), and those that only look at a context that
+     * does not exist, need only the door: an empty holder for the call */
+    h2o_linklist_init_anchor(&passing.calls);
+    passing.contexts = json_object();
+    if (takes_context(tool)) {
+        name = json_is_object(args) ? json_object_get(args, "context") : NULL;
+        if (name != NULL && !json_is_null(name) &&
+            (!json_is_string(name) || !gw_mcp_context_name_valid(json_string_value(name), json_string_length(name)))) {
+            snprintf(why, sizeof(why), "context must be a name of 1 to %d characters among A-Z a-z 0-9 . _ - (\"%s\" when absent)",
+                     GW_MCP_CONTEXT_NAME_MAX, DEFAULT_CONTEXT);
+            gw_mcp_respond(req, answer, gw_mcp_result(msg->id, gw_mcp_text_result(why, strlen(why), 1)));
+            goto Exit;
+        }
+        /* run_code and bash start a context; interrupt, restart and list_contexts of an unknown one find no kernel */
+        named = named_get(mcp, json_is_string(name) ? json_string_value(name) : DEFAULT_CONTEXT,
+                          tool == GW_MCP_TOOL_RUN_CODE || tool == GW_MCP_TOOL_BASH, why, sizeof(why));
+        if (named == NULL && why[0] != '\0') {
+            gw_mcp_respond(req, answer, gw_mcp_result(msg->id, gw_mcp_text_result(why, strlen(why), 1)));
+            goto Exit;
+        }
     }
     /* the tool's own checks see its arguments without `context`, as in the session revisions */
     copy = json_copy(params);
@@ -186,8 +220,10 @@ static void tools_call(gw_mcp_t *mcp, h2o_req_t *req, gw_mcp_message_t *msg, uns
         json_object_del(rest, "context");
         json_object_set_new(copy, "arguments", rest);
     }
-    gw_mcp_tools_call(named, req, msg->id, copy, answer);
+    gw_mcp_tools_call(named != NULL ? named : &passing, req, msg->id, copy, answer);
     json_decref(copy);
+Exit:
+    json_decref(passing.contexts);
 }
 
 /* ---- requests ------------------------------------------------------------------------------------- */
@@ -247,7 +283,7 @@ void gw_mcp_stateless_post(gw_mcp_t *mcp, h2o_req_t *req, gw_mcp_message_t *msg,
     if (strcmp(msg->method, "server/discover") == 0) {
         gw_mcp_respond(req, answer, gw_mcp_result(msg->id, discover_result()));
     } else if (strcmp(msg->method, "tools/list") == 0) {
-        gw_mcp_respond(req, answer, gw_mcp_result(msg->id, tools_result()));
+        gw_mcp_respond(req, answer, gw_mcp_result(msg->id, tools_result(mcp->host->config->max_timeout_ms)));
     } else if (strcmp(msg->method, "tools/call") == 0) {
         if (!json_is_string(json_object_get(msg->params, "name"))) {
             gw_mcp_respond(req, answer, gw_mcp_error(msg->id, GW_MCP_INVALID_PARAMS, "tools/call takes params {name, arguments}"));

@@ -114,12 +114,13 @@ static void assert_released(void)
 /*
  * server/discover and the pinned revision, tools with their `context`, run_code state across calls (and clients) in a
  * named context and not in another, errors as isError, bash, the editor, a cancellation (the client closing the
- * response) that interrupts the run and keeps the state, version negotiation, header/body mismatches refused.
+ * response) that interrupts the run and keeps the state, interrupt and list_contexts of a named context, version negotiation,
+ * header/body mismatches refused.
  */
 Test(mcp2, sdk_client)
 {
-    const char *steps[] = {"discover", "list_tools",  "state",           "error", "bash", "editor",
-                           "cancel",   "negotiation", "header_mismatch", "done",  NULL};
+    const char *steps[] = {"discover", "list_tools",   "state",       "error",           "bash", "editor",
+                           "cancel",   "kernel_tools", "negotiation", "header_mismatch", "done", NULL};
     start(NULL);
     run_client("main", steps);
 }

@@ -175,6 +175,26 @@ async function main() {
         check(Date.now() - t0 < 20000, `the next call waited ${Date.now() - t0} ms: the run was not interrupted`);
         return `next call answered ${Date.now() - t0} ms after the start (${seen.length} progress notifications before)`;
     });
+    await step('kernel_tools', async () => {
+        // interrupt and list_contexts act on the context they name, as run_code does
+        const call = (name, args) => a.client.callTool({ name, arguments: args }, { timeout: 120000 });
+        let r = await call('list_contexts', { context: 'ctx-a' });
+        const langs = (r.structuredContent.contexts || []).map(c => c.language).sort();
+        check(!r.isError && langs.includes('python') && langs.includes('bash'), `list_contexts of ctx-a: ${JSON.stringify(r)}`);
+        r = await call('list_contexts', { context: 'ctx-new' });
+        check(!r.isError && (r.structuredContent === undefined || (r.structuredContent.contexts || []).length === 0), `a fresh context lists kernels: ${JSON.stringify(r)}`);
+        const pending = run(a, 'ctx-a', 'import time\ntime.sleep(60)\nprint("not interrupted")');
+        await new Promise(res => setTimeout(res, 1500));
+        r = await call('interrupt', { language: 'python', context: 'ctx-b' });
+        check(!r.isError, `interrupt in ctx-b: ${JSON.stringify(r)}`);
+        r = await call('interrupt', { language: 'python', context: 'ctx-a' });
+        check(!r.isError, `interrupt in ctx-a: ${JSON.stringify(r)}`);
+        const ran = await pending;
+        check(ran.isError && ran.structuredContent.error.ename === 'KeyboardInterrupt', `the interrupted run: ${JSON.stringify(ran)}`);
+        r = await run(a, 'ctx-a', 'x');
+        check(text(r).trim() === '41', `state after interrupt: ${JSON.stringify(r)}`);
+        return `ctx-a: ${langs.join(', ')}; interrupt ended its run, state kept`;
+    });
     await step('negotiation', async () => {
         // an unsupported version by hand: 400 and UnsupportedProtocolVersionError listing what kgate speaks
         let r = await post({ 'mcp-protocol-version': '1900-01-01', 'mcp-method': 'server/discover' },
