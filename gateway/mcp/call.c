@@ -27,7 +27,8 @@
 
 /**
  * One run_code or bash call in flight. It lives in its request's pool: a client that goes away takes
- * it along (the run goes on in the engine: a disconnection is not a cancellation).
+ * it along (the run goes on in the engine: a disconnection is not a cancellation, except in revision
+ * 2026-07-28, where closing the response is how a client cancels: GW_MCP_ANSWER_STATELESS).
  */
 typedef struct st_gw_mcp_call_t {
     gw_mcp_t *mcp;
@@ -129,8 +130,13 @@ static void push_bytes(gw_mcp_call_t *call, const char *bytes, size_t len, int a
 static void push_message(gw_mcp_call_t *call, json_t *message, int always)
 {
     static const char head[] = "event: message\ndata: ";
-    size_t len = gw_json_render(message, NULL);
-    char *buf = wire_malloc(sizeof(head) - 1 + len + 2);
+    size_t len;
+    char *buf;
+
+    if (call->accepts & GW_MCP_ANSWER_STATELESS)
+        gw_mcp_stateless_stamp(message);
+    len = gw_json_render(message, NULL);
+    buf = wire_malloc(sizeof(head) - 1 + len + 2);
 
     memcpy(buf, head, sizeof(head) - 1);
     gw_json_render(message, buf + sizeof(head) - 1);
@@ -304,7 +310,8 @@ static void on_tick(h2o_timeout_entry_t *entry)
     if (call->streaming) {
         if (call->progress_token != NULL)
             send_progress(call);
-        else if (call->ticks % KEEPALIVE_TICKS == 0)
+        /* revision 2026-07-28: every tick, so that a client gone (its cancellation) is seen within two */
+        else if (call->ticks % KEEPALIVE_TICKS == 0 || (call->accepts & GW_MCP_ANSWER_STATELESS))
             push_bytes(call, H2O_STRLIT(": keep-alive\n\n"), 0);
     }
     h2o_timeout_link(call->mcp->host->loop, &call->mcp->tick_timeout, &call->tick_entry);
@@ -315,6 +322,9 @@ static void on_call_dispose(void *p)
 {
     gw_mcp_call_t *call = p;
 
+    /* revision 2026-07-28: the client closed the response before its answer, which cancels the call (state kept) */
+    if ((call->accepts & GW_MCP_ANSWER_STATELESS) && !call->answered && call->cursor_open && call->cursor.run != NULL)
+        gw_run_stop(call->cursor.run);
     close_cursor(call);
     if (h2o_timeout_is_linked(&call->tick_entry))
         h2o_timeout_unlink(&call->tick_entry);
@@ -393,6 +403,29 @@ static gw_context_t *session_context(gw_mcp_session_t *session, const kmgr_kerne
         break;
     }
     return NULL;
+}
+
+void gw_mcp_session_release(gw_mcp_session_t *session, int discard)
+{
+    const char *spec;
+    json_t *id;
+
+    /* the calls first: their runs end with the contexts below, and they answer without a session */
+    while (!h2o_linklist_is_empty(&session->calls)) {
+        h2o_linklist_t *node = session->calls.next;
+        h2o_linklist_unlink(node);
+        gw_mcp_call_forget_session(node);
+    }
+    json_object_foreach(session->contexts, spec, id)
+    {
+        gw_context_t *ctx = gw_context_find(session->mcp->contexts, json_string_value(id));
+        if (ctx != NULL && discard)
+            gw_context_discard(ctx);
+        else if (ctx != NULL)
+            gw_context_destroy(ctx);
+    }
+    json_decref(session->contexts);
+    session->contexts = NULL;
 }
 
 /* ---- tools/call --------------------------------------------------------------------------------- */

@@ -12,6 +12,7 @@
 #include "files/files.h"
 #include "runs/run.h"
 #include "mcp/output.h"
+#include "mcp/revision.h"
 
 /* Length of a session id: 16 random bytes from libsodium, in hex. */
 #define GW_MCP_SESSION_ID_LEN 32
@@ -50,6 +51,8 @@ typedef struct st_gw_mcp_t {
     gw_files_t *files;
     h2o_linklist_t sessions;    /* gw_mcp_session_t */
     size_t nsessions;           /* bounded by config->mcp_max_sessions */
+    h2o_linklist_t named;       /* gw_mcp_session_t of revision 2026-07-28's named contexts, least recently used first */
+    size_t nnamed;              /* bounded by config->mcp_max_named_contexts */
     h2o_timeout_t tick_timeout; /* GW_MCP_TICK_MS: progress of the calls in flight */
     gw_mcp_stats_t stats;       /* open is nsessions: the rest counts as sessions come and go */
     struct {
@@ -59,9 +62,14 @@ typedef struct st_gw_mcp_t {
     unsigned ended_next;
 } gw_mcp_t;
 
-/** One MCP session (Mcp-Session-Id): created by initialize, ended by DELETE /mcp, idle expiry or shutdown. */
+/**
+ * One MCP session (Mcp-Session-Id): created by initialize, ended by DELETE /mcp, idle expiry or shutdown. Revision
+ * 2026-07-28 has no session: its state lives in named contexts (mcp/stateless.c), each one of these with a `name`
+ * (and no id), which own their kernels as a session does, and end by idle expiry, eviction or shutdown.
+ */
 typedef struct st_gw_mcp_session_t {
     char id[GW_MCP_SESSION_ID_LEN + 1];
+    char name[GW_MCP_CONTEXT_NAME_MAX + 1]; /* a named context's name; "" for a session */
     gw_mcp_t *mcp;
     h2o_linklist_t link; /* in mcp->sessions */
     char version[16];    /* the negotiated protocol revision */
@@ -109,6 +117,11 @@ const char *gw_mcp_session_gone(gw_mcp_t *mcp, const char *id, size_t len);
 void gw_mcp_session_end(gw_mcp_session_t *session, gw_mcp_end_t why);
 /** The session counts (open is the number open now). */
 void gw_mcp_stats(const gw_mcp_t *mcp, gw_mcp_stats_t *out);
+/**
+ * What ending a session or a named context releases: its calls lose it, its contexts are destroyed (it stays linked);
+ * with `discard`, killed at once (gw_context_discard: an eviction, whose successor's kernels start now).
+ */
+void gw_mcp_session_release(gw_mcp_session_t *session, int discard);
 
 /**
  * Runs tools/call `params` (an object, borrowed) of request `id` (borrowed) for `session` and
@@ -128,6 +141,13 @@ void gw_mcp_tool_restart(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, 
 void gw_mcp_tool_list_contexts(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, unsigned accepts);
 /** notifications/cancelled: interrupts the run of request `request_id` of `session` (state kept); no-op when unknown. */
 void gw_mcp_cancel(gw_mcp_session_t *session, json_t *request_id);
+/*
+ * A bit beside gw_mcp_accepts' in the `accepts` a call is answered by: the request is of revision 2026-07-28, so
+ * its result carries `resultType` and the server's `_meta` (gw_mcp_stateless_stamp, mcp/revision.h), and its client closing the
+ * response (the revision's cancellation) interrupts its run.
+ */
+#define GW_MCP_ANSWER_STATELESS 4u
+
 /**
  * Answers a request at once with a JSON-RPC message (reference stolen): JSON, or a one-message SSE stream for
  * a client whose Accept (`accepts`, gw_mcp_accepts) takes only SSE.
@@ -135,6 +155,17 @@ void gw_mcp_cancel(gw_mcp_session_t *session, json_t *request_id);
 void gw_mcp_respond(h2o_req_t *req, unsigned accepts, json_t *message);
 /** Sends a JSON-RPC message (reference stolen) as the JSON response to `req` with `status`. */
 void gw_mcp_send(h2o_req_t *req, int status, json_t *message);
+
+/* ---- revision 2026-07-28 (mcp/stateless.c) ---- */
+
+/** True when the POSTed `msg` (parsed) belongs to revision 2026-07-28 (gw_mcp_is_stateless over `req`'s headers). */
+int gw_mcp_stateless_claims(h2o_req_t *req, const gw_mcp_message_t *msg);
+/** Answers `msg` (borrowed) of revision 2026-07-28: its checks, server/discover, tools/list, tools/call. */
+void gw_mcp_stateless_post(gw_mcp_t *mcp, h2o_req_t *req, gw_mcp_message_t *msg, unsigned accepts);
+/** Ends named contexts idle for longer than config->mcp_context_idle_ms (server tick). */
+void gw_mcp_named_tick(gw_mcp_t *mcp);
+/** Ends every named context (shutdown). */
+void gw_mcp_named_shutdown(gw_mcp_t *mcp);
 
 static inline gw_mcp_t *gw_mcp_from(gw_door_t *door)
 {

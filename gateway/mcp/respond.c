@@ -1,11 +1,10 @@
-/* Answering a request at once: a JSON response, or a one-message SSE stream for a client that reads only SSE. */
+/* Answering a request at once: a JSON-RPC message in JSON, or as a one-message SSE stream for a client that reads only SSE. */
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
 #include "core/http.h"
 #include "core/json_out.h"
 #include "core/stream.h"
-#include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 
 /* A one-message SSE stream: a source whose only event is the answer. Lives in the request's pool. */
@@ -47,6 +46,8 @@ void gw_mcp_respond(h2o_req_t *req, unsigned accepts, json_t *message)
     size_t len;
     char *buf;
 
+    if (accepts & GW_MCP_ANSWER_STATELESS)
+        gw_mcp_stateless_stamp(message);
     if (accepts & GW_MCP_ACCEPT_JSON) {
         gw_mcp_send(req, 200, message);
         return;

@@ -20,6 +20,7 @@ void gw_mcp_init(gw_mcp_t *mcp, gw_host_t *host, gw_languages_t *languages, gw_c
     mcp->contexts = contexts;
     mcp->files = files;
     h2o_linklist_init_anchor(&mcp->sessions);
+    h2o_linklist_init_anchor(&mcp->named);
     h2o_timeout_init(host->loop, &mcp->tick_timeout, GW_MCP_TICK_MS);
 }
 
@@ -27,6 +28,7 @@ void gw_mcp_shutdown(gw_mcp_t *mcp)
 {
     while (!h2o_linklist_is_empty(&mcp->sessions))
         gw_mcp_session_end(H2O_STRUCT_FROM_MEMBER(gw_mcp_session_t, link, mcp->sessions.next), GW_MCP_END_SHUTDOWN);
+    gw_mcp_named_shutdown(mcp);
 }
 
 void gw_mcp_dispose(gw_mcp_t *mcp)
@@ -168,13 +170,6 @@ static void on_post(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *pa
     int ret;
     (void)params;
 
-    if ((value = header(req, H2O_STRLIT("mcp-protocol-version"), &len)) != NULL && !gw_mcp_version_supported(value, len)) {
-        gw_mcp_send(req, 400,
-                    gw_mcp_error(NULL, GW_MCP_SERVER_ERROR,
-                                 "Bad Request: unsupported MCP-Protocol-Version (kgate speaks " GW_MCP_VERSION_LATEST
-                                 " and " GW_MCP_VERSION_PREVIOUS ")"));
-        return;
-    }
     value = header(req, H2O_STRLIT("accept"), &len);
     accepts = gw_mcp_accepts(value, len);
     if ((ret = gw_mcp_message_parse(req->entity.base, req->entity.len, &msg, &why, &bad_id)) != 0) {
@@ -186,6 +181,11 @@ static void on_post(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *pa
         gw_mcp_send(req, 406,
                     gw_mcp_error(msg.id, GW_MCP_SERVER_ERROR,
                                  "Not Acceptable: the client must accept application/json or text/event-stream"));
+        goto Exit;
+    }
+    /* revision 2026-07-28 (its _meta, or a version header of no session revision: it answers unsupported ones) */
+    if (gw_mcp_stateless_claims(req, &msg)) {
+        gw_mcp_stateless_post(mcp, req, &msg, accepts);
         goto Exit;
     }
     if (msg.kind == GW_MCP_REQUEST && strcmp(msg.method, "initialize") == 0) {

@@ -87,27 +87,11 @@ const char *gw_mcp_session_gone(gw_mcp_t *mcp, const char *id, size_t len)
 void gw_mcp_session_end(gw_mcp_session_t *session, gw_mcp_end_t why)
 {
     gw_mcp_t *mcp = session->mcp;
-    const char *spec;
-    json_t *id;
 
     remember_end(mcp, session, why);
-    /* the calls first: their runs end with the contexts below, and they answer without a session */
-    while (!h2o_linklist_is_empty(&session->calls)) {
-        h2o_linklist_t *node = session->calls.next;
-        h2o_linklist_unlink(node);
-        gw_mcp_call_forget_session(node);
-    }
-    json_object_foreach(session->contexts, spec, id)
-    {
-        gw_context_t *ctx = gw_context_find(mcp->contexts, json_string_value(id));
-        /* an evicted session's kernels are killed, not shut down politely: the new session's kernels start now, and the
-         * two sessions' are never alive together (nobody will read the state a polite shutdown would save) */
-        if (ctx != NULL && why == GW_MCP_END_EVICTED)
-            gw_context_discard(ctx);
-        else if (ctx != NULL)
-            gw_context_destroy(ctx);
-    }
-    json_decref(session->contexts);
+    /* an evicted session's kernels are killed, not shut down politely: the new session's kernels start now, and the two
+     * sessions' are never alive together (nobody will read the state a polite shutdown would save) */
+    gw_mcp_session_release(session, why == GW_MCP_END_EVICTED);
     h2o_linklist_unlink(&session->link);
     --mcp->nsessions;
     free(session);
@@ -170,4 +154,5 @@ void gw_mcp_tick(gw_mcp_t *mcp)
         else if (now - session->last_activity_mono_ms >= (int64_t)idle_ms)
             gw_mcp_session_end(session, GW_MCP_END_EXPIRED);
     }
+    gw_mcp_named_tick(mcp);
 }
