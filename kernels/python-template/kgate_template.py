@@ -30,6 +30,12 @@ import ipykernel.ipkernel  # noqa: F401
 import ipykernel.zmqshell  # noqa: F401
 import IPython.core.interactiveshell  # noqa: F401
 import jupyter_client.session  # noqa: F401
+import IPython.core.completerlib  # noqa: F401 (imported by every kernel's initialisation)
+import faulthandler  # noqa: F401 (likewise)
+from jupyter_client import localinterfaces
+
+# the host's addresses, found by running `ip addr` and cached in the module: once here, not a fork and exec per kernel
+localinterfaces.localhost()
 
 MAX_FRAME = 1 << 20  # kgate's KMGR_TPL_MAX_FRAME
 CHILD_REPORT_TIMEOUT = 10.0  # seconds a child may take to apply its set-up
@@ -102,10 +108,15 @@ def child_setup(req, report):
 
 def child_run(req):
     from ipykernel.kernelapp import IPKernelApp
+    from traitlets.config import Config
 
+    # history in memory: a kernel's IPYTHONDIR is its own and goes with it (kgate removes the kernel's directory), so a
+    # sqlite file there is never read again, and creating it is a tenth of a forked kernel's start
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
     # parent_handle 1: no thread polling for the parent's death (its parent is this template, which a kernel outlives; kgate
     # watches the kernel, and its instance mark has it killed with kgate), and no console banner in its log
-    IPKernelApp.launch_instance(argv=req["args"], parent_handle=1)
+    IPKernelApp.launch_instance(argv=req["args"], parent_handle=1, config=config)
 
 
 def fork(fields):
