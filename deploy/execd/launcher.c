@@ -10,7 +10,8 @@
  *
  * It also speaks execd's command line (docs/API.md 6.3) for kgate: `--port N` (and the default 44772) is
  * `--listen 0.0.0.0:N`, EXECD_ACCESS_TOKEN is `--access-token`, execd's flags that kgate has no use for are
- * accepted and dropped, and `--as-execd` is always given. Anything else is passed to kgate unchanged.
+ * accepted and dropped (those kgate honours, --log-level, --graceful-shutdown-timeout and
+ * --lifecycle-startup-status-file, are passed on), and `--as-execd` is always given. Anything else is passed to kgate unchanged.
  *
  * `--init -- ENTRYPOINT...` (EXECD_INIT=true in bootstrap.sh): the launcher is the container's PID 1, as tini would be.
  * It starts kgate and the entrypoint as its children, reaps every process that ends up its child (orphans of double
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -38,7 +40,7 @@
 #define TRAILER_MAGIC " KGATEPAK01\n"
 #define LOADER "lib/ld-linux-x86-64.so.2"
 #define MAX_ARGS 512
-#define INIT_GRACE_S 5
+#define INIT_GRACE_S 10 /* upstream's init shutdown grace */
 
 static void die(const char *what, const char *detail)
 {
@@ -200,14 +202,94 @@ static int status_of(int status)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* PID 1: runs kgate and the entrypoint, reaps everything, forwards signals, exits with the entrypoint's status. */
-static int run_init(const char *loader, char *const *kgate_args, char *const *entry)
+/* A lifecycle config is there (upstream's bootstrap.sh and execd look at the same three places). */
+static int has_lifecycle(void)
+{
+    const char *env = getenv("OPENSANDBOX_LIFECYCLE"), *path = getenv("EXECD_LIFECYCLE_CONFIG"), *home = getenv("HOME");
+    char deflt[PATH_MAX];
+
+    if (env != NULL && strspn(env, " \t\r\n") != strlen(env))
+        return 1;
+    if (path != NULL && path[0] != '\0')
+        return 1;
+    if (home == NULL || home[0] == '\0' || snprintf(deflt, sizeof(deflt), "%s/.execd/lifecycle.toml", home) >= (int)sizeof(deflt))
+        return 0;
+    return access(deflt, F_OK) == 0;
+}
+
+static int truthy(const char *v)
+{
+    return v != NULL &&
+           (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0 || strcasecmp(v, "on") == 0);
+}
+
+/* The last line of the status file kgate appends to (`running <secs>`, `done <status>`); "" when none yet, NULL when gone. */
+static const char *last_status(const char *path, char *buf, size_t size)
+{
+    char line[128];
+    FILE *fp = fopen(path, "re");
+
+    if (fp == NULL)
+        return NULL;
+    buf[0] = '\0';
+    while (fgets(line, sizeof(line), fp) != NULL)
+        if (strchr(line, '\n') != NULL) {
+            *strchr(line, '\n') = '\0';
+            snprintf(buf, size, "%s", line);
+        }
+    fclose(fp);
+    return buf;
+}
+
+/* The status file and its private directory, once read for the last time. */
+static void remove_status(const char *file)
+{
+    char dir[PATH_MAX];
+
+    unlink(file);
+    fmt(dir, sizeof(dir), "%s", file);
+    *strrchr(dir, '/') = '\0';
+    rmdir(dir);
+}
+
+/*
+ * The entrypoint, with what only execd may know taken out of its environment (upstream strips the same names): the token,
+ * the lifecycle's transport, the runtime-init switch.
+ */
+static pid_t start_entry(char *const *entry, const sigset_t *old)
+{
+    static const char *const stripped[] = {"EXECD_ACCESS_TOKEN", "OPENSANDBOX_LIFECYCLE", "EXECD_LIFECYCLE_CONFIG",
+                                           "EXECD_RUNTIME_INIT"};
+    pid_t pid = fork();
+
+    if (pid < 0)
+        die("cannot fork", NULL);
+    if (pid == 0) {
+        for (size_t i = 0; i != sizeof(stripped) / sizeof(stripped[0]); ++i)
+            unsetenv(stripped[i]);
+        sigprocmask(SIG_SETMASK, old, NULL);
+        execvp(entry[0], entry);
+        fprintf(stderr, "execd (kgate): cannot execute %s: %s\n", entry[0], strerror(errno));
+        _exit(127);
+    }
+    return pid;
+}
+
+/*
+ * PID 1: runs kgate and the entrypoint, reaps everything, forwards signals, exits with the entrypoint's status. With
+ * `status_file` (a lifecycle config), the entrypoint starts only once kgate has written `done 0` there (its preStart
+ * succeeded), as upstream's init mode starts it after preStart: `done N`, no report in time (10 s, then the hook's timeout
+ * and 10 s), kgate's death or SIGTERM/SIGINT first stop kgate and end the container (N, 1, kgate's status, 128 + signal).
+ */
+static int run_init(const char *loader, char *const *kgate_args, char *const *entry, const char *status_file)
 {
     static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
     sigset_t set, old;
-    pid_t kgate, child, pid;
+    pid_t kgate, child = -1, pid;
     int status, result = -1;
-    time_t deadline = 0;
+    time_t deadline = 0, report_by = time(NULL) + 10;
+    int running_seen = 0, kgate_status = -1;
+    char line[128];
 
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
@@ -215,24 +297,69 @@ static int run_init(const char *loader, char *const *kgate_args, char *const *en
         sigaddset(&set, forwarded[i]);
     sigprocmask(SIG_BLOCK, &set, &old);
     kgate = start(loader, kgate_args, &old, 0);
-    child = start(entry[0], entry, &old, 1);
+    if (status_file == NULL)
+        child = start_entry(entry, &old);
     for (;;) {
         siginfo_t info;
-        struct timespec tick = {1, 0};
+        struct timespec tick = {status_file != NULL && child < 0 && result < 0 ? 0 : 1, 100000000};
         int sig = sigtimedwait(&set, &info, &tick);
 
-        if (sig > 0 && sig != SIGCHLD && result < 0)
-            kill(child, sig);
+        if (sig > 0 && sig != SIGCHLD && result < 0) {
+            if (child > 0) {
+                kill(child, sig);
+            } else if (sig == SIGTERM || sig == SIGINT) {
+                /* stopped before any entrypoint: nothing to hand the signal to */
+                result = 128 + sig;
+                kill(kgate, SIGTERM);
+                deadline = time(NULL) + INIT_GRACE_S;
+            }
+        }
         while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-            if (pid == child) {
+            if (child > 0 && pid == child) {
                 result = status_of(status);
                 kill(kgate, SIGTERM);
                 deadline = time(NULL) + INIT_GRACE_S;
             } else if (pid == kgate) {
                 kgate = -1;
-                if (result < 0)
+                if (result < 0 && child < 0) {
+                    kgate_status = status_of(status); /* the status file says why, below */
+                } else if (result < 0) {
                     fprintf(stderr, "execd (kgate): kgate exited (status %d); the entrypoint goes on\n", status_of(status));
+                }
             }
+        }
+        if (result < 0 && child < 0 && status_file != NULL) {
+            const char *last = last_status(status_file, line, sizeof(line));
+            unsigned long secs;
+            int n = -1;
+            if (last != NULL && strcmp(last, "done 0") == 0) {
+                child = start_entry(entry, &old);
+            } else if (last != NULL && sscanf(last, "done %d", &n) == 1) {
+                fprintf(stderr, "execd (kgate): lifecycle preStart failed (status %d)\n", n);
+                result = n > 0 && n <= 255 ? n : 1;
+            } else if (last != NULL && sscanf(last, "running %lu", &secs) == 1 && !running_seen) {
+                report_by = time(NULL) + (time_t)secs + 10;
+                running_seen = 1;
+            } else if (last == NULL || (last[0] != '\0' && strncmp(last, "running ", 8) != 0)) {
+                fprintf(stderr, "execd (kgate): the lifecycle status file is %s\n", last == NULL ? "gone" : "malformed");
+                result = 1;
+            } else if (time(NULL) >= report_by) {
+                fprintf(stderr, "execd (kgate): kgate did not report the lifecycle's preStart in time\n");
+                result = 1;
+            }
+            if (result < 0 && child < 0 && kgate_status >= 0) {
+                fprintf(stderr, "execd (kgate): kgate exited (status %d) before the lifecycle's preStart finished\n", kgate_status);
+                result = kgate_status != 0 ? kgate_status : 1;
+            }
+            if (result >= 0) {
+                deadline = time(NULL) + INIT_GRACE_S;
+                if (kgate > 0)
+                    kill(kgate, SIGTERM);
+            }
+        }
+        if (status_file != NULL && (result >= 0 || child > 0)) {
+            remove_status(status_file);
+            status_file = NULL;
         }
         if (result >= 0 && kgate < 0)
             return result;
@@ -242,12 +369,7 @@ static int run_init(const char *loader, char *const *kgate_args, char *const *en
 }
 
 /* execd's flags (Go's flag package: -x or --x, value after `=` or as the next argument). */
-static const char *const execd_dropped[] = {"jupyter-host",
-                                            "jupyter-token",
-                                            "log-level",
-                                            "graceful-shutdown-timeout",
-                                            "jupyter-idle-poll-interval",
-                                            "isolation-config",
+static const char *const execd_dropped[] = {"jupyter-host", "jupyter-token", "jupyter-idle-poll-interval", "isolation-config",
                                             NULL};
 
 static int flag_is(const char *arg, const char *name, const char **value)
@@ -359,9 +481,29 @@ int main(int argc, char **argv)
     memcpy(args + n, rest, m * sizeof(*rest));
     args[n + m] = NULL;
     if (init) {
+        static char status_dir[PATH_MAX], status_file[PATH_MAX + 16];
+        const char *tmpdir = getenv("TMPDIR");
+        int runtime_init = truthy(getenv("EXECD_RUNTIME_INIT"));
         if (entry == NULL || entry[0] == NULL)
             die("--init needs an entrypoint after --", NULL);
-        return run_init(loader, (char *const *)args, entry);
+        for (size_t i = 0; i != m; ++i)
+            runtime_init |= strcmp(rest[i], "--runtime-init") == 0;
+        /* with --runtime-init preStart waits for POST /internal/init: the entrypoint is not held for it */
+        if (has_lifecycle() && !runtime_init) {
+            fmt(status_dir, sizeof(status_dir), "%s/execd-lifecycle.XXXXXX", tmpdir != NULL && tmpdir[0] == '/' ? tmpdir : "/tmp");
+            if (mkdtemp(status_dir) == NULL)
+                die("cannot create the lifecycle status directory", status_dir);
+            fmt(status_file, sizeof(status_file), "%s/status", status_dir);
+            int fd = open(status_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            if (fd < 0 || close(fd) != 0)
+                die("cannot create", status_file);
+            if (n + m + 2 >= MAX_ARGS)
+                die("too many arguments", NULL);
+            args[n + m] = "--lifecycle-startup-status-file";
+            args[n + m + 1] = status_file;
+            args[n + m + 2] = NULL;
+        }
+        return run_init(loader, (char *const *)args, entry, status_file[0] != '\0' ? status_file : NULL);
     }
     execv(loader, (char *const *)args);
     die("cannot execute", loader);

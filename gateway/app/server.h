@@ -54,6 +54,7 @@ struct st_gw_server_t {
     /* the front doors, and the app's own routes (health) */
     gw_door_t app_door;
     gw_runtime_init_t runtime_init; /* --runtime-init: /ready, /internal/init, and the routes closed until init */
+    gw_lifecycle_t lifecycle;       /* the lifecycle config kgate started with (app/lifecycle.h) */
     gw_execd_t execd;
     gw_proxy_t proxy;
     gw_jupyter_t jupyter;
@@ -65,6 +66,9 @@ struct st_gw_server_t {
     h2o_timeout_entry_t tick_entry;
     h2o_timeout_entry_t kmgr_pending_entry;
     gw_memory_t memory;             /* freed memory back to the system after a burst, from the tick */
+    int exit_status;                /* non-zero: kgate must stop and exit with it (a failed startup preStart) */
+    size_t requests_in_flight;      /* requests whose pool h2o has not released: dispatched and not yet answered whole */
+    unsigned draining : 1;          /* gw_server_begin_drain: new requests answer 503 */
     unsigned loopback_listener : 1; /* kgate listens on loopback: requests must name it in Host */
     unsigned initialised : 1;       /* gw_server_init got far enough for gw_server_dispose */
     unsigned listener_open : 1;     /* the listener's timer exists */
@@ -87,6 +91,15 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
 uint16_t gw_server_port(const gw_server_t *server);
 /** The port --e2b-listen bound (0: none). */
 uint16_t gw_server_e2b_port(const gw_server_t *server);
+
+/**
+ * Begins a graceful drain (--graceful-shutdown-timeout, on SIGTERM): stops accepting connections, and every request that
+ * arrives afterwards on a connection already open answers 503 SHUTTING_DOWN and closes it; requests and streams in flight go
+ * on. Run the loop until gw_server_requests_in_flight() is 0 or the drain's deadline, then gw_server_begin_shutdown.
+ */
+void gw_server_begin_drain(gw_server_t *server);
+/** Requests dispatched whose answer h2o has not finished with (streams included). */
+size_t gw_server_requests_in_flight(const gw_server_t *server);
 
 /**
  * Begins an orderly shutdown: stops accepting, ends every stream, destroys every context (each

@@ -9,6 +9,7 @@
 #include "code/context.h"
 #include "code/kernel_run.h"
 #include "code/pool.h"
+#include "ksys/log.h"
 
 /*
  * The one place a stateless run's context (is_ephemeral) is destroyed: once it has no run left (its run ended, was
@@ -115,8 +116,8 @@ static void on_auto_restart(gw_context_t *ctx, unsigned restarts)
     unsigned in_a_row, limit;
 
     kmgr_kernel_auto_restarts(ctx->kernel, &in_a_row, &limit);
-    fprintf(stderr, "kgate: context %s: its %s kernel died (%s); restarted automatically (%u of %u in a row), its state lost\n",
-            ctx->id, ctx->spec->name, kmgr_kernel_last_death(ctx->kernel), in_a_row, limit);
+    ksys_log_warn("context %s: its %s kernel died (%s); restarted automatically (%u of %u in a row), its state lost", ctx->id,
+                  ctx->spec->name, kmgr_kernel_last_death(ctx->kernel), in_a_row, limit);
     ctx->restarts_seen = restarts;
     ctx->execution_count = 0;
     gw_kernel_runs_status(ctx, "restarting");

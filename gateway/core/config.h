@@ -94,6 +94,8 @@
     XX(mcp_max_sessions, unsigned, 16, "mcp-max-sessions", "MCP sessions open at once; beyond: initialize is refused (429)")       \
     XX(mcp_session_idle_ms, unsigned, 1800000, "mcp-session-idle-ms",                                                              \
        "an MCP session without a request this long ends, and its kernels and bash session with it")                                \
+    XX(mcp_session_fresh_idle_ms, unsigned, 60000, "mcp-session-fresh-idle-ms",                                                    \
+       "an MCP session that sent nothing after initialize (and notifications/initialized) ends after this long idle")              \
     XX(mcp_output_bytes, size_t, 1u << 20, "mcp-output-bytes",                                                                     \
        "output kept per MCP tool call (text and results); the rest is dropped")                                                    \
     XX(max_tools, unsigned, 128, "max-tools", "tools one POST /code may declare (code mode)")                                      \
@@ -140,6 +142,15 @@ typedef struct st_gw_config_t {
     /* --runtime-init (or EXECD_RUNTIME_INIT=true): every route but the public ones answers 503 until POST /internal/init
      * (app/runtime_init.h) */
     int runtime_init;
+    /* --log-level (ksys/log.h): kgate's own log lines below it are not written */
+    int log_level;
+    /* --graceful-shutdown-timeout (or EXECD_API_GRACE_SHUTDOWN), in ms: on SIGTERM, how long requests and streams in flight
+     * may take to finish before kernels are stopped (0: none, the default; 5 s under --as-execd when not given) */
+    unsigned graceful_shutdown_ms;
+    int graceful_shutdown_given;
+    /* --lifecycle-startup-status-file: bootstrap.sh's file that kgate appends `running <secs>` and `done <status>` to around
+     * the lifecycle's preStart hook (app/lifecycle.h); NULL: none */
+    char *lifecycle_status_file;
     /* origins (scheme://host[:port], comma-separated, or "*") whose browser pages may call kgate;
      * NULL: only kgate's own origin (a request whose Origin names another host is refused) */
     char *allow_origin;
@@ -169,6 +180,13 @@ void gw_config_derive_sandbox_caps(gw_config_t *config, uint64_t ram_bytes, unsi
 /** The size of a sandbox's /tmp and /dev/shm for a memory cap of `memory_bytes` (0: none): --max-tmp-mb, else half the
  * cap; 0 (tmpfs's default) when neither is set. */
 uint64_t gw_config_tmp_bytes(const gw_config_t *config, uint64_t memory_bytes);
+
+/**
+ * Pure: parses a Go duration (time.ParseDuration, as execd's duration flags take: "200ms", "1.5s", "1m30s", "0"; units ns,
+ * us, µs, ms, s, m, h; no sign) into whole milliseconds (rounded down) in `*ms`. Returns 0, or -1 when malformed or over
+ * UINT_MAX ms.
+ */
+int gw_config_parse_duration_ms(const char *s, unsigned *ms);
 
 /** Fills `config` with the defaults (127.0.0.1:44772, no token, /bin/bash, the default pool, GW_LIMITS_MAP). */
 void gw_config_init(gw_config_t *config);

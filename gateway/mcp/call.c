@@ -47,6 +47,7 @@ typedef struct st_gw_mcp_call_t {
     size_t queued;
     uint64_t next_event_id;
     int64_t started_ms, last_progress_ms;
+    int64_t deadline_ms; /* started_ms + the run's timeout: by then the session has no call of this one in flight */
     unsigned ticks;
     double progress;
     h2o_timeout_entry_t tick_entry;
@@ -337,6 +338,11 @@ void gw_mcp_call_forget_session(h2o_linklist_t *link)
     H2O_STRUCT_FROM_MEMBER(gw_mcp_call_t, link, link)->session = NULL;
 }
 
+int64_t gw_mcp_call_deadline_ms(h2o_linklist_t *link)
+{
+    return H2O_STRUCT_FROM_MEMBER(gw_mcp_call_t, link, link)->deadline_ms;
+}
+
 void gw_mcp_cancel(gw_mcp_session_t *session, json_t *request_id)
 {
     if (request_id == NULL)
@@ -465,6 +471,7 @@ static void call_run(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, json
     gw_mcp_output_init(&call->output, config->mcp_output_bytes);
     h2o_linklist_init_anchor(&call->queue);
     call->started_ms = gw_now_ms();
+    call->deadline_ms = call->started_ms + (int64_t)opts.timeout_ms;
     call->tick_entry.cb = on_tick;
     call->finish_entry.cb = on_finish;
     /* the run was just created: its first events are in its log, nothing is trimmed yet */

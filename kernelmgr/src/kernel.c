@@ -8,6 +8,7 @@
 #include "kmgr/kernel.h"
 #include "kernel_private.h"
 #include "manager_private.h"
+#include "ksys/log.h"
 
 /* ---- state ---- */
 
@@ -347,7 +348,7 @@ int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, km
         }
     }
     if (!k->queued && (ret = launch(k, why, sizeof(why))) != 0) {
-        fprintf(stderr, "kgate: cannot start a %s kernel: %s\n", k->spec->name, why);
+        ksys_log_error("cannot start a %s kernel: %s", k->spec->name, why);
         kmgr_kernel_free(k);
         return ret;
     }
@@ -388,7 +389,7 @@ void kmgr_kernel_launch_queued(kmgr_kernel_t *k)
 
     k->queued = 0;
     if (launch(k, why, sizeof(why)) != 0) {
-        fprintf(stderr, "kgate: cannot start a %s kernel: %s\n", k->spec->name, why);
+        ksys_log_error("cannot start a %s kernel: %s", k->spec->name, why);
         snprintf(k->exit_reason, sizeof(k->exit_reason), "%s", why);
         set_state_later(k, KMGR_KERNEL_DEAD);
         kmgr_manager_schedule(k->mgr);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "wire/alloc.h"
 #include "ksys/errors.h"
+#include "ksys/log.h"
 #include "ksys/spawn.h"
 #include "manager_private.h"
 #include "process.h"
@@ -71,8 +72,8 @@ static void stop(kmgr_template_t *tpl, const char *why)
         backoff = KMGR_TPL_MAX_BACKOFF_MS;
     tpl->restart_at = ksys_now_ms() + backoff;
     if (why != NULL)
-        fprintf(stderr, "kgate: the %s kernel template %s; kernels start without it until another is ready (in %llu ms)\n",
-                tpl->spec->name, why, (unsigned long long)backoff);
+        ksys_log_warn("the %s kernel template %s; kernels start without it until another is ready (in %llu ms)", tpl->spec->name,
+                      why, (unsigned long long)backoff);
 }
 
 static void start(kmgr_manager_t *mgr, kmgr_template_t *tpl)
@@ -177,8 +178,8 @@ static int parse_buffered(kmgr_template_t *tpl, uint64_t want, kmgr_tpl_reply_t 
         switch (got->kind) {
         case KMGR_TPL_READY:
             if (!tpl->ready)
-                fprintf(stderr, "kgate: the %s kernel template (pid %d) is ready after %llu ms: kernels are forked from it\n",
-                        tpl->spec->name, (int)tpl->pid, (unsigned long long)(ksys_now_ms() - tpl->started_at));
+                ksys_log_info("the %s kernel template (pid %d) is ready after %llu ms: kernels are forked from it", tpl->spec->name,
+                              (int)tpl->pid, (unsigned long long)(ksys_now_ms() - tpl->started_at));
             tpl->ready = 1;
             tpl->deaths_in_row = 0;
             break;
@@ -337,19 +338,18 @@ int kmgr_template_fork_proc(kmgr_template_t *tpl, kmgr_proc_t *proc, char **argv
     int pidfd;
 
     if (kmgr_template_fork(tpl, &req, &pid, why, sizeof(why)) != 0) {
-        fprintf(stderr, "kgate: %s; spawning the %s kernel instead\n", why, tpl->spec->name);
+        ksys_log_warn("%s; spawning the %s kernel instead", why, tpl->spec->name);
         return -1;
     }
     if ((pidfd = pidfd_open(pid, 0)) == -1) {
-        fprintf(stderr, "kgate: cannot watch a forked %s kernel (pidfd_open: %s); spawning it instead\n", tpl->spec->name,
-                strerror(errno));
+        ksys_log_warn("cannot watch a forked %s kernel (pidfd_open: %s); spawning it instead", tpl->spec->name, strerror(errno));
         kill(pid, SIGKILL);
         return -1;
     }
     for (int i = 0; i != KSYS_CG_COUNT; ++i) {
         if (cgroup_fds[i] != -1 && dprintf(cgroup_fds[i], "%d", (int)pid) < 0) {
-            fprintf(stderr, "kgate: cannot move a forked %s kernel into its cgroup (%s); spawning it instead\n", tpl->spec->name,
-                    strerror(errno));
+            ksys_log_warn("cannot move a forked %s kernel into its cgroup (%s); spawning it instead", tpl->spec->name,
+                          strerror(errno));
             pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
             close(pidfd);
             return -1;

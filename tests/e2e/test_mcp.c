@@ -127,11 +127,15 @@ Test(mcp, sdk_client)
     assert_released();
 }
 
-/* The bounds: a second session beyond --mcp-max-sessions is refused; an idle session ends with its kernel. */
+/*
+ * The bounds: beyond --mcp-max-sessions, an idle session is evicted (404 after) and a busy one is not (429 with
+ * Retry-After); a session that only said hello idles out after --mcp-session-fresh-idle-ms, one used after
+ * --mcp-session-idle-ms, with its kernel.
+ */
 Test(mcp, sdk_client_bounds)
 {
-    const char *extra[] = {"--mcp-max-sessions", "1", "--mcp-session-idle-ms", "1500", NULL};
-    const char *steps[] = {"max_sessions", "idle_expiry", "done", NULL};
+    const char *extra[] = {"--mcp-max-sessions", "1", "--mcp-session-idle-ms", "6000", "--mcp-session-fresh-idle-ms", "1000", NULL};
+    const char *steps[] = {"refused_busy", "evicted_idle", "fresh_idle", "idle_expiry", "done", NULL};
     start(extra);
     run_client("bounds", steps);
     assert_released();

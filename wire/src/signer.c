@@ -137,3 +137,59 @@ int wire_signer_verify(const wire_signer_t *signer, const wire_frame_t parts[4],
     wire_signer_digest(signer, parts, 4, want);
     return sodium_memcmp(got, want, sizeof(want)) == 0 ? 0 : WIRE_EBADSIG;
 }
+
+void wire_signer_stream_begin(wire_signer_stream_t *st, const wire_signer_t *signer)
+{
+    memset(st, 0, sizeof(*st));
+    st->signer = signer;
+    if (signer->impl == WIRE_HMAC_SODIUM) {
+        st->sodium = signer->keyed.sodium;
+        return;
+    }
+    if ((st->openssl = EVP_MD_CTX_new()) == NULL || !EVP_MD_CTX_copy_ex(st->openssl, signer->keyed.openssl.inner))
+        openssl_failed("copying the keyed state");
+}
+
+void wire_signer_stream_update(wire_signer_stream_t *st, const void *p, size_t len)
+{
+    if (len == 0)
+        return;
+    if (st->signer->impl == WIRE_HMAC_SODIUM)
+        crypto_auth_hmacsha256_update(&st->sodium, p, len);
+    else if (!EVP_DigestUpdate(st->openssl, p, len))
+        openssl_failed("EVP_DigestUpdate");
+}
+
+void wire_signer_stream_dispose(wire_signer_stream_t *st)
+{
+    EVP_MD_CTX_free(st->openssl); /* OpenSSL 3 clears a digest context as it frees it */
+    sodium_memzero(st, sizeof(*st));
+}
+
+int wire_signer_stream_verify(wire_signer_stream_t *st, const void *sig, size_t siglen)
+{
+    unsigned char got[crypto_auth_hmacsha256_BYTES], want[crypto_auth_hmacsha256_BYTES], inner[32];
+    unsigned int len = 0;
+    size_t gotlen = 0;
+    int ret = WIRE_EBADSIG;
+
+    if (!st->signer->enabled) {
+        ret = 0;
+        goto Exit;
+    }
+    if (siglen != WIRE_SIG_HEX_LEN || sodium_hex2bin(got, sizeof(got), sig, siglen, NULL, &gotlen, NULL) != 0 ||
+        gotlen != sizeof(got))
+        goto Exit;
+    if (st->signer->impl == WIRE_HMAC_SODIUM) {
+        crypto_auth_hmacsha256_final(&st->sodium, want);
+    } else if (!EVP_DigestFinal_ex(st->openssl, inner, &len) || !EVP_MD_CTX_copy_ex(st->openssl, st->signer->keyed.openssl.outer) ||
+               !EVP_DigestUpdate(st->openssl, inner, sizeof(inner)) || !EVP_DigestFinal_ex(st->openssl, want, &len) || len != 32) {
+        openssl_failed("EVP_DigestFinal_ex");
+    }
+    ret = sodium_memcmp(got, want, sizeof(want)) == 0 ? 0 : WIRE_EBADSIG;
+Exit:
+    OPENSSL_cleanse(inner, sizeof(inner));
+    OPENSSL_cleanse(want, sizeof(want));
+    wire_signer_stream_dispose(st);
+    return ret;
+}

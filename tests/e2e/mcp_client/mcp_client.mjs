@@ -240,36 +240,80 @@ async function main() {
     });
 }
 
+// A raw initialize, as a client without the SDK sends it: the Response, to read its status, headers and body.
+const rawInitialize = () =>
+    fetch(url, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({
+            jsonrpc: '2.0', id: 1, method: 'initialize',
+            params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+        }),
+    });
+const rawPing = sid =>
+    fetch(url, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sid },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }),
+    });
+
+// kgate started with --mcp-max-sessions 1 --mcp-session-idle-ms 6000 --mcp-session-fresh-idle-ms 1000.
 async function bounds() {
-    let a;
-    await step('max_sessions', async () => {
+    let a, b;
+    await step('refused_busy', async () => {
         a = await connect('kgate-e2e-a');
-        let refused = null;
-        try {
-            await connect('kgate-e2e-b');
-        } catch (e) {
-            refused = String(e.message || e);
-        }
-        check(refused && /maximum/.test(refused), `a second session: ${refused}`);
-        return refused.slice(0, 200);
+        const pending = run(a, 'import time\ntime.sleep(3)\nprint("slept")', { timeout_ms: 20000 });
+        await new Promise(res => setTimeout(res, 700));
+        const r = await rawInitialize();
+        const retry = r.headers.get('retry-after');
+        const body = await r.json();
+        check(r.status === 429, `initialize while the only session runs a call: HTTP ${r.status}`);
+        // the call's timeout (20 s) is when its session is idle at the latest
+        check(/^[0-9]+$/.test(retry || '') && Number(retry) >= 1 && Number(retry) <= 20, `Retry-After ${retry}`);
+        check(body.jsonrpc === '2.0' && body.id === 1 && body.error && /maximum/.test(body.error.message), `body ${JSON.stringify(body)}`);
+        const done = await pending;
+        check(!done.isError && text(done).includes('slept'), `the busy session's call: ${JSON.stringify(done)}`);
+        return `429, Retry-After ${retry}: ${body.error.message.slice(0, 120)}`;
+    });
+    await step('evicted_idle', async () => {
+        // a is idle now: a new client takes its place, and a hears 404 (the spec's "start a new session")
+        b = await connect('kgate-e2e-b');
+        check((await contexts()).length === 0, 'the evicted session kept its kernel');
+        const r = await rawPing(a.transport.sessionId);
+        const body = await r.json();
+        check(r.status === 404 && /evicted/.test(body.error.message), `a request in the evicted session: HTTP ${r.status} ${JSON.stringify(body)}`);
+        return body.error.message.slice(0, 120);
+    });
+    await step('fresh_idle', async () => {
+        // b said only hello: gone after the short expiry; a session with a request outlives it
+        await new Promise(res => setTimeout(res, 2500));
+        const r = await rawPing(b.transport.sessionId);
+        check(r.status === 404, `a session with no request after initialize, 2.5 s later: HTTP ${r.status}`);
+        const c = await connect('kgate-e2e-c');
+        await c.client.listTools();
+        await new Promise(res => setTimeout(res, 2500));
+        await c.client.ping();
+        await c.client.close();
+        return 'initialize-only session ended after 1 s; a used one did not';
     });
     await step('idle_expiry', async () => {
-        const r = await run(a, 'y = 1');
+        const d = await connect('kgate-e2e-d');
+        const r = await run(d, 'y = 1');
         check(!r.isError, JSON.stringify(r));
         check((await contexts()).length === 1, 'no context');
-        await new Promise(res => setTimeout(res, 4000));
+        await new Promise(res => setTimeout(res, 8000));
         check((await contexts()).length === 0, 'the idle session kept its context');
         let gone = null;
         try {
-            await run(a, 'y');
+            await run(d, 'y');
         } catch (e) {
             gone = e;
         }
         // the transport's StreamableHTTPError carries the HTTP status: 404 ends a session (the client starts a new one)
-        check(gone && gone.code === 404, `a call in the expired session: ${gone}`);
-        const c = await connect('kgate-e2e-c');
-        await c.client.close();
-        return 'ended after 1.5 s idle; its slot is free again';
+        check(gone && gone.code === 404 && /idled out/.test(gone.message), `a call in the expired session: ${gone}`);
+        const e = await connect('kgate-e2e-e');
+        await e.client.close();
+        return 'ended after 6 s idle; its slot is free again';
     });
 }
 

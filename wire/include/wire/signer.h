@@ -74,4 +74,29 @@ void wire_signer_sign(const wire_signer_t *signer, const wire_frame_t parts[4], 
  */
 int wire_signer_verify(const wire_signer_t *signer, const wire_frame_t parts[4], const void *sig, size_t siglen);
 
+/**
+ * wire_signer_verify over bytes fed as they arrive, for a message never held whole (one over the message cap: kernelmgr's
+ * overcap.c): the four JSON frames' bytes go in, in order and in pieces of any size, then the signature is checked as
+ * wire_signer_verify checks it. The state is the signer's keyed one, copied (OpenSSL's digest states, or libsodium's
+ * crypto_auth_hmacsha256 state). `signer` is borrowed and must outlive the stream.
+ */
+typedef struct st_wire_signer_stream_t {
+    const wire_signer_t *signer;
+    EVP_MD_CTX *openssl; /* WIRE_HMAC_OPENSSL: the inner digest in progress */
+    crypto_auth_hmacsha256_state sodium;
+} wire_signer_stream_t;
+
+/** Starts a stream (zero-filled or ended ones alike). Pair with wire_signer_stream_verify or wire_signer_stream_dispose. */
+void wire_signer_stream_begin(wire_signer_stream_t *st, const wire_signer_t *signer);
+/** The next `len` bytes of the header, parent_header, metadata and content frames, in that order. */
+void wire_signer_stream_update(wire_signer_stream_t *st, const void *p, size_t len);
+/**
+ * Ends the stream: 0 when `sig` (`siglen` bytes of hex, as received) is the HMAC of every byte fed (the length checked first,
+ * the digests compared in constant time), WIRE_EBADSIG otherwise; an unsigned signer accepts anything. The state is wiped
+ * and released either way.
+ */
+int wire_signer_stream_verify(wire_signer_stream_t *st, const void *sig, size_t siglen);
+/** Wipes and releases a stream that will not be verified; accepts a zero-filled or ended one. */
+void wire_signer_stream_dispose(wire_signer_stream_t *st);
+
 #endif
