@@ -54,9 +54,10 @@ typedef struct st_kmgr_tpl_fork_t {
 } kmgr_tpl_fork_t;
 
 /**
- * Asks the template for a kernel and waits (at most KMGR_TPL_FORK_TIMEOUT_MS) for its answer: 0 with the kernel's pid in
- * `*pid` (running its set-up done: session, descriptors, cwd, limits, environment, reseeded random state), or KSYS_ESPAWN with
- * `why` set. A template that does not answer in time, or answers nonsense, is killed (and started again later).
+ * Asks the template for a kernel and waits (at most KMGR_TPL_FORK_TIMEOUT_MS) for its answer, sent right after the fork: 0
+ * with the kernel's pid in `*pid` (the child then applies its set-up: session, descriptors, cwd, limits, environment,
+ * reseeded random state; a failure there is its exit, the traceback in its log), or KSYS_ESPAWN with `why` set. A template
+ * that does not answer in time, or answers nonsense, is killed (and started again later).
  */
 int kmgr_template_fork(kmgr_template_t *tpl, const kmgr_tpl_fork_t *req, pid_t *pid, char *why, size_t whylen);
 

@@ -11,7 +11,8 @@ Frames both ways: a 4-byte big-endian length, then fields, each a 4-byte big-end
 bytes (kernelmgr/src/tplproto.h is the C side; tests/kernelmgr/test_tplproto.c its tests).
 kgate -> template: ["fork", id, tagged fields...], each tagged field a tag byte and its value:
   c cwd, l log path, a kernel argument (in order), e "KEY=VALUE" (the whole environment), r "RESOURCE=VALUE".
-template -> kgate: ["ready", pid], ["forked", id, pid], ["failed", id, message], ["exited", pid, wait status].
+template -> kgate: ["ready", pid], ["forked", id, pid] (right after the fork: the child applies its set-up on its own),
+["failed", id, message], ["exited", pid, wait status].
 """
 
 import gc
@@ -38,7 +39,6 @@ from jupyter_client import localinterfaces
 localinterfaces.localhost()
 
 MAX_FRAME = 1 << 20  # kgate's KMGR_TPL_MAX_FRAME
-CHILD_REPORT_TIMEOUT = 10.0  # seconds a child may take to apply its set-up
 SOCK = 3
 
 RLIMITS = {
@@ -77,21 +77,20 @@ def parse_fields(body):
     return fields
 
 
-def child_setup(req, report):
+def child_setup(req):
     """In the child, before any kernel code: what makes it a kernel of its own."""
     os.setsid()
-    signal.set_wakeup_fd(-1)
-    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
-        signal.signal(sig, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     log = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(log, 1)
     os.dup2(log, 2)
+    signal.set_wakeup_fd(-1)
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     # the template's descriptors (its socket to kgate, anything an import opened) are not the kernel's
-    os.closerange(3, report)
-    os.closerange(report + 1, 65536)
+    os.closerange(3, 65536)
     if req["cwd"]:
         os.chdir(req["cwd"])
     for name, value in req["rlimits"]:
@@ -139,43 +138,30 @@ def fork(fields):
             req["rlimits"].append((k, int(v)))
     if threading.active_count() != 1:
         raise RuntimeError("the template has %d threads: a fork would copy their locks" % threading.active_count())
-    rd, wr = os.pipe()
     pid = os.fork()
     if pid == 0:
-        code = 0
+        code = 127
         try:
-            os.close(rd)
-            child_setup(req, wr)
-            os.write(wr, b"\0")
-            os.close(wr)
-        except BaseException as e:  # noqa: B902: anything at all is the set-up's failure
-            try:
-                os.write(wr, ("%s: %s" % (type(e).__name__, e)).encode("utf-8", "replace")[:4000])
-            finally:
-                os._exit(127)
-        try:
+            child_setup(req)
+            code = 0
             child_run(req)
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 0
-        except BaseException:  # noqa: B902
+        except BaseException:  # noqa: B902: anything at all ends this kernel, never the template
             import traceback
 
+            # to its kernel.log once child_setup has opened it: kgate quotes the tail in the kernel's death reason
             traceback.print_exc()
-            code = 1
+            code = code or 1
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        os._exit(code)
-    os.close(wr)
-    ready, _, _ = select.select([rd], [], [], CHILD_REPORT_TIMEOUT)
-    said = os.read(rd, 4096) if ready else None
-    os.close(rd)
-    if said == b"\0":
-        return pid, None
-    if said is None:
-        os.kill(pid, signal.SIGKILL)
-        return None, "the forked kernel did not finish its set-up within %d s" % CHILD_REPORT_TIMEOUT
-    return None, said.decode("utf-8", "replace") or "the forked kernel exited during its set-up"
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+    # answered at once: kgate's loop waits for this answer, not for the child's set-up (a failure there is the kernel's
+    # death before it was ready, its reason in its log, as for a spawned kernel that fails after exec)
+    return pid, None
 
 
 def reap():
