@@ -232,7 +232,7 @@ int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts,
     return 0;
 }
 
-void gw_context_destroy(gw_context_t *ctx)
+static void destroy(gw_context_t *ctx, int kill_now)
 {
     kmgr_kernel_t *kernel = ctx->kernel;
 
@@ -241,7 +241,10 @@ void gw_context_destroy(gw_context_t *ctx)
     --ctx->contexts->count;
     /* the kernel goes first so waiters hear "context deleted", and its requests are dropped */
     ctx->kernel = NULL;
-    kmgr_kernel_destroy(kernel);
+    if (kill_now)
+        kmgr_kernel_kill(kernel);
+    else
+        kmgr_kernel_destroy(kernel);
     while (!h2o_linklist_is_empty(&ctx->taps)) {
         gw_context_tap_t *tap = H2O_STRUCT_FROM_MEMBER(gw_context_tap_t, link, ctx->taps.next);
         gw_context_tap_detach(tap);
@@ -251,6 +254,16 @@ void gw_context_destroy(gw_context_t *ctx)
     gw_kernel_runs_abort(ctx, "ContextDeleted", "the context was deleted before this run ended", "cancelled");
     free(ctx->cwd);
     free(ctx);
+}
+
+void gw_context_destroy(gw_context_t *ctx)
+{
+    destroy(ctx, 0);
+}
+
+void gw_context_discard(gw_context_t *ctx)
+{
+    destroy(ctx, 1);
 }
 
 void gw_contexts_destroy_all(gw_contexts_t *contexts)

@@ -171,6 +171,8 @@ int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts,
 
 /** Shuts the kernel down (in the background) and frees the context; waiters are told, runs end. */
 void gw_context_destroy(gw_context_t *ctx);
+/** As gw_context_destroy, but the kernel is killed at once (kmgr_kernel_kill): its state is thrown away, not shut down. */
+void gw_context_discard(gw_context_t *ctx);
 
 typedef struct st_gw_kernel_run_options_t gw_kernel_run_options_t; /* code/kernel_run.h */
 /**

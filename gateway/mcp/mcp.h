@@ -120,6 +120,12 @@ void gw_mcp_tools_call(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, js
 void gw_mcp_call_forget_session(h2o_linklist_t *link);
 /** When the call linked at `link` (in session->calls) reaches its run's timeout, on the gw_now_ms clock. */
 int64_t gw_mcp_call_deadline_ms(h2o_linklist_t *link);
+/** The interrupt tool: interrupts the cell running in the session's kernel of `args`' language (state kept). */
+void gw_mcp_tool_interrupt(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, unsigned accepts, json_t *args);
+/** The restart tool: restarts the session's kernel of `args`' language (state lost) and answers once it is ready again. */
+void gw_mcp_tool_restart(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, unsigned accepts, json_t *args);
+/** The list_contexts tool: the session's kernels, their language, state, execution_count and idle time. */
+void gw_mcp_tool_list_contexts(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, unsigned accepts);
 /** notifications/cancelled: interrupts the run of request `request_id` of `session` (state kept); no-op when unknown. */
 void gw_mcp_cancel(gw_mcp_session_t *session, json_t *request_id);
 /**

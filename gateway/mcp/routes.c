@@ -132,7 +132,7 @@ static void on_request(gw_mcp_session_t *session, h2o_req_t *req, gw_mcp_message
     if (strcmp(msg->method, "ping") == 0) {
         gw_mcp_respond(req, accepts, gw_mcp_result(msg->id, json_object()));
     } else if (strcmp(msg->method, "tools/list") == 0) {
-        gw_mcp_respond(req, accepts, gw_mcp_result(msg->id, gw_mcp_tools_list()));
+        gw_mcp_respond(req, accepts, gw_mcp_result(msg->id, gw_mcp_tools_list(session->mcp->host->config->max_timeout_ms)));
     } else if (strcmp(msg->method, "tools/call") == 0) {
         if (!json_is_string(json_object_get(msg->params, "name"))) {
             gw_mcp_respond(req, accepts, gw_mcp_error(msg->id, GW_MCP_INVALID_PARAMS, "tools/call takes params {name, arguments}"));

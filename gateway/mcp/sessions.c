@@ -100,7 +100,11 @@ void gw_mcp_session_end(gw_mcp_session_t *session, gw_mcp_end_t why)
     json_object_foreach(session->contexts, spec, id)
     {
         gw_context_t *ctx = gw_context_find(mcp->contexts, json_string_value(id));
-        if (ctx != NULL)
+        /* an evicted session's kernels are killed, not shut down politely: the new session's kernels start now, and the
+         * two sessions' are never alive together (nobody will read the state a polite shutdown would save) */
+        if (ctx != NULL && why == GW_MCP_END_EVICTED)
+            gw_context_discard(ctx);
+        else if (ctx != NULL)
             gw_context_destroy(ctx);
     }
     json_decref(session->contexts);

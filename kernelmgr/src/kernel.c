@@ -357,7 +357,7 @@ int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, km
     return 0;
 }
 
-void kmgr_kernel_destroy(kmgr_kernel_t *k)
+static void destroy(kmgr_kernel_t *k, int polite)
 {
     if (k == NULL || k->destroyed)
         return;
@@ -365,10 +365,20 @@ void kmgr_kernel_destroy(kmgr_kernel_t *k)
     ++k->generation;
     kmgr_requests_silence(k);
     if (k->proc != NULL) {
-        kmgr_manager_adopt(k->mgr, k->proc, k->state != KMGR_KERNEL_DEAD);
+        kmgr_manager_adopt(k->mgr, k->proc, polite && k->state != KMGR_KERNEL_DEAD);
         k->proc = NULL;
     }
     kmgr_manager_schedule(k->mgr);
+}
+
+void kmgr_kernel_destroy(kmgr_kernel_t *k)
+{
+    destroy(k, 1);
+}
+
+void kmgr_kernel_kill(kmgr_kernel_t *k)
+{
+    destroy(k, 0);
 }
 
 void kmgr_kernel_free(kmgr_kernel_t *k)

@@ -209,6 +209,11 @@ void kmgr_kernel_destroy(kmgr_kernel_t *kernel)
     kernel->seen.destroyed = 1;
 }
 
+void kmgr_kernel_kill(kmgr_kernel_t *kernel)
+{
+    kmgr_kernel_destroy(kernel);
+}
+
 int kmgr_kernel_restart(kmgr_kernel_t *kernel)
 {
     if (!kernel_usable(kernel, "kmgr_kernel_restart on a destroyed kernel"))

@@ -86,6 +86,12 @@ int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, km
  * Accepts NULL. Safe to call from any kmgr callback.
  */
 void kmgr_kernel_destroy(kmgr_kernel_t *kernel);
+/**
+ * As kmgr_kernel_destroy, but the process group is sent SIGKILL at once instead of a shutdown_request: for a kernel whose
+ * state nobody will read again, whose place a new kernel takes now (an evicted MCP session's), so that the two are
+ * never alive together beyond the moment the signal takes. Accepts NULL.
+ */
+void kmgr_kernel_kill(kmgr_kernel_t *kernel);
 
 /** Sets kmgr_kernel_options_t.restart_limit from now on (a pooled kernel handed to a context). */
 void kmgr_kernel_set_restart_limit(kmgr_kernel_t *kernel, unsigned limit);
