@@ -77,9 +77,19 @@ def parse_fields(body):
     return fields
 
 
+def set_name(name):
+    """/proc/<pid>/comm: `kgate-template` for the template (tests and ps tell it from kernels), the interpreter's for a kernel."""
+    try:
+        with open("/proc/self/comm", "w") as f:
+            f.write(name[:15])
+    except OSError:
+        pass
+
+
 def child_setup(req):
     """In the child, before any kernel code: what makes it a kernel of its own."""
     os.setsid()
+    set_name(os.path.basename(sys.executable))
     log = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -182,6 +192,7 @@ def main():
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     # kgate interrupts its kernels, not the template: a stray SIGINT must not end it
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    set_name("kgate-template")
     gc.collect()
     gc.freeze()
     send(b"ready", os.getpid())
