@@ -25,6 +25,19 @@ import struct
 import sys
 import threading
 
+
+def set_name(name):
+    """/proc/<pid>/comm: `kgate-template` for the template (tests and ps tell it from kernels), the interpreter's for a kernel."""
+    try:
+        with open("/proc/self/comm", "w") as f:
+            f.write(name[:15])
+    except OSError:
+        pass
+
+
+# first, before the imports' second or so: whoever lists kgate's processes meanwhile tells the template from a kernel
+set_name("kgate-template")
+
 # What every kernel needs before its first cell: imported once here, shared by every fork.
 import ipykernel.kernelapp  # noqa: E402 (IPython, zmq, jupyter_client, tornado, traitlets)
 import ipykernel.ipkernel  # noqa: F401
@@ -75,15 +88,6 @@ def parse_fields(body):
         fields.append(body[i : i + n])
         i += n
     return fields
-
-
-def set_name(name):
-    """/proc/<pid>/comm: `kgate-template` for the template (tests and ps tell it from kernels), the interpreter's for a kernel."""
-    try:
-        with open("/proc/self/comm", "w") as f:
-            f.write(name[:15])
-    except OSError:
-        pass
 
 
 def child_setup(req):
@@ -192,7 +196,6 @@ def main():
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     # kgate interrupts its kernels, not the template: a stray SIGINT must not end it
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    set_name("kgate-template")
     gc.collect()
     gc.freeze()
     send(b"ready", os.getpid())
