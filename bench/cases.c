@@ -440,6 +440,21 @@ const bench_case_t bench_cases[] = {
         .default_samples = 10,
         .default_warmup = 1,
     },
+    {
+        /* issue 26: Python kernels forked from a template against spawned ones; the 500-context check is run by hand */
+        .name = "template",
+        .description = "create to first 1+1 forked from a template against spawned; 50 at once; idle PSS of ten contexts",
+        .run = bench_run_template,
+        .language = "python",
+        .code = "1+1",
+        .template_case = 1,
+        .max_create_ms = 100,
+        .max_burst_ms = 5000,
+        .max_pss_mib = 20,
+        .clients = 50,
+        .default_samples = 5,
+        .default_warmup = 1,
+    },
 };
 
 const size_t bench_num_cases = sizeof(bench_cases) / sizeof(bench_cases[0]);

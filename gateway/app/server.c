@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "wire/alloc.h"
 #include "ksys/errors.h"
 #include "ksys/sandbox.h"
 #include "app/kmgr_loop.h"
@@ -82,6 +83,64 @@ static void discover_kernelspecs(gw_server_t *server, const gw_config_t *config)
         }
     }
     kmgr_kernelspecs_discover(dirs, n, &server->languages.specs, warn_kernelspec);
+}
+
+/*
+ * The kernel template's program, found as kgate's own kernels are: `<exe dir>/../kernels/python-template/` in a build tree,
+ * `<exe dir>/../share/kgate/python-template/` once installed. "" when neither holds it.
+ */
+static void find_template_script(char *out, size_t size)
+{
+    static const char *const own[] = {"/../kernels/python-template/kgate_template.py",
+                                      "/../share/kgate/python-template/kgate_template.py"};
+    char exe[PATH_MAX];
+    ssize_t len;
+
+    out[0] = '\0';
+    if ((len = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) <= 0)
+        return;
+    exe[len] = '\0';
+    *strrchr(exe, '/') = '\0';
+    for (size_t i = 0; i != 2; ++i) {
+        if ((size_t)snprintf(out, size, "%.*s%s", (int)(size - 64), exe, own[i]) < size && access(out, R_OK) == 0)
+            return;
+    }
+    out[0] = '\0';
+}
+
+/* --kernel-template: a template per named ipykernel kernelspec, started now (ready in about as long as one kernel's start) */
+static void start_templates(gw_server_t *server, const gw_config_t *config)
+{
+    char *names, *save = NULL;
+
+    if (config->kernel_template == NULL)
+        return;
+    if (config->sandbox) {
+        ksys_log_info("kernel templates: not used under --sandbox bwrap: sandboxed kernels are spawned, each in its "
+                      "namespaces (docs/sandbox.md)");
+        return;
+    }
+    names = wire_strdup(config->kernel_template);
+    for (char *name = strtok_r(names, ",", &save); name != NULL; name = strtok_r(NULL, ",", &save)) {
+        const kmgr_kernelspec_t *spec = gw_languages_find(&server->languages, name);
+        int ret;
+        if (spec == NULL) {
+            ksys_log_warn("kernel template: no kernelspec named \"%s\"; its kernels (if any) are spawned", name);
+            continue;
+        }
+        if (server->template_script[0] == '\0') {
+            ksys_log_warn("kernel template: kgate_template.py is not installed next to kgate; %s kernels are spawned", name);
+            continue;
+        }
+        if ((ret = kmgr_manager_use_template(server->kmgr, spec)) != 0)
+            ksys_log_warn("kernel template: %s kernels are spawned: %s", name,
+                          ret == KSYS_EINVAL ? "its kernelspec does not run ipykernel (`<python> -m ipykernel_launcher`)"
+                                             : "its interpreter was not found");
+        else
+            ksys_log_info("kernel template: %s kernels are forked from a template (%s %s), once it is ready", name, spec->argv[0],
+                          server->template_script);
+    }
+    free(names);
 }
 
 /* --pool: each named kernelspec's pool, filled from the tick; says what it keeps, or why not. */
@@ -175,6 +234,8 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     kconfig.max_starting =
         config->max_starting_kernels != 0 ? config->max_starting_kernels : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     kconfig.max_start_queue = config->max_start_queue;
+    find_template_script(server->template_script, sizeof(server->template_script));
+    kconfig.template_script = server->template_script[0] != '\0' ? server->template_script : NULL;
     if ((ret = kmgr_manager_create(&kconfig, &gw_kmgr_loop_ops, server, &server->kmgr)) != 0) {
         ksys_log_error("cannot create the kernel manager: %s", ksys_strerror(ret));
         return -1;
@@ -243,6 +304,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
                           "--workspace-root DIR for a writable one)",
                           server->files.ws.root);
     }
+    start_templates(server, config);
     start_pools(server, config);
     gw_mcp_init(&server->mcp, &server->host, &server->languages, &server->contexts, &server->files);
     server->mcp_ready = 1;

@@ -2,6 +2,7 @@
 #ifndef GW_SERVER_H
 #define GW_SERVER_H
 
+#include <limits.h>
 #include <h2o.h>
 #include "kmgr/manager.h"
 #include "core/config.h"
@@ -39,6 +40,8 @@ struct st_gw_server_t {
     gw_listener_t listener;
     gw_listener_t e2b_listener; /* --e2b-listen's: the same routes, on E2B's address */
     kmgr_manager_t *kmgr;
+    /* kernels/python-template/kgate_template.py next to the executable (kmgr_config_t.template_script), "" when not found */
+    char template_script[PATH_MAX];
     /* the engine */
     gw_languages_t languages;
     gw_runs_t runs;

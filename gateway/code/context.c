@@ -417,6 +417,9 @@ json_t *gw_context_to_json(const gw_context_t *ctx)
         json_object_set_new(obj, "answering", json_boolean(kmgr_kernel_answering(ctx->kernel)));
         json_object_set_new(obj, "restarts", json_integer(kmgr_kernel_auto_restarts(ctx->kernel, NULL, NULL)));
         json_object_set_new(obj, "last_death", death[0] != '\0' ? json_string(death) : json_null());
+        /* how its current process started: forked from a kernel template, or spawned (docs/kernels.md) */
+        if (kmgr_kernel_start_path(ctx->kernel)[0] != '\0')
+            json_object_set_new(obj, "start", json_string(kmgr_kernel_start_path(ctx->kernel)));
     }
     return obj;
 }

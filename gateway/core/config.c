@@ -1,4 +1,5 @@
 /* Defaults and command-line parsing for every tunable of the gateway. */
+#include <ctype.h>
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@ enum {
     OPT_SANDBOX,
     OPT_BWRAP,
     OPT_POOL,
+    OPT_KERNEL_TEMPLATE,
     OPT_HELP,
     OPT_VERSION,
 #define GW_XX_OPT(field, type, def, opt, help) OPT_LIMIT_##field,
@@ -49,6 +51,7 @@ void gw_config_init(gw_config_t *config)
     config->pool = wire_malloc(sizeof(*config->pool));
     config->pool[0] = (gw_pool_size_t){wire_strdup(GW_POOL_DEFAULT_KERNEL), GW_POOL_DEFAULT_SIZE};
     config->num_pool = 1;
+    config->kernel_template = wire_strdup(GW_KERNEL_TEMPLATE_DEFAULT);
     config->log_level = KSYS_LOG_DEFAULT;
     config->init_control_fd = -1;
 #define GW_XX_DEFAULT(field, type, def, opt, help) config->field = (type)(def);
@@ -74,6 +77,7 @@ void gw_config_dispose(gw_config_t *config)
     free(config->allow_origin);
     free(config->bwrap_path);
     gw_config_pool_free(config->pool, config->num_pool);
+    free(config->kernel_template);
     memset(config, 0, sizeof(*config));
 }
 
@@ -194,11 +198,36 @@ static void usage(FILE *fp)
             "                              " GW_POOL_DEFAULT_KERNEL
             "=%u; --pool none: no pool; see docs/operations.md, Warm pool)\n",
             GW_POOL_DEFAULT_SIZE);
+    fprintf(fp, "  --kernel-template NAME[,NAME]...  ipykernel kernelspecs whose kernels are forked from a template\n"
+                "                              process that imported ipykernel once (default " GW_KERNEL_TEMPLATE_DEFAULT
+                "; none: every\n"
+                "                              kernel is a fresh process; see docs/kernels.md)\n");
 #define GW_XX_USAGE(field, type, def, opt, help)                                                                                   \
     fprintf(fp, "  --%-26s %s (default %llu)\n", opt " N", help, (unsigned long long)(def));
     GW_LIMITS_MAP(GW_XX_USAGE)
 #undef GW_XX_USAGE
     fprintf(fp, "  --help, --version\n");
+}
+
+int gw_config_valid_template_list(const char *arg)
+{
+    size_t len = 0;
+
+    if (strcmp(arg, "none") == 0)
+        return 1;
+    for (const char *p = arg;; ++p) {
+        if (*p == ',' || *p == '\0') {
+            if (len == 0)
+                return 0;
+            if (*p == '\0')
+                return 1;
+            len = 0;
+        } else if (isalnum((unsigned char)*p) || *p == '.' || *p == '_' || *p == '-') {
+            ++len;
+        } else {
+            return 0;
+        }
+    }
 }
 
 /* Splits HOST:PORT or [HOST]:PORT into *out_host (replaced) and *out_port. */
@@ -281,6 +310,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         {"sandbox", required_argument, NULL, OPT_SANDBOX},
         {"bwrap", required_argument, NULL, OPT_BWRAP},
         {"pool", required_argument, NULL, OPT_POOL},
+        {"kernel-template", required_argument, NULL, OPT_KERNEL_TEMPLATE},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
 #define GW_XX_LONGOPT(field, type, def, opt, help) {opt, required_argument, NULL, OPT_LIMIT_##field},
@@ -427,6 +457,14 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
             config->num_pool = num;
             break;
         }
+        case OPT_KERNEL_TEMPLATE:
+            if (!gw_config_valid_template_list(optarg)) {
+                fprintf(err, "kgate: --kernel-template wants \"none\" or NAME[,NAME]... (kernelspec names), got \"%s\"\n", optarg);
+                return -1;
+            }
+            free(config->kernel_template);
+            config->kernel_template = strcmp(optarg, "none") == 0 ? NULL : wire_strdup(optarg);
+            break;
         case OPT_HELP:
             usage(out);
             return 1;

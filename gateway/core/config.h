@@ -9,6 +9,8 @@
 
 /* --pool: the default warm pool (python3=GW_POOL_DEFAULT_SIZE) and the largest size one kernelspec may ask for */
 #define GW_POOL_DEFAULT_KERNEL "python3"
+/* --kernel-template: the kernelspecs forked from a template unless the flag says otherwise */
+#define GW_KERNEL_TEMPLATE_DEFAULT "python3"
 #define GW_POOL_DEFAULT_SIZE 1
 #define GW_POOL_MAX_SIZE 64
 
@@ -169,6 +171,9 @@ typedef struct st_gw_config_t {
      * GW_POOL_DEFAULT_KERNEL=GW_POOL_DEFAULT_SIZE, none after --pool none */
     gw_pool_size_t *pool;
     size_t num_pool;
+    /* --kernel-template NAME[,NAME]...: ipykernel kernelspecs whose kernels are forked from a template process (docs/kernels.md,
+     * Kernels forked from a template); default GW_KERNEL_TEMPLATE_DEFAULT, NULL after --kernel-template none */
+    char *kernel_template;
 /* each limit, and whether its flag was given (a derived default replaces only an unset one) */
 #define GW_XX_FIELD(field, type, def, opt, help)                                                                                   \
     type field;                                                                                                                    \
@@ -208,6 +213,9 @@ int gw_config_listens_on_loopback(const gw_config_t *config);
 int gw_config_parse_pool(const char *arg, gw_pool_size_t **out, size_t *num, char *err, size_t errlen);
 /** Frees what gw_config_parse_pool returned; accepts NULL. */
 void gw_config_pool_free(gw_pool_size_t *pool, size_t num);
+
+/** Pure: whether --kernel-template's value is "none" or NAME[,NAME]... (kernelspec names as --pool takes them). */
+int gw_config_valid_template_list(const char *arg);
 
 /**
  * Parses the command line (and KGATE_ACCESS_TOKEN) into `config`. Returns 0 to run, 1 when

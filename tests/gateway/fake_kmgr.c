@@ -300,6 +300,12 @@ const char *kmgr_kernel_last_death(const kmgr_kernel_t *kernel)
     return kernel->last_death;
 }
 
+const char *kmgr_kernel_start_path(const kmgr_kernel_t *kernel)
+{
+    kernel_usable(kernel, "kmgr_kernel_start_path on a destroyed kernel");
+    return "spawned";
+}
+
 unsigned kmgr_kernel_auto_restarts(const kmgr_kernel_t *kernel, unsigned *in_a_row, unsigned *limit)
 {
     kernel_usable(kernel, "kmgr_kernel_auto_restarts on a destroyed kernel");

@@ -105,7 +105,8 @@ function kernelsAlive() {
             if (seen.has(p.pid) || !seen.has(p.ppid)) continue;
             seen.add(p.pid);
             grew = true;
-            if (p.state !== 'Z' && !(p.ppid === kgatePid && p.comm === 'kgate-watchdog')) sessions.add(p.sid);
+            // neither the watchdog nor a kernel template (the kernels forked from it are counted) is a kernel
+            if (p.state !== 'Z' && !(p.ppid === kgatePid && p.comm === 'kgate-watchdog') && p.comm !== 'kgate-template') sessions.add(p.sid);
         }
     }
     return sessions.size;
