@@ -7,6 +7,7 @@
 #include <string.h>
 #include "wire/alloc.h"
 #include "wire/ids.h"
+#include "core/stats.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp.h"
 
@@ -132,6 +133,61 @@ void gw_mcp_stats(const gw_mcp_t *mcp, gw_mcp_stats_t *out)
 {
     *out = mcp->stats;
     out->open = mcp->nsessions;
+}
+
+/* The figures of /kgate/metrics, read from the counts above when a scrape renders them. */
+static double read_open(void *arg)
+{
+    return (double)((gw_mcp_t *)arg)->nsessions;
+}
+
+static double read_named(void *arg)
+{
+    return (double)((gw_mcp_t *)arg)->nnamed;
+}
+
+static double read_opened(void *arg)
+{
+    return (double)((gw_mcp_t *)arg)->stats.opened;
+}
+
+static double read_deleted(void *arg)
+{
+    return (double)((gw_mcp_t *)arg)->stats.deleted;
+}
+
+static double read_expired(void *arg)
+{
+    return (double)((gw_mcp_t *)arg)->stats.expired;
+}
+
+static double read_evicted(void *arg)
+{
+    return (double)((gw_mcp_t *)arg)->stats.evicted;
+}
+
+static double read_refused(void *arg)
+{
+    return (double)((gw_mcp_t *)arg)->stats.refused;
+}
+
+void gw_mcp_figures_register(gw_mcp_t *mcp)
+{
+    gw_stats_t *stats = &mcp->host->stats;
+
+    gw_stats_gauge_fn(stats, "kgate_mcp_sessions", "MCP sessions open (revisions 2025-06-18 and 2025-11-25)", NULL, NULL, read_open,
+                      mcp);
+    gw_stats_gauge_fn(stats, "kgate_mcp_named_contexts", "MCP 2026-07-28 named contexts alive", NULL, NULL, read_named, mcp);
+    gw_stats_counter_fn(stats, "kgate_mcp_sessions_opened_total", "MCP sessions created by initialize", NULL, NULL, read_opened,
+                        mcp);
+    gw_stats_counter_fn(stats, "kgate_mcp_sessions_ended_total", "MCP sessions ended, by why", "reason", "deleted", read_deleted,
+                        mcp);
+    gw_stats_counter_fn(stats, "kgate_mcp_sessions_ended_total", "MCP sessions ended, by why", "reason", "expired", read_expired,
+                        mcp);
+    gw_stats_counter_fn(stats, "kgate_mcp_sessions_ended_total", "MCP sessions ended, by why", "reason", "evicted", read_evicted,
+                        mcp);
+    gw_stats_counter_fn(stats, "kgate_mcp_sessions_refused_total",
+                        "MCP initialize answered 429: every session had a call in flight", NULL, NULL, read_refused, mcp);
 }
 
 void gw_mcp_tick(gw_mcp_t *mcp)

@@ -231,3 +231,54 @@ Test(prometheus, access_log_has_each_request_and_never_the_token)
     xh_gateway_stop(&gw);
     unlink(path);
 }
+
+/* POST or DELETE /mcp with the token (session `sid`, "" for none); the status; the new session's id into `sid`. */
+static int mcp_request(const char *method, char *sid, size_t sid_size, const char *body)
+{
+    char session[300];
+    const char *headers[] = {auth[0], "Accept: application/json, text/event-stream", session, NULL};
+    ts_response_t r = {0};
+    int st;
+
+    snprintf(session, sizeof(session), "Mcp-Session-Id: %s", sid);
+    if (sid[0] == '\0')
+        headers[2] = NULL;
+    st = ts_http_request(gw.port, method, "/mcp", headers, body, &r);
+    if (sid[0] == '\0' && ts_response_header(&r, "mcp-session-id") != NULL)
+        snprintf(sid, sid_size, "%s", ts_response_header(&r, "mcp-session-id"));
+    ts_response_dispose(&r);
+    return st;
+}
+
+/* The MCP door's sessions in the exposition: one open after initialize, none and one ended (deleted) after DELETE /mcp. */
+Test(prometheus, mcp_sessions_are_counted)
+{
+    char sid[256] = "";
+    json_t *parsed;
+
+    xh_gateway_start(&gw, (const char *const[]){"--access-token", TOKEN, NULL});
+    parsed = scrape();
+    cr_expect_eq(sample(parsed, "kgate_mcp_sessions", NULL, NULL), 0);
+    cr_expect_eq(sample(parsed, "kgate_mcp_sessions_ended_total", "reason", "deleted"), 0);
+    json_decref(parsed);
+
+    cr_assert_eq(
+        mcp_request("POST", sid, sizeof(sid),
+                    "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-06-18\","
+                    "\"capabilities\":{},\"clientInfo\":{\"name\":\"prom-e2e\",\"version\":\"1\"}}}"),
+        200);
+    cr_assert(sid[0] != '\0', "initialize gave no Mcp-Session-Id");
+    parsed = scrape();
+    cr_expect_eq(sample(parsed, "kgate_mcp_sessions", NULL, NULL), 1, "the session is open");
+    cr_expect_eq(sample(parsed, "kgate_mcp_sessions_opened_total", NULL, NULL), 1);
+    cr_expect_eq(sample(parsed, "kgate_mcp_named_contexts", NULL, NULL), 0);
+    json_decref(parsed);
+
+    cr_assert_eq(mcp_request("DELETE", sid, sizeof(sid), NULL), 200);
+    parsed = scrape();
+    cr_expect_eq(sample(parsed, "kgate_mcp_sessions", NULL, NULL), 0, "the session is gone");
+    cr_expect_eq(sample(parsed, "kgate_mcp_sessions_ended_total", "reason", "deleted"), 1);
+    cr_expect_eq(sample(parsed, "kgate_mcp_sessions_refused_total", NULL, NULL), 0);
+    json_decref(parsed);
+    xh_gateway_stop(&gw);
+}
