@@ -117,6 +117,8 @@ const char *gw_mcp_session_gone(gw_mcp_t *mcp, const char *id, size_t len);
 void gw_mcp_session_end(gw_mcp_session_t *session, gw_mcp_end_t why);
 /** The session counts (open is the number open now). */
 void gw_mcp_stats(const gw_mcp_t *mcp, gw_mcp_stats_t *out);
+/** Registers the session counts with the host's metrics (kgate_mcp_sessions, _ended_total{reason}, _refused_total). */
+void gw_mcp_stats_register(gw_mcp_t *mcp);
 /**
  * What ending a session or a named context releases: its calls lose it, its contexts are destroyed (it stays linked);
  * with `discard`, killed at once (gw_context_discard: an eviction, whose successor's kernels start now).

@@ -22,6 +22,7 @@ void gw_mcp_init(gw_mcp_t *mcp, gw_host_t *host, gw_languages_t *languages, gw_c
     h2o_linklist_init_anchor(&mcp->sessions);
     h2o_linklist_init_anchor(&mcp->named);
     h2o_timeout_init(host->loop, &mcp->tick_timeout, GW_MCP_TICK_MS);
+    gw_mcp_stats_register(mcp);
 }
 
 void gw_mcp_shutdown(gw_mcp_t *mcp)

@@ -156,3 +156,31 @@ void gw_mcp_tick(gw_mcp_t *mcp)
     }
     gw_mcp_named_tick(mcp);
 }
+
+static double read_open(void *arg)
+{
+    return (double)((gw_mcp_t *)arg)->nsessions;
+}
+#define READ_COUNT(field)                                                                                                          \
+    static double read_##field(void *arg)                                                                                          \
+    {                                                                                                                              \
+        return (double)((gw_mcp_t *)arg)->stats.field;                                                                             \
+    }
+READ_COUNT(deleted)
+READ_COUNT(expired)
+READ_COUNT(evicted)
+READ_COUNT(refused)
+#undef READ_COUNT
+
+void gw_mcp_stats_register(gw_mcp_t *mcp)
+{
+    static const char ended_help[] = "MCP sessions ended, by why (deleted by the client, expired idle, evicted for a new one)";
+    gw_stats_t *stats = &mcp->host->stats;
+
+    gw_stats_gauge_fn(stats, "kgate_mcp_sessions", "MCP sessions open", NULL, NULL, read_open, mcp);
+    gw_stats_counter_fn(stats, "kgate_mcp_sessions_ended_total", ended_help, "reason", "deleted", read_deleted, mcp);
+    gw_stats_counter_fn(stats, "kgate_mcp_sessions_ended_total", ended_help, "reason", "expired", read_expired, mcp);
+    gw_stats_counter_fn(stats, "kgate_mcp_sessions_ended_total", ended_help, "reason", "evicted", read_evicted, mcp);
+    gw_stats_counter_fn(stats, "kgate_mcp_sessions_refused_total",
+                        "MCP initialize refused (429): every session had a call in flight", NULL, NULL, read_refused, mcp);
+}
