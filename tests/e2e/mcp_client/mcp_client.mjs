@@ -318,6 +318,10 @@ async function bounds() {
         const r = await rawPing(a.transport.sessionId);
         const body = await r.json();
         check(r.status === 404 && /evicted/.test(body.error.message), `a request in the evicted session: HTTP ${r.status} ${JSON.stringify(body)}`);
+        // the counts reach the Prometheus exposition
+        const m = await (await fetch(`${kgate}/kgate/metrics`, { headers: auth })).text();
+        for (const line of ['kgate_mcp_sessions 1', 'kgate_mcp_sessions_ended_total{reason="evicted"} 1', 'kgate_mcp_sessions_refused_total 1'])
+            check(m.split('\n').includes(line), `/kgate/metrics lacks "${line}": ${m.split('\n').filter(l => l.includes('mcp')).join('; ')}`);
         return body.error.message.slice(0, 120);
     });
     await step('fresh_idle', async () => {
