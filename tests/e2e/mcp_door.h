@@ -8,6 +8,8 @@
  * test_mcp.c (the SDK 1.x client, sessions) and test_mcp2.c (the 2.x client, revision 2026-07-28) run the same way:
  * kgate with --access-token and --workspace-root, a node script from tests/e2e/<client>/ that prints one step a line
  * (tests/e2e/steps.mjs), then what the SDK cannot see: no context and no kernel process left. Criterion asserts inside.
+ * One door a test (each test is a process of its own). A binary linking mcp_door.c checks kgate, not itself: its
+ * LeakSanitizer is off (a failed assertion abandons the test's heap; kgate keeps its own leak detection).
  */
 
 /** One client script and the npm lock deploy/deps.sh installs for it. */
@@ -30,26 +32,25 @@ typedef struct st_md_door_t {
 } md_door_t;
 
 /**
- * Starts kgate (xh_gateway_start) with a new random token, --workspace-root in a new temp dir named after `label`,
- * and `extra` (NULL-terminated, may be NULL; at most 11) appended.
+ * Starts the test's kgate (xh_gateway_start) with a new random token, --workspace-root in a new temp dir named after
+ * `label`, and `extra` (NULL-terminated, may be NULL; at most 11) appended. Returns the door.
  */
-void md_start(md_door_t *door, const char *label, const char *const *extra);
+const md_door_t *md_start(const char *label, const char *const *extra);
 
-/** For a suite's fini: stops every private kgate still running and removes the workspace root. */
-void md_fini(md_door_t *door);
+/** A suite's .fini: stops every private kgate still running and removes the workspace root. */
+void md_fini(void);
 
 /**
  * Runs `client` with --url <kgate>/mcp, --token, --kgate <base URL>, --modules, --scenario `scenario`, --timeout-ms and
  * `args` (NULL-terminated, may be NULL; at most 8), and expects every step in `steps` (NULL-terminated) to have
  * reported ok and the script to have exited 0; dumps kgate's log otherwise.
  */
-void md_run_client(const md_door_t *door, const md_client_t *client, const char *scenario, const char *const *args,
-                   const char *const *steps);
+void md_run_client(const md_client_t *client, const char *scenario, const char *const *args, const char *const *steps);
 
 /**
  * Expects GET /code/contexts to be [] and, within `release_ms`, no kernel process of kgate's left (its descendants);
  * `after` ends the messages' "... after ..." (what should have released them).
  */
-void md_expect_released(const md_door_t *door, int release_ms, const char *after);
+void md_expect_released(int release_ms, const char *after);
 
 #endif

@@ -46,12 +46,6 @@ int __lsan_is_turned_off(void)
     return 1; /* this binary checks the drop-in, not itself (a failed assertion abandons the test's heap) */
 }
 
-static const char *modules_dir(void)
-{
-    const char *d = getenv("KGATE_OSCLIENT_DIR");
-    return d != NULL && *d != '\0' ? d : DEFAULT_MODULES_DIR;
-}
-
 /* Runs a script of deploy/execd and returns the last line it printed on stdout in `out`. */
 static void run_script(const char *const *argv, const char *const *env, char *out, size_t size)
 {
@@ -215,14 +209,13 @@ TestSuite(dropin, .init = prepare, .fini = fini, .timeout = 1800);
 /* Runs the SDK's checks against the container; asserts every step reported ok. */
 static void run_client(const char *const *extra)
 {
-    char url[64], package[PATH_MAX];
-    const char *argv[16] = {"node", CLIENT, "--url", url, "--token", token, "--modules", modules_dir()};
+    const char *modules = js_modules_dir("KGATE_OSCLIENT_DIR", DEFAULT_MODULES_DIR);
+    char url[64];
+    const char *argv[16] = {"node", CLIENT, "--url", url, "--token", token, "--modules", modules};
     size_t n = 8;
     js_run_t run;
 
-    snprintf(package, sizeof(package), "%s/node_modules/@alibaba-group/opensandbox/package.json", modules_dir());
-    cr_assert(access(package, R_OK) == 0, "@alibaba-group/opensandbox is not installed in %s: deploy/deps.sh installs it",
-              modules_dir());
+    js_assert_installed(modules, "@alibaba-group/opensandbox", KGATE_SOURCE_DIR "/tests/e2e/opensandbox_client/package-lock.json");
     snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
     for (size_t i = 0; extra != NULL && extra[i] != NULL; ++i)
         argv[n++] = extra[i];

@@ -24,25 +24,14 @@ static const md_client_t client = {
     .run_ms = 480000,
     .timeout_ms = "420000",
 };
-static md_door_t door;
 
-/* This binary checks kgate, not itself (as test_jupyter_clients.c: a failed assertion abandons the test's heap). */
-int __lsan_is_turned_off(void);
-int __lsan_is_turned_off(void)
-{
-    return 1;
-}
+TestSuite(mcp, .fini = md_fini, .timeout = 600);
 
-static void fini(void)
-{
-    md_fini(&door);
-}
-
-TestSuite(mcp, .fini = fini, .timeout = 600);
+static const md_door_t *door;
 
 static void start(const char *const *extra)
 {
-    md_start(&door, "mcp", extra);
+    door = md_start("mcp", extra);
 }
 
 /* Runs the script's `scenario`, expects every step in `steps` (NULL-terminated) to report ok and the script to exit 0. */
@@ -50,15 +39,15 @@ static void run_client(const char *scenario, const char *const *steps)
 {
     char pid[16];
 
-    snprintf(pid, sizeof(pid), "%d", (int)door.gw.pid);
+    snprintf(pid, sizeof(pid), "%d", (int)door->gw.pid);
     const char *args[] = {"--kgate-pid", pid, "--max-sessions", ABANDON_SESSIONS, NULL};
-    md_run_client(&door, &client, scenario, args, steps);
+    md_run_client(&client, scenario, args, steps);
 }
 
 /* No context and, by RELEASE_MS, no kernel process of kgate's left. */
 static void assert_released(void)
 {
-    md_expect_released(&door, RELEASE_MS, "their MCP sessions ended");
+    md_expect_released(RELEASE_MS, "their MCP sessions ended");
 }
 
 /* Every tool, state within a session and not across two, images, errors, timeouts, progress, cancellation, session end. */

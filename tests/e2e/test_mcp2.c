@@ -22,31 +22,8 @@ static const md_client_t client = {
     .run_ms = 300000,
     .timeout_ms = "240000",
 };
-static md_door_t door;
 
-/* This binary checks kgate, not itself (as test_mcp.c: a failed assertion abandons the test's heap). */
-int __lsan_is_turned_off(void);
-int __lsan_is_turned_off(void)
-{
-    return 1;
-}
-
-static void fini(void)
-{
-    md_fini(&door);
-}
-
-TestSuite(mcp2, .fini = fini, .timeout = 600);
-
-static void start(const char *const *extra)
-{
-    md_start(&door, "mcp2", extra);
-}
-
-static void run_client(const char *scenario, const char *const *steps)
-{
-    md_run_client(&door, &client, scenario, NULL, steps);
-}
+TestSuite(mcp2, .fini = md_fini, .timeout = 600);
 
 /*
  * server/discover and the pinned revision, tools with their `context`, run_code state across calls (and clients) in a
@@ -58,8 +35,8 @@ Test(mcp2, sdk_client)
 {
     const char *steps[] = {"discover", "list_tools",   "state",       "error",           "bash", "editor",
                            "cancel",   "kernel_tools", "negotiation", "header_mismatch", "done", NULL};
-    start(NULL);
-    run_client("main", steps);
+    md_start("mcp2", NULL);
+    md_run_client(&client, "main", NULL, steps);
 }
 
 /*
@@ -70,7 +47,7 @@ Test(mcp2, sdk_client_bounds)
 {
     const char *extra[] = {"--mcp-max-named-contexts", "2", "--mcp-context-idle-ms", "10000", NULL};
     const char *steps[] = {"max_named", "busy_refused", "idle_expiry", "done", NULL};
-    start(extra);
-    run_client("bounds", steps);
-    md_expect_released(&door, RELEASE_MS, "their named contexts ended");
+    md_start("mcp2", extra);
+    md_run_client(&client, "bounds", NULL, steps);
+    md_expect_released(RELEASE_MS, "their named contexts ended");
 }
