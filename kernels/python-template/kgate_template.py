@@ -6,7 +6,8 @@ IPython, zmq, jupyter_client, tornado), freezes what the imports allocated out o
 collector's reach (gc.freeze: a collection in a child would otherwise write to every shared
 page), learns from a probe kernel which of its pages a kernel's start writes (kgate_hotset.py:
 each kernel then copies them in a few calls instead of a fault each), says "ready" and then only
-forks kernels when kgate asks. It never runs user code, holds no connection file, key, socket or
+forks kernels when kgate asks (each through a spare child forked ahead that has copied those pages
+already). It never runs user code, holds no connection file, key, socket or
 thread of any kernel, and owns nothing of any user.
 
 Frames both ways: a 4-byte big-endian length, then fields, each a 4-byte big-endian length and its
@@ -60,6 +61,7 @@ MAX_FRAME = 1 << 20  # kgate's KMGR_TPL_MAX_FRAME
 SOCK = 3
 PROBE_TIMEOUT_S = 60  # the probe kernel's start and two cells, on a loaded machine; beyond, kernels fault page by page
 HOT = []  # the runs of pages every forked kernel copies first (kgate_hotset), learned from the probe
+SPARE = None  # (pid, request pipe): a child forked ahead that has copied those pages and waits for a kernel's request
 
 RLIMITS = {
     "AS": resource.RLIMIT_AS,
@@ -97,10 +99,11 @@ def parse_fields(body):
     return fields
 
 
-def child_setup(req):
+def child_setup(req, populated=False):
     """In the child, before any kernel code: what makes it a kernel of its own."""
-    # first: the pages its start writes, copied in a few calls rather than a fault each (kgate_hotset)
-    kgate_hotset.populate(HOT)
+    # first: the pages its start writes, copied in a few calls rather than a fault each (kgate_hotset); a spare did already
+    if not populated:
+        kgate_hotset.populate(HOT)
     os.setsid()
     set_name(os.path.basename(sys.executable))
     log = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -163,11 +166,11 @@ def parse_connection_args(app, argv):
     app.extra_args = []
 
 
-def run_child(req):
+def run_child(req, populated=False):
     """The forked child's whole life: set-up, then the kernel; never returns."""
     code = 127
     try:
-        child_setup(req)
+        child_setup(req, populated)
         code = 0
         child_run(req)
     except SystemExit as e:
@@ -204,14 +207,54 @@ def fork(fields):
             if k not in RLIMITS:
                 raise ValueError("unknown resource " + k)
             req["rlimits"].append((k, int(v)))
-    if threading.active_count() != 1:
-        raise RuntimeError("the template has %d threads: a fork would copy their locks" % threading.active_count())
-    pid = os.fork()
+    global SPARE
+    if SPARE is not None:
+        # the spare forked ahead takes this kernel: its fork and page copying were done while nobody waited
+        pid, pipe = SPARE
+        SPARE = None
+        data = json.dumps(req).encode()
+        try:
+            while data:
+                data = data[os.write(pipe, data) :]
+            return pid, None
+        except OSError:
+            pass  # it died (its "exited" is reported): fork one now
+        finally:
+            os.close(pipe)
+    pid = fork_child()
     if pid == 0:
         run_child(req)
     # answered at once: kgate's loop waits for this answer, not for the child's set-up (a failure there is the kernel's
     # death before it was ready, its reason in its log, as for a spawned kernel that fails after exec)
     return pid, None
+
+
+def fork_child():
+    if threading.active_count() != 1:
+        raise RuntimeError("the template has %d threads: a fork would copy their locks" % threading.active_count())
+    return os.fork()
+
+
+def make_spare():
+    """Forks the spare: a child that copies the hot pages now and becomes the next kernel asked for (its request comes
+    whole through a pipe, then EOF; EOF alone, the template gone, ends it). Until then it holds nothing of any user."""
+    global SPARE
+    r, w = os.pipe2(os.O_CLOEXEC)
+    pid = fork_child()
+    if pid == 0:
+        os.close(w)
+        kgate_hotset.populate(HOT)
+        chunks = []
+        while True:
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        if not chunks:
+            os._exit(0)
+        run_child(json.loads(b"".join(chunks)), populated=True)
+    os.close(r)
+    SPARE = (pid, w)
 
 
 def probe_client(conn_file, dump_path):
@@ -309,6 +352,11 @@ def reap():
             return
         if pid == 0:
             return
+        global SPARE
+        if SPARE is not None and SPARE[0] == pid:
+            os.close(SPARE[1])
+            SPARE = None  # it died before it was a kernel: nobody to tell; the next fork makes another
+            continue
         send(b"exited", pid, status)
 
 
@@ -325,6 +373,8 @@ def main():
     HOT, why = learn_hot_pages()
     if why is not None:
         sys.stderr.write("kgate template: kernels copy their pages one fault at a time: %s\n" % why)
+    else:
+        make_spare()
     send(b"ready", os.getpid())
     buf = b""
     while True:
@@ -364,6 +414,11 @@ def main():
             else:
                 send(b"failed", fields[1], why)
             reap()
+            if SPARE is None and HOT:
+                try:
+                    make_spare()
+                except Exception as e:  # noqa: B902: no spare, the next kernel is forked on its request
+                    sys.stderr.write("kgate template: no spare: %s\n" % e)
 
 
 if __name__ == "__main__":
