@@ -70,19 +70,22 @@ int bench_run_mcp(const bench_case_t *self, bench_env_t *env, bench_result_t *ou
     int err;
 
     memset(out, 0, sizeof(*out));
-    out->kgate_label = env->mcp_sse_only ? "MCP run_code, SSE only" : "MCP tools/call run_code";
+    out->kgate_label = self->mcp_stateless ? "MCP 2026-07-28 run_code"
+                       : env->mcp_sse_only ? "MCP run_code, SSE only"
+                                           : "MCP tools/call run_code";
     out->direct_label = "POST /code (SSE)";
     out->kgate_cpu_ms_relaying = out->kgate_cpu_ms_listening = -1;
     out->kgate_rss_start_kb = ts_proc_rss_kb(env->kgate->pid);
     out->kgate_rss_peak_kb = out->peer_rss_start_kb = out->peer_rss_peak_kb = -1;
     sampling = ts_rss_sampler_start(&rss, env->kgate->pid, RSS_PERIOD_MS) == 0;
 
-    if ((err = bench_mcp_open(&c.mcp, env->kgate->port, env->timeout_ms, env->mcp_sse_only)) != 0)
+    if ((err = bench_mcp_open(&c.mcp, env->kgate->port, env->timeout_ms, env->mcp_sse_only, self->mcp_stateless)) != 0)
         goto Exit;
     if ((err = bench_kgate_create_context(env->http, env->timeout_ms, self->language, &c.ctx)) != 0)
         goto Exit;
     if (env->verbose)
-        fprintf(stderr, "[%s] MCP session %s, /code context %s\n", self->name, c.mcp.session_id, c.ctx);
+        fprintf(stderr, "[%s] MCP session %s, /code context %s\n", self->name,
+                c.mcp.stateless ? "(none: the named context " BENCH_MCP_CONTEXT ")" : c.mcp.session_id, c.ctx);
     /* the warm-up's first MCP call starts the session's kernel (answered in SSE if it takes over a second) */
     if ((err = bench_alternate(env, self->name, warmup, samples, execute_one, &c, s, &out->kgate_reconnects)) != 0)
         goto Exit;

@@ -382,6 +382,23 @@ const bench_case_t bench_cases[] = {
         .max_overhead_pct = 10,
     },
     {
+        /* The same as `mcp` in revision 2026-07-28 (docs/mcp.md): no session, every call carrying its _meta envelope and
+         * its Mcp-* headers (checked against the body), run in the named context `bench` (which outlives the case: the
+         * revision has no DELETE; it idles out with --mcp-context-idle-ms or ends with the bench's kgate). */
+        .name = "mcp2026",
+        .description = "`1+1` as an MCP 2026-07-28 tools/call run_code in a named context against POST /code, alternately",
+        .run = bench_run_mcp,
+        .language = "python",
+        .code = "1+1",
+        .expect_result = "2",
+        .default_samples = 300,
+        .default_warmup = 20,
+        .max_rss_kb = 32 * 1024,
+        .via_mcp = 1,
+        .max_overhead_pct = 10,
+        .mcp_stateless = 1,
+    },
+    {
         /* The E2B door (docs/e2b.md) against execd's POST /code on one kgate, in one context: the same engine run of
          * `1+1`; what differs is the front door (NDJSON lines translated from the run's events, against SSE). */
         .name = "e2b",
@@ -421,6 +438,21 @@ const bench_case_t bench_cases[] = {
         .clients = 8,
         .rounds = 3,
         .default_samples = 10,
+        .default_warmup = 1,
+    },
+    {
+        /* issue 26: Python kernels forked from a template against spawned ones; the 500-context check is run by hand */
+        .name = "template",
+        .description = "create to first 1+1 forked from a template against spawned; 50 at once; idle PSS of ten contexts",
+        .run = bench_run_template,
+        .language = "python",
+        .code = "1+1",
+        .template_case = 1,
+        .max_create_ms = 100,
+        .max_burst_ms = 5000,
+        .max_pss_mib = 20,
+        .clients = 50,
+        .default_samples = 5,
         .default_warmup = 1,
     },
 };

@@ -118,6 +118,9 @@ typedef struct st_bench_result_t {
     const char *burst_miss_label;
     bench_summary_t burst_hit;
     bench_summary_t burst_miss;
+    /** The `template` case: the idle PSS per context (MiB; ten contexts summed, the template's share included), forked [0]
+     * and spawned [1]. */
+    double pss_per_context_mib[2];
 } bench_result_t;
 
 typedef struct st_bench_case_t bench_case_t;
@@ -202,6 +205,8 @@ struct st_bench_case_t {
      */
     int via_mcp;
     double max_overhead_pct;
+    /* `mcp` case: the 2026-07-28 revision (no session; _meta, Mcp-Method/Mcp-Name, a named context) instead of 2025-11-25 */
+    int mcp_stateless;
     /*
      * The `pool` case (bench_run_pool): a kgate of its own with `--pool pool_kernel=pool_size`;
      * POST /code/context from the full pool against a cold start, alternately (target: the pool's
@@ -211,6 +216,14 @@ struct st_bench_case_t {
     const char *pool_kernel;
     unsigned pool_size;
     double max_create_ms;
+    /*
+     * The `template` case (bench_run_template): two kgates of its own, templates on and --kernel-template none; create to
+     * first `1+1` (target: the forked median under max_create_ms), `clients` contexts at once (target: all within
+     * max_burst_ms), the idle PSS of ten contexts (target: max_pss_mib each). Never enforced.
+     */
+    int template_case;
+    double max_burst_ms;
+    double max_pss_mib;
 };
 
 /**
@@ -247,6 +260,8 @@ int bench_run_e2b(const bench_case_t *self, bench_env_t *env, bench_result_t *ou
 /** Runner of the `sandbox` case (case_sandbox.c): `code` in a context of a kgate with --sandbox bwrap against a plain one,
  * alternately. */
 int bench_run_sandbox(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
+/** Runner of the `template` case (case_template.c): forked against spawned Python kernels, one run, side by side. */
+int bench_run_template(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 /** Runner of the `pool` case (case_pool.c): context creation from a warm pool against cold starts, one by one and in bursts. */
 int bench_run_pool(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 

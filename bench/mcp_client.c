@@ -73,7 +73,7 @@ static int is_response_to(const json_t *msg, long long id)
  */
 static int exchange(bench_mcp_t *m, const char *what, const char *body, long long id, json_t **reply, double *ms)
 {
-    const char *headers[4];
+    const char *headers[6];
     char session_header[128];
     size_t nh = 0;
     ts_response_t resp;
@@ -85,12 +85,17 @@ static int exchange(bench_mcp_t *m, const char *what, const char *body, long lon
 
     *reply = NULL;
     /* kgate answers a client that takes only SSE with a stream whose head goes out at once (`--mcp-sse-only`) */
-    headers[nh++] =
-        m->sse_only && m->session_id[0] != '\0' ? "Accept: text/event-stream" : "Accept: application/json, text/event-stream";
+    headers[nh++] = m->sse_only && (m->session_id[0] != '\0' || m->stateless) ? "Accept: text/event-stream"
+                                                                              : "Accept: application/json, text/event-stream";
     if (m->session_id[0] != '\0') {
         snprintf(session_header, sizeof(session_header), "Mcp-Session-Id: %s", m->session_id);
         headers[nh++] = session_header;
         headers[nh++] = "MCP-Protocol-Version: " BENCH_MCP_VERSION;
+    } else if (m->stateless) {
+        /* the revision's metadata headers, which kgate checks against the body (the only request sent is run_code) */
+        headers[nh++] = "MCP-Protocol-Version: " BENCH_MCP_VERSION_STATELESS;
+        headers[nh++] = "Mcp-Method: tools/call";
+        headers[nh++] = "Mcp-Name: run_code";
     }
     headers[nh] = NULL;
     ts_sse_reader_init(&sse, SSE_BUFFER_INITIAL, SSE_EVENT_MAX);
@@ -164,7 +169,7 @@ Exit:
     return err;
 }
 
-int bench_mcp_open(bench_mcp_t *m, unsigned short port, unsigned timeout_ms, int sse_only)
+int bench_mcp_open(bench_mcp_t *m, unsigned short port, unsigned timeout_ms, int sse_only, int stateless)
 {
     static const char initialized[] = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
     char body[512];
@@ -177,6 +182,8 @@ int bench_mcp_open(bench_mcp_t *m, unsigned short port, unsigned timeout_ms, int
     m->timeout_ms = timeout_ms;
     m->next_id = 1;
     m->sse_only = sse_only;
+    if ((m->stateless = stateless) != 0)
+        return 0;
     snprintf(body, sizeof(body),
              "{\"jsonrpc\":\"2.0\",\"id\":%lld,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"" BENCH_MCP_VERSION
              "\",\"capabilities\":{},\"clientInfo\":{\"name\":\"kgate_bench_execute\",\"version\":\"1\"}}}",
@@ -219,6 +226,14 @@ int bench_mcp_run_code(bench_mcp_t *m, const char *code, const char *language, b
     long long id = m->next_id++;
     json_t *req = json_pack("{s:s, s:I, s:s, s:{s:s, s:{s:s, s:s}}}", "jsonrpc", "2.0", "id", (json_int_t)id, "method",
                             "tools/call", "params", "name", "run_code", "arguments", "code", code, "language", language);
+    if (m->stateless) {
+        json_t *params = json_object_get(req, "params");
+        json_object_set_new(json_object_get(params, "arguments"), "context", json_string(BENCH_MCP_CONTEXT));
+        json_object_set_new(params, "_meta",
+                            json_pack("{s:s, s:{s:s, s:s}, s:{}}", "io.modelcontextprotocol/protocolVersion",
+                                      BENCH_MCP_VERSION_STATELESS, "io.modelcontextprotocol/clientInfo", "name",
+                                      "kgate_bench_execute", "version", "1", "io.modelcontextprotocol/clientCapabilities"));
+    }
     char *body = json_dumps(req, JSON_COMPACT);
     json_t *reply = NULL, *result, *content, *error;
     const char *text;

@@ -8,6 +8,9 @@
 
 /* The revision the client asks for in initialize and names in MCP-Protocol-Version afterwards. */
 #define BENCH_MCP_VERSION "2025-11-25"
+/* The stateless revision, and the named context its calls run in. */
+#define BENCH_MCP_VERSION_STATELESS "2026-07-28"
+#define BENCH_MCP_CONTEXT "bench"
 
 /**
  * One MCP session over one keep-alive HTTP/1.1 connection of its own (TCP_NODELAY, as every ts_http_t).
@@ -22,6 +25,8 @@ typedef struct st_bench_mcp_t {
     long long next_id;   /* of the next JSON-RPC request */
     /** tools/call requests say `Accept: text/event-stream` only: every answer is an SSE stream, begun at once. */
     int sse_only;
+    /** Revision 2026-07-28: no initialize and no session; each call carries _meta and Mcp-* headers, `context` "bench". */
+    int stateless;
     /** tools/call answers so far, by how they came: a JSON body, or an SSE stream (a call over a second). */
     size_t json_answers, sse_answers;
 } bench_mcp_t;
@@ -29,10 +34,11 @@ typedef struct st_bench_mcp_t {
 /**
  * Connects to 127.0.0.1:`port`, sends `initialize` (keeping its Mcp-Session-Id) and then
  * `notifications/initialized`. With `sse_only`, the session's later requests accept only SSE (see
- * bench_mcp_t). Returns 0, or BENCH_ESTATUS, BENCH_EPROTO (no session id, a JSON-RPC
- * error) or a transport error, with the detail set. Close it with bench_mcp_close in every case.
+ * bench_mcp_t). With `stateless`, sends nothing: revision 2026-07-28 has no session (bench_mcp_t). Returns 0, or BENCH_ESTATUS,
+ * BENCH_EPROTO (no session id, a JSON-RPC error) or a transport error, with the detail set. Close it with bench_mcp_close in every
+ * case.
  */
-int bench_mcp_open(bench_mcp_t *m, unsigned short port, unsigned timeout_ms, int sse_only);
+int bench_mcp_open(bench_mcp_t *m, unsigned short port, unsigned timeout_ms, int sse_only, int stateless);
 
 /**
  * tools/call `run_code {code, language}` in the session. `out` is zeroed first; `out->ms` runs from

@@ -68,7 +68,25 @@ static int is_pool_case(const bench_case_t *c)
 
 static int is_concurrency_case(const bench_case_t *c)
 {
-    return c->clients != 0 && !is_pool_case(c);
+    return c->clients != 0 && !is_pool_case(c) && !c->template_case;
+}
+
+/* The template case: its three targets, judged on this run's figures (never enforced). */
+static void print_template(const bench_case_t *c, const bench_result_t *r)
+{
+    printf("template: create to first 1+1 forked %.1f ms against spawned %.1f ms (medians, %.1fx)  [%s; target p50 <= %.0f ms: "
+           "%s]\n",
+           r->kgate.median, r->direct.median, r->kgate.median > 0 ? r->direct.median / r->kgate.median : 0, c->name,
+           c->max_create_ms, r->kgate.median <= c->max_create_ms ? "met" : "NOT met");
+    printf("template: %u contexts at once, all at their first 1+1 after %.0f ms forked, %.0f ms spawned (%.1fx)  [target <= %.0f "
+           "ms: %s]\n",
+           c->clients, r->burst_pool.max, r->burst_cold.max, r->burst_pool.max > 0 ? r->burst_cold.max / r->burst_pool.max : 0,
+           c->max_burst_ms, r->burst_pool.n > 0 && r->burst_pool.max <= c->max_burst_ms ? "met" : "NOT met");
+    printf("template: idle PSS per context (ten, summed smaps_rollup) %.1f MiB forked (the template's share included), %.1f "
+           "MiB spawned (%.1fx)  [target <= %.0f MiB: %s]\n",
+           r->pss_per_context_mib[0], r->pss_per_context_mib[1],
+           r->pss_per_context_mib[0] > 0 ? r->pss_per_context_mib[1] / r->pss_per_context_mib[0] : 0, c->max_pss_mib,
+           r->pss_per_context_mib[0] > 0 && r->pss_per_context_mib[0] <= c->max_pss_mib ? "met" : "NOT met");
 }
 
 /* The pool case: its verdict, and what a burst got (the table has its rows). */
@@ -251,6 +269,8 @@ void bench_print_table(const bench_case_t **cases, const bench_result_t *results
             print_speedup(cases[i], r);
         } else if (is_upload_case(cases[i])) {
             print_upload(cases[i], r);
+        } else if (cases[i]->template_case) {
+            print_template(cases[i], r);
         } else if (is_pool_case(cases[i])) {
             print_pool(cases[i], r);
         } else if (is_concurrency_case(cases[i])) {

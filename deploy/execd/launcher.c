@@ -10,12 +10,12 @@
  *
  * It also speaks execd's command line (docs/API.md 6.3) for kgate: `--port N` (and the default 44772) is
  * `--listen 0.0.0.0:N`, EXECD_ACCESS_TOKEN is `--access-token`, execd's flags that kgate has no use for are
- * accepted and dropped, and `--as-execd` is always given. Anything else is passed to kgate unchanged.
+ * accepted and dropped (those kgate honours, --log-level, --graceful-shutdown-timeout and
+ * --lifecycle-startup-status-file, are passed on), and `--as-execd` is always given. Anything else is passed to kgate unchanged.
  *
- * `--init -- ENTRYPOINT...` (EXECD_INIT=true in bootstrap.sh): the launcher is the container's PID 1, as tini would be.
- * It starts kgate and the entrypoint as its children, reaps every process that ends up its child (orphans of double
- * forks included), forwards the signals a container receives to the entrypoint, and when the entrypoint ends it
- * stops kgate (SIGTERM, SIGKILL after INIT_GRACE_S) and exits with the entrypoint's status (128 + N for signal N).
+ * `--init -- ENTRYPOINT...` (EXECD_INIT=true in bootstrap.sh): the launcher is the container's PID 1 (deploy/execd/init.c).
+ * It gives kgate a lifecycle status file when a lifecycle config is given (the entrypoint waits for preStart) and a control
+ * pipe (`--init-control-fd`, for entrypointPolicy=restart).
  *
  * The payload: a first line `kgate-execd <id>\n`, then per file a line `<path> <octal mode> <size>\n` and its bytes,
  * then `end\n`; the file ends with a 32-byte trailer `%020llu KGATEPAK01\n` giving the payload's offset.
@@ -28,19 +28,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "launcher.h"
 
 #define TRAILER_LEN 32
 #define TRAILER_MAGIC " KGATEPAK01\n"
 #define LOADER "lib/ld-linux-x86-64.so.2"
 #define MAX_ARGS 512
-#define INIT_GRACE_S 5
 
-static void die(const char *what, const char *detail)
+void die(const char *what, const char *detail)
 {
     fprintf(stderr, "execd (kgate): %s%s%s%s%s\n", what, detail != NULL ? ": " : "", detail != NULL ? detail : "",
             errno != 0 ? ": " : "", errno != 0 ? strerror(errno) : "");
@@ -48,7 +49,7 @@ static void die(const char *what, const char *detail)
 }
 
 /* snprintf that refuses a path too long for its buffer rather than cutting it. */
-__attribute__((format(printf, 3, 4))) static void fmt(char *buf, size_t size, const char *f, ...)
+void fmt(char *buf, size_t size, const char *f, ...)
 {
     va_list ap;
     int n;
@@ -177,7 +178,7 @@ static void choose_dir(const char *self, const char *id, char *out, size_t size)
     fmt(out, size, "%s/kgate-execd-%u-%s", tmpdir != NULL && tmpdir[0] == '/' ? tmpdir : "/tmp", (unsigned)getuid(), id);
 }
 
-static pid_t start(const char *path, char *const *args, const sigset_t *old, int search)
+pid_t start(const char *path, char *const *args, const sigset_t *old, int search)
 {
     pid_t pid = fork();
 
@@ -195,59 +196,13 @@ static pid_t start(const char *path, char *const *args, const sigset_t *old, int
     return pid;
 }
 
-static int status_of(int status)
+int status_of(int status)
 {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/* PID 1: runs kgate and the entrypoint, reaps everything, forwards signals, exits with the entrypoint's status. */
-static int run_init(const char *loader, char *const *kgate_args, char *const *entry)
-{
-    static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-    sigset_t set, old;
-    pid_t kgate, child, pid;
-    int status, result = -1;
-    time_t deadline = 0;
-
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    for (size_t i = 0; i != sizeof(forwarded) / sizeof(forwarded[0]); ++i)
-        sigaddset(&set, forwarded[i]);
-    sigprocmask(SIG_BLOCK, &set, &old);
-    kgate = start(loader, kgate_args, &old, 0);
-    child = start(entry[0], entry, &old, 1);
-    for (;;) {
-        siginfo_t info;
-        struct timespec tick = {1, 0};
-        int sig = sigtimedwait(&set, &info, &tick);
-
-        if (sig > 0 && sig != SIGCHLD && result < 0)
-            kill(child, sig);
-        while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-            if (pid == child) {
-                result = status_of(status);
-                kill(kgate, SIGTERM);
-                deadline = time(NULL) + INIT_GRACE_S;
-            } else if (pid == kgate) {
-                kgate = -1;
-                if (result < 0)
-                    fprintf(stderr, "execd (kgate): kgate exited (status %d); the entrypoint goes on\n", status_of(status));
-            }
-        }
-        if (result >= 0 && kgate < 0)
-            return result;
-        if (result >= 0 && time(NULL) >= deadline)
-            kill(kgate, SIGKILL);
-    }
-}
-
 /* execd's flags (Go's flag package: -x or --x, value after `=` or as the next argument). */
-static const char *const execd_dropped[] = {"jupyter-host",
-                                            "jupyter-token",
-                                            "log-level",
-                                            "graceful-shutdown-timeout",
-                                            "jupyter-idle-poll-interval",
-                                            "isolation-config",
+static const char *const execd_dropped[] = {"jupyter-host", "jupyter-token", "jupyter-idle-poll-interval", "isolation-config",
                                             NULL};
 
 static int flag_is(const char *arg, const char *name, const char **value)
@@ -359,9 +314,42 @@ int main(int argc, char **argv)
     memcpy(args + n, rest, m * sizeof(*rest));
     args[n + m] = NULL;
     if (init) {
+        static char status_dir[PATH_MAX], status_file[PATH_MAX + 16];
+        const char *tmpdir = getenv("TMPDIR");
+        int runtime_init = truthy(getenv("EXECD_RUNTIME_INIT"));
         if (entry == NULL || entry[0] == NULL)
             die("--init needs an entrypoint after --", NULL);
-        return run_init(loader, (char *const *)args, entry);
+        for (size_t i = 0; i != m; ++i)
+            runtime_init |= strcmp(rest[i], "--runtime-init") == 0;
+        /* with --runtime-init preStart waits for POST /internal/init: the entrypoint is not held for it */
+        if (has_lifecycle() && !runtime_init) {
+            fmt(status_dir, sizeof(status_dir), "%s/execd-lifecycle.XXXXXX", tmpdir != NULL && tmpdir[0] == '/' ? tmpdir : "/tmp");
+            if (mkdtemp(status_dir) == NULL)
+                die("cannot create the lifecycle status directory", status_dir);
+            fmt(status_file, sizeof(status_file), "%s/status", status_dir);
+            int fd = open(status_file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            if (fd < 0 || close(fd) != 0)
+                die("cannot create", status_file);
+            if (n + m + 2 >= MAX_ARGS)
+                die("too many arguments", NULL);
+            args[n + m] = "--lifecycle-startup-status-file";
+            args[n + m + 1] = status_file;
+            args[n + m + 2] = NULL;
+        }
+        /* the pipe on which kgate asks for the entrypoint's restart (POST /internal/init, entrypointPolicy=restart) */
+        static char control_arg[16];
+        int control[2];
+        if (pipe(control) != 0 || fcntl(control[0], F_SETFD, FD_CLOEXEC) != 0 || fcntl(control[0], F_SETFL, O_NONBLOCK) != 0)
+            die("cannot create the control pipe", NULL);
+        fmt(control_arg, sizeof(control_arg), "%d", control[1]);
+        for (n += m; args[n] != NULL; ++n)
+            ;
+        if (n + 2 >= MAX_ARGS)
+            die("too many arguments", NULL);
+        args[n++] = "--init-control-fd";
+        args[n++] = control_arg;
+        args[n] = NULL;
+        return run_init(loader, (char *const *)args, entry, status_file[0] != '\0' ? status_file : NULL, control[0], control[1]);
     }
     execv(loader, (char *const *)args);
     die("cannot execute", loader);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include "wire/alloc.h"
 #include "app/listener.h"
+#include "ksys/log.h"
 
 /* Connections accepted per readiness callback at most; h2o calls back while the backlog is non-empty. */
 #define ACCEPT_BURST 16
@@ -143,9 +144,8 @@ static void on_accept(h2o_socket_t *sock, const char *err)
         if ((client = h2o_evloop_socket_accept(listener->sock)) == NULL) {
             if (errno == EMFILE || errno == ENFILE) {
                 if (!listener->starved)
-                    fprintf(stderr,
-                            "kgate: out of file descriptors (%s) with %zu client connections: accepting pauses %d ms at a time\n",
-                            errno == EMFILE ? "EMFILE" : "ENFILE", listener->num_conns, GW_LISTENER_PAUSE_MS);
+                    ksys_log_warn("out of file descriptors (%s) with %zu client connections: accepting pauses %d ms at a time",
+                                  errno == EMFILE ? "EMFILE" : "ENFILE", listener->num_conns, GW_LISTENER_PAUSE_MS);
                 listener->starved = 1;
                 stop_reading(listener);
                 h2o_timeout_link(listener->loop, &listener->pause_timeout, &listener->pause_entry);
@@ -189,13 +189,13 @@ static int open_listener(const char *host, uint16_t port)
         ((struct sockaddr_in *)&ss)->sin_port = htons(port);
         sslen = sizeof(struct sockaddr_in);
     } else {
-        fprintf(stderr, "kgate: --listen host must be a numeric IPv4/IPv6 address or localhost, got \"%s\"\n", host);
+        ksys_log_error("--listen host must be a numeric IPv4/IPv6 address or localhost, got \"%s\"", host);
         return -1;
     }
     if ((fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1 ||
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) != 0 || bind(fd, (struct sockaddr *)&ss, sslen) != 0 ||
         listen(fd, SOMAXCONN) != 0) {
-        fprintf(stderr, "kgate: cannot listen on %s:%u: %s\n", host, port, strerror(errno));
+        ksys_log_error("cannot listen on %s:%u: %s", host, port, strerror(errno));
         if (fd != -1)
             close(fd);
         return -1;
@@ -212,8 +212,8 @@ static size_t connection_bound(const gw_config_t *config)
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
         size_t usable = rl.rlim_cur > config->fd_reserve ? (size_t)(rl.rlim_cur - config->fd_reserve) : 1;
         if (usable < bound) {
-            fprintf(stderr, "kgate: at most %zu client connections (RLIMIT_NOFILE %llu less --fd-reserve %u)\n", usable,
-                    (unsigned long long)rl.rlim_cur, config->fd_reserve);
+            ksys_log_info("at most %zu client connections (RLIMIT_NOFILE %llu less --fd-reserve %u)", usable,
+                          (unsigned long long)rl.rlim_cur, config->fd_reserve);
             bound = usable;
         }
     }

@@ -47,12 +47,20 @@ void gw_app_build_routes(gw_server_t *server)
     server->app_door.name = "app";
     gw_route_table_add(&server->routes, &health);
     gw_route_table_add(&server->routes, &ready);
+    gw_observe_add_routes(&server->observe, &server->routes);
     gw_runtime_init_add_routes(&server->runtime_init, &server->routes, max_body);
     gw_execd_add_routes(&server->execd, &server->routes);
     gw_proxy_add_routes(&server->proxy, &server->routes);
     gw_jupyter_add_routes(&server->jupyter, &server->routes);
     gw_mcp_add_routes(&server->mcp, &server->routes);
     gw_e2b_add_routes(&server->e2b, &server->routes);
+}
+
+/* A request's pool is released: it is no longer in flight (the drain of gw_server_begin_drain waits for none). */
+static void on_request_disposed(void *p)
+{
+    gw_server_t *server = *(gw_server_t **)p;
+    --server->requests_in_flight;
 }
 
 void gw_app_dispatch(gw_server_t *server, h2o_req_t *req)
@@ -62,6 +70,15 @@ void gw_app_dispatch(gw_server_t *server, h2o_req_t *req)
     gw_route_params_t params;
     gw_route_result_t found = gw_route_match(server->routes.entries, server->routes.size, req->method, path, &route, &params);
     const char *framing = gw_req_framing_error(req);
+    gw_server_t **counted = h2o_mem_alloc_shared(&req->pool, sizeof(*counted), on_request_disposed);
+
+    *counted = server;
+    ++server->requests_in_flight;
+    if (server->draining) {
+        req->http1_is_persistent = 0;
+        gw_send_error(req, GW_HTTP_SHUTTING_DOWN, "kgate is shutting down: it finishes the requests in flight and takes no more");
+        return;
+    }
 
     /* before anything: where this request's body ends is in doubt, so where the next one begins is too */
     if (framing != NULL) {

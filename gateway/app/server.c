@@ -1,6 +1,7 @@
 /* The server: h2o set-up, the listener, the one scheduler tick, and orderly shutdown. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -9,12 +10,14 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include "wire/alloc.h"
 #include "ksys/errors.h"
 #include "ksys/sandbox.h"
 #include "app/kmgr_loop.h"
 #include "app/listener.h"
 #include "app/routes.h"
 #include "app/server.h"
+#include "ksys/log.h"
 
 typedef struct st_gw_handler_t {
     h2o_handler_t super;
@@ -23,7 +26,10 @@ typedef struct st_gw_handler_t {
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
-    gw_app_dispatch(((gw_handler_t *)self)->server, req);
+    gw_server_t *server = ((gw_handler_t *)self)->server;
+
+    gw_observe_request_begins(&server->observe, req);
+    gw_app_dispatch(server, req);
     return 0;
 }
 
@@ -50,7 +56,7 @@ static void on_tick(h2o_timeout_entry_t *entry)
 
 static void warn_kernelspec(const char *path, const char *why)
 {
-    fprintf(stderr, "kgate: skipping kernelspec %s: %s\n", path, why);
+    ksys_log_warn("skipping kernelspec %s: %s", path, why);
 }
 
 /*
@@ -79,6 +85,64 @@ static void discover_kernelspecs(gw_server_t *server, const gw_config_t *config)
     kmgr_kernelspecs_discover(dirs, n, &server->languages.specs, warn_kernelspec);
 }
 
+/*
+ * The kernel template's program, found as kgate's own kernels are: `<exe dir>/../kernels/python-template/` in a build tree,
+ * `<exe dir>/../share/kgate/python-template/` once installed. "" when neither holds it.
+ */
+static void find_template_script(char *out, size_t size)
+{
+    static const char *const own[] = {"/../kernels/python-template/kgate_template.py",
+                                      "/../share/kgate/python-template/kgate_template.py"};
+    char exe[PATH_MAX];
+    ssize_t len;
+
+    out[0] = '\0';
+    if ((len = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) <= 0)
+        return;
+    exe[len] = '\0';
+    *strrchr(exe, '/') = '\0';
+    for (size_t i = 0; i != 2; ++i) {
+        if ((size_t)snprintf(out, size, "%.*s%s", (int)(size - 64), exe, own[i]) < size && access(out, R_OK) == 0)
+            return;
+    }
+    out[0] = '\0';
+}
+
+/* --kernel-template: a template per named ipykernel kernelspec, started now (ready in about as long as one kernel's start) */
+static void start_templates(gw_server_t *server, const gw_config_t *config)
+{
+    char *names, *save = NULL;
+
+    if (config->kernel_template == NULL)
+        return;
+    if (config->sandbox) {
+        ksys_log_info("kernel templates: not used under --sandbox bwrap: sandboxed kernels are spawned, each in its "
+                      "namespaces (docs/sandbox.md)");
+        return;
+    }
+    names = wire_strdup(config->kernel_template);
+    for (char *name = strtok_r(names, ",", &save); name != NULL; name = strtok_r(NULL, ",", &save)) {
+        const kmgr_kernelspec_t *spec = gw_languages_find(&server->languages, name);
+        int ret;
+        if (spec == NULL) {
+            ksys_log_warn("kernel template: no kernelspec named \"%s\"; its kernels (if any) are spawned", name);
+            continue;
+        }
+        if (server->template_script[0] == '\0') {
+            ksys_log_warn("kernel template: kgate_template.py is not installed next to kgate; %s kernels are spawned", name);
+            continue;
+        }
+        if ((ret = kmgr_manager_use_template(server->kmgr, spec)) != 0)
+            ksys_log_warn("kernel template: %s kernels are spawned: %s", name,
+                          ret == KSYS_EINVAL ? "its kernelspec does not run ipykernel (`<python> -m ipykernel_launcher`)"
+                                             : "its interpreter was not found");
+        else
+            ksys_log_info("kernel template: %s kernels are forked from a template (%s %s), once it is ready", name, spec->argv[0],
+                          server->template_script);
+    }
+    free(names);
+}
+
 /* --pool: each named kernelspec's pool, filled from the tick; says what it keeps, or why not. */
 static void start_pools(gw_server_t *server, const gw_config_t *config)
 {
@@ -88,7 +152,7 @@ static void start_pools(gw_server_t *server, const gw_config_t *config)
     for (size_t i = 0; i != config->num_pool; ++i) {
         const kmgr_kernelspec_t *spec = gw_languages_find(&server->languages, config->pool[i].kernel);
         if (spec == NULL) {
-            fprintf(stderr, "kgate: pool: no kernelspec named \"%s\"; none is started ahead\n", config->pool[i].kernel);
+            ksys_log_warn("pool: no kernelspec named \"%s\"; none is started ahead", config->pool[i].kernel);
             continue;
         }
         gw_contexts_set_pool(&server->contexts, spec, config->pool[i].size);
@@ -97,7 +161,19 @@ static void start_pools(gw_server_t *server, const gw_config_t *config)
                 (size_t)snprintf(said + len, sizeof(said) - len, "%s%s=%u", len != 0 ? "," : "", spec->name, config->pool[i].size);
     }
     if (len != 0)
-        fprintf(stderr, "kgate: pool: %s kernels started ahead (--pool)\n", said);
+        ksys_log_info("pool: %s kernels started ahead (--pool)", said);
+}
+
+/* A failed preStart ends kgate with status 1 (upstream's execd exits; bootstrap.sh then exits with the failure). */
+static void on_startup_prestart(void *data, int ok, const char *why)
+{
+    gw_server_t *server = data;
+
+    server->runtime_init.starting = 0;
+    if (!ok) {
+        ksys_log_error("lifecycle: startup failed: %s; kgate exits", why);
+        server->exit_status = 1;
+    }
 }
 
 int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t *loop)
@@ -130,8 +206,21 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     server->loopback_listener = gw_config_listens_on_loopback(config);
     h2o_timeout_init(loop, &server->tick_timeout, KMGR_TICK_MS);
     gw_proxy_init(&server->proxy, &server->host);
-    gw_runtime_init_init(&server->runtime_init, config->runtime_init);
+    gw_runtime_init_init(&server->runtime_init, config->runtime_init, &server->shells, &server->lifecycle,
+                         config->lifecycle_status_file);
+    /* the launcher's pipe is kgate's alone: no kernel or command inherits it */
+    if (config->init_control_fd >= 0 && fcntl(config->init_control_fd, F_SETFD, FD_CLOEXEC) == 0)
+        server->runtime_init.control_fd = config->init_control_fd;
+    else if (config->init_control_fd >= 0)
+        ksys_log_warn("--init-control-fd %d is not open: entrypointPolicy=restart cannot be honoured", config->init_control_fd);
     server->initialised = 1;
+    {
+        char why[512];
+        if (gw_lifecycle_load(&server->lifecycle, why, sizeof(why)) != 0) {
+            ksys_log_error("lifecycle: %s", why);
+            return -1;
+        }
+    }
 
     gw_languages_init(&server->languages);
     discover_kernelspecs(server, config);
@@ -145,11 +234,23 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     kconfig.max_starting =
         config->max_starting_kernels != 0 ? config->max_starting_kernels : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     kconfig.max_start_queue = config->max_start_queue;
+    find_template_script(server->template_script, sizeof(server->template_script));
+    kconfig.template_script = server->template_script[0] != '\0' ? server->template_script : NULL;
     if ((ret = kmgr_manager_create(&kconfig, &gw_kmgr_loop_ops, server, &server->kmgr)) != 0) {
-        fprintf(stderr, "kgate: cannot create the kernel manager: %s\n", ksys_strerror(ret));
+        ksys_log_error("cannot create the kernel manager: %s", ksys_strerror(ret));
         return -1;
     }
     server->host.instance_env = kmgr_manager_instance_env(server->kmgr);
+    gw_observe_init(&server->observe, &server->host, &server->routes, server->kmgr, pathconf, &hostconf->fallback_path);
+    if (config->access_log != NULL) {
+        char why[512];
+        server->access_log_open = 1;
+        if (gw_access_log_open(&server->access_log, config->access_log, config->access_log_buffer_bytes, why, sizeof(why)) != 0) {
+            ksys_log_error("%s", why);
+            return -1;
+        }
+        gw_observe_set_access_log(&server->observe, &server->access_log);
+    }
     gw_runs_init(&server->runs, &server->host);
     gw_runs_set_log_dir(&server->runs, kmgr_manager_runtime_dir(server->kmgr));
     gw_contexts_init(&server->contexts, &server->host, &server->runs, &server->languages, server->kmgr);
@@ -167,28 +268,27 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     server->contexts.workspace = server->files.ws.root;
     gw_isolated_init(&server->isolated, &server->host, &server->runs, config->bwrap_path, kmgr_manager_runtime_dir(server->kmgr),
                      server->files.ws.root);
-    fprintf(stderr, "kgate: isolated sessions: %s%s\n", server->isolated.available ? "available, bwrap " : "not available: ",
-            server->isolated.available ? server->isolated.version : server->isolated.message);
+    ksys_log_info("isolated sessions: %s%s", server->isolated.available ? "available, bwrap " : "not available: ",
+                  server->isolated.available ? server->isolated.version : server->isolated.message);
     if (config->sandbox) {
         char why[512];
         if (kmgr_manager_bwrap_path(server->kmgr) == NULL) {
-            fprintf(stderr, "kgate: --sandbox bwrap: %s not found (install bubblewrap: deploy/deps.sh --with-sandbox)\n",
-                    config->bwrap_path != NULL ? config->bwrap_path : "bwrap");
+            ksys_log_error("--sandbox bwrap: %s not found (install bubblewrap: deploy/deps.sh --with-sandbox)",
+                           config->bwrap_path != NULL ? config->bwrap_path : "bwrap");
             return -1;
         }
         if (ksys_bwrap_probe(kmgr_manager_bwrap_path(server->kmgr), why, sizeof(why)) != 0) {
-            fprintf(stderr,
-                    "kgate: --sandbox bwrap: %s (in an unprivileged container, run kgate with --sandbox none: the container is the "
-                    "boundary)\n",
-                    why);
+            ksys_log_error("--sandbox bwrap: %s (in an unprivileged container, run kgate with --sandbox none: the container is the "
+                           "boundary)",
+                           why);
             return -1;
         }
         server->host.sandbox_bwrap = kmgr_manager_bwrap_path(server->kmgr);
     }
     server->host.runtime_dir = kmgr_manager_runtime_dir(server->kmgr);
     server->host.workspace = server->files.ws.root;
-    fprintf(stderr, "kgate: sandbox: %s%s; %s\n", config->sandbox ? "bwrap " : "none",
-            config->sandbox ? kmgr_manager_bwrap_path(server->kmgr) : "", kmgr_manager_limits_mechanism(server->kmgr));
+    ksys_log_info("sandbox: %s%s; %s", config->sandbox ? "bwrap " : "none",
+                  config->sandbox ? kmgr_manager_bwrap_path(server->kmgr) : "", kmgr_manager_limits_mechanism(server->kmgr));
     if (config->sandbox) {
         char mem[32] = "none", tmp[32] = "tmpfs's default";
         uint64_t tmp_bytes = gw_config_tmp_bytes(config, (uint64_t)config->max_memory_mb << 20);
@@ -196,15 +296,15 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
             ksys_format_bytes((uint64_t)config->max_memory_mb << 20, mem, sizeof(mem));
         if (tmp_bytes != 0)
             ksys_format_bytes(tmp_bytes, tmp, sizeof(tmp));
-        fprintf(stderr, "kgate: sandbox caps per context: memory %s%s, processes %u%s%s, /tmp and /dev/shm %s each\n", mem,
-                config->max_memory_mb_given ? "" : " (derived: a quarter of the RAM)", config->max_pids,
-                config->max_pids == 0 ? " (none)" : "", config->max_pids_given ? "" : " (derived: 128 per CPU)", tmp);
+        ksys_log_info("sandbox caps per context: memory %s%s, processes %u%s%s, /tmp and /dev/shm %s each", mem,
+                      config->max_memory_mb_given ? "" : " (derived: a quarter of the RAM)", config->max_pids,
+                      config->max_pids == 0 ? " (none)" : "", config->max_pids_given ? "" : " (derived: 128 per CPU)", tmp);
         if (ksys_path_holds_system(server->files.ws.root))
-            fprintf(stderr,
-                    "kgate: sandbox: the workspace %s holds system directories: sandboxes see it read-only (give "
-                    "--workspace-root DIR for a writable one)\n",
-                    server->files.ws.root);
+            ksys_log_warn("sandbox: the workspace %s holds system directories: sandboxes see it read-only (give "
+                          "--workspace-root DIR for a writable one)",
+                          server->files.ws.root);
     }
+    start_templates(server, config);
     start_pools(server, config);
     gw_mcp_init(&server->mcp, &server->host, &server->languages, &server->contexts, &server->files);
     server->mcp_ready = 1;
@@ -223,6 +323,12 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
             return -1;
     }
     gw_proxy_set_own_port(&server->proxy, gw_server_port(server));
+    /* upstream's startup: with --runtime-init the lifecycle waits for POST /internal/init; otherwise preStart runs now, while
+     * the routes serve, and GET /ready says 503 until it has succeeded */
+    if (!config->runtime_init) {
+        server->runtime_init.starting = 1;
+        gw_prestart_start(&server->shells, &server->lifecycle, config->lifecycle_status_file, 1, on_startup_prestart, server);
+    }
     return 0;
 }
 
@@ -234,6 +340,21 @@ uint16_t gw_server_e2b_port(const gw_server_t *server)
 uint16_t gw_server_port(const gw_server_t *server)
 {
     return gw_listener_port(&server->listener);
+}
+
+void gw_server_begin_drain(gw_server_t *server)
+{
+    if (server->draining || server->host.shutting_down)
+        return;
+    server->draining = 1;
+    gw_listener_close(&server->listener);
+    if (server->e2b_listener_open)
+        gw_listener_close(&server->e2b_listener);
+}
+
+size_t gw_server_requests_in_flight(const gw_server_t *server)
+{
+    return server->requests_in_flight;
 }
 
 void gw_server_begin_shutdown(gw_server_t *server)
@@ -276,6 +397,7 @@ void gw_server_dispose(gw_server_t *server)
 {
     if (!server->initialised)
         return;
+    gw_observe_close(&server->observe);
     if (server->kmgr != NULL) {
         gw_server_begin_shutdown(server);
         kmgr_manager_destroy(server->kmgr);
@@ -293,6 +415,7 @@ void gw_server_dispose(gw_server_t *server)
     gw_languages_dispose(&server->languages);
     gw_route_table_dispose(&server->routes);
     gw_runtime_init_dispose(&server->runtime_init);
+    gw_lifecycle_dispose(&server->lifecycle);
     /* h2o's own state last: nothing of ours references its loop, timeouts or pools any more */
     if (h2o_timeout_is_linked(&server->tick_entry))
         h2o_timeout_unlink(&server->tick_entry);
@@ -310,5 +433,7 @@ void gw_server_dispose(gw_server_t *server)
      * only under libuv: with evloop the struct itself is left to us */
     free(server->ctx.queue);
     h2o_config_dispose(&server->globalconf);
+    if (server->access_log_open)
+        gw_access_log_dispose(&server->access_log);
     server->initialised = 0;
 }

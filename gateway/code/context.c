@@ -9,6 +9,7 @@
 #include "code/context.h"
 #include "code/kernel_run.h"
 #include "code/pool.h"
+#include "ksys/log.h"
 
 /*
  * The one place a stateless run's context (is_ephemeral) is destroyed: once it has no run left (its run ended, was
@@ -35,6 +36,7 @@ void gw_contexts_init(gw_contexts_t *contexts, gw_host_t *host, gw_runs_t *runs,
     h2o_linklist_init_anchor(&contexts->list);
     h2o_linklist_init_anchor(&contexts->pools);
     contexts->after_run = end_if_spent;
+    gw_code_figures_init(&contexts->figures, &host->stats, contexts);
 }
 
 void gw_context_waiter_cancel(gw_context_waiter_t *waiter)
@@ -115,8 +117,10 @@ static void on_auto_restart(gw_context_t *ctx, unsigned restarts)
     unsigned in_a_row, limit;
 
     kmgr_kernel_auto_restarts(ctx->kernel, &in_a_row, &limit);
-    fprintf(stderr, "kgate: context %s: its %s kernel died (%s); restarted automatically (%u of %u in a row), its state lost\n",
-            ctx->id, ctx->spec->name, kmgr_kernel_last_death(ctx->kernel), in_a_row, limit);
+    ksys_log_warn("context %s: its %s kernel died (%s); restarted automatically (%u of %u in a row), its state lost", ctx->id,
+                  ctx->spec->name, kmgr_kernel_last_death(ctx->kernel), in_a_row, limit);
+    gw_stats_inc(ctx->contexts->figures.deaths, restarts - ctx->restarts_seen);
+    gw_stats_inc(ctx->contexts->figures.restarts_automatic, restarts - ctx->restarts_seen);
     ctx->restarts_seen = restarts;
     ctx->execution_count = 0;
     gw_kernel_runs_status(ctx, "restarting");
@@ -149,6 +153,7 @@ static void on_kernel_state(kmgr_kernel_t *kernel, void *data)
         tell_waiters(ctx);
     if (state == KMGR_KERNEL_DEAD) {
         /* the runs end (queued ones would wait forever otherwise); a stateless run's context goes with them */
+        gw_stats_inc(ctx->contexts->figures.deaths, 1);
         gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(kernel), "kernel_died");
         if (end_if_spent(ctx))
             return;
@@ -231,7 +236,7 @@ int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts,
     return 0;
 }
 
-void gw_context_destroy(gw_context_t *ctx)
+static void destroy(gw_context_t *ctx, int kill_now)
 {
     kmgr_kernel_t *kernel = ctx->kernel;
 
@@ -240,7 +245,10 @@ void gw_context_destroy(gw_context_t *ctx)
     --ctx->contexts->count;
     /* the kernel goes first so waiters hear "context deleted", and its requests are dropped */
     ctx->kernel = NULL;
-    kmgr_kernel_destroy(kernel);
+    if (kill_now)
+        kmgr_kernel_kill(kernel);
+    else
+        kmgr_kernel_destroy(kernel);
     while (!h2o_linklist_is_empty(&ctx->taps)) {
         gw_context_tap_t *tap = H2O_STRUCT_FROM_MEMBER(gw_context_tap_t, link, ctx->taps.next);
         gw_context_tap_detach(tap);
@@ -250,6 +258,16 @@ void gw_context_destroy(gw_context_t *ctx)
     gw_kernel_runs_abort(ctx, "ContextDeleted", "the context was deleted before this run ended", "cancelled");
     free(ctx->cwd);
     free(ctx);
+}
+
+void gw_context_destroy(gw_context_t *ctx)
+{
+    destroy(ctx, 0);
+}
+
+void gw_context_discard(gw_context_t *ctx)
+{
+    destroy(ctx, 1);
 }
 
 void gw_contexts_destroy_all(gw_contexts_t *contexts)
@@ -379,6 +397,7 @@ int gw_context_restart(gw_context_t *ctx)
     gw_kernel_runs_abort(ctx, "KernelRestarted", "the context was restarted; its state was lost", "cancelled");
     if ((ret = kmgr_kernel_restart(ctx->kernel)) != 0)
         return ret;
+    gw_stats_inc(ctx->contexts->figures.restarts_requested, 1);
     ctx->execution_count = 0;
     return 0;
 }
@@ -398,6 +417,9 @@ json_t *gw_context_to_json(const gw_context_t *ctx)
         json_object_set_new(obj, "answering", json_boolean(kmgr_kernel_answering(ctx->kernel)));
         json_object_set_new(obj, "restarts", json_integer(kmgr_kernel_auto_restarts(ctx->kernel, NULL, NULL)));
         json_object_set_new(obj, "last_death", death[0] != '\0' ? json_string(death) : json_null());
+        /* how its current process started: forked from a kernel template, or spawned (docs/kernels.md) */
+        if (kmgr_kernel_start_path(ctx->kernel)[0] != '\0')
+            json_object_set_new(obj, "start", json_string(kmgr_kernel_start_path(ctx->kernel)));
     }
     return obj;
 }

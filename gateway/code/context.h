@@ -10,6 +10,7 @@
 #include "kmgr/manager.h"
 #include "core/host.h"
 #include "core/idmap.h"
+#include "code/figures.h"
 #include "code/languages.h"
 #include "code/sandbox.h"
 #include "code/translate.h"
@@ -51,6 +52,7 @@ typedef struct st_gw_contexts_t {
      * its last run did (returns 1: `ctx` is gone). A pointer, so that the runs below the registry never call up into it.
      */
     int (*after_run)(struct st_gw_context_t *ctx);
+    gw_code_figures_t figures; /* operators' figures of contexts, runs and kernels (code/figures.h) */
 } gw_contexts_t;
 
 /**
@@ -171,6 +173,8 @@ int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts,
 
 /** Shuts the kernel down (in the background) and frees the context; waiters are told, runs end. */
 void gw_context_destroy(gw_context_t *ctx);
+/** As gw_context_destroy, but the kernel is killed at once (kmgr_kernel_kill): its state is thrown away, not shut down. */
+void gw_context_discard(gw_context_t *ctx);
 
 typedef struct st_gw_kernel_run_options_t gw_kernel_run_options_t; /* code/kernel_run.h */
 /**

@@ -49,6 +49,8 @@ typedef struct st_gw_kernel_run_t {
     unsigned stop_wanted : 1;   /* gw_run_stop: interrupted once executing (see on_stop) */
     unsigned in_setup : 1;      /* the request in flight is the setup's (code mode), not the code's */
     unsigned silent : 1;        /* gw_kernel_run_options_t's */
+    unsigned saw_output : 1;    /* its first output was timed (code/figures.h) */
+    int64_t submitted_ms;       /* gw_now_ms clock: the figures' latencies start here */
     int64_t stop_wanted_ms;     /* when; gw_now_ms clock */
     int64_t interrupted_ms;     /* the last interrupt asked for it; same clock */
     h2o_linklist_t link;        /* in ctx->runs, arrival order: the head is the one sent to the kernel */
@@ -83,6 +85,7 @@ static void kernel_run_end(gw_kernel_run_t *krun, const char *outcome)
     if (krun->execution_count > 0)
         ctx->execution_count = krun->execution_count;
     gw_run_finish(krun->run, krun->execution_count, outcome);
+    gw_code_figures_run_end(&ctx->contexts->figures, outcome, krun->submitted_ms);
     kernel_run_free(krun);
     gw_context_touch(ctx);
     if (ctx->contexts->after_run(ctx))
@@ -173,6 +176,12 @@ static void append_raw_stream(gw_kernel_run_t *krun, const wire_msg_t *msg, cons
     json_decref(parsed.content);
 }
 
+static int is_output(const char *type)
+{
+    return strcmp(type, "stream") == 0 || strcmp(type, "execute_result") == 0 || strcmp(type, "display_data") == 0 ||
+           strcmp(type, "error") == 0;
+}
+
 static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, int err, void *data)
 {
     gw_kernel_run_t *krun = data;
@@ -183,6 +192,10 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
     gw_context_touch(krun->ctx);
     switch (ev) {
     case KMGR_REQ_IOPUB:
+        if (!krun->saw_output && is_output(wire_msg_type(msg))) {
+            krun->saw_output = 1;
+            gw_code_figures_first_output(&krun->ctx->contexts->figures, krun->submitted_ms);
+        }
         if (msg->content_raw) {
             append_raw_stream(krun, msg, opts);
             /* a message over the cap, cut to the head of its text: the rest is counted where `dropped` says it */
@@ -415,6 +428,7 @@ int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts,
     else if (opts->setup_code != NULL)
         krun->setup_code = wire_strdup(opts->setup_code);
     krun->execution_count = -1;
+    krun->submitted_ms = gw_now_ms();
     krun->allow_stdin = opts->allow_stdin;
     krun->silent = opts->silent;
     krun->timeout_ms = opts->timeout_ms;
@@ -451,6 +465,7 @@ void gw_kernel_runs_abort(gw_context_t *ctx, const char *ename, const char *eval
             kmgr_request_cancel(krun->request);
         gw_run_append(run, gw_error_event(ename, evalue));
         gw_run_finish(run, -1, outcome);
+        gw_code_figures_run_end(&ctx->contexts->figures, outcome, krun->submitted_ms);
         kernel_run_free(krun);
     }
 }
@@ -466,6 +481,7 @@ static void restart_after_timeout(gw_kernel_run_t *krun)
     gw_context_t *ctx = krun->ctx;
 
     krun->restarting = 1;
+    gw_stats_inc(ctx->contexts->figures.restarts_timeout, 1);
     /* every run of the context learns that state is about to be lost, queued ones included */
     gw_kernel_runs_status(ctx, "restarting");
     ctx->execution_count = 0;
@@ -548,6 +564,7 @@ static void on_stop(gw_run_t *run, void *data)
     }
     gw_run_append(run, gw_error_event("Cancelled", "the run was cancelled before it started"));
     gw_run_finish(run, -1, "cancelled");
+    gw_code_figures_run_end(&ctx->contexts->figures, "cancelled", krun->submitted_ms);
     kernel_run_free(krun);
     ctx->contexts->after_run(ctx);
 }

@@ -6,6 +6,7 @@
 #include "wire/alloc.h"
 #include "core/errors.h"
 #include "code/pool.h"
+#include "ksys/log.h"
 
 #define BACKOFF_FIRST_MS 1000
 #define BACKOFF_MAX_MS 60000
@@ -139,10 +140,9 @@ static void note_failure(gw_pool_t *pool, const char *why)
     int64_t delay = (int64_t)BACKOFF_FIRST_MS << shift;
 
     if (pool->failures++ == 0)
-        fprintf(stderr,
-                "kgate: pool: a %s kernel started ahead failed (%s); it is replaced after a back-off (1 s, doubling to 60 s; "
-                "further failures in a row are not logged)\n",
-                pool->spec->name, why);
+        ksys_log_warn("pool: a %s kernel started ahead failed (%s); it is replaced after a back-off (1 s, doubling to 60 s; "
+                      "further failures in a row are not logged)",
+                      pool->spec->name, why);
     pool->next_start_ms = gw_now_ms() + (delay < BACKOFF_MAX_MS ? delay : BACKOFF_MAX_MS);
 }
 

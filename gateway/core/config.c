@@ -1,4 +1,5 @@
 /* Defaults and command-line parsing for every tunable of the gateway. */
+#include <ctype.h>
 #include <arpa/inet.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <strings.h>
 #include "wire/alloc.h"
 #include "wire/text.h"
+#include "ksys/log.h"
 #include "core/config.h"
 
 enum {
@@ -19,14 +21,20 @@ enum {
     OPT_ALLOW_REMOTE,
     OPT_KEEP_ANSI,
     OPT_SHELL,
+    OPT_ACCESS_LOG,
     OPT_WORKSPACE_ROOT,
     OPT_ALLOW_HARDLINKS,
     OPT_AS_EXECD,
     OPT_RUNTIME_INIT,
+    OPT_LOG_LEVEL,
+    OPT_GRACEFUL_SHUTDOWN,
+    OPT_LIFECYCLE_STATUS_FILE,
+    OPT_INIT_CONTROL_FD,
     OPT_ALLOW_ORIGIN,
     OPT_SANDBOX,
     OPT_BWRAP,
     OPT_POOL,
+    OPT_KERNEL_TEMPLATE,
     OPT_HELP,
     OPT_VERSION,
 #define GW_XX_OPT(field, type, def, opt, help) OPT_LIMIT_##field,
@@ -43,6 +51,9 @@ void gw_config_init(gw_config_t *config)
     config->pool = wire_malloc(sizeof(*config->pool));
     config->pool[0] = (gw_pool_size_t){wire_strdup(GW_POOL_DEFAULT_KERNEL), GW_POOL_DEFAULT_SIZE};
     config->num_pool = 1;
+    config->kernel_template = wire_strdup(GW_KERNEL_TEMPLATE_DEFAULT);
+    config->log_level = KSYS_LOG_DEFAULT;
+    config->init_control_fd = -1;
 #define GW_XX_DEFAULT(field, type, def, opt, help) config->field = (type)(def);
     GW_LIMITS_MAP(GW_XX_DEFAULT)
 #undef GW_XX_DEFAULT
@@ -53,6 +64,7 @@ void gw_config_dispose(gw_config_t *config)
     size_t i;
 
     free(config->listen_host);
+    free(config->lifecycle_status_file);
     free(config->e2b_listen_host);
     free(config->access_token);
     for (i = 0; i != config->num_kernel_paths; ++i)
@@ -60,10 +72,12 @@ void gw_config_dispose(gw_config_t *config)
     free(config->kernel_paths);
     free(config->runtime_dir);
     free(config->shell);
+    free(config->access_log);
     free(config->workspace_root);
     free(config->allow_origin);
     free(config->bwrap_path);
     gw_config_pool_free(config->pool, config->num_pool);
+    free(config->kernel_template);
     memset(config, 0, sizeof(*config));
 }
 
@@ -155,12 +169,23 @@ static void usage(FILE *fp)
                 "                              temporary directory, removed at exit)\n"
                 "  --keep-ansi                 keep ANSI colour codes in tracebacks\n"
                 "  --shell PATH                shell for stateless runs (default /bin/bash)\n"
+                "  --access-log PATH|-         one line per HTTP request (time, peer, method, path without its query,\n"
+                "                              status, bytes, seconds, door; never a token) to PATH, or stderr for -\n"
                 "  --workspace-root DIR        files and editor routes work beneath DIR (default: the current\n"
                 "                              directory at start)\n"
                 "  --as-execd                  be a sandbox's execd: files routes serve the whole filesystem\n"
                 "                              (unless --workspace-root), commands start in kgate's cwd\n"
                 "  --runtime-init              answer 503 on every route but /ping, /ready, /internal/init and the\n"
                 "                              health routes until POST /internal/init (also EXECD_RUNTIME_INIT=true)\n"
+                "  --log-level LEVEL           kgate's log lines at LEVEL and above: debug, info (default), warn, error,\n"
+                "                              or execd's 0-7 (3 error, 4 warn, 6 info, 7 debug)\n"
+                "  --graceful-shutdown-timeout DURATION  on SIGTERM, stop accepting and let requests and streams in\n"
+                "                              flight finish for up to DURATION (Go's form: 500ms, 5s, 1m; default 0,\n"
+                "                              5s with --as-execd; also EXECD_API_GRACE_SHUTDOWN), then stop\n"
+                "  --lifecycle-startup-status-file FILE  append `running <secs>` and `done <status>` to FILE around\n"
+                "                              the lifecycle's preStart hook, as execd does for bootstrap.sh\n"
+                "  --init-control-fd N         (set by the drop-in's --init launcher) where to ask it to restart\n"
+                "                              the entrypoint (POST /internal/init's entrypointPolicy=restart)\n"
                 "  --allow-hardlinks           let the files routes read and chmod regular files with several\n"
                 "                              hard links (refused by default: one may be outside the root)\n"
                 "  --sandbox none|bwrap        run kernels as plain children (none, the default) or in bubblewrap:\n"
@@ -173,11 +198,36 @@ static void usage(FILE *fp)
             "                              " GW_POOL_DEFAULT_KERNEL
             "=%u; --pool none: no pool; see docs/operations.md, Warm pool)\n",
             GW_POOL_DEFAULT_SIZE);
+    fprintf(fp, "  --kernel-template NAME[,NAME]...  ipykernel kernelspecs whose kernels are forked from a template\n"
+                "                              process that imported ipykernel once (default " GW_KERNEL_TEMPLATE_DEFAULT
+                "; none: every\n"
+                "                              kernel is a fresh process; see docs/kernels.md)\n");
 #define GW_XX_USAGE(field, type, def, opt, help)                                                                                   \
     fprintf(fp, "  --%-26s %s (default %llu)\n", opt " N", help, (unsigned long long)(def));
     GW_LIMITS_MAP(GW_XX_USAGE)
 #undef GW_XX_USAGE
     fprintf(fp, "  --help, --version\n");
+}
+
+int gw_config_valid_template_list(const char *arg)
+{
+    size_t len = 0;
+
+    if (strcmp(arg, "none") == 0)
+        return 1;
+    for (const char *p = arg;; ++p) {
+        if (*p == ',' || *p == '\0') {
+            if (len == 0)
+                return 0;
+            if (*p == '\0')
+                return 1;
+            len = 0;
+        } else if (isalnum((unsigned char)*p) || *p == '.' || *p == '_' || *p == '-') {
+            ++len;
+        } else {
+            return 0;
+        }
+    }
 }
 
 /* Splits HOST:PORT or [HOST]:PORT into *out_host (replaced) and *out_port. */
@@ -247,14 +297,20 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         {"allow-remote-without-token", no_argument, NULL, OPT_ALLOW_REMOTE},
         {"keep-ansi", no_argument, NULL, OPT_KEEP_ANSI},
         {"shell", required_argument, NULL, OPT_SHELL},
+        {"access-log", required_argument, NULL, OPT_ACCESS_LOG},
         {"workspace-root", required_argument, NULL, OPT_WORKSPACE_ROOT},
         {"allow-origin", required_argument, NULL, OPT_ALLOW_ORIGIN},
         {"allow-hardlinks", no_argument, NULL, OPT_ALLOW_HARDLINKS},
         {"as-execd", no_argument, NULL, OPT_AS_EXECD},
         {"runtime-init", no_argument, NULL, OPT_RUNTIME_INIT},
+        {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+        {"graceful-shutdown-timeout", required_argument, NULL, OPT_GRACEFUL_SHUTDOWN},
+        {"lifecycle-startup-status-file", required_argument, NULL, OPT_LIFECYCLE_STATUS_FILE},
+        {"init-control-fd", required_argument, NULL, OPT_INIT_CONTROL_FD},
         {"sandbox", required_argument, NULL, OPT_SANDBOX},
         {"bwrap", required_argument, NULL, OPT_BWRAP},
         {"pool", required_argument, NULL, OPT_POOL},
+        {"kernel-template", required_argument, NULL, OPT_KERNEL_TEMPLATE},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
 #define GW_XX_LONGOPT(field, type, def, opt, help) {opt, required_argument, NULL, OPT_LIMIT_##field},
@@ -267,13 +323,20 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
     uint64_t n;
     int c;
 
-    const char *env_init = getenv("EXECD_RUNTIME_INIT");
+    const char *env_init = getenv("EXECD_RUNTIME_INIT"), *env_grace = getenv("EXECD_API_GRACE_SHUTDOWN");
 
     if (env_token != NULL && env_token[0] != '\0')
         config->access_token = wire_strdup(env_token);
     if (env_init != NULL && (strcasecmp(env_init, "true") == 0 || strcmp(env_init, "1") == 0 || strcasecmp(env_init, "yes") == 0 ||
                              strcasecmp(env_init, "on") == 0))
         config->runtime_init = 1;
+    if (env_grace != NULL && env_grace[0] != '\0') {
+        if (gw_config_parse_duration_ms(env_grace, &config->graceful_shutdown_ms) != 0) {
+            fprintf(err, "kgate: EXECD_API_GRACE_SHUTDOWN wants a duration (500ms, 5s, 1m), got \"%s\"\n", env_grace);
+            return -1;
+        }
+        config->graceful_shutdown_given = 1;
+    }
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
@@ -319,6 +382,10 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
             free(config->shell);
             config->shell = wire_strdup(optarg);
             break;
+        case OPT_ACCESS_LOG:
+            free(config->access_log);
+            config->access_log = optarg[0] != '\0' ? wire_strdup(optarg) : NULL;
+            break;
         case OPT_WORKSPACE_ROOT:
             free(config->workspace_root);
             config->workspace_root = wire_strdup(optarg);
@@ -335,6 +402,33 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
             break;
         case OPT_RUNTIME_INIT:
             config->runtime_init = 1;
+            break;
+        case OPT_LOG_LEVEL: {
+            ksys_log_level_t level;
+            if (ksys_log_parse_level(optarg, &level) != 0) {
+                fprintf(err, "kgate: --log-level wants debug, info, warn, error or 0-7, got \"%s\"\n", optarg);
+                return -1;
+            }
+            config->log_level = (int)level;
+            break;
+        }
+        case OPT_GRACEFUL_SHUTDOWN:
+            if (gw_config_parse_duration_ms(optarg, &config->graceful_shutdown_ms) != 0) {
+                fprintf(err, "kgate: --graceful-shutdown-timeout wants a duration (500ms, 5s, 1m), got \"%s\"\n", optarg);
+                return -1;
+            }
+            config->graceful_shutdown_given = 1;
+            break;
+        case OPT_LIFECYCLE_STATUS_FILE:
+            free(config->lifecycle_status_file);
+            config->lifecycle_status_file = optarg[0] != '\0' ? wire_strdup(optarg) : NULL;
+            break;
+        case OPT_INIT_CONTROL_FD:
+            if (wire_parse_decimal(optarg, 65535, &n) != 0 || n < 3) {
+                fprintf(err, "kgate: --init-control-fd wants a descriptor number above 2, got \"%s\"\n", optarg);
+                return -1;
+            }
+            config->init_control_fd = (int)n;
             break;
         case OPT_SANDBOX:
             if (strcmp(optarg, "none") == 0) {
@@ -363,6 +457,14 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
             config->num_pool = num;
             break;
         }
+        case OPT_KERNEL_TEMPLATE:
+            if (!gw_config_valid_template_list(optarg)) {
+                fprintf(err, "kgate: --kernel-template wants \"none\" or NAME[,NAME]... (kernelspec names), got \"%s\"\n", optarg);
+                return -1;
+            }
+            free(config->kernel_template);
+            config->kernel_template = strcmp(optarg, "none") == 0 ? NULL : wire_strdup(optarg);
+            break;
         case OPT_HELP:
             usage(out);
             return 1;
@@ -401,6 +503,52 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
     }
     if (config->as_execd && config->workspace_root == NULL)
         config->workspace_root = wire_strdup("/");
+    /* upstream execd's HTTP server gives requests in flight 5 s on SIGTERM (server.Shutdown) */
+    if (config->as_execd && !config->graceful_shutdown_given)
+        config->graceful_shutdown_ms = 5000;
+    return 0;
+}
+
+int gw_config_parse_duration_ms(const char *s, unsigned *ms)
+{
+    static const struct {
+        const char *unit;
+        double ms;
+    } units[] = {{"ns", 1e-6}, {"us", 1e-3}, {"\xc2\xb5s", 1e-3}, {"\xce\xbcs", 1e-3},
+                 {"ms", 1},    {"s", 1e3},   {"m", 6e4},          {"h", 3.6e6}};
+    double total = 0;
+
+    if (s == NULL || s[0] == '\0')
+        return -1;
+    if (strcmp(s, "0") == 0) {
+        *ms = 0;
+        return 0;
+    }
+    while (*s != '\0') {
+        double value = 0, scale = 1;
+        int digits = 0;
+        size_t i, best = 0, best_len = 0;
+        for (; *s >= '0' && *s <= '9'; ++s, ++digits)
+            value = value * 10 + (*s - '0');
+        if (*s == '.')
+            for (++s; *s >= '0' && *s <= '9'; ++s, ++digits)
+                value += (*s - '0') * (scale /= 10);
+        if (digits == 0)
+            return -1;
+        /* the longest unit that matches: "ms" before "m" */
+        for (i = 0; i != sizeof(units) / sizeof(units[0]); ++i) {
+            size_t n = strlen(units[i].unit);
+            if (strncmp(s, units[i].unit, n) == 0 && n > best_len)
+                best = i, best_len = n;
+        }
+        if (best_len == 0)
+            return -1;
+        total += value * units[best].ms;
+        s += best_len;
+        if (total > 4294967295.0)
+            return -1;
+    }
+    *ms = (unsigned)total;
     return 0;
 }
 

@@ -9,6 +9,8 @@
 
 /* --pool: the default warm pool (python3=GW_POOL_DEFAULT_SIZE) and the largest size one kernelspec may ask for */
 #define GW_POOL_DEFAULT_KERNEL "python3"
+/* --kernel-template: the kernelspecs forked from a template unless the flag says otherwise */
+#define GW_KERNEL_TEMPLATE_DEFAULT "python3"
 #define GW_POOL_DEFAULT_SIZE 1
 #define GW_POOL_MAX_SIZE 64
 
@@ -72,6 +74,8 @@
     XX(pty_stdin_bytes, size_t, 1u << 20, "pty-stdin-bytes", "stdin queued for a PTY session's shell; beyond: STDIN_WRITE_FAILED") \
     XX(ws_queue_bytes, size_t, 16u << 20, "ws-queue-bytes",                                                                        \
        "bytes queued for a kernel or proxied WebSocket peer (each way); beyond: the peer is cut off (1008)")                       \
+    XX(access_log_buffer_bytes, size_t, 1u << 20, "access-log-buffer-bytes",                                                       \
+       "--access-log lines waiting for the disk (twice this in RAM at most); beyond: lines dropped and counted")                   \
     XX(proxy_timeout_ms, unsigned, 120000, "proxy-timeout-ms",                                                                     \
        "/proxy: an upstream silent this long (connecting, answering, mid-body) gets 504 or is cut")                                \
     XX(max_proxy_connections, unsigned, 256, "max-proxy-connections",                                                              \
@@ -92,6 +96,12 @@
     XX(mcp_max_sessions, unsigned, 16, "mcp-max-sessions", "MCP sessions open at once; beyond: initialize is refused (429)")       \
     XX(mcp_session_idle_ms, unsigned, 1800000, "mcp-session-idle-ms",                                                              \
        "an MCP session without a request this long ends, and its kernels and bash session with it")                                \
+    XX(mcp_session_fresh_idle_ms, unsigned, 60000, "mcp-session-fresh-idle-ms",                                                    \
+       "an MCP session that sent nothing after initialize (and notifications/initialized) ends after this long idle")              \
+    XX(mcp_max_named_contexts, unsigned, 16, "mcp-max-named-contexts",                                                             \
+       "MCP 2026-07-28's named contexts at once; beyond: the least recently used idle one ends (its kernels with it)")             \
+    XX(mcp_context_idle_ms, unsigned, 1800000, "mcp-context-idle-ms",                                                              \
+       "an MCP 2026-07-28 named context without a call this long ends, and its kernels and bash with it")                          \
     XX(mcp_output_bytes, size_t, 1u << 20, "mcp-output-bytes",                                                                     \
        "output kept per MCP tool call (text and results); the rest is dropped")                                                    \
     XX(max_tools, unsigned, 128, "max-tools", "tools one POST /code may declare (code mode)")                                      \
@@ -128,6 +138,7 @@ typedef struct st_gw_config_t {
     int keep_ansi;     /* keep ANSI colour codes in tracebacks */
     char *runtime_dir; /* NULL: a fresh temporary directory */
     char *shell;       /* stateless runs: `<shell> -c <code>` */
+    char *access_log;  /* --access-log PATH|-: one line per HTTP request (app/access_log.h); NULL: none */
     /* files and editor routes: every path lives beneath it; NULL: the current directory at start */
     char *workspace_root;
     int allow_hardlinks; /* files routes serve regular files with several hard links (one may live outside the root) */
@@ -138,6 +149,18 @@ typedef struct st_gw_config_t {
     /* --runtime-init (or EXECD_RUNTIME_INIT=true): every route but the public ones answers 503 until POST /internal/init
      * (app/runtime_init.h) */
     int runtime_init;
+    /* --log-level (ksys/log.h): kgate's own log lines below it are not written */
+    int log_level;
+    /* --graceful-shutdown-timeout (or EXECD_API_GRACE_SHUTDOWN), in ms: on SIGTERM, how long requests and streams in flight
+     * may take to finish before kernels are stopped (0: none, the default; 5 s under --as-execd when not given) */
+    unsigned graceful_shutdown_ms;
+    int graceful_shutdown_given;
+    /* --lifecycle-startup-status-file: bootstrap.sh's file that kgate appends `running <secs>` and `done <status>` to around
+     * the lifecycle's preStart hook (app/lifecycle.h); NULL: none */
+    char *lifecycle_status_file;
+    /* --init-control-fd (the drop-in's launcher, deploy/execd/launcher.c): the pipe on which kgate asks the launcher, PID 1
+     * and owner of the entrypoint, to retire it and start it again (entrypointPolicy=restart); -1: none */
+    int init_control_fd;
     /* origins (scheme://host[:port], comma-separated, or "*") whose browser pages may call kgate;
      * NULL: only kgate's own origin (a request whose Origin names another host is refused) */
     char *allow_origin;
@@ -148,6 +171,9 @@ typedef struct st_gw_config_t {
      * GW_POOL_DEFAULT_KERNEL=GW_POOL_DEFAULT_SIZE, none after --pool none */
     gw_pool_size_t *pool;
     size_t num_pool;
+    /* --kernel-template NAME[,NAME]...: ipykernel kernelspecs whose kernels are forked from a template process (docs/kernels.md,
+     * Kernels forked from a template); default GW_KERNEL_TEMPLATE_DEFAULT, NULL after --kernel-template none */
+    char *kernel_template;
 /* each limit, and whether its flag was given (a derived default replaces only an unset one) */
 #define GW_XX_FIELD(field, type, def, opt, help)                                                                                   \
     type field;                                                                                                                    \
@@ -165,6 +191,13 @@ void gw_config_derive_sandbox_caps(gw_config_t *config, uint64_t ram_bytes, unsi
  * cap; 0 (tmpfs's default) when neither is set. */
 uint64_t gw_config_tmp_bytes(const gw_config_t *config, uint64_t memory_bytes);
 
+/**
+ * Pure: parses a Go duration (time.ParseDuration, as execd's duration flags take: "200ms", "1.5s", "1m30s", "0"; units ns,
+ * us, µs, ms, s, m, h; no sign) into whole milliseconds (rounded down) in `*ms`. Returns 0, or -1 when malformed or over
+ * UINT_MAX ms.
+ */
+int gw_config_parse_duration_ms(const char *s, unsigned *ms);
+
 /** Fills `config` with the defaults (127.0.0.1:44772, no token, /bin/bash, the default pool, GW_LIMITS_MAP). */
 void gw_config_init(gw_config_t *config);
 /** Releases the strings owned by `config`. */
@@ -180,6 +213,9 @@ int gw_config_listens_on_loopback(const gw_config_t *config);
 int gw_config_parse_pool(const char *arg, gw_pool_size_t **out, size_t *num, char *err, size_t errlen);
 /** Frees what gw_config_parse_pool returned; accepts NULL. */
 void gw_config_pool_free(gw_pool_size_t *pool, size_t num);
+
+/** Pure: whether --kernel-template's value is "none" or NAME[,NAME]... (kernelspec names as --pool takes them). */
+int gw_config_valid_template_list(const char *arg);
 
 /**
  * Parses the command line (and KGATE_ACCESS_TOKEN) into `config`. Returns 0 to run, 1 when

@@ -5,6 +5,7 @@
 #include <h2o.h>
 #include "ksys/util.h"
 #include "core/config.h"
+#include "core/stats.h"
 
 /**
  * The host of every feature. The server (app/) owns it and initialises it before any feature;
@@ -26,11 +27,12 @@ typedef struct st_gw_host_t {
     const char *sandbox_bwrap;
     const char *runtime_dir; /* kgate's: keys, connection files, logs (hidden in a sandbox) */
     const char *workspace;   /* the files root (bound read-write in a sandbox) */
+    gw_stats_t stats;        /* the figures every feature counts into (core/stats.h; rendered by metrics/prometheus.h) */
 } gw_host_t;
 
 /** Initialises the timeouts on `loop`; `config` is borrowed for the host's life. */
 void gw_host_init(gw_host_t *host, h2o_loop_t *loop, const gw_config_t *config);
-/** Disposes the timeouts (every entry must be unlinked by then). */
+/** Disposes the timeouts (every entry must be unlinked by then) and the figures. */
 void gw_host_dispose(gw_host_t *host);
 
 /** Schedules `entry` to run from the loop, later in this iteration (never inside the caller); no-op when already linked. */

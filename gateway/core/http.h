@@ -54,7 +54,8 @@
     XX(TOOL_CALL_CLOSED, 409)                                                                                                      \
     XX(AMBIGUOUS_FRAMING, 400)                                                                                                     \
     XX(ALREADY_INITIALIZED, 409)                                                                                                   \
-    XX(NOT_INITIALIZED, 503)
+    XX(NOT_INITIALIZED, 503)                                                                                                       \
+    XX(SHUTTING_DOWN, 503)
 
 typedef enum {
 #define GW_XX_ENUM(name, status) GW_HTTP_##name,

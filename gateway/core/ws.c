@@ -47,6 +47,8 @@ struct st_gw_ws_t {
     gw_ws_pings_t pings;         /* the peer's pings, taken out before wslay sees them (see on_wslay_recv) */
     gw_ws_scan_t sent;           /* the frames wslay hands h2o, to see our pings and pongs leave */
     wslay_event_send_callback h2o_send;
+    gw_stats_series_t *open_gauge; /* kgate_websockets_open{door} */
+    gw_stats_series_t *sent_bytes; /* kgate_sent_bytes_total{door} */
 };
 
 /*
@@ -139,6 +141,7 @@ static void finish(gw_ws_t *ws, uint16_t code)
     /* the socket is gone, and any write of these with it (h2o calls a disposed socket's callbacks no more) */
     while (!h2o_linklist_is_empty(&ws->direct))
         direct_free(ws, H2O_STRUCT_FROM_MEMBER(direct_t, link, ws->direct.next));
+    gw_stats_inc(ws->open_gauge, -1);
     ws->callbacks.on_close(ws, code);
     free(ws);
 }
@@ -199,6 +202,8 @@ static void on_direct_written(h2o_socket_t *sock, const char *err)
     gw_ws_t *ws = conn->data;
 
     ws->direct_writing = 0;
+    if (err == NULL)
+        gw_stats_inc(ws->sent_bytes, (double)H2O_STRUCT_FROM_MEMBER(direct_t, link, ws->direct.next)->len);
     direct_free(ws, H2O_STRUCT_FROM_MEMBER(direct_t, link, ws->direct.next));
     if (err != NULL || ws->peer_gone) {
         finish(ws, ws->cut_code != 0 ? ws->cut_code : peer_code(ws));
@@ -353,6 +358,8 @@ static ssize_t on_wslay_send(wslay_event_context_ptr ctx, const uint8_t *data, s
     size_t off = 0;
     int done;
 
+    if (r > 0)
+        gw_stats_inc(ws->sent_bytes, (double)r);
     while (r > 0 && off != (size_t)r) {
         off += gw_ws_scan_feed(&ws->sent, data + off, (size_t)r - off, &done);
         if (done && (ws->sent.hdr[0] & 0x0f) == GW_WS_OP_PONG) {
@@ -375,7 +382,7 @@ gw_ws_t *gw_ws_upgrade(h2o_req_t *req, gw_host_t *host, const char *subprotocol,
                        const gw_ws_callbacks_t *callbacks, void *data)
 {
     struct wslay_event_callbacks wslay_callbacks;
-    const char *key;
+    const char *key, *door;
     gw_ws_t *ws;
 
     if (req->version >= 0x200 || h2o_is_websocket_handshake(req, &key) != 0 || key == NULL) {
@@ -395,6 +402,10 @@ gw_ws_t *gw_ws_upgrade(h2o_req_t *req, gw_host_t *host, const char *subprotocol,
     ws->ping_entry.cb = on_ping;
     ws->cut_entry.cb = on_cut;
     ws->drain_entry.cb = on_drain;
+    door = limits != NULL && limits->door != NULL ? limits->door : "other";
+    ws->open_gauge = gw_stats_gauge(&host->stats, "kgate_websockets_open", "WebSockets open, by front door", "door", door);
+    ws->sent_bytes = gw_stats_counter(&host->stats, GW_STATS_SENT_BYTES, GW_STATS_SENT_BYTES_HELP, "door", door);
+    gw_stats_inc(ws->open_gauge, 1);
     if (subprotocol != NULL)
         h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("sec-websocket-protocol"), 0, NULL, subprotocol,
                               strlen(subprotocol));

@@ -37,6 +37,8 @@ typedef struct st_gw_ws_limits_t {
      * (a relay of big messages: its peer reads, but one message may be bigger than the bound) */
     unsigned over_bound_ms;
     unsigned ping_ms; /* a ping every ping_ms; silence for 3 of them closes (0: the host's ping interval) */
+    const char
+        *door; /* the front door's name, a static string, for the figures (kgate_websockets_open, sent bytes); NULL: "other" */
 } gw_ws_limits_t;
 
 /**

@@ -1,12 +1,16 @@
 /* Routes of /command: run (streamed or in the background), stop, status, and incremental logs. */
+#include <errno.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "wire/alloc.h"
 #include "wire/text.h"
+#include "ksys/log.h"
 #include "execd/execd.h"
 #include "procs/command.h"
+#include "procs/envfile.h"
 #include "core/http.h"
 #include "core/errors.h"
 #include "core/event.h"
@@ -32,47 +36,61 @@ static long long optional_id(h2o_req_t *req, json_t *body, const char *name)
     return json_integer_value(value);
 }
 
-/* Reads and validates the POST /command body into `opts` (borrowing from `body`); answers 4xx and returns -1 otherwise. */
-/* The bound on the EXECD_ENVS file kgate reads for each command (a KEY=VALUE list, not a data file). */
-#define GW_EXECD_ENVS_MAX_BYTES (256 * 1024)
+static const char *lookup_environ(const char *name, void *ctx)
+{
+    (void)ctx;
+    return getenv(name);
+}
+
+static void on_envfile_skip(size_t lineno, const char *why, void *ctx)
+{
+    ksys_log_warn("EXECD_ENVS file %s: line %zu skipped: %s", (const char *)ctx, lineno, why);
+}
 
 /*
  * The variables of the file EXECD_ENVS names (docs/API.md 6.3), read again for each command so that a runtime that
- * rewrites it reaches the next command: KEY=VALUE lines, blank lines and `#` comments skipped, as upstream execd reads
- * it (without its $VAR expansion). They go under the request's own `envs`, which win. A missing or unreadable file, or
- * one over the bound, adds nothing and is said on stderr: the command still runs, as with upstream.
+ * rewrites it reaches the next command, parsed and expanded against kgate's environment as upstream execd does
+ * (procs/envfile.h). They go under the request's own `envs`, which win. A missing or unreadable file, or one over the
+ * bound, adds nothing and is said in the log: the command still runs, as with upstream. The path may start with `~/`
+ * and name variables, as upstream's.
  */
 static void add_envs_file(json_t *envs)
 {
-    const char *path = getenv("EXECD_ENVS");
-    char *text, *line, *save = NULL;
+    const char *home = getenv("HOME"), *key;
+    char *path = gw_envfile_expand(getenv("EXECD_ENVS"), lookup_environ, NULL, 4096), *text = NULL, *full;
+    json_t *vars, *value;
     FILE *fp;
     size_t len;
 
-    if (path == NULL || path[0] == '\0' || (fp = fopen(path, "re")) == NULL)
-        return;
-    text = malloc(GW_EXECD_ENVS_MAX_BYTES + 1);
-    len = fread(text, 1, GW_EXECD_ENVS_MAX_BYTES + 1, fp);
+    if (path == NULL || path[0] == '\0')
+        goto Exit;
+    if (path[0] == '~' && path[1] == '/' && home != NULL) {
+        full = wire_malloc(strlen(home) + strlen(path));
+        sprintf(full, "%s%s", home, path + 1);
+        free(path);
+        path = full;
+    }
+    if ((fp = fopen(path, "re")) == NULL) {
+        ksys_log_warn("EXECD_ENVS file %s cannot be read: %s", path, strerror(errno));
+        goto Exit;
+    }
+    text = wire_malloc(GW_ENVFILE_MAX_BYTES + 1);
+    len = fread(text, 1, GW_ENVFILE_MAX_BYTES + 1, fp);
     fclose(fp);
-    if (len > GW_EXECD_ENVS_MAX_BYTES) {
-        fprintf(stderr, "kgate: EXECD_ENVS file %s is over %d bytes: not read\n", path, GW_EXECD_ENVS_MAX_BYTES);
-        free(text);
-        return;
+    if (len > GW_ENVFILE_MAX_BYTES) {
+        ksys_log_warn("EXECD_ENVS file %s is over %d bytes: not read", path, GW_ENVFILE_MAX_BYTES);
+        goto Exit;
     }
-    text[len] = '\0';
-    for (line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
-        char *end = line + strlen(line), *eq;
-        while (*line == ' ' || *line == '\t')
-            ++line;
-        while (end > line && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
-            *--end = '\0';
-        if (*line == '\0' || *line == '#' || (eq = strchr(line, '=')) == NULL || eq == line)
-            continue;
-        *eq = '\0';
-        if (json_object_get(envs, line) == NULL)
-            json_object_set_new(envs, line, json_stringn(eq + 1, strlen(eq + 1)));
+    vars = gw_envfile_parse(text, len, lookup_environ, NULL, on_envfile_skip, path);
+    json_object_foreach(vars, key, value)
+    {
+        if (json_object_get(envs, key) == NULL)
+            json_object_set_nocheck(envs, key, value);
     }
+    json_decref(vars);
+Exit:
     free(text);
+    free(path);
 }
 
 /* argv as one command line for the shell: each word in single quotes (a quote inside as '\''), run with exec. */
@@ -131,6 +149,7 @@ static int parse_argv(h2o_req_t *req, json_t *body)
     return 0;
 }
 
+/* Reads and validates the POST /command body into `opts` (borrowing from `body`); answers 4xx and returns -1 otherwise. */
 static int parse_command(gw_execd_t *execd, h2o_req_t *req, json_t *body, gw_command_options_t *opts)
 {
     if (parse_argv(req, body) != 0)
@@ -194,7 +213,7 @@ static int parse_command(gw_execd_t *execd, h2o_req_t *req, json_t *body, gw_com
     opts->command = json_string_value(command);
     /* commands start in the workspace (--workspace-root, else kgate's cwd); as a sandbox's execd, in kgate's cwd */
     opts->cwd = json_is_string(cwd) ? json_string_value(cwd) : config->as_execd ? NULL : config->workspace_root;
-    if (getenv("EXECD_ENVS") != NULL) {
+    if (getenv("EXECD_ENVS") != NULL && getenv("EXECD_ENVS")[0] != '\0') {
         if (!json_is_object(envs))
             json_object_set_new(body, "envs", envs = json_object());
         add_envs_file(envs);

@@ -307,7 +307,8 @@ GW_EXECD_HANDLER(pty_ws)
     gw_pty_t *pty = pty_from_params(execd, req, params);
     const char *mode = gw_query_param(req, "pty"), *since_arg = gw_query_param(req, "since"),
                *takeover = gw_query_param(req, "takeover");
-    gw_ws_limits_t limits = {config->pty_stdin_bytes + MESSAGE_SLACK, config->pty_ring_bytes + config->pty_send_queue_bytes, 0, 0};
+    gw_ws_limits_t limits = {config->pty_stdin_bytes + MESSAGE_SLACK, config->pty_ring_bytes + config->pty_send_queue_bytes, 0, 0,
+                             execd->super.name};
     pty_client_t *client, *current;
     uint64_t since = 0;
     char err[256];

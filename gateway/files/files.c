@@ -17,6 +17,7 @@
 #include "wire/text.h"
 #include "files/files.h"
 #include "files/upload.h"
+#include "ksys/log.h"
 
 static void on_trim(h2o_timeout_entry_t *entry)
 {
@@ -36,13 +37,13 @@ int gw_files_init(gw_files_t *files, gw_host_t *host)
     files->host = host;
     files->ws.root_fd = -1;
     if ((ret = gw_workspace_init(&files->ws, root)) != 0) {
-        fprintf(stderr, "kgate: --workspace-root %s: %s\n", root, strerror(-ret));
+        ksys_log_error("--workspace-root %s: %s", root, strerror(-ret));
         return ret;
     }
     files->ws.allow_hardlinks = config->allow_hardlinks;
     files->history = gw_editor_history_create(config->max_undo_depth, config->max_undo_bytes);
     if ((ret = gw_body_buffers_init(getenv("TMPDIR"), config->body_mmap_threshold)) != 0)
-        fprintf(stderr, "kgate: cannot create a directory for large request bodies (%s); they stay in memory\n", strerror(-ret));
+        ksys_log_warn("cannot create a directory for large request bodies (%s); they stay in memory", strerror(-ret));
     h2o_timeout_init(host->loop, &files->trim_active_timeout, GW_BODY_TRIM_ACTIVE_MS);
     h2o_timeout_init(host->loop, &files->trim_idle_timeout, GW_BODY_TRIM_IDLE_MS);
     files->timers_ready = 1;

@@ -26,6 +26,7 @@
 #include "jupyter/framing.h"
 #include "jupyter/jupyter.h"
 #include "jupyter/replay.h"
+#include "ksys/log.h"
 
 /* Messages a connection may send while its kernel starts or restarts, and their bytes; beyond them it
  * is closed (GW_WS_POLICY_VIOLATION): they would wait in kgate's memory. */
@@ -91,7 +92,7 @@ static void send_to_client(gw_jconn_t *conn, const gw_jmsg_t *msg)
     if (conn->ws == NULL)
         return;
     if ((ret = gw_jmsg_encode(conn->framing, msg, enc)) != 0) {
-        fprintf(stderr, "kgate: jupyter: a kernel message was not relayed: %s\n", gw_strerror(ret));
+        ksys_log_warn("jupyter: a kernel message was not relayed: %s", gw_strerror(ret));
         return;
     }
     /* GW_EWSFULL: the client stopped reading; it is cut off (on_ws_close follows) rather than buffered without limit */
@@ -199,8 +200,8 @@ static void away_drop(gw_jaway_t *away, const char *why)
         return;
     if (gw_jreplay_count(away->replay) != 0 || gw_jreplay_lost(away->replay, NULL) != 0) {
         lost = gw_jreplay_lost(away->replay, NULL);
-        fprintf(stderr, "kgate: jupyter: dropped %zu kernel messages kept for session_id %.64s (%zu more were lost): %s\n",
-                gw_jreplay_count(away->replay), gw_jreplay_session(away->replay), lost, why);
+        ksys_log_warn("jupyter: dropped %zu kernel messages kept for session_id %.64s (%zu more were lost): %s",
+                      gw_jreplay_count(away->replay), gw_jreplay_session(away->replay), lost, why);
     }
     gw_context_tap_detach(&away->tap);
     gw_jreplay_destroy(away->replay);
@@ -435,8 +436,7 @@ static void replace_stale(gw_jconn_t *conn, gw_context_t *ctx)
         if (stale == conn || stale->ws == NULL || stale->tap.ctx != ctx || stale->session_id == NULL ||
             strcmp(stale->session_id, conn->session_id) != 0)
             continue;
-        fprintf(stderr, "kgate: jupyter: replacing a stale connection of session_id %.64s on kernel %s\n", conn->session_id,
-                ctx->id);
+        ksys_log_info("jupyter: replacing a stale connection of session_id %.64s on kernel %s", conn->session_id, ctx->id);
         gw_context_tap_detach(&stale->tap);
         gw_jasked_move(&conn->asked, &stale->asked);
         /* `conn` is new: nothing of its own waits yet, so the order the client sent in is kept */
@@ -470,7 +470,8 @@ void gw_jupyter_channels_open(gw_jupyter_t *jupyter, h2o_req_t *req, gw_context_
     /* a client that reads takes a kernel's big output (bigger than the queue bound) and what follows it */
     gw_ws_limits_t limits = {.max_message_bytes = jupyter->host->config->max_body_bytes,
                              .max_queued_bytes = jupyter->host->config->ws_queue_bytes,
-                             .over_bound_ms = 10000};
+                             .over_bound_ms = 10000,
+                             .door = jupyter->super.name};
     gw_jconn_t *conn;
 
     v1 = gw_ws_offers_protocol(req, GW_JFRAMING_V1_PROTOCOL);

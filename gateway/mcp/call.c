@@ -27,7 +27,8 @@
 
 /**
  * One run_code or bash call in flight. It lives in its request's pool: a client that goes away takes
- * it along (the run goes on in the engine: a disconnection is not a cancellation).
+ * it along (the run goes on in the engine: a disconnection is not a cancellation, except in revision
+ * 2026-07-28, where closing the response is how a client cancels: GW_MCP_ANSWER_STATELESS).
  */
 typedef struct st_gw_mcp_call_t {
     gw_mcp_t *mcp;
@@ -47,6 +48,7 @@ typedef struct st_gw_mcp_call_t {
     size_t queued;
     uint64_t next_event_id;
     int64_t started_ms, last_progress_ms;
+    int64_t deadline_ms; /* started_ms + the run's timeout: by then the session has no call of this one in flight */
     unsigned ticks;
     double progress;
     h2o_timeout_entry_t tick_entry;
@@ -128,8 +130,13 @@ static void push_bytes(gw_mcp_call_t *call, const char *bytes, size_t len, int a
 static void push_message(gw_mcp_call_t *call, json_t *message, int always)
 {
     static const char head[] = "event: message\ndata: ";
-    size_t len = gw_json_render(message, NULL);
-    char *buf = wire_malloc(sizeof(head) - 1 + len + 2);
+    size_t len;
+    char *buf;
+
+    if (call->accepts & GW_MCP_ANSWER_STATELESS)
+        gw_mcp_stateless_stamp(message);
+    len = gw_json_render(message, NULL);
+    buf = wire_malloc(sizeof(head) - 1 + len + 2);
 
     memcpy(buf, head, sizeof(head) - 1);
     gw_json_render(message, buf + sizeof(head) - 1);
@@ -303,7 +310,8 @@ static void on_tick(h2o_timeout_entry_t *entry)
     if (call->streaming) {
         if (call->progress_token != NULL)
             send_progress(call);
-        else if (call->ticks % KEEPALIVE_TICKS == 0)
+        /* revision 2026-07-28: every tick, so that a client gone (its cancellation) is seen within two */
+        else if (call->ticks % KEEPALIVE_TICKS == 0 || (call->accepts & GW_MCP_ANSWER_STATELESS))
             push_bytes(call, H2O_STRLIT(": keep-alive\n\n"), 0);
     }
     h2o_timeout_link(call->mcp->host->loop, &call->mcp->tick_timeout, &call->tick_entry);
@@ -314,6 +322,9 @@ static void on_call_dispose(void *p)
 {
     gw_mcp_call_t *call = p;
 
+    /* revision 2026-07-28: the client closed the response before its answer, which cancels the call (state kept) */
+    if ((call->accepts & GW_MCP_ANSWER_STATELESS) && !call->answered && call->cursor_open && call->cursor.run != NULL)
+        gw_run_stop(call->cursor.run);
     close_cursor(call);
     if (h2o_timeout_is_linked(&call->tick_entry))
         h2o_timeout_unlink(&call->tick_entry);
@@ -335,6 +346,11 @@ static void on_call_dispose(void *p)
 void gw_mcp_call_forget_session(h2o_linklist_t *link)
 {
     H2O_STRUCT_FROM_MEMBER(gw_mcp_call_t, link, link)->session = NULL;
+}
+
+int64_t gw_mcp_call_deadline_ms(h2o_linklist_t *link)
+{
+    return H2O_STRUCT_FROM_MEMBER(gw_mcp_call_t, link, link)->deadline_ms;
 }
 
 void gw_mcp_cancel(gw_mcp_session_t *session, json_t *request_id)
@@ -387,6 +403,29 @@ static gw_context_t *session_context(gw_mcp_session_t *session, const kmgr_kerne
         break;
     }
     return NULL;
+}
+
+void gw_mcp_session_release(gw_mcp_session_t *session, int discard)
+{
+    const char *spec;
+    json_t *id;
+
+    /* the calls first: their runs end with the contexts below, and they answer without a session */
+    while (!h2o_linklist_is_empty(&session->calls)) {
+        h2o_linklist_t *node = session->calls.next;
+        h2o_linklist_unlink(node);
+        gw_mcp_call_forget_session(node);
+    }
+    json_object_foreach(session->contexts, spec, id)
+    {
+        gw_context_t *ctx = gw_context_find(session->mcp->contexts, json_string_value(id));
+        if (ctx != NULL && discard)
+            gw_context_discard(ctx);
+        else if (ctx != NULL)
+            gw_context_destroy(ctx);
+    }
+    json_decref(session->contexts);
+    session->contexts = NULL;
 }
 
 /* ---- tools/call --------------------------------------------------------------------------------- */
@@ -463,8 +502,11 @@ static void call_run(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, json
     call->structured = tool == GW_MCP_TOOL_RUN_CODE;
     call->accepts = accepts;
     gw_mcp_output_init(&call->output, config->mcp_output_bytes);
+    call->output.timeout_asked_ms = a.asked_timeout_ms;
+    call->output.timeout_applied_ms = a.asked_timeout_ms != 0 ? a.timeout_ms : 0;
     h2o_linklist_init_anchor(&call->queue);
     call->started_ms = gw_now_ms();
+    call->deadline_ms = call->started_ms + (int64_t)opts.timeout_ms;
     call->tick_entry.cb = on_tick;
     call->finish_entry.cb = on_finish;
     /* the run was just created: its first events are in its log, nothing is trimmed yet */
@@ -514,6 +556,15 @@ void gw_mcp_tools_call(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, js
     case GW_MCP_TOOL_EDITOR:
         call_editor(session, req, id, accepts, args);
         break;
+    case GW_MCP_TOOL_INTERRUPT:
+        gw_mcp_tool_interrupt(session, req, id, accepts, args);
+        break;
+    case GW_MCP_TOOL_RESTART:
+        gw_mcp_tool_restart(session, req, id, accepts, args);
+        break;
+    case GW_MCP_TOOL_LIST_CONTEXTS:
+        gw_mcp_tool_list_contexts(session, req, id, accepts);
+        break;
     case GW_MCP_TOOL_LIST_LANGUAGES: {
         json_t *languages = gw_languages_to_json(session->mcp->languages), *result;
         char *listing = json_dumps(languages, JSON_INDENT(1));
@@ -524,61 +575,4 @@ void gw_mcp_tools_call(gw_mcp_session_t *session, h2o_req_t *req, json_t *id, js
         break;
     }
     }
-}
-
-/* A one-message SSE stream: a source whose only event is the answer. Lives in the request's pool. */
-typedef struct st_one_message_t {
-    gw_event_source_t super;
-    gw_event_t *ev;
-} one_message_t;
-
-static gw_event_t *one_next(gw_event_source_t *source, const gw_event_t *prev, int *lost)
-{
-    *lost = 0;
-    return prev == NULL ? ((one_message_t *)source)->ev : NULL;
-}
-
-static int one_is_end(gw_event_source_t *source, const gw_event_t *prev)
-{
-    (void)source;
-    return prev != NULL;
-}
-
-static void one_close(gw_event_source_t *source)
-{
-    one_message_t *one = (one_message_t *)source;
-    gw_event_release(one->ev);
-    one->ev = NULL;
-}
-
-static const gw_event_source_ops_t one_ops = {one_next, one_is_end, one_close};
-
-void gw_mcp_send(h2o_req_t *req, int status, json_t *message)
-{
-    gw_send_json(req, status, message);
-}
-
-void gw_mcp_respond(h2o_req_t *req, unsigned accepts, json_t *message)
-{
-    static const char head[] = "event: message\ndata: ";
-    one_message_t *one;
-    size_t len;
-    char *buf;
-
-    if (accepts & GW_MCP_ACCEPT_JSON) {
-        gw_mcp_send(req, 200, message);
-        return;
-    }
-    len = gw_json_render(message, NULL);
-    buf = wire_malloc(sizeof(head) - 1 + len + 2);
-    memcpy(buf, head, sizeof(head) - 1);
-    gw_json_render(message, buf + sizeof(head) - 1);
-    memcpy(buf + sizeof(head) - 1 + len, "\n\n", 2);
-    one = h2o_mem_alloc_pool(&req->pool, sizeof(*one));
-    one->super.ops = &one_ops;
-    one->ev = gw_event_from_bytes(buf, sizeof(head) - 1 + len + 2);
-    free(buf);
-    json_decref(message);
-    one->ev->id = 1;
-    gw_sse_stream_start(req, &one->super, SIZE_MAX, NULL, NULL);
 }

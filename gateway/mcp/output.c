@@ -223,6 +223,13 @@ json_t *gw_mcp_output_result(const gw_mcp_output_t *out, const char *language, i
                          out->max_bytes, run_note(out, why, sizeof(why)));
         buf_append(&text, note, (size_t)n < sizeof(note) ? (size_t)n : sizeof(note) - 1);
     }
+    if (out->timeout_asked_ms != 0) {
+        char note[256];
+        int n = snprintf(
+            note, sizeof(note), "%s[kgate: timeout_ms %u is over the server's cap (--max-timeout-ms): the run had %u ms]\n",
+            text.len != 0 && text.base[text.len - 1] != '\n' ? "\n" : "", out->timeout_asked_ms, out->timeout_applied_ms);
+        buf_append(&text, note, (size_t)n < sizeof(note) ? (size_t)n : sizeof(note) - 1);
+    }
     if (text.len == 0 && json_array_size(out->images) == 0)
         buf_append(&text, "(no output)", sizeof("(no output)") - 1);
     if (text.len != 0)
@@ -244,6 +251,10 @@ json_t *gw_mcp_output_result(const gw_mcp_output_t *out, const char *language, i
                                           (json_int_t)dropped_bytes, "dropped_results", (json_int_t)dropped_results,
                                           "dropped_messages", (json_int_t)out->run_dropped_messages, "dropped_by_run",
                                           out->engine_dropped));
+        if (out->timeout_asked_ms != 0)
+            json_object_set_new(sc, "timeout_capped",
+                                json_pack("{s:I, s:I}", "asked_ms", (json_int_t)out->timeout_asked_ms, "applied_ms",
+                                          (json_int_t)out->timeout_applied_ms));
         json_object_set_new(result, "structuredContent", sc);
     }
     free(text.base);

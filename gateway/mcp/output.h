@@ -22,12 +22,13 @@ typedef struct st_gw_mcp_output_t {
     /* what the run dropped before this budget saw it, as its execution_complete counts it (`dropped`) */
     size_t run_dropped_bytes, run_dropped_results, run_dropped_messages;
     gw_mcp_buf_t text, out, err;
-    json_t *results;     /* MIME bundles */
-    json_t *images;      /* image content blocks */
-    json_t *error;       /* {ename, evalue, traceback} of the last error event; NULL without one */
-    int execution_count; /* -1 until the kernel numbers the cell */
-    size_t outputs;      /* output events seen (progress) */
-    char last_line[128]; /* the newest line of output, for progress messages */
+    json_t *results;                               /* MIME bundles */
+    json_t *images;                                /* image content blocks */
+    json_t *error;                                 /* {ename, evalue, traceback} of the last error event; NULL without one */
+    int execution_count;                           /* -1 until the kernel numbers the cell */
+    unsigned timeout_asked_ms, timeout_applied_ms; /* set by the caller when timeout_ms was over the cap: the result says so */
+    size_t outputs;                                /* output events seen (progress) */
+    char last_line[128];                           /* the newest line of output, for progress messages */
 } gw_mcp_output_t;
 
 void gw_mcp_output_init(gw_mcp_output_t *out, size_t max_bytes);
@@ -43,7 +44,8 @@ int gw_mcp_output_add(gw_mcp_output_t *out, const json_t *event);
  * The tools/call result: `content` (one text block: the output in order, tracebacks, a line on what
  * was dropped, by this budget and by the run's own limits together; then an image block per image/png or image/jpeg result),
  * `isError` when the run raised, and with `structured` the `structuredContent` {language, execution_count, stdout, stderr, results,
- * error?, truncated?}; `truncated` is {limit_bytes, dropped_bytes, dropped_results, dropped_messages (kernel messages over
+ * error?, truncated?, timeout_capped?}; `timeout_capped` is {asked_ms, applied_ms} (and a line in the text) when
+ * timeout_asked_ms is set; `truncated` is {limit_bytes, dropped_bytes, dropped_results, dropped_messages (kernel messages over
  * --max-message-bytes: what they carried is not counted in bytes), dropped_by_run}. A new object; `out` is left as it was.
  */
 json_t *gw_mcp_output_result(const gw_mcp_output_t *out, const char *language, int structured);

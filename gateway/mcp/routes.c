@@ -9,61 +9,6 @@
 #include "mcp/mcp.h"
 #include "mcp/tools.h"
 
-/* ---- sessions --------------------------------------------------------------------------------- */
-
-static gw_mcp_session_t *session_create(gw_mcp_t *mcp, const char *version)
-{
-    gw_mcp_session_t *session = wire_malloc(sizeof(*session));
-
-    memset(session, 0, sizeof(*session));
-    /* 128 bits from libsodium's CSPRNG: the id is a bearer of the session's kernels, next to the access token */
-    wire_random_hex(session->id, GW_MCP_SESSION_ID_LEN / 2);
-    session->mcp = mcp;
-    snprintf(session->version, sizeof(session->version), "%s", version);
-    session->last_activity_mono_ms = gw_now_ms();
-    session->contexts = json_object();
-    h2o_linklist_init_anchor(&session->calls);
-    h2o_linklist_insert(&mcp->sessions, &session->link);
-    ++mcp->nsessions;
-    return session;
-}
-
-gw_mcp_session_t *gw_mcp_session_find(gw_mcp_t *mcp, const char *id, size_t len)
-{
-    if (!gw_mcp_session_id_valid(id, len))
-        return NULL;
-    for (h2o_linklist_t *node = mcp->sessions.next; node != &mcp->sessions; node = node->next) {
-        gw_mcp_session_t *session = H2O_STRUCT_FROM_MEMBER(gw_mcp_session_t, link, node);
-        if (memcmp(session->id, id, len) == 0)
-            return session;
-    }
-    return NULL;
-}
-
-void gw_mcp_session_end(gw_mcp_session_t *session)
-{
-    gw_mcp_t *mcp = session->mcp;
-    const char *spec;
-    json_t *id;
-
-    /* the calls first: their runs end with the contexts below, and they answer without a session */
-    while (!h2o_linklist_is_empty(&session->calls)) {
-        h2o_linklist_t *node = session->calls.next;
-        h2o_linklist_unlink(node);
-        gw_mcp_call_forget_session(node);
-    }
-    json_object_foreach(session->contexts, spec, id)
-    {
-        gw_context_t *ctx = gw_context_find(mcp->contexts, json_string_value(id));
-        if (ctx != NULL)
-            gw_context_destroy(ctx);
-    }
-    json_decref(session->contexts);
-    h2o_linklist_unlink(&session->link);
-    --mcp->nsessions;
-    free(session);
-}
-
 /* ---- the door --------------------------------------------------------------------------------- */
 
 void gw_mcp_init(gw_mcp_t *mcp, gw_host_t *host, gw_languages_t *languages, gw_contexts_t *contexts, gw_files_t *files)
@@ -75,29 +20,16 @@ void gw_mcp_init(gw_mcp_t *mcp, gw_host_t *host, gw_languages_t *languages, gw_c
     mcp->contexts = contexts;
     mcp->files = files;
     h2o_linklist_init_anchor(&mcp->sessions);
+    h2o_linklist_init_anchor(&mcp->named);
     h2o_timeout_init(host->loop, &mcp->tick_timeout, GW_MCP_TICK_MS);
-}
-
-void gw_mcp_tick(gw_mcp_t *mcp)
-{
-    int64_t now = gw_now_ms();
-    h2o_linklist_t *node, *next;
-
-    for (node = mcp->sessions.next; node != &mcp->sessions; node = next) {
-        gw_mcp_session_t *session = H2O_STRUCT_FROM_MEMBER(gw_mcp_session_t, link, node);
-        next = node->next;
-        /* a call in flight is activity, however long its run takes */
-        if (!h2o_linklist_is_empty(&session->calls))
-            session->last_activity_mono_ms = now;
-        else if (now - session->last_activity_mono_ms >= (int64_t)mcp->host->config->mcp_session_idle_ms)
-            gw_mcp_session_end(session);
-    }
+    gw_mcp_figures_register(mcp);
 }
 
 void gw_mcp_shutdown(gw_mcp_t *mcp)
 {
     while (!h2o_linklist_is_empty(&mcp->sessions))
-        gw_mcp_session_end(H2O_STRUCT_FROM_MEMBER(gw_mcp_session_t, link, mcp->sessions.next));
+        gw_mcp_session_end(H2O_STRUCT_FROM_MEMBER(gw_mcp_session_t, link, mcp->sessions.next), GW_MCP_END_SHUTDOWN);
+    gw_mcp_named_shutdown(mcp);
 }
 
 void gw_mcp_dispose(gw_mcp_t *mcp)
@@ -132,8 +64,8 @@ static gw_mcp_session_t *session_of(gw_mcp_t *mcp, h2o_req_t *req)
         return NULL;
     }
     if ((session = gw_mcp_session_find(mcp, id, len)) == NULL) {
-        gw_mcp_send(req, 404,
-                    gw_mcp_error(NULL, GW_MCP_SESSION_ERROR, "Session not found: it ended (DELETE or idle) or never existed"));
+        /* the spec's answer to a session the server no longer has: the client starts a new one */
+        gw_mcp_send(req, 404, gw_mcp_error(NULL, GW_MCP_SESSION_ERROR, gw_mcp_session_gone(mcp, id, len)));
         return NULL;
     }
     session->last_activity_mono_ms = gw_now_ms();
@@ -145,6 +77,7 @@ static void on_initialize(gw_mcp_t *mcp, h2o_req_t *req, gw_mcp_message_t *msg)
     const char *requested = json_string_value(json_object_get(msg->params, "protocolVersion")), *version;
     gw_mcp_session_t *session;
     json_t *result;
+    unsigned retry_after_s = 0;
     char text[256];
 
     if (!json_is_object(msg->params) || requested == NULL) {
@@ -157,14 +90,20 @@ static void on_initialize(gw_mcp_t *mcp, h2o_req_t *req, gw_mcp_message_t *msg)
         gw_mcp_send(req, 503, gw_mcp_error(msg->id, GW_MCP_SERVER_ERROR, "kgate is shutting down"));
         return;
     }
-    if (mcp->nsessions >= mcp->host->config->mcp_max_sessions) {
-        snprintf(text, sizeof(text), "%zu MCP sessions are open, the maximum (--mcp-max-sessions); end one (DELETE /mcp) first",
-                 mcp->nsessions);
+    if (gw_mcp_session_admit(mcp, &retry_after_s) != 0) {
+        char value[16];
+        int n = snprintf(value, sizeof(value), "%u", retry_after_s);
+        snprintf(text, sizeof(text),
+                 "%zu MCP sessions are open, the maximum (--mcp-max-sessions), and each has a call in flight; retry in %u s "
+                 "(Retry-After), or end a session (DELETE /mcp)",
+                 mcp->nsessions, retry_after_s);
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, h2o_strdup(&req->pool, value, (size_t)n).base,
+                       (size_t)n);
         gw_mcp_send(req, 429, gw_mcp_error(msg->id, GW_MCP_SERVER_ERROR, text));
         return;
     }
     version = gw_mcp_negotiate_version(requested);
-    session = session_create(mcp, version);
+    session = gw_mcp_session_create(mcp, version);
     result = json_pack("{s:s, s:{s:{s:b}, s:{}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", version, "capabilities", "tools",
                        "listChanged", 0, "logging", "serverInfo", "name", "kgate", "title", "kgate", "version", GW_VERSION,
                        "instructions",
@@ -196,7 +135,7 @@ static void on_request(gw_mcp_session_t *session, h2o_req_t *req, gw_mcp_message
     if (strcmp(msg->method, "ping") == 0) {
         gw_mcp_respond(req, accepts, gw_mcp_result(msg->id, json_object()));
     } else if (strcmp(msg->method, "tools/list") == 0) {
-        gw_mcp_respond(req, accepts, gw_mcp_result(msg->id, gw_mcp_tools_list()));
+        gw_mcp_respond(req, accepts, gw_mcp_result(msg->id, gw_mcp_tools_list(session->mcp->host->config->max_timeout_ms)));
     } else if (strcmp(msg->method, "tools/call") == 0) {
         if (!json_is_string(json_object_get(msg->params, "name"))) {
             gw_mcp_respond(req, accepts, gw_mcp_error(msg->id, GW_MCP_INVALID_PARAMS, "tools/call takes params {name, arguments}"));
@@ -232,13 +171,6 @@ static void on_post(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *pa
     int ret;
     (void)params;
 
-    if ((value = header(req, H2O_STRLIT("mcp-protocol-version"), &len)) != NULL && !gw_mcp_version_supported(value, len)) {
-        gw_mcp_send(req, 400,
-                    gw_mcp_error(NULL, GW_MCP_SERVER_ERROR,
-                                 "Bad Request: unsupported MCP-Protocol-Version (kgate speaks " GW_MCP_VERSION_LATEST
-                                 " and " GW_MCP_VERSION_PREVIOUS ")"));
-        return;
-    }
     value = header(req, H2O_STRLIT("accept"), &len);
     accepts = gw_mcp_accepts(value, len);
     if ((ret = gw_mcp_message_parse(req->entity.base, req->entity.len, &msg, &why, &bad_id)) != 0) {
@@ -252,12 +184,19 @@ static void on_post(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *pa
                                  "Not Acceptable: the client must accept application/json or text/event-stream"));
         goto Exit;
     }
+    /* revision 2026-07-28 (its _meta, or a version header of no session revision: it answers unsupported ones) */
+    if (gw_mcp_stateless_claims(req, &msg)) {
+        gw_mcp_stateless_post(mcp, req, &msg, accepts);
+        goto Exit;
+    }
     if (msg.kind == GW_MCP_REQUEST && strcmp(msg.method, "initialize") == 0) {
         on_initialize(mcp, req, &msg);
         goto Exit;
     }
     if ((session = session_of(mcp, req)) == NULL)
         goto Exit;
+    if (msg.kind != GW_MCP_NOTIFICATION || strcmp(msg.method, "notifications/initialized") != 0)
+        session->used = 1;
     switch (msg.kind) {
     case GW_MCP_REQUEST:
         on_request(session, req, &msg, accepts);
@@ -292,7 +231,7 @@ static void on_delete(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *
 
     if ((session = session_of(mcp, req)) == NULL)
         return;
-    gw_mcp_session_end(session);
+    gw_mcp_session_end(session, GW_MCP_END_DELETED);
     gw_send_empty(req);
 }
 

@@ -1,9 +1,11 @@
 /* The MCP tools: names, descriptions, JSON Schemas (draft 2020-12, MCP's default) and argument checks. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include "mcp/tools.h"
 
-static const char *const tool_names[] = {"run_code", "bash", "str_replace_based_edit_tool", "list_languages"};
+static const char *const tool_names[] = {"run_code", "bash",         "str_replace_based_edit_tool", "list_languages", "interrupt",
+                                         "restart",  "list_contexts"};
 
 gw_mcp_tool_t gw_mcp_tool_find(const char *name)
 {
@@ -21,7 +23,8 @@ static const char run_code_input[] =
     "\"language\":{\"type\":\"string\",\"default\":\"python\",\"description\":\"A language or kernelspec name "
     "(list_languages).\"},"
     "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Interrupt the run after this many milliseconds "
-    "(the kernel and its state are kept when it stops).\"}},"
+    "(the kernel and its state are kept when it stops). Default: the server's; a value over the server's cap is capped "
+    "to it, and the result says so.\"}},"
     "\"required\":[\"code\"]}";
 
 static const char run_code_output[] =
@@ -35,7 +38,10 @@ static const char run_code_output[] =
     "\"error\":{\"type\":\"object\",\"properties\":{\"ename\":{\"type\":\"string\"},\"evalue\":{\"type\":\"string\"},"
     "\"traceback\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}},"
     "\"truncated\":{\"type\":\"object\",\"description\":\"present when output was dropped: the per-call limit and what it "
-    "dropped\"}},"
+    "dropped\"},"
+    "\"timeout_capped\":{\"type\":\"object\",\"properties\":{\"asked_ms\":{\"type\":\"integer\"},\"applied_ms\":{"
+    "\"type\":\"integer\"}},\"description\":\"present when timeout_ms was over the server's cap: what was asked and what the "
+    "run had\"}},"
     "\"required\":[\"language\",\"stdout\",\"stderr\",\"results\"]}";
 
 static const char bash_input[] =
@@ -44,7 +50,8 @@ static const char bash_input[] =
     "directory, variables and functions persist between calls.\"},"
     "\"restart\":{\"type\":\"boolean\",\"default\":false,\"description\":\"Restart the shell first (a fresh one in the "
     "workspace root).\"},"
-    "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1}}}";
+    "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Interrupt the command after this many "
+    "milliseconds (the shell is kept). A value over the server's cap is capped to it, and the result says so.\"}}}";
 
 static const char editor_input[] =
     "{\"type\":\"object\",\"properties\":{"
@@ -62,12 +69,40 @@ static const char editor_input[] =
 
 static const char empty_input[] = "{\"type\":\"object\",\"properties\":{}}";
 
+static const char language_input[] =
+    "{\"type\":\"object\",\"properties\":{"
+    "\"language\":{\"type\":\"string\",\"default\":\"python\",\"description\":\"Which of this session's kernels: a "
+    "language or kernelspec name as run_code takes it; \\\"bash\\\" is the bash tool's shell.\"}}}";
+
+static const char list_contexts_output[] =
+    "{\"type\":\"object\",\"properties\":{\"contexts\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+    "\"language\":{\"type\":\"string\"},"
+    "\"kernel\":{\"type\":\"string\",\"description\":\"the kernelspec\"},"
+    "\"state\":{\"type\":\"string\",\"enum\":[\"starting\",\"idle\",\"busy\",\"restarting\",\"dead\"]},"
+    "\"execution_count\":{\"type\":\"integer\",\"description\":\"cells run since the kernel (re)started\"},"
+    "\"idle_ms\":{\"type\":\"integer\",\"description\":\"milliseconds since its last activity; 0 while a cell runs\"},"
+    "\"context_id\":{\"type\":\"string\",\"description\":\"its id in kgate's /code/contexts\"}},"
+    "\"required\":[\"language\",\"kernel\",\"state\",\"execution_count\",\"idle_ms\",\"context_id\"]}}},"
+    "\"required\":[\"contexts\"]}";
+
 static json_t *schema(const char *text)
 {
     return json_loads(text, 0, NULL);
 }
 
-json_t *gw_mcp_tools_list(void)
+/* A schema with a timeout_ms whose description names the server's cap: a model then asks for no more than it gets. */
+static json_t *schema_capped(const char *text, unsigned max_timeout_ms)
+{
+    json_t *s = schema(text), *timeout = json_object_get(json_object_get(s, "properties"), "timeout_ms");
+    char description[512];
+
+    snprintf(description, sizeof(description), "%s The cap is %u ms.", json_string_value(json_object_get(timeout, "description")),
+             max_timeout_ms);
+    json_object_set_new(timeout, "description", json_string(description));
+    return s;
+}
+
+json_t *gw_mcp_tools_list(unsigned max_timeout_ms)
 {
     json_t *tools = json_array();
 
@@ -76,11 +111,11 @@ json_t *gw_mcp_tools_list(void)
                          "Runs code in a persistent Jupyter kernel of this MCP session (one per language, created on first "
                          "use; Python by default). Returns stdout, stderr, results (images as image content) and errors with "
                          "their traceback.",
-                         "inputSchema", schema(run_code_input), "outputSchema", schema(run_code_output)));
+                         "inputSchema", schema_capped(run_code_input, max_timeout_ms), "outputSchema", schema(run_code_output)));
     json_array_append_new(tools, json_pack("{s:s, s:s, s:s, s:o}", "name", "bash", "title", "Bash", "description",
                                            "Runs commands in this MCP session's persistent bash shell (cwd and environment "
                                            "are kept between calls; it starts in the workspace root).",
-                                           "inputSchema", schema(bash_input)));
+                                           "inputSchema", schema_capped(bash_input, max_timeout_ms)));
     json_array_append_new(tools, json_pack("{s:s, s:s, s:s, s:o}", "name", "str_replace_based_edit_tool", "title", "Text editor",
                                            "description",
                                            "Views, creates and edits files beneath the workspace root: view (a file with line "
@@ -90,6 +125,24 @@ json_t *gw_mcp_tools_list(void)
     json_array_append_new(tools, json_pack("{s:s, s:s, s:s, s:o}", "name", "list_languages", "title", "List languages",
                                            "description", "Lists the languages run_code accepts (the installed kernels).",
                                            "inputSchema", schema(empty_input)));
+    json_array_append_new(tools, json_pack("{s:s, s:s, s:s, s:o}", "name", "interrupt", "title", "Interrupt", "description",
+                                           "Interrupts the cell running in one of this session's kernels (KeyboardInterrupt in "
+                                           "Python, SIGINT in bash): its run_code or bash call ends with the interruption, and "
+                                           "the kernel's state (variables, imports, cwd) is kept. Calls waiting behind it still "
+                                           "run. Says so when nothing was running.",
+                                           "inputSchema", schema(language_input)));
+    json_array_append_new(tools, json_pack("{s:s, s:s, s:s, s:o}", "name", "restart", "title", "Restart kernel", "description",
+                                           "Restarts one of this session's kernels: ALL its state (variables, imports, "
+                                           "definitions, the shell's cwd and variables) is lost, execution_count starts again, "
+                                           "and calls running or waiting in it end. Use it when the kernel is stuck, or to start "
+                                           "clean. Answers once the new kernel is ready.",
+                                           "inputSchema", schema(language_input)));
+    json_array_append_new(tools,
+                          json_pack("{s:s, s:s, s:s, s:o, s:o}", "name", "list_contexts", "title", "List kernels", "description",
+                                    "Lists this session's kernels (run_code's, one per language, and the bash tool's shell): "
+                                    "language, state (starting, idle, busy, restarting, dead), execution_count and how long "
+                                    "each has been idle.",
+                                    "inputSchema", schema(empty_input), "outputSchema", schema(list_contexts_output)));
     return json_pack("{s:o}", "tools", tools);
 }
 
@@ -104,11 +157,11 @@ static int is_clean_string(json_t *v)
     return json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v);
 }
 
-static int timeout_arg(json_t *args, unsigned max_timeout_ms, unsigned *out, char *why, size_t size)
+static int timeout_arg(json_t *args, unsigned max_timeout_ms, unsigned *out, unsigned *asked, char *why, size_t size)
 {
     json_t *v = json_object_get(args, "timeout_ms");
 
-    *out = 0;
+    *out = *asked = 0;
     if (v == NULL || json_is_null(v))
         return 0;
     if (!json_is_integer(v) || json_integer_value(v) < 1) {
@@ -116,8 +169,9 @@ static int timeout_arg(json_t *args, unsigned max_timeout_ms, unsigned *out, cha
         return -1;
     }
     if (json_integer_value(v) > (json_int_t)max_timeout_ms) {
-        snprintf(why, size, "timeout_ms must be at most %u (the server's --max-timeout-ms)", max_timeout_ms);
-        return -1;
+        *asked = json_integer_value(v) > (json_int_t)UINT_MAX ? UINT_MAX : (unsigned)json_integer_value(v);
+        *out = max_timeout_ms;
+        return 0;
     }
     *out = (unsigned)json_integer_value(v);
     return 0;
@@ -136,7 +190,7 @@ int gw_mcp_run_code_args(json_t *args, unsigned max_timeout_ms, gw_mcp_run_args_
         return failf(why, size, "language must be a non-empty string, such as \"python\" (see list_languages)");
     out->code = json_string_value(code);
     out->language = json_is_string(language) ? json_string_value(language) : "python";
-    return timeout_arg(args, max_timeout_ms, &out->timeout_ms, why, size);
+    return timeout_arg(args, max_timeout_ms, &out->timeout_ms, &out->asked_timeout_ms, why, size);
 }
 
 int gw_mcp_bash_args(json_t *args, unsigned max_timeout_ms, gw_mcp_run_args_t *out, char *why, size_t size)
@@ -156,7 +210,7 @@ int gw_mcp_bash_args(json_t *args, unsigned max_timeout_ms, gw_mcp_run_args_t *o
     if (out->code == NULL && !out->restart)
         return failf(why, size, "command must be a non-empty string (or restart: true)");
     out->language = "bash";
-    return timeout_arg(args, max_timeout_ms, &out->timeout_ms, why, size);
+    return timeout_arg(args, max_timeout_ms, &out->timeout_ms, &out->asked_timeout_ms, why, size);
 }
 
 int gw_mcp_editor_args(json_t *args, char *why, size_t size)
@@ -173,4 +227,19 @@ int gw_mcp_editor_args(json_t *args, char *why, size_t size)
             if (strcmp(command, commands[i]) == 0)
                 return 0;
     return failf(why, size, "Error: `command` must be one of view, create, str_replace, insert, undo_edit.");
+}
+
+int gw_mcp_language_args(json_t *args, const char **language, char *why, size_t size)
+{
+    json_t *v = json_object_get(args, "language");
+
+    *language = "python";
+    if (args != NULL && !json_is_object(args))
+        return failf(why, size, "arguments must be an object");
+    if (v == NULL || json_is_null(v))
+        return 0;
+    if (!is_clean_string(v) || json_string_length(v) == 0)
+        return failf(why, size, "language must be a non-empty string, such as \"python\" or \"bash\" (see list_contexts)");
+    *language = json_string_value(v);
+    return 0;
 }

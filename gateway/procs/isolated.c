@@ -28,6 +28,7 @@
 #include "ksys/rmtree.h"
 #include "procs/walls.h"
 #include "procs/spawn.h"
+#include "ksys/log.h"
 
 /* A line longer than this is sent in pieces (as commands'). */
 #define ISO_MAX_LINE (64u << 10)
@@ -217,10 +218,9 @@ int gw_isolated_reap(gw_isolated_session_t *s)
     if (s->pid > 0 || s->init_pid > 0) {
         if (gw_now_ms() < s->until_ms)
             return 0;
-        fprintf(stderr,
-                "kgate: isolated session %s: its sandbox (pid %d, pid 1 %d) is still there %u ms after SIGKILL: reaped later, "
-                "its directory removed once it is gone\n",
-                s->id, (int)s->pid, (int)s->init_pid, s->owner->reap_ms);
+        ksys_log_warn("isolated session %s: its sandbox (pid %d, pid 1 %d) is still there %u ms after SIGKILL: reaped later, "
+                      "its directory removed once it is gone",
+                      s->id, (int)s->pid, (int)s->init_pid, s->owner->reap_ms);
         /* its pid stays ours to wait for, and its directory may be its root's upper layer: neither may go before it does */
         gw_reaper_adopt(&s->owner->reaper, s->pid, s->init_pid, s->dir);
         s->dir = NULL;

@@ -8,6 +8,7 @@
 #include "procs/proctree.h"
 #include "procs/reaper.h"
 #include "ksys/rmtree.h"
+#include "ksys/log.h"
 
 void gw_reaper_init(gw_reaper_t *r)
 {
@@ -18,10 +19,9 @@ void gw_reaper_init(gw_reaper_t *r)
 void gw_reaper_adopt(gw_reaper_t *r, pid_t child, pid_t other, char *dir)
 {
     if (r->count == GW_REAPER_MAX) {
-        fprintf(stderr,
-                "kgate: %d sandboxes that outlived SIGKILL are being reaped already: pid %d (pid 1 %d) stays a zombie once it "
-                "dies, its directory %s stays\n",
-                GW_REAPER_MAX, (int)child, (int)other, dir != NULL ? dir : "(none)");
+        ksys_log_warn("%d sandboxes that outlived SIGKILL are being reaped already: pid %d (pid 1 %d) stays a zombie once it "
+                      "dies, its directory %s stays",
+                      GW_REAPER_MAX, (int)child, (int)other, dir != NULL ? dir : "(none)");
         free(dir);
         return;
     }
@@ -71,8 +71,8 @@ void gw_reaper_dispose(gw_reaper_t *r)
     for (size_t i = 0; i != r->count; ++i) {
         gw_reaper_entry_t *e = r->entries + i;
         if (!check(e))
-            fprintf(stderr, "kgate: exiting with a sandbox that outlived SIGKILL (pid %d, pid 1 %d): its directory goes now\n",
-                    (int)e->child, (int)e->other);
+            ksys_log_warn("exiting with a sandbox that outlived SIGKILL (pid %d, pid 1 %d): its directory goes now", (int)e->child,
+                          (int)e->other);
         if (e->dir != NULL) {
             ksys_rmtree(e->dir);
             free(e->dir);

@@ -7,6 +7,7 @@
 #include "core/http.h"
 #include "core/stream.h"
 #include "proxy/internal.h"
+#include "ksys/log.h"
 
 /*
  * Back-pressure. The writer holds at most one batch (--max-reader-batch-bytes) in flight; behind it
@@ -192,7 +193,7 @@ static int on_body(h2o_http1client_t *client, const char *errstr)
             ex->eos = 1;
         } else {
             /* cut, not ended: the client must not take a truncated body for a whole one */
-            fprintf(stderr, "kgate: proxy: 127.0.0.1:%u: %s (the answer is cut)\n", ex->port, errstr);
+            ksys_log_warn("proxy: 127.0.0.1:%u: %s (the answer is cut)", ex->port, errstr);
             cut_answer(ex);
         }
     } else if (ex->queued_bytes >= PAUSE_BYTES && ex->paused_reader == NULL) {

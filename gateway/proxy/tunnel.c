@@ -76,7 +76,7 @@ void gw_proxy_tunnel_start(gw_proxy_t *proxy, h2o_req_t *req, h2o_socket_t *upst
     static const gw_ws_callbacks_t client_callbacks = {on_client_message, on_client_close};
     static const gw_ws_client_callbacks_t upstream_callbacks = {on_upstream_message, on_upstream_close};
     /* each way: what waits for a peer that does not read cuts it off, and the tunnel with it */
-    gw_ws_limits_t limits = {.max_queued_bytes = proxy->host->config->ws_queue_bytes};
+    gw_ws_limits_t limits = {.max_queued_bytes = proxy->host->config->ws_queue_bytes, .door = proxy->super.name};
     tunnel_t *t = wire_calloc(1, sizeof(*t));
 
     t->proxy = proxy;

@@ -7,6 +7,7 @@
 #include "wire/ids.h"
 #include "ksys/errors.h"
 #include "channels.h"
+#include "ksys/log.h"
 
 static void mark_redrain(kmgr_channels_t *ch)
 {
@@ -133,7 +134,7 @@ void kmgr_channels_tick(kmgr_channels_t *ch, uint64_t now)
 static void count_dropped(kmgr_channels_t *ch, const char *why)
 {
     if (ch->dropped++ == 0)
-        fprintf(stderr, "kgate: kernel %s: dropped a message (%s); further drops are counted silently\n", ch->uuid, why);
+        ksys_log_warn("kernel %s: dropped a message (%s); further drops are counted silently", ch->uuid, why);
 }
 
 /* The stdin connection finished its handshake: from now on an input_request reaches kgate. */
@@ -175,14 +176,13 @@ int kmgr_channels_drain(kmgr_channels_t *ch, wire_channel_t channel)
         if (got == KSYS_EMSGSIZE) {
             wire_msg_t *head = channel == WIRE_CHANNEL_IOPUB ? kmgr_overcap_end(&ch->overcap) : NULL;
             if (head != NULL)
-                fprintf(stderr,
-                        "kgate: kernel %s: a stream message on %s was larger than the message cap (%llu bytes): the head of its "
-                        "text was kept, %llu bytes of text after it were dropped\n",
-                        ch->uuid, wire_channel_name(channel), (unsigned long long)ch->max_message_bytes,
-                        (unsigned long long)head->text_dropped);
+                ksys_log_warn("kernel %s: a stream message on %s was larger than the message cap (%llu bytes): the head of its "
+                              "text was kept, %llu bytes of text after it were dropped",
+                              ch->uuid, wire_channel_name(channel), (unsigned long long)ch->max_message_bytes,
+                              (unsigned long long)head->text_dropped);
             else
-                fprintf(stderr, "kgate: kernel %s: a message on %s was larger than the message cap (%llu bytes): it was dropped\n",
-                        ch->uuid, wire_channel_name(channel), (unsigned long long)ch->max_message_bytes);
+                ksys_log_warn("kernel %s: a message on %s was larger than the message cap (%llu bytes): it was dropped", ch->uuid,
+                              wire_channel_name(channel), (unsigned long long)ch->max_message_bytes);
             size_t parent_len;
             const char *parent = kmgr_zsock_dropped_parent(z, &parent_len);
             ch->ops->on_oversized(ch->data, channel, head, parent, parent_len);

@@ -8,6 +8,7 @@
 #include "kmgr/kernel.h"
 #include "kernel_private.h"
 #include "manager_private.h"
+#include "ksys/log.h"
 
 /* ---- state ---- */
 
@@ -354,7 +355,7 @@ int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, km
         }
     }
     if (!k->queued && (ret = launch(k, why, sizeof(why))) != 0) {
-        fprintf(stderr, "kgate: cannot start a %s kernel: %s\n", k->spec->name, why);
+        ksys_log_error("cannot start a %s kernel: %s", k->spec->name, why);
         kmgr_kernel_free(k);
         return ret;
     }
@@ -363,7 +364,7 @@ int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, km
     return 0;
 }
 
-void kmgr_kernel_destroy(kmgr_kernel_t *k)
+static void destroy(kmgr_kernel_t *k, int polite)
 {
     if (k == NULL || k->destroyed)
         return;
@@ -371,10 +372,20 @@ void kmgr_kernel_destroy(kmgr_kernel_t *k)
     ++k->generation;
     kmgr_requests_silence(k);
     if (k->proc != NULL) {
-        kmgr_manager_adopt(k->mgr, k->proc, k->state != KMGR_KERNEL_DEAD);
+        kmgr_manager_adopt(k->mgr, k->proc, polite && k->state != KMGR_KERNEL_DEAD);
         k->proc = NULL;
     }
     kmgr_manager_schedule(k->mgr);
+}
+
+void kmgr_kernel_destroy(kmgr_kernel_t *k)
+{
+    destroy(k, 1);
+}
+
+void kmgr_kernel_kill(kmgr_kernel_t *k)
+{
+    destroy(k, 0);
 }
 
 void kmgr_kernel_free(kmgr_kernel_t *k)
@@ -395,7 +406,7 @@ void kmgr_kernel_launch_queued(kmgr_kernel_t *k)
 
     k->queued = 0;
     if (launch(k, why, sizeof(why)) != 0) {
-        fprintf(stderr, "kgate: cannot start a %s kernel: %s\n", k->spec->name, why);
+        ksys_log_error("cannot start a %s kernel: %s", k->spec->name, why);
         snprintf(k->exit_reason, sizeof(k->exit_reason), "%s", why);
         set_state_later(k, KMGR_KERNEL_DEAD);
         kmgr_manager_schedule(k->mgr);

@@ -35,6 +35,11 @@ pid_t kmgr_kernel_pid(const kmgr_kernel_t *k)
     return k->proc != NULL ? k->proc->pid : 0;
 }
 
+const char *kmgr_kernel_start_path(const kmgr_kernel_t *k)
+{
+    return k->proc != NULL ? kmgr_proc_start_path(k->proc) : "";
+}
+
 const char *kmgr_kernel_connection_file(const kmgr_kernel_t *k)
 {
     return k->proc != NULL ? k->proc->conn_path : "";

@@ -4,6 +4,7 @@
 #include "ksys/errors.h"
 #include "kernel_private.h"
 #include "manager_private.h"
+#include "ksys/log.h"
 
 int kmgr_kernel_heartbeats(kmgr_kernel_t *k, uint64_t now)
 {
@@ -56,8 +57,8 @@ static void restart_automatically(kmgr_kernel_t *k, const char *reason)
     k->auto_restarting = 1;
     k->exit_reason[0] = '\0';
     snprintf(k->last_death, sizeof(k->last_death), "%s", reason);
-    fprintf(stderr, "kgate: a %s kernel died (%s); restarting it automatically (%u of %u in a row)\n", k->spec->name, reason,
-            k->restarts_in_row, k->restart_limit);
+    ksys_log_warn("a %s kernel died (%s); restarting it automatically (%u of %u in a row)", k->spec->name, reason,
+                  k->restarts_in_row, k->restart_limit);
     k->state = KMGR_KERNEL_RESTARTING;
     kmgr_requests_fail_all(k, KSYS_EDIED);
     if (kmgr_kernel_relaunch(k, 0, why, sizeof(why)) != 0) {
@@ -82,8 +83,8 @@ void kmgr_kernel_incarnation_ended(kmgr_kernel_t *k, const char *reason, int kil
     if (starting && k->bind_retries < KMGR_BIND_RETRIES && lost_a_port(k, tail)) {
         char why[256];
         ++k->bind_retries;
-        fprintf(stderr, "kgate: a %s kernel could not bind a port kgate picked (%s); starting it on new ports (%u of %u)\n",
-                k->spec->name, reason, k->bind_retries, KMGR_BIND_RETRIES);
+        ksys_log_warn("a %s kernel could not bind a port kgate picked (%s); starting it on new ports (%u of %u)", k->spec->name,
+                      reason, k->bind_retries, KMGR_BIND_RETRIES);
         /* requests queued meanwhile were never sent: they wait for the new incarnation */
         if (kmgr_kernel_relaunch(k, 0, why, sizeof(why)) == 0)
             return;

@@ -12,6 +12,7 @@
 #include "ksys/rmtree.h"
 #include "ksys/spawn.h"
 #include "manager_private.h"
+#include "template.h"
 
 static void fill_defaults(kmgr_config_t *c)
 {
@@ -92,6 +93,7 @@ int kmgr_manager_create(const kmgr_config_t *config, const kmgr_loop_ops_t *ops,
     mgr->loop = loop;
     kmgr_list_init(&mgr->kernels);
     kmgr_list_init(&mgr->shutting_down);
+    kmgr_list_init(&mgr->templates);
     if ((mgr->runtime_dir = make_runtime_dir(mgr->config.runtime_dir, &mgr->owns_runtime_dir)) == NULL)
         goto Error;
     mgr->config.runtime_dir = mgr->runtime_dir;
@@ -138,17 +140,14 @@ void kmgr_manager_destroy(kmgr_manager_t *mgr)
         kmgr_proc_t *proc = KMGR_FROM_MEMBER(kmgr_proc_t, link, mgr->shutting_down.next);
         kmgr_link_unlink(&proc->link);
         if (proc->pid != 0) {
-            int status;
             kmgr_proc_signal(proc, SIGKILL);
-            while (waitpid(proc->pid, &status, 0) < 0 && errno == EINTR)
-                ;
-            kill(-proc->pid, SIGKILL);
-            proc->pid = 0;
+            kmgr_proc_reap_blocking(proc);
         }
         kmgr_proc_free(proc);
     }
     for (link = mgr->kernels.next; link != &mgr->kernels; link = mgr->kernels.next)
         kmgr_link_unlink(link); /* unreachable: shutdown_all + sweep emptied it */
+    kmgr_templates_dispose(mgr);
     ksys_cgroups_dispose(&mgr->cgroups);
     free(mgr->bwrap_path);
     ksys_instance_dispose(&mgr->instance);
@@ -229,6 +228,8 @@ void kmgr_manager_tick(kmgr_manager_t *mgr)
     uint64_t now = ksys_now_ms();
     kmgr_link_t *link, *next;
 
+    /* first: the wait statuses of forked kernels that the kernels' reaping below reads */
+    kmgr_templates_tick(mgr, now);
     /* Destroyed kernels stay linked until the sweep, so `next` stays valid whatever callbacks do. */
     for (link = mgr->kernels.next; link != &mgr->kernels; link = next) {
         kmgr_kernel_t *kernel = kmgr_kernel_from_link(link);

@@ -29,6 +29,8 @@ struct st_kmgr_manager_t {
     ksys_cgroups_t cgroups;
     /* the bwrap executable (config.bwrap_path, or found on PATH), NULL if there is none */
     char *bwrap_path;
+    /* kernel templates (template.h), one per kernelspec given to kmgr_manager_use_template */
+    kmgr_link_t templates;
     /* Set between ops->schedule and the kmgr_manager_run_pending it asked for. */
     int scheduled;
 };

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,6 +23,7 @@
 #include "ksys/rmtree.h"
 #include "manager_private.h"
 #include "process.h"
+#include "template.h"
 
 extern char **environ;
 
@@ -189,7 +191,11 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
         sandbox = &no_sandbox;
     if (why != NULL && whylen != 0)
         why[0] = '\0';
+    kmgr_template_t *tpl = sandbox->kind == KSYS_SANDBOX_NONE ? kmgr_template_find(mgr, spec) : NULL;
+
     kmgr_list_init(&proc->link);
+    kmgr_list_init(&proc->tpl_link);
+    proc->pidfd = -1;
     wire_uuid4(proc->uuid);
     kmgr_channels_init(&proc->channels, mgr->ops, mgr->loop, &proc->conn, &proc->signer, proc->uuid,
                        (uint64_t)mgr->config.max_message_bytes);
@@ -247,8 +253,9 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
     envv_set(&envv, "NO_COLOR", "1");
     envv_set_json(&envv, spec->env);
     envv_set_json(&envv, env);
-    /* in a pid namespace kgate's pid means nothing, and ipykernel would exit when "its parent" is gone */
-    if (sandbox->kind == KSYS_SANDBOX_NONE) {
+    /* in a pid namespace kgate's pid means nothing, and ipykernel would exit when "its parent" is gone (a forked kernel's parent
+     * is its template: it outlives a template that dies) */
+    if (sandbox->kind == KSYS_SANDBOX_NONE && tpl == NULL) {
         snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
         envv_set(&envv, "JPY_PARENT_PID", pidbuf);
     }
@@ -312,7 +319,17 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
         opts.path = mgr->bwrap_path;
         opts.argv = wrapped;
     }
-    ret = ksys_spawn(&opts, &proc->pid, &failure);
+    if (tpl != NULL &&
+        kmgr_template_fork_proc(tpl, proc, argv, envv.entries, cwd, log_path, cgroup_fds, rlimits, opts.nrlimits) == 0) {
+        ret = 0;
+    } else {
+        if (tpl != NULL) {
+            snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
+            envv_set(&envv, "JPY_PARENT_PID", pidbuf);
+            opts.envp = envv.entries;
+        }
+        ret = ksys_spawn(&opts, &proc->pid, &failure);
+    }
     close(log_fd);
     for (int i = 0; i != KSYS_CG_COUNT; ++i)
         if (cgroup_fds[i] != -1)
@@ -344,6 +361,68 @@ Exit:
     return ret;
 }
 
+/* A forked kernel is not kgate's child: its pidfd says it is gone, its template tells its wait status (or, the template dead
+ * or silent for KMGR_TPL_STATUS_GRACE_MS, nobody: "exited"). */
+static int reap_forked(kmgr_proc_t *proc)
+{
+    struct pollfd pfd = {.fd = proc->pidfd, .events = POLLIN};
+
+    if (poll(&pfd, 1, 0) <= 0)
+        return 0;
+    if (proc->tpl != NULL)
+        kmgr_template_drain(proc->tpl);
+    if (!proc->tpl_status_known && proc->tpl != NULL) {
+        uint64_t now = ksys_now_ms();
+        if (proc->gone_at == 0)
+            proc->gone_at = now;
+        if (now - proc->gone_at < KMGR_TPL_STATUS_GRACE_MS)
+            return 0;
+    }
+    if (!proc->tpl_status_known)
+        proc->wstatus = -1;
+    if (kmgr_link_linked(&proc->tpl_link))
+        kmgr_link_unlink(&proc->tpl_link);
+    proc->tpl = NULL;
+    kill(-proc->pid, SIGKILL);
+    close(proc->pidfd);
+    proc->pidfd = -1;
+    proc->pid = 0;
+    return 1;
+}
+
+void kmgr_proc_reap_blocking(kmgr_proc_t *proc)
+{
+    int status;
+
+    if (proc->pid == 0)
+        return;
+    if (proc->forked) {
+        struct pollfd pfd = {.fd = proc->pidfd, .events = POLLIN};
+        uint64_t deadline = ksys_now_ms() + KMGR_TPL_STATUS_GRACE_MS;
+        while (!kmgr_proc_reap(proc) && ksys_now_ms() < deadline)
+            poll(&pfd, 1, 10);
+        /* a process that outlives SIGKILL this long is stuck in the kernel: the instance sweep has its mark */
+        if (proc->pid != 0) {
+            if (kmgr_link_linked(&proc->tpl_link))
+                kmgr_link_unlink(&proc->tpl_link);
+            close(proc->pidfd);
+            proc->pidfd = -1;
+            proc->pid = 0;
+            proc->wstatus = -1;
+        }
+        return;
+    }
+    while (waitpid(proc->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    kill(-proc->pid, SIGKILL);
+    proc->pid = 0;
+}
+
+const char *kmgr_proc_start_path(const kmgr_proc_t *proc)
+{
+    return proc->forked ? "forked" : "spawned";
+}
+
 int kmgr_proc_reap(kmgr_proc_t *proc)
 {
     int status;
@@ -351,6 +430,8 @@ int kmgr_proc_reap(kmgr_proc_t *proc)
 
     if (proc->pid == 0)
         return 1;
+    if (proc->forked)
+        return reap_forked(proc);
     do {
         r = waitpid(proc->pid, &status, WNOHANG);
     } while (r < 0 && errno == EINTR);
@@ -410,6 +491,10 @@ void kmgr_proc_free(kmgr_proc_t *proc)
     if (proc == NULL)
         return;
     kmgr_channels_close(&proc->channels, 0);
+    if (kmgr_link_linked(&proc->tpl_link))
+        kmgr_link_unlink(&proc->tpl_link);
+    if (proc->pidfd != -1)
+        close(proc->pidfd);
     wire_signer_dispose(&proc->signer);
     wire_connection_dispose(&proc->conn);
     ksys_cgroup_release(&proc->cgroup);

@@ -35,6 +35,16 @@ struct st_kmgr_proc_t {
     wire_signer_t signer;
     pid_t pid;   /* 0 once reaped */
     int wstatus; /* valid once reaped */
+    /*
+     * Forked from a template (template.h) rather than spawned: not kgate's child, so found gone by `pidfd` (readable once
+     * it exits), its wait status told by its template (`tpl`, `tpl_link` in its children) while that lives.
+     */
+    int forked;
+    int pidfd; /* -1 unless forked and not yet found gone */
+    struct st_kmgr_template_t *tpl;
+    kmgr_link_t tpl_link;
+    int tpl_status_known; /* `wstatus` came from the template */
+    uint64_t gone_at;     /* when the pidfd said it was gone, waiting for its status (KMGR_TPL_STATUS_GRACE_MS) */
     kmgr_proc_phase_t phase;
     /* its sandbox and limits: a killed kernel's reason names the limit it hit */
     int sandboxed;
@@ -54,6 +64,10 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
                     kmgr_proc_t **out, char *why, size_t whylen);
 /** Reaps the process if it has exited (WNOHANG). Returns 1 when it is (now or already) reaped. */
 int kmgr_proc_reap(kmgr_proc_t *proc);
+/** Waits until the process is gone and reaps it (for a forked one, at most KMGR_TPL_STATUS_GRACE_MS for its status). */
+void kmgr_proc_reap_blocking(kmgr_proc_t *proc);
+/** "forked" or "spawned". */
+const char *kmgr_proc_start_path(const kmgr_proc_t *proc);
 /** Sends `sig` to the process group (no-op once reaped). */
 void kmgr_proc_signal(kmgr_proc_t *proc, int sig);
 /** The private HOME of a sandboxed kernel, on its private /tmp. */

@@ -7,6 +7,7 @@
 #include "ksys/errors.h"
 #include "kernel_private.h"
 #include "manager_private.h"
+#include "ksys/log.h"
 
 static void request_free(kmgr_request_t *req)
 {
@@ -85,10 +86,10 @@ static void on_unclaimed(kmgr_kernel_t *k, const wire_msg_t *msg)
         ++k->late_lost;
         if (!ended->logged) {
             ended->logged = 1;
-            fprintf(stderr,
-                    "kgate: kernel %s (%s): published output (%s) for request %s after it had ended: not delivered (%llu "
-                    "such message(s) so far); its requests now wait up to %d ms after idle for late output\n",
-                    k->session, k->spec->name, wire_msg_type(msg), parent, (unsigned long long)k->late_lost, KMGR_LATE_CAP_MS);
+            ksys_log_warn("kernel %s (%s): published output (%s) for request %s after it had ended: not delivered (%llu "
+                          "such message(s) so far); its requests now wait up to %d ms after idle for late output",
+                          k->session, k->spec->name, wire_msg_type(msg), parent, (unsigned long long)k->late_lost,
+                          KMGR_LATE_CAP_MS);
         }
         k->publishes_after_idle = 1;
         return;

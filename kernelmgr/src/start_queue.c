@@ -35,3 +35,8 @@ void kmgr_kernels_start_queued(kmgr_manager_t *mgr)
         launching += k->proc != NULL;
     }
 }
+
+void kmgr_manager_count_starting(kmgr_manager_t *mgr, unsigned *launching, unsigned *queued)
+{
+    kmgr_kernels_count_starting(mgr, launching, queued);
+}

@@ -15,6 +15,7 @@
 #include "ksys/errors.h"
 #include "ksys/util.h"
 #include "zsock.h"
+#include "ksys/log.h"
 
 /* The least room a read is given. */
 #define READ_MIN_BYTES ((size_t)4 * 1024)
@@ -64,8 +65,7 @@ static void protocol_error(kmgr_zsock_t *z, const char *why)
 {
     /* a peer that breaks the protocol every time would be retried (and logged) 20 times a second */
     if (z->protocol_errors++ % 1000 == 0)
-        fprintf(stderr, "kgate: %s: %s; reconnecting (%llu such errors so far)\n", z->label, why,
-                (unsigned long long)z->protocol_errors);
+        ksys_log_warn("%s: %s; reconnecting (%llu such errors so far)", z->label, why, (unsigned long long)z->protocol_errors);
     lose(z, 0);
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "ksys/detach.h"
 #include "ksys/rmtree.h"
+#include "ksys/log.h"
 
 static size_t in_flight; /* __atomic_* only */
 
@@ -45,7 +46,7 @@ void ksys_rmtree_detached(char *path)
     __atomic_fetch_add(&in_flight, 1, __ATOMIC_RELAXED);
     if ((ret = ksys_detach(remove_tree, path)) != 0) {
         if (ret != EAGAIN) /* EAGAIN: the bound on such threads, not worth a line each */
-            fprintf(stderr, "kgate: cannot start a thread to remove %s (error %d): removing it now\n", path, ret);
+            ksys_log_warn("cannot start a thread to remove %s (error %d): removing it now", path, ret);
         remove_tree(path);
     }
 }

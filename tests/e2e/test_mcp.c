@@ -22,9 +22,10 @@
 
 #define SCRIPT KGATE_SOURCE_DIR "/tests/e2e/mcp_client/mcp_client.mjs"
 #define DEFAULT_MODULES_DIR "/usr/local/lib/kgate/mcp-client" /* where deploy/deps.sh installs the npm lock */
-#define SCRIPT_MS 300000
-#define SCRIPT_TIMEOUT_S "240"
-#define RELEASE_MS 30000 /* kernels of ended sessions: shut down within kgate's grace periods */
+#define SCRIPT_MS 480000
+#define SCRIPT_TIMEOUT_S "420"
+#define ABANDON_SESSIONS "3" /* --mcp-max-sessions of sdk_client_abandoned */
+#define RELEASE_MS 30000     /* kernels of ended sessions: shut down within kgate's grace periods */
 
 static ts_gateway_t gateway;
 static char token[64];
@@ -74,7 +75,7 @@ TestSuite(mcp, .fini = fini, .timeout = 600);
 /* Runs the script's `scenario`, asserts every step in `steps` (NULL-terminated) reported ok and that it exited 0. */
 static void run_client(const char *scenario, const char *const *steps)
 {
-    char package[1024], url[64], base[64];
+    char package[1024], url[64], base[64], pid[16];
     js_run_t run;
 
     snprintf(package, sizeof(package), "%s/node_modules/@modelcontextprotocol/sdk/package.json", modules_dir());
@@ -83,8 +84,25 @@ static void run_client(const char *scenario, const char *const *steps)
               KGATE_SOURCE_DIR "/tests/e2e/mcp_client/package-lock.json");
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/mcp", gateway.port);
     snprintf(base, sizeof(base), "http://127.0.0.1:%u", gateway.port);
-    const char *argv[] = {"node", SCRIPT,      "--url",       url,          "--token", token,          "--kgate",
-                          base,   "--modules", modules_dir(), "--scenario", scenario,  "--timeout-ms", SCRIPT_TIMEOUT_S "000",
+    snprintf(pid, sizeof(pid), "%d", (int)gateway.pid);
+    const char *argv[] = {"node",
+                          SCRIPT,
+                          "--url",
+                          url,
+                          "--token",
+                          token,
+                          "--kgate",
+                          base,
+                          "--modules",
+                          modules_dir(),
+                          "--scenario",
+                          scenario,
+                          "--timeout-ms",
+                          SCRIPT_TIMEOUT_S "000",
+                          "--kgate-pid",
+                          pid,
+                          "--max-sessions",
+                          ABANDON_SESSIONS,
                           NULL};
     cr_assert_eq(js_run(argv, NULL, SCRIPT_MS, &run), 0, "cannot run node: %s", run.error);
 
@@ -127,12 +145,41 @@ Test(mcp, sdk_client)
     assert_released();
 }
 
-/* The bounds: a second session beyond --mcp-max-sessions is refused; an idle session ends with its kernel. */
+/*
+ * The bounds: beyond --mcp-max-sessions, an idle session is evicted (404 after) and a busy one is not (429 with
+ * Retry-After); a session that only said hello idles out after --mcp-session-fresh-idle-ms, one used after
+ * --mcp-session-idle-ms, with its kernel.
+ */
 Test(mcp, sdk_client_bounds)
 {
-    const char *extra[] = {"--mcp-max-sessions", "1", "--mcp-session-idle-ms", "1500", NULL};
-    const char *steps[] = {"max_sessions", "idle_expiry", "done", NULL};
+    const char *extra[] = {"--mcp-max-sessions", "1", "--mcp-session-idle-ms", "6000", "--mcp-session-fresh-idle-ms", "1000", NULL};
+    const char *steps[] = {"refused_busy", "evicted_idle", "fresh_idle", "idle_expiry", "done", NULL};
     start(extra);
     run_client("bounds", steps);
     assert_released();
+}
+
+/*
+ * Issue 25: 100 clients open a session each, run a cell and leave without DELETE (the MCP Inspector CLI's way): every
+ * one is served, and at each step kgate's kernels (its descendants, by process session) are no more than
+ * those of the --mcp-max-sessions newest sessions; those are still open, the one before them gets 404 naming its eviction.
+ */
+Test(mcp, sdk_client_abandoned)
+{
+    const char *extra[] = {"--mcp-max-sessions", ABANDON_SESSIONS, "--pool", "none", NULL};
+    const char *steps[] = {"hundred_abandoned", "evicted_and_kept", "done", NULL};
+    start(extra);
+    run_client("abandon", steps);
+}
+
+/* Issue 25's tools: interrupt, restart, list_contexts, timeout_ms over --max-timeout-ms (capped, said), a cancellation
+ * seen through list_contexts, their errors as isError, a matplotlib figure as an image block. */
+Test(mcp, sdk_client_tools)
+{
+    const char *extra[] = {"--max-timeout-ms", "8000", "--default-timeout-ms", "8000", NULL};
+    const char *steps[] = {
+        "new_tools_listed", "list_contexts", "interrupt", "cancel_keeps_state", "restart", "errors", "timeout_capped",
+        "matplotlib",       "done",          NULL};
+    start(extra);
+    run_client("tools", steps);
 }

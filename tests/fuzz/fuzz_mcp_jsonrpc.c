@@ -6,6 +6,7 @@
 #include "wire/alloc.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/output.h"
+#include "mcp/revision.h"
 #include "mcp/tools.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -31,6 +32,33 @@ static void check_message(const gw_mcp_message_t *msg)
         FUZZ_CHECK(msg->id != NULL && msg->method == NULL, "a response without an id, or with a method");
         break;
     }
+}
+
+/*
+ * Revision 2026-07-28's checks on a request, its headers cut from the input's bytes: an error is a JSON-RPC error with
+ * the request's id and HTTP 400, a pass is 200; a stamped result gets its resultType.
+ */
+static void exercise_revision(const gw_mcp_message_t *msg, const char *bytes, size_t size)
+{
+    gw_mcp_headers_t h = {bytes, bytes + size / 3, bytes + 2 * size / 3, size / 3, size / 3, size - 2 * (size / 3)};
+    json_t *error, *result;
+    int status = 0;
+
+    gw_mcp_is_stateless(&h, msg);
+    if (msg->kind != GW_MCP_REQUEST)
+        return;
+    if ((error = gw_mcp_stateless_check(&h, msg, &status)) != NULL) {
+        FUZZ_CHECK(status == 400 || status == 200, "status %d", status);
+        FUZZ_CHECK(json_is_integer(json_object_get(json_object_get(error, "error"), "code")), "an error without a code");
+        FUZZ_CHECK(json_equal(json_object_get(error, "id"), msg->id), "an error without the request's id");
+        json_decref(error);
+    } else {
+        FUZZ_CHECK(status == 200, "a pass with status %d", status);
+    }
+    result = gw_mcp_result(msg->id, json_object());
+    gw_mcp_stateless_stamp(result);
+    FUZZ_CHECK(json_is_string(json_object_get(json_object_get(result, "result"), "resultType")), "a stamp without resultType");
+    json_decref(result);
 }
 
 /* The tool checks and the result builder on whatever the message carries: none may crash, and a result is JSON. */
@@ -75,6 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ret == 0) {
         check_message(&msg);
         exercise_tools(msg.root);
+        exercise_revision(&msg, copy, size);
         gw_mcp_message_dispose(&msg);
     } else {
         FUZZ_CHECK(ret == GW_MCP_PARSE_ERROR || ret == GW_MCP_INVALID_REQUEST, "code %d", ret);
@@ -87,6 +116,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gw_auth_is_loopback_authority(copy, half);
     gw_mcp_version_supported(copy, size);
     gw_mcp_session_id_valid(copy, size);
+    gw_mcp_context_name_valid(copy, size);
+    {
+        size_t len = 0;
+        char *value = gw_mcp_header_value_decode(copy, size, &len);
+        FUZZ_CHECK(value == NULL || (len <= size && value[len] == '\0'), "a decoded value longer than its header");
+        free(value);
+    }
     free(copy);
     return 0;
 }

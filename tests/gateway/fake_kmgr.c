@@ -209,6 +209,11 @@ void kmgr_kernel_destroy(kmgr_kernel_t *kernel)
     kernel->seen.destroyed = 1;
 }
 
+void kmgr_kernel_kill(kmgr_kernel_t *kernel)
+{
+    kmgr_kernel_destroy(kernel);
+}
+
 int kmgr_kernel_restart(kmgr_kernel_t *kernel)
 {
     if (!kernel_usable(kernel, "kmgr_kernel_restart on a destroyed kernel"))
@@ -293,6 +298,12 @@ const char *kmgr_kernel_last_death(const kmgr_kernel_t *kernel)
 {
     kernel_usable(kernel, "kmgr_kernel_last_death on a destroyed kernel");
     return kernel->last_death;
+}
+
+const char *kmgr_kernel_start_path(const kmgr_kernel_t *kernel)
+{
+    kernel_usable(kernel, "kmgr_kernel_start_path on a destroyed kernel");
+    return "spawned";
 }
 
 unsigned kmgr_kernel_auto_restarts(const kmgr_kernel_t *kernel, unsigned *in_a_row, unsigned *limit)

@@ -433,3 +433,59 @@ Test(config, sandbox_caps_are_derived_when_unset)
     cr_assert_eq(gw_config_tmp_bytes(&p.config, 0), 0);
     parsed_dispose(&p);
 }
+
+/* execd's duration flags take Go's form (time.ParseDuration). */
+Test(config, go_durations)
+{
+    static const struct {
+        const char *in;
+        unsigned ms;
+    } ok[] = {{"0", 0},     {"200ms", 200},   {"1s", 1000},     {"1.5s", 1500}, {"1m30s", 90000}, {"2h", 7200000},
+              {"500us", 0}, {"1500000ns", 1}, {"\xc2\xb5s", 0}, {"0s", 0},      {".5s", 500},     {"1h1m1s1ms", 3661001}};
+    static const char *const bad[] = {"", "5", "s", "-1s", "1x", "1.s5", "1s ", " 1s", "1e3s", "5000000h"};
+    unsigned ms;
+
+    for (size_t i = 0; i != sizeof(ok) / sizeof(ok[0]); ++i) {
+        if (strcmp(ok[i].in, "\xc2\xb5s") == 0)
+            continue; /* a unit without a number: below */
+        ms = 12345;
+        cr_assert_eq(gw_config_parse_duration_ms(ok[i].in, &ms), 0, "%s", ok[i].in);
+        cr_assert_eq(ms, ok[i].ms, "%s: %u", ok[i].in, ms);
+    }
+    cr_assert_eq(gw_config_parse_duration_ms("1500\xc2\xb5s", &ms), 0);
+    cr_assert_eq(ms, 1);
+    for (size_t i = 0; i != sizeof(bad) / sizeof(bad[0]); ++i)
+        cr_assert_eq(gw_config_parse_duration_ms(bad[i], &ms), -1, "[%s]", bad[i]);
+}
+
+/* --log-level, --graceful-shutdown-timeout (and its variable), --lifecycle-startup-status-file; the execd default grace. */
+Test(config, execd_flags)
+{
+    parsed_t p;
+
+    parse(&p, "--log-level", "warn", "--graceful-shutdown-timeout", "2s", "--lifecycle-startup-status-file", "/s", NULL);
+    cr_assert_eq(p.rc, 0, "%s", p.err);
+    cr_assert_eq(p.config.log_level, 2);
+    cr_assert_eq(p.config.graceful_shutdown_ms, 2000);
+    cr_assert_str_eq(p.config.lifecycle_status_file, "/s");
+    parsed_dispose(&p);
+    parse(&p, "--log-level", "7", NULL);
+    cr_assert_eq(p.config.log_level, 0);
+    cr_assert_eq(p.config.graceful_shutdown_ms, 0, "no drain by default");
+    parsed_dispose(&p);
+    parse(&p, "--as-execd", NULL);
+    cr_assert_eq(p.config.graceful_shutdown_ms, 5000, "execd's own 5 s");
+    parsed_dispose(&p);
+    setenv("EXECD_API_GRACE_SHUTDOWN", "750ms", 1);
+    parse(&p, "--as-execd", NULL);
+    cr_assert_eq(p.config.graceful_shutdown_ms, 750);
+    parsed_dispose(&p);
+    parse(&p, "--graceful-shutdown-timeout", "0", NULL);
+    cr_assert_eq(p.config.graceful_shutdown_ms, 0, "the flag wins over the variable");
+    parsed_dispose(&p);
+    setenv("EXECD_API_GRACE_SHUTDOWN", "soon", 1);
+    EXPECT_ERROR("EXECD_API_GRACE_SHUTDOWN", "--as-execd");
+    unsetenv("EXECD_API_GRACE_SHUTDOWN");
+    EXPECT_ERROR("--log-level", "--log-level", "loud");
+    EXPECT_ERROR("--graceful-shutdown-timeout", "--graceful-shutdown-timeout", "5");
+}

@@ -1,4 +1,5 @@
 /* tests/gateway/test_mcp.c: the MCP door's pure parts: JSON-RPC parsing, header checks, tool arguments, results. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,10 +150,10 @@ Test(mcp, session_ids)
 
 Test(mcp, tools_list)
 {
-    json_t *list = gw_mcp_tools_list(), *tool;
+    json_t *list = gw_mcp_tools_list(1234), *tool, *timeout;
     size_t i;
 
-    cr_assert_eq(json_array_size(json_object_get(list, "tools")), 4);
+    cr_assert_eq(json_array_size(json_object_get(list, "tools")), 7);
     json_array_foreach(json_object_get(list, "tools"), i, tool)
     {
         const char *name = json_string_value(json_object_get(tool, "name"));
@@ -161,7 +162,15 @@ Test(mcp, tools_list)
         cr_expect_not_null(json_object_get(tool, "description"));
     }
     cr_expect_eq(gw_mcp_tool_find("run_code"), GW_MCP_TOOL_RUN_CODE);
+    cr_expect_eq(gw_mcp_tool_find("interrupt"), GW_MCP_TOOL_INTERRUPT);
+    cr_expect_eq(gw_mcp_tool_find("restart"), GW_MCP_TOOL_RESTART);
+    cr_expect_eq(gw_mcp_tool_find("list_contexts"), GW_MCP_TOOL_LIST_CONTEXTS);
     cr_expect_eq(gw_mcp_tool_find("runcode"), GW_MCP_TOOL_UNKNOWN);
+    /* the model reads the cap where it reads the argument */
+    timeout = json_object_get(
+        json_object_get(json_object_get(json_array_get(json_object_get(list, "tools"), 0), "inputSchema"), "properties"),
+        "timeout_ms");
+    cr_expect(strstr(json_string_value(json_object_get(timeout, "description")), "The cap is 1234 ms.") != NULL);
     json_decref(list);
 }
 
@@ -188,6 +197,18 @@ Test(mcp, run_code_arguments)
     cr_expect_eq(gw_mcp_run_code_args(j, 1000, &a, why, sizeof(why)), 0);
     cr_expect_str_eq(a.language, "R");
     cr_expect_eq(a.timeout_ms, 1000);
+    cr_expect_eq(a.asked_timeout_ms, 0);
+    json_decref(j);
+    /* over the cap: capped, and the asked value kept for the result to say so */
+    j = args("{\"code\":\"1\",\"timeout_ms\":99999999999}");
+    cr_expect_eq(gw_mcp_run_code_args(j, 1000, &a, why, sizeof(why)), 0);
+    cr_expect_eq(a.timeout_ms, 1000);
+    cr_expect_eq(a.asked_timeout_ms, UINT_MAX);
+    json_decref(j);
+    j = args("{\"code\":\"1\",\"timeout_ms\":1001}");
+    cr_expect_eq(gw_mcp_run_code_args(j, 1000, &a, why, sizeof(why)), 0);
+    cr_expect_eq(a.timeout_ms, 1000);
+    cr_expect_eq(a.asked_timeout_ms, 1001);
     json_decref(j);
     static const char *const bad[] = {"{}",
                                       "{\"code\":\"\"}",
@@ -195,7 +216,6 @@ Test(mcp, run_code_arguments)
                                       "{\"code\":\"a\\u0000b\"}",
                                       "{\"code\":\"1\",\"language\":\"\"}",
                                       "{\"code\":\"1\",\"timeout_ms\":0}",
-                                      "{\"code\":\"1\",\"timeout_ms\":1001}",
                                       "{\"code\":\"1\",\"timeout_ms\":\"5\"}",
                                       "[]"};
     for (size_t i = 0; i != sizeof(bad) / sizeof(bad[0]); ++i) {
@@ -356,4 +376,46 @@ Test(mcp, output_budget)
     cr_expect_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(r, "content"), 0), "text")), "(no output)");
     json_decref(r);
     gw_mcp_output_dispose(&out);
+}
+
+Test(mcp, output_timeout_capped)
+{
+    gw_mcp_output_t out;
+    const char *text;
+    json_t *r, *capped;
+
+    gw_mcp_output_init(&out, 100);
+    out.timeout_asked_ms = 900000;
+    out.timeout_applied_ms = 3000;
+    feed(&out, "{\"type\":\"stdout\",\"text\":\"hi\"}");
+    r = gw_mcp_output_result(&out, "python", 1);
+    text = json_string_value(json_object_get(json_array_get(json_object_get(r, "content"), 0), "text"));
+    cr_expect_str_eq(text, "hi\n[kgate: timeout_ms 900000 is over the server's cap (--max-timeout-ms): the run had 3000 ms]\n");
+    capped = json_object_get(json_object_get(r, "structuredContent"), "timeout_capped");
+    cr_expect_eq(json_integer_value(json_object_get(capped, "asked_ms")), 900000);
+    cr_expect_eq(json_integer_value(json_object_get(capped, "applied_ms")), 3000);
+    json_decref(r);
+    gw_mcp_output_dispose(&out);
+}
+
+Test(mcp, language_arguments)
+{
+    const char *language;
+    char why[256];
+    json_t *j;
+
+    cr_expect_eq(gw_mcp_language_args(NULL, &language, why, sizeof(why)), 0);
+    cr_expect_str_eq(language, "python");
+    j = args("{\"language\":\"bash\"}");
+    cr_expect_eq(gw_mcp_language_args(j, &language, why, sizeof(why)), 0);
+    cr_expect_str_eq(language, "bash");
+    json_decref(j);
+    static const char *const bad[] = {"{\"language\":\"\"}", "{\"language\":3}", "{\"language\":\"a\\u0000b\"}", "[]"};
+    for (size_t i = 0; i != sizeof(bad) / sizeof(bad[0]); ++i) {
+        j = args(bad[i]);
+        why[0] = '\0';
+        cr_expect_eq(gw_mcp_language_args(j, &language, why, sizeof(why)), -1, "%s accepted", bad[i]);
+        cr_expect_neq(why[0], '\0', "%s: no reason", bad[i]);
+        json_decref(j);
+    }
 }

@@ -69,7 +69,7 @@ static void on_close(gw_ws_t *ws, uint16_t code)
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     static const gw_ws_callbacks_t echo = {on_echo_message, on_close}, flood = {on_flood_message, on_close};
-    gw_ws_limits_t limits = {MAX_MESSAGE, MAX_QUEUED, 0, 0};
+    gw_ws_limits_t limits = {MAX_MESSAGE, MAX_QUEUED, 0, 0, NULL};
     int is_flood = h2o_memis(req->path_normalized.base, req->path_normalized.len, H2O_STRLIT("/flood"));
     (void)self;
 

@@ -236,7 +236,7 @@ Test(ws_client, a_peer_that_never_answers_the_close_is_dropped_after_the_grace)
 
 Test(ws_client, a_message_over_the_bound_closes_with_1009)
 {
-    gw_ws_limits_t limits = {1024, 0, 0, 0};
+    gw_ws_limits_t limits = {1024, 0, 0, 0, NULL};
     static char big[2000];
     uint8_t got[8192];
     size_t len;
@@ -253,7 +253,7 @@ Test(ws_client, a_message_over_the_bound_closes_with_1009)
 
 Test(ws_client, a_peer_that_stops_reading_is_cut_off_at_the_bound)
 {
-    gw_ws_limits_t limits = {0, 256u << 10, 0, 0};
+    gw_ws_limits_t limits = {0, 256u << 10, 0, 0, NULL};
     static char chunk[32u << 10];
     int ret = 0, sent = 0;
 

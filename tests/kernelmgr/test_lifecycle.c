@@ -287,3 +287,44 @@ Test(lifecycle, restart_from_the_dead_notice)
     kt_rec_dispose(&rec);
     kmgr_kernel_destroy(k);
 }
+
+/* The process's state letter from /proc/<pid>/stat ('Z': dead, not reaped yet), or 0 when it is gone. */
+static char proc_state(pid_t pid)
+{
+    char path[64], buf[512], *close;
+    FILE *f;
+    size_t n;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    close = strrchr(buf, ')');
+    return close != NULL && close[1] == ' ' ? close[2] : 0;
+}
+
+/*
+ * kmgr_kernel_kill does not wait for the kernel: a process that ignores shutdown_request and SIGTERM is dead at once,
+ * without the manager's loop running (kmgr_kernel_destroy would send it SIGKILL only after two grace periods of ticks).
+ */
+Test(lifecycle, kill_does_not_wait_for_the_kernel)
+{
+    static const char *const argv[] = {"/bin/sh", "-c", "trap '' TERM; exec sleep 1000"};
+    kmgr_kernelspec_t *spec = kt_fake_spec(argv, 3);
+    kmgr_kernel_options_t opts = {.spec = spec};
+    kmgr_kernel_t *k;
+    pid_t pid;
+    char state = 'S';
+
+    cr_assert_eq(kmgr_kernel_start(kt.mgr, &opts, &k), 0);
+    pid = kmgr_kernel_pid(k);
+    cr_assert_gt(pid, 0);
+    kmgr_kernel_kill(k);
+    for (int i = 0; i != 500 && (state = proc_state(pid)) != 'Z' && state != 0; ++i)
+        usleep(10 * 1000);
+    cr_expect(state == 'Z' || state == 0, "the killed kernel's process is still alive (state %c) 5 s later", state);
+    cr_assert(kt_wait_no_process(10000));
+    kmgr_kernelspec_destroy(spec);
+}

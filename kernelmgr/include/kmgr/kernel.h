@@ -86,6 +86,12 @@ int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, km
  * Accepts NULL. Safe to call from any kmgr callback.
  */
 void kmgr_kernel_destroy(kmgr_kernel_t *kernel);
+/**
+ * As kmgr_kernel_destroy, but the process group is sent SIGKILL at once instead of a shutdown_request: for a kernel whose
+ * state nobody will read again, whose place a new kernel takes now (an evicted MCP session's), so that the two are
+ * never alive together beyond the moment the signal takes. Accepts NULL.
+ */
+void kmgr_kernel_kill(kmgr_kernel_t *kernel);
 
 /** Sets kmgr_kernel_options_t.restart_limit from now on (a pooled kernel handed to a context). */
 void kmgr_kernel_set_restart_limit(kmgr_kernel_t *kernel, unsigned limit);
@@ -113,6 +119,8 @@ kmgr_kernel_state_t kmgr_kernel_state(const kmgr_kernel_t *kernel);
 const kmgr_kernelspec_t *kmgr_kernel_spec(const kmgr_kernel_t *kernel);
 /** The kernel process id (0 when there is none). */
 pid_t kmgr_kernel_pid(const kmgr_kernel_t *kernel);
+/** How the current process started: "forked" from a template (kmgr_manager_use_template) or "spawned"; "" when there is none. */
+const char *kmgr_kernel_start_path(const kmgr_kernel_t *kernel);
 /** The connection file path of the current process. */
 const char *kmgr_kernel_connection_file(const kmgr_kernel_t *kernel);
 /** The kernel_info_reply content once ready (borrowed), else NULL. */

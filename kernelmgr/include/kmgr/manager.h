@@ -63,6 +63,11 @@ typedef struct st_kmgr_config_t {
     /** Kernels waiting for their spawn, at most (with max_starting; 0: none waits); beyond, kmgr_kernel_start fails with
      * KSYS_ESTARTQUEUE. */
     unsigned max_start_queue;
+    /**
+     * The Python program of kernel templates (kernels/python-template/kgate_template.py), run by a spec's interpreter;
+     * NULL: no templates (kmgr_manager_use_template fails).
+     */
+    const char *template_script;
 } kmgr_config_t;
 
 /**
@@ -106,6 +111,12 @@ void kmgr_manager_shutdown_all(kmgr_manager_t *mgr);
 /** Number of kernel processes not yet reaped (live kernels and those shutting down). */
 size_t kmgr_manager_num_processes(const kmgr_manager_t *mgr);
 
+/**
+ * Kernels spawned and not ready yet (`*launching`, at most kmgr_config_t.max_starting), and kernels waiting in the start
+ * queue for their spawn (`*queued`, at most max_start_queue): the start queue's depth, for operators' figures.
+ */
+void kmgr_manager_count_starting(kmgr_manager_t *mgr, unsigned *launching, unsigned *queued);
+
 /** The runtime directory in use. */
 const char *kmgr_manager_runtime_dir(const kmgr_manager_t *mgr);
 
@@ -125,6 +136,17 @@ const char *kmgr_manager_limits_mechanism(const kmgr_manager_t *mgr);
 
 /** The bwrap executable sandboxed kernels start with, or NULL when none was found. */
 const char *kmgr_manager_bwrap_path(const kmgr_manager_t *mgr);
+
+/**
+ * Starts a kernel template for `spec` (borrowed: must outlive the manager): a process of the spec's interpreter running
+ * config.template_script, which imports ipykernel once and forks each kernel of `spec` on request (docs/kernels.md, "Kernels
+ * forked from a template"). From when it is ready, a kernel of `spec` without a sandbox is forked from it (its start path
+ * "forked", kmgr_kernel_start_path); until then, while it is dead, or when a fork fails, kernels are spawned as always. A
+ * template that dies is started again from the tick (after a backoff while it keeps dying before it is ready). Returns 0 (also
+ * when `spec` has one already), KSYS_EINVAL when `spec` is no ipykernel spec (`<python> -m ipykernel_launcher ...`) or there
+ * is no template_script, KSYS_ESPAWN when its interpreter is not found.
+ */
+int kmgr_manager_use_template(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec);
 
 /** How many processes left by dead kgates kmgr_manager_create killed in the runtime directory. */
 size_t kmgr_manager_swept(const kmgr_manager_t *mgr);

@@ -43,8 +43,8 @@ static int read_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *st
     return 0;
 }
 
-/* 1 when `pid` is named as kgate's watchdog (/proc/<pid>/comm). */
-static int named_watchdog(pid_t pid)
+/* 1 when `pid` is named `name` (/proc/<pid>/comm). */
+static int named(pid_t pid, const char *name)
 {
     char path[64], comm[32];
     ssize_t n;
@@ -56,7 +56,14 @@ static int named_watchdog(pid_t pid)
     n = read(fd, comm, sizeof(comm) - 1);
     close(fd);
     comm[n > 0 ? n : 0] = '\0';
-    return strcmp(comm, TS_WATCHDOG_NAME "\n") == 0;
+    if (n > 0 && comm[n - 1] == '\n')
+        comm[n - 1] = '\0';
+    return strcmp(comm, name) == 0;
+}
+
+static int named_watchdog(pid_t pid)
+{
+    return named(pid, TS_WATCHDOG_NAME);
 }
 
 size_t ts_descendants(pid_t root, ts_proc_t *out, size_t max)
@@ -89,20 +96,26 @@ size_t ts_descendants(pid_t root, ts_proc_t *out, size_t max)
         n++;
     }
     closedir(d);
-    /* Breadth-first from root over the parent links; out[] doubles as the queue. */
-    size_t count = 0, head = 0;
+    /* Breadth-first from root over the parent links. A kernel template is walked through but not listed: its children are
+     * kernels, it is none. */
+    pid_t *queue = ts_malloc((n + 1) * sizeof(*queue));
+    size_t count = 0, head = 0, tail = 0;
     pid_t parent = root;
     for (;;) {
         for (size_t i = 0; i < n && count < max; i++)
             if (all[i].ppid == parent && !(parent == root && named_watchdog(all[i].pid))) {
+                queue[tail++] = all[i].pid;
+                if (named(all[i].pid, TS_TEMPLATE_NAME))
+                    continue;
                 out[count].pid = all[i].pid;
                 out[count].starttime = all[i].starttime;
                 count++;
             }
-        if (head >= count)
+        if (head >= tail)
             break;
-        parent = out[head++].pid;
+        parent = queue[head++];
     }
+    free(queue);
     free(all);
     return count;
 }

@@ -17,10 +17,14 @@ typedef struct st_ts_proc_t {
 /* What kgate names its watchdog (kernelmgr's KSYS_WATCHDOG_NAME): the child that sweeps kgate's descendants once kgate is dead. */
 #define TS_WATCHDOG_NAME "kgate-watchdog"
 
+/* What a kernel template names itself (kernels/python-template/kgate_template.py): the process kernels are forked from. */
+#define TS_TEMPLATE_NAME "kgate-template"
+
 /**
  * Collects every live descendant of `root` (not `root` itself) into `out` (at most `max`); returns how
  * many. A child of `root` named TS_WATCHDOG_NAME is left out: it is no process kgate started for a
- * client, and it lives exactly as long as kgate (ts_watchdog_of finds it).
+ * client, and it lives exactly as long as kgate (ts_watchdog_of finds it). A process named TS_TEMPLATE_NAME is left out
+ * too, its descendants (the kernels forked from it) not.
  */
 size_t ts_descendants(pid_t root, ts_proc_t *out, size_t max);
 

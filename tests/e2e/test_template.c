@@ -1,0 +1,376 @@
+/* tests/e2e/test_template.c: Python kernels forked from a template (docs/API.md 6.5, docs/kernels.md): forked contexts share
+ * no state, interrupt, timeout, restart and kill -9 behave as for a spawned kernel, a killed template is replaced, and kernels
+ * are spawned when the template cannot start. Each test runs a private kgate with real ipykernel kernels. */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "checks.h"
+#include "exec_helpers.h"
+#include "support/api.h"
+#include "support/base.h"
+#include "support/events.h"
+#include "support/http.h"
+#include "support/stream.h"
+
+/* A template imports ipykernel: a python start, under ASan's kgate on a loaded 2-core machine. */
+#define TEMPLATE_READY_MS 60000
+
+static ts_gateway_t gw;
+
+/* As in test_liveness.c: this binary checks kgate, and a failed assertion abandons the test's heap. */
+int __lsan_is_turned_off(void);
+int __lsan_is_turned_off(void)
+{
+    return 1;
+}
+
+static void fini(void)
+{
+    xh_gateways_stop_all();
+}
+
+TestSuite(template, .fini = fini, .timeout = 400);
+
+/* kgate's log, whole (small); free it. */
+static char *read_log(void)
+{
+    FILE *fp = fopen(gw.log_path, "r");
+    char *buf = calloc(1, 1 << 20);
+    size_t n;
+
+    cr_assert_not_null(fp);
+    n = fread(buf, 1, (1 << 20) - 1, fp);
+    buf[n] = '\0';
+    fclose(fp);
+    return buf;
+}
+
+/* Waits until kgate's log says the python3 template is ready for the `nth` time; returns that template's pid. */
+static pid_t wait_template_ready(int nth)
+{
+    int64_t deadline = ts_now_ms() + TEMPLATE_READY_MS;
+    static const char needle[] = "kgate: the python3 kernel template (pid ";
+
+    for (;;) {
+        char *log = read_log(), *at = log, *hit = NULL;
+        int seen = 0;
+        while ((at = strstr(at, needle)) != NULL) {
+            at += sizeof(needle) - 1;
+            if (strncmp(strchr(at, ')'), ") is ready", 10) == 0 && ++seen == nth)
+                hit = at;
+        }
+        if (hit != NULL) {
+            pid_t pid = (pid_t)atoi(hit);
+            free(log);
+            return pid;
+        }
+        free(log);
+        if (ts_now_ms() >= deadline) {
+            ts_gateway_dump_log(&gw, 4096);
+            cr_assert_fail("the python3 template was not ready (time %d) within %d ms", nth, TEMPLATE_READY_MS);
+        }
+        usleep(100 * 1000);
+    }
+}
+
+/* POST /code/context with `body`; asserts 200; returns the context object (a new reference). */
+static json_t *create(const char *body)
+{
+    json_t *json = json_loads(body, 0, NULL), *out;
+    ts_response_t r;
+    int st = ts_post_json(gw.port, "/code/context", NULL, json, &r);
+
+    json_decref(json);
+    if (st != 200)
+        ts_gateway_dump_log(&gw, 4096);
+    cr_assert_eq(st, 200, "POST /code/context %s: HTTP %d %.800s", body, st, r.body);
+    out = json_incref(r.json);
+    ts_response_dispose(&r);
+    return out;
+}
+
+/* Runs `code` and returns its stdout (free it), asserting a complete run without error. */
+static char *run_stdout(const char *ctx, const char *code)
+{
+    ts_events_t evs;
+    xh_run_ok(gw.port, ctx, code, &evs);
+    char *out = ts_events_text(&evs, "stdout");
+    ts_events_dispose(&evs);
+    cr_assert_not_null(out, "`%s` printed nothing", code);
+    return out;
+}
+
+static json_t *context_get(const char *ctx)
+{
+    json_t *c = NULL;
+    cr_assert_eq(xh_context_get(gw.port, ctx, &c), 200);
+    return c;
+}
+
+/* Polls the context object until its status is `status` (bounded by `ms`); the object (a new reference). */
+static json_t *wait_status(const char *ctx, const char *status, unsigned ms)
+{
+    int64_t deadline = ts_now_ms() + ms;
+    for (;;) {
+        json_t *c = context_get(ctx);
+        if (strcmp(xh_str(c, "status"), status) == 0)
+            return c;
+        cr_assert(ts_now_ms() < deadline, "context status not %s within %u ms: %s", status, ms, xh_str(c, "status"));
+        json_decref(c);
+        usleep(50 * 1000);
+    }
+}
+
+/* The parent pid of `pid` (/proc/<pid>/stat field 4), or -1. */
+static pid_t parent_of(pid_t pid)
+{
+    char path[64], buf[512], *p;
+    FILE *fp;
+    int ppid = -1;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    if ((fp = fopen(path, "r")) == NULL)
+        return -1;
+    if (fgets(buf, sizeof(buf), fp) != NULL && (p = strrchr(buf, ')')) != NULL)
+        sscanf(p + 2, "%*c %d", &ppid);
+    fclose(fp);
+    return ppid;
+}
+
+/* A context of its own cwd and env, forked: the kernel's parent is the template. Returns its id (free it). */
+static char *forked_context(const char *cwd, const char *tag, pid_t tpl)
+{
+    char body[1024];
+    json_t *c;
+    char *id, *out;
+
+    snprintf(body, sizeof(body), "{\"language\": \"python\", \"cwd\": \"%s\", \"env\": {\"KGATE_TPL_TAG\": \"%s\"}}", cwd, tag);
+    c = create(body);
+    cr_assert_str_eq(xh_str(c, "start"), "forked", "a context created once the template is ready is forked: %s",
+                     json_dumps(c, JSON_COMPACT));
+    id = strdup(xh_str(c, "id"));
+    json_decref(c);
+    out = run_stdout(id, "import os; print(os.getpid())");
+    cr_assert_eq(parent_of((pid_t)atoi(out)), tpl, "the kernel's parent is the template");
+    free(out);
+    return id;
+}
+
+Test(template, two_forked_contexts_share_no_state)
+{
+    const char *args[] = {"--pool", "none", NULL};
+    char dir_a[320], dir_b[320];
+    char *a, *b, *out_a, *out_b;
+    const char *probe = "import os, random, tempfile, numpy\n"
+                        "print(os.getcwd(), os.environ.get('KGATE_TPL_TAG'), 'probe' in globals(), random.random(), "
+                        "numpy.random.random(), tempfile.mkstemp()[1], os.getpid())\n"
+                        "probe = 1\n";
+
+    xh_gateway_start(&gw, args);
+    pid_t tpl = wait_template_ready(1);
+    snprintf(dir_a, sizeof(dir_a), "%s/a", gw.tmpdir);
+    snprintf(dir_b, sizeof(dir_b), "%s/b", gw.tmpdir);
+    cr_assert_eq(mkdir(dir_a, 0700), 0);
+    cr_assert_eq(mkdir(dir_b, 0700), 0);
+    a = forked_context(dir_a, "a", tpl);
+    b = forked_context(dir_b, "b", tpl);
+
+    out_a = run_stdout(a, probe);
+    out_b = run_stdout(b, probe);
+    cr_log_info("a: %s", out_a);
+    cr_log_info("b: %s", out_b);
+    char cwd_a[320], cwd_b[320], tag_a[8], tag_b[8], glob_a[8], glob_b[8], tmp_a[256], tmp_b[256];
+    double r_a, r_b, n_a, n_b;
+    int pid_a, pid_b;
+    cr_assert_eq(sscanf(out_a, "%319s %7s %7s %lf %lf %255s %d", cwd_a, tag_a, glob_a, &r_a, &n_a, tmp_a, &pid_a), 7, "%s", out_a);
+    cr_assert_eq(sscanf(out_b, "%319s %7s %7s %lf %lf %255s %d", cwd_b, tag_b, glob_b, &r_b, &n_b, tmp_b, &pid_b), 7, "%s", out_b);
+    cr_expect_str_eq(cwd_a, dir_a, "each kernel in its own cwd");
+    cr_expect_str_eq(cwd_b, dir_b, "each kernel in its own cwd");
+    cr_expect_str_eq(tag_a, "a", "each kernel with its own env");
+    cr_expect_str_eq(tag_b, "b", "each kernel with its own env");
+    cr_expect_str_eq(glob_a, "False");
+    cr_expect_str_eq(glob_b, "False", "a global of one kernel is not in another");
+    cr_expect_neq(pid_a, pid_b);
+    cr_expect(r_a != r_b, "random's state is reseeded in each fork: both drew %f", r_a);
+    cr_expect(n_a != n_b, "numpy.random's state differs: both drew %f", n_a);
+    cr_expect_str_neq(tmp_a, tmp_b, "tempfile names differ");
+    /* and the second cell sees its own global, which the other kernel never set */
+    free(out_a);
+    out_a = run_stdout(a, "print(probe, 'KGATE_TPL_TAG' in os.environ and os.environ['KGATE_TPL_TAG'])");
+    cr_expect_str_eq(out_a, "1 a\n");
+    free(out_a);
+    free(out_b);
+    free(a);
+    free(b);
+    xh_gateway_stop(&gw);
+}
+
+Test(template, interrupt_timeout_restart_and_kill_9_as_for_a_spawned_kernel)
+{
+    const char *args[] = {"--pool", "none", NULL};
+    ts_response_t r;
+    ts_events_t evs;
+    char path[256], *id, *out;
+
+    xh_gateway_start(&gw, args);
+    pid_t tpl = wait_template_ready(1);
+    id = forked_context(gw.tmpdir, "x", tpl);
+
+    /* interrupt: DELETE /code?id= ends a sleeping cell with KeyboardInterrupt, and the context lives on */
+    json_t *body = xh_body(id, "import time\nprint('sleeping', flush=True)\ntime.sleep(60)");
+    int64_t deadline = ts_now_ms() + XH_RUN_MS;
+    ts_stream_t *s = xh_open(gw.port, body, deadline);
+    json_decref(body);
+    memset(&evs, 0, sizeof(evs));
+    xh_wait_event(s, &evs, "stdout", 0, deadline);
+    snprintf(path, sizeof(path), "/code?id=%s", id);
+    cr_assert_eq(ts_http_request(gw.port, "DELETE", path, NULL, NULL, &r), 200, "%s", r.body);
+    ts_response_dispose(&r);
+    ts_stream_collect(s, deadline, 0, &evs);
+    ts_stream_close(s);
+    xh_error_event(&evs, "KeyboardInterrupt");
+    ts_events_dispose(&evs);
+    out = run_stdout(id, "print('after the interrupt')");
+    cr_expect_str_eq(out, "after the interrupt\n");
+    free(out);
+
+    /* timeout: a run past its timeout is interrupted the same way */
+    body = xh_body(id, "import time\ntime.sleep(60)");
+    json_object_set_new(body, "timeout", json_integer(1500));
+    xh_run(gw.port, body, ts_now_ms() + XH_RUN_MS, &evs);
+    json_decref(body);
+    json_t *ex = xh_execution(gw.port, xh_execution_id(&evs));
+    cr_expect_str_eq(xh_str(ex, "outcome"), "timeout", "%s", json_dumps(ex, JSON_COMPACT));
+    json_decref(ex);
+    ts_events_dispose(&evs);
+
+    /* restart: a new process, forked again, with fresh state */
+    out = run_stdout(id, "import os; kept = 1; print(os.getpid())");
+    pid_t before = (pid_t)atoi(out);
+    free(out);
+    snprintf(path, sizeof(path), "/code/contexts/%s/restart", id);
+    cr_assert_eq(ts_http_request(gw.port, "POST", path, NULL, NULL, &r), 200, "%s", r.body);
+    ts_response_dispose(&r);
+    json_t *c = wait_status(id, "idle", 30000);
+    cr_expect_str_eq(xh_str(c, "start"), "forked", "a restart forks again");
+    json_decref(c);
+    out = run_stdout(id, "import os; print(os.getpid(), 'kept' in dir())");
+    pid_t after = (pid_t)atoi(out);
+    cr_expect_neq(after, before);
+    cr_expect_not_null(strstr(out, "False"), "fresh state after a restart: %s", out);
+    cr_expect_eq(parent_of(after), tpl);
+    free(out);
+
+    /* kill -9: reported as for a spawned kernel (the template tells kgate the wait status), restarted automatically */
+    cr_assert_eq(kill(after, SIGKILL), 0);
+    c = wait_status(id, "idle", 30000);
+    for (int64_t until = ts_now_ms() + 30000; json_integer_value(json_object_get(c, "restarts")) != 1 && ts_now_ms() < until;) {
+        json_decref(c);
+        usleep(100 * 1000);
+        c = wait_status(id, "idle", 30000);
+    }
+    cr_expect_eq(json_integer_value(json_object_get(c, "restarts")), 1);
+    cr_expect_not_null(strstr(xh_str(c, "last_death"), "killed by signal 9 (SIGKILL)"), "last_death: %s", xh_str(c, "last_death"));
+    json_decref(c);
+    out = run_stdout(id, "print(6 * 7)");
+    cr_expect_str_eq(out, "42\n");
+    free(out);
+    free(id);
+    xh_gateway_stop(&gw);
+}
+
+Test(template, a_template_killed_with_kill_9_is_replaced)
+{
+    const char *args[] = {"--pool", "none", NULL};
+    char *id, *out;
+
+    xh_gateway_start(&gw, args);
+    pid_t tpl = wait_template_ready(1);
+    id = forked_context(gw.tmpdir, "old", tpl);
+    cr_assert_eq(kill(tpl, SIGKILL), 0);
+    pid_t tpl2 = wait_template_ready(2);
+    cr_expect_neq(tpl2, tpl);
+    /* the kernel forked from the dead template lives on */
+    out = run_stdout(id, "print('still here')");
+    cr_expect_str_eq(out, "still here\n");
+    free(out);
+    free(id);
+    /* and creation forks from the new one */
+    id = forked_context(gw.tmpdir, "new", tpl2);
+    free(id);
+    xh_gateway_stop(&gw);
+}
+
+/* A python3 kernelspec whose interpreter is a wrapper that refuses to run the template: kernels are spawned. */
+Test(template, kernels_are_spawned_when_the_template_cannot_start)
+{
+    char specdir[64], wrapper[160], spec[128];
+    FILE *fp;
+
+    ts_sleep_ms(0);
+    snprintf(specdir, sizeof(specdir), "/tmp/kgate-tpl-spec-%d", (int)getpid());
+    snprintf(spec, sizeof(spec), "%s/python3", specdir);
+    mkdir(specdir, 0700);
+    mkdir(spec, 0700);
+    snprintf(wrapper, sizeof(wrapper), "%s/python", specdir);
+    cr_assert_not_null(fp = fopen(wrapper, "w"));
+    fprintf(
+        fp,
+        "#!/bin/sh\ncase \"$1\" in *kgate_template.py) echo 'no template here' >&2; exit 3;; esac\nexec /usr/bin/python3 \"$@\"\n");
+    fclose(fp);
+    chmod(wrapper, 0700);
+    snprintf(spec + strlen(spec), sizeof(spec) - strlen(spec), "/kernel.json");
+    cr_assert_not_null(fp = fopen(spec, "w"));
+    fprintf(fp,
+            "{\"argv\": [\"%s\", \"-m\", \"ipykernel_launcher\", \"-f\", \"{connection_file}\"], \"display_name\": \"P\", "
+            "\"language\": \"python\"}\n",
+            wrapper);
+    fclose(fp);
+    const char *args[] = {"--pool", "none", "--kernel-path", specdir, NULL};
+    xh_gateway_start(&gw, args);
+    /* the template died at once: said in the log */
+    int64_t deadline = ts_now_ms() + TEMPLATE_READY_MS;
+    for (;;) {
+        char *log = read_log();
+        int died = strstr(log, "kernel template died (exited with code 3)") != NULL;
+        free(log);
+        if (died)
+            break;
+        cr_assert(ts_now_ms() < deadline, "the template's death was not logged");
+        usleep(100 * 1000);
+    }
+    json_t *c = create("{\"language\": \"python\"}");
+    cr_expect_str_eq(xh_str(c, "start"), "spawned");
+    char *id = strdup(xh_str(c, "id"));
+    json_decref(c);
+    char *out = run_stdout(id, "print(6 * 7)");
+    cr_expect_str_eq(out, "42\n");
+    free(out);
+    free(id);
+    xh_gateway_stop(&gw);
+    unlink(wrapper);
+    spec[strlen(spec) - strlen("/kernel.json")] = '\0';
+    snprintf(wrapper, sizeof(wrapper), "%s/kernel.json", spec);
+    unlink(wrapper);
+    rmdir(spec);
+    rmdir(specdir);
+}
+
+/* --kernel-template none: every kernel is spawned, as before templates. */
+Test(template, kernel_template_none_spawns)
+{
+    const char *args[] = {"--pool", "none", "--kernel-template", "none", NULL};
+    xh_gateway_start(&gw, args);
+    json_t *c = create("{\"language\": \"python\"}");
+    cr_expect_str_eq(xh_str(c, "start"), "spawned");
+    json_decref(c);
+    char *log = read_log();
+    cr_expect_null(strstr(log, "kernel template"), "no template is started: %s", log);
+    free(log);
+    xh_gateway_stop(&gw);
+}
