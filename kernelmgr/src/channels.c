@@ -164,7 +164,7 @@ int kmgr_channels_drain(kmgr_channels_t *ch, wire_channel_t channel)
         /* a message over the cap as it passes: only iopub's are read, for a stream's head (overcap.h) */
         if (got == KMGR_ZSOCK_OVER_START) {
             if (channel == WIRE_CHANNEL_IOPUB)
-                kmgr_overcap_start(&ch->overcap, ch->signer, rx.frames, rx.nframes, rx.bytes, (size_t)ch->max_message_bytes);
+                kmgr_overcap_start(&ch->overcap, ch->signer, rx.frames, rx.nframes, rx.bytes, ch->max_message_bytes);
             continue;
         }
         if (got == KMGR_ZSOCK_OVER_PIECE) {
@@ -174,7 +174,13 @@ int kmgr_channels_drain(kmgr_channels_t *ch, wire_channel_t channel)
             continue;
         }
         if (got == KSYS_EMSGSIZE) {
-            wire_msg_t *head = channel == WIRE_CHANNEL_IOPUB ? kmgr_overcap_end(&ch->overcap) : NULL;
+            int forged = 0;
+            wire_msg_t *head = channel == WIRE_CHANNEL_IOPUB ? kmgr_overcap_end(&ch->overcap, &forged) : NULL;
+            /* signed with another key: not the kernel's, so nothing it tracks was lost; dropped as a small one would be */
+            if (forged) {
+                count_dropped(ch, wire_strerror(WIRE_EBADSIG));
+                continue;
+            }
             if (head != NULL)
                 ksys_log_warn("kernel %s: a stream message on %s was larger than the message cap (%llu bytes): the head of its "
                               "text was kept, %llu bytes of text after it were dropped",

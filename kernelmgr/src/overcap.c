@@ -21,8 +21,9 @@ void kmgr_overcap_dispose(kmgr_overcap_t *oc)
 }
 
 int kmgr_overcap_start(kmgr_overcap_t *oc, const wire_signer_t *signer, const wire_frame_t *frames, size_t nframes, uint64_t size,
-                       size_t head_max)
+                       uint64_t cap)
 {
+    size_t head_max = kmgr_overcap_head_max(cap);
     const size_t delim_len = sizeof(WIRE_DELIMITER) - 1;
     size_t d = 0;
 
@@ -78,18 +79,23 @@ static json_t *parse_object(const char *p, size_t len)
     return json;
 }
 
-wire_msg_t *kmgr_overcap_end(kmgr_overcap_t *oc)
+wire_msg_t *kmgr_overcap_end(kmgr_overcap_t *oc, int *forged)
 {
     wire_msg_t *msg = NULL;
     json_t *header = NULL, *parent = NULL, *metadata = NULL;
     int stdout_or_err;
 
+    *forged = 0;
     if (!oc->active || oc->left != 0)
         goto Exit;
     oc->active = 0; /* the stream's state is released by its verify, whatever it says */
     stdout_or_err = wire_text_scan_end(&oc->scan) == WIRE_TEXT_SCAN_DONE && !oc->scan.name_long && oc->scan.name_len == 6 &&
                     (memcmp(oc->scan.name, "stdout", 6) == 0 || memcmp(oc->scan.name, "stderr", 6) == 0);
-    if (wire_signer_stream_verify(&oc->hmac, oc->sig, oc->sig_len) != 0 || !stdout_or_err)
+    if (wire_signer_stream_verify(&oc->hmac, oc->sig, oc->sig_len) != 0) {
+        *forged = 1;
+        goto Exit;
+    }
+    if (!stdout_or_err)
         goto Exit;
     if ((header = parse_object(oc->headers, oc->header_len)) == NULL ||
         (parent = parse_object(oc->headers + oc->header_len, oc->parent_len)) == NULL ||

@@ -161,7 +161,8 @@ int kmgr_kernel_answering(const kmgr_kernel_t *kernel);
  * How many kernel messages were larger than kmgr_config_t.max_message_bytes, over every
  * incarnation: each was passed over as its bytes arrived, never held whole, and its connection went on. A
  * signed iopub `stream` message among them reached its request cut to the head of its text (KMGR_REQ_IOPUB,
- * wire_msg_t.content_cut); every other one was lost (KMGR_REQ_DROPPED).
+ * wire_msg_t.content_cut); one read whole whose signature failed is dropped as any forged message is, and not counted
+ * here; every other one was lost (KMGR_REQ_DROPPED).
  */
 uint64_t kmgr_kernel_oversized_messages(const kmgr_kernel_t *kernel);
 /**
@@ -215,7 +216,7 @@ int kmgr_kernel_send_parts(kmgr_kernel_t *kernel, wire_channel_t channel, const 
 typedef enum {
     /**
      * An iopub message whose parent is this request (status, stream, execute_input, ...). A `stream` message larger than
-     * kmgr_config_t.max_message_bytes whose signature verified comes cut to the head of its text: at most the cap's bytes
+     * kmgr_config_t.max_message_bytes whose signature verified comes cut to the head of its text: at most the cap less 64 KiB
      * of it as the kernel encoded them, whole characters only; msg->content_cut is set and msg->text_dropped is the
      * decoded bytes of the text dropped after the head (its content is then raw for a raw_stream request, parsed for
      * another, as any stream message's).
