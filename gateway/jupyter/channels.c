@@ -125,6 +125,24 @@ static json_t *dropped_parent(const char *parent, size_t parent_len)
     return obj;
 }
 
+/* kgate's word on iopub, a `stream` on stderr with `parent_header` (taken; NULL: none) as its parent, so that a notebook shows
+ * it in the cell it is about. */
+static void send_notice(gw_jconn_t *conn, json_t *parent_header, const char *text)
+{
+    wire_msg_t *msg = wire_msg_create("stream", "kgate", json_pack("{s:s, s:s}", "name", "stderr", "text", text));
+    gw_jmsg_t jmsg;
+
+    if (parent_header != NULL) {
+        json_decref(msg->parent_header);
+        msg->parent_header = parent_header;
+    }
+    if (gw_jmsg_from_wire(&jmsg, WIRE_CHANNEL_IOPUB, msg) == 0) {
+        send_to_client(conn, &jmsg);
+        gw_jmsg_dispose(&jmsg);
+    }
+    wire_msg_destroy(msg);
+}
+
 /*
  * A kernel message was over the message cap and never reached kgate whole (kernelmgr skipped it): the
  * client whose message it was (any client for iopub, the asker for a reply) gets an iopub `stream` on
@@ -138,8 +156,6 @@ static void on_kernel_dropped(gw_context_tap_t *tap, wire_channel_t channel, con
     const char *parent_id = json_string_value(json_object_get(parent_header, "msg_id"));
     size_t cap = conn->jupyter->host->config->max_message_bytes;
     char text[320];
-    wire_msg_t *msg;
-    gw_jmsg_t jmsg;
 
     if (!gw_jasked_claim(&conn->asked, channel, parent_id != NULL ? parent_id : "")) {
         json_decref(parent_header);
@@ -149,16 +165,44 @@ static void on_kernel_dropped(gw_context_tap_t *tap, wire_channel_t channel, con
              "[kgate] a kernel message on %s was larger than the message cap (%zu bytes, --max-message-bytes) and was dropped: "
              "output of this request is missing\n",
              wire_channel_name(channel), cap);
-    msg = wire_msg_create("stream", "kgate", json_pack("{s:s, s:s}", "name", "stderr", "text", text));
-    if (parent_header != NULL) {
-        json_decref(msg->parent_header);
-        msg->parent_header = parent_header;
+    send_notice(conn, parent_header, text);
+}
+
+/*
+ * A stream message over the message cap came cut to the head of its text (kernelmgr read it in pieces and verified it): the
+ * client gets the head as the kernel's stream message (its header, parent and metadata as the kernel sent them), then kgate's
+ * notice of the exact count of what was dropped after it.
+ */
+static void on_kernel_cut(gw_context_tap_t *tap, const wire_msg_t *msg)
+{
+    gw_jconn_t *conn = H2O_STRUCT_FROM_MEMBER(gw_jconn_t, tap, tap);
+    json_t *const members[GW_JMSG_NUM_PARTS] = {msg->header, msg->parent_header, msg->metadata, msg->content};
+    char *rendered[GW_JMSG_NUM_PARTS] = {NULL}, text[320];
+    wire_frame_t parts[GW_JMSG_NUM_PARTS];
+    gw_jmsg_t jmsg;
+
+    if (!gw_jasked_claim(&conn->asked, WIRE_CHANNEL_IOPUB, wire_msg_parent_id(msg)))
+        return;
+    for (size_t i = 0; i != GW_JMSG_NUM_PARTS; ++i) {
+        /* the content as it came, the head's escapes and all, unless a run parsed it */
+        if (i == GW_JMSG_PART_CONTENT && msg->content_raw) {
+            parts[i] = msg->raw_content;
+            continue;
+        }
+        rendered[i] = json_dumps(members[i], JSON_COMPACT);
+        parts[i] = (wire_frame_t){rendered[i], rendered[i] != NULL ? strlen(rendered[i]) : 0};
     }
-    if (gw_jmsg_from_wire(&jmsg, WIRE_CHANNEL_IOPUB, msg) == 0) {
+    if (gw_jmsg_from_decoded(&jmsg, WIRE_CHANNEL_IOPUB, msg->header, parts, NULL, 0) == 0) {
         send_to_client(conn, &jmsg);
         gw_jmsg_dispose(&jmsg);
     }
-    wire_msg_destroy(msg);
+    for (size_t i = 0; i != GW_JMSG_NUM_PARTS; ++i)
+        free(rendered[i]);
+    snprintf(text, sizeof(text),
+             "[kgate] a kernel message on iopub was larger than the message cap (%zu bytes, --max-message-bytes): its text was "
+             "cut to its head, and the %llu bytes of text after it were dropped\n",
+             conn->jupyter->host->config->max_message_bytes, (unsigned long long)msg->text_dropped);
+    send_notice(conn, json_incref(msg->parent_header), text);
 }
 
 /* A status message kgate makes itself on iopub, as Jupyter Server does when a kernel dies. */
@@ -490,6 +534,7 @@ void gw_jupyter_channels_open(gw_jupyter_t *jupyter, h2o_req_t *req, gw_context_
     h2o_linklist_insert(&jupyter->conns, &conn->link);
     conn->tap.on_message = on_kernel_message;
     conn->tap.on_dropped = on_kernel_dropped;
+    conn->tap.on_cut = on_kernel_cut;
     conn->tap.on_state = on_kernel_state;
     conn->tap.on_destroy = on_kernel_gone;
     gw_context_tap_attach(ctx, &conn->tap);

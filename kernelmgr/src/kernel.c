@@ -235,7 +235,8 @@ static kmgr_big_iopub_t big_iopub(void *data)
  * A message over the cap was skipped. A verified stream message cut to its head (`head`) is output like any other, to its
  * request: nothing was lost that tracks the kernel's state. Otherwise, starting, the handshake retries by itself; ready, the
  * requests in flight are told and a resynchronisation begins (kmgr_resync_t): the lost message may have been a reply or a
- * status that ended something. A loss during one restarts it. A relay's clients are told either way: they get no head.
+ * status that ended something. A loss during one restarts it. A relay hears either: the head as a message with no signed
+ * parts (kmgr_tap_cb), or that a message was lost.
  */
 static void on_oversized(void *data, wire_channel_t channel, wire_msg_t *head, const char *parent, size_t parent_len)
 {
@@ -252,19 +253,21 @@ static void on_oversized(void *data, wire_channel_t channel, wire_msg_t *head, c
     if (head != NULL) {
         if (k->state == KMGR_KERNEL_IDLE || k->state == KMGR_KERNEL_BUSY)
             kmgr_requests_on_iopub(k, head);
+        if (k->generation == generation && !k->destroyed && k->tap != NULL)
+            k->tap(k, channel, head, NULL, 0, k->tap_data);
         wire_msg_destroy(head);
-    } else {
-        if (k->state != KMGR_KERNEL_IDLE && k->state != KMGR_KERNEL_BUSY)
-            return;
-        memset(&k->resync, 0, sizeof(k->resync));
-        k->resync.active = 1;
-        /* Kernels send nothing but input_request on stdin: the lost one leaves its kernel waiting for
-         * an answer nobody can give. An empty line, as for a cancelled request, rather than a hang. */
-        if (channel == WIRE_CHANNEL_STDIN)
-            kmgr_kernel_send(k, WIRE_CHANNEL_STDIN, wire_msg_create("input_reply", k->session, json_pack("{s:s}", "value", "")));
-        send_probe(k);
-        kmgr_requests_on_oversized(k, k->sent);
+        return;
     }
+    if (k->state != KMGR_KERNEL_IDLE && k->state != KMGR_KERNEL_BUSY)
+        return;
+    memset(&k->resync, 0, sizeof(k->resync));
+    k->resync.active = 1;
+    /* Kernels send nothing but input_request on stdin: the lost one leaves its kernel waiting for
+     * an answer nobody can give. An empty line, as for a cancelled request, rather than a hang. */
+    if (channel == WIRE_CHANNEL_STDIN)
+        kmgr_kernel_send(k, WIRE_CHANNEL_STDIN, wire_msg_create("input_reply", k->session, json_pack("{s:s}", "value", "")));
+    send_probe(k);
+    kmgr_requests_on_oversized(k, k->sent);
     if (k->generation == generation && !k->destroyed && k->tap != NULL) {
         wire_frame_t part = {(void *)parent, parent_len};
         k->tap(k, channel, NULL, parent != NULL ? &part : NULL, parent != NULL ? 1 : 0, k->tap_data);

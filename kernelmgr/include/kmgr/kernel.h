@@ -189,10 +189,11 @@ uint64_t kmgr_kernel_unawaited_messages(const kmgr_kernel_t *kernel);
  * kept unparsed (msg->content_raw; wire_msg_raw_content_parse parses it); `parts` are its signed parts as the kernel sent them
  * (header, parent_header, metadata, content, then the buffers: `nparts` of them), to be relayed
  * verbatim. Both are borrowed for the call. The callback may call any kernel function, including destroy.
- * `msg` NULL: a message the kernel sent on `channel` was over kmgr_config_t.max_message_bytes and was
- * not relayed (its requests were told: KMGR_REQ_DROPPED, or got the head of a stream message's text: a relay has no
- * signed parts to pass on); `parts[0]` is then its parent_header as
- * the kernel sent it, unverified (`nparts` 1), or `nparts` is 0 when it was not seen.
+ * `msg` with content_cut set (and `parts` NULL, `nparts` 0): a signed iopub `stream` message over
+ * kmgr_config_t.max_message_bytes, verified and cut to the head of its text (KMGR_REQ_IOPUB says how): there are no signed
+ * parts to relay verbatim; its content is raw (content_raw) unless a request parsed it. `msg` NULL: a message the kernel sent
+ * on `channel` was over kmgr_config_t.max_message_bytes and was not relayed (its requests were told: KMGR_REQ_DROPPED);
+ * `parts[0]` is then its parent_header as the kernel sent it, unverified (`nparts` 1), or `nparts` is 0 when it was not seen.
  */
 typedef void (*kmgr_tap_cb)(kmgr_kernel_t *kernel, wire_channel_t channel, const wire_msg_t *msg, const wire_frame_t *parts,
                             size_t nparts, void *data);
