@@ -198,7 +198,6 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
         }
         if (msg->content_raw) {
             append_raw_stream(krun, msg, opts);
-            /* a message over the cap, cut to the head of its text: the rest is counted where `dropped` says it */
             if (msg->content_cut)
                 gw_run_report_cut_message(run, msg->text_dropped);
             break;
