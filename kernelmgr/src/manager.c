@@ -32,6 +32,8 @@ static void fill_defaults(kmgr_config_t *c)
         c->kernel_info_retry_ms = 250;
     if (c->max_message_bytes == 0 || c->max_message_bytes > INT64_MAX)
         c->max_message_bytes = KMGR_DEFAULT_MAX_MESSAGE_BYTES;
+    if (c->template_max_pending == 0)
+        c->template_max_pending = KMGR_DEFAULT_TEMPLATE_MAX_PENDING;
 }
 
 /* `path` with its symbolic links resolved (it exists): sandboxes hide and refuse it by the path bwrap resolves to. */

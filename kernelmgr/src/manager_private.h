@@ -31,6 +31,8 @@ struct st_kmgr_manager_t {
     char *bwrap_path;
     /* kernel templates (template.h), one per kernelspec given to kmgr_manager_use_template */
     kmgr_link_t templates;
+    /* how kernels started (kmgr_manager_start_stats; templates_running is counted when asked) */
+    kmgr_start_stats_t start_stats;
     /* Set between ops->schedule and the kmgr_manager_run_pending it asked for. */
     int scheduled;
 };
