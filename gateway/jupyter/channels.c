@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
+#include "wire/json_scan.h"
+#include "wire/text_scan.h"
 #include "ksys/errors.h"
 #include "core/errors.h"
 #include "core/http.h"
@@ -27,6 +29,9 @@
 #include "jupyter/jupyter.h"
 #include "jupyter/replay.h"
 #include "ksys/log.h"
+
+/* Room kept in a client's send bound for the rest of a message whose head is cut to it (fit_head). */
+#define HEAD_SLACK ((size_t)64 << 10)
 
 /* Messages a connection may send while its kernel starts or restarts, and their bytes; beyond them it
  * is closed (GW_WS_POLICY_VIOLATION): they would wait in kgate's memory. */
@@ -169,15 +174,42 @@ static void on_kernel_dropped(gw_context_tap_t *tap, wire_channel_t channel, con
 }
 
 /*
+ * The content of a head cut further to `budget` decoded bytes of text, whole characters, when it is longer (NULL: it is not,
+ * or its content was parsed): a head of the cap's size would sit past the client's send bound (--ws-queue-bytes) for as long
+ * as the client takes to read it, and a slow client would lose its connection. `*dropped` grows by what goes.
+ */
+static char *fit_head(const wire_msg_t *msg, size_t budget, uint64_t *dropped, size_t *len)
+{
+    wire_stream_fields_t f;
+    size_t keep, kept_decoded;
+    char *c;
+
+    if (!msg->content_raw || !wire_json_scan_stream(msg->raw_content.base, msg->raw_content.len, &f) || f.name == NULL ||
+        f.text_decoded_len <= budget)
+        return NULL;
+    keep = wire_json_string_prefix(f.text + 1, f.text_len - 2, budget, &kept_decoded);
+    *dropped += f.text_decoded_len - kept_decoded;
+    c = wire_malloc(f.name_len + keep + 32);
+    *len = (size_t)sprintf(c, "{\"name\":\"%.*s\",\"text\":\"", (int)f.name_len, f.name);
+    memcpy(c + *len, f.text + 1, keep);
+    memcpy(c + *len + keep, "\"}", 2);
+    *len += keep + 2;
+    return c;
+}
+
+/*
  * A stream message over the message cap came cut to the head of its text (kernelmgr read it in pieces and verified it): the
- * client gets the head as the kernel's stream message (its header, parent and metadata as the kernel sent them), then kgate's
- * notice of the exact count of what was dropped after it.
+ * client gets the head, within its send bound less 64 KiB (fit_head), as the kernel's stream message (its header, parent and
+ * metadata as the kernel sent them), then kgate's notice of the exact count of what was dropped after it.
  */
 static void on_kernel_cut(gw_context_tap_t *tap, const wire_msg_t *msg)
 {
     gw_jconn_t *conn = H2O_STRUCT_FROM_MEMBER(gw_jconn_t, tap, tap);
+    const gw_config_t *config = conn->jupyter->host->config;
     json_t *const members[GW_JMSG_NUM_PARTS] = {msg->header, msg->parent_header, msg->metadata, msg->content};
     char *rendered[GW_JMSG_NUM_PARTS] = {NULL}, text[320];
+    size_t room = config->ws_queue_bytes > 2 * HEAD_SLACK ? config->ws_queue_bytes - HEAD_SLACK : config->ws_queue_bytes / 2;
+    uint64_t dropped = msg->text_dropped;
     wire_frame_t parts[GW_JMSG_NUM_PARTS];
     gw_jmsg_t jmsg;
 
@@ -186,7 +218,9 @@ static void on_kernel_cut(gw_context_tap_t *tap, const wire_msg_t *msg)
     for (size_t i = 0; i != GW_JMSG_NUM_PARTS; ++i) {
         /* the content as it came, the head's escapes and all, unless a run parsed it */
         if (i == GW_JMSG_PART_CONTENT && msg->content_raw) {
-            parts[i] = msg->raw_content;
+            size_t len = 0;
+            rendered[i] = fit_head(msg, room, &dropped, &len);
+            parts[i] = rendered[i] != NULL ? (wire_frame_t){rendered[i], len} : msg->raw_content;
             continue;
         }
         rendered[i] = json_dumps(members[i], JSON_COMPACT);
@@ -201,7 +235,7 @@ static void on_kernel_cut(gw_context_tap_t *tap, const wire_msg_t *msg)
     snprintf(text, sizeof(text),
              "[kgate] a kernel message on iopub was larger than the message cap (%zu bytes, --max-message-bytes): its text was "
              "cut to its head, and the %llu bytes of text after it were dropped\n",
-             conn->jupyter->host->config->max_message_bytes, (unsigned long long)msg->text_dropped);
+             config->max_message_bytes, (unsigned long long)dropped);
     send_notice(conn, json_incref(msg->parent_header), text);
 }
 

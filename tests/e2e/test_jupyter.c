@@ -1051,8 +1051,9 @@ Test(jupyter, results_keep_their_ansi_colours)
 
 Test(jupyter, a_stream_message_over_the_cap_reaches_the_client_as_its_head_with_the_exact_dropped_count)
 {
-    /* the head: the cap less 64 KiB (kernelmgr/src/overcap.h); the line and its newline are one message */
-    enum { PRINTED = 70000000 + 1, HEAD = (64 << 20) - (64 << 10) };
+    /* the head: the client's send bound (--ws-queue-bytes, 16 MiB) less 64 KiB (jupyter/channels.c fit_head); the line and
+     * its newline are one message */
+    enum { PRINTED = 70000000 + 1, HEAD = (16 << 20) - (64 << 10) };
     char *id = start_kernel("{}");
     char exec_copy[64];
     got_t got = {.cut_dropped = -1};
