@@ -49,6 +49,10 @@ void gw_context_waiter_cancel(gw_context_waiter_t *waiter)
 
 static void tell_waiters(gw_context_t *ctx)
 {
+    /* whoever waited uses the context now: its idle clock starts here, not when its kernel was asked for (a start longer
+     * than --context-idle-ms had the new context culled before its creator's first request) */
+    if (!h2o_linklist_is_empty(&ctx->waiters))
+        gw_context_touch(ctx);
     while (!h2o_linklist_is_empty(&ctx->waiters)) {
         gw_context_waiter_t *waiter = H2O_STRUCT_FROM_MEMBER(gw_context_waiter_t, link, ctx->waiters.next);
         gw_context_waiter_cancel(waiter);

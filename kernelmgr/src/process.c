@@ -326,13 +326,16 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
         char twhy[KMGR_TPL_MAX_TEXT + 128];
         kmgr_fallback_t reason = KMGR_FALLBACK_UNAVAILABLE;
         snprintf(twhy, sizeof(twhy), "no template is ready");
+        /* set first: the answer (kmgr_proc_fork_answer, which frees `start`) may come before kmgr_template_fork returns, when
+         * the request's write finds the template dead */
+        proc->start = start;
         if (tpl != NULL && (reason = kmgr_template_fork(tpl, proc, start, twhy, sizeof(twhy))) == 0) {
-            /* its process comes with the template's answer (kmgr_proc_fork_answer) */
-            proc->start = start;
+            /* its process comes with the template's answer */
             *out = proc;
             ret = 0;
             goto Exit;
         }
+        proc->start = NULL;
         /* a template still starting is no news; a full queue or a request it cannot take is */
         ksys_log(reason == KMGR_FALLBACK_UNAVAILABLE ? KSYS_LOG_INFO : KSYS_LOG_WARN,
                  "the %s kernel is spawned, not forked (%s: %s)", spec->name, kmgr_fallback_name(reason), twhy);

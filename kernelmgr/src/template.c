@@ -360,7 +360,8 @@ static void flush(kmgr_template_t *tpl)
     for (kmgr_link_t *link = tpl->pending.next; tpl->fd != -1 && link != &tpl->pending; link = link->next) {
         kmgr_tpl_pending_t *p = KMGR_FROM_MEMBER(kmgr_tpl_pending_t, link, link);
         while (p->req.data != NULL) {
-            ssize_t n = write(tpl->fd, p->req.data + p->written, p->req.len - p->written);
+            /* MSG_NOSIGNAL: a template dead and not yet found so is an EPIPE here, not kgate's death by SIGPIPE */
+            ssize_t n = send(tpl->fd, p->req.data + p->written, p->req.len - p->written, MSG_NOSIGNAL);
             if (n > 0) {
                 if ((p->written += (size_t)n) == p->req.len)
                     kmgr_tpl_request_free(&p->req);
@@ -417,8 +418,8 @@ int kmgr_template_fork(kmgr_template_t *tpl, kmgr_proc_t *proc, kmgr_proc_start_
     kmgr_list_append(&tpl->pending, &p->link);
     ++tpl->npending;
     start->pending = p;
+    /* a write that fails stops the template: this start is then answered (spawned) before this returns */
     flush(tpl);
-    /* a write that failed stopped the template: the start was answered (spawned) already, still a start under way */
     return 0;
 
 Refused:

@@ -68,7 +68,8 @@ struct st_kmgr_proc_t;
 /**
  * Asks `tpl` for the kernel of `proc` as `start` says (its arguments past `<python> -m ipykernel_launcher`, environment, cwd,
  * log and rlimits), without blocking: the request is queued and written as the socket takes it. Returns 0 with
- * start->pending set: the answer comes later, from the loop, through kmgr_proc_fork_answer (forked, or a fallback reason:
+ * start->pending set (proc->start must be `start`): the answer comes later, from the loop, through kmgr_proc_fork_answer
+ * (or before this returns, when the write finds the template dead: then `start` is freed) (forked, or a fallback reason:
  * "failed", the template's death, its silence past KMGR_TPL_FORK_TIMEOUT_MS, nonsense). Else a fallback reason with `why`
  * set, and nothing queued: the queue is full (config.template_max_pending), or the request cannot be said (over
  * KMGR_TPL_MAX_FRAME, a resource limit the template does not know).

@@ -303,3 +303,20 @@ Test(template, a_start_given_up_before_the_answer_is_never_spawned)
     cr_expect_eq(s.spawned + s.forked + s.fallback[KMGR_FALLBACK_TIMEOUT], 0, "nothing started for a kernel given up");
     cr_expect_eq(kmgr_manager_num_processes(kt.mgr), 0);
 }
+
+Test(template, a_template_found_dead_by_the_write_of_a_request_has_the_start_spawned)
+{
+    setup_with("die", 0);
+    wait_template_ready();
+    kmgr_kernel_t *k1 = start(&states[0]);
+    /* the loop does not run: the template dies of the first request unseen, and the second is written to a closed socket */
+    usleep(1500 * 1000);
+    kmgr_kernel_t *k2 = start(&states[1]);
+    wait_ready(k1);
+    wait_ready(k2);
+    cr_expect_str_eq(kmgr_kernel_start_path(k1), "spawned");
+    cr_expect_str_eq(kmgr_kernel_start_path(k2), "spawned");
+    cr_expect_eq(stats().fallback[KMGR_FALLBACK_DIED], 2);
+    kmgr_kernel_destroy(k1);
+    kmgr_kernel_destroy(k2);
+}

@@ -117,9 +117,12 @@ int kmgr_kernel_interrupt(kmgr_kernel_t *kernel);
 
 kmgr_kernel_state_t kmgr_kernel_state(const kmgr_kernel_t *kernel);
 const kmgr_kernelspec_t *kmgr_kernel_spec(const kmgr_kernel_t *kernel);
-/** The kernel process id (0 when there is none). */
+/** The kernel process id (0 when there is none: queued for its start, or its template not yet answering its fork). */
 pid_t kmgr_kernel_pid(const kmgr_kernel_t *kernel);
-/** How the current process started: "forked" from a template (kmgr_manager_use_template) or "spawned"; "" when there is none. */
+/**
+ * How the current process started: "forked" from a template (kmgr_manager_use_template) or "spawned"; "" when there is none
+ * (yet: its template's answer comes through the loop).
+ */
 const char *kmgr_kernel_start_path(const kmgr_kernel_t *kernel);
 /** The connection file path of the current process. */
 const char *kmgr_kernel_connection_file(const kmgr_kernel_t *kernel);
