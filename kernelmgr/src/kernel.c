@@ -84,6 +84,7 @@ static void maybe_ready(kmgr_kernel_t *k)
     k->next_ping_at = now;
     k->ping_sent_at = 0;
     kmgr_requests_send_unsent(k);
+    kmgr_manager_schedule(k->mgr); /* its start slot is free: a queued start may go (kmgr_manager_run_pending) */
     flush_state(k);
 }
 
@@ -346,16 +347,12 @@ int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, km
     kmgr_list_init(&k->link);
     kmgr_list_init(&k->requests);
     kmgr_list_init(&k->failing);
-    if (mgr->config.max_starting != 0) {
-        unsigned launching, queued;
-        kmgr_kernels_count_starting(mgr, &launching, &queued);
-        if (launching >= mgr->config.max_starting) {
-            if (queued >= mgr->config.max_start_queue) {
-                kmgr_kernel_free(k);
-                return KSYS_ESTARTQUEUE;
-            }
-            k->queued = 1;
+    if (kmgr_kernels_must_queue(mgr, k, &ret)) {
+        if (ret != 0) {
+            kmgr_kernel_free(k);
+            return ret;
         }
+        k->queued = 1;
     }
     if (!k->queued && (ret = launch(k, why, sizeof(why))) != 0) {
         ksys_log_error("cannot start a %s kernel: %s", k->spec->name, why);
