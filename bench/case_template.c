@@ -1,7 +1,6 @@
 /* bench/case_template.c: Python kernels forked from a template (--kernel-template python3) against spawned ones
  * (--kernel-template none), two kgates side by side in one run: create to first `1+1`, a burst of contexts asked for at once,
  * and the idle PSS of ten contexts (docs/kernels.md, Kernels forked from a template). */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "support/gateway.h"
 #include "support/http.h"
 #include "wire/alloc.h"
+#include "burst.h"
 #include "cases.h"
 
 #define TEMPLATE_WAIT_MS 120000 /* the template imports ipykernel: a python start on a loaded machine */
@@ -85,40 +85,19 @@ static int sample(void *data, int side, int timed, bench_outcome_t *o)
     return err;
 }
 
-typedef struct st_burst_client_t {
-    unsigned short port;
-    pthread_barrier_t *barrier;
-    pthread_t thread;
-    char *id;
-    double ms;
-    int err;
-    char why[600];
-} burst_client_t;
-
-static void *burst_client(void *arg)
+static int create_one_and_run(void *arg, char **id, double *ms, char *why, size_t whylen)
 {
-    burst_client_t *c = arg;
-    pthread_barrier_wait(c->barrier);
-    c->err = create_and_run(c->port, "1+1", &c->id, &c->ms, c->why, sizeof(c->why));
-    return NULL;
+    return create_and_run(*(const unsigned short *)arg, "1+1", id, ms, why, whylen);
 }
 
 /* `n` contexts asked for at once, each to its first `1+1`; every latency to `out` (the max is when all were ready). */
 static int burst(template_bench_t *tb, int side, unsigned n, bench_samples_t *out)
 {
-    burst_client_t clients[MAX_BURST];
-    pthread_barrier_t barrier;
+    bench_burst_client_t clients[MAX_BURST];
     int err = 0;
 
     bench_samples_init(out, n);
-    pthread_barrier_init(&barrier, NULL, n);
-    for (unsigned i = 0; i != n; ++i) {
-        clients[i] = (burst_client_t){.port = tb->gw[side].port, .barrier = &barrier};
-        pthread_create(&clients[i].thread, NULL, burst_client, &clients[i]);
-    }
-    for (unsigned i = 0; i != n; ++i)
-        pthread_join(clients[i].thread, NULL);
-    pthread_barrier_destroy(&barrier);
+    bench_burst(create_one_and_run, &tb->gw[side].port, n, clients);
     for (unsigned i = 0; i != n; ++i) {
         if (clients[i].err != 0 && err == 0) {
             err = clients[i].err;
@@ -165,10 +144,33 @@ static int template_pid(const ts_gateway_t *gw)
     return pid;
 }
 
-/* Ten idle contexts: their kernels' PSS summed (plus the template's, which they share), per context, in MiB. */
+/* The PSS in KiB of the template's children that are none of `kernels` (its spare, forked ahead: memory kgate keeps). */
+static long long spare_pss_kib(int template, const int *kernels, size_t n)
+{
+    char path[64];
+    long long kib = 0;
+    int pid;
+    FILE *fp;
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", template, template);
+    if ((fp = fopen(path, "r")) == NULL)
+        return 0;
+    while (fscanf(fp, "%d", &pid) == 1) {
+        size_t i = 0;
+        while (i != n && kernels[i] != pid)
+            ++i;
+        if (i == n && pss_kib(pid) > 0)
+            kib += pss_kib(pid);
+    }
+    fclose(fp);
+    return kib;
+}
+
+/* Ten idle contexts: their kernels' PSS summed (plus the template's, which they share, and its spare's), per context, in MiB. */
 static int idle_pss(template_bench_t *tb, int side, double *per_context_mib)
 {
     char *ids[PSS_CONTEXTS] = {NULL}, why[600];
+    int kernels[PSS_CONTEXTS] = {0};
     long long total = 0;
     int err = 0;
 
@@ -191,7 +193,7 @@ static int idle_pss(template_bench_t *tb, int side, double *per_context_mib)
             bench_set_detail("PSS: cannot read the kernel's smaps_rollup (HTTP %d)", st);
             err = BENCH_ESTATUS;
         } else {
-            total += pss_kib(atoi(out));
+            total += pss_kib(kernels[i] = atoi(out));
         }
         free(out);
     }
@@ -199,7 +201,7 @@ static int idle_pss(template_bench_t *tb, int side, double *per_context_mib)
     if (err == 0) {
         ts_sleep_ms(1000);
         if (side == 0 && template_pid(&tb->gw[0]) > 0)
-            total += pss_kib(template_pid(&tb->gw[0]));
+            total += pss_kib(template_pid(&tb->gw[0])) + spare_pss_kib(template_pid(&tb->gw[0]), kernels, PSS_CONTEXTS);
         *per_context_mib = (double)total / 1024.0 / PSS_CONTEXTS;
     }
     for (int i = 0; i != PSS_CONTEXTS; ++i) {

@@ -150,6 +150,57 @@ static double read_starting(void *arg)
     return launching;
 }
 
+/* the kernel start figures that are no fallback reason (those are 0 .. KMGR_FALLBACK_COUNT - 1) */
+enum { START_FORKED = KMGR_FALLBACK_COUNT, START_SPAWNED, START_FALLBACK, START_TEMPLATES, START_TEMPLATE_RESTARTS };
+
+static double read_start_figure(void *arg)
+{
+    const struct st_gw_observe_start_figure_t *figure = arg;
+    kmgr_start_stats_t stats;
+    unsigned long long fallbacks = 0;
+
+    kmgr_manager_start_stats(figure->kmgr, &stats);
+    for (int i = 0; i != KMGR_FALLBACK_COUNT; ++i)
+        fallbacks += stats.fallback[i];
+    switch (figure->which) {
+    case START_FORKED:
+        return (double)stats.forked;
+    case START_SPAWNED:
+        return (double)stats.spawned;
+    case START_FALLBACK:
+        return (double)fallbacks;
+    case START_TEMPLATES:
+        return stats.templates_running;
+    case START_TEMPLATE_RESTARTS:
+        return (double)stats.template_restarts;
+    default:
+        return (double)stats.fallback[figure->which];
+    }
+}
+
+/* How kernels start (docs/kernels.md, "Kernels forked from a template"): by path, the fallbacks by reason, the templates. */
+static void register_start_figures(gw_observe_t *observe, gw_stats_t *stats)
+{
+    static const char *starts_help = "Kernel processes started, by path: forked (from a template), spawned (no template for the "
+                                     "kernelspec, or sandboxed), fallback (spawned although the kernelspec has a template)";
+    static const char *const paths[] = {"forked", "spawned", "fallback"};
+
+    for (int i = 0; i != KMGR_FALLBACK_COUNT + 5; ++i)
+        observe->start_figures[i] = (struct st_gw_observe_start_figure_t){observe->kmgr, i};
+    for (int i = 0; i != 3; ++i)
+        gw_stats_counter_fn(stats, "kgate_kernel_starts_total", starts_help, "path", paths[i], read_start_figure,
+                            &observe->start_figures[START_FORKED + i]);
+    for (int i = 0; i != KMGR_FALLBACK_COUNT; ++i)
+        gw_stats_counter_fn(stats, "kgate_kernel_start_fallbacks_total",
+                            "Kernels spawned although their kernelspec has a template, by reason", "reason",
+                            kmgr_fallback_name((kmgr_fallback_t)i), read_start_figure, &observe->start_figures[i]);
+    gw_stats_gauge_fn(stats, "kgate_kernel_templates_running", "Kernel templates ready to fork kernels", NULL, NULL,
+                      read_start_figure, &observe->start_figures[START_TEMPLATES]);
+    gw_stats_counter_fn(stats, "kgate_kernel_template_restarts_total",
+                        "Kernel template processes started again after one died or was killed", NULL, NULL, read_start_figure,
+                        &observe->start_figures[START_TEMPLATE_RESTARTS]);
+}
+
 void gw_observe_init(gw_observe_t *observe, gw_host_t *host, const gw_route_table_t *routes, kmgr_manager_t *kmgr,
                      h2o_pathconf_t *pathconf, h2o_pathconf_t *fallback)
 {
@@ -169,6 +220,7 @@ void gw_observe_init(gw_observe_t *observe, gw_host_t *host, const gw_route_tabl
                       "Kernels waiting for their spawn behind --max-starting-kernels (bounded by --max-start-queue)", NULL, NULL,
                       read_start_queue, kmgr);
     gw_stats_gauge_fn(&host->stats, "kgate_kernels_starting", "Kernels spawned and not ready yet", NULL, NULL, read_starting, kmgr);
+    register_start_figures(observe, &host->stats);
 }
 
 static void on_prometheus(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *params)

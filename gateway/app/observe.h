@@ -18,6 +18,11 @@ typedef struct st_gw_observe_t {
     kmgr_manager_t *kmgr;
     gw_access_log_t *access_log; /* --access-log's (gw_observe_set_access_log); NULL: none */
     int closed;                  /* gw_observe_close: requests disposed from now on count in no figure */
+    /* what each kernel start figure reads (kmgr_start_stats_t): the counter_fn's argument, one per series */
+    struct st_gw_observe_start_figure_t {
+        kmgr_manager_t *kmgr;
+        int which; /* a kmgr_fallback_t, or one of observe.c's START_* */
+    } start_figures[KMGR_FALLBACK_COUNT + 5];
 } gw_observe_t;
 
 /**

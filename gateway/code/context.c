@@ -49,6 +49,10 @@ void gw_context_waiter_cancel(gw_context_waiter_t *waiter)
 
 static void tell_waiters(gw_context_t *ctx)
 {
+    /* whoever waited uses the context now: its idle clock starts here, not when its kernel was asked for (a start longer
+     * than --context-idle-ms had the new context culled before its creator's first request) */
+    if (!h2o_linklist_is_empty(&ctx->waiters))
+        gw_context_touch(ctx);
     while (!h2o_linklist_is_empty(&ctx->waiters)) {
         gw_context_waiter_t *waiter = H2O_STRUCT_FROM_MEMBER(gw_context_waiter_t, link, ctx->waiters.next);
         gw_context_waiter_cancel(waiter);
@@ -104,6 +108,13 @@ static void on_kernel_message(kmgr_kernel_t *kernel, wire_channel_t channel, con
         const char *parent = nparts != 0 ? parts[0].base : NULL;
         size_t parent_len = nparts != 0 ? parts[0].len : 0;
         FOR_EACH_TAP(ctx, tap, if (tap->on_dropped != NULL) tap->on_dropped(tap, channel, parent, parent_len));
+        return;
+    }
+    if (msg->content_cut) {
+        char *parent = json_dumps(msg->parent_header, JSON_COMPACT);
+        FOR_EACH_TAP(ctx, tap, if (tap->on_cut != NULL) tap->on_cut(tap, msg);
+                     else if (tap->on_dropped != NULL) tap->on_dropped(tap, channel, parent, parent != NULL ? strlen(parent) : 0));
+        free(parent);
         return;
     }
     note_execution_count(ctx, channel, msg);

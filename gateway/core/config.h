@@ -39,8 +39,12 @@
        "a kernel not ready by then (from its spawn) has failed")                                                                   \
     XX(max_starting_kernels, unsigned, 0, "max-starting-kernels",                                                                  \
        "kernels spawned and not ready yet at once (0: the number of cores); the other starts wait their turn")                     \
+    XX(max_forking_kernels, unsigned, 0, "max-forking-kernels",                                                                    \
+       "kernels starting at once when the next is forked from a template (0: twice the cores)")                                    \
     XX(max_start_queue, unsigned, 64, "max-start-queue",                                                                           \
        "kernel starts waiting their turn; beyond: 429 TOO_MANY_CONTEXTS with Retry-After")                                         \
+    XX(kernel_template_max_pending, unsigned, 64, "kernel-template-max-pending",                                                   \
+       "fork requests waiting for a kernel template's answers; beyond: the kernel is spawned (fallback queue_full)")               \
     XX(kernel_restart_limit, unsigned, 5, "kernel-restart-limit",                                                                  \
        "automatic restarts in a row of a context's kernel that died on its own (0: none; it stays dead)")                          \
     XX(heartbeat_kill_ms, unsigned, 0, "heartbeat-kill-ms",                                                                        \

@@ -32,6 +32,8 @@ static void fill_defaults(kmgr_config_t *c)
         c->kernel_info_retry_ms = 250;
     if (c->max_message_bytes == 0 || c->max_message_bytes > INT64_MAX)
         c->max_message_bytes = KMGR_DEFAULT_MAX_MESSAGE_BYTES;
+    if (c->template_max_pending == 0)
+        c->template_max_pending = KMGR_DEFAULT_TEMPLATE_MAX_PENDING;
 }
 
 /* `path` with its symbolic links resolved (it exists): sandboxes hide and refuse it by the path bwrap resolves to. */
@@ -258,6 +260,9 @@ void kmgr_manager_run_pending(kmgr_manager_t *mgr)
         if (!kmgr_kernel_is_destroyed(kernel))
             kmgr_kernel_run_pending(kernel);
     }
+    /* a kernel that became ready scheduled this pass: the start it lets through goes now, not at the next tick (a forked
+     * kernel starts in ~0.1 s: up to half a tick lost per start, 2 at a time, made a burst wait for ticks) */
+    kmgr_kernels_start_queued(mgr);
     sweep_destroyed(mgr);
 }
 

@@ -17,6 +17,7 @@
 #include "wire/alloc.h"
 #include "wire/text.h"
 #include "ksys/errors.h"
+#include "ksys/log.h"
 #include "ksys/sandbox.h"
 #include "ksys/spawn.h"
 #include "ksys/cgroup.h"
@@ -179,19 +180,24 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
 {
     static const ksys_sandbox_t no_sandbox = {.kind = KSYS_SANDBOX_NONE};
     kmgr_proc_t *proc = wire_calloc(1, sizeof(*proc));
-    char **argv = NULL, **wrapped = NULL, *ipython_dir = NULL, *log_path = NULL, *program = NULL, pidbuf[32];
+    kmgr_proc_start_t *start = wire_calloc(1, sizeof(*start));
+    char **argv = NULL, *ipython_dir = NULL, pidbuf[32];
     envv_t envv = {NULL, 0, 0};
-    ksys_spawn_options_t opts;
-    ksys_spawn_failure_t failure;
-    ksys_spawn_rlimit_t rlimits[KSYS_LIMITS_MAX_RLIMITS];
-    int cgroup_fds[KSYS_CG_COUNT] = {-1, -1, -1};
-    int ret, log_fd;
+    kmgr_template_t *tpl = NULL;
+    int ret, use_template;
 
     if (sandbox == NULL)
         sandbox = &no_sandbox;
     if (why != NULL && whylen != 0)
         why[0] = '\0';
-    kmgr_template_t *tpl = sandbox->kind == KSYS_SANDBOX_NONE ? kmgr_template_find(mgr, spec) : NULL;
+    /* sandboxed kernels are spawned, each in its own namespaces (docs/kernels.md) */
+    use_template = sandbox->kind == KSYS_SANDBOX_NONE && kmgr_template_configured(mgr, spec);
+    if (use_template)
+        tpl = kmgr_template_find(mgr, spec);
+    start->mgr = mgr;
+    start->log_fd = -1;
+    for (int i = 0; i != KSYS_CG_COUNT; ++i)
+        start->cgroup_fds[i] = -1;
 
     kmgr_list_init(&proc->link);
     kmgr_list_init(&proc->tpl_link);
@@ -227,7 +233,7 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
         ret = KSYS_EIO;
         goto Error;
     }
-    log_path = ksys_path_join(proc->dir, "kernel.log");
+    start->log_path = ksys_path_join(proc->dir, "kernel.log");
 
     argv = wire_calloc(spec->argc + 1, sizeof(char *));
     for (size_t i = 0; i != spec->argc; ++i) {
@@ -254,8 +260,8 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
     envv_set_json(&envv, spec->env);
     envv_set_json(&envv, env);
     /* in a pid namespace kgate's pid means nothing, and ipykernel would exit when "its parent" is gone (a forked kernel's parent
-     * is its template: it outlives a template that dies) */
-    if (sandbox->kind == KSYS_SANDBOX_NONE && tpl == NULL) {
+     * is its template: it outlives a template that dies; kmgr_proc_start_spawn sets it when such a kernel is spawned) */
+    if (sandbox->kind == KSYS_SANDBOX_NONE && !use_template) {
         snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
         envv_set(&envv, "JPY_PARENT_PID", pidbuf);
     }
@@ -263,15 +269,15 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
     envv_set(&envv, "IPYTHONDIR", ipython_dir);
     envv_set(&envv, KSYS_INSTANCE_VAR, mgr->instance.token);
 
-    if ((program = find_program(argv[0], envv_get(&envv, "PATH"))) == NULL) {
+    if ((start->program = find_program(argv[0], envv_get(&envv, "PATH"))) == NULL) {
         snprintf(why, whylen, "cannot execute %s: not found on PATH", argv[0]);
         ret = KSYS_ESPAWN;
         goto Error;
     }
 
     /* stdout and stderr both to the log; stdin, the session and every other descriptor are ksys_spawn's */
-    if ((log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) == -1) {
-        snprintf(why, whylen, "cannot open %s: %s", log_path, strerror(errno));
+    if ((start->log_fd = open(start->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)) == -1) {
+        snprintf(why, whylen, "cannot open %s: %s", start->log_path, strerror(errno));
         ret = KSYS_ESPAWN;
         goto Error;
     }
@@ -279,22 +285,16 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
     proc->sandboxed = sandbox->kind != KSYS_SANDBOX_NONE;
     if ((sandbox->limits.memory_bytes != 0 && ksys_cgroups_has(&mgr->cgroups, KSYS_CG_MEMORY)) ||
         (sandbox->limits.pids != 0 && ksys_cgroups_has(&mgr->cgroups, KSYS_CG_PIDS))) {
-        if ((ret = ksys_cgroup_create(&mgr->cgroups, proc->uuid, &sandbox->limits, &proc->cgroup, cgroup_fds, why, whylen)) != 0) {
-            close(log_fd);
+        if ((ret = ksys_cgroup_create(&mgr->cgroups, proc->uuid, &sandbox->limits, &proc->cgroup, start->cgroup_fds, why,
+                                      whylen)) != 0)
             goto Error;
-        }
     }
-    opts = (ksys_spawn_options_t){.path = program,
-                                  .argv = argv,
-                                  .envp = envv.entries,
-                                  .fds = {KSYS_SPAWN_DEVNULL, log_fd, log_fd},
-                                  .cwd = cwd,
-                                  .cgroup_fds = cgroup_fds,
-                                  .ncgroup_fds = KSYS_CG_COUNT,
-                                  .rlimits = rlimits,
-                                  /* the limits a cgroup does not enforce (a sandbox's bwrap passes them on to the kernel) */
-                                  .nrlimits = ksys_limits_rlimits(&sandbox->limits, ksys_cgroups_has(&mgr->cgroups, KSYS_CG_MEMORY),
-                                                                  ksys_cgroups_has(&mgr->cgroups, KSYS_CG_PIDS), rlimits)};
+    /* the limits a cgroup does not enforce (a sandbox's bwrap passes them on to the kernel) */
+    start->nrlimits = ksys_limits_rlimits(&sandbox->limits, ksys_cgroups_has(&mgr->cgroups, KSYS_CG_MEMORY),
+                                          ksys_cgroups_has(&mgr->cgroups, KSYS_CG_PIDS), start->rlimits);
+    start->cwd = cwd != NULL ? wire_strdup(cwd) : NULL;
+    start->envp = envv.entries;
+    envv.entries = NULL;
     if (sandbox->kind == KSYS_SANDBOX_BWRAP) {
         ksys_bwrap_args_t bargs = {.bwrap = mgr->bwrap_path,
                                    .runtime_dir = mgr->runtime_dir,
@@ -307,56 +307,57 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
                                    .share_net = sandbox->share_net};
         if (mgr->bwrap_path == NULL) {
             snprintf(why, whylen, "cannot sandbox the kernel: bwrap was not found");
-            close(log_fd);
             ret = KSYS_ESPAWN;
             goto Error;
         }
         char *name = argv[0];
         /* bwrap would search its own PATH: the program found on the kernel's */
-        argv[0] = program;
-        wrapped = ksys_bwrap_argv(&bargs, argv);
+        argv[0] = start->program;
+        start->argv = ksys_bwrap_argv(&bargs, argv);
         argv[0] = name;
-        opts.path = mgr->bwrap_path;
-        opts.argv = wrapped;
-    }
-    if (tpl != NULL &&
-        kmgr_template_fork_proc(tpl, proc, argv, envv.entries, cwd, log_path, cgroup_fds, rlimits, opts.nrlimits) == 0) {
-        ret = 0;
+        start->path = wire_strdup(mgr->bwrap_path);
     } else {
-        if (tpl != NULL) {
-            snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
-            envv_set(&envv, "JPY_PARENT_PID", pidbuf);
-            opts.envp = envv.entries;
-        }
-        ret = ksys_spawn(&opts, &proc->pid, &failure);
-    }
-    close(log_fd);
-    for (int i = 0; i != KSYS_CG_COUNT; ++i)
-        if (cgroup_fds[i] != -1)
-            close(cgroup_fds[i]);
-    if (ret != 0) {
-        proc->pid = 0;
-        if (strcmp(failure.step, "chdir") == 0)
-            snprintf(why, whylen, "cannot change to directory %s: %s", cwd, strerror(failure.err));
-        else if (strcmp(failure.step, "exec") == 0)
-            snprintf(why, whylen, "cannot execute %s: %s", program, strerror(failure.err));
-        else
-            snprintf(why, whylen, "cannot start %s: %s: %s", program, failure.step, strerror(failure.err));
-        goto Error;
+        start->argv = argv;
+        argv = NULL;
+        start->path = wire_strdup(start->program);
     }
     proc->phase = KMGR_PROC_RUNNING;
-    ret = 0;
+    if (use_template) {
+        char twhy[KMGR_TPL_MAX_TEXT + 128];
+        kmgr_fallback_t reason = KMGR_FALLBACK_UNAVAILABLE;
+        snprintf(twhy, sizeof(twhy), "no template is ready");
+        /* set first: the answer (kmgr_proc_fork_answer, which frees `start`) may come before kmgr_template_fork returns, when
+         * the request's write finds the template dead */
+        proc->start = start;
+        if (tpl != NULL && (reason = kmgr_template_fork(tpl, proc, start, twhy, sizeof(twhy))) == 0) {
+            /* its process comes with the template's answer */
+            *out = proc;
+            ret = 0;
+            goto Exit;
+        }
+        proc->start = NULL;
+        /* a template still starting is no news; a full queue or a request it cannot take is */
+        ksys_log(reason == KMGR_FALLBACK_UNAVAILABLE ? KSYS_LOG_INFO : KSYS_LOG_WARN,
+                 "the %s kernel is spawned, not forked (%s: %s)", spec->name, kmgr_fallback_name(reason), twhy);
+        if ((ret = kmgr_proc_start_spawn(proc, start, why, whylen)) != 0)
+            goto Error;
+        ++mgr->start_stats.fallback[reason];
+    } else {
+        if ((ret = kmgr_proc_start_spawn(proc, start, why, whylen)) != 0)
+            goto Error;
+        ++mgr->start_stats.spawned;
+    }
+    kmgr_proc_start_free(start);
     *out = proc;
+    ret = 0;
     goto Exit;
 
 Error:
+    kmgr_proc_start_free(start);
     kmgr_proc_free(proc);
 Exit:
-    ksys_strv_free(wrapped);
     ksys_strv_free(argv);
     ksys_strv_free(envv.entries);
-    free(program);
-    free(log_path);
     free(ipython_dir);
     return ret;
 }
@@ -420,6 +421,8 @@ void kmgr_proc_reap_blocking(kmgr_proc_t *proc)
 
 const char *kmgr_proc_start_path(const kmgr_proc_t *proc)
 {
+    if (proc->start != NULL)
+        return "";
     return proc->forked ? "forked" : "spawned";
 }
 
@@ -428,6 +431,8 @@ int kmgr_proc_reap(kmgr_proc_t *proc)
     int status;
     pid_t r;
 
+    if (proc->start != NULL)
+        return 0;
     if (proc->pid == 0)
         return 1;
     if (proc->forked)
@@ -466,7 +471,9 @@ void kmgr_proc_describe_exit(const kmgr_proc_t *proc, char *buf, size_t bufsize)
         else if (proc->sandboxed && WIFEXITED(proc->wstatus) && WEXITSTATUS(proc->wstatus) > 128)
             sig = WEXITSTATUS(proc->wstatus) - 128;
     }
-    if (proc->limits.memory_bytes != 0 && ksys_cgroup_oom_kills(&proc->cgroup) != 0) {
+    if (proc->start_error != NULL) {
+        snprintf(buf, bufsize, "%s", proc->start_error);
+    } else if (proc->limits.memory_bytes != 0 && ksys_cgroup_oom_kills(&proc->cgroup) != 0) {
         ksys_format_bytes(proc->limits.memory_bytes, limit, sizeof(limit));
         snprintf(buf, bufsize, "out of memory (memory limit %s)", limit);
     } else if (sig == SIGXCPU && proc->limits.cpu_seconds != 0) {
@@ -490,6 +497,11 @@ void kmgr_proc_free(kmgr_proc_t *proc)
 {
     if (proc == NULL)
         return;
+    if (proc->start != NULL) {
+        kmgr_template_forget(proc->start);
+        kmgr_proc_start_free(proc->start);
+    }
+    free(proc->start_error);
     kmgr_channels_close(&proc->channels, 0);
     if (kmgr_link_linked(&proc->tpl_link))
         kmgr_link_unlink(&proc->tpl_link);

@@ -13,6 +13,7 @@
 #include "kmgr/manager.h"
 #include "ksys/sandbox.h"
 #include "ksys/cgroup.h"
+#include "ksys/spawn.h"
 #include "channels.h"
 #include "util_private.h"
 
@@ -24,6 +25,25 @@ typedef enum {
 } kmgr_proc_phase_t;
 
 typedef struct st_kmgr_proc_t kmgr_proc_t;
+
+/*
+ * How a process is started (process_start.c): what ksys_spawn takes, owned. A kernel forked from a template keeps it until
+ * the template's answer (template.h): "forked" frees it, anything else spawns the kernel with it instead (the fallback).
+ */
+typedef struct st_kmgr_proc_start_t {
+    kmgr_manager_t *mgr;
+    char *path;    /* what is executed: the kernel's program, or bwrap */
+    char *program; /* the kernel's program (in its failure messages) */
+    char **argv;   /* path's argv (bwrap's when sandboxed) */
+    char **envp;   /* the kernel's whole environment (without JPY_PARENT_PID when it may be forked: added to spawn it) */
+    char *cwd;     /* NULL: kgate's */
+    char *log_path;
+    int log_fd;                    /* its stdout and stderr */
+    int cgroup_fds[KSYS_CG_COUNT]; /* cgroup.procs of its cgroups, -1 where none */
+    ksys_spawn_rlimit_t rlimits[KSYS_LIMITS_MAX_RLIMITS];
+    size_t nrlimits;
+    struct st_kmgr_tpl_pending_t *pending; /* its fork request in its template's queue, while unanswered */
+} kmgr_proc_start_t;
 
 struct st_kmgr_proc_t {
     /* Link in mgr->shutting_down once detached. */
@@ -45,6 +65,9 @@ struct st_kmgr_proc_t {
     kmgr_link_t tpl_link;
     int tpl_status_known; /* `wstatus` came from the template */
     uint64_t gone_at;     /* when the pidfd said it was gone, waiting for its status (KMGR_TPL_STATUS_GRACE_MS) */
+    /* non-NULL while its template has not answered its fork request: no process yet (pid 0), but not gone either */
+    kmgr_proc_start_t *start;
+    char *start_error; /* a fallback spawn after the answer failed: why (its death reason) */
     kmgr_proc_phase_t phase;
     /* its sandbox and limits: a killed kernel's reason names the limit it hit */
     int sandboxed;
@@ -62,11 +85,23 @@ struct st_kmgr_proc_t {
  */
 int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const char *cwd, json_t *env, const ksys_sandbox_t *sandbox,
                     kmgr_proc_t **out, char *why, size_t whylen);
+/** Frees a start (closing its descriptors); its pending request, if any, must have been detached. */
+void kmgr_proc_start_free(kmgr_proc_start_t *start);
+/** Spawns `proc` as `start` says (ksys_spawn). Returns 0 with proc->pid set, or KSYS_ESPAWN with `why` set. */
+int kmgr_proc_start_spawn(kmgr_proc_t *proc, const kmgr_proc_start_t *start, char *why, size_t whylen);
+/**
+ * The template's answer to the fork request of `proc` (from template.c, never from inside kmgr_template_fork): `pid` > 0 the
+ * forked kernel (watched by its pidfd, moved to its cgroups, among the template's children), else `reason` and `why`: the
+ * kernel is spawned instead, the reason logged and counted; a spawn that fails leaves it gone with `start_error`. A proc
+ * already given up (being shut down) gets no spawn, and a forked kernel it gets is killed at once. Frees proc->start.
+ */
+void kmgr_proc_fork_answer(kmgr_proc_t *proc, struct st_kmgr_template_t *tpl, pid_t pid, kmgr_fallback_t reason, const char *why);
+
 /** Reaps the process if it has exited (WNOHANG). Returns 1 when it is (now or already) reaped. */
 int kmgr_proc_reap(kmgr_proc_t *proc);
 /** Waits until the process is gone and reaps it (for a forked one, at most KMGR_TPL_STATUS_GRACE_MS for its status). */
 void kmgr_proc_reap_blocking(kmgr_proc_t *proc);
-/** "forked" or "spawned". */
+/** "forked" or "spawned"; "" while its template has not answered. */
 const char *kmgr_proc_start_path(const kmgr_proc_t *proc);
 /** Sends `sig` to the process group (no-op once reaped). */
 void kmgr_proc_signal(kmgr_proc_t *proc, int sig);

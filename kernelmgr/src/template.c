@@ -27,6 +27,14 @@ int kmgr_template_eligible(const kmgr_kernelspec_t *spec)
            (strcmp(spec->argv[2], "ipykernel_launcher") == 0 || strcmp(spec->argv[2], "ipykernel") == 0);
 }
 
+int kmgr_template_configured(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec)
+{
+    for (kmgr_link_t *link = mgr->templates.next; link != &mgr->templates; link = link->next)
+        if (KMGR_FROM_MEMBER(kmgr_template_t, link, link)->spec == spec)
+            return 1;
+    return 0;
+}
+
 kmgr_template_t *kmgr_template_find(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec)
 {
     for (kmgr_link_t *link = mgr->templates.next; link != &mgr->templates; link = link->next) {
@@ -47,11 +55,41 @@ static void orphan_children(kmgr_template_t *tpl)
     }
 }
 
-/* Kills the template (if it runs) and reaps it; the next start is due after the backoff. */
-static void stop(kmgr_template_t *tpl, const char *why)
+static void pending_free(kmgr_template_t *tpl, kmgr_tpl_pending_t *p)
+{
+    kmgr_link_unlink(&p->link);
+    --tpl->npending;
+    kmgr_tpl_request_free(&p->req);
+    free(p);
+}
+
+/* Ends a pending request: its proc (if still waiting) gets `pid`, or is spawned for `reason`. The proc may start again at once
+ * (a fallback spawn), never re-entering the template. */
+static void pending_answer(kmgr_template_t *tpl, kmgr_tpl_pending_t *p, pid_t pid, kmgr_fallback_t reason, const char *why)
+{
+    kmgr_proc_t *proc = p->proc;
+
+    pending_free(tpl, p);
+    if (proc != NULL) {
+        proc->start->pending = NULL;
+        kmgr_proc_fork_answer(proc, tpl, pid, reason, why);
+    } else if (pid > 0) {
+        /* asked for a kernel that was given up meanwhile: nobody's (its template reaps it) */
+        kill(pid, SIGKILL);
+    }
+}
+
+/* Kills the template (if it runs) and reaps it; its pending starts are spawned (`reason`, `why`); the next start is due after
+ * the backoff. */
+static void stop(kmgr_template_t *tpl, kmgr_fallback_t reason, const char *why)
 {
     uint64_t backoff;
 
+    if (tpl->watch != NULL) {
+        tpl->mgr->ops->unwatch(tpl->mgr->loop, tpl->watch);
+        tpl->watch = NULL;
+    }
+    tpl->want_writable = 0;
     if (tpl->fd != -1) {
         close(tpl->fd);
         tpl->fd = -1;
@@ -74,7 +112,14 @@ static void stop(kmgr_template_t *tpl, const char *why)
     if (why != NULL)
         ksys_log_warn("the %s kernel template %s; kernels start without it until another is ready (in %llu ms)", tpl->spec->name,
                       why, (unsigned long long)backoff);
+    while (!kmgr_list_empty(&tpl->pending)) {
+        char text[160];
+        snprintf(text, sizeof(text), "its template %s", why != NULL ? why : "was stopped");
+        pending_answer(tpl, KMGR_FROM_MEMBER(kmgr_tpl_pending_t, link, tpl->pending.next), 0, reason, text);
+    }
 }
+
+static void on_readable(void *arg);
 
 static void start(kmgr_manager_t *mgr, kmgr_template_t *tpl)
 {
@@ -86,9 +131,10 @@ static void start(kmgr_manager_t *mgr, kmgr_template_t *tpl)
     ksys_spawn_options_t opts;
 
     tpl->started_at = ksys_now_ms();
-    ++tpl->starts;
+    if (tpl->starts++ != 0)
+        ++mgr->start_stats.template_restarts;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-        stop(tpl, "could not start (socketpair failed)");
+        stop(tpl, KMGR_FALLBACK_DIED, "could not start (socketpair failed)");
         return;
     }
     for (char **e = environ; e != NULL && *e != NULL; ++e) {
@@ -119,13 +165,16 @@ static void start(kmgr_manager_t *mgr, kmgr_template_t *tpl)
         close(sv[1]);
         free(envp);
         snprintf(why, sizeof(why), "could not start (%s: %s)", failure.step, strerror(failure.err));
-        stop(tpl, why);
+        stop(tpl, KMGR_FALLBACK_DIED, why);
         return;
     }
     free(envp);
     close(sv[1]);
     fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK);
     tpl->fd = sv[0];
+    /* its frames ("ready", answers, wait statuses) are read when the loop finds the socket readable */
+    if ((tpl->watch = mgr->ops->watch(mgr->loop, tpl->fd, on_readable, tpl)) == NULL)
+        stop(tpl, KMGR_FALLBACK_DIED, "could not be watched by the loop: killed");
 }
 
 int kmgr_manager_use_template(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec)
@@ -141,11 +190,13 @@ int kmgr_manager_use_template(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec
     if ((python = ksys_find_executable(spec->argv[0])) == NULL)
         return KSYS_ESPAWN;
     tpl = wire_calloc(1, sizeof(*tpl));
+    tpl->mgr = mgr;
     tpl->spec = spec;
     tpl->python = python;
     tpl->fd = -1;
     tpl->rbuf = wire_malloc(KMGR_TPL_MAX_FRAME + 4);
     kmgr_list_init(&tpl->children);
+    kmgr_list_init(&tpl->pending);
     kmgr_list_append(&mgr->templates, &tpl->link);
     start(mgr, tpl);
     return 0;
@@ -165,17 +216,34 @@ static void deliver_status(kmgr_template_t *tpl, pid_t pid, int wstatus)
     }
 }
 
-/* Parses what is buffered; a frame not for `want` (0: none) is handled here. Returns 1 when `*got` holds the answer to
- * request `want`, 0 when none was found, -1 when the template sent nonsense. */
-static int parse_buffered(kmgr_template_t *tpl, uint64_t want, kmgr_tpl_reply_t *got)
+static kmgr_tpl_pending_t *pending_find(kmgr_template_t *tpl, uint64_t id)
+{
+    for (kmgr_link_t *link = tpl->pending.next; link != &tpl->pending; link = link->next) {
+        kmgr_tpl_pending_t *p = KMGR_FROM_MEMBER(kmgr_tpl_pending_t, link, link);
+        if (p->id == id)
+            return p;
+    }
+    return NULL;
+}
+
+/* Handles every whole frame buffered. Returns 0, or -1 when the template sent nonsense (a frame that does not parse, an
+ * answer to no request that was written), `why` set. */
+static int parse_buffered(kmgr_template_t *tpl, char *why, size_t whylen)
 {
     size_t at = 0;
-    int found = 0;
     ssize_t n;
+    kmgr_tpl_reply_t got;
+    int ret = 0;
 
-    while (!found && (n = kmgr_tpl_parse_reply(tpl->rbuf + at, tpl->rlen - at, got)) > 0) {
+    while (ret == 0 && tpl->fd != -1 && (n = kmgr_tpl_parse_reply(tpl->rbuf + at, tpl->rlen - at, &got)) != 0) {
+        kmgr_tpl_pending_t *p;
+        if (n < 0) {
+            snprintf(why, whylen, "sent a frame kgate cannot parse: killed");
+            ret = -1;
+            break;
+        }
         at += (size_t)n;
-        switch (got->kind) {
+        switch (got.kind) {
         case KMGR_TPL_READY:
             if (!tpl->ready)
                 ksys_log_info("the %s kernel template (pid %d) is ready after %llu ms: kernels are forked from it", tpl->spec->name,
@@ -184,16 +252,29 @@ static int parse_buffered(kmgr_template_t *tpl, uint64_t want, kmgr_tpl_reply_t 
             tpl->deaths_in_row = 0;
             break;
         case KMGR_TPL_EXITED:
-            deliver_status(tpl, got->pid, got->wstatus);
+            deliver_status(tpl, got.pid, got.wstatus);
             break;
-        default:
-            found = want != 0 && got->id == want;
+        case KMGR_TPL_FORKED:
+        case KMGR_TPL_FAILED:
+            if ((p = pending_find(tpl, got.id)) == NULL || p->req.data != NULL) {
+                if (got.kind == KMGR_TPL_FORKED && got.pid > 0)
+                    kill(got.pid, SIGKILL);
+                snprintf(why, whylen, "answered request %llu, which it was not asked: killed", (unsigned long long)got.id);
+                ret = -1;
+            } else if (got.kind == KMGR_TPL_FORKED) {
+                ++tpl->forks;
+                pending_answer(tpl, p, got.pid, KMGR_FALLBACK_SETUP, NULL);
+            } else {
+                char text[KMGR_TPL_MAX_TEXT + 64];
+                snprintf(text, sizeof(text), "the template could not fork it: %s", got.text);
+                pending_answer(tpl, p, 0, KMGR_FALLBACK_FAILED, text);
+            }
             break;
         }
     }
     memmove(tpl->rbuf, tpl->rbuf + at, tpl->rlen - at);
     tpl->rlen -= at;
-    return n < 0 ? -1 : found;
+    return ret;
 }
 
 /* Reads what is there: 1 when it read something, 0 when nothing was there, -1 at end-of-file or an error (the template is
@@ -234,19 +315,23 @@ static void gone(kmgr_template_t *tpl, char *why, size_t whylen)
 
 void kmgr_template_drain(kmgr_template_t *tpl)
 {
-    kmgr_tpl_reply_t reply;
-    int got;
+    char why[160];
 
     while (tpl->fd != -1) {
-        got = read_some(tpl);
-        if (parse_buffered(tpl, 0, &reply) < 0) {
-            stop(tpl, "sent a frame kgate cannot parse");
+        int got = read_some(tpl);
+        if (parse_buffered(tpl, why, sizeof(why)) < 0) {
+            stop(tpl, KMGR_FALLBACK_PROTOCOL, why);
             return;
         }
-        if (got < 0) {
-            char why[96];
+        if (got < 0 && tpl->fd != -1) {
+            if (tpl->rlen == KMGR_TPL_MAX_FRAME + 4) {
+                /* a whole buffer and still no frame: kmgr_tpl_parse_reply refuses a length over the bound, so this is unreachable
+                 * unless the bound and the buffer disagree */
+                stop(tpl, KMGR_FALLBACK_PROTOCOL, "sent a frame over the bound: killed");
+                return;
+            }
             gone(tpl, why, sizeof(why));
-            stop(tpl, why);
+            stop(tpl, KMGR_FALLBACK_DIED, why);
             return;
         }
         if (got == 0)
@@ -254,113 +339,101 @@ void kmgr_template_drain(kmgr_template_t *tpl)
     }
 }
 
-/* Waits until `fd` is ready for `events` or `deadline` passes. Returns 1 when ready, 0 at the deadline. */
-static int wait_fd(int fd, short events, uint64_t deadline)
+static void on_readable(void *arg)
 {
-    for (;;) {
-        uint64_t now = ksys_now_ms();
-        struct pollfd pfd = {.fd = fd, .events = events};
-        int r;
-        if (now >= deadline)
-            return 0;
-        r = poll(&pfd, 1, (int)(deadline - now));
-        if (r > 0)
-            return 1;
-        if (r == -1 && errno != EINTR)
-            return 0;
+    kmgr_template_drain(arg);
+}
+
+static void flush(kmgr_template_t *tpl);
+
+static void on_writable(void *arg)
+{
+    kmgr_template_t *tpl = arg;
+
+    tpl->want_writable = 0;
+    flush(tpl);
+}
+
+/* Writes what the socket takes of the queued requests, in order; the rest when the loop finds it writable. */
+static void flush(kmgr_template_t *tpl)
+{
+    for (kmgr_link_t *link = tpl->pending.next; tpl->fd != -1 && link != &tpl->pending; link = link->next) {
+        kmgr_tpl_pending_t *p = KMGR_FROM_MEMBER(kmgr_tpl_pending_t, link, link);
+        while (p->req.data != NULL) {
+            /* MSG_NOSIGNAL: a template dead and not yet found so is an EPIPE here, not kgate's death by SIGPIPE */
+            ssize_t n = send(tpl->fd, p->req.data + p->written, p->req.len - p->written, MSG_NOSIGNAL);
+            if (n > 0) {
+                if ((p->written += (size_t)n) == p->req.len)
+                    kmgr_tpl_request_free(&p->req);
+            } else if (n == -1 && errno == EINTR) {
+                continue;
+            } else if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                if (!tpl->want_writable) {
+                    tpl->want_writable = 1;
+                    tpl->mgr->ops->notify_writable(tpl->mgr->loop, tpl->watch, on_writable, tpl);
+                }
+                return;
+            } else {
+                char why[96];
+                snprintf(why, sizeof(why), "could not be written to (%s): killed", strerror(errno));
+                stop(tpl, KMGR_FALLBACK_DIED, why);
+                return;
+            }
+        }
     }
 }
 
-int kmgr_template_fork(kmgr_template_t *tpl, const kmgr_tpl_fork_t *req, pid_t *pid, char *why, size_t whylen)
+int kmgr_template_fork(kmgr_template_t *tpl, kmgr_proc_t *proc, kmgr_proc_start_t *start, char *why, size_t whylen)
 {
-    kmgr_tpl_request_t r = {0};
-    kmgr_tpl_reply_t reply;
-    uint64_t id = ++tpl->next_id, deadline = ksys_now_ms() + KMGR_TPL_FORK_TIMEOUT_MS;
-    size_t sent = 0;
-    int ret = KSYS_ESPAWN, found = 0;
+    unsigned bound = tpl->mgr->config.template_max_pending;
+    kmgr_tpl_pending_t *p;
 
-    kmgr_tpl_request_fork(&r, id);
-    if (req->cwd != NULL)
-        kmgr_tpl_request_add(&r, 'c', req->cwd);
-    kmgr_tpl_request_add(&r, 'l', req->log_path);
-    for (char *const *a = req->args; *a != NULL; ++a)
-        kmgr_tpl_request_add(&r, 'a', *a);
-    for (char *const *e = req->envp; *e != NULL; ++e)
-        kmgr_tpl_request_add(&r, 'e', *e);
-    for (size_t i = 0; i != req->nrlimits; ++i) {
-        if (kmgr_tpl_request_rlimit(&r, req->rlimits[i].resource, req->rlimits[i].value) != 0) {
-            snprintf(why, whylen, "the template cannot set resource limit %d", req->rlimits[i].resource);
-            goto Exit;
+    if (tpl->npending >= bound) {
+        snprintf(why, whylen, "%u fork requests wait for their template's answers (the bound)", bound);
+        return KMGR_FALLBACK_QUEUE_FULL;
+    }
+    p = wire_calloc(1, sizeof(*p));
+    p->id = ++tpl->next_id;
+    kmgr_tpl_request_fork(&p->req, p->id);
+    if (start->cwd != NULL)
+        kmgr_tpl_request_add(&p->req, 'c', start->cwd);
+    kmgr_tpl_request_add(&p->req, 'l', start->log_path);
+    /* the kernel's arguments past `<python> -m ipykernel_launcher` */
+    for (char *const *a = start->argv + 3; *a != NULL; ++a)
+        kmgr_tpl_request_add(&p->req, 'a', *a);
+    for (char *const *e = start->envp; *e != NULL; ++e)
+        kmgr_tpl_request_add(&p->req, 'e', *e);
+    for (size_t i = 0; i != start->nrlimits; ++i) {
+        if (kmgr_tpl_request_rlimit(&p->req, start->rlimits[i].resource, start->rlimits[i].value) != 0) {
+            snprintf(why, whylen, "the template cannot set resource limit %d", start->rlimits[i].resource);
+            goto Refused;
         }
     }
-    if (kmgr_tpl_request_end(&r) != 0) {
-        snprintf(why, whylen, "the request is over %zu bytes (its environment?)", KMGR_TPL_MAX_FRAME);
-        goto Exit;
+    if (kmgr_tpl_request_end(&p->req) != 0) {
+        snprintf(why, whylen, "the fork request is over %zu bytes (its environment?)", KMGR_TPL_MAX_FRAME);
+        goto Refused;
     }
-    while (sent != r.len) {
-        ssize_t n = write(tpl->fd, r.data + sent, r.len - sent);
-        if (n > 0) {
-            sent += (size_t)n;
-        } else if (n == -1 && (errno == EAGAIN || errno == EINTR)) {
-            if (!wait_fd(tpl->fd, POLLOUT, deadline))
-                break;
-        } else {
-            break;
-        }
-    }
-    while (sent == r.len && (found = parse_buffered(tpl, id, &reply)) == 0) {
-        if (!wait_fd(tpl->fd, POLLIN, deadline) || read_some(tpl) < 0)
-            break;
-    }
-    if (found == 1 && reply.kind == KMGR_TPL_FORKED) {
-        *pid = reply.pid;
-        ++tpl->forks;
-        ret = 0;
-    } else if (found == 1) {
-        snprintf(why, whylen, "the template could not fork the kernel: %s", reply.text);
-    } else {
-        snprintf(why, whylen, "the template did not answer");
-        stop(tpl, found < 0 ? "sent a frame kgate cannot parse" : "did not answer a fork within its timeout: killed");
-    }
-Exit:
-    kmgr_tpl_request_free(&r);
-    return ret;
-}
-
-/* Its cgroups are joined here, by pid, before it can run any user code: that comes through its channels, once it is ready. */
-int kmgr_template_fork_proc(kmgr_template_t *tpl, kmgr_proc_t *proc, char **argv, char **envp, const char *cwd,
-                            const char *log_path, const int *cgroup_fds, const ksys_spawn_rlimit_t *rlimits, size_t nrlimits)
-{
-    kmgr_tpl_fork_t req = {
-        .cwd = cwd, .log_path = log_path, .args = argv + 3, .envp = envp, .rlimits = rlimits, .nrlimits = nrlimits};
-    char why[KMGR_TPL_MAX_TEXT + 64];
-    pid_t pid;
-    int pidfd;
-
-    if (kmgr_template_fork(tpl, &req, &pid, why, sizeof(why)) != 0) {
-        ksys_log_warn("%s; spawning the %s kernel instead", why, tpl->spec->name);
-        return -1;
-    }
-    if ((pidfd = pidfd_open(pid, 0)) == -1) {
-        ksys_log_warn("cannot watch a forked %s kernel (pidfd_open: %s); spawning it instead", tpl->spec->name, strerror(errno));
-        kill(pid, SIGKILL);
-        return -1;
-    }
-    for (int i = 0; i != KSYS_CG_COUNT; ++i) {
-        if (cgroup_fds[i] != -1 && dprintf(cgroup_fds[i], "%d", (int)pid) < 0) {
-            ksys_log_warn("cannot move a forked %s kernel into its cgroup (%s); spawning it instead", tpl->spec->name,
-                          strerror(errno));
-            pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
-            close(pidfd);
-            return -1;
-        }
-    }
-    proc->pid = pid;
-    proc->pidfd = pidfd;
-    proc->forked = 1;
-    proc->tpl = tpl;
-    kmgr_list_append(&tpl->children, &proc->tpl_link);
+    p->proc = proc;
+    p->deadline = ksys_now_ms() + KMGR_TPL_FORK_TIMEOUT_MS;
+    kmgr_list_append(&tpl->pending, &p->link);
+    ++tpl->npending;
+    start->pending = p;
+    /* a write that fails stops the template: this start is then answered (spawned) before this returns */
+    flush(tpl);
     return 0;
+
+Refused:
+    kmgr_tpl_request_free(&p->req);
+    free(p);
+    return KMGR_FALLBACK_SETUP;
+}
+
+void kmgr_template_forget(kmgr_proc_start_t *start)
+{
+    if (start->pending != NULL) {
+        start->pending->proc = NULL;
+        start->pending = NULL;
+    }
 }
 
 void kmgr_templates_tick(kmgr_manager_t *mgr, uint64_t now)
@@ -369,7 +442,14 @@ void kmgr_templates_tick(kmgr_manager_t *mgr, uint64_t now)
         kmgr_template_t *tpl = KMGR_FROM_MEMBER(kmgr_template_t, link, link);
         if (tpl->pid != 0)
             kmgr_template_drain(tpl);
-        else if (now >= tpl->restart_at)
+        /* the oldest request is first: its deadline is the earliest */
+        if (tpl->pid != 0 && !kmgr_list_empty(&tpl->pending) &&
+            now >= KMGR_FROM_MEMBER(kmgr_tpl_pending_t, link, tpl->pending.next)->deadline) {
+            char why[96];
+            snprintf(why, sizeof(why), "did not answer a fork within %d ms: killed", KMGR_TPL_FORK_TIMEOUT_MS);
+            stop(tpl, KMGR_FALLBACK_TIMEOUT, why);
+        }
+        if (tpl->pid == 0 && now >= tpl->restart_at)
             start(mgr, tpl);
     }
 }
@@ -379,7 +459,7 @@ void kmgr_templates_dispose(kmgr_manager_t *mgr)
     while (!kmgr_list_empty(&mgr->templates)) {
         kmgr_template_t *tpl = KMGR_FROM_MEMBER(kmgr_template_t, link, mgr->templates.next);
         kmgr_link_unlink(&tpl->link);
-        stop(tpl, NULL);
+        stop(tpl, KMGR_FALLBACK_DIED, NULL);
         free(tpl->rbuf);
         free(tpl->python);
         free(tpl);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "exec_helpers.h"
 #include "shared.h"
@@ -332,6 +333,53 @@ Test(lifecycle, idle_contexts_are_culled)
     free(idle);
     free(busy);
     xh_gateway_stop(&gw);
+}
+
+/* The idle clock starts when the context is ready, not when it was asked for: a kernel start longer than the idle limit
+ * (here a Python kernel whose spec sleeps 1.5 s first) must not cost the creator the context it was just given. */
+Test(lifecycle, a_context_is_idle_from_when_it_is_ready)
+{
+    static ts_gateway_t gw;
+    char dir[512], path[600];
+    FILE *f;
+
+    snprintf(dir, sizeof(dir), "%s/kgate-lifecycle-specs-%d", P_tmpdir, (int)getpid());
+    snprintf(path, sizeof(path), "%s/slowpy", dir);
+    cr_assert(mkdir(dir, 0700) == 0 && mkdir(path, 0700) == 0);
+    snprintf(path, sizeof(path), "%s/slowpy/kernel.json", dir);
+    cr_assert_not_null(f = fopen(path, "w"));
+    fputs("{\"argv\": [\"/bin/sh\", \"-c\", \"sleep 1.5; exec /usr/bin/python3 -m ipykernel_launcher -f \\\"$0\\\"\", "
+          "\"{connection_file}\"], \"display_name\": \"Slow Python\", \"language\": \"slowpy\"}\n",
+          f);
+    fclose(f);
+    const char *args[] = {"--kernel-path", dir, "--pool", "none", "--context-idle-ms", "1000", NULL};
+    xh_gateway_start(&gw, args);
+
+    int64_t asked = ts_now_ms();
+    char *ctx = NULL;
+    ts_response_t r;
+    cr_assert_eq(ts_context_create(gw.port, NULL, "slowpy", &ctx, &r), 200);
+    ts_response_dispose(&r);
+    int64_t ready = ts_now_ms();
+    cr_assert_gt(ready - asked, 1000, "the kernel started in %lld ms: the test needs a start longer than the idle limit",
+                 (long long)(ready - asked));
+    cr_assert_eq(xh_context_get(gw.port, ctx, NULL), 200, "a context %lld ms after it was ready (idle limit 1 s) is gone",
+                 (long long)(ts_now_ms() - ready));
+    ts_events_t evs;
+    xh_run_ok(gw.port, ctx, "print(1 + 1)", &evs);
+    E2E_ASSERT_TEXT(&evs, "stdout", "2\n");
+    ts_events_dispose(&evs);
+    /* and it does end once idle */
+    int64_t deadline = ts_now_ms() + 6000;
+    while (xh_context_get(gw.port, ctx, NULL) == 200 && ts_now_ms() < deadline)
+        ts_sleep_ms(50);
+    cr_assert_eq(xh_context_get(gw.port, ctx, NULL), 404, "a context idle for 6 s (limit 1 s) is still there");
+    free(ctx);
+    xh_gateway_stop(&gw);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/slowpy", dir);
+    rmdir(path);
+    rmdir(dir);
 }
 
 Test(lifecycle, too_many_contexts)

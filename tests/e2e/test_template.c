@@ -116,6 +116,22 @@ static pid_t parent_of(pid_t pid)
     return ppid;
 }
 
+/* The value of `series` (a whole series name, labels included) in GET /kgate/metrics; -1 when it is not there. */
+static double metric(const char *series)
+{
+    ts_response_t r;
+    double value = -1;
+    size_t len = strlen(series);
+
+    ts_http_request(gw.port, "GET", "/kgate/metrics", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200, "GET /kgate/metrics: HTTP %d", r.status);
+    for (const char *line = r.body; line != NULL && *line != '\0'; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+        if (strncmp(line, series, len) == 0 && line[len] == ' ')
+            value = atof(line + len + 1);
+    ts_response_dispose(&r);
+    return value;
+}
+
 /* A context of its own cwd and env, forked: the kernel's parent is the template. Returns its id (free it). */
 static char *forked_context(const char *cwd, const char *tag, pid_t tpl)
 {
@@ -277,6 +293,12 @@ Test(template, a_template_killed_with_kill_9_is_replaced)
     /* and creation forks from the new one */
     id = forked_context(gw.tmpdir, "new", tpl2);
     free(id);
+    /* the figures: two forked starts, none spawned, one template running, started again once */
+    cr_expect_eq(metric("kgate_kernel_starts_total{path=\"forked\"}"), 2);
+    cr_expect_eq(metric("kgate_kernel_starts_total{path=\"spawned\"}"), 0);
+    cr_expect_eq(metric("kgate_kernel_starts_total{path=\"fallback\"}"), 0);
+    cr_expect_eq(metric("kgate_kernel_templates_running"), 1);
+    cr_expect_eq(metric("kgate_kernel_template_restarts_total"), 1);
     xh_gateway_stop(&gw);
 }
 
@@ -320,6 +342,11 @@ Test(template, kernels_are_spawned_when_the_template_cannot_start)
     }
     json_t *c = create("{\"language\": \"python\"}");
     cr_expect_str_eq(xh_str(c, "start"), "spawned");
+    /* spawned although the kernelspec has a template: a fallback, for want of a template ready */
+    cr_expect_eq(metric("kgate_kernel_starts_total{path=\"fallback\"}"), 1);
+    cr_expect_eq(metric("kgate_kernel_start_fallbacks_total{reason=\"unavailable\"}"), 1);
+    cr_expect_eq(metric("kgate_kernel_starts_total{path=\"spawned\"}"), 0);
+    cr_expect_eq(metric("kgate_kernel_templates_running"), 0);
     char *id = strdup(xh_str(c, "id"));
     json_decref(c);
     char *out = run_stdout(id, "print(6 * 7)");
@@ -343,6 +370,10 @@ Test(template, kernel_template_none_spawns)
     json_t *c = create("{\"language\": \"python\"}");
     cr_expect_str_eq(xh_str(c, "start"), "spawned");
     json_decref(c);
+    cr_expect_eq(metric("kgate_kernel_starts_total{path=\"spawned\"}"), 1);
+    cr_expect_eq(metric("kgate_kernel_starts_total{path=\"forked\"}"), 0);
+    cr_expect_eq(metric("kgate_kernel_starts_total{path=\"fallback\"}"), 0);
+    cr_expect_eq(metric("kgate_kernel_templates_running"), 0);
     char *log = read_log();
     cr_expect_null(strstr(log, "kernel template"), "no template is started: %s", log);
     free(log);

@@ -96,6 +96,13 @@ while True:
                 # One stream message of N bytes of text, more than the client's message cap: the
                 # client passes it over and its connection goes on (the status idle below arrives).
                 good.send(iopub, "stream", {"name": "stdout", "text": "o" * int(code.split()[1])}, parent=msg)
+            if code.startswith("oversized-forged "):
+                # The same signed with the wrong key: the client must deliver none of it.
+                forger.send(iopub, "stream", {"name": "stdout", "text": "f" * int(code.split()[1])}, parent=msg)
+            if code.startswith("oversized-mixed "):
+                # N times "\u00e9\n" on stderr, after another member: 2-byte characters and escapes, 3N bytes decoded.
+                good.send(iopub, "stream", {"extra": [1, {"a": "]"}], "name": "stderr", "text": "\u00e9\n" * int(code.split()[1])},
+                          parent=msg)
             if code.startswith("oversized-reply "):
                 # The reply itself is over the cap (as with a huge exception message): the client
                 # passes it over; only the probe that follows tells it the request was dealt with.

@@ -60,6 +60,12 @@ typedef struct st_kmgr_config_t {
      * never times out for want of CPU. Restarts are not held back, but count.
      */
     unsigned max_starting;
+    /**
+     * Kernels started and not ready yet, at most, when the next start forks from a template (0: max_starting): a forked
+     * kernel's start is ~0.1-0.2 s of CPU and ~20 MiB, a spawned one's ~0.6 s and ~50 MiB, so more go at once. Both count
+     * every kernel in flight; the queue keeps the order of the starts.
+     */
+    unsigned max_forking;
     /** Kernels waiting for their spawn, at most (with max_starting; 0: none waits); beyond, kmgr_kernel_start fails with
      * KSYS_ESTARTQUEUE. */
     unsigned max_start_queue;
@@ -68,7 +74,17 @@ typedef struct st_kmgr_config_t {
      * NULL: no templates (kmgr_manager_use_template fails).
      */
     const char *template_script;
+    /**
+     * Fork requests written to a template and not answered yet, at most, per template (default
+     * KMGR_DEFAULT_TEMPLATE_MAX_PENDING). A start beyond it is spawned at once (fallback "queue_full",
+     * kmgr_start_stats_t), never held: the loop never waits on a template, and a spawn is what every start
+     * was before templates.
+     */
+    unsigned template_max_pending;
 } kmgr_config_t;
+
+/** The default of kmgr_config_t.template_max_pending: more than the starts a burst on a few cores asks for at once. */
+#define KMGR_DEFAULT_TEMPLATE_MAX_PENDING 64
 
 /**
  * Creates a manager hosted by `loop` through `ops` (both borrowed, must outlive the manager).
@@ -141,12 +157,41 @@ const char *kmgr_manager_bwrap_path(const kmgr_manager_t *mgr);
  * Starts a kernel template for `spec` (borrowed: must outlive the manager): a process of the spec's interpreter running
  * config.template_script, which imports ipykernel once and forks each kernel of `spec` on request (docs/kernels.md, "Kernels
  * forked from a template"). From when it is ready, a kernel of `spec` without a sandbox is forked from it (its start path
- * "forked", kmgr_kernel_start_path); until then, while it is dead, or when a fork fails, kernels are spawned as always. A
+ * "forked", kmgr_kernel_start_path); until then, while it is dead, or when a fork fails, kernels are spawned as always. The
+ * exchange never blocks the loop: the request is written as the template's socket takes it, the answer read when the loop
+ * finds the socket readable, and the kernel's process exists from then (its start path "" until that answer). A
  * template that dies is started again from the tick (after a backoff while it keeps dying before it is ready). Returns 0 (also
  * when `spec` has one already), KSYS_EINVAL when `spec` is no ipykernel spec (`<python> -m ipykernel_launcher ...`) or there
  * is no template_script, KSYS_ESPAWN when its interpreter is not found.
  */
 int kmgr_manager_use_template(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec);
+
+/** Why a kernel of a spec with a template was spawned instead of forked (kmgr_start_stats_t.fallback). */
+typedef enum {
+    KMGR_FALLBACK_UNAVAILABLE, /* "unavailable": no template ready (starting, or started again after a death) */
+    KMGR_FALLBACK_QUEUE_FULL,  /* "queue_full": template_max_pending requests were waiting for their answers */
+    KMGR_FALLBACK_FAILED,      /* "failed": the template answered that it could not fork */
+    KMGR_FALLBACK_TIMEOUT,     /* "timeout": no answer within KMGR_TPL_FORK_TIMEOUT_MS (the template is killed) */
+    KMGR_FALLBACK_DIED,        /* "died": the template died or closed its socket before answering */
+    KMGR_FALLBACK_PROTOCOL,    /* "protocol": the template sent a frame kgate cannot parse (it is killed) */
+    KMGR_FALLBACK_SETUP,       /* "setup": the request cannot be said, or the forked kernel not watched or moved to its cgroup */
+    KMGR_FALLBACK_COUNT
+} kmgr_fallback_t;
+
+/** The label of a fallback reason ("unavailable", ...), as in the comments above. */
+const char *kmgr_fallback_name(kmgr_fallback_t reason);
+
+/** How kernels started, since the manager was created: operators' figures. */
+typedef struct st_kmgr_start_stats_t {
+    unsigned long long forked;                        /* from a template */
+    unsigned long long spawned;                       /* a plain start: no template for the spec, or a sandboxed kernel */
+    unsigned long long fallback[KMGR_FALLBACK_COUNT]; /* spawned although the spec has a template, by reason */
+    unsigned long long template_restarts;             /* template processes started after a first one died */
+    unsigned templates_running;                       /* templates ready to fork now */
+} kmgr_start_stats_t;
+
+/** Fills `out` (a process started: counted once its path is known, when its template answered). */
+void kmgr_manager_start_stats(const kmgr_manager_t *mgr, kmgr_start_stats_t *out);
 
 /** How many processes left by dead kgates kmgr_manager_create killed in the runtime directory. */
 size_t kmgr_manager_swept(const kmgr_manager_t *mgr);
