@@ -358,6 +358,18 @@ int bk_shell_read_marker(bk_shell_t *sh, unsigned long *seq, int *status)
     }
 }
 
+ssize_t bk_shell_read_output(bk_shell_t *sh, int which, char *buf, size_t size)
+{
+    int *fd = &sh->out_fd[which];
+    ssize_t n;
+
+    if (*fd < 0)
+        return 0;
+    if ((n = read(*fd, buf, size)) == 0)
+        close_fd(fd);
+    return n;
+}
+
 void bk_shell_interrupt(bk_shell_t *sh)
 {
     if (sh->pid > 0)
