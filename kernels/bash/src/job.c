@@ -9,6 +9,7 @@
 #include "input.h"
 #include "kernel_state.h"
 #include "proc.h"
+#include "requests.h"
 #include "utf8.h"
 
 void bk_job_release(bk_job_t *job)
@@ -76,13 +77,11 @@ static void finish_execute(bk_kernel_t *k, int status, int exited, const char *w
 static void finish_complete(bk_kernel_t *k, int ok)
 {
     bk_job_t *job = &k->job;
-    const char *code = json_string_value(json_object_get(job->req->content, "code"));
+    const char *code = bk_request_code(job->req, NULL);
     char *path = complete_out_path(k), *data = wire_malloc(BK_MAX_COMPLETE_OUTPUT);
     size_t len = 0;
     json_t *matches;
 
-    if (code == NULL)
-        code = "";
     if (ok) {
         FILE *fp = fopen(path, "r");
         if (fp != NULL) {
@@ -115,15 +114,13 @@ void bk_job_execute(bk_kernel_t *k, wire_msg_t *req)
 {
     bk_job_t *job = &k->job;
     json_t *c = req->content;
-    const char *code = json_string_value(json_object_get(c, "code"));
-    size_t len = json_string_length(json_object_get(c, "code"));
+    size_t len;
+    const char *code = bk_request_code(req, &len);
     int silent = json_is_true(json_object_get(c, "silent"));
     json_t *store = json_object_get(c, "store_history");
     int store_history = !silent && (store == NULL || json_is_true(store));
     int err;
 
-    if (code == NULL)
-        code = "";
     if (store_history)
         ++k->execution_count;
     job->kind = BK_JOB_EXECUTE;
@@ -147,13 +144,11 @@ void bk_job_execute(bk_kernel_t *k, wire_msg_t *req)
 void bk_job_complete(bk_kernel_t *k, wire_msg_t *req)
 {
     bk_job_t *job = &k->job;
-    const char *code = json_string_value(json_object_get(req->content, "code"));
-    size_t len = json_string_length(json_object_get(req->content, "code"));
+    size_t len;
+    const char *code = bk_request_code(req, &len);
     json_t *pos = json_object_get(req->content, "cursor_pos");
     char *out, *line;
 
-    if (code == NULL)
-        code = "";
     /* cursor_pos counts code points (protocol 5.2); absent or null means the end. */
     size_t cursor =
         json_is_integer(pos) && json_integer_value(pos) >= 0 ? bk_utf8_offset(code, len, (size_t)json_integer_value(pos)) : len;
