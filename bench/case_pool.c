@@ -1,5 +1,4 @@
 /* bench/case_pool.c: POST /code/context from a warm pool against a cold start, and a burst of contexts asked for at once. */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 #include "support/gateway.h"
 #include "support/http.h"
 #include "wire/alloc.h"
+#include "burst.h"
 #include "cases.h"
 
 #define POOL_WAIT_MS 180000 /* the pool refilled, one python kernel after the other, on a loaded machine */
@@ -123,24 +123,16 @@ static int create_one(void *data, int cold, int timed, bench_outcome_t *o)
     return err;
 }
 
-/* One client of a burst: waits at the barrier, then asks for its context. */
-typedef struct st_burst_client_t {
+/* What a burst's clients share: the bench, and whether they ask for cold starts. */
+typedef struct st_burst_arg_t {
     pool_bench_t *pb;
-    pthread_barrier_t *barrier;
-    pthread_t thread;
     int cold;
-    char *id;
-    double ms;
-    int err;
-    char why[600];
-} burst_client_t;
+} burst_arg_t;
 
-static void *burst_client(void *arg)
+static int create_in_burst(void *arg, char **id, double *ms, char *why, size_t whylen)
 {
-    burst_client_t *c = arg;
-    pthread_barrier_wait(c->barrier);
-    c->err = create(c->pb->gw.port, c->cold, &c->id, &c->ms, c->why, sizeof(c->why));
-    return NULL;
+    burst_arg_t *b = arg;
+    return create(b->pb->gw.port, b->cold, id, ms, why, whylen);
 }
 
 static int cmp_ms(const void *a, const void *b)
@@ -158,8 +150,8 @@ static int run_bursts(pool_bench_t *pb, int cold, unsigned rounds, bench_samples
 {
     double ms[MAX_BURST];
     unsigned n = pb->self->clients;
-    burst_client_t clients[MAX_BURST];
-    pthread_barrier_t barrier;
+    bench_burst_client_t clients[MAX_BURST];
+    burst_arg_t arg = {.pb = pb, .cold = cold};
     int err = 0;
 
     bench_samples_init(out, (size_t)n * rounds);
@@ -170,14 +162,7 @@ static int run_bursts(pool_bench_t *pb, int cold, unsigned rounds, bench_samples
     for (unsigned round = 0; round != rounds && err == 0; ++round) {
         if ((err = wait_pool_full(pb)) != 0)
             break;
-        pthread_barrier_init(&barrier, NULL, n);
-        for (unsigned i = 0; i != n; ++i) {
-            clients[i] = (burst_client_t){.pb = pb, .barrier = &barrier, .cold = cold};
-            pthread_create(&clients[i].thread, NULL, burst_client, &clients[i]);
-        }
-        for (unsigned i = 0; i != n; ++i)
-            pthread_join(clients[i].thread, NULL);
-        pthread_barrier_destroy(&barrier);
+        bench_burst(create_in_burst, &arg, n, clients);
         for (unsigned i = 0; i != n; ++i)
             ms[i] = clients[i].ms;
         qsort(ms, n, sizeof(ms[0]), cmp_ms);

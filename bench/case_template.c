@@ -1,7 +1,6 @@
 /* bench/case_template.c: Python kernels forked from a template (--kernel-template python3) against spawned ones
  * (--kernel-template none), two kgates side by side in one run: create to first `1+1`, a burst of contexts asked for at once,
  * and the idle PSS of ten contexts (docs/kernels.md, Kernels forked from a template). */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "support/gateway.h"
 #include "support/http.h"
 #include "wire/alloc.h"
+#include "burst.h"
 #include "cases.h"
 
 #define TEMPLATE_WAIT_MS 120000 /* the template imports ipykernel: a python start on a loaded machine */
@@ -85,40 +85,19 @@ static int sample(void *data, int side, int timed, bench_outcome_t *o)
     return err;
 }
 
-typedef struct st_burst_client_t {
-    unsigned short port;
-    pthread_barrier_t *barrier;
-    pthread_t thread;
-    char *id;
-    double ms;
-    int err;
-    char why[600];
-} burst_client_t;
-
-static void *burst_client(void *arg)
+static int create_one_and_run(void *arg, char **id, double *ms, char *why, size_t whylen)
 {
-    burst_client_t *c = arg;
-    pthread_barrier_wait(c->barrier);
-    c->err = create_and_run(c->port, "1+1", &c->id, &c->ms, c->why, sizeof(c->why));
-    return NULL;
+    return create_and_run(*(const unsigned short *)arg, "1+1", id, ms, why, whylen);
 }
 
 /* `n` contexts asked for at once, each to its first `1+1`; every latency to `out` (the max is when all were ready). */
 static int burst(template_bench_t *tb, int side, unsigned n, bench_samples_t *out)
 {
-    burst_client_t clients[MAX_BURST];
-    pthread_barrier_t barrier;
+    bench_burst_client_t clients[MAX_BURST];
     int err = 0;
 
     bench_samples_init(out, n);
-    pthread_barrier_init(&barrier, NULL, n);
-    for (unsigned i = 0; i != n; ++i) {
-        clients[i] = (burst_client_t){.port = tb->gw[side].port, .barrier = &barrier};
-        pthread_create(&clients[i].thread, NULL, burst_client, &clients[i]);
-    }
-    for (unsigned i = 0; i != n; ++i)
-        pthread_join(clients[i].thread, NULL);
-    pthread_barrier_destroy(&barrier);
+    bench_burst(create_one_and_run, &tb->gw[side].port, n, clients);
     for (unsigned i = 0; i != n; ++i) {
         if (clients[i].err != 0 && err == 0) {
             err = clients[i].err;

@@ -233,6 +233,10 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     /* a python kernel's start is a second of CPU: more at once than cores only slows every one of them, and kgate's loop */
     kconfig.max_starting =
         config->max_starting_kernels != 0 ? config->max_starting_kernels : (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+    /* a forked start waits on its threads' hand-offs and kgate's answers as well as for CPU: two per core keep the cores busy
+     * (docs/kernels.md, "Kernels forked from a template") */
+    kconfig.max_forking =
+        config->max_forking_kernels != 0 ? config->max_forking_kernels : 2 * (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
     kconfig.max_start_queue = config->max_start_queue;
     kconfig.template_max_pending = config->kernel_template_max_pending;
     find_template_script(server->template_script, sizeof(server->template_script));

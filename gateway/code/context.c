@@ -110,6 +110,13 @@ static void on_kernel_message(kmgr_kernel_t *kernel, wire_channel_t channel, con
         FOR_EACH_TAP(ctx, tap, if (tap->on_dropped != NULL) tap->on_dropped(tap, channel, parent, parent_len));
         return;
     }
+    if (msg->content_cut) {
+        char *parent = json_dumps(msg->parent_header, JSON_COMPACT);
+        FOR_EACH_TAP(ctx, tap, if (tap->on_cut != NULL) tap->on_cut(tap, msg);
+                     else if (tap->on_dropped != NULL) tap->on_dropped(tap, channel, parent, parent != NULL ? strlen(parent) : 0));
+        free(parent);
+        return;
+    }
     note_execution_count(ctx, channel, msg);
     FOR_EACH_TAP(ctx, tap, tap->on_message(tap, channel, msg, parts, nparts));
 }

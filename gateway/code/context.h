@@ -121,6 +121,12 @@ struct st_gw_context_tap_t {
      * when unknown. Every tap hears it. NULL: the tap is not told.
      */
     void (*on_dropped)(gw_context_tap_t *tap, wire_channel_t channel, const char *parent, size_t parent_len);
+    /**
+     * An iopub `stream` message over the message cap came cut to the head of its text (kmgr_tap_cb: msg->content_cut,
+     * msg->text_dropped; borrowed for the call): no signed parts to relay, its content raw unless a run parsed it. Every tap
+     * hears it. NULL: the tap hears it as on_dropped (a relay that keeps messages for later keeps no head of the cap's size).
+     */
+    void (*on_cut)(gw_context_tap_t *tap, const wire_msg_t *msg);
     /** The kernel's state changed (kmgr_kernel_state of ctx->kernel): restarting, ready again, dead. */
     void (*on_state)(gw_context_tap_t *tap, kmgr_kernel_state_t state);
     /** The context is being destroyed: the tap is already detached, and `ctx` is still readable. */

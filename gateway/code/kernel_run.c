@@ -135,9 +135,9 @@ static void append_died_error(gw_kernel_run_t *krun)
 
 /*
  * A stream message whose content kernelmgr kept raw (the run opted in: kmgr_execute_options_t.raw_stream): its text
- * token goes into the event as the kernel encoded it (a result's MIME values likewise: wire_json_scan_bundle), unless the content
- * is not simple (then it is parsed, and a malformed one becomes today's message_undecodable notice) or the text does not fit the
- * run's output room (then the decoded text is cut at a character boundary by gw_run_append).
+ * token goes into the event as the kernel encoded it, cut to the run's output room if need be (a result's MIME values
+ * likewise: wire_json_scan_bundle), unless the content is not simple (then it is parsed, and a malformed one becomes
+ * today's message_undecodable notice).
  */
 static void append_raw_stream(gw_kernel_run_t *krun, const wire_msg_t *msg, const gw_translate_opts_t *opts)
 {
@@ -158,9 +158,9 @@ static void append_raw_stream(gw_kernel_run_t *krun, const wire_msg_t *msg, cons
         free(bundle);
         if (simple)
             return;
-    } else if (wire_json_scan_stream(msg->raw_content.base, msg->raw_content.len, &f) && f.name != NULL &&
-               gw_run_append_stream(krun->run, f.name_len == 6 && memcmp(f.name, "stderr", 6) == 0, f.text, f.text_len,
-                                    f.text_decoded_len, msg->raw_storage)) {
+    } else if (wire_json_scan_stream(msg->raw_content.base, msg->raw_content.len, &f) && f.name != NULL) {
+        gw_run_append_stream(krun->run, f.name_len == 6 && memcmp(f.name, "stderr", 6) == 0, f.text, f.text_len, f.text_decoded_len,
+                             msg->raw_storage);
         return;
     }
     /* a view of the borrowed message with its content parsed: the translation of every other message */
@@ -198,6 +198,8 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
         }
         if (msg->content_raw) {
             append_raw_stream(krun, msg, opts);
+            if (msg->content_cut)
+                gw_run_report_cut_message(run, msg->text_dropped);
             break;
         }
         if (!krun->executing && strcmp(wire_msg_type(msg), "execute_input") == 0) {

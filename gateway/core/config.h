@@ -39,6 +39,8 @@
        "a kernel not ready by then (from its spawn) has failed")                                                                   \
     XX(max_starting_kernels, unsigned, 0, "max-starting-kernels",                                                                  \
        "kernels spawned and not ready yet at once (0: the number of cores); the other starts wait their turn")                     \
+    XX(max_forking_kernels, unsigned, 0, "max-forking-kernels",                                                                    \
+       "kernels starting at once when the next is forked from a template (0: twice the cores)")                                    \
     XX(max_start_queue, unsigned, 64, "max-start-queue",                                                                           \
        "kernel starts waiting their turn; beyond: 429 TOO_MANY_CONTEXTS with Retry-After")                                         \
     XX(kernel_template_max_pending, unsigned, 64, "kernel-template-max-pending",                                                   \

@@ -27,32 +27,43 @@ gw_event_t *gw_event_render(const json_t *event, uint64_t id, int compat_execd)
 }
 
 static gw_event_t *render_member(const char *type, int64_t timestamp, const char *key, const char *value_json, size_t value_len,
-                                 wire_buf_t *storage, uint64_t id, int compat_execd);
+                                 int quoted, wire_buf_t *storage, uint64_t id, int compat_execd);
 
 gw_event_t *gw_event_render_stream(int is_stderr, int64_t timestamp, const char *text_token, size_t token_len, wire_buf_t *storage,
                                    uint64_t id, int compat_execd)
 {
-    return render_member(is_stderr ? "stderr" : "stdout", timestamp, "text", text_token, token_len,
-                         token_len >= GW_EVENT_VIEW_MIN_BYTES ? storage : NULL, id, compat_execd);
+    return gw_event_render_text(is_stderr, timestamp, text_token + 1, token_len - 2, storage, id, compat_execd);
+}
+
+gw_event_t *gw_event_render_text(int is_stderr, int64_t timestamp, const char *inner, size_t inner_len, wire_buf_t *storage,
+                                 uint64_t id, int compat_execd)
+{
+    return render_member(is_stderr ? "stderr" : "stdout", timestamp, "text", inner, inner_len, 1,
+                         inner_len + 2 >= GW_EVENT_VIEW_MIN_BYTES ? storage : NULL, id, compat_execd);
 }
 
 gw_event_t *gw_event_render_member(const char *type, int64_t timestamp, const char *key, const char *value_json, size_t value_len,
                                    uint64_t id, int compat_execd)
 {
-    return render_member(type, timestamp, key, value_json, value_len, NULL, id, compat_execd);
+    return render_member(type, timestamp, key, value_json, value_len, 0, NULL, id, compat_execd);
 }
 
+/* `quoted`: the value is a string's inside, its quotes written around it here (so that a view of a string cut short needs
+ * no closing quote of its own). */
 static gw_event_t *render_member(const char *type, int64_t timestamp, const char *key, const char *value_json, size_t value_len,
-                                 wire_buf_t *storage, uint64_t id, int compat_execd)
+                                 int quoted, wire_buf_t *storage, uint64_t id, int compat_execd)
 {
     char head[160];
     int prefix_len = compat_execd ? 0 : snprintf(head, sizeof(head), "id: %" PRIu64 "\ndata: ", id);
     /* the key order of gw_event_new + `key`, as gw_json_render writes it (tests/gateway compares the two) */
     int head_len = prefix_len + snprintf(head + prefix_len, sizeof(head) - (size_t)prefix_len,
-                                         "{\"type\":\"%.32s\",\"timestamp\":%" PRId64 ",\"%.32s\":", type, timestamp, key);
+                                         "{\"type\":\"%.32s\",\"timestamp\":%" PRId64 ",\"%.32s\":%s", type, timestamp, key,
+                                         quoted ? "\"" : "");
+    const char *tail = quoted ? "\"}\n\n" : "}\n\n";
+    size_t tail_len = quoted ? 4 : 3;
     /* with storage the value is the event's body, written from the kernel connection's buffer as it is */
     size_t copied = storage != NULL ? 0 : value_len;
-    gw_event_t *ev = wire_malloc(offsetof(gw_event_t, frame) + (size_t)head_len + copied + 3);
+    gw_event_t *ev = wire_malloc(offsetof(gw_event_t, frame) + (size_t)head_len + copied + tail_len);
 
     memset(ev, 0, offsetof(gw_event_t, frame));
     ev->id = id;
@@ -66,8 +77,8 @@ static gw_event_t *render_member(const char *type, int64_t timestamp, const char
     } else {
         memcpy(ev->frame + head_len, value_json, value_len);
     }
-    memcpy(ev->frame + head_len + copied, "}\n\n", 3);
-    ev->len = (size_t)head_len + value_len + 3;
+    memcpy(ev->frame + head_len + copied, tail, tail_len);
+    ev->len = (size_t)head_len + value_len + tail_len;
     return ev;
 }
 

@@ -62,6 +62,13 @@ gw_event_t *gw_event_render(const json_t *event, uint64_t id, int compat_execd);
 gw_event_t *gw_event_render_stream(int is_stderr, int64_t timestamp, const char *text_token, size_t token_len, wire_buf_t *storage,
                                    uint64_t id, int compat_execd);
 /**
+ * gw_event_render_stream for a text given as the inside of its token (`inner`, `inner_len` bytes of valid JSON string text,
+ * no quotes): a prefix of a validated token, cut between characters (wire_json_string_prefix), renders as well as the
+ * whole. The quotes are the frame's; with `storage`, an inside of GW_EVENT_VIEW_MIN_BYTES or more is held by reference.
+ */
+gw_event_t *gw_event_render_text(int is_stderr, int64_t timestamp, const char *inner, size_t inner_len, wire_buf_t *storage,
+                                 uint64_t id, int compat_execd);
+/**
  * Renders {"type": type, "timestamp": timestamp, key: <value>} where the value is `value_json`
  * (`value_len` bytes of one-line JSON text the caller has validated) copied as it is: what
  * gw_event_render makes of the same object built by gw_event_new, except that the value keeps its

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
+#include "wire/json_scan.h"
+#include "wire/text_scan.h"
 #include "ksys/errors.h"
 #include "core/errors.h"
 #include "core/http.h"
@@ -27,6 +29,9 @@
 #include "jupyter/jupyter.h"
 #include "jupyter/replay.h"
 #include "ksys/log.h"
+
+/* Room kept in a client's send bound for the rest of a message whose head is cut to it (fit_head). */
+#define HEAD_SLACK ((size_t)64 << 10)
 
 /* Messages a connection may send while its kernel starts or restarts, and their bytes; beyond them it
  * is closed (GW_WS_POLICY_VIOLATION): they would wait in kgate's memory. */
@@ -125,6 +130,24 @@ static json_t *dropped_parent(const char *parent, size_t parent_len)
     return obj;
 }
 
+/* kgate's word on iopub, a `stream` on stderr with `parent_header` (taken; NULL: none) as its parent, so that a notebook shows
+ * it in the cell it is about. */
+static void send_notice(gw_jconn_t *conn, json_t *parent_header, const char *text)
+{
+    wire_msg_t *msg = wire_msg_create("stream", "kgate", json_pack("{s:s, s:s}", "name", "stderr", "text", text));
+    gw_jmsg_t jmsg;
+
+    if (parent_header != NULL) {
+        json_decref(msg->parent_header);
+        msg->parent_header = parent_header;
+    }
+    if (gw_jmsg_from_wire(&jmsg, WIRE_CHANNEL_IOPUB, msg) == 0) {
+        send_to_client(conn, &jmsg);
+        gw_jmsg_dispose(&jmsg);
+    }
+    wire_msg_destroy(msg);
+}
+
 /*
  * A kernel message was over the message cap and never reached kgate whole (kernelmgr skipped it): the
  * client whose message it was (any client for iopub, the asker for a reply) gets an iopub `stream` on
@@ -138,8 +161,6 @@ static void on_kernel_dropped(gw_context_tap_t *tap, wire_channel_t channel, con
     const char *parent_id = json_string_value(json_object_get(parent_header, "msg_id"));
     size_t cap = conn->jupyter->host->config->max_message_bytes;
     char text[320];
-    wire_msg_t *msg;
-    gw_jmsg_t jmsg;
 
     if (!gw_jasked_claim(&conn->asked, channel, parent_id != NULL ? parent_id : "")) {
         json_decref(parent_header);
@@ -149,16 +170,73 @@ static void on_kernel_dropped(gw_context_tap_t *tap, wire_channel_t channel, con
              "[kgate] a kernel message on %s was larger than the message cap (%zu bytes, --max-message-bytes) and was dropped: "
              "output of this request is missing\n",
              wire_channel_name(channel), cap);
-    msg = wire_msg_create("stream", "kgate", json_pack("{s:s, s:s}", "name", "stderr", "text", text));
-    if (parent_header != NULL) {
-        json_decref(msg->parent_header);
-        msg->parent_header = parent_header;
+    send_notice(conn, parent_header, text);
+}
+
+/*
+ * The content of a head cut further to `budget` decoded bytes of text, whole characters, when it is longer (NULL: it is not,
+ * or its content was parsed): a head of the cap's size would sit past the client's send bound (--ws-queue-bytes) for as long
+ * as the client takes to read it, and a slow client would lose its connection. `*dropped` grows by what goes.
+ */
+static char *fit_head(const wire_msg_t *msg, size_t budget, uint64_t *dropped, size_t *len)
+{
+    wire_stream_fields_t f;
+    size_t keep, kept_decoded;
+    char *c;
+
+    if (!msg->content_raw || !wire_json_scan_stream(msg->raw_content.base, msg->raw_content.len, &f) || f.name == NULL ||
+        f.text_decoded_len <= budget)
+        return NULL;
+    keep = wire_json_string_prefix(f.text + 1, f.text_len - 2, budget, &kept_decoded);
+    *dropped += f.text_decoded_len - kept_decoded;
+    c = wire_malloc(f.name_len + keep + 32);
+    *len = (size_t)sprintf(c, "{\"name\":\"%.*s\",\"text\":\"", (int)f.name_len, f.name);
+    memcpy(c + *len, f.text + 1, keep);
+    memcpy(c + *len + keep, "\"}", 2);
+    *len += keep + 2;
+    return c;
+}
+
+/*
+ * A stream message over the message cap came cut to the head of its text (kernelmgr read it in pieces and verified it): the
+ * client gets the head, within its send bound less 64 KiB (fit_head), as the kernel's stream message (its header, parent and
+ * metadata as the kernel sent them), then kgate's notice of the exact count of what was dropped after it.
+ */
+static void on_kernel_cut(gw_context_tap_t *tap, const wire_msg_t *msg)
+{
+    gw_jconn_t *conn = H2O_STRUCT_FROM_MEMBER(gw_jconn_t, tap, tap);
+    const gw_config_t *config = conn->jupyter->host->config;
+    json_t *const members[GW_JMSG_NUM_PARTS] = {msg->header, msg->parent_header, msg->metadata, msg->content};
+    char *rendered[GW_JMSG_NUM_PARTS] = {NULL}, text[320];
+    size_t room = config->ws_queue_bytes > 2 * HEAD_SLACK ? config->ws_queue_bytes - HEAD_SLACK : config->ws_queue_bytes / 2;
+    uint64_t dropped = msg->text_dropped;
+    wire_frame_t parts[GW_JMSG_NUM_PARTS];
+    gw_jmsg_t jmsg;
+
+    if (!gw_jasked_claim(&conn->asked, WIRE_CHANNEL_IOPUB, wire_msg_parent_id(msg)))
+        return;
+    for (size_t i = 0; i != GW_JMSG_NUM_PARTS; ++i) {
+        /* the content as it came, the head's escapes and all, unless a run parsed it */
+        if (i == GW_JMSG_PART_CONTENT && msg->content_raw) {
+            size_t len = 0;
+            rendered[i] = fit_head(msg, room, &dropped, &len);
+            parts[i] = rendered[i] != NULL ? (wire_frame_t){rendered[i], len} : msg->raw_content;
+            continue;
+        }
+        rendered[i] = json_dumps(members[i], JSON_COMPACT);
+        parts[i] = (wire_frame_t){rendered[i], rendered[i] != NULL ? strlen(rendered[i]) : 0};
     }
-    if (gw_jmsg_from_wire(&jmsg, WIRE_CHANNEL_IOPUB, msg) == 0) {
+    if (gw_jmsg_from_decoded(&jmsg, WIRE_CHANNEL_IOPUB, msg->header, parts, NULL, 0) == 0) {
         send_to_client(conn, &jmsg);
         gw_jmsg_dispose(&jmsg);
     }
-    wire_msg_destroy(msg);
+    for (size_t i = 0; i != GW_JMSG_NUM_PARTS; ++i)
+        free(rendered[i]);
+    snprintf(text, sizeof(text),
+             "[kgate] a kernel message on iopub was larger than the message cap (%zu bytes, --max-message-bytes): its text was "
+             "cut to its head, and the %llu bytes of text after it were dropped\n",
+             config->max_message_bytes, (unsigned long long)dropped);
+    send_notice(conn, json_incref(msg->parent_header), text);
 }
 
 /* A status message kgate makes itself on iopub, as Jupyter Server does when a kernel dies. */
@@ -490,6 +568,7 @@ void gw_jupyter_channels_open(gw_jupyter_t *jupyter, h2o_req_t *req, gw_context_
     h2o_linklist_insert(&jupyter->conns, &conn->link);
     conn->tap.on_message = on_kernel_message;
     conn->tap.on_dropped = on_kernel_dropped;
+    conn->tap.on_cut = on_kernel_cut;
     conn->tap.on_state = on_kernel_state;
     conn->tap.on_destroy = on_kernel_gone;
     gw_context_tap_attach(ctx, &conn->tap);

@@ -70,6 +70,7 @@ struct st_gw_run_t {
     const char *outcome;         /* once finished */
     unsigned truncation_reported : 1;
     unsigned oversized_reported : 1;
+    unsigned cut_reported : 1;       /* a kernel message over the cap cut to its head (gw_run_report_cut_message) was reported */
     unsigned log_error_reported : 1; /* the run's stream says its log failed (its outcome is then "error") */
 };
 

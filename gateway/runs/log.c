@@ -5,11 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
+#include "wire/text_scan.h"
 #include "core/errors.h"
 #include "core/json_out.h"
 #include "runs/internal.h"
 
 #define HEADER_LEN sizeof(gw_runlog_header_t)
+/* A text cut to the run's output room this short is copied into its event rather than held in the kernel's buffer. */
+#define CUT_COPY_MAX_BYTES ((size_t)1 << 20)
 
 gw_event_t *gw_run_tail_first(gw_run_t *run)
 {
@@ -199,6 +202,15 @@ static void report_truncation(gw_run_t *run)
     gw_run_append(run, ev);
 }
 
+/* "64 MiB" or "1000000-byte": the cap as the reasons say it. */
+static void message_cap_size(size_t cap, char *size, size_t len)
+{
+    if (cap % (1u << 20) == 0)
+        snprintf(size, len, "%zu MiB", cap >> 20);
+    else
+        snprintf(size, len, "%zu-byte", cap);
+}
+
 void gw_run_report_oversized_message(gw_run_t *run)
 {
     size_t cap = run->runs->host->config->max_message_bytes;
@@ -211,10 +223,7 @@ void gw_run_report_oversized_message(gw_run_t *run)
     if (run->oversized_reported)
         return;
     run->oversized_reported = 1;
-    if (cap % (1u << 20) == 0)
-        snprintf(size, sizeof(size), "%zu MiB", cap >> 20);
-    else
-        snprintf(size, sizeof(size), "%zu-byte", cap);
+    message_cap_size(cap, size, sizeof(size));
     snprintf(reason, sizeof(reason),
              "a kernel message larger than the %s message cap (--max-message-bytes) was dropped, with what it carried for this run",
              size);
@@ -308,28 +317,65 @@ void gw_run_append(gw_run_t *run, json_t *event)
         report_truncation(run);
 }
 
-int gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, size_t token_len, size_t decoded_len,
-                         wire_buf_t *storage)
+void gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, size_t token_len, size_t decoded_len,
+                          wire_buf_t *storage)
 {
+    const char *inner = text_token + 1;
+    size_t inner_len = token_len - 2, room = run->limits.output_bytes - run->output_bytes;
+    int truncated = decoded_len > room;
     gw_event_t *ev;
 
     if (run->state == GW_RUN_FINISHED)
-        return 1;
-    /* what apply_limits does for a text that fits; one that does not is cut at a character boundary of the decoded
-     * text, which only the slow path has */
-    if (decoded_len > run->limits.output_bytes - run->output_bytes)
-        return 0;
-    run->output_bytes += decoded_len;
-    if (run->log_error != 0 && run->tail_bytes > GW_RUNLOG_TAIL_BYTES) {
-        /* drop_for_log */
-        run->output_bytes -= decoded_len;
-        run->output_dropped_bytes += decoded_len;
-        return 1;
+        return;
+    /* what apply_limits does, on the encoded text: the longest prefix of whole characters that fits */
+    if (truncated) {
+        size_t keep;
+        inner_len = wire_json_string_prefix(inner, inner_len, room, &keep);
+        run->output_dropped_bytes += decoded_len - keep;
+        decoded_len = keep;
+        /* a small head of a big text is copied, so that the kernel's buffer (up to the message cap) goes now */
+        if (inner_len <= CUT_COPY_MAX_BYTES)
+            storage = NULL;
     }
-    ev = gw_event_render_stream(is_stderr, gw_unix_ms(), text_token, token_len, storage, ++run->last_event_id,
-                                run->runs->host->config->compat_execd);
-    link_event(run, ev, 0);
-    return 1;
+    if (decoded_len != 0 || !truncated) {
+        run->output_bytes += decoded_len;
+        if (run->log_error != 0 && run->tail_bytes > GW_RUNLOG_TAIL_BYTES) {
+            /* drop_for_log */
+            run->output_bytes -= decoded_len;
+            run->output_dropped_bytes += decoded_len;
+        } else {
+            ev = gw_event_render_text(is_stderr, gw_unix_ms(), inner, inner_len, storage, ++run->last_event_id,
+                                      run->runs->host->config->compat_execd);
+            link_event(run, ev, 0);
+        }
+    }
+    if (truncated)
+        report_truncation(run);
+}
+
+void gw_run_report_cut_message(gw_run_t *run, uint64_t dropped_bytes)
+{
+    char size[32], reason[320];
+    size_t cap = run->runs->host->config->max_message_bytes;
+    json_t *ev;
+
+    if (run->state == GW_RUN_FINISHED)
+        return;
+    run->output_dropped_bytes += dropped_bytes;
+    if (run->cut_reported)
+        return;
+    run->cut_reported = 1;
+    message_cap_size(cap, size, sizeof(size));
+    snprintf(reason, sizeof(reason),
+             "a kernel message larger than the %s message cap (--max-message-bytes) was cut to the head of its text: the "
+             "%llu bytes of output after it were dropped",
+             size, (unsigned long long)dropped_bytes);
+    ev = gw_event_new("status");
+    json_object_set_new(ev, "text", json_string("output_truncated"));
+    json_object_set_new(ev, "message_limit", json_integer((json_int_t)cap));
+    json_object_set_new(ev, "dropped_bytes", json_integer((json_int_t)dropped_bytes));
+    json_object_set_new(ev, "reason", json_string(reason));
+    gw_run_append(run, ev);
 }
 
 void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t len, int is_display)

@@ -125,14 +125,14 @@ void gw_run_append(gw_run_t *run, json_t *event);
  * `text_token` (`token_len` bytes, quotes included, already validated: wire_json_scan_stream), which
  * decodes to `decoded_len` bytes, without decoding it: as gw_run_append would append
  * {"type", "timestamp", "text"} (same output accounting, same frame once parsed; core/event.h
- * gw_event_render_stream: a big token that lies in `storage`, when not NULL, is held by reference, not
- * copied). Returns 1 when done (appended, counted as dropped because the run's log
- * failed, or ignored because the run has finished), or 0 when the text does not fit the run's
- * remaining output room: nothing was done, and the caller appends the decoded event with
- * gw_run_append, which truncates it at a character boundary and reports `output_truncated`.
+ * gw_event_render_text: a big token that lies in `storage`, when not NULL, is held by reference, not
+ * copied). Text beyond the run's remaining output room is cut between characters without decoding it
+ * (wire_json_string_prefix), the rest counted as dropped and reported (`output_truncated`) as gw_run_append does;
+ * a cut head that lies in `storage` is still held by reference. Counted as dropped when the run's log failed;
+ * ignored once the run has finished.
  */
-int gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, size_t token_len, size_t decoded_len,
-                         wire_buf_t *storage);
+void gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, size_t token_len, size_t decoded_len,
+                          wire_buf_t *storage);
 
 /**
  * Appends a `result` event whose `results` is `results_json` (`len` bytes: the text of a JSON object
@@ -151,6 +151,14 @@ void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t l
  * `dropped.messages`. Ignored once the run has finished.
  */
 void gw_run_report_oversized_message(gw_run_t *run);
+
+/**
+ * A kernel stream message larger than max_message_bytes reached the run cut to the head of its text (appended before this
+ * call), and `dropped_bytes` of its text after the head (decoded bytes: what the code printed) were lost. Counts them in
+ * `dropped.output_bytes`; the first time appends a `status` event with text `output_truncated`, `message_limit`,
+ * `dropped_bytes` and a `reason` naming the cap. Ignored once the run has finished.
+ */
+void gw_run_report_cut_message(gw_run_t *run, uint64_t dropped_bytes);
 
 /**
  * Appends `execution_complete` (with execution_time in ms, `execution_count` when >= 0, and

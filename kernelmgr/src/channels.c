@@ -73,6 +73,7 @@ void kmgr_channels_close(kmgr_channels_t *ch, int keep_control)
     /* Forgetting the owner first is what stops a drain that a callback closed the channels from. */
     ch->ops = NULL;
     ch->data = NULL;
+    kmgr_overcap_dispose(&ch->overcap);
     for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i) {
         if (keep_control && i == WIRE_CHANNEL_CONTROL)
             kmgr_zsock_stop_reading(&ch->socks[i]); /* it only carries a last shutdown_request */
@@ -160,12 +161,37 @@ int kmgr_channels_drain(kmgr_channels_t *ch, wire_channel_t channel)
             more = 0;
             break;
         }
+        /* a message over the cap as it passes: only iopub's are read, for a stream's head (overcap.h) */
+        if (got == KMGR_ZSOCK_OVER_START) {
+            if (channel == WIRE_CHANNEL_IOPUB)
+                kmgr_overcap_start(&ch->overcap, ch->signer, rx.frames, rx.nframes, rx.bytes, ch->max_message_bytes);
+            continue;
+        }
+        if (got == KMGR_ZSOCK_OVER_PIECE) {
+            if (channel == WIRE_CHANNEL_IOPUB)
+                kmgr_overcap_piece(&ch->overcap, rx.frames[0].base, rx.frames[0].len);
+            bytes += rx.bytes;
+            continue;
+        }
         if (got == KSYS_EMSGSIZE) {
-            ksys_log_warn("kernel %s: a message on %s was larger than the message cap (%llu bytes): it was dropped", ch->uuid,
-                          wire_channel_name(channel), (unsigned long long)ch->max_message_bytes);
+            int forged = 0;
+            wire_msg_t *head = channel == WIRE_CHANNEL_IOPUB ? kmgr_overcap_end(&ch->overcap, &forged) : NULL;
+            /* signed with another key: not the kernel's, so nothing it tracks was lost; dropped as a small one would be */
+            if (forged) {
+                count_dropped(ch, wire_strerror(WIRE_EBADSIG));
+                continue;
+            }
+            if (head != NULL)
+                ksys_log_warn("kernel %s: a stream message on %s was larger than the message cap (%llu bytes): the head of its "
+                              "text was kept, %llu bytes of text after it were dropped",
+                              ch->uuid, wire_channel_name(channel), (unsigned long long)ch->max_message_bytes,
+                              (unsigned long long)head->text_dropped);
+            else
+                ksys_log_warn("kernel %s: a message on %s was larger than the message cap (%llu bytes): it was dropped", ch->uuid,
+                              wire_channel_name(channel), (unsigned long long)ch->max_message_bytes);
             size_t parent_len;
             const char *parent = kmgr_zsock_dropped_parent(z, &parent_len);
-            ch->ops->on_oversized(ch->data, channel, parent, parent_len);
+            ch->ops->on_oversized(ch->data, channel, head, parent, parent_len);
             continue;
         }
         if (got < 0) {

@@ -8,6 +8,7 @@
 #include "wire/message.h"
 #include "wire/signer.h"
 #include "kmgr/loop.h"
+#include "overcap.h"
 #include "zsock.h"
 
 /* Messages, and bytes, drained from one socket per wakeup before yielding back to the loop: a
@@ -53,10 +54,12 @@ typedef struct st_kmgr_channels_ops_t {
     kmgr_big_iopub_t (*big_iopub)(void *data);
     /**
      * A kernel message on `channel` was bigger than the message cap: it was skipped as it arrived
-     * (never buffered) and nobody sees it; the connection goes on. `parent` (`parent_len` bytes, or
-     * NULL) is its parent_header as sent, unverified (kmgr_zsock_dropped_parent). From kmgr_channels_drain.
+     * (never buffered); the connection goes on. `head` NULL: nobody sees it. `head` not NULL (the callee owns it): it was a
+     * verified iopub `stream` message, cut to the head of its text (overcap.h: wire_msg_t.content_cut, text_dropped), to
+     * be delivered as such. `parent` (`parent_len` bytes, or NULL) is its parent_header as sent, unverified
+     * (kmgr_zsock_dropped_parent). From kmgr_channels_drain.
      */
-    void (*on_oversized)(void *data, wire_channel_t channel, const char *parent, size_t parent_len);
+    void (*on_oversized)(void *data, wire_channel_t channel, wire_msg_t *head, const char *parent, size_t parent_len);
     /**
      * The channels marked themselves for a redrain (see `redrain`): the owner must have
      * kmgr_channels_drain_all called from the loop soon, never from inside this call.
@@ -96,6 +99,8 @@ struct st_kmgr_channels_t {
     uint64_t dropped;
     /* Set when a drain was capped with more to read: kmgr_channels_drain_all is due. */
     int redrain;
+    /* An iopub message over the cap being read as it is passed over, for the head of its text. */
+    kmgr_overcap_t overcap;
 };
 
 /**
@@ -138,9 +143,9 @@ void kmgr_channels_ping(kmgr_channels_t *ch);
  * Receives at most KMGR_DRAIN_BATCH messages, or KMGR_DRAIN_BYTES, from `channel`: each verified
  * message goes to ops->on_message, each heartbeat to ops->on_pong, and what to do with an iopub
  * message over KMGR_UNAWAITED_MAX_BYTES is asked of ops->big_iopub first, and a message over the cap
- * is reported to ops->on_oversized. Bytes stay in the connection's buffer until wire_decode copies
- * what it keeps. Returns 1 if the batch was capped with more to read, else 0 (nothing more, or the
- * channels were closed from a callback).
+ * is reported to ops->on_oversized (an iopub one read on the fly for its head: overcap.h; its pieces count as bytes drained). Bytes
+ * stay in the connection's buffer until wire_decode copies what it keeps. Returns 1 if the batch was capped with more to read, else
+ * 0 (nothing more, or the channels were closed from a callback).
  */
 int kmgr_channels_drain(kmgr_channels_t *ch, wire_channel_t channel);
 /** Retries connections due for another attempt and gives idle buffers back. Every KMGR_TICK_MS or so. */

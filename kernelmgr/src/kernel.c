@@ -84,6 +84,7 @@ static void maybe_ready(kmgr_kernel_t *k)
     k->next_ping_at = now;
     k->ping_sent_at = 0;
     kmgr_requests_send_unsent(k);
+    kmgr_manager_schedule(k->mgr); /* its start slot is free: a queued start may go (kmgr_manager_run_pending) */
     flush_state(k);
 }
 
@@ -232,20 +233,32 @@ static kmgr_big_iopub_t big_iopub(void *data)
 }
 
 /*
- * A message over the cap was skipped. Starting, the handshake retries by itself; ready, the
- * requests in flight are told and a resynchronisation begins (kmgr_resync_t): the lost message may
- * have been a reply or a status that ended something. A loss during one restarts it.
+ * A message over the cap was skipped. A verified stream message cut to its head (`head`) is output like any other, to its
+ * request: nothing was lost that tracks the kernel's state. Otherwise, starting, the handshake retries by itself; ready, the
+ * requests in flight are told and a resynchronisation begins (kmgr_resync_t): the lost message may have been a reply or a
+ * status that ended something. A loss during one restarts it. A relay hears either: the head as a message with no signed
+ * parts (kmgr_tap_cb), or that a message was lost.
  */
-static void on_oversized(void *data, wire_channel_t channel, const char *parent, size_t parent_len)
+static void on_oversized(void *data, wire_channel_t channel, wire_msg_t *head, const char *parent, size_t parent_len)
 {
+    kmgr_kernel_t *k = data;
     uint64_t generation;
 
-    kmgr_kernel_t *k = data;
-
     flush_deferred(k);
-    if (k->destroyed)
+    if (k->destroyed) {
+        wire_msg_destroy(head);
         return;
+    }
+    generation = k->generation;
     ++k->oversized;
+    if (head != NULL) {
+        if (k->state == KMGR_KERNEL_IDLE || k->state == KMGR_KERNEL_BUSY)
+            kmgr_requests_on_iopub(k, head);
+        if (k->generation == generation && !k->destroyed && k->tap != NULL)
+            k->tap(k, channel, head, NULL, 0, k->tap_data);
+        wire_msg_destroy(head);
+        return;
+    }
     if (k->state != KMGR_KERNEL_IDLE && k->state != KMGR_KERNEL_BUSY)
         return;
     memset(&k->resync, 0, sizeof(k->resync));
@@ -255,9 +268,7 @@ static void on_oversized(void *data, wire_channel_t channel, const char *parent,
     if (channel == WIRE_CHANNEL_STDIN)
         kmgr_kernel_send(k, WIRE_CHANNEL_STDIN, wire_msg_create("input_reply", k->session, json_pack("{s:s}", "value", "")));
     send_probe(k);
-    generation = k->generation;
     kmgr_requests_on_oversized(k, k->sent);
-    /* a relay's clients are told too: their requests' output may have been in it */
     if (k->generation == generation && !k->destroyed && k->tap != NULL) {
         wire_frame_t part = {(void *)parent, parent_len};
         k->tap(k, channel, NULL, parent != NULL ? &part : NULL, parent != NULL ? 1 : 0, k->tap_data);
@@ -336,16 +347,12 @@ int kmgr_kernel_start(kmgr_manager_t *mgr, const kmgr_kernel_options_t *opts, km
     kmgr_list_init(&k->link);
     kmgr_list_init(&k->requests);
     kmgr_list_init(&k->failing);
-    if (mgr->config.max_starting != 0) {
-        unsigned launching, queued;
-        kmgr_kernels_count_starting(mgr, &launching, &queued);
-        if (launching >= mgr->config.max_starting) {
-            if (queued >= mgr->config.max_start_queue) {
-                kmgr_kernel_free(k);
-                return KSYS_ESTARTQUEUE;
-            }
-            k->queued = 1;
+    if (kmgr_kernels_must_queue(mgr, k, &ret)) {
+        if (ret != 0) {
+            kmgr_kernel_free(k);
+            return ret;
         }
+        k->queued = 1;
     }
     if (!k->queued && (ret = launch(k, why, sizeof(why))) != 0) {
         ksys_log_error("cannot start a %s kernel: %s", k->spec->name, why);

@@ -196,7 +196,7 @@ struct st_kmgr_kernel_t {
     uint64_t unawaited;
     /* Shell messages sent to the current incarnation, requests and probes alike. */
     uint64_t sent;
-    /* Messages over the cap, each dropped with its connection (kmgr_kernel_oversized_messages). */
+    /* Messages over the cap, each passed over as it came (kmgr_kernel_oversized_messages). */
     uint64_t oversized;
     kmgr_resync_t resync;
     kmgr_reqtable_t table;

@@ -260,6 +260,9 @@ void kmgr_manager_run_pending(kmgr_manager_t *mgr)
         if (!kmgr_kernel_is_destroyed(kernel))
             kmgr_kernel_run_pending(kernel);
     }
+    /* a kernel that became ready scheduled this pass: the start it lets through goes now, not at the next tick (a forked
+     * kernel starts in ~0.1 s: up to half a tick lost per start, 2 at a time, made a burst wait for ticks) */
+    kmgr_kernels_start_queued(mgr);
     sweep_destroyed(mgr);
 }
 

@@ -55,6 +55,8 @@ void kmgr_kernels_count_starting(kmgr_manager_t *mgr, unsigned *launching, unsig
 void kmgr_kernel_launch_queued(kmgr_kernel_t *kernel);
 /** Spawns the oldest queued kernels while fewer than max_starting are launching (from the tick). */
 void kmgr_kernels_start_queued(kmgr_manager_t *mgr);
+/** Whether a new start of `k` must wait its turn (fails with KSYS_ESTARTQUEUE in *err when the queue is full). */
+int kmgr_kernels_must_queue(kmgr_manager_t *mgr, const struct st_kmgr_kernel_t *k, int *err);
 /** Deferred work of one kernel: re-drain after sends, deferred failures and state notices. */
 void kmgr_kernel_run_pending(kmgr_kernel_t *kernel);
 /** Whether the kernel was destroyed and is waiting to be freed. */

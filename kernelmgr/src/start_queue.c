@@ -1,6 +1,8 @@
 /* The start queue: at most max_starting kernels spawned and not ready at once, the others waiting unspawned in start order. */
+#include "ksys/errors.h"
 #include "kernel_private.h"
 #include "manager_private.h"
+#include "template.h"
 
 static int is_launching(const kmgr_kernel_t *k)
 {
@@ -17,6 +19,30 @@ void kmgr_kernels_count_starting(kmgr_manager_t *mgr, unsigned *launching, unsig
     }
 }
 
+/* How many kernels may be starting when `k` starts: more if it will fork from a ready template (max_forking). */
+static unsigned start_limit(kmgr_manager_t *mgr, const kmgr_kernel_t *k)
+{
+    if (mgr->config.max_forking != 0 && k->sandbox.kind == KSYS_SANDBOX_NONE && kmgr_template_find(mgr, k->spec) != NULL)
+        return mgr->config.max_forking;
+    return mgr->config.max_starting;
+}
+
+int kmgr_kernels_must_queue(kmgr_manager_t *mgr, const kmgr_kernel_t *k, int *err)
+{
+    unsigned launching, queued;
+
+    *err = 0;
+    if (mgr->config.max_starting == 0)
+        return 0;
+    kmgr_kernels_count_starting(mgr, &launching, &queued);
+    /* behind a queued start, in its turn: the order of the starts is kept */
+    if (queued == 0 && launching < start_limit(mgr, k))
+        return 0;
+    if (queued >= mgr->config.max_start_queue)
+        *err = KSYS_ESTARTQUEUE;
+    return 1;
+}
+
 void kmgr_kernels_start_queued(kmgr_manager_t *mgr)
 {
     unsigned launching, queued;
@@ -24,12 +50,13 @@ void kmgr_kernels_start_queued(kmgr_manager_t *mgr)
     if (mgr->config.max_starting == 0)
         return;
     kmgr_kernels_count_starting(mgr, &launching, &queued);
-    /* the kernels list is in start order: the oldest queued start goes first */
-    for (kmgr_link_t *link = mgr->kernels.next; link != &mgr->kernels && queued != 0 && launching < mgr->config.max_starting;
-         link = link->next) {
+    /* the kernels list is in start order: the oldest queued start goes first, and a start that must wait holds the rest */
+    for (kmgr_link_t *link = mgr->kernels.next; link != &mgr->kernels && queued != 0; link = link->next) {
         kmgr_kernel_t *k = kmgr_kernel_from_link(link);
         if (k->destroyed || !k->queued)
             continue;
+        if (launching >= start_limit(mgr, k))
+            break;
         --queued;
         kmgr_kernel_launch_queued(k);
         launching += k->proc != NULL;

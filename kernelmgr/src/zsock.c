@@ -404,6 +404,21 @@ static int parse(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg, size_t *need)
             msg->bytes = it.bytes;
             msg->storage = z->in.buf;
             return 1;
+        case WIRE_ZMTP_OVER_START:
+            z->consumed = it.consumed;
+            msg->frames = it.frames;
+            msg->nframes = it.nframes;
+            msg->bytes = it.bytes;
+            msg->storage = z->in.buf;
+            return KMGR_ZSOCK_OVER_START;
+        case WIRE_ZMTP_OVER_PIECE:
+            z->consumed = it.consumed;
+            z->piece = (wire_frame_t){(void *)it.body, it.len};
+            msg->frames = &z->piece;
+            msg->nframes = 1;
+            msg->bytes = it.len;
+            msg->storage = z->in.buf;
+            return KMGR_ZSOCK_OVER_PIECE;
         case WIRE_ZMTP_OVERSIZED:
             z->in.start += it.consumed;
             z->dropped_parent = it.parent;
@@ -429,8 +444,9 @@ static int read_more(kmgr_zsock_t *z, size_t need)
      * The watch is level-triggered, so whatever arrives since is signalled. */
     if (z->read_all)
         return 0;
-    /* a message being skipped is read through the buffer without growing it */
-    kmgr_bytebuf_reserve(&z->in, want > READ_MIN_BYTES ? want : READ_MIN_BYTES);
+    /* a message being skipped is read through the buffer without growing it past what the tick keeps */
+    size_t least = z->reader.skipping != WIRE_ZMTP_NEED ? KMGR_ZSOCK_KEEP_BYTES : READ_MIN_BYTES;
+    kmgr_bytebuf_reserve(&z->in, want > least ? want : least);
     for (;;) {
         size_t room = z->in.cap - z->in.end;
         ssize_t n = recv(z->fd, z->in.data + z->in.end, room, 0);
@@ -465,7 +481,7 @@ int kmgr_zsock_recv(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg)
         if (z->state < KMGR_ZSOCK_HANDSHAKE)
             return 0;
         if ((r = parse(z, msg, &need)) != 0) {
-            z->lent = r == 1;
+            z->lent = r > 0;
             return r;
         }
         if (z->state < KMGR_ZSOCK_HANDSHAKE || !read_more(z, need))

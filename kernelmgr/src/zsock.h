@@ -58,6 +58,10 @@ typedef struct st_kmgr_zsock_msg_t {
     wire_buf_t *storage;
 } kmgr_zsock_msg_t;
 
+/* kmgr_zsock_recv's results for a message over the cap, read on the fly as it is passed over (wire/zmtp_reader.h): */
+#define KMGR_ZSOCK_OVER_START 2 /* its whole frames before the one over the cap in `*msg`, `msg->bytes` that frame's size */
+#define KMGR_ZSOCK_OVER_PIECE 3 /* the next bytes of that frame: `msg->frames[0]` */
+
 /** The longest parent_header of a skipped message that is kept for its owner (kmgr_zsock_dropped_parent). */
 #define KMGR_ZSOCK_PARENT_MAX WIRE_ZMTP_PARENT_MAX
 
@@ -92,6 +96,7 @@ typedef struct st_kmgr_zsock_t {
     /* the message last returned by recv: consumed at the next recv; lent until kmgr_zsock_release */
     size_t consumed;
     int lent;
+    wire_frame_t piece; /* KMGR_ZSOCK_OVER_PIECE's frame */
     /* the stream's parser: where in the greeting, commands and messages the bytes read so far leave it */
     wire_zmtp_reader_t reader;
     /* the parent_header frame of the last message skipped over the cap, as it came (unverified: the signature covers what
@@ -136,7 +141,10 @@ int kmgr_zsock_send(kmgr_zsock_t *z, const wire_frame_t *head, size_t nhead, con
 /**
  * The next message: 1 (in `*msg`, valid until the next call or close), 0 (none now: the socket has
  * nothing more), KSYS_EMSGSIZE (one over the cap was skipped whole) or KSYS_EINVAL (one of more than
- * KMGR_ZSOCK_MAX_FRAMES frames was dropped). Reads the socket as needed; a lost connection is
+ * KMGR_ZSOCK_MAX_FRAMES frames was dropped). A message over the cap comes first as KMGR_ZSOCK_OVER_START, then
+ * KMGR_ZSOCK_OVER_PIECE results with the bytes of its frame over the cap as they arrive (each in `*msg`, valid until the next
+ * call or close, as a message), then KSYS_EMSGSIZE at its end; a lost connection in between ends it with no KSYS_EMSGSIZE
+ * (the owner sees OVER_START again for the next one). Reads the socket as needed; a lost connection is
  * retried from the tick. Handles the handshake and ZMTP commands itself.
  */
 int kmgr_zsock_recv(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg);

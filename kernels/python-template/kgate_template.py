@@ -4,8 +4,10 @@ kgate starts one of these per ipykernel kernelspec, with the spec's interpreter:
 `python3 kgate_template.py`, descriptor 3 a socket to kgate. It imports ipykernel (and with it
 IPython, zmq, jupyter_client, tornado), freezes what the imports allocated out of the garbage
 collector's reach (gc.freeze: a collection in a child would otherwise write to every shared
-page), says "ready" and then only forks kernels when kgate asks. It never runs user code, holds no
-connection file, key, socket or thread of any kernel, and owns nothing of any user.
+page), learns from a probe kernel which of its pages a kernel's start writes (kgate_hotset.py:
+each kernel then copies them in a few calls instead of a fault each), says "ready" and then only
+forks kernels when kgate asks. It never runs user code, holds no connection file, key, socket or
+thread of any kernel, and owns nothing of any user.
 
 Frames both ways: a 4-byte big-endian length, then fields, each a 4-byte big-endian length and its
 bytes (kernelmgr/src/tplproto.h is the C side; tests/kernelmgr/test_tplproto.c its tests).
@@ -15,7 +17,9 @@ template -> kgate: ["ready", pid], ["forked", id, pid] (right after the fork: th
 ["failed", id, message], ["exited", pid, wait status].
 """
 
+import functools
 import gc
+import json
 import os
 import random
 import resource
@@ -47,12 +51,15 @@ import jupyter_client.session  # noqa: F401
 import IPython.core.completerlib  # noqa: F401 (imported by every kernel's initialisation)
 import faulthandler  # noqa: F401 (likewise)
 from jupyter_client import localinterfaces
+import kgate_hotset  # noqa: E402 (next to this file)
 
 # the host's addresses, found by running `ip addr` and cached in the module: once here, not a fork and exec per kernel
 localinterfaces.localhost()
 
 MAX_FRAME = 1 << 20  # kgate's KMGR_TPL_MAX_FRAME
 SOCK = 3
+PROBE_TIMEOUT_S = 60  # the probe kernel's start and two cells, on a loaded machine; beyond, kernels fault page by page
+HOT = []  # the runs of pages every forked kernel copies first (kgate_hotset), learned from the probe
 
 RLIMITS = {
     "AS": resource.RLIMIT_AS,
@@ -92,6 +99,8 @@ def parse_fields(body):
 
 def child_setup(req):
     """In the child, before any kernel code: what makes it a kernel of its own."""
+    # first: the pages its start writes, copied in a few calls rather than a fault each (kgate_hotset)
+    kgate_hotset.populate(HOT)
     os.setsid()
     set_name(os.path.basename(sys.executable))
     log = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -129,7 +138,52 @@ def child_run(req):
     config.HistoryManager.hist_file = ":memory:"
     # parent_handle 1: no thread polling for the parent's death (its parent is this template, which a kernel outlives; kgate
     # watches the kernel, and its instance mark has it killed with kgate), and no console banner in its log
-    IPKernelApp.launch_instance(argv=req["args"], parent_handle=1, config=config)
+    app = IPKernelApp.instance(parent_handle=1, config=config)
+    if is_plain_connection_args(app, req["args"]):
+        app.parse_command_line = functools.partial(parse_connection_args, app)
+    app.initialize(req["args"])
+    app.start()
+
+
+def is_plain_connection_args(app, args):
+    """Whether `args` is `-f <file>` alone (kgate's spec for ipykernel) and `-f` means what ipykernel's aliases say."""
+    return len(args) == 2 and args[0] == "-f" and app.aliases.get("f") == "IPKernelApp.connection_file"
+
+
+def parse_connection_args(app, argv):
+    """traitlets' Application.parse_command_line for `-f <file>` alone, with the same outcome (cli_config, argv, extra_args)
+    without the argument parser it builds from every configurable class's traits (a tenth of a forked kernel's start)."""
+    from traitlets.config import Config
+
+    app.argv = list(argv)
+    cli = Config()
+    cli.IPKernelApp.connection_file = argv[1]
+    app.cli_config = cli
+    app.update_config(app.cli_config)
+    app.extra_args = []
+
+
+def run_child(req):
+    """The forked child's whole life: set-up, then the kernel; never returns."""
+    code = 127
+    try:
+        child_setup(req)
+        code = 0
+        child_run(req)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 0
+    except BaseException:  # noqa: B902: anything at all ends this kernel, never the template
+        import traceback
+
+        # to its kernel.log once child_setup has opened it: kgate quotes the tail in the kernel's death reason
+        traceback.print_exc()
+        code = code or 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
 
 
 def fork(fields):
@@ -154,28 +208,97 @@ def fork(fields):
         raise RuntimeError("the template has %d threads: a fork would copy their locks" % threading.active_count())
     pid = os.fork()
     if pid == 0:
-        code = 127
-        try:
-            child_setup(req)
-            code = 0
-            child_run(req)
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 0
-        except BaseException:  # noqa: B902: anything at all ends this kernel, never the template
-            import traceback
-
-            # to its kernel.log once child_setup has opened it: kgate quotes the tail in the kernel's death reason
-            traceback.print_exc()
-            code = code or 1
-        finally:
-            try:
-                sys.stdout.flush()
-                sys.stderr.flush()
-            finally:
-                os._exit(code)
+        run_child(req)
     # answered at once: kgate's loop waits for this answer, not for the child's set-up (a failure there is the kernel's
     # death before it was ready, its reason in its log, as for a spawned kernel that fails after exec)
     return pid, None
+
+
+def probe_client(conn_file, dump_path):
+    """In a child beside the probe kernel: kgate's first exchanges with a kernel (kernel_info, `1+1`), then the dump."""
+    from jupyter_client.blocking import BlockingKernelClient
+
+    kc = BlockingKernelClient(connection_file=conn_file)
+    kc.load_connection_file()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=PROBE_TIMEOUT_S)
+        for code in ("1+1", "import kgate_hotset\nkgate_hotset.dump(%r, kgate_hotset.TEMPLATE_MAPS)" % dump_path):
+            reply = kc.execute_interactive(code, timeout=PROBE_TIMEOUT_S, output_hook=lambda msg: None)
+            if reply["content"]["status"] != "ok":
+                raise RuntimeError("the probe kernel answered %s" % reply["content"]["status"])
+    finally:
+        kc.stop_channels()
+
+
+def learn_hot_pages():
+    """Forks a probe kernel and a client for it: (the runs of this template's pages a kernel's start writes, None), or
+    ([], why) when there are none to copy.
+
+    The probe is a kernel like any other (its own directory, connection file and key, removed after), run before the
+    template says "ready": nothing of any user is ever in it. A probe that fails leaves kernels to fault as before."""
+    import shutil
+    import tempfile
+    import time
+
+    if not kgate_hotset.supported():
+        return [], "this Linux has no MADV_POPULATE_WRITE"
+    tmp = tempfile.mkdtemp(prefix="kgate-probe-")
+    conn_file, dump_path = os.path.join(tmp, "connection.json"), os.path.join(tmp, "hot.json")
+    with open(os.open(conn_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+        json.dump({"transport": "ipc", "ip": os.path.join(tmp, "ch"), "shell_port": 1, "iopub_port": 2, "stdin_port": 3,
+                   "control_port": 4, "hb_port": 5, "key": os.urandom(32).hex(), "signature_scheme": "hmac-sha256",
+                   "kernel_name": "probe"}, f)
+    kgate_hotset.TEMPLATE_MAPS = kgate_hotset.writable_maps()
+    env = dict(os.environ, IPYTHONDIR=os.path.join(tmp, "ipython"), NO_COLOR="1")
+    req = {"cwd": tmp, "log": os.path.join(tmp, "kernel.log"), "args": ["-f", conn_file], "env": env, "rlimits": []}
+    kernel = client = 0
+    try:
+        kernel = os.fork()
+        if kernel == 0:
+            run_child(req)
+        client = os.fork()
+        if client == 0:
+            code = 1
+            try:
+                os.closerange(3, 65536)
+                probe_client(conn_file, dump_path)
+                code = 0
+            finally:
+                os._exit(code)
+        deadline = time.monotonic() + PROBE_TIMEOUT_S
+        status = None
+        while status is None and time.monotonic() < deadline:
+            pid, st = os.waitpid(client, os.WNOHANG)
+            status = st if pid == client else None
+            if status is None:
+                time.sleep(0.02)
+        if status is None:
+            return [], "the probe kernel did not answer within %d s" % PROBE_TIMEOUT_S
+        if status != 0 or not os.path.exists(dump_path):
+            return [], "the probe kernel failed (its log: %s)" % read_tail(req["log"])
+        return kgate_hotset.load(dump_path), None
+    finally:
+        for pid in (client, kernel):
+            if pid > 0:
+                for kill in (os.killpg, os.kill):  # the group: the kernel's set-up made it a session leader
+                    try:
+                        kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                try:
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def read_tail(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()[-300:].decode("utf-8", "replace").strip().replace("\n", " | ")
+    except OSError as e:
+        return str(e)
 
 
 def reap():
@@ -198,6 +321,10 @@ def main():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.collect()
     gc.freeze()
+    global HOT
+    HOT, why = learn_hot_pages()
+    if why is not None:
+        sys.stderr.write("kgate template: kernels copy their pages one fault at a time: %s\n" % why)
     send(b"ready", os.getpid())
     buf = b""
     while True:

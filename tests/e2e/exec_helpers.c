@@ -219,6 +219,37 @@ int xh_context_get(unsigned short port, const char *ctx_id, json_t **out)
     return st;
 }
 
+json_t *xh_context(unsigned short port, const char *ctx_id)
+{
+    json_t *c = NULL;
+    int st = xh_context_get(port, ctx_id, &c);
+    cr_assert(st == 200 && c != NULL, "GET /code/contexts/%s: HTTP %d", ctx_id, st);
+    return c;
+}
+
+json_t *xh_context_wait_status(unsigned short port, const char *ctx_id, const char *status, unsigned ms)
+{
+    int64_t deadline = ts_now_ms() + ms;
+    for (;;) {
+        json_t *c = xh_context(port, ctx_id);
+        if (strcmp(xh_str(c, "status"), status) == 0)
+            return c;
+        cr_assert(ts_now_ms() < deadline, "context status not %s within %u ms: %s", status, ms, xh_str(c, "status"));
+        json_decref(c);
+        usleep(50 * 1000);
+    }
+}
+
+char *xh_run_stdout(unsigned short port, const char *ctx_id, const char *code)
+{
+    ts_events_t evs;
+    xh_run_ok(port, ctx_id, code, &evs);
+    char *out = ts_events_text(&evs, "stdout");
+    ts_events_dispose(&evs);
+    cr_assert_not_null(out, "`%s` printed nothing", code);
+    return out;
+}
+
 const char *xh_str(json_t *obj, const char *key)
 {
     const char *s = json_string_value(json_object_get(obj, key));

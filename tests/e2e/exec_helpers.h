@@ -64,6 +64,18 @@ json_t *xh_execution_wait_state(unsigned short port, const char *exec_id, const 
 /** GET /code/contexts/{id}; returns the status, and the body as JSON in *out (may be NULL; a new reference). */
 int xh_context_get(unsigned short port, const char *ctx_id, json_t **out);
 
+/** GET /code/contexts/{id}; asserts 200 with a JSON body; returns it (a new reference). */
+json_t *xh_context(unsigned short port, const char *ctx_id);
+
+/**
+ * Polls GET /code/contexts/{id} every 50 ms until its `status` is `status` (a kernel killed, restarted, dead); asserts
+ * that happens within `ms`; returns the context object (a new reference).
+ */
+json_t *xh_context_wait_status(unsigned short port, const char *ctx_id, const char *status, unsigned ms);
+
+/** Runs `code` in `ctx_id` (xh_run_ok) and returns what it printed on stdout (free it; asserted not NULL). */
+char *xh_run_stdout(unsigned short port, const char *ctx_id, const char *code);
+
 /** A string field of a JSON object, or "" (never NULL). */
 const char *xh_str(json_t *obj, const char *key);
 

@@ -349,3 +349,18 @@ int js_expect_steps(const char *client, const js_run_t *run, const char *const *
     json_decref(seen);
     return exited_ok && all;
 }
+
+const char *js_modules_dir(const char *env, const char *dflt)
+{
+    const char *d = getenv(env);
+    return d != NULL && *d != '\0' ? d : dflt;
+}
+
+void js_assert_installed(const char *modules_dir, const char *package, const char *lock)
+{
+    char path[1024];
+
+    snprintf(path, sizeof(path), "%s/node_modules/%s/package.json", modules_dir, package);
+    cr_assert(access(path, R_OK) == 0, "%s is not installed in %s: deploy/deps.sh installs it (npm ci of %s)", package, modules_dir,
+              lock);
+}

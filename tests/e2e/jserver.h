@@ -72,4 +72,13 @@ void js_run_dispose(js_run_t *run);
  */
 int js_expect_steps(const char *client, const js_run_t *run, const char *const *steps);
 
+/** Where deploy/deps.sh installed a client script's npm lock: $`env` when set and not empty, else `dflt`. */
+const char *js_modules_dir(const char *env, const char *dflt);
+
+/**
+ * Asserts (cr_assert) that the npm package `package` is installed in `modules_dir`/node_modules: the message names
+ * `lock`, the package-lock.json deploy/deps.sh runs `npm ci` on (a missing client is a failure, never a skip).
+ */
+void js_assert_installed(const char *modules_dir, const char *package, const char *lock);
+
 #endif

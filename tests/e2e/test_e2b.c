@@ -40,12 +40,6 @@ int __lsan_is_turned_off(void)
     return 1;
 }
 
-static const char *modules_dir(void)
-{
-    const char *d = getenv("KGATE_E2B_CLIENT_DIR");
-    return d != NULL && *d != '\0' ? d : DEFAULT_MODULES_DIR;
-}
-
 static void fini(void)
 {
     xh_gateways_stop_all();
@@ -56,15 +50,13 @@ TestSuite(e2b, .fini = fini, .timeout = 600);
 /* Runs the script's `scenario` (`token` may be NULL; no --url when `with_url` is 0) and asserts every step in `steps` passed. */
 static void run_client(const char *scenario, int with_url, const char *token, const char *const *steps)
 {
-    char package[1024], url[64];
-    const char *argv[16] = {"node",      SCRIPT,        "--scenario",   scenario,
-                            "--modules", modules_dir(), "--timeout-ms", SCRIPT_TIMEOUT_S "000"};
+    const char *modules = js_modules_dir("KGATE_E2B_CLIENT_DIR", DEFAULT_MODULES_DIR);
+    char url[64];
+    const char *argv[16] = {"node", SCRIPT, "--scenario", scenario, "--modules", modules, "--timeout-ms", SCRIPT_TIMEOUT_S "000"};
     size_t n = 8;
     js_run_t run;
 
-    snprintf(package, sizeof(package), "%s/node_modules/@e2b/code-interpreter/package.json", modules_dir());
-    cr_assert(access(package, R_OK) == 0, "@e2b/code-interpreter is not installed in %s: deploy/deps.sh installs it (npm ci of %s)",
-              modules_dir(), KGATE_SOURCE_DIR "/tests/e2e/e2b_client/package-lock.json");
+    js_assert_installed(modules, "@e2b/code-interpreter", KGATE_SOURCE_DIR "/tests/e2e/e2b_client/package-lock.json");
     snprintf(url, sizeof(url), "http://127.0.0.1:%u", gateway.port);
     if (with_url) {
         argv[n++] = "--url";

@@ -380,6 +380,66 @@ Test(execd, runtime_init_with_a_failing_prestart_stays_closed)
 }
 
 /*
+ * The lifecycle's preStart and the entrypoint, as bootstrap.sh (run_bootstrap) and the drop-in's --init (run_dropin_init)
+ * start them: `lifecycle` is OPENSANDBOX_LIFECYCLE with `prestart` as its command, `cmd` the entrypoint `entrypoint` after
+ * it writes the OPENSANDBOX_LIFECYCLE it sees to <dir>/entry-env.
+ */
+static void lifecycle_and_entrypoint(const char *prestart, const char *entrypoint, char *lifecycle, size_t lifecycle_size,
+                                     char *cmd, size_t cmd_size)
+{
+    snprintf(lifecycle, lifecycle_size, "OPENSANDBOX_LIFECYCLE={\"preStart\": {\"command\": [\"sh\", \"-c\", \"%s\"]}}", prestart);
+    snprintf(cmd, cmd_size, "echo \"[$OPENSANDBOX_LIFECYCLE]\" > %s/entry-env; %s", dir, entrypoint);
+}
+
+/* Waits for `pid` (its wait status) for `ms` at most; then kills it and fails, with `who` and its output <dir>/`log`. */
+static int wait_exit(pid_t pid, int ms, const char *who, const char *log)
+{
+    int status;
+
+    for (int64_t deadline = ts_now_ms() + ms; waitpid(pid, &status, WNOHANG) == 0;) {
+        if (ts_now_ms() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            cr_assert_fail("%s did not end: %s", who, read_file(log));
+        }
+        usleep(20000);
+    }
+    return status;
+}
+
+/* Starts `prestart` then `entrypoint` with a lifecycle config (run_bootstrap, run_dropin_init); returns the wait status. */
+typedef int (*lifecycle_run_fn)(const char *prestart, const char *entrypoint);
+
+/* The entrypoint starts after preStart succeeded, ends the container with its own status `code`, sees no lifecycle config. */
+static void check_entrypoint_after_prestart(lifecycle_run_fn run, const char *log, int code)
+{
+    char prestart[600], entry[600];
+    int status;
+
+    make_dir();
+    snprintf(prestart, sizeof(prestart), "sleep 0.3; echo pre > %s/marker", dir);
+    snprintf(entry, sizeof(entry), "cat %s/marker > %s/seen; exit %d", dir, dir, code);
+    status = run(prestart, entry);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == code, "the entrypoint's status: %d\n%s", status, read_file(log));
+    cr_assert_str_eq(read_file("seen"), "pre\n", "the entrypoint ran after preStart");
+    cr_assert_str_eq(read_file("entry-env"), "[]\n", "the lifecycle's transport does not reach the entrypoint");
+}
+
+/* A failed preStart ends the container with status 1 and says so in <dir>/`log`; the entrypoint never runs. */
+static void check_prestart_failure(lifecycle_run_fn run, const char *log)
+{
+    char entry[600];
+    int status;
+
+    make_dir();
+    snprintf(entry, sizeof(entry), "echo ran > %s/seen", dir);
+    status = run("exit 3", entry);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d\n%s", status, read_file(log));
+    cr_assert_str_eq(read_file("seen"), "", "the entrypoint never ran");
+    cr_assert(strstr(read_file(log), "lifecycle preStart failed (status 1)") != NULL, "%s", read_file(log));
+}
+
+/*
  * bootstrap.sh's lifecycle mode, as upstream's (no EXECD_INIT): execd gets --lifecycle-startup-status-file, and the
  * entrypoint starts only after `done 0`; a failed preStart fails the container and the entrypoint never runs. EXECD is the
  * plain kgate here (word-split, as bootstrap.sh does), on a free port of 127.0.0.1. Returns bootstrap's wait status.
@@ -388,7 +448,6 @@ static int run_bootstrap(const char *prestart, const char *entrypoint)
 {
     char execd[1024], envs[320], lifecycle[1400], tmp[320], cmd[1400];
     unsigned short p;
-    int status;
     pid_t pid;
 
     cr_assert_eq(ts_free_port(&p), 0);
@@ -396,9 +455,7 @@ static int run_bootstrap(const char *prestart, const char *entrypoint)
              ts_kgate_path(KGATE_BINARY_DIR), p, dir, TS_KERNEL_PATH);
     snprintf(envs, sizeof(envs), "EXECD_ENVS=%s/.env", dir);
     snprintf(tmp, sizeof(tmp), "TMPDIR=%s", dir);
-    snprintf(lifecycle, sizeof(lifecycle), "OPENSANDBOX_LIFECYCLE={\"preStart\": {\"command\": [\"sh\", \"-c\", \"%s\"]}}",
-             prestart);
-    snprintf(cmd, sizeof(cmd), "echo \"[$OPENSANDBOX_LIFECYCLE]\" > %s/entry-env; %s", dir, entrypoint);
+    lifecycle_and_entrypoint(prestart, entrypoint, lifecycle, sizeof(lifecycle), cmd, sizeof(cmd));
     pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
@@ -410,50 +467,19 @@ static int run_bootstrap(const char *prestart, const char *entrypoint)
         execlp("sh", "sh", KGATE_SOURCE_DIR "/deploy/execd/bootstrap.sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
-    for (int64_t deadline = ts_now_ms() + 60000; waitpid(pid, &status, WNOHANG) == 0;) {
-        if (ts_now_ms() > deadline) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            cr_assert_fail("bootstrap.sh did not end: %s", read_file("bootstrap.log"));
-        }
-        usleep(20000);
-    }
-    return status;
+    return wait_exit(pid, 60000, "bootstrap.sh", "bootstrap.log");
 }
 
 Test(execd, bootstrap_starts_the_entrypoint_after_prestart)
 {
-    char prestart[600], entry[600];
-    int status;
-
-    make_dir();
-    snprintf(prestart, sizeof(prestart), "sleep 0.3; echo pre > %s/marker", dir);
-    snprintf(entry, sizeof(entry), "cat %s/marker > %s/seen; exit 7", dir, dir);
-    status = run_bootstrap(prestart, entry);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 7, "the entrypoint's status: %d\n%s", status, read_file("bootstrap.log"));
-    cr_assert_str_eq(read_file("seen"), "pre\n", "the entrypoint ran after preStart");
-    cr_assert_str_eq(read_file("entry-env"), "[]\n", "the lifecycle's transport does not reach the entrypoint");
+    check_entrypoint_after_prestart(run_bootstrap, "bootstrap.log", 7);
 }
 
 Test(execd, bootstrap_fails_when_prestart_fails)
 {
-    char entry[512];
-    int status;
-
-    make_dir();
-    snprintf(entry, sizeof(entry), "echo ran > %s/seen", dir);
-    status = run_bootstrap("exit 3", entry);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d\n%s", status, read_file("bootstrap.log"));
-    cr_assert_str_eq(read_file("seen"), "", "the entrypoint never ran");
-    cr_assert(strstr(read_file("bootstrap.log"), "lifecycle preStart failed (status 1)") != NULL, "%s", read_file("bootstrap.log"));
+    check_prestart_failure(run_bootstrap, "bootstrap.log");
 }
 
-/*
- * The drop-in's --init (deploy/execd/launcher.c, PID 1 of the container; here a child of the test): with a lifecycle config
- * the entrypoint starts only after kgate's preStart has succeeded, as upstream's init mode; a failed preStart ends the
- * container without running it. The artifact is built by deploy/execd/build.sh (a Release build, shared with test_dropin)
- * and run on this machine: the rootfs plays no part in this. Returns the launcher's wait status.
- */
 /* The drop-in's tests: the first builds the artifact (a Release build of kgate, minutes under load). */
 TestSuite(execd_init, .fini = fini, .timeout = 1800);
 
@@ -507,21 +533,6 @@ static pid_t spawn_dropin(int runtime_init, const char *env, const char *command
     return pid;
 }
 
-static int wait_exit(pid_t pid, int ms)
-{
-    int status;
-
-    for (int64_t deadline = ts_now_ms() + ms; waitpid(pid, &status, WNOHANG) == 0;) {
-        if (ts_now_ms() > deadline) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            cr_assert_fail("execd --init did not end: %s", read_file("init.log"));
-        }
-        usleep(20000);
-    }
-    return status;
-}
-
 /*
  * The drop-in's --init (deploy/execd/launcher.c, PID 1 of the container; here a child of the test): with a lifecycle config
  * the entrypoint starts only after kgate's preStart has succeeded, as upstream's init mode; a failed preStart ends the
@@ -534,37 +545,18 @@ static int run_dropin_init(const char *prestart, const char *entrypoint)
     char cmd[1400];
     unsigned short p;
 
-    snprintf(lifecycle, sizeof(lifecycle), "OPENSANDBOX_LIFECYCLE={\"preStart\": {\"command\": [\"sh\", \"-c\", \"%s\"]}}",
-             prestart);
-    snprintf(cmd, sizeof(cmd), "echo \"[$OPENSANDBOX_LIFECYCLE]\" > %s/entry-env; %s", dir, entrypoint);
-    return wait_exit(spawn_dropin(0, lifecycle, cmd, &p), 60000);
+    lifecycle_and_entrypoint(prestart, entrypoint, lifecycle, sizeof(lifecycle), cmd, sizeof(cmd));
+    return wait_exit(spawn_dropin(0, lifecycle, cmd, &p), 60000, "execd --init", "init.log");
 }
 
 Test(execd_init, starts_the_entrypoint_after_prestart)
 {
-    char prestart[600], entry[600];
-    int status;
-
-    make_dir();
-    snprintf(prestart, sizeof(prestart), "sleep 0.3; echo pre > %s/marker", dir);
-    snprintf(entry, sizeof(entry), "cat %s/marker > %s/seen; exit 5", dir, dir);
-    status = run_dropin_init(prestart, entry);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 5, "the entrypoint's status: %d\n%s", status, read_file("init.log"));
-    cr_assert_str_eq(read_file("seen"), "pre\n", "the entrypoint ran after preStart");
-    cr_assert_str_eq(read_file("entry-env"), "[]\n", "the lifecycle's transport does not reach the entrypoint");
+    check_entrypoint_after_prestart(run_dropin_init, "init.log", 5);
 }
 
 Test(execd_init, fails_when_prestart_fails)
 {
-    char entry[600];
-    int status;
-
-    make_dir();
-    snprintf(entry, sizeof(entry), "echo ran > %s/seen", dir);
-    status = run_dropin_init("exit 3", entry);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "status %d\n%s", status, read_file("init.log"));
-    cr_assert_str_eq(read_file("seen"), "", "the entrypoint never ran");
-    cr_assert(strstr(read_file("init.log"), "lifecycle preStart failed (status 1)") != NULL, "%s", read_file("init.log"));
+    check_prestart_failure(run_dropin_init, "init.log");
 }
 
 /* POST /internal/init with entrypointPolicy=restart under --init: the launcher stops the running entrypoint (its exit does not
@@ -600,7 +592,7 @@ Test(execd_init, restarts_the_entrypoint_on_init)
     wait_file("log", "start []\nstart [from-init]\n", 30000);
     cr_assert_eq(waitpid(pid, &status, WNOHANG), 0, "the container outlives its retired entrypoint: %s", read_file("init.log"));
     kill(pid, SIGTERM);
-    status = wait_exit(pid, 60000);
+    status = wait_exit(pid, 60000, "execd --init", "init.log");
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 143, "the new entrypoint's status (SIGTERM): %d\n%s", status,
               read_file("init.log"));
 }

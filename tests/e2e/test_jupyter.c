@@ -867,11 +867,13 @@ Test(jupyter, malformed_messages_close_the_socket_and_nothing_else)
 
 /* What reached a socket for one request. */
 typedef struct st_got_t {
-    char text[8192]; /* its stdout */
-    int reply, idle; /* its execute_reply and its status idle arrived */
-    int messages;    /* every message with that parent */
-    int lost;        /* a stream to stderr from kgate saying output was lost */
-    int over_cap;    /* a stream to stderr from kgate saying a message over the message cap was dropped */
+    char text[8192];       /* its stdout */
+    int reply, idle;       /* its execute_reply and its status idle arrived */
+    int messages;          /* every message with that parent */
+    int lost;              /* a stream to stderr from kgate saying output was lost */
+    int over_cap;          /* a stream to stderr from kgate saying a message over the message cap was dropped */
+    size_t text_bytes;     /* its stdout, every byte counted */
+    long long cut_dropped; /* what kgate's notice of a message cut to its head says was dropped after it (-1: no notice) */
 } got_t;
 
 /* Reads until `parent`'s execute_reply and idle both arrived, or until `deadline`. */
@@ -883,13 +885,21 @@ static void jws_collect(jws_t *c, const char *parent, int64_t deadline, got_t *g
         if (strcmp(field(msg, "parent_header", "msg_id"), parent) == 0) {
             const char *type = field(msg, "header", "msg_type");
             ++got->messages;
-            if (strcmp(type, "stream") == 0 && strcmp(field(msg, "content", "name"), "stdout") == 0)
+            if (strcmp(type, "stream") == 0 && strcmp(field(msg, "content", "name"), "stdout") == 0) {
                 strncat(got->text, field(msg, "content", "text"), sizeof(got->text) - strlen(got->text) - 1);
+                got->text_bytes += strlen(field(msg, "content", "text"));
+            }
+            const char *cut = strcmp(type, "stream") == 0 && strcmp(field(msg, "content", "name"), "stderr") == 0
+                                  ? strstr(field(msg, "content", "text"), "cut to its head, and the ")
+                                  : NULL;
+            if (cut != NULL)
+                got->cut_dropped = strtoll(cut + strlen("cut to its head, and the "), NULL, 10);
             if (strcmp(type, "stream") == 0 && strcmp(field(msg, "content", "name"), "stderr") == 0 &&
                 strstr(field(msg, "content", "text"), "output lost") != NULL)
                 got->lost = 1;
             if (strcmp(type, "stream") == 0 && strcmp(field(msg, "content", "name"), "stderr") == 0 &&
-                strstr(field(msg, "content", "text"), "larger than the message cap") != NULL)
+                strstr(field(msg, "content", "text"), "larger than the message cap") != NULL &&
+                strstr(field(msg, "content", "text"), "and was dropped") != NULL)
                 got->over_cap = 1;
             if (strcmp(type, "execute_reply") == 0 && strcmp(json_string_value(json_object_get(msg, "channel")), "shell") == 0)
                 got->reply = 1;
@@ -1039,11 +1049,14 @@ Test(jupyter, results_keep_their_ansi_colours)
 
 /* ---- a message over --max-message-bytes ---- */
 
-Test(jupyter, a_message_over_the_cap_is_told_to_the_client_in_its_cell_and_the_next_output_arrives)
+Test(jupyter, a_stream_message_over_the_cap_reaches_the_client_as_its_head_with_the_exact_dropped_count)
 {
+    /* the head: the client's send bound (--ws-queue-bytes, 16 MiB) less 64 KiB (jupyter/channels.c fit_head); the line and
+     * its newline are one message */
+    enum { PRINTED = 70000000 + 1, HEAD = (16 << 20) - (64 << 10) };
     char *id = start_kernel("{}");
     char exec_copy[64];
-    got_t got = {0};
+    got_t got = {.cut_dropped = -1};
     jws_t c;
 
     cr_assert_eq(jws_open(&c, id, 1, NULL), 0);
@@ -1052,8 +1065,11 @@ Test(jupyter, a_message_over_the_cap_is_told_to_the_client_in_its_cell_and_the_n
         exec_copy, sizeof(exec_copy), "%s",
         jws_send(&c, "shell", "execute_request", execute_content("print('A' * 70_000_000, flush=True); print('after')"), NULL));
     jws_collect(&c, exec_copy, wsc_now_ms() + 60000, &got);
-    cr_expect(got.over_cap, "no notice that a message over the cap was dropped, with the request as its parent");
-    cr_expect_str_eq(got.text, "after\n", "the output after the dropped message: %s", got.text);
+    cr_expect(!got.over_cap, "the message was said to be dropped whole");
+    cr_expect_eq(strspn(got.text, "A"), sizeof(got.text) - 1, "stdout does not begin with the line: %.40s", got.text);
+    cr_expect_eq(got.text_bytes, (size_t)HEAD + strlen("after\n"), "%zu bytes of stdout, expected the head and 'after'",
+                 got.text_bytes);
+    cr_expect_eq(got.cut_dropped, (long long)(PRINTED - HEAD), "the notice says %lld bytes were dropped", got.cut_dropped);
     cr_expect(got.reply && got.idle, "the request ended (reply %d, idle %d): %s", got.reply, got.idle, c.ws.error);
     wsc_close(&c.ws);
     free(id);

@@ -187,17 +187,13 @@ static void run_client(const char *what, const char *const *argv, const char *co
 
 static const char *modules_dir(void)
 {
-    const char *d = getenv("KGATE_JCLIENTS_DIR");
-    return d != NULL && *d != '\0' ? d : DEFAULT_MODULES_DIR;
+    return js_modules_dir("KGATE_JCLIENTS_DIR", DEFAULT_MODULES_DIR);
 }
 
 /* JupyterLab's client library: kernels, executes of every output kind, interrupt, stdin, reconnect, restart, sessions. */
 Test(jupyter_clients, jupyterlab_services)
 {
-    char services[1024];
-    snprintf(services, sizeof(services), "%s/node_modules/@jupyterlab/services/package.json", modules_dir());
-    cr_assert(access(services, R_OK) == 0, "@jupyterlab/services is not installed in %s: deploy/deps.sh installs it (npm ci of %s)",
-              modules_dir(), SCRIPTS_DIR "/package-lock.json");
+    js_assert_installed(modules_dir(), "@jupyterlab/services", SCRIPTS_DIR "/package-lock.json");
     char base_url[64];
     snprintf(base_url, sizeof(base_url), "http://127.0.0.1:%u/", backend.port);
     const char *argv[] = {

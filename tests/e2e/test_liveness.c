@@ -48,47 +48,14 @@ static char *context_new(const char *language)
     return id;
 }
 
-/* Runs `code` and returns its stdout (free it), asserting a complete run without error. */
-static char *run_stdout(const char *ctx, const char *code)
-{
-    ts_events_t evs;
-    xh_run_ok(gw.port, ctx, code, &evs);
-    char *out = ts_events_text(&evs, "stdout");
-    ts_events_dispose(&evs);
-    cr_assert_not_null(out, "`%s` printed nothing", code);
-    return out;
-}
-
 /* The pid of the context's python kernel, as the kernel says. */
 static pid_t python_pid(const char *ctx)
 {
-    char *out = run_stdout(ctx, "import os; print(os.getpid())");
+    char *out = xh_run_stdout(gw.port, ctx, "import os; print(os.getpid())");
     pid_t pid = (pid_t)atoi(out);
     free(out);
     cr_assert_gt(pid, 1);
     return pid;
-}
-
-/* GET /code/contexts/{id} (asserted 200); a new reference. */
-static json_t *context_get(const char *ctx)
-{
-    json_t *c = NULL;
-    cr_assert_eq(xh_context_get(gw.port, ctx, &c), 200);
-    return c;
-}
-
-/* Polls the context object until its status is `status` (bounded by `ms`); the object (a new reference). */
-static json_t *wait_status(const char *ctx, const char *status, unsigned ms)
-{
-    int64_t deadline = ts_now_ms() + ms;
-    for (;;) {
-        json_t *c = context_get(ctx);
-        if (strcmp(xh_str(c, "status"), status) == 0)
-            return c;
-        cr_assert(ts_now_ms() < deadline, "context status not %s within %u ms: %s", status, ms, xh_str(c, "status"));
-        json_decref(c);
-        usleep(50 * 1000);
-    }
 }
 
 /* IRkernel answers heartbeats on the thread that runs R: a 10 s cell misses them all, and must complete all the same. */
@@ -108,7 +75,7 @@ Test(liveness, r_sleeps_10_s_then_gives_its_value)
     cr_assert(plain != NULL && (strcmp(plain, "[1] 42") == 0 || strcmp(plain, "42") == 0), "result: %s", plain);
     cr_expect_geq(xh_status_count(&evs, "not answering"), 1, "the silence is told: %s", ts_events_summary(&evs, sum, sizeof(sum)));
     ts_events_dispose(&evs);
-    json_t *c = context_get(ctx);
+    json_t *c = xh_context(gw.port, ctx);
     cr_expect_str_eq(xh_str(c, "status"), "idle");
     cr_expect_eq(json_integer_value(json_object_get(c, "restarts")), 0, "never restarted");
     json_decref(c);
@@ -229,12 +196,12 @@ Test(liveness, kill_9_is_reported_and_the_kernel_comes_back_under_the_same_id)
     E2E_ASSERT_TEXT(&qev, "stdout", "queued behind the dying run False\n");
     ts_events_dispose(&qev);
 
-    json_t *c = wait_status(ctx, "idle", 30000);
+    json_t *c = xh_context_wait_status(gw.port, ctx, "idle", 30000);
     cr_expect_str_eq(xh_str(c, "id"), ctx);
     cr_expect_eq(json_integer_value(json_object_get(c, "restarts")), 1);
     cr_expect_not_null(strstr(xh_str(c, "last_death"), "SIGKILL"), "last_death: %s", xh_str(c, "last_death"));
     json_decref(c);
-    char *out = run_stdout(ctx, "print('state' in dir(), 6 * 7)");
+    char *out = xh_run_stdout(gw.port, ctx, "print('state' in dir(), 6 * 7)");
     cr_expect_str_eq(out, "False 42\n", "fresh state");
     free(out);
     cr_expect_neq(python_pid(ctx), pid);
@@ -252,14 +219,14 @@ Test(liveness, past_the_restart_limit_the_context_stays_dead)
     char path[256];
 
     cr_assert_eq(kill(python_pid(ctx), SIGKILL), 0);
-    json_decref(wait_status(ctx, "restarting", 5000));
-    json_decref(wait_status(ctx, "idle", 30000));
+    json_decref(xh_context_wait_status(gw.port, ctx, "restarting", 5000));
+    json_decref(xh_context_wait_status(gw.port, ctx, "idle", 30000));
     cr_assert_eq(kill(python_pid(ctx), SIGKILL), 0);
-    json_t *c = wait_status(ctx, "dead", 5000);
+    json_t *c = xh_context_wait_status(gw.port, ctx, "dead", 5000);
     cr_expect_not_null(strstr(xh_str(c, "last_death"), "the restart limit"), "last_death: %s", xh_str(c, "last_death"));
     json_decref(c);
     usleep(500 * 1000);
-    json_decref(wait_status(ctx, "dead", 1000));
+    json_decref(xh_context_wait_status(gw.port, ctx, "dead", 1000));
 
     json_t *body = xh_body(ctx, "print(1)");
     char *text = json_dumps(body, JSON_COMPACT);
@@ -275,7 +242,7 @@ Test(liveness, past_the_restart_limit_the_context_stays_dead)
     ts_http_request(gw.port, "POST", path, NULL, NULL, &r);
     E2E_ASSERT_STATUS(&r, 200);
     ts_response_dispose(&r);
-    char *out = run_stdout(ctx, "print(6 * 7)");
+    char *out = xh_run_stdout(gw.port, ctx, "print(6 * 7)");
     cr_expect_str_eq(out, "42\n");
     free(out);
     free(ctx);

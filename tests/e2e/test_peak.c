@@ -124,50 +124,97 @@ static json_t *mcp_post(unsigned short port, char *sid, size_t sid_size, const c
     return reply;
 }
 
-/*
- * MCP's run_code printing 100 MB (100 lines of 1 MB): the call's budget (--mcp-output-bytes, 1 MiB) comes back with a note and
- * a structured count of exactly what was dropped. Before issue 27, the note said "0 bytes of text and 0 results dropped".
- */
-Test(peak, an_mcp_call_printing_100_megabytes_reports_the_dropped_bytes_exactly)
+/* An MCP session on a new kgate with default flags (the 64 MiB message cap among them): its port in `gw`, its id in `sid`. */
+static void mcp_start(ts_gateway_t *gw, char *sid, size_t sid_size)
 {
-    enum { PRINTED = 100 * 1000000, BUDGET = 1 << 20 };
-    /* ipykernel batches what a cell prints between flushes: printed this fast, one stream message can carry tens of MB
-     * (69 MB seen in CI). Over --max-message-bytes (64 MiB) such a message is passed over whole and counted as a message,
-     * not in bytes (issue 27's last item); the cap here admits any batch of the 100 MB, so the count is exact. */
-    static const char *const args[] = {"--max-message-bytes", "134217728", NULL};
-    static ts_gateway_t gw;
-    char sid[256] = "";
+    xh_gateway_start(gw, NULL);
+    sid[0] = '\0';
+    json_decref(mcp_post(gw->port, sid, sid_size,
+                         "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-03-26\","
+                         "\"capabilities\":{},\"clientInfo\":{\"name\":\"test_peak\",\"version\":\"1\"}}}"));
+    cr_assert(sid[0] != '\0', "initialize gave no Mcp-Session-Id");
+    json_decref(mcp_post(gw->port, sid, sid_size, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"));
+}
+
+/*
+ * run_code with `code_json` (a JSON string's inside) that prints `printed` bytes of 'z' and newlines, more than the call's
+ * budget (--mcp-output-bytes, 1 MiB) whose last byte is a 'z': the text comes back cut to the budget, a newline and a note
+ * that counts exactly what was dropped, as does structuredContent.truncated. `what` names the case in messages.
+ */
+static void expect_run_code_cut(ts_gateway_t *gw, char *sid, size_t sid_size, const char *what, const char *code_json,
+                                long long printed)
+{
+    enum { BUDGET = 1 << 20 };
+    char body[512], expected[64];
     json_t *reply;
 
-    xh_gateway_start(&gw, args);
-    reply = mcp_post(gw.port, sid, sizeof(sid),
-                     "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-03-26\","
-                     "\"capabilities\":{},\"clientInfo\":{\"name\":\"test_peak\",\"version\":\"1\"}}}");
-    cr_assert(sid[0] != '\0', "initialize gave no Mcp-Session-Id");
-    json_decref(reply);
-    json_decref(mcp_post(gw.port, sid, sizeof(sid), "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}"));
-    reply = mcp_post(gw.port, sid, sizeof(sid),
-                     "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"run_code\",\"arguments\":{"
-                     "\"language\":\"python\",\"code\":\"for _ in range(100):\\n    print('z' * 999999)\"}}}");
-    cr_assert_not_null(reply, "tools/call gave no JSON reply");
+    snprintf(body, sizeof(body),
+             "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"run_code\",\"arguments\":{"
+             "\"language\":\"python\",\"code\":\"%s\"}}}",
+             code_json);
+    reply = mcp_post(gw->port, sid, sid_size, body);
+    cr_assert_not_null(reply, "%s: tools/call gave no JSON reply", what);
     json_t *result = json_object_get(reply, "result");
     const char *text = json_string_value(json_object_get(json_array_get(json_object_get(result, "content"), 0), "text"));
-    cr_assert_not_null(text, "no text block: %s", json_dumps(reply, JSON_COMPACT));
+    cr_assert_not_null(text, "%s: no text block: %s", what, json_dumps(reply, JSON_COMPACT));
     json_t *tr = json_object_get(json_object_get(result, "structuredContent"), "truncated");
     long long dropped = json_integer_value(json_object_get(tr, "dropped_bytes"));
     const char *note = strstr(text, "[kgate: output truncated: ");
-    cr_assert_not_null(note, "no truncation note in the text's last 200 bytes: %s", text + strlen(text) - 200);
+    cr_assert_not_null(note, "%s: no truncation note in the text's last 200 bytes: %s", what,
+                       text + (strlen(text) > 200 ? strlen(text) - 200 : 0));
     size_t kept = (size_t)(note - text);
-    fprintf(stderr, "peak: MCP run_code printing 100 MB: %zu bytes of text kept, %lld dropped; %s", kept, dropped, note);
-    cr_assert_eq(dropped, (long long)(PRINTED - BUDGET), "dropped_bytes %lld, expected %d", dropped, PRINTED - BUDGET);
-    /* the budget's last byte is inside a line (1048576 = 1 line of 1000000 and 48576 bytes): a newline puts the note on its own */
-    cr_assert_eq(kept, (size_t)BUDGET + 1, "%zu bytes of text before the note, expected the budget, %d, and a newline", kept,
-                 BUDGET);
+    fprintf(stderr, "peak: MCP run_code, %s: %zu bytes of text kept, %lld dropped; %s", what, kept, dropped, note);
+    cr_assert_eq(dropped, printed - BUDGET, "%s: dropped_bytes %lld, expected %lld", what, dropped, printed - BUDGET);
+    /* the budget's last byte is inside a line: a newline puts the note on its own */
+    cr_assert_eq(kept, (size_t)BUDGET + 1, "%s: %zu bytes of text before the note, expected the budget, %d, and a newline", what,
+                 kept, BUDGET);
+    cr_assert_eq(text[0], 'z');
     cr_assert_eq(text[BUDGET - 1], 'z');
     cr_assert_eq(text[BUDGET], '\n');
-    char expected[64];
-    snprintf(expected, sizeof(expected), ": %d bytes of text", PRINTED - BUDGET);
-    cr_assert_not_null(strstr(note, expected), "the note does not say %s: %s", expected, note);
+    snprintf(expected, sizeof(expected), ": %lld bytes of text", printed - BUDGET);
+    cr_assert_not_null(strstr(note, expected), "%s: the note does not say %s: %s", what, expected, note);
     json_decref(reply);
+}
+
+/*
+ * MCP's run_code printing 100 MB (100 lines of 1 MB) at the default message cap: the call's budget comes back with a note and
+ * a structured count of exactly what was dropped. Before issue 27, the note said "0 bytes of text and 0 results dropped";
+ * ipykernel batches what a cell prints between flushes (69 MB in one stream message seen in CI), and a batch over the cap
+ * was then counted as a message, not in bytes: it now comes cut to its head with the rest counted.
+ */
+Test(peak, an_mcp_call_printing_100_megabytes_reports_the_dropped_bytes_exactly)
+{
+    static ts_gateway_t gw;
+    char sid[256];
+
+    mcp_start(&gw, sid, sizeof(sid));
+    expect_run_code_cut(&gw, sid, sizeof(sid), "100 lines of 1 MB", "for _ in range(100):\\n    print('z' * 999999)",
+                        100 * 1000000);
+    xh_gateway_stop(&gw);
+}
+
+/*
+ * One 100 MB line through MCP's run_code at the default cap: one stream message over the cap, read in pieces and never held
+ * whole. The budget's head of it comes back with the exact count of the rest (before: the note alone, with no text), and
+ * kgate's peak stays within the head it keeps (the cap less 64 KiB) and a fixed amount.
+ */
+Test(peak, one_hundred_megabyte_line_through_mcp_delivers_its_head_and_the_exact_count)
+{
+    static ts_gateway_t gw;
+    char sid[256];
+
+    mcp_start(&gw, sid, sizeof(sid));
+    ts_sleep_ms(1500); /* the tick trims the heap */
+    long long idle = status_bytes(gw.pid, "VmRSS:");
+    cr_assert(idle > 0);
+    reset_hwm(gw.pid);
+    expect_run_code_cut(&gw, sid, sizeof(sid), "one 100 MB line", "print('z' * 100_000_000)", 100000000 + 1);
+    long long peak = status_bytes(gw.pid, "VmHWM:");
+    ts_sleep_ms(1500);
+    long long after = status_bytes(gw.pid, "VmRSS:");
+    fprintf(stderr,
+            "peak: one 100 MB line through MCP: kgate VmRSS %lld KiB idle, VmHWM %lld KiB (+%lld MiB), VmRSS %lld KiB after\n",
+            idle >> 10, peak >> 10, (peak - idle) / MIB, after >> 10);
+    cr_assert_lt(peak - idle, 96 * MIB, "kgate peaked %lld MiB above idle for one 100 MB line (cap: 64 MiB)", (peak - idle) / MIB);
     xh_gateway_stop(&gw);
 }

@@ -97,33 +97,7 @@ static json_t *create(const char *body)
 /* Runs `code` and returns its stdout (free it), asserting a complete run without error. */
 static char *run_stdout(const char *ctx, const char *code)
 {
-    ts_events_t evs;
-    xh_run_ok(gw.port, ctx, code, &evs);
-    char *out = ts_events_text(&evs, "stdout");
-    ts_events_dispose(&evs);
-    cr_assert_not_null(out, "`%s` printed nothing", code);
-    return out;
-}
-
-static json_t *context_get(const char *ctx)
-{
-    json_t *c = NULL;
-    cr_assert_eq(xh_context_get(gw.port, ctx, &c), 200);
-    return c;
-}
-
-/* Polls the context object until its status is `status` (bounded by `ms`); the object (a new reference). */
-static json_t *wait_status(const char *ctx, const char *status, unsigned ms)
-{
-    int64_t deadline = ts_now_ms() + ms;
-    for (;;) {
-        json_t *c = context_get(ctx);
-        if (strcmp(xh_str(c, "status"), status) == 0)
-            return c;
-        cr_assert(ts_now_ms() < deadline, "context status not %s within %u ms: %s", status, ms, xh_str(c, "status"));
-        json_decref(c);
-        usleep(50 * 1000);
-    }
+    return xh_run_stdout(gw.port, ctx, code);
 }
 
 /* The parent pid of `pid` (/proc/<pid>/stat field 4), or -1. */
@@ -272,7 +246,7 @@ Test(template, interrupt_timeout_restart_and_kill_9_as_for_a_spawned_kernel)
     snprintf(path, sizeof(path), "/code/contexts/%s/restart", id);
     cr_assert_eq(ts_http_request(gw.port, "POST", path, NULL, NULL, &r), 200, "%s", r.body);
     ts_response_dispose(&r);
-    json_t *c = wait_status(id, "idle", 30000);
+    json_t *c = xh_context_wait_status(gw.port, id, "idle", 30000);
     cr_expect_str_eq(xh_str(c, "start"), "forked", "a restart forks again");
     json_decref(c);
     out = run_stdout(id, "import os; print(os.getpid(), 'kept' in dir())");
@@ -284,11 +258,11 @@ Test(template, interrupt_timeout_restart_and_kill_9_as_for_a_spawned_kernel)
 
     /* kill -9: reported as for a spawned kernel (the template tells kgate the wait status), restarted automatically */
     cr_assert_eq(kill(after, SIGKILL), 0);
-    c = wait_status(id, "idle", 30000);
+    c = xh_context_wait_status(gw.port, id, "idle", 30000);
     for (int64_t until = ts_now_ms() + 30000; json_integer_value(json_object_get(c, "restarts")) != 1 && ts_now_ms() < until;) {
         json_decref(c);
         usleep(100 * 1000);
-        c = wait_status(id, "idle", 30000);
+        c = xh_context_wait_status(gw.port, id, "idle", 30000);
     }
     cr_expect_eq(json_integer_value(json_object_get(c, "restarts")), 1);
     cr_expect_not_null(strstr(xh_str(c, "last_death"), "killed by signal 9 (SIGKILL)"), "last_death: %s", xh_str(c, "last_death"));

@@ -27,17 +27,20 @@ static uint64_t feed(const uint8_t *data, size_t size, size_t piece, size_t *con
             /* the handshake is the caller's: "ready" once 70 bytes went by, a stream-dependent point */
             wire_zmtp_reader_next(&r, (const uint8_t *)copy, end - start, start >= 70, &it);
             FUZZ_CHECK(it.consumed <= end - start, "consumed %zu of %zu", it.consumed, end - start);
-            for (size_t i = 0; it.kind == WIRE_ZMTP_MESSAGE && i != it.nframes; ++i)
+            for (size_t i = 0; (it.kind == WIRE_ZMTP_MESSAGE || it.kind == WIRE_ZMTP_OVER_START) && i != it.nframes; ++i)
                 FUZZ_CHECK((const char *)it.frames[i].base >= copy &&
                                (const char *)it.frames[i].base + it.frames[i].len <= copy + it.consumed,
                            "frame %zu lies outside the message", i);
+            if (it.kind == WIRE_ZMTP_OVER_PIECE)
+                FUZZ_CHECK(it.len != 0 && (const char *)it.body >= copy && (const char *)it.body + it.len <= copy + it.consumed,
+                           "piece outside");
             if (it.kind == WIRE_ZMTP_CMD)
                 FUZZ_CHECK((const char *)it.body >= copy && (const char *)it.body + it.len <= copy + it.consumed,
                            "command outside");
             /* what the caller sees: each item but NEED (how many there are depends on the pieces) and where it ends */
             if (it.kind == WIRE_ZMTP_BROKEN) /* found where the bytes were read: a message passed over reads ahead */
                 digest = (digest ^ (uint64_t)it.kind) * 1099511628211ull;
-            else if (it.kind != WIRE_ZMTP_NEED)
+            else if (it.kind != WIRE_ZMTP_NEED && it.kind != WIRE_ZMTP_OVER_PIECE) /* pieces: as many as reads */
                 digest = (digest ^ (uint64_t)it.kind ^ ((uint64_t)(start + it.consumed) << 8)) * 1099511628211ull;
             free(copy);
             start += it.consumed;

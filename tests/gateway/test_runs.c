@@ -243,6 +243,33 @@ ENGINE_TEST(runs, output_is_never_cut_inside_a_utf8_character)
     gw_run_finish(run, -1, "ok");
 }
 
+/* A kernel's text token kept as it was encoded (gw_run_append_stream) is cut to the room on its encoded text, whole escapes
+ * only, and counted in decoded bytes; a message over the cap cut to its head adds its rest (gw_run_report_cut_message). */
+ENGINE_TEST(runs, a_raw_text_is_cut_between_characters_and_a_cut_message_counts_its_rest)
+{
+    static const char token[] = "\"ab\\u00e9cd\""; /* "abécd": 6 bytes decoded */
+    gw_run_limits_t limits = {4, 1024};
+    gw_run_t *run = gw_run_create(&eng.runs, NULL, NULL, &limits);
+    json_t *events, *cut = NULL, *dropped;
+
+    gw_run_append_stream(run, 0, token, strlen(token), 6, NULL);
+    gw_run_report_cut_message(run, 1000);
+    gw_run_finish(run, -1, "ok");
+    events = run_events(run);
+    cr_expect_str_eq(text_at(events, 2), "ab\xc3\xa9", "the room's 4 bytes, the escape whole");
+    cr_expect_eq(count_type(events, "stdout"), 1);
+    for (size_t i = 0; i != json_array_size(events); ++i)
+        if (json_object_get(json_array_get(events, i), "message_limit") != NULL)
+            cut = json_array_get(events, i);
+    cr_assert_not_null(cut, "no output_truncated status names the message cap");
+    cr_expect_eq(json_integer_value(json_object_get(cut, "dropped_bytes")), 1000);
+    cr_expect_not_null(strstr(json_string_value(json_object_get(cut, "reason")), "1000 bytes"));
+    dropped = json_object_get(find_type(events, "execution_complete"), "dropped");
+    cr_expect_eq(json_integer_value(json_object_get(dropped, "output_bytes")), 2 + 1000, "the cut's 2 and the message's 1000");
+    cr_expect_eq(json_integer_value(json_object_get(dropped, "messages")), 0);
+    json_decref(events);
+}
+
 ENGINE_TEST(runs, a_run_without_drops_reports_none)
 {
     gw_run_t *run = gw_run_create(&eng.runs, NULL, NULL, &big_limits);

@@ -1,6 +1,10 @@
 # tests/kernelmgr/fake_kernel.py: a scripted Jupyter kernel for kernelmgr tests (forged messages,
-# reply/idle order). Usage: /usr/bin/python3 fake_kernel.py CONNECTION_FILE
+# reply/idle order). Usage: /usr/bin/python3 fake_kernel.py CONNECTION_FILE [ENDED_FILE]
+# ENDED_FILE: a line is appended for each way it is told to end, "shutdown_request" when one arrives and "SIGTERM" when
+# that signal does (then it dies of it): how kgate ended it, which its exit status, reaped by kgate, cannot tell a test.
 import json
+import os
+import signal
 import sys
 import time
 
@@ -8,6 +12,23 @@ import zmq
 from jupyter_client.session import Session
 
 cfg = json.load(open(sys.argv[1]))
+ended = open(sys.argv[2], "a") if len(sys.argv) > 2 else None
+
+
+def told_to_end(how):
+    if ended is not None:
+        ended.write(how + "\n")
+        ended.flush()
+
+
+def on_sigterm(signum, frame):
+    told_to_end("SIGTERM")
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+if ended is not None:
+    signal.signal(signal.SIGTERM, on_sigterm)
 ctx = zmq.Context()
 
 
@@ -40,6 +61,7 @@ while True:
         kind = msg["header"]["msg_type"]
         if s is control:
             if kind == "shutdown_request":
+                told_to_end("shutdown_request")
                 good.send(control, "shutdown_reply", {"status": "ok", "restart": False}, parent=msg, ident=idents)
                 sys.exit(0)
             continue
@@ -74,6 +96,13 @@ while True:
                 # One stream message of N bytes of text, more than the client's message cap: the
                 # client passes it over and its connection goes on (the status idle below arrives).
                 good.send(iopub, "stream", {"name": "stdout", "text": "o" * int(code.split()[1])}, parent=msg)
+            if code.startswith("oversized-forged "):
+                # The same signed with the wrong key: the client must deliver none of it.
+                forger.send(iopub, "stream", {"name": "stdout", "text": "f" * int(code.split()[1])}, parent=msg)
+            if code.startswith("oversized-mixed "):
+                # N times "\u00e9\n" on stderr, after another member: 2-byte characters and escapes, 3N bytes decoded.
+                good.send(iopub, "stream", {"extra": [1, {"a": "]"}], "name": "stderr", "text": "\u00e9\n" * int(code.split()[1])},
+                          parent=msg)
             if code.startswith("oversized-reply "):
                 # The reply itself is over the cap (as with a huge exception message): the client
                 # passes it over; only the probe that follows tells it the request was dealt with.

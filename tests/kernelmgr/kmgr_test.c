@@ -153,11 +153,18 @@ void kt_on_req(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *msg, 
                 json_array_append_new(rec->buffers, json_stringn(msg->buffers.entries[i].base, msg->buffers.entries[i].len));
         }
         if (strcmp(type, "stream") == 0) {
-            const char *text = json_string_value(json_object_get(msg->content, "text"));
+            json_t *text = json_object_get(msg->content, "text");
+            int is_err = strcmp(json_string_value(json_object_get(msg->content, "name")) ?: "", "stderr") == 0;
+            char *to = is_err ? rec->err_text : rec->out;
+            size_t cap = is_err ? sizeof(rec->err_text) : sizeof(rec->out);
             if (text != NULL) {
-                strncat(rec->out, text, sizeof(rec->out) - strlen(rec->out) - 1);
-                rec->out_bytes += json_string_length(json_object_get(msg->content, "text"));
+                strncat(to, json_string_value(text), cap - strlen(to) - 1);
+                *(is_err ? &rec->err_bytes : &rec->out_bytes) += json_string_length(text);
             }
+        }
+        if (msg->content_cut) {
+            ++rec->n_cut;
+            rec->text_dropped += msg->text_dropped;
         }
         if (rec->cancel_on_iopub) {
             rec->cancel_on_iopub = 0;

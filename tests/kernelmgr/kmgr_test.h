@@ -47,14 +47,18 @@ typedef struct st_kt_rec_t {
     int dropped_err; /* the err of the last DROPPED */
     /* ksys_now_ms when the reply, the last status idle and DONE were delivered (0: not yet) */
     uint64_t reply_at, idle_at, done_at;
-    json_t *iopub;      /* array of {"msg_type": ..., "content": ...} */
-    json_t *reply;      /* content of the shell reply */
-    char out[16384];    /* stdout stream text (its start) */
-    size_t out_bytes;   /* stdout stream text: every byte counted */
-    json_t *buffers;    /* the binary buffers of the last iopub message that had any, as strings */
-    json_t *raw;        /* iopub messages that came with raw content: {"msg_type", "content": what it parses to, or null} */
-    const char *answer; /* answer to input_request (from inside the callback) */
-    int input_ret;      /* what kmgr_request_input_reply returned */
+    json_t *iopub;         /* array of {"msg_type": ..., "content": ...} */
+    json_t *reply;         /* content of the shell reply */
+    char out[16384];       /* stdout stream text (its start) */
+    size_t out_bytes;      /* stdout stream text: every byte counted */
+    char err_text[16];     /* stderr stream text (its start) */
+    size_t err_bytes;      /* stderr stream text: every byte counted */
+    int n_cut;             /* stream messages over the cap that came cut to their head (msg->content_cut) */
+    uint64_t text_dropped; /* what they dropped after their heads, decoded bytes */
+    json_t *buffers;       /* the binary buffers of the last iopub message that had any, as strings */
+    json_t *raw;           /* iopub messages that came with raw content: {"msg_type", "content": what it parses to, or null} */
+    const char *answer;    /* answer to input_request (from inside the callback) */
+    int input_ret;         /* what kmgr_request_input_reply returned */
     json_t *input_content;
     kmgr_request_t *req;
     /* Re-entrancy probes. */

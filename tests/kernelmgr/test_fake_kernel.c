@@ -175,16 +175,29 @@ Test(fake_kernel, a_lost_reply_does_not_hang_the_request_once_the_kernel_is_idle
     kmgr_kernel_destroy(k);
 }
 
+/*
+ * Destroyed, it is sent shutdown_request and exits of it before the grace period brings SIGTERM (then SIGKILL): the fake
+ * writes each way it is told to end to a file (fake_kernel.py's ENDED_FILE), which must say the request and nothing else.
+ * How, not how fast: under load the polite exit may take most of the grace.
+ */
 Test(fake_kernel, shutdown_request_ends_it_politely)
 {
+    char ended[] = "/tmp/kgate-fake-ended-XXXXXX", told[64] = "";
+    int fd = mkstemp(ended);
+    cr_assert_geq(fd, 0, "mkstemp");
+    const char *argv[] = {fake_argv[0], fake_argv[1], fake_argv[2], ended};
+    kmgr_kernelspec_t *spec = kt_fake_spec(argv, 4);
     kt_states_t st = {0};
-    kmgr_kernel_t *k = kt_start_ready(fake, &st);
-    uint64_t t0 = ksys_now_ms();
+    kmgr_kernel_t *k = kt_start_ready(spec, &st);
 
     kmgr_kernel_destroy(k);
-    cr_assert(kt_wait_no_process(5000));
-    /* It exits on shutdown_request, long before the 2 s grace would bring SIGTERM. */
-    cr_expect_lt(ksys_now_ms() - t0, 1500);
+    cr_assert(kt_wait_no_process(10000), "the kernel is gone within the grace periods");
+    ssize_t n = read(fd, told, sizeof(told) - 1);
+    told[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(ended);
+    kmgr_kernelspec_destroy(spec);
+    cr_expect_str_eq(told, "shutdown_request\n", "told to end by [%s]: shutdown_request alone, no signal before it was gone", told);
 }
 
 /* Heartbeats far apart: a ping wakes the loop and would hide a drain that stops early. */
@@ -338,7 +351,8 @@ static void expect_next_request_works(kmgr_kernel_t *k)
     kt_rec_dispose(&rec);
 }
 
-Test(fake_kernel_capped, an_oversized_iopub_message_is_reported_and_the_next_request_completes)
+/* A signed stream message over the cap comes cut to the head of its text, the cap's worth, with the exact count of the rest. */
+Test(fake_kernel_capped, an_oversized_stream_message_delivers_its_head_and_counts_the_rest)
 {
     kt_states_t st = {0};
     kmgr_kernel_t *k = kt_start_ready(fake, &st);
@@ -346,19 +360,62 @@ Test(fake_kernel_capped, an_oversized_iopub_message_is_reported_and_the_next_req
     uint64_t took;
 
     took = run_timed(k, "oversized 2000000", &rec);
-    cr_expect_eq(rec.n_dropped, 1, "the request is told of the dropped message");
-    cr_expect_eq(rec.dropped_err, KSYS_EMSGSIZE);
+    cr_expect_eq(rec.n_dropped, 0, "nothing that tracks the request was lost");
+    cr_expect_eq(rec.n_cut, 1);
+    /* the head: the cap less room for the message's other frames (kmgr_overcap_head_max) */
+    cr_expect_eq(rec.out_bytes, strlen("genuine\n") + SMALL_CAP - 64 * 1024, "the head is the cap's worth of its text");
+    cr_expect_eq(rec.text_dropped, 2000000 - (SMALL_CAP - 64 * 1024), "the rest is counted exactly");
+    cr_expect(strncmp(rec.out, "genuine\nooo", 11) == 0, "%.20s", rec.out);
     cr_expect_eq(rec.n_done, 1, "it ends as done, not failed");
     cr_expect_eq(rec.n_reply, 1);
-    /* what came before it on the connection is still read; nothing of it arrives */
-    cr_expect_str_eq(rec.out, "genuine\n");
-    cr_expect_eq(rec.out_bytes, strlen("genuine\n"));
-    /* the connection goes on: its status idle (or else the probe) ends it, not the 5 s grace */
+    /* the connection goes on: its status idle ends it, not the 5 s grace */
     cr_expect_lt(took, 4000, "the request took %llu ms to end", (unsigned long long)took);
     cr_expect_eq(kmgr_kernel_oversized_messages(k), 1);
     kt_rec_dispose(&rec);
     expect_next_request_works(k);
     cr_expect_eq(kmgr_kernel_oversized_messages(k), 1);
+    kmgr_kernel_destroy(k);
+}
+
+/* Multi-byte characters and escapes, another member before the name: the head ends on a character, the count is of decoded
+ * bytes (3 per "\u00e9\n", which the kernel encodes in 4). */
+Test(fake_kernel_capped, an_oversized_stream_message_is_cut_between_characters_and_counted_decoded)
+{
+    enum { N = 700000 };
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(fake, &st);
+    kt_rec_t rec;
+
+    run_timed(k, "oversized-mixed 700000", &rec);
+    cr_expect_eq(rec.n_dropped, 0);
+    cr_expect_eq(rec.n_cut, 1);
+    cr_expect_gt(rec.err_bytes, SMALL_CAP / 2, "a head of %zu bytes", rec.err_bytes);
+    cr_expect_leq(rec.err_bytes, SMALL_CAP);
+    cr_expect_eq(rec.err_bytes + rec.text_dropped, (uint64_t)N * 3, "head %zu + dropped %llu", rec.err_bytes,
+                 (unsigned long long)rec.text_dropped);
+    cr_expect(strncmp(rec.err_text, "\xc3\xa9\n\xc3\xa9\n", 6) == 0);
+    cr_expect_eq(rec.n_done, 1);
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
+/* Signed with another key: nothing of it is delivered, and it is dropped as a small forged message is (not the kernel's: no
+ * request is told of a loss, and the kernel's count of messages over the cap does not move). */
+Test(fake_kernel_capped, a_forged_oversized_stream_message_delivers_nothing)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(fake, &st);
+    kt_rec_t rec;
+
+    run_timed(k, "oversized-forged 2000000", &rec);
+    cr_expect_eq(rec.n_cut, 0);
+    cr_expect_eq(rec.n_dropped, 0, "a forged message is not one of the kernel's that was lost");
+    cr_expect_str_eq(rec.out, "genuine\n");
+    cr_expect_eq(rec.out_bytes, strlen("genuine\n"));
+    cr_expect_eq(rec.n_done, 1);
+    cr_expect_eq(kmgr_kernel_oversized_messages(k), 0);
+    kt_rec_dispose(&rec);
+    expect_next_request_works(k);
     kmgr_kernel_destroy(k);
 }
 

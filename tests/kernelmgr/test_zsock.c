@@ -39,7 +39,10 @@ typedef struct st_zt_t {
     int manual; /* the test calls kmgr_zsock_recv itself */
     zt_got_t got[16];
     size_t ngot;
-    int n_lost;    /* recv returned 0 and left the connection WAITING (lost, or refused by us) */
+    int n_lost; /* recv returned 0 and left the connection WAITING (lost, or refused by us) */
+    /* a message over the cap as it passed: its start (frames before the one over the cap, that frame's size), its pieces */
+    int over_starts;
+    size_t over_nframes, over_size, over_piece_bytes;
     char dir[256]; /* a temp dir for ipc endpoints, "" if none */
     uint8_t *big_out, *big_in;
 } zt_t;
@@ -95,6 +98,18 @@ static void on_readable(void *arg)
     if (t->manual)
         return;
     while ((r = kmgr_zsock_recv(&t->z, &msg)) != 0) {
+        if (r == KMGR_ZSOCK_OVER_START) {
+            ++t->over_starts;
+            t->over_nframes = msg.nframes;
+            t->over_size = msg.bytes;
+            t->over_piece_bytes = 0;
+            continue;
+        }
+        if (r == KMGR_ZSOCK_OVER_PIECE) {
+            cr_assert(msg.nframes == 1 && msg.frames[0].len == msg.bytes && msg.bytes != 0);
+            t->over_piece_bytes += msg.bytes;
+            continue;
+        }
         cr_assert_lt(t->ngot, sizeof(t->got) / sizeof(t->got[0]));
         zt_got_t *g = &t->got[t->ngot++];
         g->r = r;
@@ -387,6 +402,10 @@ Test(zsock, over_the_caps_is_skipped_and_the_connection_stays)
     peer_send(router, (const void *[]){"zt", "small"}, NULL, 2);
     cr_assert(zt_wait(got_n, (void *)2, 5000), "%zu results, want 2", zt.ngot);
     cr_assert_eq(zt.got[0].r, KSYS_EMSGSIZE, "the 2 MiB message is reported, once");
+    cr_assert_eq(zt.over_starts, 1, "its start is reported, once");
+    cr_assert_eq(zt.over_nframes, 1, "the frame before the one over the cap");
+    cr_assert_eq(zt.over_size, big_len);
+    cr_assert_eq(zt.over_piece_bytes, big_len, "every byte of the frame over the cap went by as a piece");
     cr_assert_eq(zt.got[1].r, 1, "the next message still arrives");
     assert_frame(&zt.got[1].frames[0], "small");
     cr_assert_eq(zt.z.connects, 1, "an oversized message does not cost the connection");

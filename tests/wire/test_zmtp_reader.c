@@ -65,9 +65,10 @@ static bytes_t valid_stream(void)
     const char *m2[] = {big};
     size_t l2[] = {sizeof(big)};
     put_message(&b, m2, l2, 1); /* a long head (over 255 bytes) */
-    const char *m3[] = {WIRE_DELIMITER, "sig", "{\"h\":3}", "{\"msg_id\":\"p3\"}", "{}", over};
-    size_t l3[] = {strlen(WIRE_DELIMITER), 3, 7, 15, 2, sizeof(over)};
-    put_message(&b, m3, l3, 6);
+    /* its frames after the one over the cap are skipped, not given as pieces */
+    const char *m3[] = {WIRE_DELIMITER, "sig", "{\"h\":3}", "{\"msg_id\":\"p3\"}", "{}", over, "buffer"};
+    size_t l3[] = {strlen(WIRE_DELIMITER), 3, 7, 15, 2, sizeof(over), 6};
+    put_message(&b, m3, l3, 7);
     const char *m4[MAX_FRAMES + 2];
     size_t l4[MAX_FRAMES + 2];
     for (size_t i = 0; i != MAX_FRAMES + 2; ++i) {
@@ -84,11 +85,28 @@ static bytes_t valid_stream(void)
     return b;
 }
 
+/* The bytes of the frame over the cap that OVER_PIECE items gave since the last OVER_START (all 'o' in valid_stream). */
+static size_t piece_bytes;
+
 /* What the items say, as text: enough to tell any two different results apart. */
 static void record(char *out, size_t cap, const wire_zmtp_item_t *it)
 {
     size_t at = strlen(out);
     switch (it->kind) {
+    case WIRE_ZMTP_OVER_START:
+        at += (size_t)snprintf(out + at, cap - at, "S%zu/%zu", it->nframes, it->bytes);
+        for (size_t i = 0; i != it->nframes; ++i)
+            at += (size_t)snprintf(out + at, cap - at, ",%.*s", (int)(it->frames[i].len > 8 ? 8 : it->frames[i].len),
+                                   (const char *)it->frames[i].base);
+        snprintf(out + at, cap - at, ";");
+        piece_bytes = 0;
+        break;
+    case WIRE_ZMTP_OVER_PIECE:
+        cr_assert_gt(it->len, 0, "an empty piece");
+        for (size_t i = 0; i != it->len; ++i)
+            cr_assert_eq(it->body[i], 'o', "piece byte %zu of the frame over the cap is not its own", piece_bytes + i);
+        piece_bytes += it->len;
+        break;
     case WIRE_ZMTP_GREETED:
         snprintf(out + at, cap - at, "G;");
         break;
@@ -103,7 +121,7 @@ static void record(char *out, size_t cap, const wire_zmtp_item_t *it)
         snprintf(out + at, cap - at, ";");
         break;
     case WIRE_ZMTP_OVERSIZED:
-        snprintf(out + at, cap - at, "O:%.*s;", (int)it->parent_len, it->parent != NULL ? it->parent : "");
+        snprintf(out + at, cap - at, "P%zu;O:%.*s;", piece_bytes, (int)it->parent_len, it->parent != NULL ? it->parent : "");
         break;
     case WIRE_ZMTP_TOO_MANY_FRAMES:
         snprintf(out + at, cap - at, "T;");
@@ -154,8 +172,9 @@ Test(zmtp_reader, the_same_items_at_every_split_point_and_in_one_byte_pieces)
     size_t all = b.len, one = 1;
 
     feed(&b, &all, 1, whole, sizeof(whole));
-    cr_assert_str_eq(whole, "G;C28:\x05READ;M7/54,topic,<IDS|MSG,sig,{\"h\":1},{\"msg_id,{},{\"text\":;C7:\x04PING;"
-                            "M1/1990,bbbbbbbb;O:{\"msg_id\":\"p3\"};T;M1/0,;M2/8,after,all;");
+    cr_assert_str_eq(
+        whole, "G;C28:\x05READ;M7/54,topic,<IDS|MSG,sig,{\"h\":1},{\"msg_id,{},{\"text\":;C7:\x04PING;"
+               "M1/1990,bbbbbbbb;S5/2500,<IDS|MSG,sig,{\"h\":3},{\"msg_id,{};P2500;O:{\"msg_id\":\"p3\"};T;M1/0,;M2/8,after,all;");
     for (size_t at = 1; at < b.len; ++at) {
         size_t pieces[2] = {at, b.len};
         feed(&b, pieces, 2, split, sizeof(split));

@@ -21,6 +21,7 @@ void wire_zmtp_reader_reset(wire_zmtp_reader_t *r)
     r->skipping = WIRE_ZMTP_NEED;
     r->skip_left = 0;
     r->skip_more = 0;
+    r->giving = 0;
 }
 
 void wire_zmtp_reader_dispose(wire_zmtp_reader_t *r)
@@ -67,6 +68,14 @@ static void skip(wire_zmtp_reader_t *r, const uint8_t *p, size_t len, size_t off
         size_t avail = len - off, drop = r->skip_left < avail ? (size_t)r->skip_left : avail;
         wire_zmtp_head_t h;
         int ret;
+        if (r->giving && drop != 0) {
+            item_init(item, WIRE_ZMTP_OVER_PIECE, off + drop);
+            item->body = p + off;
+            item->len = drop;
+            r->skip_left -= drop;
+            r->giving = r->skip_left != 0;
+            return;
+        }
         off += drop;
         r->skip_left -= drop;
         if (r->skip_left != 0) {
@@ -162,10 +171,17 @@ void wire_zmtp_reader_next(wire_zmtp_reader_t *r, const uint8_t *p, size_t len, 
         }
         if (h.size > r->max_message_bytes - bytes || n == r->max_frames) {
             int oversized = h.size > r->max_message_bytes - bytes;
-            if (oversized)
-                keep_parent(r, n);
             start_skipping(r, oversized ? WIRE_ZMTP_OVERSIZED : WIRE_ZMTP_TOO_MANY_FRAMES, &h);
-            skip(r, p, len, off + h.head_len, item);
+            if (!oversized) {
+                skip(r, p, len, off + h.head_len, item);
+                return;
+            }
+            keep_parent(r, n);
+            r->giving = 1;
+            item_init(item, WIRE_ZMTP_OVER_START, off + h.head_len);
+            item->frames = r->frames;
+            item->nframes = n;
+            item->bytes = (size_t)h.size;
             return;
         }
         if (len - off - h.head_len < h.size) {

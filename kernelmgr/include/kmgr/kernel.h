@@ -162,7 +162,10 @@ unsigned kmgr_kernel_auto_restarts(const kmgr_kernel_t *kernel, unsigned *in_a_r
 int kmgr_kernel_answering(const kmgr_kernel_t *kernel);
 /**
  * How many kernel messages were larger than kmgr_config_t.max_message_bytes, over every
- * incarnation: each was passed over unread as its bytes arrived, and its connection went on.
+ * incarnation: each was passed over as its bytes arrived, never held whole, and its connection went on. A
+ * signed iopub `stream` message among them reached its request cut to the head of its text (KMGR_REQ_IOPUB,
+ * wire_msg_t.content_cut); one read whole whose signature failed is dropped as any forged message is, and not counted
+ * here; every other one was lost (KMGR_REQ_DROPPED).
  */
 uint64_t kmgr_kernel_oversized_messages(const kmgr_kernel_t *kernel);
 /**
@@ -189,9 +192,11 @@ uint64_t kmgr_kernel_unawaited_messages(const kmgr_kernel_t *kernel);
  * kept unparsed (msg->content_raw; wire_msg_raw_content_parse parses it); `parts` are its signed parts as the kernel sent them
  * (header, parent_header, metadata, content, then the buffers: `nparts` of them), to be relayed
  * verbatim. Both are borrowed for the call. The callback may call any kernel function, including destroy.
- * `msg` NULL: a message the kernel sent on `channel` was over kmgr_config_t.max_message_bytes and was
- * dropped unread (its requests were told: KMGR_REQ_DROPPED); `parts[0]` is then its parent_header as
- * the kernel sent it, unverified (`nparts` 1), or `nparts` is 0 when it was not seen.
+ * `msg` with content_cut set (and `parts` NULL, `nparts` 0): a signed iopub `stream` message over
+ * kmgr_config_t.max_message_bytes, verified and cut to the head of its text (KMGR_REQ_IOPUB says how): there are no signed
+ * parts to relay verbatim; its content is raw (content_raw) unless a request parsed it. `msg` NULL: a message the kernel sent
+ * on `channel` was over kmgr_config_t.max_message_bytes and was not relayed (its requests were told: KMGR_REQ_DROPPED);
+ * `parts[0]` is then its parent_header as the kernel sent it, unverified (`nparts` 1), or `nparts` is 0 when it was not seen.
  */
 typedef void (*kmgr_tap_cb)(kmgr_kernel_t *kernel, wire_channel_t channel, const wire_msg_t *msg, const wire_frame_t *parts,
                             size_t nparts, void *data);
@@ -213,7 +218,13 @@ int kmgr_kernel_send_parts(kmgr_kernel_t *kernel, wire_channel_t channel, const 
 
 /** What a request's callback is told. */
 typedef enum {
-    /** An iopub message whose parent is this request (status, stream, execute_input, ...). */
+    /**
+     * An iopub message whose parent is this request (status, stream, execute_input, ...). A `stream` message larger than
+     * kmgr_config_t.max_message_bytes whose signature verified comes cut to the head of its text: at most the cap less 64 KiB
+     * of it as the kernel encoded them, whole characters only; msg->content_cut is set and msg->text_dropped is the
+     * decoded bytes of the text dropped after the head (its content is then raw for a raw_stream request, parsed for
+     * another, as any stream message's).
+     */
     KMGR_REQ_IOPUB,
     /** The shell reply (execute_reply etc.). */
     KMGR_REQ_REPLY,
@@ -221,7 +232,8 @@ typedef enum {
     KMGR_REQ_INPUT,
     /**
      * A kernel message larger than kmgr_config_t.max_message_bytes was dropped while this request
-     * was in flight (`err`: KSYS_EMSGSIZE): it may have been one of this request's iopub messages,
+     * was in flight (`err`: KSYS_EMSGSIZE), other than a signed stream message (which comes cut: KMGR_REQ_IOPUB):
+     * it may have been one of this request's iopub messages,
      * its reply, or an input_request (which kernelmgr answers with an empty line: the kernel would
      * wait for it forever); the connection goes on, and nothing else is lost. The request goes
      * on; once the kernel has dealt with it, it ends with DONE even if its status idle or its reply

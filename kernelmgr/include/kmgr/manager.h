@@ -60,6 +60,12 @@ typedef struct st_kmgr_config_t {
      * never times out for want of CPU. Restarts are not held back, but count.
      */
     unsigned max_starting;
+    /**
+     * Kernels started and not ready yet, at most, when the next start forks from a template (0: max_starting): a forked
+     * kernel's start is ~0.1-0.2 s of CPU and ~20 MiB, a spawned one's ~0.6 s and ~50 MiB, so more go at once. Both count
+     * every kernel in flight; the queue keeps the order of the starts.
+     */
+    unsigned max_forking;
     /** Kernels waiting for their spawn, at most (with max_starting; 0: none waits); beyond, kmgr_kernel_start fails with
      * KSYS_ESTARTQUEUE. */
     unsigned max_start_queue;

@@ -10,34 +10,16 @@
 //          X-Access-Token) = T, against a kgate that requires T; and one with a wrong token.
 // Prints one JSON line per step on stdout, {"step", "ok", "detail"}; exits 0 when every step passed, 1 otherwise.
 
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { check, emit, finish, step } from '../steps.mjs';
+import { globalTimer, loadFrom, opt } from '../client_setup.mjs';
+import { check, finish, step } from '../steps.mjs';
 
-const argv = process.argv.slice(2);
-const opt = (name, dflt) => {
-    const i = argv.indexOf(`--${name}`);
-    return i >= 0 && i + 1 < argv.length ? argv[i + 1] : dflt;
-};
 const url = opt('url');
 const token = opt('token', '');
 const scenario = opt('scenario', 'main');
 const modulesDir = opt('modules', process.env.KGATE_E2B_CLIENT_DIR || '/usr/local/lib/kgate/e2b-client');
 const timeoutMs = Number(opt('timeout-ms', '240000'));
-
-const timer = setTimeout(() => {
-    emit({ step: 'timeout', ok: false, detail: `global timeout of ${timeoutMs} ms` });
-    process.exit(2);
-}, timeoutMs);
-
-let Sandbox;
-try {
-    const require = createRequire(path.join(path.resolve(modulesDir), 'package.json'));
-    ({ Sandbox } = require('@e2b/code-interpreter'));
-} catch (e) {
-    emit({ step: 'load', ok: false, detail: `cannot load @e2b/code-interpreter from ${modulesDir} (deploy/deps.sh installs it): ${e.message}` });
-    process.exit(2);
-}
+const timer = globalTimer(timeoutMs);
+const { Sandbox } = loadFrom(modulesDir, '@e2b/code-interpreter', require => require('@e2b/code-interpreter'));
 
 const expectThrow = async (fn, name) => {
     try {

@@ -11,39 +11,19 @@
 //              under ASan takes seconds: a shorter expiry would end a context while the next one starts).
 // Prints one JSON line per step (tests/e2e/steps.mjs), then {"step":"done",...}; exits 0 when every step passed.
 
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { check, emit, finish, step } from '../steps.mjs';
+import { globalTimer, loadFrom, opt, requireOptions } from '../client_setup.mjs';
+import { check, finish, step } from '../steps.mjs';
 
-const argv = process.argv.slice(2);
-const opt = (name, dflt) => {
-    const i = argv.indexOf(`--${name}`);
-    return i >= 0 && i + 1 < argv.length ? argv[i + 1] : dflt;
-};
 const url = opt('url');
 const token = opt('token', '');
 const kgate = opt('kgate');
 const modulesDir = opt('modules', process.env.KGATE_MCP2_CLIENT_DIR || '/usr/local/lib/kgate/mcp2-client');
 const scenario = opt('scenario', 'main');
 const timeoutMs = Number(opt('timeout-ms', '240000'));
-if (!url || !kgate) {
-    process.stderr.write('usage: node mcp2_client.mjs --url URL --token TOKEN --kgate BASE_URL [--modules DIR] [--scenario main|bounds]\n');
-    process.exit(2);
-}
-
-const timer = setTimeout(() => {
-    emit({ step: 'timeout', ok: false, detail: `global timeout of ${timeoutMs} ms` });
-    process.exit(2);
-}, timeoutMs);
-
-let Client, StreamableHTTPClientTransport;
-try {
-    const require = createRequire(path.join(path.resolve(modulesDir), 'package.json'));
-    ({ Client, StreamableHTTPClientTransport } = require('@modelcontextprotocol/client'));
-} catch (e) {
-    emit({ step: 'load', ok: false, detail: `cannot load @modelcontextprotocol/client from ${modulesDir} (deploy/deps.sh installs it): ${e.message}` });
-    process.exit(2);
-}
+requireOptions([url, kgate], 'node mcp2_client.mjs --url URL --token TOKEN --kgate BASE_URL [--modules DIR] [--scenario main|bounds]');
+const timer = globalTimer(timeoutMs);
+const { Client, StreamableHTTPClientTransport } = loadFrom(modulesDir, '@modelcontextprotocol/client', require =>
+    require('@modelcontextprotocol/client'));
 
 const REVISION = '2026-07-28';
 const auth = { Authorization: `Bearer ${token}` };

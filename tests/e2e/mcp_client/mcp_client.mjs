@@ -11,15 +11,9 @@
 // Exits 0 when every step passed, 1 when one failed, 2 on a usage error or the global timeout.
 
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { check, emit, finish, step } from '../steps.mjs';
+import { globalTimer, loadFrom, opt, requireOptions } from '../client_setup.mjs';
+import { check, finish, step } from '../steps.mjs';
 
-const argv = process.argv.slice(2);
-const opt = (name, dflt) => {
-    const i = argv.indexOf(`--${name}`);
-    return i >= 0 && i + 1 < argv.length ? argv[i + 1] : dflt;
-};
 const url = opt('url');
 const token = opt('token', '');
 const kgate = opt('kgate');
@@ -28,25 +22,12 @@ const scenario = opt('scenario', 'main');
 const timeoutMs = Number(opt('timeout-ms', '240000'));
 const kgatePid = Number(opt('kgate-pid', '0'));
 const maxSessions = Number(opt('max-sessions', '0'));
-if (!url || !kgate) {
-    process.stderr.write('usage: node mcp_client.mjs --url URL --token TOKEN --kgate BASE_URL [--modules DIR] [--scenario main|bounds]\n');
-    process.exit(2);
-}
-
-const timer = setTimeout(() => {
-    emit({ step: 'timeout', ok: false, detail: `global timeout of ${timeoutMs} ms` });
-    process.exit(2);
-}, timeoutMs);
-
-let Client, StreamableHTTPClientTransport;
-try {
-    const require = createRequire(path.join(path.resolve(modulesDir), 'package.json'));
-    ({ Client } = require('@modelcontextprotocol/sdk/client/index.js'));
-    ({ StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js'));
-} catch (e) {
-    emit({ step: 'load', ok: false, detail: `cannot load @modelcontextprotocol/sdk from ${modulesDir} (deploy/deps.sh installs it): ${e.message}` });
-    process.exit(2);
-}
+requireOptions([url, kgate], 'node mcp_client.mjs --url URL --token TOKEN --kgate BASE_URL [--modules DIR] [--scenario main|bounds]');
+const timer = globalTimer(timeoutMs);
+const { Client, StreamableHTTPClientTransport } = loadFrom(modulesDir, '@modelcontextprotocol/sdk', require => ({
+    ...require('@modelcontextprotocol/sdk/client/index.js'),
+    ...require('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+}));
 
 const auth = { Authorization: `Bearer ${token}` };
 

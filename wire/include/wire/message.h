@@ -34,6 +34,11 @@ typedef struct st_wire_msg_t {
     int content_raw;
     wire_frame_t raw_content;
     wire_buf_t *raw_storage;
+    /* set for a `stream` message that was over the message cap (kernelmgr/src/overcap.h): its raw content is
+     * {"name": ..., "text": <the head of its text, as the kernel encoded it>}, and text_dropped the decoded bytes of the text
+     * that were dropped after the head (what the user printed, not its JSON escapes) */
+    int content_cut;
+    uint64_t text_dropped;
 } wire_msg_t;
 
 /**

@@ -20,7 +20,10 @@ typedef enum {
     WIRE_ZMTP_GREETED,         /* the peer's greeting, checked */
     WIRE_ZMTP_CMD,             /* a command: `body`, `len` */
     WIRE_ZMTP_MESSAGE,         /* a whole message: `frames`, `nframes`, `bytes` */
-    WIRE_ZMTP_OVERSIZED,       /* a message over max_message_bytes, passed over as its bytes came: `parent` */
+    WIRE_ZMTP_OVER_START,      /* a message goes over max_message_bytes: its whole frames before the one that does (`frames`,
+                                * `nframes`: until the next call) and that frame's size (`bytes`) */
+    WIRE_ZMTP_OVER_PIECE,      /* the next bytes of that frame as they came (`body`, `len`: until the next call) */
+    WIRE_ZMTP_OVERSIZED,       /* the message over max_message_bytes ended, passed over as its bytes came: `parent` */
     WIRE_ZMTP_TOO_MANY_FRAMES, /* a message of more than max_frames frames, passed over */
     WIRE_ZMTP_BROKEN,          /* the peer broke the protocol (`why`): the connection must go, and the reader be reset */
 } wire_zmtp_kind_t;
@@ -49,6 +52,7 @@ typedef struct st_wire_zmtp_reader_t {
     wire_zmtp_kind_t skipping; /* OVERSIZED or TOO_MANY_FRAMES while passing over a message; NEED otherwise */
     uint64_t skip_left;
     int skip_more;
+    int giving; /* the frame being skipped is the one that went over the cap: its bytes go out as OVER_PIECE items */
     wire_frame_t *frames;
     size_t frames_cap;
     char parent[WIRE_ZMTP_PARENT_MAX];
@@ -65,8 +69,11 @@ void wire_zmtp_reader_dispose(wire_zmtp_reader_t *r);
 /**
  * The next item of the `len` bytes at `p` (what the caller holds of the stream after what earlier items consumed). Messages
  * are allowed only once `ready` (the handshake done: the caller decides it from the commands): one before is BROKEN. A
- * message over the bounds is passed over without holding it: NEED items consume its bytes as they come, then one
- * OVERSIZED or TOO_MANY_FRAMES item ends it. The reader never reads outside [p, p + len).
+ * message over the bounds is passed over without holding it. One over max_message_bytes: an OVER_START item (its frames
+ * before the one that crossed the cap, whole), OVER_PIECE items with that frame's bytes as they come (a caller may read
+ * them on the fly: kernelmgr keeps the head of a stream message's text), NEED items that consume the frames after it,
+ * then one OVERSIZED item ends it. One over max_frames: NEED items, then TOO_MANY_FRAMES. The reader never reads outside
+ * [p, p + len).
  */
 void wire_zmtp_reader_next(wire_zmtp_reader_t *r, const uint8_t *p, size_t len, int ready, wire_zmtp_item_t *item);
 
