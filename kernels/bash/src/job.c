@@ -9,7 +9,6 @@
 #include "input.h"
 #include "kernel_state.h"
 #include "proc.h"
-#include "requests.h"
 #include "utf8.h"
 
 void bk_job_release(bk_job_t *job)
@@ -20,6 +19,15 @@ void bk_job_release(bk_job_t *job)
     job->seq = 0;
     free(job->input_req_id);
     job->input_req_id = NULL;
+}
+
+const char *bk_job_code(const wire_msg_t *req, size_t *len)
+{
+    json_t *code = json_object_get(req->content, "code");
+
+    if (len != NULL)
+        *len = json_string_length(code);
+    return json_is_string(code) ? json_string_value(code) : "";
 }
 
 static void end_job(bk_kernel_t *k)
@@ -77,7 +85,7 @@ static void finish_execute(bk_kernel_t *k, int status, int exited, const char *w
 static void finish_complete(bk_kernel_t *k, int ok)
 {
     bk_job_t *job = &k->job;
-    const char *code = bk_request_code(job->req, NULL);
+    const char *code = bk_job_code(job->req, NULL);
     char *path = complete_out_path(k), *data = wire_malloc(BK_MAX_COMPLETE_OUTPUT);
     size_t len = 0;
     json_t *matches;
@@ -115,7 +123,7 @@ void bk_job_execute(bk_kernel_t *k, wire_msg_t *req)
     bk_job_t *job = &k->job;
     json_t *c = req->content;
     size_t len;
-    const char *code = bk_request_code(req, &len);
+    const char *code = bk_job_code(req, &len);
     int silent = json_is_true(json_object_get(c, "silent"));
     json_t *store = json_object_get(c, "store_history");
     int store_history = !silent && (store == NULL || json_is_true(store));
@@ -145,7 +153,7 @@ void bk_job_complete(bk_kernel_t *k, wire_msg_t *req)
 {
     bk_job_t *job = &k->job;
     size_t len;
-    const char *code = bk_request_code(req, &len);
+    const char *code = bk_job_code(req, &len);
     json_t *pos = json_object_get(req->content, "cursor_pos");
     char *out, *line;
 

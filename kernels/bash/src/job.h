@@ -30,6 +30,12 @@ typedef struct st_bk_job_t {
     long long next_stdin_scan;  /* when input.c next looks for a process reading the cell's stdin */
 } bk_job_t;
 
+/**
+ * The code a request carries (content.code: execute, complete and is_complete requests), "" when absent or
+ * not a string; it lives as long as `req`. Its length in bytes goes to `*len` unless `len` is NULL.
+ */
+const char *bk_job_code(const wire_msg_t *req, size_t *len);
+
 /** Frees what the job holds and makes it BK_JOB_NONE. The one release path of req and input_req_id. */
 void bk_job_release(bk_job_t *job);
 

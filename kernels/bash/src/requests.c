@@ -12,15 +12,6 @@
 #define KGATE_VERSION "0.0.0"
 #endif
 
-const char *bk_request_code(const wire_msg_t *req, size_t *len)
-{
-    json_t *code = json_object_get(req->content, "code");
-
-    if (len != NULL)
-        *len = json_string_length(code);
-    return json_is_string(code) ? json_string_value(code) : "";
-}
-
 static const char *bash_version(bk_kernel_t *k)
 {
     char *argv[] = {(char *)bk_bash_path(), "--norc", "--noprofile", "-c", "printf %s \"$BASH_VERSION\"", NULL};
@@ -56,7 +47,7 @@ static void on_kernel_info(bk_kernel_t *k, wire_channel_t ch, wire_msg_t *req)
 static void on_is_complete(bk_kernel_t *k, wire_msg_t *req)
 {
     size_t len;
-    const char *code = bk_request_code(req, &len), *verdict;
+    const char *code = bk_job_code(req, &len), *verdict;
     char *path = NULL;
 
     if (asprintf(&path, "%s/check.sh", k->shell.dir) < 0)

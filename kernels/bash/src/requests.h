@@ -14,7 +14,4 @@
  */
 void bk_requests_handle(bk_kernel_t *k, wire_channel_t ch, wire_msg_t *req);
 
-/** The request's content.code ("" when absent or not a string), living as long as `req`; its length in `*len` unless NULL. */
-const char *bk_request_code(const wire_msg_t *req, size_t *len);
-
 #endif
