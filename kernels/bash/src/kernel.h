@@ -1,4 +1,8 @@
-/* kernels/bash/src/kernel.h: the bash kernel: Jupyter sockets, request handling, the poll loop. */
+/*
+ * kernels/bash/src/kernel.h: the bash kernel as main.c sees it: create, run, destroy. Its parts, one job each:
+ * channels.h (the sockets), requests.h (dispatch), job.h (a request bash serves), input.h (a cell's stdin),
+ * output.h and streams.h (bash's output to iopub), shell.h (the persistent bash); kernel_state.h ties them.
+ */
 #ifndef BK_KERNEL_H
 #define BK_KERNEL_H
 

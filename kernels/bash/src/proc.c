@@ -101,14 +101,12 @@ int bk_run_capture(char *const argv[], int timeout_ms, size_t max_out, char **ou
 
         if (left <= 0) {
             ret = -ETIMEDOUT;
-            kill(pid, SIGKILL);
             break;
         }
         if (poll(&pfd, 1, (int)left) < 0) {
             if (errno == EINTR)
                 continue;
             ret = -errno;
-            kill(pid, SIGKILL);
             break;
         }
         if (pfd.revents == 0)
@@ -117,7 +115,6 @@ int bk_run_capture(char *const argv[], int timeout_ms, size_t max_out, char **ou
             if (errno == EINTR)
                 continue;
             ret = -errno;
-            kill(pid, SIGKILL);
             break;
         }
         if (n == 0)
@@ -126,6 +123,9 @@ int bk_run_capture(char *const argv[], int timeout_ms, size_t max_out, char **ou
         memcpy(buf + len, chunk, keep);
         len += keep;
     }
+    /* Left before EOF (too slow, or its output unreadable): the child cannot be waited for as it is. */
+    if (ret != 0)
+        kill(pid, SIGKILL);
     close(fds[0]);
     while (waitpid(pid, wstatus, 0) < 0 && errno == EINTR)
         ;

@@ -293,12 +293,12 @@ int bk_shell_cancel_pending(bk_shell_t *sh)
     return had;
 }
 
-static void discard_output(bk_shell_t *sh)
+/* Reads and drops what the non-blocking descriptor `fd` holds now (none when it is -1). */
+static void discard_pending(int fd)
 {
     char buf[4096];
-    for (int i = 0; i != 2; ++i)
-        while (sh->out_fd[i] >= 0 && read(sh->out_fd[i], buf, sizeof(buf)) > 0)
-            ;
+    while (fd >= 0 && read(fd, buf, sizeof(buf)) > 0)
+        ;
 }
 
 /* Handles one complete marker line; returns 1 if it is for the caller. */
@@ -314,7 +314,8 @@ static int on_marker(bk_shell_t *sh, const char *line, unsigned long *seq, int *
         if (s != sh->ready_seq)
             return 0;
         /* Everything bash said while starting ("no job control in this shell") is noise. */
-        discard_output(sh);
+        discard_pending(sh->out_fd[0]);
+        discard_pending(sh->out_fd[1]);
         sh->ready = 1;
         if (sh->pending != NULL) {
             char *p = sh->pending;
@@ -356,6 +357,18 @@ int bk_shell_read_marker(bk_shell_t *sh, unsigned long *seq, int *status)
         }
         sh->status_len += (size_t)n;
     }
+}
+
+ssize_t bk_shell_read_output(bk_shell_t *sh, int which, char *buf, size_t size)
+{
+    int *fd = &sh->out_fd[which];
+    ssize_t n;
+
+    if (*fd < 0)
+        return 0;
+    if ((n = read(*fd, buf, size)) == 0)
+        close_fd(fd);
+    return n;
 }
 
 void bk_shell_interrupt(bk_shell_t *sh)
@@ -467,7 +480,5 @@ void bk_shell_feed_stdin(bk_shell_t *sh, const char *data, size_t len)
 
 void bk_shell_drop_stdin(bk_shell_t *sh)
 {
-    char buf[4096];
-    while (read(sh->fifo_fd, buf, sizeof(buf)) > 0)
-        ;
+    discard_pending(sh->fifo_fd);
 }

@@ -87,6 +87,13 @@ int bk_shell_cancel_pending(bk_shell_t *sh);
  */
 int bk_shell_read_marker(bk_shell_t *sh, unsigned long *seq, int *status);
 
+/**
+ * Reads what bash wrote to its stdout (0) or stderr (1) into `buf`, without waiting. Returns the number
+ * of bytes, 0 when the pipe is closed (at EOF it is closed here, and its out_fd becomes -1), or -1 with
+ * errno set (EAGAIN: nothing there now).
+ */
+ssize_t bk_shell_read_output(bk_shell_t *sh, int which, char *buf, size_t size);
+
 /** Sends SIGINT to bash's process group, if there is a bash. */
 void bk_shell_interrupt(bk_shell_t *sh);
 
