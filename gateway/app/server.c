@@ -367,6 +367,8 @@ void gw_server_begin_shutdown(gw_server_t *server)
     if (server->host.shutting_down)
         return;
     server->host.shutting_down = 1;
+    if (server->kmgr != NULL)
+        kmgr_manager_yield_cpu(server->kmgr); /* first: every kernel is told to end below, all at once */
     gw_listener_close(&server->listener);
     if (server->e2b_listener_open)
         gw_listener_close(&server->e2b_listener);

@@ -1,9 +1,11 @@
 /* kernelmgr/src/manager.c: the manager: runtime dir, ZMQ context, kernel list, shutdown sequences. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -264,6 +266,41 @@ void kmgr_manager_run_pending(kmgr_manager_t *mgr)
      * kernel starts in ~0.1 s: up to half a tick lost per start, 2 at a time, made a burst wait for ticks) */
     kmgr_kernels_start_queued(mgr);
     sweep_destroyed(mgr);
+}
+
+/*
+ * kgate's exit ends every kernel at once (kmgr_manager_yield_cpu), each end Python work in the kernel (~15 ms of CPU and its
+ * memory's teardown): hundreds of them starved kgate, whose grace timers and reaping then ran seconds late (300 kernels on 2 cores:
+ * kgate made twenty system calls in the 5 s after its requests, each poll waiting up to 1.2 s for a core). A kernel is a session of
+ * its own, so with the scheduler's autogroups (sched_autogroup_enabled) its whole session weighs as much as kgate's,
+ * whatever its threads' nice: both go to the lowest (every thread of its group: PRIO_PGRP; its session: /proc/<pid>/autogroup).
+ * kgate then keeps its deadlines; a kernel that ends in time ends as politely as before. Best effort: either may be missing.
+ */
+static void lower_priority(pid_t pid)
+{
+    char path[64];
+    int fd;
+
+    setpriority(PRIO_PGRP, (id_t)pid, 19);
+    snprintf(path, sizeof(path), "/proc/%d/autogroup", (int)pid);
+    if ((fd = open(path, O_WRONLY | O_CLOEXEC)) >= 0) {
+        if (write(fd, "19", 2) != 2) {
+            /* not this kernel's to refuse: an autogroup of someone else's, or none */
+        }
+        close(fd);
+    }
+}
+
+void kmgr_manager_yield_cpu(kmgr_manager_t *mgr)
+{
+    kmgr_link_t *link;
+
+    for (link = mgr->kernels.next; link != &mgr->kernels; link = link->next)
+        if (kmgr_kernel_pid(kmgr_kernel_from_link(link)) > 0)
+            lower_priority(kmgr_kernel_pid(kmgr_kernel_from_link(link)));
+    for (link = mgr->shutting_down.next; link != &mgr->shutting_down; link = link->next)
+        if (KMGR_FROM_MEMBER(kmgr_proc_t, link, link)->pid > 0)
+            lower_priority(KMGR_FROM_MEMBER(kmgr_proc_t, link, link)->pid);
 }
 
 void kmgr_manager_shutdown_all(kmgr_manager_t *mgr)

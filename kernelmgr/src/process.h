@@ -99,7 +99,8 @@ void kmgr_proc_fork_answer(kmgr_proc_t *proc, struct st_kmgr_template_t *tpl, pi
 
 /** Reaps the process if it has exited (WNOHANG). Returns 1 when it is (now or already) reaped. */
 int kmgr_proc_reap(kmgr_proc_t *proc);
-/** Waits until the process is gone and reaps it (for a forked one, at most KMGR_TPL_STATUS_GRACE_MS for its status). */
+/** Waits until the process is gone and reaps it (kgate's exit, after SIGKILL). A forked one is gone when its pidfd says so,
+ * at most KMGR_TPL_STATUS_GRACE_MS later: its wait status is its template's if already known, else unknown (-1). */
 void kmgr_proc_reap_blocking(kmgr_proc_t *proc);
 /** "forked" or "spawned"; "" while its template has not answered. */
 const char *kmgr_proc_start_path(const kmgr_proc_t *proc);

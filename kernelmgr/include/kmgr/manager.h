@@ -122,6 +122,12 @@ void kmgr_manager_tick(kmgr_manager_t *mgr);
 /** Runs the work requested through kmgr_loop_ops_t.schedule (re-draining sockets after sends). */
 void kmgr_manager_run_pending(kmgr_manager_t *mgr);
 
+/**
+ * kgate's exit, before every kernel is shut down at once: every kernel process (its process group, and its session's
+ * scheduler autogroup) gets the lowest CPU priority, so that hundreds of kernels ending together leave kgate the cores it
+ * needs to keep its grace deadlines (manager.c says what was measured). Best effort.
+ */
+void kmgr_manager_yield_cpu(kmgr_manager_t *mgr);
 /** Starts the shutdown sequence of every kernel (as kmgr_kernel_destroy does for each). */
 void kmgr_manager_shutdown_all(kmgr_manager_t *mgr);
 /** Number of kernel processes not yet reaped (live kernels and those shutting down). */
