@@ -1,8 +1,11 @@
 /* tests/kernelmgr/test_start_queue.c: the start queue (kernelmgr/src/start_queue.c): against real ipykernel processes, and
  * --max-forking-kernels against the fake template (tests/kernelmgr/fake_template/) and its fake kernels. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "kmgr_test.h"
+#include "manager_private.h"
+#include "template.h"
 
 static void setup_one_at_a_time(void)
 {
@@ -45,13 +48,13 @@ static const char *const spawned_argv[] = {"/usr/bin/python3", KGATE_SOURCE_DIR 
                                            "{connection_file}"};
 static kmgr_kernelspec_t *forkable, *spawned_only;
 
-static void setup_forking(void)
+static void setup_mode(const char *mode)
 {
     kmgr_config_t config = {
         .max_starting = 1, .max_forking = MAX_FORKING, .max_start_queue = 16, .template_script = FAKE_DIR "/fake_template.py"};
     kmgr_start_stats_t s;
 
-    setenv("KGATE_FAKE_TPL", "ok", 1);
+    setenv("KGATE_FAKE_TPL", mode, 1);
     setenv("PYTHONPATH", FAKE_DIR, 1);
     kt_setup_config(&config);
     forkable = kt_fake_spec(forkable_argv, 5);
@@ -61,6 +64,11 @@ static void setup_forking(void)
         cr_assert(waited < 30000, "the fake template is ready within 30 s");
         poll_loop_run_once(kt.loop, 20);
     }
+}
+
+static void setup_forking(void)
+{
+    setup_mode("ok");
 }
 
 static void teardown_forking(void)
@@ -179,4 +187,111 @@ Test(forking, a_spawned_start_obeys_max_starting_while_forked_ones_are_starting)
     kmgr_kernel_destroy(sp);
     kmgr_kernel_destroy(f2);
     kmgr_kernel_destroy(sp2);
+}
+
+/* ---- a kernel still starting, interrupted or destroyed (the fake template answers two requests at once: batch:2) ---- */
+
+static void setup_batch(void)
+{
+    setup_mode("batch:2");
+}
+
+TestSuite(starting, .init = setup_batch, .fini = teardown_forking, .timeout = 120);
+
+static kmgr_kernel_t *start_of(kmgr_kernelspec_t *spec, kt_states_t *st)
+{
+    kmgr_kernel_t *k = NULL;
+    cr_assert_eq(kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = spec, .on_state = kt_on_state, .data = st}, &k), 0);
+    return k;
+}
+
+/* Neither dead nor restarted, nor ever told so: it started as if nothing had happened. */
+static void expect_no_death(kmgr_kernel_t *k, const kt_states_t *st)
+{
+    cr_expect(!kt_states_saw(st, KMGR_KERNEL_DEAD), "no DEAD notice");
+    cr_expect_str_eq(kmgr_kernel_last_death(k), "", "no death recorded");
+    cr_expect_eq(kmgr_kernel_auto_restarts(k, NULL, NULL), 0, "no restart counted");
+}
+
+/* Interrupted while its template's answer is awaited, while queued, and while started and not ready (a SIGINT then would kill
+ * the fake kernel, as it kills a Python kernel before ipykernel's handler is installed): 0, and each becomes ready. */
+Test(starting, an_interrupt_of_a_kernel_not_ready_is_a_no_op_not_a_death)
+{
+    kt_states_t st[3] = {0};
+    kmgr_kernel_t *f1, *f2, *sp;
+
+    f1 = start_of(forkable, &st[0]); /* held by the template until a second request comes */
+    poll_loop_run_for(kt.loop, 100);
+    cr_expect_eq(kmgr_kernel_pid(f1), 0, "its template has not answered");
+    cr_expect_eq(kmgr_kernel_interrupt(f1), 0, "an interrupt while the fork is awaited is no failure");
+    f2 = start_of(forkable, &st[1]);     /* max_forking 3: it goes, and the template answers both */
+    sp = start_of(spawned_only, &st[2]); /* max_starting 1: queued */
+    cr_expect_str_eq(kmgr_kernel_connection_file(sp), "", "queued");
+    cr_expect_eq(kmgr_kernel_interrupt(sp), 0, "an interrupt of a queued start is no failure");
+    /* each interrupted as soon as its process exists, before it is ready */
+    kmgr_kernel_t *each[3] = {f1, f2, sp};
+    for (int i = 0; i != 3; ++i) {
+        for (int waited = 0; kmgr_kernel_pid(each[i]) == 0; waited += 2) {
+            cr_assert(waited < 30000, "kernel %d has its process within 30 s", i);
+            poll_loop_run_once(kt.loop, 2);
+        }
+        if (kmgr_kernel_state(each[i]) == KMGR_KERNEL_STARTING)
+            cr_expect_eq(kmgr_kernel_interrupt(each[i]), 0, "an interrupt of kernel %d, not ready, is no failure", i);
+    }
+    cr_expect_eq(kmgr_kernel_state(sp), KMGR_KERNEL_STARTING, "the spawned one was interrupted before it was ready");
+    for (int i = 0; i != 3; ++i) {
+        cr_assert(kt_wait_state(each[i], KMGR_KERNEL_IDLE, 30000), "kernel %d ready (%s)", i, kmgr_kernel_exit_reason(each[i]));
+        expect_no_death(each[i], &st[i]);
+    }
+    cr_expect_str_eq(kmgr_kernel_start_path(f1), "forked");
+    cr_expect_str_eq(kmgr_kernel_start_path(f2), "forked");
+    for (int i = 0; i != 3; ++i)
+        kmgr_kernel_destroy(each[i]);
+}
+
+/* The children of process `pid` (its main thread's), at most `max`; their count. */
+static size_t children_of(pid_t pid, pid_t *out, size_t max)
+{
+    char path[96];
+    FILE *fp;
+    size_t n = 0;
+    int child;
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    if ((fp = fopen(path, "r")) == NULL)
+        return 0;
+    while (n < max && fscanf(fp, "%d", &child) == 1)
+        out[n++] = (pid_t)child;
+    fclose(fp);
+    return n;
+}
+
+/* Destroyed (a context deleted) while its template's answer is awaited: the kernel forked for it is killed when the answer
+ * comes, never spawned; the start behind it goes. */
+Test(starting, a_kernel_destroyed_before_its_fork_answer_leaves_no_process)
+{
+    kt_states_t st[2] = {0};
+    pid_t tpl = KMGR_FROM_MEMBER(kmgr_template_t, link, kt.mgr->templates.next)->pid, kids[8];
+    kmgr_kernel_t *gone = start_of(forkable, &st[0]), *next;
+    kmgr_start_stats_t s;
+    size_t n;
+
+    poll_loop_run_for(kt.loop, 100);
+    cr_assert_eq(kmgr_kernel_pid(gone), 0, "its template has not answered");
+    kmgr_kernel_destroy(gone);
+    next = start_of(forkable, &st[1]); /* the template answers both now */
+    cr_assert(kt_wait_state(next, KMGR_KERNEL_IDLE, 30000));
+    /* the template's children: the spare kernels it forked, the one given up killed and reaped */
+    for (int waited = 0;; waited += 20) {
+        n = children_of(tpl, kids, 8);
+        if (n == 1 || waited >= 10000)
+            break;
+        poll_loop_run_once(kt.loop, 20);
+    }
+    cr_expect_eq(n, 1, "one forked kernel left under the template (%zu)", n);
+    cr_expect_eq(kids[0], kmgr_kernel_pid(next), "the one left is the live kernel's");
+    kmgr_manager_start_stats(kt.mgr, &s);
+    cr_expect_eq(s.spawned, 0, "nothing spawned for a kernel given up");
+    cr_expect_eq(kmgr_manager_num_processes(kt.mgr), 1, "kgate holds one process, the live kernel's");
+    kmgr_kernel_destroy(next);
 }
