@@ -251,7 +251,8 @@ void gw_context_wait_ready(gw_context_t *ctx, gw_context_waiter_t *waiter);
 /** Forgets a waiter that has not been told yet (its owner is going away). Accepts a told one. */
 void gw_context_waiter_cancel(gw_context_waiter_t *waiter);
 
-/** Interrupts what the kernel runs (state is kept). Returns 0, or a kmgr code (the kernel is dead). */
+/** Interrupts what the kernel runs (state is kept). Returns 0 (a kernel still starting runs nothing: nothing is sent), or a kmgr
+ * code (the kernel is dead). */
 int gw_context_interrupt(gw_context_t *ctx);
 
 /**

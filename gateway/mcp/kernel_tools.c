@@ -59,6 +59,15 @@ void gw_mcp_tool_interrupt(gw_mcp_session_t *session, h2o_req_t *req, json_t *id
         respond_text(req, accepts, id, text, 0);
         return;
     }
+    if (kmgr_kernel_state(ctx->kernel) == KMGR_KERNEL_STARTING || kmgr_kernel_state(ctx->kernel) == KMGR_KERNEL_RESTARTING) {
+        /* nothing runs in a kernel not ready yet (kmgr_kernel_interrupt sends it nothing): its calls wait for it */
+        snprintf(text, sizeof(text),
+                 "The %s kernel is still starting: nothing runs in it yet, nothing was interrupted; the calls waiting for it "
+                 "run once it is ready.",
+                 spec->name);
+        respond_text(req, accepts, id, text, 0);
+        return;
+    }
     if ((ret = gw_context_interrupt(ctx)) != 0) {
         snprintf(text, sizeof(text), "cannot interrupt the %s kernel: %s%s%s", spec->name, gw_strerror(ret),
                  gw_context_exit_reason(ctx)[0] != '\0' ? "; " : "", gw_context_exit_reason(ctx));

@@ -458,7 +458,13 @@ int kmgr_kernel_interrupt(kmgr_kernel_t *k)
 {
     uint64_t now = ksys_now_ms();
 
-    if (k->destroyed || k->state == KMGR_KERNEL_DEAD || k->proc == NULL || k->proc->pid == 0)
+    if (k->destroyed || k->state == KMGR_KERNEL_DEAD)
+        return KSYS_EDIED;
+    /* Not ready (queued for its start, its template's answer awaited, or not answering yet): nothing of a caller's runs, its
+     * requests wait unsent; and a SIGINT before the kernel's handler is installed would kill it. */
+    if (k->state == KMGR_KERNEL_STARTING || k->state == KMGR_KERNEL_RESTARTING)
+        return 0;
+    if (k->proc == NULL || k->proc->pid == 0)
         return KSYS_EDIED;
     if (k->interrupt_sent_at != 0 && now - k->interrupt_sent_at < KMGR_INTERRUPT_COALESCE_MS)
         return 0; /* the one in flight interrupts what this one would (see KMGR_INTERRUPT_COALESCE_MS) */

@@ -799,6 +799,41 @@ Test(jupyter, a_socket_that_stops_reading_is_cut_off_and_others_go_on)
     free(id);
 }
 
+/* Kernels still starting (no pool: the first forked or spawned at once, the second queued behind it, one start at a time),
+ * interrupted through the Jupyter door and execd's at once: nothing runs in them, so it is no error and no death (before, a
+ * kernel without its process yet answered "dead", and one started and not ready died of the SIGINT); each runs its first
+ * cell with no death recorded and no restart counted. */
+Test(jupyter, an_interrupt_of_a_kernel_still_starting_is_no_error_and_no_death)
+{
+    static const char *const more[] = {"--pool", "none", "--max-starting-kernels", "1", "--max-forking-kernels", "1", NULL};
+    char path[160], *ids[2], *text;
+    ts_response_t r = {0};
+
+    restart_kgate(more);
+    ids[0] = start_kernel("{}");
+    ids[1] = start_kernel("{}");
+    snprintf(path, sizeof(path), "/api/kernels/%s/interrupt", ids[0]);
+    cr_expect_eq(request("POST", path, "", &r), 204, "interrupt of a starting kernel (Jupyter): %s", r.body);
+    ts_response_dispose(&r);
+    snprintf(path, sizeof(path), "/code?id=%s", ids[1]);
+    cr_expect_eq(request("DELETE", path, NULL, &r), 200, "interrupt of a queued kernel (execd): %s", r.body);
+    ts_response_dispose(&r);
+    snprintf(path, sizeof(path), "/api/kernels/%s/interrupt", ids[1]);
+    cr_expect_eq(request("POST", path, "", &r), 204, "interrupt of a queued kernel (Jupyter): %s", r.body);
+    ts_response_dispose(&r);
+    for (int i = 0; i != 2; ++i) {
+        text = run_stdout(ids[i], "print(6 * 7)");
+        cr_expect_str_eq(text, "42\n", "kernel %d runs its first cell", i);
+        free(text);
+        snprintf(path, sizeof(path), "/code/contexts/%s", ids[i]);
+        json_t *ctx = get_json(path, 200);
+        cr_expect_eq(json_integer_value(json_object_get(ctx, "restarts")), 0, "kernel %d: no restart counted", i);
+        cr_expect(json_is_null(json_object_get(ctx, "last_death")), "kernel %d: no death recorded", i);
+        json_decref(ctx);
+        free(ids[i]);
+    }
+}
+
 Test(jupyter, pages_of_another_site_are_refused)
 {
     ts_response_t r = {0};

@@ -1,6 +1,11 @@
-/* tests/kernelmgr/test_start_queue.c: the start queue (kernelmgr/src/start_queue.c) against real ipykernel processes. */
+/* tests/kernelmgr/test_start_queue.c: the start queue (kernelmgr/src/start_queue.c): against real ipykernel processes, and
+ * --max-forking-kernels against the fake template (tests/kernelmgr/fake_template/) and its fake kernels. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include "kmgr_test.h"
+#include "manager_private.h"
+#include "template.h"
 
 static void setup_one_at_a_time(void)
 {
@@ -29,4 +34,264 @@ Test(start_queue, a_queued_start_goes_when_the_one_before_is_ready)
     cr_expect(launching == 1 && queued == 0, "the second was launched when the first became ready (%u launching, %u queued)",
               launching, queued);
     cr_assert(kt_wait_state(second, KMGR_KERNEL_IDLE, 30000), "the second kernel is ready within 30 s");
+}
+
+/* ---- --max-forking-kernels: starts that fork from a ready template (the fake one, tests/kernelmgr/fake_template/) ---- */
+
+#define FAKE_DIR KGATE_SOURCE_DIR "/tests/kernelmgr/fake_template"
+#define MAX_FORKING 3
+#define NFORKED 7
+
+/* an ipykernel spec (a template forks it: fake_template/ipykernel_launcher.py on PYTHONPATH), and one no template forks */
+static const char *const forkable_argv[] = {"/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"};
+static const char *const spawned_argv[] = {"/usr/bin/python3", KGATE_SOURCE_DIR "/tests/kernelmgr/fake_kernel.py",
+                                           "{connection_file}"};
+static kmgr_kernelspec_t *forkable, *spawned_only;
+
+static void setup_mode(const char *mode)
+{
+    kmgr_config_t config = {
+        .max_starting = 1, .max_forking = MAX_FORKING, .max_start_queue = 16, .template_script = FAKE_DIR "/fake_template.py"};
+    kmgr_start_stats_t s;
+
+    setenv("KGATE_FAKE_TPL", mode, 1);
+    setenv("PYTHONPATH", FAKE_DIR, 1);
+    kt_setup_config(&config);
+    forkable = kt_fake_spec(forkable_argv, 5);
+    spawned_only = kt_fake_spec(spawned_argv, 3);
+    cr_assert_eq(kmgr_manager_use_template(kt.mgr, forkable), 0);
+    for (int waited = 0; kmgr_manager_start_stats(kt.mgr, &s), s.templates_running != 1; waited += 20) {
+        cr_assert(waited < 30000, "the fake template is ready within 30 s");
+        poll_loop_run_once(kt.loop, 20);
+    }
+}
+
+static void setup_forking(void)
+{
+    setup_mode("ok");
+}
+
+static void teardown_forking(void)
+{
+    kt_teardown();
+    kmgr_kernelspec_destroy(forkable);
+    kmgr_kernelspec_destroy(spawned_only);
+}
+
+TestSuite(forking, .init = setup_forking, .fini = teardown_forking, .timeout = 120);
+
+/* Started and not ready: launched (it has a connection file: a queued start has none) and still starting. */
+static int launched_not_ready(const kmgr_kernel_t *k)
+{
+    return kmgr_kernel_connection_file(k)[0] != '\0' && kmgr_kernel_state(k) == KMGR_KERNEL_STARTING;
+}
+
+typedef struct st_watch_t {
+    kmgr_kernel_t **k;
+    size_t n;
+    unsigned max_launched;   /* the most seen launched and not ready at once, after any loop pass */
+    unsigned idle_slot_seen; /* passes after which a start waited while fewer than MAX_FORKING were starting */
+} watch_t;
+
+/* After each loop pass: how many are starting, and whether a queued one waits while a place is free. */
+static int all_ready_watching(void *arg)
+{
+    watch_t *w = arg;
+    unsigned launched = 0, queued = 0, ready = 0;
+
+    for (size_t i = 0; i != w->n; ++i) {
+        launched += launched_not_ready(w->k[i]);
+        queued += kmgr_kernel_connection_file(w->k[i])[0] == '\0';
+        ready += kmgr_kernel_state(w->k[i]) == KMGR_KERNEL_IDLE;
+    }
+    if (launched > w->max_launched)
+        w->max_launched = launched;
+    w->idle_slot_seen += queued != 0 && launched < MAX_FORKING;
+    return ready == w->n;
+}
+
+/* More forked starts than the bound: MAX_FORKING at once (not max_starting's 1), the others queued in order, each going in the
+ * loop pass in which one became ready; every one forked. */
+Test(forking, forked_starts_are_bounded_by_max_forking_and_a_queued_one_goes_when_one_is_ready)
+{
+    kt_states_t st[NFORKED] = {0};
+    kmgr_kernel_t *k[NFORKED];
+    watch_t w = {.k = k, .n = NFORKED};
+    unsigned launching, queued;
+    kmgr_start_stats_t s;
+
+    for (int i = 0; i != NFORKED; ++i)
+        cr_assert_eq(
+            kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[i]}, &k[i]),
+            0);
+    for (int i = 0; i != NFORKED; ++i)
+        cr_expect_eq(launched_not_ready(k[i]), i < MAX_FORKING, "start %d: %s", i, i < MAX_FORKING ? "launched" : "queued");
+    kmgr_manager_count_starting(kt.mgr, &launching, &queued);
+    cr_expect(launching == MAX_FORKING && queued == NFORKED - MAX_FORKING, "%d launching and %d queued (%u, %u)", MAX_FORKING,
+              NFORKED - MAX_FORKING, launching, queued);
+    cr_assert(poll_loop_run_until(kt.loop, all_ready_watching, &w, 60000), "every kernel ready within 60 s");
+    cr_expect_eq(w.max_launched, MAX_FORKING, "never more than %d started and not ready at once (saw %u)", MAX_FORKING,
+                 w.max_launched);
+    cr_expect_eq(w.idle_slot_seen, 0,
+                 "a queued start went in the pass in which a kernel became ready (%u passes left a place "
+                 "free while a start waited)",
+                 w.idle_slot_seen);
+    for (int i = 0; i != NFORKED; ++i)
+        cr_expect_str_eq(kmgr_kernel_start_path(k[i]), "forked", "start %d forked", i);
+    kmgr_manager_start_stats(kt.mgr, &s);
+    cr_expect_eq(s.forked, NFORKED);
+    for (int i = 0; i != NFORKED; ++i)
+        kmgr_kernel_destroy(k[i]);
+}
+
+/* A start that will be spawned waits for max_starting (1) whatever max_forking allows, and a forked start behind it waits its
+ * turn (the order of the starts is kept). */
+Test(forking, a_spawned_start_obeys_max_starting_while_forked_ones_are_starting)
+{
+    kt_states_t st[4] = {0};
+    kmgr_kernel_t *f1, *sp, *f2, *sp2;
+    unsigned launching, queued;
+    int f1_ready_first = 0;
+
+    cr_assert_eq(
+        kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[0]}, &f1), 0);
+    cr_assert_eq(
+        kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = spawned_only, .on_state = kt_on_state, .data = &st[1]}, &sp), 0);
+    cr_assert_eq(
+        kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[2]}, &f2), 0);
+    cr_expect(launched_not_ready(f1), "the forked start went");
+    cr_expect_str_eq(kmgr_kernel_connection_file(sp), "", "the spawned start waits: one kernel is starting (max_starting 1)");
+    cr_expect_str_eq(kmgr_kernel_connection_file(f2), "", "the forked start behind it waits its turn");
+    kmgr_manager_count_starting(kt.mgr, &launching, &queued);
+    cr_expect(launching == 1 && queued == 2, "1 launching, 2 queued (%u, %u)", launching, queued);
+    /* the spawned start is launched only once the first kernel is ready */
+    for (int waited = 0; kmgr_kernel_connection_file(sp)[0] == '\0'; waited += 10) {
+        cr_assert(waited < 30000, "the spawned start went within 30 s");
+        poll_loop_run_once(kt.loop, 10);
+    }
+    f1_ready_first = kmgr_kernel_state(f1) == KMGR_KERNEL_IDLE;
+    cr_expect(f1_ready_first, "the spawned start went once the forked one before it was ready");
+    /* a second spawned start waits while the first is starting, though fewer than max_forking are */
+    cr_assert_eq(
+        kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = spawned_only, .on_state = kt_on_state, .data = &st[3]}, &sp2),
+        0);
+    if (launched_not_ready(sp))
+        cr_expect_str_eq(kmgr_kernel_connection_file(sp2), "", "a spawned start waits while another is starting");
+    cr_assert(kt_wait_state(sp, KMGR_KERNEL_IDLE, 30000));
+    cr_assert(kt_wait_state(f2, KMGR_KERNEL_IDLE, 30000));
+    cr_assert(kt_wait_state(sp2, KMGR_KERNEL_IDLE, 30000));
+    cr_expect_str_eq(kmgr_kernel_start_path(f1), "forked");
+    cr_expect_str_eq(kmgr_kernel_start_path(sp), "spawned");
+    cr_expect_str_eq(kmgr_kernel_start_path(f2), "forked");
+    kmgr_kernel_destroy(f1);
+    kmgr_kernel_destroy(sp);
+    kmgr_kernel_destroy(f2);
+    kmgr_kernel_destroy(sp2);
+}
+
+/* ---- a kernel still starting, interrupted or destroyed (the fake template answers two requests at once: batch:2) ---- */
+
+static void setup_batch(void)
+{
+    setup_mode("batch:2");
+}
+
+TestSuite(starting, .init = setup_batch, .fini = teardown_forking, .timeout = 120);
+
+static kmgr_kernel_t *start_of(kmgr_kernelspec_t *spec, kt_states_t *st)
+{
+    kmgr_kernel_t *k = NULL;
+    cr_assert_eq(kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = spec, .on_state = kt_on_state, .data = st}, &k), 0);
+    return k;
+}
+
+/* Neither dead nor restarted, nor ever told so: it started as if nothing had happened. */
+static void expect_no_death(kmgr_kernel_t *k, const kt_states_t *st)
+{
+    cr_expect(!kt_states_saw(st, KMGR_KERNEL_DEAD), "no DEAD notice");
+    cr_expect_str_eq(kmgr_kernel_last_death(k), "", "no death recorded");
+    cr_expect_eq(kmgr_kernel_auto_restarts(k, NULL, NULL), 0, "no restart counted");
+}
+
+/* Interrupted while its template's answer is awaited, while queued, and while started and not ready (a SIGINT then would kill
+ * the fake kernel, as it kills a Python kernel before ipykernel's handler is installed): 0, and each becomes ready. */
+Test(starting, an_interrupt_of_a_kernel_not_ready_is_a_no_op_not_a_death)
+{
+    kt_states_t st[3] = {0};
+    kmgr_kernel_t *f1, *f2, *sp;
+
+    f1 = start_of(forkable, &st[0]); /* held by the template until a second request comes */
+    poll_loop_run_for(kt.loop, 100);
+    cr_expect_eq(kmgr_kernel_pid(f1), 0, "its template has not answered");
+    cr_expect_eq(kmgr_kernel_interrupt(f1), 0, "an interrupt while the fork is awaited is no failure");
+    f2 = start_of(forkable, &st[1]);     /* max_forking 3: it goes, and the template answers both */
+    sp = start_of(spawned_only, &st[2]); /* max_starting 1: queued */
+    cr_expect_str_eq(kmgr_kernel_connection_file(sp), "", "queued");
+    cr_expect_eq(kmgr_kernel_interrupt(sp), 0, "an interrupt of a queued start is no failure");
+    /* each interrupted as soon as its process exists, before it is ready */
+    kmgr_kernel_t *each[3] = {f1, f2, sp};
+    for (int i = 0; i != 3; ++i) {
+        for (int waited = 0; kmgr_kernel_pid(each[i]) == 0; waited += 2) {
+            cr_assert(waited < 30000, "kernel %d has its process within 30 s", i);
+            poll_loop_run_once(kt.loop, 2);
+        }
+        if (kmgr_kernel_state(each[i]) == KMGR_KERNEL_STARTING)
+            cr_expect_eq(kmgr_kernel_interrupt(each[i]), 0, "an interrupt of kernel %d, not ready, is no failure", i);
+    }
+    cr_expect_eq(kmgr_kernel_state(sp), KMGR_KERNEL_STARTING, "the spawned one was interrupted before it was ready");
+    for (int i = 0; i != 3; ++i) {
+        cr_assert(kt_wait_state(each[i], KMGR_KERNEL_IDLE, 30000), "kernel %d ready (%s)", i, kmgr_kernel_exit_reason(each[i]));
+        expect_no_death(each[i], &st[i]);
+    }
+    cr_expect_str_eq(kmgr_kernel_start_path(f1), "forked");
+    cr_expect_str_eq(kmgr_kernel_start_path(f2), "forked");
+    for (int i = 0; i != 3; ++i)
+        kmgr_kernel_destroy(each[i]);
+}
+
+/* The children of process `pid` (its main thread's), at most `max`; their count. */
+static size_t children_of(pid_t pid, pid_t *out, size_t max)
+{
+    char path[96];
+    FILE *fp;
+    size_t n = 0;
+    int child;
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    if ((fp = fopen(path, "r")) == NULL)
+        return 0;
+    while (n < max && fscanf(fp, "%d", &child) == 1)
+        out[n++] = (pid_t)child;
+    fclose(fp);
+    return n;
+}
+
+/* Destroyed (a context deleted) while its template's answer is awaited: the kernel forked for it is killed when the answer
+ * comes, never spawned; the start behind it goes. */
+Test(starting, a_kernel_destroyed_before_its_fork_answer_leaves_no_process)
+{
+    kt_states_t st[2] = {0};
+    pid_t tpl = KMGR_FROM_MEMBER(kmgr_template_t, link, kt.mgr->templates.next)->pid, kids[8];
+    kmgr_kernel_t *gone = start_of(forkable, &st[0]), *next;
+    kmgr_start_stats_t s;
+    size_t n;
+
+    poll_loop_run_for(kt.loop, 100);
+    cr_assert_eq(kmgr_kernel_pid(gone), 0, "its template has not answered");
+    kmgr_kernel_destroy(gone);
+    next = start_of(forkable, &st[1]); /* the template answers both now */
+    cr_assert(kt_wait_state(next, KMGR_KERNEL_IDLE, 30000));
+    /* the template's children: the spare kernels it forked, the one given up killed and reaped */
+    for (int waited = 0;; waited += 20) {
+        n = children_of(tpl, kids, 8);
+        if (n == 1 || waited >= 10000)
+            break;
+        poll_loop_run_once(kt.loop, 20);
+    }
+    cr_expect_eq(n, 1, "one forked kernel left under the template (%zu)", n);
+    cr_expect_eq(kids[0], kmgr_kernel_pid(next), "the one left is the live kernel's");
+    kmgr_manager_start_stats(kt.mgr, &s);
+    cr_expect_eq(s.spawned, 0, "nothing spawned for a kernel given up");
+    cr_expect_eq(kmgr_manager_num_processes(kt.mgr), 1, "kgate holds one process, the live kernel's");
+    kmgr_kernel_destroy(next);
 }

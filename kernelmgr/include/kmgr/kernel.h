@@ -111,7 +111,10 @@ int kmgr_kernel_restart(kmgr_kernel_t *kernel);
  * group ("signal") or a control interrupt_request ("message", and always for a sandboxed kernel).
  * Idempotent while one is in flight: until the kernel publishes status idle, or for at most 2 s, a
  * later call sends nothing and returns 0 (two interrupts close together can end an ipykernel).
- * Returns 0, or KSYS_EDIED.
+ * A kernel still starting (STARTING or RESTARTING: queued for its start, its template's answer
+ * awaited, or not ready yet) runs nothing (requests wait unsent until it is ready): nothing is sent
+ * (a SIGINT before its handler is installed would kill it) and 0 returned. Returns 0, or KSYS_EDIED
+ * (DEAD or destroyed).
  */
 int kmgr_kernel_interrupt(kmgr_kernel_t *kernel);
 
