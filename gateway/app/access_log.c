@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "wire/alloc.h"
+#include "wire/fdio.h"
 #include "app/access_log.h"
 
 /* Copies `len` bytes of `s` as a log field: printable ASCII but quote and backslash as is (a target arrives percent-encoded
@@ -62,19 +63,6 @@ size_t gw_access_log_format(const gw_access_entry_t *e, char *buf, size_t size)
     return n;
 }
 
-static void write_all(int fd, const char *p, size_t len)
-{
-    while (len != 0) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return; /* a full disk or a closed stderr: the lines are lost, and kgate goes on */
-        p += w;
-        len -= (size_t)w;
-    }
-}
-
 static void *writer_main(void *arg)
 {
     gw_access_log_t *log = arg;
@@ -93,12 +81,12 @@ static void *writer_main(void *arg)
         log->fill_len = 0;
         log->dropped = 0;
         pthread_mutex_unlock(&log->mutex);
-        write_all(log->fd, full, len);
+        (void)wire_write_all(log->fd, full, len); /* a full disk or a closed stderr: lines lost, kgate goes on */
         if (dropped != 0) {
             int n = snprintf(note, sizeof(note),
                              "kgate: access log: %llu lines dropped (the log's disk was slower than the requests)\n",
                              (unsigned long long)dropped);
-            write_all(log->fd, note, (size_t)n);
+            (void)wire_write_all(log->fd, note, (size_t)n);
         }
         pthread_mutex_lock(&log->mutex);
         log->spare = full;

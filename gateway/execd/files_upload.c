@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "wire/alloc.h"
+#include "wire/fdio.h"
 #include "wire/text.h"
 #include "ksys/detach.h"
 #include "core/errors.h"
@@ -156,7 +157,7 @@ static void on_step(h2o_timeout_entry_t *entry)
         const char *data = req->entity.base + job->part->data_off + job->written;
         size_t n = job->part->data_len - job->written < UPLOAD_CHUNK ? job->part->data_len - job->written : UPLOAD_CHUNK;
         gw_body_pages_populate(&job->pages, data, data + n);
-        if ((ret = gw_files_write_all(job->fd, data, n)) == 0) {
+        if ((ret = wire_write_all(job->fd, data, n)) == 0) {
             gw_body_pages_release(&job->pages, req->entity.base, data + n);
             job->written += n;
             if (job->written == job->part->data_len)

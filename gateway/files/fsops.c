@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "wire/alloc.h"
+#include "wire/fdio.h"
 #include "wire/text.h"
 #include "files/fsops.h"
 
@@ -75,21 +76,6 @@ int gw_files_read_all(const gw_workspace_t *ws, const char *rel, size_t max, cha
 Exit:
     close(fd);
     return ret;
-}
-
-int gw_files_write_all(int fd, const char *data, size_t len)
-{
-    while (len != 0) {
-        ssize_t n = write(fd, data, len > (1u << 30) ? (1u << 30) : len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        data += n;
-        len -= (size_t)n;
-    }
-    return 0;
 }
 
 /* A fresh name for a temporary file beside `name` into tmp_name; 0 or -errno. */
@@ -178,13 +164,13 @@ int gw_files_write_atomic(const gw_workspace_t *ws, const gw_workspace_path_t *p
         /* keep the link: rewrite its target, which openat2 confines beneath the root */
         if ((ret = gw_workspace_open(ws, p->rel, O_WRONLY | O_TRUNC, 0, &fd)) != 0)
             goto Exit;
-        ret = gw_files_write_all(fd, data, len);
+        ret = wire_write_all(fd, data, len);
         close(fd);
         goto Exit;
     }
     if ((ret = gw_files_create_temp(dir_fd, p->name, tmp_name, sizeof(tmp_name), have_old ? st.st_mode & 07777 : mode, &fd)) != 0)
         goto Exit;
-    if ((ret = gw_files_write_all(fd, data, len)) == 0 && have_old) {
+    if ((ret = wire_write_all(fd, data, len)) == 0 && have_old) {
         if (fchmod(fd, st.st_mode & 07777) != 0)
             ret = -errno;
         else if (fchown(fd, st.st_uid, st.st_gid) != 0 && errno != EPERM)

@@ -28,9 +28,6 @@ int gw_files_write_atomic(const gw_workspace_t *ws, const gw_workspace_path_t *p
  */
 json_t *gw_files_info_json(int dir_fd, const char *name, const char *abs, int *err);
 
-/** Writes all of `data` to `fd` (retrying short writes and EINTR). 0 or -errno. */
-int gw_files_write_all(int fd, const char *data, size_t len);
-
 /**
  * Creates a fresh temporary file (mode `mode`) in dir_fd to become `name`. Where the file system
  * allows it (O_TMPFILE) the file has no name until gw_files_commit_temp, so that a kgate killed

@@ -398,19 +398,13 @@ static int parse(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg, size_t *need)
                 return 0;
             continue;
         case WIRE_ZMTP_MESSAGE:
-            z->consumed = it.consumed;
-            msg->frames = it.frames;
-            msg->nframes = it.nframes;
-            msg->bytes = it.bytes;
-            msg->storage = z->in.buf;
-            return 1;
         case WIRE_ZMTP_OVER_START:
             z->consumed = it.consumed;
             msg->frames = it.frames;
             msg->nframes = it.nframes;
             msg->bytes = it.bytes;
             msg->storage = z->in.buf;
-            return KMGR_ZSOCK_OVER_START;
+            return it.kind == WIRE_ZMTP_MESSAGE ? 1 : KMGR_ZSOCK_OVER_START;
         case WIRE_ZMTP_OVER_PIECE:
             z->consumed = it.consumed;
             z->piece = (wire_frame_t){(void *)it.body, it.len};

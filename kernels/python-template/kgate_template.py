@@ -11,7 +11,8 @@ already). It never runs user code, holds no connection file, key, socket or
 thread of any kernel, and owns nothing of any user.
 
 Frames both ways: a 4-byte big-endian length, then fields, each a 4-byte big-endian length and its
-bytes (kernelmgr/src/tplproto.h is the C side; tests/kernelmgr/test_tplproto.c its tests).
+bytes (kgate_tplproto.py, shared with the tests' fake template; kernelmgr/src/tplproto.h is the C side;
+tests/kernelmgr/test_tplproto.c its tests).
 kgate -> template: ["fork", id, tagged fields...], each tagged field a tag byte and its value:
   c cwd, l log path, a kernel argument (in order), e "KEY=VALUE" (the whole environment), r "RESOURCE=VALUE".
 template -> kgate: ["ready", pid], ["forked", id, pid] (right after the fork: the child applies its set-up on its own),
@@ -24,9 +25,7 @@ import json
 import os
 import random
 import resource
-import select
 import signal
-import struct
 import sys
 import threading
 
@@ -53,12 +52,12 @@ import IPython.core.completerlib  # noqa: F401 (imported by every kernel's initi
 import faulthandler  # noqa: F401 (likewise)
 from jupyter_client import localinterfaces
 import kgate_hotset  # noqa: E402 (next to this file)
+from kgate_tplproto import parse_fields, send  # noqa: E402 (next to this file; the frames, shared with the tests' fake)
+import kgate_tplproto  # noqa: E402
 
 # the host's addresses, found by running `ip addr` and cached in the module: once here, not a fork and exec per kernel
 localinterfaces.localhost()
 
-MAX_FRAME = 1 << 20  # kgate's KMGR_TPL_MAX_FRAME
-SOCK = 3
 PROBE_TIMEOUT_S = 60  # the probe kernel's start and two cells, on a loaded machine; beyond, kernels fault page by page
 HOT = []  # the runs of pages every forked kernel copies first (kgate_hotset), learned from the probe
 SPARE = None  # (pid, request pipe): a child forked ahead that has copied those pages and waits for a kernel's request
@@ -71,32 +70,6 @@ RLIMITS = {
     "NOFILE": resource.RLIMIT_NOFILE,
     "DATA": resource.RLIMIT_DATA,
 }
-
-
-def frame(*fields):
-    body = b"".join(struct.pack(">I", len(f)) + f for f in fields)
-    return struct.pack(">I", len(body)) + body
-
-
-def send(*fields):
-    data = frame(*[f if isinstance(f, bytes) else str(f).encode() for f in fields])
-    while data:
-        n = os.write(SOCK, data)
-        data = data[n:]
-
-
-def parse_fields(body):
-    fields, i = [], 0
-    while i < len(body):
-        if i + 4 > len(body):
-            raise ValueError("truncated field length")
-        (n,) = struct.unpack_from(">I", body, i)
-        i += 4
-        if i + n > len(body):
-            raise ValueError("truncated field")
-        fields.append(body[i : i + n])
-        i += n
-    return fields
 
 
 def child_setup(req, populated=False):
@@ -360,13 +333,29 @@ def reap():
         send(b"exited", pid, status)
 
 
+def on_request(fields):
+    if len(fields) < 2 or fields[0] != b"fork":
+        sys.stderr.write("kgate template: unknown request\n")
+        return 2
+    try:
+        pid, why = fork(fields[2:])
+    except Exception as e:  # noqa: B902: a bad request is answered, never the template's end
+        pid, why = None, "%s: %s" % (type(e).__name__, e)
+    if pid is not None:
+        send(b"forked", fields[1], pid)
+    else:
+        send(b"failed", fields[1], why)
+    reap()
+    if SPARE is None and HOT:
+        try:
+            make_spare()
+        except Exception as e:  # noqa: B902: no spare, the next kernel is forked on its request
+            sys.stderr.write("kgate template: no spare: %s\n" % e)
+    return None
+
+
 def main():
-    os.set_blocking(SOCK, True)
-    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
-    # kgate interrupts its kernels, not the template: a stray SIGINT must not end it
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    wake_r = kgate_tplproto.prepare()
     gc.collect()
     gc.freeze()
     global HOT
@@ -376,49 +365,7 @@ def main():
     else:
         make_spare()
     send(b"ready", os.getpid())
-    buf = b""
-    while True:
-        try:
-            readable, _, _ = select.select([SOCK, wake_r], [], [])
-        except InterruptedError:
-            continue
-        if wake_r in readable:
-            try:
-                os.read(wake_r, 512)
-            except BlockingIOError:
-                pass
-            reap()
-        if SOCK not in readable:
-            continue
-        data = os.read(SOCK, 65536)
-        if not data:
-            return 0  # kgate closed its end: nothing more to fork
-        buf += data
-        while len(buf) >= 4:
-            (n,) = struct.unpack_from(">I", buf)
-            if n > MAX_FRAME:
-                sys.stderr.write("kgate template: a frame of %d bytes is over the bound\n" % n)
-                return 2
-            if len(buf) < 4 + n:
-                break
-            fields, buf = parse_fields(buf[4 : 4 + n]), buf[4 + n :]
-            if len(fields) < 2 or fields[0] != b"fork":
-                sys.stderr.write("kgate template: unknown request\n")
-                return 2
-            try:
-                pid, why = fork(fields[2:])
-            except Exception as e:  # noqa: B902: a bad request is answered, never the template's end
-                pid, why = None, "%s: %s" % (type(e).__name__, e)
-            if pid is not None:
-                send(b"forked", fields[1], pid)
-            else:
-                send(b"failed", fields[1], why)
-            reap()
-            if SPARE is None and HOT:
-                try:
-                    make_spare()
-                except Exception as e:  # noqa: B902: no spare, the next kernel is forked on its request
-                    sys.stderr.write("kgate template: no spare: %s\n" % e)
+    return kgate_tplproto.serve(wake_r, on_request, reap)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include "wire/alloc.h"
 #include "wire/connfile.h"
 #include "wire/errors.h"
+#include "wire/fdio.h"
 
 /* A real connection file is a few hundred bytes; anything far larger is not one. */
 #define CONNFILE_MAX_SIZE (64 * 1024)
@@ -33,21 +34,6 @@ void wire_connection_dispose(wire_connection_t *conn)
     free(conn->signature_scheme);
     free(conn->kernel_name);
     memset(conn, 0, sizeof(*conn));
-}
-
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len != 0) {
-        ssize_t r = write(fd, p, len);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += r;
-        len -= (size_t)r;
-    }
-    return 0;
 }
 
 int wire_connection_write(const wire_connection_t *conn, const char *path)
@@ -75,7 +61,7 @@ int wire_connection_write(const wire_connection_t *conn, const char *path)
         ret = errno == EEXIST ? WIRE_EEXISTS : WIRE_EIO;
         goto Exit;
     }
-    if (fchmod(fd, 0600) != 0 || write_all(fd, text, strlen(text)) != 0 || write_all(fd, "\n", 1) != 0)
+    if (fchmod(fd, 0600) != 0 || wire_write_all(fd, text, strlen(text)) != 0 || wire_write_all(fd, "\n", 1) != 0)
         ret = WIRE_EIO;
     if (close(fd) != 0)
         ret = WIRE_EIO;

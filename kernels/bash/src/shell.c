@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "wire/alloc.h"
+#include "wire/fdio.h"
 #include "wire/ids.h"
 #include "proc.h"
 #include "shell.h"
@@ -101,21 +102,6 @@ void bk_shell_dispose(bk_shell_t *sh)
     free(sh->fifo_path);
     free(sh->pending);
     sh->dir = sh->fifo_path = sh->pending = NULL;
-}
-
-static int write_all(int fd, const char *s, size_t len)
-{
-    while (len != 0) {
-        ssize_t n = write(fd, s, len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        s += n;
-        len -= (size_t)n;
-    }
-    return 0;
 }
 
 /* The environment for bash: ours, minus what would change its prompt or start-up, plus the marker. */
@@ -223,7 +209,7 @@ int bk_shell_ensure(bk_shell_t *sh)
                  "__kgate_rc=0; __kgate_seq=%lu\n",
                  sh->ready_seq) < 0)
         abort();
-    ret = write_all(sh->in_fd, setup, strlen(setup));
+    ret = wire_write_all(sh->in_fd, setup, strlen(setup));
     free(setup);
     return ret;
 
@@ -252,7 +238,7 @@ int bk_shell_submit(bk_shell_t *sh, const char *line, unsigned long *seq)
         sh->pending = full;
         return 0;
     }
-    ret = write_all(sh->in_fd, full, strlen(full));
+    ret = wire_write_all(sh->in_fd, full, strlen(full));
     free(full);
     return ret;
 }
@@ -320,7 +306,7 @@ static int on_marker(bk_shell_t *sh, const char *line, unsigned long *seq, int *
         if (sh->pending != NULL) {
             char *p = sh->pending;
             sh->pending = NULL;
-            write_all(sh->in_fd, p, strlen(p));
+            wire_write_all(sh->in_fd, p, strlen(p));
             free(p);
         }
         return 0;
@@ -475,7 +461,7 @@ int bk_shell_stdin_wanted(bk_shell_t *sh)
 
 void bk_shell_feed_stdin(bk_shell_t *sh, const char *data, size_t len)
 {
-    write_all(sh->fifo_fd, data, len);
+    wire_write_all(sh->fifo_fd, data, len);
 }
 
 void bk_shell_drop_stdin(bk_shell_t *sh)

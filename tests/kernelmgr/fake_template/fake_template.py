@@ -16,40 +16,21 @@ child starts at once), after writing its pid to `fake-pid` beside the connection
 
 import os
 import runpy
-import select
 import signal
 import struct
 import sys
+
+# the frames and the request loop, as the real template has them (one copy: kernels/python-template/kgate_tplproto.py)
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "kernels", "python-template"))
+import kgate_tplproto  # noqa: E402
+from kgate_tplproto import send, send_raw  # noqa: E402
 
 import zmq  # noqa: F401 (what fake_kernel.py imports: imported once, before any fork)
 from jupyter_client.session import Session  # noqa: F401
 
 FAKE_KERNEL = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fake_kernel.py")
-SOCK = 3
 MODE = os.environ.get("KGATE_FAKE_TPL", "ok")
-
-
-def frame(*fields):
-    body = b"".join(struct.pack(">I", len(f)) + f for f in fields)
-    return struct.pack(">I", len(body)) + body
-
-
-def send_raw(data):
-    while data:
-        data = data[os.write(SOCK, data) :]
-
-
-def send(*fields):
-    send_raw(frame(*[f if isinstance(f, bytes) else str(f).encode() for f in fields]))
-
-
-def parse_fields(body):
-    fields, i = [], 0
-    while i < len(body):
-        (n,) = struct.unpack_from(">I", body, i)
-        fields.append(body[i + 4 : i + 4 + n])
-        i += 4 + n
-    return fields
 
 
 def fork(fields):
@@ -106,7 +87,7 @@ def answer(req_id, fields):
     elif MODE == "garbage":
         send(b"hello", req_id)
     elif MODE == "overbound":
-        send_raw(struct.pack(">I", (1 << 20) + 1) + b"x" * 64)
+        send_raw(struct.pack(">I", kgate_tplproto.MAX_FRAME + 1) + b"x" * 64)
     else:
         send(b"forked", req_id, fork(fields))
 
@@ -114,49 +95,28 @@ def answer(req_id, fields):
 def main():
     if MODE == "die_at_start":
         return 9
-    os.set_blocking(SOCK, True)
-    wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    wake_r = kgate_tplproto.prepare()
     send(b"ready", os.getpid())
     batch = int(MODE.split(":")[1]) if MODE.startswith("batch:") else 0
-    held, buf = [], b""
-    while True:
-        try:
-            readable, _, _ = select.select([SOCK, wake_r], [], [])
-        except InterruptedError:
-            continue
-        if wake_r in readable:
-            try:
-                os.read(wake_r, 512)
-            except BlockingIOError:
-                pass
-            reap()
-        if SOCK not in readable:
-            continue
-        data = os.read(SOCK, 65536)
-        if not data:
-            return 0
-        buf += data
-        while len(buf) >= 4:
-            (n,) = struct.unpack_from(">I", buf)
-            if len(buf) < 4 + n:
-                break
-            fields, buf = parse_fields(buf[4 : 4 + n]), buf[4 + n :]
-            if MODE == "die":
-                return 7
-            if MODE == "silent":
-                continue
-            if batch:
-                held.append(fields)
-                if len(held) == batch:
-                    for f in reversed(held):
-                        answer(f[1], f[2:])
-                    held = []
-                continue
+    held = []
+
+    def on_request(fields):
+        if MODE == "die":
+            return 7
+        if MODE == "silent":
+            return None
+        if batch:
+            held.append(fields)
+            if len(held) == batch:
+                for f in reversed(held):
+                    answer(f[1], f[2:])
+                held.clear()
+        else:
             answer(fields[1], fields[2:])
         reap()
+        return None
+
+    return kgate_tplproto.serve(wake_r, on_request, reap)
 
 
 if __name__ == "__main__":
