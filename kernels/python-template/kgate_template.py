@@ -2,7 +2,8 @@
 
 kgate starts one of these per ipykernel kernelspec, with the spec's interpreter:
 `python3 kgate_template.py`, descriptor 3 a socket to kgate. It imports ipykernel (and with it
-IPython, zmq, jupyter_client, tornado), freezes what the imports allocated out of the garbage
+IPython, zmq, jupyter_client, tornado), builds the named script magics' argument parser every kernel would build eight
+times (kgate_script_magics.py), freezes what the imports allocated out of the garbage
 collector's reach (gc.freeze: a collection in a child would otherwise write to every shared
 page), learns from a probe kernel which of its pages a kernel's start writes (kgate_hotset.py:
 each kernel then copies them in a few calls instead of a fault each), says "ready" and then only
@@ -53,9 +54,12 @@ import IPython.core.completerlib  # noqa: F401 (imported by every kernel's initi
 import faulthandler  # noqa: F401 (likewise)
 from jupyter_client import localinterfaces
 import kgate_hotset  # noqa: E402 (next to this file)
+import kgate_script_magics  # noqa: E402 (likewise)
 
 # the host's addresses, found by running `ip addr` and cached in the module: once here, not a fork and exec per kernel
 localinterfaces.localhost()
+# the named script magics' argument parser (%%bash, %%python3, ...), built here once rather than eight times per kernel
+SCRIPT_MAGICS_NOT_BUILT = kgate_script_magics.install()
 
 MAX_FRAME = 1 << 20  # kgate's KMGR_TPL_MAX_FRAME
 SOCK = 3
@@ -373,6 +377,8 @@ def main():
     HOT, why = learn_hot_pages()
     if why is not None:
         sys.stderr.write("kgate template: kernels copy their pages one fault at a time: %s\n" % why)
+    if SCRIPT_MAGICS_NOT_BUILT is not None:
+        sys.stderr.write("kgate template: kernels build their script magics' parsers: %s\n" % SCRIPT_MAGICS_NOT_BUILT)
     else:
         make_spare()
     send(b"ready", os.getpid())
