@@ -135,7 +135,10 @@ def child_setup(req, populated=False):
     sys.argv = [sys.executable, "-m", "ipykernel_launcher"] + req["args"]
 
 
-def child_run(req):
+def new_app():
+    """The kernel's IPKernelApp, made of constants alone: nothing of its request (arguments, environment, cwd) is read
+    until `initialize`, so a spare makes it before its request comes (its traits that read the environment, IPYTHONDIR's
+    among them, are computed when first read, in `initialize`)."""
     from ipykernel.kernelapp import IPKernelApp
     from traitlets.config import Config
 
@@ -145,7 +148,20 @@ def child_run(req):
     config.HistoryManager.hist_file = ":memory:"
     # parent_handle 1: no thread polling for the parent's death (its parent is this template, which a kernel outlives; kgate
     # watches the kernel, and its instance mark has it killed with kgate), and no console banner in its log
-    app = IPKernelApp.instance(parent_handle=1, config=config)
+    return IPKernelApp.instance(parent_handle=1, config=config)
+
+
+def spare_app():
+    """In a spare, before its request: the app made ahead, or None (then made after the request, failing there if it must)."""
+    try:
+        return new_app()
+    except Exception:  # noqa: B902: made again after the request, where a failure is reported in the kernel's log
+        return None
+
+
+def child_run(req, app=None):
+    if app is None:
+        app = new_app()
     if is_plain_connection_args(app, req["args"]):
         app.parse_command_line = functools.partial(parse_connection_args, app)
     app.initialize(req["args"])
@@ -170,13 +186,13 @@ def parse_connection_args(app, argv):
     app.extra_args = []
 
 
-def run_child(req, populated=False):
+def run_child(req, populated=False, app=None):
     """The forked child's whole life: set-up, then the kernel; never returns."""
     code = 127
     try:
         child_setup(req, populated)
         code = 0
-        child_run(req)
+        child_run(req, app)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 0
     except BaseException:  # noqa: B902: anything at all ends this kernel, never the template
@@ -241,13 +257,15 @@ def fork_child():
 
 def make_spare():
     """Forks the spare: a child that copies the hot pages now and becomes the next kernel asked for (its request comes
-    whole through a pipe, then EOF; EOF alone, the template gone, ends it). Until then it holds nothing of any user."""
+    whole through a pipe, then EOF; EOF alone, the template gone, ends it), having made its IPKernelApp (new_app: of
+    constants alone). Until then it holds nothing of any user."""
     global SPARE
     r, w = os.pipe2(os.O_CLOEXEC)
     pid = fork_child()
     if pid == 0:
         os.close(w)
         kgate_hotset.populate(HOT)
+        app = spare_app()
         chunks = []
         while True:
             chunk = os.read(r, 65536)
@@ -256,7 +274,7 @@ def make_spare():
             chunks.append(chunk)
         if not chunks:
             os._exit(0)
-        run_child(json.loads(b"".join(chunks)), populated=True)
+        run_child(json.loads(b"".join(chunks)), populated=True, app=app)
     os.close(r)
     SPARE = (pid, w)
 
