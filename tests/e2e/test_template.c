@@ -196,6 +196,14 @@ Test(template, two_forked_contexts_share_no_state)
     cr_expect_str_eq(out_a, "1 a\n");
     free(out_a);
     free(out_b);
+    /* the kernel's IPython dir is the IPYTHONDIR kgate gave it (its app is made before its request: read in initialize) */
+    const char *ipdir = "import os; print(get_ipython().ipython_dir == os.environ['IPYTHONDIR'], get_ipython().ipython_dir)";
+    out_a = run_stdout(a, ipdir);
+    out_b = run_stdout(b, ipdir);
+    cr_expect(strncmp(out_a, "True ", 5) == 0 && strncmp(out_b, "True ", 5) == 0, "a: %s b: %s", out_a, out_b);
+    cr_expect_str_neq(out_a, out_b, "each kernel has an IPython dir of its own");
+    free(out_a);
+    free(out_b);
     free(a);
     free(b);
     xh_gateway_stop(&gw);
