@@ -196,8 +196,12 @@ Test(template, two_forked_contexts_share_no_state)
     cr_expect_str_eq(out_a, "1 a\n");
     free(out_a);
     free(out_b);
-    /* the kernel's IPython dir is the IPYTHONDIR kgate gave it (its app is made before its request: read in initialize) */
-    const char *ipdir = "import os; print(get_ipython().ipython_dir == os.environ['IPYTHONDIR'], get_ipython().ipython_dir)";
+    /* the kernel's IPython dir, its app's and its shell's, is the IPYTHONDIR kgate gave it (its app is made before its request: the
+     * environment is read in initialize) */
+    const char *ipdir =
+        "import os; from ipykernel.kernelapp import IPKernelApp; app = IPKernelApp.instance()\n"
+        "d = os.environ['IPYTHONDIR']\n"
+        "print(app.ipython_dir == d and get_ipython().ipython_dir == d and app.profile_dir.location.startswith(d), d)";
     out_a = run_stdout(a, ipdir);
     out_b = run_stdout(b, ipdir);
     cr_expect(strncmp(out_a, "True ", 5) == 0 && strncmp(out_b, "True ", 5) == 0, "a: %s b: %s", out_a, out_b);
