@@ -2,7 +2,8 @@
 
 kgate starts one of these per ipykernel kernelspec, with the spec's interpreter:
 `python3 kgate_template.py`, descriptor 3 a socket to kgate. It imports ipykernel (and with it
-IPython, zmq, jupyter_client, tornado), freezes what the imports allocated out of the garbage
+IPython, zmq, jupyter_client, tornado), builds the named script magics' argument parser every kernel would build eight
+times (kgate_script_magics.py), freezes what the imports allocated out of the garbage
 collector's reach (gc.freeze: a collection in a child would otherwise write to every shared
 page), learns from a probe kernel which of its pages a kernel's start writes (kgate_hotset.py:
 each kernel then copies them in a few calls instead of a fault each), says "ready" and then only
@@ -52,11 +53,14 @@ import IPython.core.completerlib  # noqa: F401 (imported by every kernel's initi
 import faulthandler  # noqa: F401 (likewise)
 from jupyter_client import localinterfaces
 import kgate_hotset  # noqa: E402 (next to this file)
-from kgate_tplproto import parse_fields, send  # noqa: E402 (next to this file; the frames, shared with the tests' fake)
+from kgate_tplproto import send  # noqa: E402 (next to this file; the frames, shared with the tests' fake)
 import kgate_tplproto  # noqa: E402
+import kgate_script_magics  # noqa: E402 (next to this file)
 
 # the host's addresses, found by running `ip addr` and cached in the module: once here, not a fork and exec per kernel
 localinterfaces.localhost()
+# the named script magics' argument parser (%%bash, %%python3, ...), built here once rather than eight times per kernel
+SCRIPT_MAGICS_NOT_BUILT = kgate_script_magics.install()
 
 PROBE_TIMEOUT_S = 60  # the probe kernel's start and two cells, on a loaded machine; beyond, kernels fault page by page
 HOT = []  # the runs of pages every forked kernel copies first (kgate_hotset), learned from the probe
@@ -104,7 +108,10 @@ def child_setup(req, populated=False):
     sys.argv = [sys.executable, "-m", "ipykernel_launcher"] + req["args"]
 
 
-def child_run(req):
+def new_app():
+    """The kernel's IPKernelApp, made of constants alone: nothing of its request (arguments, environment, cwd) is read
+    until `initialize`, so a spare makes it before its request comes (its traits that read the environment, IPYTHONDIR's
+    among them, are computed when first read, in `initialize`)."""
     from ipykernel.kernelapp import IPKernelApp
     from traitlets.config import Config
 
@@ -114,7 +121,20 @@ def child_run(req):
     config.HistoryManager.hist_file = ":memory:"
     # parent_handle 1: no thread polling for the parent's death (its parent is this template, which a kernel outlives; kgate
     # watches the kernel, and its instance mark has it killed with kgate), and no console banner in its log
-    app = IPKernelApp.instance(parent_handle=1, config=config)
+    return IPKernelApp.instance(parent_handle=1, config=config)
+
+
+def spare_app():
+    """In a spare, before its request: the app made ahead, or None (then made after the request, failing there if it must)."""
+    try:
+        return new_app()
+    except Exception:  # noqa: B902: made again after the request, where a failure is reported in the kernel's log
+        return None
+
+
+def child_run(req, app=None):
+    if app is None:
+        app = new_app()
     if is_plain_connection_args(app, req["args"]):
         app.parse_command_line = functools.partial(parse_connection_args, app)
     app.initialize(req["args"])
@@ -139,13 +159,13 @@ def parse_connection_args(app, argv):
     app.extra_args = []
 
 
-def run_child(req, populated=False):
+def run_child(req, populated=False, app=None):
     """The forked child's whole life: set-up, then the kernel; never returns."""
     code = 127
     try:
         child_setup(req, populated)
         code = 0
-        child_run(req)
+        child_run(req, app)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 0
     except BaseException:  # noqa: B902: anything at all ends this kernel, never the template
@@ -210,13 +230,15 @@ def fork_child():
 
 def make_spare():
     """Forks the spare: a child that copies the hot pages now and becomes the next kernel asked for (its request comes
-    whole through a pipe, then EOF; EOF alone, the template gone, ends it). Until then it holds nothing of any user."""
+    whole through a pipe, then EOF; EOF alone, the template gone, ends it), having made its IPKernelApp (new_app: of
+    constants alone). Until then it holds nothing of any user."""
     global SPARE
     r, w = os.pipe2(os.O_CLOEXEC)
     pid = fork_child()
     if pid == 0:
         os.close(w)
         kgate_hotset.populate(HOT)
+        app = spare_app()
         chunks = []
         while True:
             chunk = os.read(r, 65536)
@@ -225,7 +247,7 @@ def make_spare():
             chunks.append(chunk)
         if not chunks:
             os._exit(0)
-        run_child(json.loads(b"".join(chunks)), populated=True)
+        run_child(json.loads(b"".join(chunks)), populated=True, app=app)
     os.close(r)
     SPARE = (pid, w)
 
@@ -364,6 +386,8 @@ def main():
         sys.stderr.write("kgate template: kernels copy their pages one fault at a time: %s\n" % why)
     else:
         make_spare()
+    if SCRIPT_MAGICS_NOT_BUILT is not None:
+        sys.stderr.write("kgate template: kernels build their script magics' parsers: %s\n" % SCRIPT_MAGICS_NOT_BUILT)
     send(b"ready", os.getpid())
     return kgate_tplproto.serve(wake_r, on_request, reap)
 

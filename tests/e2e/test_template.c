@@ -1,6 +1,7 @@
 /* tests/e2e/test_template.c: Python kernels forked from a template (docs/API.md 6.5, docs/kernels.md): forked contexts share
- * no state, interrupt, timeout, restart and kill -9 behave as for a spawned kernel, a killed template is replaced, and kernels
- * are spawned when the template cannot start. Each test runs a private kgate with real ipykernel kernels. */
+ * no state, interrupt, timeout, restart and kill -9 behave as for a spawned kernel, the script magics print what they print in a
+ * spawned kernel, a killed template is replaced, and kernels are spawned when the template cannot start. Each test runs a private
+ * kgate with real ipykernel kernels. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
@@ -195,9 +196,78 @@ Test(template, two_forked_contexts_share_no_state)
     cr_expect_str_eq(out_a, "1 a\n");
     free(out_a);
     free(out_b);
+    /* the kernel's IPython dir, its app's and its shell's, is the IPYTHONDIR kgate gave it (its app is made before its request: the
+     * environment is read in initialize) */
+    const char *ipdir =
+        "import os; from ipykernel.kernelapp import IPKernelApp; app = IPKernelApp.instance()\n"
+        "d = os.environ['IPYTHONDIR']\n"
+        "print(app.ipython_dir == d and get_ipython().ipython_dir == d and app.profile_dir.location.startswith(d), d)";
+    out_a = run_stdout(a, ipdir);
+    out_b = run_stdout(b, ipdir);
+    cr_expect(strncmp(out_a, "True ", 5) == 0 && strncmp(out_b, "True ", 5) == 0, "a: %s b: %s", out_a, out_b);
+    cr_expect_str_neq(out_a, out_b, "each kernel has an IPython dir of its own");
+    free(out_a);
+    free(out_b);
     free(a);
     free(b);
     xh_gateway_stop(&gw);
+}
+
+/* The script magics' cells and help, and how many parsers the eight named ones hold, in a new context's kernel (free each). */
+#define MAGIC_CELLS 5
+static void run_script_magics(char *out[MAGIC_CELLS])
+{
+    static const char *const cells[MAGIC_CELLS] = {
+        "%%bash\necho bash $((6*7))",
+        "%%python3\nprint('python3', 6*7)",
+        "%%script --no-raise-error sh\necho script; exit 3",
+        "ip = get_ipython()\n"
+        "for n in ('bash', 'python3', 'script'):\n"
+        "    print(ip.object_inspect_text('%%' + n))\n"
+        "    print(ip.magics_manager.magics['cell'][n].parser.format_help())\n",
+        "cells = get_ipython().magics_manager.magics['cell']\n"
+        "print(len({id(cells[n].parser) for n in ('sh', 'bash', 'perl', 'ruby', 'python', 'python2', 'python3', 'pypy')}))\n",
+    };
+    json_t *c = create("{\"language\": \"python\"}");
+    char *id = strdup(xh_str(c, "id"));
+
+    json_decref(c);
+    for (int i = 0; i < MAGIC_CELLS; i++)
+        out[i] = run_stdout(id, cells[i]);
+    free(id);
+}
+
+/* The named script magics' parser is built once in the template (kernels/python-template/kgate_script_magics.py): a forked
+ * kernel's %%bash, %%python3, %%script and their help print what a spawned kernel's do, its eight named magics sharing one parser.
+ */
+Test(template, script_magics_print_in_a_forked_kernel_what_they_print_in_a_spawned_one)
+{
+    const char *spawned_args[] = {"--pool", "none", "--kernel-template", "none", NULL};
+    const char *args[] = {"--pool", "none", NULL};
+    char *spawned[MAGIC_CELLS], *forked[MAGIC_CELLS];
+
+    xh_gateway_start(&gw, spawned_args);
+    run_script_magics(spawned);
+    xh_gateway_stop(&gw);
+    xh_gateway_start(&gw, args);
+    wait_template_ready(1);
+    run_script_magics(forked);
+    cr_expect_eq(metric("kgate_kernel_starts_total{path=\"forked\"}"), 1, "the second kernel was forked");
+    xh_gateway_stop(&gw);
+
+    cr_expect_str_eq(spawned[0], "bash 42\n");
+    cr_expect_str_eq(spawned[1], "python3 42\n");
+    cr_expect_str_eq(spawned[2], "script\n");
+    cr_expect(strstr(spawned[3], "%%bash script magic") != NULL && strstr(spawned[3], "--no-raise-error") != NULL, "%s",
+              spawned[3]);
+    for (int i = 0; i < MAGIC_CELLS - 1; i++)
+        cr_expect_str_eq(forked[i], spawned[i], "cell %d: a forked kernel prints what a spawned one prints", i);
+    cr_expect_str_eq(spawned[MAGIC_CELLS - 1], "8\n", "a spawned kernel builds a parser per named magic");
+    cr_expect_str_eq(forked[MAGIC_CELLS - 1], "1\n", "a forked kernel's named magics share the template's parser");
+    for (int i = 0; i < MAGIC_CELLS; i++) {
+        free(spawned[i]);
+        free(forked[i]);
+    }
 }
 
 Test(template, interrupt_timeout_restart_and_kill_9_as_for_a_spawned_kernel)
