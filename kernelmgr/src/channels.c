@@ -163,8 +163,13 @@ int kmgr_channels_drain(kmgr_channels_t *ch, wire_channel_t channel)
         }
         /* a message over the cap as it passes: only iopub's are read, for a stream's head (overcap.h) */
         if (got == KMGR_ZSOCK_OVER_START) {
-            if (channel == WIRE_CHANNEL_IOPUB)
-                kmgr_overcap_start(&ch->overcap, ch->signer, rx.frames, rx.nframes, rx.bytes, ch->max_message_bytes);
+            const wire_frame_t *parent = channel == WIRE_CHANNEL_IOPUB ? kmgr_overcap_parent(rx.frames, rx.nframes) : NULL;
+            /* the head is no longer than its reader keeps: the memory of a message over the cap follows its reader's bound */
+            if (parent != NULL)
+                kmgr_overcap_start(&ch->overcap, ch->signer, rx.frames, rx.nframes, rx.bytes, ch->max_message_bytes,
+                                   ch->ops->text_room(ch->data, parent->base, parent->len));
+            else
+                kmgr_overcap_dispose(&ch->overcap);
             continue;
         }
         if (got == KMGR_ZSOCK_OVER_PIECE) {

@@ -290,6 +290,14 @@ int kmgr_kernel_request(kmgr_kernel_t *kernel, const char *msg_type, json_t *con
 const char *kmgr_request_msg_id(const kmgr_request_t *req);
 
 /**
+ * How many decoded bytes of a stream message's text `req`'s owner can still keep (a run's output budget left; UINT64_MAX, the
+ * default: as much as the message cap lets through). A stream message over kmgr_config_t.max_message_bytes for it is read
+ * with a head of no more than that (KMGR_REQ_IOPUB: msg->text_dropped counts the rest, exactly), so the memory it costs
+ * follows what its owner keeps rather than the cap. A relay attached to the kernel (kmgr_kernel_set_tap) gets the cap's head.
+ */
+void kmgr_request_set_text_room(kmgr_request_t *req, uint64_t bytes);
+
+/**
  * Answers the pending input_request of `req` with an input_reply carrying `value`. Returns 0 or
  * KSYS_ENOINPUT when no input_request is pending.
  */
