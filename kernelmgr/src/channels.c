@@ -178,6 +178,19 @@ int kmgr_channels_drain(kmgr_channels_t *ch, wire_channel_t channel)
             bytes += rx.bytes;
             continue;
         }
+        /* the connection went in the middle of one: what its head held goes now (its one release path), and its requests are
+         * told a message was lost, as for one passed over unread; nothing unverified is delivered */
+        if (got == KMGR_ZSOCK_OVER_LOST) {
+            if (channel == WIRE_CHANNEL_IOPUB)
+                kmgr_overcap_dispose(&ch->overcap);
+            ksys_log_warn("kernel %s: the %s connection was lost in the middle of a message larger than the message cap (%llu "
+                          "bytes): it was dropped",
+                          ch->uuid, wire_channel_name(channel), (unsigned long long)ch->max_message_bytes);
+            size_t parent_len;
+            const char *parent = kmgr_zsock_dropped_parent(z, &parent_len);
+            ch->ops->on_oversized(ch->data, channel, NULL, parent, parent_len);
+            continue;
+        }
         if (got == KSYS_EMSGSIZE) {
             int forged = 0;
             wire_msg_t *head = channel == WIRE_CHANNEL_IOPUB ? kmgr_overcap_end(&ch->overcap, &forged) : NULL;
