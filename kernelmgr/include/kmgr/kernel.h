@@ -221,9 +221,9 @@ typedef enum {
     /**
      * An iopub message whose parent is this request (status, stream, execute_input, ...). A `stream` message larger than
      * kmgr_config_t.max_message_bytes whose signature verified comes cut to the head of its text: at most the cap less 64 KiB
-     * of it as the kernel encoded them, whole characters only; msg->content_cut is set and msg->text_dropped is the
-     * decoded bytes of the text dropped after the head (its content is then raw for a raw_stream request, parsed for
-     * another, as any stream message's).
+     * of it as the kernel encoded them, and no more than kmgr_request_set_text_room said, whole characters only; msg->content_cut
+     * is set and msg->text_dropped is the decoded bytes of the text dropped after the head (its content is then raw for a
+     * raw_stream request, parsed for another, as any stream message's).
      */
     KMGR_REQ_IOPUB,
     /** The shell reply (execute_reply etc.). */
