@@ -12,6 +12,7 @@
 #include "support/http.h"
 #include "wire/alloc.h"
 #include "burst.h"
+#include "template_probe.h"
 #include "cases.h"
 
 #define TEMPLATE_WAIT_MS 120000 /* the template imports ipykernel: a python start on a loaded machine */
@@ -25,20 +26,6 @@ typedef struct st_template_bench_t {
     bench_env_t *env;
     ts_gateway_t gw[2]; /* [0] templates on, [1] --kernel-template none */
 } template_bench_t;
-
-/* Whether kgate's log says its template is ready. */
-static int template_ready(const ts_gateway_t *gw)
-{
-    FILE *fp = fopen(gw->log_path, "r");
-    char line[1024];
-    int ready = 0;
-
-    while (fp != NULL && !ready && fgets(line, sizeof(line), fp) != NULL)
-        ready = strstr(line, "kernel template (pid ") != NULL && strstr(line, ") is ready after") != NULL;
-    if (fp != NULL)
-        fclose(fp);
-    return ready;
-}
 
 /* POST /code/context then `1+1` in it: the time to the result in *ms, the kernel's pid in *pid (when non-NULL), the id. */
 static int create_and_run(unsigned short port, const char *code, char **id, double *ms, char *why, size_t whylen)
@@ -112,60 +99,6 @@ static int burst(template_bench_t *tb, int side, unsigned n, bench_samples_t *ou
     return err;
 }
 
-/* Pss of /proc/<pid>/smaps_rollup in KiB, or -1. */
-static long long pss_kib(int pid)
-{
-    char path[64], line[256];
-    long long kib = -1;
-    FILE *fp;
-
-    snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", pid);
-    if ((fp = fopen(path, "r")) == NULL)
-        return -1;
-    while (fgets(line, sizeof(line), fp) != NULL)
-        if (sscanf(line, "Pss: %lld kB", &kib) == 1)
-            break;
-    fclose(fp);
-    return kib;
-}
-
-/* The pid of the python3 template of kgate `gw` (its log), or 0. */
-static int template_pid(const ts_gateway_t *gw)
-{
-    FILE *fp = fopen(gw->log_path, "r");
-    char line[1024], *at;
-    int pid = 0;
-
-    while (fp != NULL && fgets(line, sizeof(line), fp) != NULL)
-        if ((at = strstr(line, "kernel template (pid ")) != NULL && strstr(line, ") is ready after") != NULL)
-            pid = atoi(at + strlen("kernel template (pid "));
-    if (fp != NULL)
-        fclose(fp);
-    return pid;
-}
-
-/* The PSS in KiB of the template's children that are none of `kernels` (its spare, forked ahead: memory kgate keeps). */
-static long long spare_pss_kib(int template, const int *kernels, size_t n)
-{
-    char path[64];
-    long long kib = 0;
-    int pid;
-    FILE *fp;
-
-    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", template, template);
-    if ((fp = fopen(path, "r")) == NULL)
-        return 0;
-    while (fscanf(fp, "%d", &pid) == 1) {
-        size_t i = 0;
-        while (i != n && kernels[i] != pid)
-            ++i;
-        if (i == n && pss_kib(pid) > 0)
-            kib += pss_kib(pid);
-    }
-    fclose(fp);
-    return kib;
-}
-
 /* Ten idle contexts: their kernels' PSS summed (plus the template's, which they share, and its spare's), per context, in MiB. */
 static int idle_pss(template_bench_t *tb, int side, double *per_context_mib)
 {
@@ -189,19 +122,20 @@ static int idle_pss(template_bench_t *tb, int side, double *per_context_mib)
         st = ts_run_code(tb->gw[side].port, NULL, ids[i], NULL, "import os; print(os.getpid())", RUN_MS, &evs, NULL);
         out = ts_events_text(&evs, "stdout");
         ts_events_dispose(&evs);
-        if (st != 200 || out == NULL || pss_kib(atoi(out)) < 0) {
+        if (st != 200 || out == NULL || bench_pss_kib(atoi(out)) < 0) {
             bench_set_detail("PSS: cannot read the kernel's smaps_rollup (HTTP %d)", st);
             err = BENCH_ESTATUS;
         } else {
-            total += pss_kib(kernels[i] = atoi(out));
+            total += bench_pss_kib(kernels[i] = atoi(out));
         }
         free(out);
     }
     (void)why;
     if (err == 0) {
         ts_sleep_ms(1000);
-        if (side == 0 && template_pid(&tb->gw[0]) > 0)
-            total += pss_kib(template_pid(&tb->gw[0])) + spare_pss_kib(template_pid(&tb->gw[0]), kernels, PSS_CONTEXTS);
+        if (side == 0 && bench_template_pid(&tb->gw[0]) > 0)
+            total += bench_pss_kib(bench_template_pid(&tb->gw[0])) +
+                     bench_spare_pss_kib(bench_template_pid(&tb->gw[0]), kernels, PSS_CONTEXTS);
         *per_context_mib = (double)total / 1024.0 / PSS_CONTEXTS;
     }
     for (int i = 0; i != PSS_CONTEXTS; ++i) {
@@ -247,7 +181,7 @@ int bench_run_template(const bench_case_t *self, bench_env_t *env, bench_result_
         }
         started[i] = 1;
     }
-    for (deadline = ts_now_ms() + TEMPLATE_WAIT_MS; !template_ready(&tb.gw[0]);) {
+    for (deadline = ts_now_ms() + TEMPLATE_WAIT_MS; !bench_template_ready(&tb.gw[0]);) {
         if (ts_now_ms() > deadline || *env->interrupted) {
             bench_set_detail("the template was not ready within %d ms", TEMPLATE_WAIT_MS);
             err = BENCH_ETIMEDOUT;

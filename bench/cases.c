@@ -434,6 +434,18 @@ const bench_case_t bench_cases[] = {
         .default_samples = 5,
         .default_warmup = 1,
     },
+    {
+        /* issue 26: 500 idle Python contexts alive at once on a 24 GiB machine, /healthz answering, `1+1` under 20 ms */
+        .name = "idle",
+        .description = "N idle forked Python contexts at once (--contexts, default 500): 1+1 and /healthz with one and with "
+                       "all; their PSS; by name only",
+        .run = bench_run_idle,
+        .language = "python",
+        .code = "1+1",
+        .idle_contexts = 500,
+        .max_idle_cell_ms = 20,
+        .by_name_only = 1,
+    },
 };
 
 const size_t bench_num_cases = sizeof(bench_cases) / sizeof(bench_cases[0]);

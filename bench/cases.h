@@ -33,6 +33,8 @@ typedef struct st_bench_env_t {
     uint64_t upload_mib;
     /** --mcp-sse-only: the `mcp` case's client accepts only text/event-stream (bench_mcp_t). */
     int mcp_sse_only;
+    /** --contexts: the `idle` case's contexts alive at once (0: the case's default). */
+    unsigned contexts;
     /** Set by a signal handler: cases stop sampling and return BENCH_EINTERRUPTED. */
     volatile sig_atomic_t *interrupted;
 } bench_env_t;
@@ -121,6 +123,13 @@ typedef struct st_bench_result_t {
     /** The `template` case: the idle PSS per context (MiB; ten contexts summed, the template's share included), forked [0]
      * and spawned [1]. */
     double pss_per_context_mib[2];
+    /** The `idle` case (`kgate` slot: `1+1` with every context idle, `direct`: with one; burst_pool and burst_cold:
+     * `/healthz` likewise): the contexts asked for and created, by how many clients at once, the creates' wall time, the PSS of
+     * their kernels, the template and its spare summed, what MemAvailable fell by (MiB; -1 unknown), kgate's VmRSS then
+     * (kgate_rss_peak_kb), the time kgate's stop took and how many of its descendants outlived it. */
+    unsigned idle_contexts_asked, idle_contexts_created, idle_creators;
+    double idle_create_s, idle_pss_total_mib, idle_mem_used_mib, idle_stop_s;
+    size_t idle_survivors;
 } bench_result_t;
 
 typedef struct st_bench_case_t bench_case_t;
@@ -224,6 +233,14 @@ struct st_bench_case_t {
     int template_case;
     double max_burst_ms;
     double max_pss_mib;
+    /*
+     * The `idle` case (bench_run_idle): a kgate of its own with templates on; `idle_contexts` Python contexts alive at once
+     * (--contexts), `1+1` and `/healthz` with one and with all of them idle (target: `1+1` median under max_idle_cell_ms).
+     */
+    unsigned idle_contexts;
+    double max_idle_cell_ms;
+    /** Run only when named with --case (it holds gigabytes for minutes). */
+    int by_name_only;
 };
 
 /**
@@ -262,6 +279,8 @@ int bench_run_e2b(const bench_case_t *self, bench_env_t *env, bench_result_t *ou
 int bench_run_sandbox(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 /** Runner of the `template` case (case_template.c): forked against spawned Python kernels, one run, side by side. */
 int bench_run_template(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
+/** Runner of the `idle` case (case_idle.c): hundreds of idle forked Python contexts, `1+1` and /healthz among them. */
+int bench_run_idle(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 /** Runner of the `pool` case (case_pool.c): context creation from a warm pool against cold starts, one by one and in bursts. */
 int bench_run_pool(const bench_case_t *self, bench_env_t *env, bench_result_t *out);
 

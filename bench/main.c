@@ -38,7 +38,7 @@ static void usage(FILE *f)
                "                     mcp 300)\n"
                "  --warmup N         untimed executes per client first (default: per case: execute 20, stream 1, bash 10,\n"
                "                     jupyter 20, mcp 20; concurrency cases: per client and round, 5)\n"
-               "  --case NAME        run only this case (repeatable; default: all)\n"
+               "  --case NAME        run only this case (repeatable; default: all but those run by name only: idle)\n"
                "  --list             list the cases and exit\n"
                "  --json             print the figures as JSON instead of a table\n"
                "  --kgate PATH       kgate binary (default: ../gateway/kgate beside this binary)\n"
@@ -49,6 +49,7 @@ static void usage(FILE *f)
                "  --rounds N         rounds of each kind in the cases that run in rounds (default: per case, 6 for the concurrency "
                "cases, 3 for upload-stall; at most 16)\n"
                "  --clients N        clients of the concurrency cases, each on a kernel of its own (default 8; at most 32)\n"
+               "  --contexts N       the idle case's contexts alive at once (default 500; at most 4096)\n"
                "  --upload-mib N     upload-stall: MiB uploaded per upload round (default 1024)\n"
                "  --mcp-sse-only     the mcp case's client accepts only text/event-stream: kgate answers every call\n"
                "                     in an SSE stream whose head goes out at once, instead of JSON at the end\n"
@@ -122,6 +123,7 @@ int main(int argc, char **argv)
         OPT_ROUNDS,
         OPT_UPLOAD_MIB,
         OPT_CLIENTS,
+        OPT_CONTEXTS,
         OPT_MCP_SSE_ONLY
     };
     static const struct option longopts[] = {
@@ -138,6 +140,7 @@ int main(int argc, char **argv)
         {"rounds", required_argument, NULL, OPT_ROUNDS},
         {"upload-mib", required_argument, NULL, OPT_UPLOAD_MIB},
         {"clients", required_argument, NULL, OPT_CLIENTS},
+        {"contexts", required_argument, NULL, OPT_CONTEXTS},
         {"mcp-sse-only", no_argument, NULL, OPT_MCP_SSE_ONLY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -149,7 +152,7 @@ int main(int argc, char **argv)
     const bench_case_t *ran[64];
     size_t nselected = 0, nextra = 0, nresults = 0;
     size_t samples = 0, warmup = SIZE_MAX;
-    unsigned rounds = 0, clients = 0;
+    unsigned rounds = 0, clients = 0, contexts = 0;
     uint64_t upload_mib = 0;
     char workspace[PATH_MAX] = "";
     unsigned timeout_ms = 60000;
@@ -162,9 +165,14 @@ int main(int argc, char **argv)
         switch (opt) {
         case OPT_ROUNDS:
         case OPT_CLIENTS:
+        case OPT_CONTEXTS:
         case OPT_UPLOAD_MIB: {
             unsigned long v = strtoul(optarg, &end, 10);
-            if (end == optarg || *end != '\0' || v == 0 || v > (opt == OPT_ROUNDS ? 16 : opt == OPT_CLIENTS ? 32 : 1u << 20)) {
+            if (end == optarg || *end != '\0' || v == 0 ||
+                v > (opt == OPT_ROUNDS     ? 16
+                     : opt == OPT_CLIENTS  ? 32
+                     : opt == OPT_CONTEXTS ? 4096
+                                           : 1u << 20)) {
                 fprintf(stderr, "kgate_bench_execute: bad number: %s\n", optarg);
                 exit_code = 2;
                 goto Exit;
@@ -173,6 +181,8 @@ int main(int argc, char **argv)
                 rounds = (unsigned)v;
             else if (opt == OPT_CLIENTS)
                 clients = (unsigned)v;
+            else if (opt == OPT_CONTEXTS)
+                contexts = (unsigned)v;
             else
                 upload_mib = v;
             break;
@@ -251,7 +261,8 @@ int main(int argc, char **argv)
     }
     if (nselected == 0)
         for (size_t i = 0; i < bench_num_cases && i < sizeof(selected) / sizeof(selected[0]); ++i)
-            selected[nselected++] = &bench_cases[i];
+            if (!bench_cases[i].by_name_only)
+                selected[nselected++] = &bench_cases[i];
     if (kgate_path == NULL)
         kgate_path = default_kgate_path();
     /* After the caller's --kgate-arg: a --kernel-path given there wins (the first directory holding a name does). */
@@ -298,6 +309,7 @@ int main(int argc, char **argv)
                        .ws_quickack = ws_quickack,
                        .rounds = rounds,
                        .clients = clients,
+                       .contexts = contexts,
                        .upload_mib = upload_mib,
                        .mcp_sse_only = mcp_sse_only,
                        .interrupted = &interrupted};

@@ -68,7 +68,7 @@ static int is_pool_case(const bench_case_t *c)
 
 static int is_concurrency_case(const bench_case_t *c)
 {
-    return c->clients != 0 && !is_pool_case(c) && !c->template_case;
+    return c->clients != 0 && !is_pool_case(c) && !c->template_case && c->idle_contexts == 0;
 }
 
 /* The template case: its three targets, judged on this run's figures (never enforced). */
@@ -240,6 +240,24 @@ static void print_upload(const bench_case_t *c, const bench_result_t *r)
                mib(r->kgate_rss_start_kb), mib(r->kgate_rss_peak_kb));
 }
 
+/* The idle case: how many, their memory, the latencies among them against one context, and kgate's stop. */
+static void print_idle(const bench_case_t *c, const bench_result_t *r)
+{
+    unsigned n = r->idle_contexts_created;
+    printf("idle: %u of %u Python contexts created in %.1f s (%u at a time); their kernels, the template and its spare %.0f MiB "
+           "PSS together, %.1f MiB per context; MemAvailable down %.0f MiB; kgate's VmRSS %.1f MiB\n",
+           n, r->idle_contexts_asked, r->idle_create_s, r->idle_creators, r->idle_pss_total_mib,
+           n > 0 ? r->idle_pss_total_mib / n : 0, r->idle_mem_used_mib, mib(r->kgate_rss_peak_kb));
+    printf("idle: 1+1 with %u idle contexts %.1f ms (p90 %.1f, max %.1f) against %.1f ms with one (medians, %.2fx)  [%s; target "
+           "< %.0f ms: %s]\n",
+           n, r->kgate.median, r->kgate.p90, r->kgate.max, r->direct.median,
+           r->direct.median > 0 ? r->kgate.median / r->direct.median : 0, c->name, c->max_idle_cell_ms,
+           n == r->idle_contexts_asked && r->kgate.median < c->max_idle_cell_ms ? "met" : "NOT met");
+    printf("idle: /healthz with %u idle contexts %.2f ms (p90 %.2f, max %.2f) against %.2f ms with one (medians)\n", n,
+           r->burst_pool.median, r->burst_pool.p90, r->burst_pool.max, r->burst_cold.median);
+    printf("idle: kgate stopped in %.1f s (SIGTERM); %zu of its descendants outlived it\n", r->idle_stop_s, r->idle_survivors);
+}
+
 void bench_print_table(const bench_case_t **cases, const bench_result_t *results, size_t n, uint16_t port,
                        const bench_report_opts_t *opts)
 {
@@ -271,6 +289,8 @@ void bench_print_table(const bench_case_t **cases, const bench_result_t *results
             print_upload(cases[i], r);
         } else if (cases[i]->template_case) {
             print_template(cases[i], r);
+        } else if (cases[i]->idle_contexts != 0) {
+            print_idle(cases[i], r);
         } else if (is_pool_case(cases[i])) {
             print_pool(cases[i], r);
         } else if (is_concurrency_case(cases[i])) {

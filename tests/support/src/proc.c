@@ -61,6 +61,35 @@ static int named(pid_t pid, const char *name)
     return strcmp(comm, name) == 0;
 }
 
+/* 1 when `pid`'s command line has an argument ending in `suffix` (/proc/<pid>/cmdline). */
+static int runs_script(pid_t pid, const char *suffix)
+{
+    char path[64], cmdline[4096];
+    size_t len = strlen(suffix);
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return 0;
+    n = read(fd, cmdline, sizeof(cmdline) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    cmdline[n] = '\0';
+    for (const char *arg = cmdline; arg < cmdline + n; arg += strlen(arg) + 1)
+        if (strlen(arg) >= len && strcmp(arg + strlen(arg) - len, suffix) == 0)
+            return 1;
+    return 0;
+}
+
+/* A kernel template: named so, or a child of kgate running its script and not named yet (its forked kernels run the same
+ * command line, but they are the template's children, never kgate's). */
+static int is_template(pid_t pid, pid_t parent, pid_t root)
+{
+    return named(pid, TS_TEMPLATE_NAME) || (parent == root && runs_script(pid, TS_TEMPLATE_SCRIPT));
+}
+
 static int named_watchdog(pid_t pid)
 {
     return named(pid, TS_WATCHDOG_NAME);
@@ -105,7 +134,7 @@ size_t ts_descendants(pid_t root, ts_proc_t *out, size_t max)
         for (size_t i = 0; i < n && count < max; i++)
             if (all[i].ppid == parent && !(parent == root && named_watchdog(all[i].pid))) {
                 queue[tail++] = all[i].pid;
-                if (named(all[i].pid, TS_TEMPLATE_NAME))
+                if (is_template(all[i].pid, parent, root))
                     continue;
                 out[count].pid = all[i].pid;
                 out[count].starttime = all[i].starttime;

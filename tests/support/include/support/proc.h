@@ -19,12 +19,16 @@ typedef struct st_ts_proc_t {
 
 /* What a kernel template names itself (kernels/python-template/kgate_template.py): the process kernels are forked from. */
 #define TS_TEMPLATE_NAME "kgate-template"
+/* Its script: a child of kgate running it is the template before it has named itself (the interpreter's start, tens of
+ * milliseconds and more on a loaded machine, in which its name is still `python3`). */
+#define TS_TEMPLATE_SCRIPT "kgate_template.py"
 
 /**
  * Collects every live descendant of `root` (not `root` itself) into `out` (at most `max`); returns how
  * many. A child of `root` named TS_WATCHDOG_NAME is left out: it is no process kgate started for a
- * client, and it lives exactly as long as kgate (ts_watchdog_of finds it). A process named TS_TEMPLATE_NAME is left out
- * too, its descendants (the kernels forked from it) not.
+ * client, and it lives exactly as long as kgate (ts_watchdog_of finds it). A kernel template is left out too (a process
+ * named TS_TEMPLATE_NAME, or a child of `root` running TS_TEMPLATE_SCRIPT before it has named itself), its descendants
+ * (the kernels forked from it) not.
  */
 size_t ts_descendants(pid_t root, ts_proc_t *out, size_t max);
 

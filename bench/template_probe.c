@@ -1,0 +1,73 @@
+/* bench/template_probe.c: what the bench reads of a kgate's Python kernel template (template_probe.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "template_probe.h"
+
+/* Whether kgate's log says its template is ready. */
+int bench_template_ready(const ts_gateway_t *gw)
+{
+    FILE *fp = fopen(gw->log_path, "r");
+    char line[1024];
+    int ready = 0;
+
+    while (fp != NULL && !ready && fgets(line, sizeof(line), fp) != NULL)
+        ready = strstr(line, "kernel template (pid ") != NULL && strstr(line, ") is ready after") != NULL;
+    if (fp != NULL)
+        fclose(fp);
+    return ready;
+}
+
+/* Pss of /proc/<pid>/smaps_rollup in KiB, or -1. */
+long long bench_pss_kib(int pid)
+{
+    char path[64], line[256];
+    long long kib = -1;
+    FILE *fp;
+
+    snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", pid);
+    if ((fp = fopen(path, "r")) == NULL)
+        return -1;
+    while (fgets(line, sizeof(line), fp) != NULL)
+        if (sscanf(line, "Pss: %lld kB", &kib) == 1)
+            break;
+    fclose(fp);
+    return kib;
+}
+
+/* The pid of the python3 template of kgate `gw` (its log), or 0. */
+int bench_template_pid(const ts_gateway_t *gw)
+{
+    FILE *fp = fopen(gw->log_path, "r");
+    char line[1024], *at;
+    int pid = 0;
+
+    while (fp != NULL && fgets(line, sizeof(line), fp) != NULL)
+        if ((at = strstr(line, "kernel template (pid ")) != NULL && strstr(line, ") is ready after") != NULL)
+            pid = atoi(at + strlen("kernel template (pid "));
+    if (fp != NULL)
+        fclose(fp);
+    return pid;
+}
+
+/* The PSS in KiB of the template's children that are none of `kernels` (its spare, forked ahead: memory kgate keeps). */
+long long bench_spare_pss_kib(int template, const int *kernels, size_t n)
+{
+    char path[64];
+    long long kib = 0;
+    int pid;
+    FILE *fp;
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", template, template);
+    if ((fp = fopen(path, "r")) == NULL)
+        return 0;
+    while (fscanf(fp, "%d", &pid) == 1) {
+        size_t i = 0;
+        while (i != n && kernels[i] != pid)
+            ++i;
+        if (i == n && bench_pss_kib(pid) > 0)
+            kib += bench_pss_kib(pid);
+    }
+    fclose(fp);
+    return kib;
+}

@@ -1,0 +1,18 @@
+/* bench/template_probe.h: what the bench reads of a kgate's Python kernel template and its kernels (the `template` and
+ * `idle` cases): whether it is ready and its pid (from kgate's log), and proportional set sizes. */
+#ifndef BENCH_TEMPLATE_PROBE_H
+#define BENCH_TEMPLATE_PROBE_H
+
+#include <stddef.h>
+#include "support/gateway.h"
+
+/** Whether kgate's log says its kernel template is ready. */
+int bench_template_ready(const ts_gateway_t *gw);
+/** The pid of kgate's ready kernel template (its log), or 0. */
+int bench_template_pid(const ts_gateway_t *gw);
+/** Pss of /proc/<pid>/smaps_rollup in KiB, or -1. */
+long long bench_pss_kib(int pid);
+/** The PSS in KiB of the template's children that are none of `kernels[0..n)` (its spare, forked ahead: memory kgate keeps). */
+long long bench_spare_pss_kib(int template_pid, const int *kernels, size_t n);
+
+#endif
