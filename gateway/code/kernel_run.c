@@ -200,6 +200,7 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
             append_raw_stream(krun, msg, opts);
             if (msg->content_cut)
                 gw_run_report_cut_message(run, msg->text_dropped);
+            kmgr_request_set_text_room(req, gw_run_text_room(run)); /* a message over the cap: a head no longer than it keeps */
             break;
         }
         if (!krun->executing && strcmp(wire_msg_type(msg), "execute_input") == 0) {
@@ -313,6 +314,7 @@ static int send_code(gw_kernel_run_t *krun)
         gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(ctx->kernel), "kernel_died");
         return -1;
     }
+    kmgr_request_set_text_room(krun->request, gw_run_text_room(krun->run)); /* its output budget and one log event */
     free(krun->code);
     krun->code = NULL;
     krun->in_setup = 0;

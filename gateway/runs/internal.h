@@ -14,6 +14,10 @@
 /* The largest piece of a frame read back at once (an allocation below malloc's mmap threshold). */
 #define GW_RUNLOG_READ_BYTES (((size_t)64 << 10) - offsetof(gw_event_t, frame))
 
+/* Room kept in a run's log, beyond its biggest event, for the events that end the run (a status, an error, execution_complete):
+ * one event may take the log's bound less this (gw_run_event_max), so that it and those after it stay readable together. */
+#define GW_RUNLOG_END_RESERVE ((size_t)64 << 10)
+
 /** What precedes each frame in the file: enough to walk the log without an index entry per event. */
 typedef struct st_gw_runlog_header_t {
     uint64_t id;
@@ -72,6 +76,7 @@ struct st_gw_run_t {
     unsigned oversized_reported : 1;
     unsigned cut_reported : 1;       /* a kernel message over the cap cut to its head (gw_run_report_cut_message) was reported */
     unsigned log_error_reported : 1; /* the run's stream says its log failed (its outcome is then "error") */
+    unsigned log_cut_reported : 1;   /* an event was cut (or a result dropped) to fit the log: its status was appended */
 };
 
 /** Wakes every cursor's writer (defined in log.c; log.c and run.c call it). */

@@ -188,6 +188,51 @@ static void insert(gw_run_t *run, json_t *event, int last)
     link_event(run, ev, last);
 }
 
+/* The longest frame one event may have: the log's bound less GW_RUNLOG_END_RESERVE (half the bound when that leaves less). */
+static size_t event_max(const gw_run_t *run)
+{
+    size_t limit = run->runs->host->config->max_run_log_bytes;
+
+    return limit > 2 * GW_RUNLOG_END_RESERVE ? limit - GW_RUNLOG_END_RESERVE : limit / 2;
+}
+
+/* The longest text one stream event may carry, encoded or decoded (a decoded byte is never less than one encoded byte): its
+ * frame's type, timestamp, id and quotes take less than STREAM_FRAMING. */
+#define STREAM_FRAMING ((size_t)256)
+static size_t log_text_max(const gw_run_t *run)
+{
+    size_t max = event_max(run);
+
+    return max > 2 * STREAM_FRAMING ? max - STREAM_FRAMING : max / 2; /* a log of a few events (tests): half an event's room */
+}
+
+size_t gw_run_text_room(const gw_run_t *run)
+{
+    size_t room = run->limits.output_bytes - run->output_bytes, max = log_text_max(run);
+
+    if (run->state == GW_RUN_FINISHED)
+        return 0;
+    return room < max ? room : max;
+}
+
+/* An event too big for the log was cut (stream text) or dropped (a result): said once, with the bound that did it. */
+static void report_log_cut(gw_run_t *run)
+{
+    size_t limit = run->runs->host->config->max_run_log_bytes;
+    json_t *ev;
+
+    if (run->log_cut_reported)
+        return;
+    run->log_cut_reported = 1;
+    ev = gw_event_new("status");
+    json_object_set_new(ev, "text", json_string("output_truncated"));
+    json_object_set_new(ev, "log_limit", json_integer((json_int_t)limit));
+    json_object_set_new(ev, "reason",
+                        json_string("an event was larger than this run's event log keeps (--max-run-log-bytes, less 64 KiB for "
+                                    "the events that end the run): its text was cut, or its result dropped, and counted"));
+    gw_run_append(run, ev);
+}
+
 static void report_truncation(gw_run_t *run)
 {
     json_t *ev;
@@ -242,22 +287,28 @@ static size_t utf8_prefix(const char *s, size_t max)
     return max;
 }
 
-/* Applies the run's output limits to `event`; returns it (possibly shortened) or NULL when dropped. */
-static json_t *apply_limits(gw_run_t *run, json_t *event, int *truncated)
+/* Applies the run's output limits, and the log's bound for one event, to `event`; returns it (possibly shortened) or NULL when
+ * dropped; `*truncated` says the output limits did it, `*log_cut` the log's bound. */
+static json_t *apply_limits(gw_run_t *run, json_t *event, int *truncated, int *log_cut)
 {
     const char *type = json_string_value(json_object_get(event, "type"));
 
-    *truncated = 0;
+    *truncated = *log_cut = 0;
     if (type == NULL)
         return event;
     if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) {
         json_t *text = json_object_get(event, "text");
         size_t len = json_string_length(text), room = run->limits.output_bytes - run->output_bytes, keep;
-        if (len <= room) {
+        if (len <= room && len <= log_text_max(run)) {
             run->output_bytes += len;
             return event;
         }
-        *truncated = 1;
+        if (len <= room || log_text_max(run) < room) {
+            room = log_text_max(run);
+            *log_cut = 1;
+        } else {
+            *truncated = 1;
+        }
         keep = utf8_prefix(json_string_value(text), room);
         run->output_bytes += keep;
         run->output_dropped_bytes += len - keep;
@@ -271,8 +322,8 @@ static json_t *apply_limits(gw_run_t *run, json_t *event, int *truncated)
     if (strcmp(type, "result") == 0) {
         /* measured with the event writer (jansson's encoder takes tens of ms for a big image) */
         size_t size = gw_json_render(json_object_get(event, "results"), NULL);
-        if (size > run->limits.result_bytes) {
-            *truncated = 1;
+        if (size > run->limits.result_bytes || size > log_text_max(run)) {
+            *(size > run->limits.result_bytes ? truncated : log_cut) = 1;
             ++run->results_dropped;
             json_decref(event);
             return NULL;
@@ -296,48 +347,85 @@ static void drop_for_log(gw_run_t *run, json_t *event)
     json_decref(event);
 }
 
+/* A stream event whose text, as rendered (escaped), makes its frame longer than the log keeps: its text is cut by that much more
+ * (a decoded byte is one encoded byte or more) and it is rendered again. Returns the event to link. */
+static gw_event_t *fit_stream_event(gw_run_t *run, json_t *event, gw_event_t *ev, int *log_cut)
+{
+    json_t *text = json_object_get(event, "text");
+
+    while (ev->len > event_max(run) && json_is_string(text) && json_string_length(text) != 0) {
+        size_t len = json_string_length(text), over = ev->len - event_max(run);
+        size_t keep = utf8_prefix(json_string_value(text), over < len ? len - over : 0);
+        run->output_bytes -= len - keep;
+        run->output_dropped_bytes += len - keep;
+        json_object_set_new(event, "text", text = json_stringn_nocheck(json_string_value(text), keep));
+        gw_event_release(ev);
+        ev = gw_event_render(event, run->last_event_id, run->runs->host->config->compat_execd);
+        *log_cut = 1;
+    }
+    return ev;
+}
+
 void gw_run_append(gw_run_t *run, json_t *event)
 {
-    int truncated;
+    int truncated, log_cut;
 
     if (run->state == GW_RUN_FINISHED) {
         json_decref(event);
         return;
     }
-    event = apply_limits(run, event, &truncated);
+    event = apply_limits(run, event, &truncated, &log_cut);
     if (event != NULL) {
         if (json_object_get(event, "timestamp") == NULL)
             json_object_set_new(event, "timestamp", json_integer(gw_unix_ms()));
-        if (run->log_error != 0 && run->tail_bytes > GW_RUNLOG_TAIL_BYTES)
+        if (run->log_error != 0 && run->tail_bytes > GW_RUNLOG_TAIL_BYTES) {
             drop_for_log(run, event);
-        else
-            insert(run, event, 0);
+        } else {
+            gw_event_t *ev = gw_event_render(event, ++run->last_event_id, run->runs->host->config->compat_execd);
+            const char *type = json_string_value(json_object_get(event, "type"));
+            if (type != NULL && (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0))
+                ev = fit_stream_event(run, event, ev, &log_cut);
+            json_decref(event);
+            link_event(run, ev, 0);
+        }
     }
     if (truncated)
         report_truncation(run);
+    if (log_cut)
+        report_log_cut(run);
 }
 
 void gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, size_t token_len, size_t decoded_len,
                           wire_buf_t *storage)
 {
     const char *inner = text_token + 1;
-    size_t inner_len = token_len - 2, room = run->limits.output_bytes - run->output_bytes;
-    int truncated = decoded_len > room;
+    size_t inner_len = token_len - 2, room = run->limits.output_bytes - run->output_bytes, text_max = log_text_max(run);
+    int out_cut = decoded_len > room, log_cut = 0;
     gw_event_t *ev;
 
     if (run->state == GW_RUN_FINISHED)
         return;
-    /* what apply_limits does, on the encoded text: the longest prefix of whole characters that fits */
-    if (truncated) {
-        size_t keep;
-        inner_len = wire_json_string_prefix(inner, inner_len, room, &keep);
+    /* what apply_limits does, on the encoded text: the longest prefix of whole characters that fits the output room, then, as
+     * escaped, one event of the log */
+    if (out_cut || inner_len > text_max) {
+        size_t keep, full = inner_len;
+        inner_len = wire_json_string_prefix(inner, full, room, &keep);
+        if (inner_len > text_max) {
+            /* scaled to what the text takes escaped, then less what is still over (a decoded byte is one encoded byte or more) */
+            inner_len = wire_json_string_prefix(inner, full, (size_t)((double)keep * (double)text_max / (double)inner_len), &keep);
+            while (inner_len > text_max) {
+                size_t over = inner_len - text_max;
+                inner_len = wire_json_string_prefix(inner, full, over < keep ? keep - over : 0, &keep);
+            }
+            log_cut = 1;
+        }
         run->output_dropped_bytes += decoded_len - keep;
         decoded_len = keep;
         /* a small head of a big text is copied, so that the kernel's buffer (up to the message cap) goes now */
         if (inner_len <= CUT_COPY_MAX_BYTES)
             storage = NULL;
     }
-    if (decoded_len != 0 || !truncated) {
+    if (decoded_len != 0 || !(out_cut || log_cut)) {
         run->output_bytes += decoded_len;
         if (run->log_error != 0 && run->tail_bytes > GW_RUNLOG_TAIL_BYTES) {
             /* drop_for_log */
@@ -349,8 +437,10 @@ void gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, 
             link_event(run, ev, 0);
         }
     }
-    if (truncated)
+    if (out_cut)
         report_truncation(run);
+    if (log_cut)
+        report_log_cut(run);
 }
 
 void gw_run_report_cut_message(gw_run_t *run, uint64_t dropped_bytes)
@@ -386,10 +476,13 @@ void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t l
 
     if (run->state == GW_RUN_FINISHED)
         return;
-    if (len > run->limits.result_bytes || (run->log_error != 0 && run->tail_bytes > GW_RUNLOG_TAIL_BYTES)) {
+    if (len > run->limits.result_bytes || len > log_text_max(run) ||
+        (run->log_error != 0 && run->tail_bytes > GW_RUNLOG_TAIL_BYTES)) {
         ++run->results_dropped;
         if (len > run->limits.result_bytes)
             report_truncation(run);
+        else if (len > log_text_max(run))
+            report_log_cut(run);
         return;
     }
     if (!is_display) {

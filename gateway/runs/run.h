@@ -145,6 +145,14 @@ void gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, 
 void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t len, int is_display);
 
 /**
+ * How many decoded bytes of stream text the run can still keep: its output budget left, and never more than one event can
+ * hold in its log (--max-run-log-bytes less room for the events that end the run: gw_run_append cuts a longer text there).
+ * 0 once the run has finished. What a producer tells the kernel, so that a message over the cap is read no further
+ * (kmgr_request_set_text_room).
+ */
+size_t gw_run_text_room(const gw_run_t *run);
+
+/**
  * A kernel message larger than max_message_bytes was dropped while the run was in flight (its
  * output, or its reply, may be among what was lost). The first time appends a `status` event with
  * text `output_truncated`, `message_limit` and a `reason` naming the cap; each time counts one in

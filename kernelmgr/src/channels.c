@@ -163,14 +163,32 @@ int kmgr_channels_drain(kmgr_channels_t *ch, wire_channel_t channel)
         }
         /* a message over the cap as it passes: only iopub's are read, for a stream's head (overcap.h) */
         if (got == KMGR_ZSOCK_OVER_START) {
-            if (channel == WIRE_CHANNEL_IOPUB)
-                kmgr_overcap_start(&ch->overcap, ch->signer, rx.frames, rx.nframes, rx.bytes, ch->max_message_bytes);
+            const wire_frame_t *parent = channel == WIRE_CHANNEL_IOPUB ? kmgr_overcap_parent(rx.frames, rx.nframes) : NULL;
+            /* the head is no longer than its reader keeps: the memory of a message over the cap follows its reader's bound */
+            if (parent != NULL)
+                kmgr_overcap_start(&ch->overcap, ch->signer, rx.frames, rx.nframes, rx.bytes, ch->max_message_bytes,
+                                   ch->ops->text_room(ch->data, parent->base, parent->len));
+            else
+                kmgr_overcap_dispose(&ch->overcap);
             continue;
         }
         if (got == KMGR_ZSOCK_OVER_PIECE) {
             if (channel == WIRE_CHANNEL_IOPUB)
                 kmgr_overcap_piece(&ch->overcap, rx.frames[0].base, rx.frames[0].len);
             bytes += rx.bytes;
+            continue;
+        }
+        /* the connection went in the middle of one: what its head held goes now (its one release path), and its requests are
+         * told a message was lost, as for one passed over unread; nothing unverified is delivered */
+        if (got == KMGR_ZSOCK_OVER_LOST) {
+            if (channel == WIRE_CHANNEL_IOPUB)
+                kmgr_overcap_dispose(&ch->overcap);
+            ksys_log_warn("kernel %s: the %s connection was lost in the middle of a message larger than the message cap (%llu "
+                          "bytes): it was dropped",
+                          ch->uuid, wire_channel_name(channel), (unsigned long long)ch->max_message_bytes);
+            size_t parent_len;
+            const char *parent = kmgr_zsock_dropped_parent(z, &parent_len);
+            ch->ops->on_oversized(ch->data, channel, NULL, parent, parent_len);
             continue;
         }
         if (got == KSYS_EMSGSIZE) {

@@ -61,6 +61,12 @@ typedef struct st_kmgr_channels_ops_t {
      */
     void (*on_oversized)(void *data, wire_channel_t channel, wire_msg_t *head, const char *parent, size_t parent_len);
     /**
+     * An iopub message over the cap begins that may be a stream message: how many decoded bytes of its text its reader can
+     * keep (UINT64_MAX: no bound but the cap's; 0: nobody reads it), its head being no longer (overcap.h). `parent` is its
+     * parent_header as sent, unverified: it only sizes the head, which is delivered once the whole message verified.
+     */
+    uint64_t (*text_room)(void *data, const char *parent, size_t parent_len);
+    /**
      * The channels marked themselves for a redrain (see `redrain`): the owner must have
      * kmgr_channels_drain_all called from the loop soon, never from inside this call.
      */

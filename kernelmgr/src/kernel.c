@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
+#include "wire/json_in.h"
 #include "ksys/errors.h"
 #include "kmgr/kernel.h"
 #include "kernel_private.h"
@@ -275,6 +276,28 @@ static void on_oversized(void *data, wire_channel_t channel, wire_msg_t *head, c
     }
 }
 
+/*
+ * Who reads a stream message over the cap whose parent is `parent` (unverified: it only sizes the head): a relay reads every
+ * message, as much as the cap lets through; a request, what it said it keeps (kmgr_request_set_text_room); nobody else.
+ */
+static uint64_t text_room(void *data, const char *parent, size_t parent_len)
+{
+    kmgr_kernel_t *k = data;
+    json_t *json;
+    kmgr_request_t *req;
+    uint64_t room = 0;
+
+    if (k->tap != NULL)
+        return UINT64_MAX;
+    if ((json = wire_json_parse(parent, parent_len)) == NULL)
+        return 0;
+    const char *msg_id = json_string_value(json_object_get(json, "msg_id"));
+    if (msg_id != NULL && (req = kmgr_reqtable_find(&k->table, msg_id)) != NULL && req->cb != NULL)
+        room = req->text_room;
+    json_decref(json);
+    return room;
+}
+
 static void on_redrain(void *data)
 {
     kmgr_kernel_t *k = data;
@@ -289,6 +312,7 @@ static const kmgr_channels_ops_t channel_ops = {
     .on_pong = on_pong,
     .big_iopub = big_iopub,
     .on_oversized = on_oversized,
+    .text_room = text_room,
     .on_redrain = on_redrain,
 };
 

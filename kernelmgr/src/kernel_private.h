@@ -75,6 +75,8 @@ struct st_kmgr_request_t {
     uint64_t complete_at;
     /* kmgr_execute_options_t.raw_stream: its stream messages are delivered unparsed */
     int raw_stream;
+    /* What of a stream message's text it keeps (kmgr_request_set_text_room): bounds a message over the cap's head */
+    uint64_t text_room;
     /* Its place among the shell messages sent to the kernel (kmgr_kernel_t.sent); 0 while unsent. */
     uint64_t seq;
     /* The kernel's count of oversized messages when this request was last told of one (KMGR_REQ_DROPPED). */

@@ -20,18 +20,42 @@ void kmgr_overcap_dispose(kmgr_overcap_t *oc)
     memset(oc, 0, sizeof(*oc));
 }
 
-int kmgr_overcap_start(kmgr_overcap_t *oc, const wire_signer_t *signer, const wire_frame_t *frames, size_t nframes, uint64_t size,
-                       uint64_t cap)
+/* The head's room in encoded bytes: the cap's head, or less when its reader keeps `room` decoded bytes (an escape such as
+ * \u0001, KMGR_OVERCAP_ESCAPE_MAX bytes, may decode to one). */
+static size_t head_room(uint64_t cap, uint64_t room)
 {
     size_t head_max = kmgr_overcap_head_max(cap);
+
+    return room < head_max / KMGR_OVERCAP_ESCAPE_MAX ? (size_t)room * KMGR_OVERCAP_ESCAPE_MAX : head_max;
+}
+
+/* Where the delimiter is when the frame over the cap may be a content (the delimiter, the signature and the three small JSON frames
+ * before it); nframes otherwise. */
+static size_t find_delimiter(const wire_frame_t *frames, size_t nframes)
+{
     const size_t delim_len = sizeof(WIRE_DELIMITER) - 1;
     size_t d = 0;
 
-    kmgr_overcap_dispose(oc);
     while (d != nframes && (frames[d].len != delim_len || memcmp(frames[d].base, WIRE_DELIMITER, delim_len) != 0))
         ++d;
-    /* the frame over the cap must be the content: the delimiter, the signature and the three small JSON frames before it */
-    if (d == nframes || nframes != d + 5)
+    return d != nframes && nframes == d + 5 ? d : nframes;
+}
+
+const wire_frame_t *kmgr_overcap_parent(const wire_frame_t *frames, size_t nframes)
+{
+    size_t d = find_delimiter(frames, nframes);
+
+    return d != nframes ? &frames[d + 3] : NULL;
+}
+
+int kmgr_overcap_start(kmgr_overcap_t *oc, const wire_signer_t *signer, const wire_frame_t *frames, size_t nframes, uint64_t size,
+                       uint64_t cap, uint64_t room)
+{
+    size_t head_max = head_room(cap, room);
+    size_t d = find_delimiter(frames, nframes);
+
+    kmgr_overcap_dispose(oc);
+    if (d == nframes)
         return 0;
     const wire_frame_t *sig = &frames[d + 1], *hdr = &frames[d + 2];
     size_t headers = hdr[0].len + hdr[1].len + hdr[2].len;
@@ -54,6 +78,8 @@ int kmgr_overcap_start(kmgr_overcap_t *oc, const wire_signer_t *signer, const wi
     oc->content = wire_buf_new(CONTENT_OPEN_LEN + head_max + 2);
     memcpy(oc->content->data, CONTENT_OPEN, CONTENT_OPEN_LEN);
     wire_text_scan_init(&oc->scan, (char *)oc->content->data + CONTENT_OPEN_LEN, head_max);
+    if (room < head_max)
+        oc->scan.head_decoded_max = (size_t)room;
     oc->left = size;
     return 1;
 }

@@ -6,10 +6,12 @@
  * as they arrive (KMGR_ZSOCK_OVER_PIECE). When that frame is the content (the delimiter, the signature, header, parent_header
  * and metadata came before it, together within KMGR_OVERCAP_HEADERS_MAX bytes), the HMAC runs over the four signed frames as
  * their bytes pass (wire/signer.h's stream) and the content is scanned (wire/text_scan.h), the head of its text written into a
- * buffer of at most the cap (kmgr_overcap_head_max). At the message's end the signature is checked, in constant time, and only then
+ * buffer of at most the cap (kmgr_overcap_head_max), and of no more than its reader keeps: a run with 1 MiB of output budget
+ * left has a head of at most 1 MiB decoded (kmgr_overcap_start's `room`), so the memory a message over the cap costs follows
+ * what its reader can keep, not the cap. At the message's end the signature is checked, in constant time, and only then
  * is anything parsed or delivered: a message that does not verify (dropped as forged), is not a stream, or whose content is not a
- * stream's, delivers nothing (its owner reports it as any message over the cap). Memory: the cap plus KMGR_OVERCAP_HEADERS_MAX, for
- * one message at a time.
+ * stream's, delivers nothing (its owner reports it as any message over the cap). Memory: the head (at most the cap, at most
+ * KMGR_OVERCAP_ESCAPE_MAX times `room`) plus KMGR_OVERCAP_HEADERS_MAX, for one message at a time per kernel.
  */
 #ifndef KMGR_OVERCAP_H
 #define KMGR_OVERCAP_H
@@ -38,6 +40,9 @@ static inline size_t kmgr_overcap_head_max(uint64_t cap)
     return (size_t)(cap / 2 > KMGR_OVERCAP_HEADERS_MAX ? cap - KMGR_OVERCAP_HEADERS_MAX : cap / 2);
 }
 
+/* The most encoded bytes one decoded byte of text takes (\u0001): a head of `room` decoded bytes fits this many times it. */
+#define KMGR_OVERCAP_ESCAPE_MAX 6
+
 /** One message over the cap being read (zero-filled: none). Owned by the channel's connection's owner (kmgr_channels_t). */
 typedef struct st_kmgr_overcap_t {
     int active; /* the frame over the cap is a content being read */
@@ -54,11 +59,18 @@ typedef struct st_kmgr_overcap_t {
 /**
  * A message over the cap begins (KMGR_ZSOCK_OVER_START): `frames` (`nframes`, borrowed for the call) are its whole frames before
  * the one over the cap, `size` that frame's size. Starts reading it when it may be a stream message's content, keeping a head
- * of at most kmgr_overcap_head_max(`cap`) bytes; anything left of an earlier one (its connection was lost) is let go. Returns 1
- * when reading, 0 when the message is to be passed over unread.
+ * of at most kmgr_overcap_head_max(`cap`) encoded bytes that decodes to at most `room` bytes (what the message's reader can
+ * keep: UINT64_MAX for the cap alone, 0 to count only); anything left of an earlier one (its connection was lost) is let go.
+ * Returns 1 when reading, 0 when the message is to be passed over unread.
  */
 int kmgr_overcap_start(kmgr_overcap_t *oc, const wire_signer_t *signer, const wire_frame_t *frames, size_t nframes, uint64_t size,
-                       uint64_t cap);
+                       uint64_t cap, uint64_t room);
+/**
+ * The parent_header frame among `frames` (a message over the cap's whole frames before the one over the cap), unverified, when
+ * that one may be a stream's content: its owner asks who reads the message, to size the head (kmgr_overcap_start's `room`).
+ * NULL when the message will be passed over unread.
+ */
+const wire_frame_t *kmgr_overcap_parent(const wire_frame_t *frames, size_t nframes);
 /** The next `len` bytes of the frame over the cap (KMGR_ZSOCK_OVER_PIECE); nothing when not reading. */
 void kmgr_overcap_piece(kmgr_overcap_t *oc, const void *p, size_t len);
 /**

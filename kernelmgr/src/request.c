@@ -115,6 +115,7 @@ static int request_send(kmgr_kernel_t *k, const char *msg_type, json_t *content,
     req->cb = cb;
     req->data = data;
     req->raw_stream = raw_stream;
+    req->text_room = UINT64_MAX;
     if (k->state == KMGR_KERNEL_IDLE || k->state == KMGR_KERNEL_BUSY) {
         int ret = kmgr_channels_send(&k->proc->channels, WIRE_CHANNEL_SHELL, msg);
         wire_msg_destroy(msg);
@@ -131,6 +132,11 @@ static int request_send(kmgr_kernel_t *k, const char *msg_type, json_t *content,
     if (out != NULL)
         *out = req;
     return 0;
+}
+
+void kmgr_request_set_text_room(kmgr_request_t *req, uint64_t bytes)
+{
+    req->text_room = bytes;
 }
 
 int kmgr_kernel_request(kmgr_kernel_t *k, const char *msg_type, json_t *content, kmgr_request_cb cb, void *data,

@@ -49,6 +49,12 @@ static void close_fd(kmgr_zsock_t *z)
  */
 static void lose(kmgr_zsock_t *z, int keep_out)
 {
+    /* a message over the cap was being passed over: its owner hears it ended unfinished (KMGR_ZSOCK_OVER_LOST) */
+    if (z->reader.skipping == WIRE_ZMTP_OVERSIZED) {
+        z->over_lost = 1;
+        z->dropped_parent = z->reader.parent; /* the reader keeps it until the next message over the cap */
+        z->dropped_parent_len = z->reader.parent_len;
+    }
     close_fd(z);
     kmgr_bytebuf_clear(&z->in);
     z->consumed = 0;
@@ -470,6 +476,10 @@ int kmgr_zsock_recv(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg)
     for (;;) {
         size_t need;
         int r;
+        if (z->over_lost) {
+            z->over_lost = 0;
+            return KMGR_ZSOCK_OVER_LOST;
+        }
         if (z->state == KMGR_ZSOCK_CONNECTING)
             check_connect(z);
         if (z->state < KMGR_ZSOCK_HANDSHAKE)
@@ -478,7 +488,7 @@ int kmgr_zsock_recv(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg)
             z->lent = r > 0;
             return r;
         }
-        if (z->state < KMGR_ZSOCK_HANDSHAKE || !read_more(z, need))
+        if (z->state < KMGR_ZSOCK_HANDSHAKE || (!read_more(z, need) && !z->over_lost))
             return 0;
     }
 }

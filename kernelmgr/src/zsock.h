@@ -61,6 +61,7 @@ typedef struct st_kmgr_zsock_msg_t {
 /* kmgr_zsock_recv's results for a message over the cap, read on the fly as it is passed over (wire/zmtp_reader.h): */
 #define KMGR_ZSOCK_OVER_START 2 /* its whole frames before the one over the cap in `*msg`, `msg->bytes` that frame's size */
 #define KMGR_ZSOCK_OVER_PIECE 3 /* the next bytes of that frame: `msg->frames[0]` */
+#define KMGR_ZSOCK_OVER_LOST 4  /* the connection was lost before its end: it ends unfinished (kmgr_zsock_dropped_parent) */
 
 /** The longest parent_header of a skipped message that is kept for its owner (kmgr_zsock_dropped_parent). */
 #define KMGR_ZSOCK_PARENT_MAX WIRE_ZMTP_PARENT_MAX
@@ -103,6 +104,7 @@ typedef struct st_kmgr_zsock_t {
      * was skipped), in the reader, when it had arrived and fit; length 0 otherwise */
     const char *dropped_parent;
     size_t dropped_parent_len;
+    int over_lost; /* the connection was lost in the middle of a message over the cap: recv says so next (OVER_LOST) */
     /* counted for the owner and for log lines */
     uint64_t connects;        /* connections made (a reconnect after a loss counts again) */
     uint64_t protocol_errors; /* connections dropped because the peer broke ZMTP */
@@ -143,14 +145,15 @@ int kmgr_zsock_send(kmgr_zsock_t *z, const wire_frame_t *head, size_t nhead, con
  * nothing more), KSYS_EMSGSIZE (one over the cap was skipped whole) or KSYS_EINVAL (one of more than
  * KMGR_ZSOCK_MAX_FRAMES frames was dropped). A message over the cap comes first as KMGR_ZSOCK_OVER_START, then
  * KMGR_ZSOCK_OVER_PIECE results with the bytes of its frame over the cap as they arrive (each in `*msg`, valid until the next
- * call or close, as a message), then KSYS_EMSGSIZE at its end; a lost connection in between ends it with no KSYS_EMSGSIZE
- * (the owner sees OVER_START again for the next one). Reads the socket as needed; a lost connection is
+ * call or close, as a message), then KSYS_EMSGSIZE at its end; a lost connection in between ends it with KMGR_ZSOCK_OVER_LOST
+ * instead (kmgr_zsock_dropped_parent then gives its parent_header as for KSYS_EMSGSIZE), returned by the next call whatever the
+ * connection's state, so that what its owner holds of it goes at once. Reads the socket as needed; a lost connection is
  * retried from the tick. Handles the handshake and ZMTP commands itself.
  */
 int kmgr_zsock_recv(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg);
 
 /**
- * After kmgr_zsock_recv returned KSYS_EMSGSIZE: the skipped message's parent_header frame as the
+ * After kmgr_zsock_recv returned KSYS_EMSGSIZE (or KMGR_ZSOCK_OVER_LOST): the skipped message's parent_header frame as the
  * kernel sent it (`*len` bytes, not NUL-terminated, valid until the next recv), or NULL when it had
  * not arrived before the frame over the cap or was longer than KMGR_ZSOCK_PARENT_MAX. Unverified:
  * the message's signature covers frames that were skipped; good to address a notice, nothing more.

@@ -343,6 +343,7 @@ int kmgr_kernel_execute(kmgr_kernel_t *kernel, const char *code, const kmgr_exec
     req->seen.code = req->code = wire_strdup(code);
     req->seen.allow_stdin = opts->allow_stdin;
     req->seen.raw_stream = opts->raw_stream;
+    req->seen.text_room = UINT64_MAX;
     req->seen.input_replies = json_array();
     h2o_linklist_insert(&kernel->requests, &req->link);
     ++kernel->seen.executes;
@@ -358,6 +359,12 @@ int kmgr_request_input_reply(kmgr_request_t *req, const char *value)
     req->input_pending = 0;
     json_array_append_new(req->seen.input_replies, json_string(value));
     return 0;
+}
+
+void kmgr_request_set_text_room(kmgr_request_t *req, uint64_t bytes)
+{
+    if (request_usable(req, "kmgr_request_set_text_room on an ended request"))
+        req->seen.text_room = bytes;
 }
 
 void kmgr_request_cancel(kmgr_request_t *req)

@@ -81,6 +81,7 @@ typedef struct st_fake_request_seen_t {
     int allow_stdin;
     int raw_stream;        /* the request opted in to raw stream content */
     int cancelled;         /* kmgr_request_cancel was called */
+    uint64_t text_room;    /* the last kmgr_request_set_text_room (UINT64_MAX until one) */
     int finished;          /* DONE or FAILED was delivered */
     json_t *input_replies; /* the values of its input_replies, in order (an array) */
 } fake_request_seen_t;

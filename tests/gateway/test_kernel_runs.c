@@ -517,3 +517,21 @@ ENGINE_TEST(kernel_runs, a_kernel_not_answering_is_told_not_killed)
     cr_expect(json_is_null(json_object_get(obj, "last_death")));
     json_decref(obj);
 }
+
+/* A run tells kernelmgr how much of a stream message's text it can still keep (its output budget left): a message over the
+ * message cap is then read with a head no longer than that, not the cap's 64 MiB (kmgr_request_set_text_room). */
+ENGINE_TEST(kernel_runs, a_run_tells_its_request_the_text_it_can_still_keep)
+{
+    gw_context_t *ctx = ready_context();
+    gw_run_t *run = submit_with(ctx, "print('x' * 1000)", 0, 0); /* 1 MiB of output */
+    kmgr_request_t *req = request(0);
+    static const char content[] = "{\"name\":\"stdout\",\"text\":\"0123456789\"}";
+
+    cr_expect_eq(fake_request_seen(req)->text_room, 1u << 20, "the room told at the start: %llu",
+                 (unsigned long long)fake_request_seen(req)->text_room);
+    fake_request_iopub_bytes(req, "stream", content, sizeof(content) - 1);
+    cr_expect_eq(fake_request_seen(req)->text_room, (1u << 20) - 10, "the room after 10 bytes of output: %llu",
+                 (unsigned long long)fake_request_seen(req)->text_room);
+    fake_request_complete(req, 1);
+    cr_expect_str_eq(run_outcome(run), "ok");
+}

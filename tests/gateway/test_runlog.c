@@ -454,3 +454,103 @@ ENGINE_TEST(runlog, a_small_run_whose_file_write_fails_keeps_its_events_in_ram)
     cr_expect_str_eq(json_string_value(json_object_get(state, "outcome")), "ok", "nothing was dropped");
     json_decref(state);
 }
+
+/* The events of a finished run read from its start: each frame's JSON, in order (`n` set); ids consecutive from 1. */
+static json_t **read_all(gw_run_t *run, size_t *n)
+{
+    raw_reader_t r;
+    json_t **events = NULL;
+    size_t at = 0;
+
+    cr_assert_eq(raw_open(&r, run, 0), 0, "the run cannot be read from its start: its first events were pushed out of its log");
+    cr_assert(r.ended, "the run's stream did not end");
+    for (*n = 0; at < r.len; ++*n) {
+        unsigned long long id;
+        int skip = 0;
+        const char *end = memmem(r.bytes + at, r.len - at, "\n\n", 2);
+        cr_assert_not_null(end);
+        cr_assert_eq(sscanf(r.bytes + at, "id: %llu\ndata: %n", &id, &skip), 1);
+        cr_assert_eq(id, *n + 1, "event %zu has id %llu", *n + 1, id);
+        events = realloc(events, (*n + 1) * sizeof(*events));
+        cr_assert_not_null(events[*n] = json_loadb(r.bytes + at + skip, (size_t)(end - r.bytes - at - skip), 0, NULL));
+        at = (size_t)(end - r.bytes) + 2;
+    }
+    raw_dispose(&r);
+    return events;
+}
+
+static void free_all(json_t **events, size_t n)
+{
+    for (size_t i = 0; i != n; ++i)
+        json_decref(events[i]);
+    free(events);
+}
+
+/*
+ * One event near --max-run-log-bytes: it used to push every older event out of the log (init included), then be pushed out
+ * itself by the events that end the run, so the run could not be read from its start (410 EVENTS_GONE) nor its output seen.
+ * Now its text is cut to what one event of the log holds (the bound less 64 KiB for the run's last events), the cut is
+ * counted in dropped.output_bytes and said by an output_truncated status with log_limit, and the whole run stays readable.
+ */
+ENGINE_TEST(runlog, one_event_near_the_log_bound_is_cut_to_fit_with_the_run_s_end_and_stays_readable)
+{
+    const size_t limit = 1u << 20, text_len = limit - 100;
+    gw_run_t *run = gw_run_create(&eng.runs, NULL, NULL, &big_limits);
+    size_t n, text = 0;
+    json_t **events, *complete, *status = NULL;
+
+    eng.config.max_run_log_bytes = limit;
+    gw_run_append(run, pattern_event(7, text_len));
+    cr_expect_leq(gw_run_text_room(run), limit - GW_RUNLOG_END_RESERVE, "a producer is told more room than one event holds");
+    gw_run_finish(run, 1, "ok");
+    events = read_all(run, &n);
+    cr_assert_eq(n, 5, "init, ping, the cut stdout, its status, execution_complete: %zu events", n);
+    cr_expect_str_eq(json_string_value(json_object_get(events[0], "type")), "init");
+    for (size_t i = 0; i != n; ++i) {
+        const char *type = json_string_value(json_object_get(events[i], "type"));
+        if (strcmp(type, "stdout") == 0)
+            text = json_string_length(json_object_get(events[i], "text"));
+        else if (strcmp(type, "status") == 0)
+            status = events[i];
+    }
+    cr_expect_gt(text, limit - 2 * GW_RUNLOG_END_RESERVE, "the text was cut to %zu bytes", text);
+    cr_expect_leq(text, limit - GW_RUNLOG_END_RESERVE);
+    cr_assert_not_null(status, "no marker says the text was cut");
+    cr_expect_str_eq(json_string_value(json_object_get(status, "text")), "output_truncated");
+    cr_expect_eq(json_integer_value(json_object_get(status, "log_limit")), (json_int_t)limit);
+    complete = events[n - 1];
+    cr_expect_str_eq(json_string_value(json_object_get(complete, "type")), "execution_complete");
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(complete, "dropped"), "output_bytes")),
+                 (json_int_t)(text_len + 2 - text), "the dropped bytes are not counted exactly");
+    free_all(events, n);
+}
+
+/* The same through the raw path (a kernel's stream token appended without decoding): its escaped text is what the log holds,
+ * so a text of 600 KB decoded, 1.2 MB escaped, is cut by what it takes escaped. */
+ENGINE_TEST(runlog, an_escaped_stream_token_near_the_log_bound_is_cut_by_its_escaped_size)
+{
+    const size_t limit = 1u << 20, units = 600000;
+    gw_run_t *run = gw_run_create(&eng.runs, NULL, NULL, &big_limits);
+    char *token = malloc(2 * units + 2);
+    size_t n, text = 0;
+    json_t **events;
+
+    eng.config.max_run_log_bytes = limit;
+    token[0] = token[2 * units + 1] = '"';
+    for (size_t i = 0; i != units; ++i)
+        memcpy(token + 1 + 2 * i, "\\n", 2);
+    gw_run_append_stream(run, 0, token, 2 * units + 2, units, NULL);
+    free(token);
+    gw_run_finish(run, 1, "ok");
+    events = read_all(run, &n);
+    cr_assert_eq(n, 5, "init, ping, the cut stdout, its status, execution_complete: %zu events", n);
+    cr_expect_str_eq(json_string_value(json_object_get(events[0], "type")), "init");
+    cr_expect_str_eq(json_string_value(json_object_get(events[2], "type")), "stdout");
+    text = json_string_length(json_object_get(events[2], "text"));
+    cr_expect_leq(2 * text, limit - GW_RUNLOG_END_RESERVE, "%zu bytes of text (escaped twice that) in one event", text);
+    cr_expect_gt(2 * text, limit - 2 * GW_RUNLOG_END_RESERVE, "the text was cut to %zu bytes", text);
+    cr_expect_eq(json_integer_value(json_object_get(events[3], "log_limit")), (json_int_t)limit);
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(events[4], "dropped"), "output_bytes")),
+                 (json_int_t)(units - text));
+    free_all(events, n);
+}

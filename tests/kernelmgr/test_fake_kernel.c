@@ -377,6 +377,28 @@ Test(fake_kernel_capped, an_oversized_stream_message_delivers_its_head_and_count
     kmgr_kernel_destroy(k);
 }
 
+/* A request that keeps 1000 bytes of text (kmgr_request_set_text_room: a run's output budget left) gets a head of 1000 bytes,
+ * not the cap's: the memory of a message over the cap follows what its reader keeps; the count of the rest stays exact. */
+Test(fake_kernel_capped, an_oversized_stream_message_keeps_no_more_head_than_its_request_keeps)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(fake, &st);
+    kt_rec_t rec;
+
+    kt_rec_init(&rec);
+    cr_assert_eq(kt_execute(k, "oversized 2000000", &rec), 0);
+    kmgr_request_set_text_room(rec.req, 1000);
+    cr_assert(kt_wait_rec(&rec, 15000));
+    cr_expect_eq(rec.n_cut, 1);
+    cr_expect_eq(rec.out_bytes, strlen("genuine\n") + 1000, "a head of %zu bytes for a request that keeps 1000",
+                 rec.out_bytes - strlen("genuine\n"));
+    cr_expect_eq(rec.text_dropped, 2000000 - 1000, "the rest is counted exactly");
+    cr_expect_eq(rec.n_done, 1);
+    kt_rec_dispose(&rec);
+    expect_next_request_works(k);
+    kmgr_kernel_destroy(k);
+}
+
 /* Multi-byte characters and escapes, another member before the name: the head ends on a character, the count is of decoded
  * bytes (3 per "\u00e9\n", which the kernel encodes in 4). */
 Test(fake_kernel_capped, an_oversized_stream_message_is_cut_between_characters_and_counted_decoded)

@@ -746,3 +746,53 @@ Test(zsock, a_peer_that_reads_nothing_bounds_what_waits_for_it)
     cr_assert_eq(rx.frames.entries[1].len, len);
     wire_frames_dispose(&rx.frames);
 }
+
+static int is_ready_or_lost(void *arg)
+{
+    bad_peer_t *p = arg;
+    bad_peer_done(p);
+    return kmgr_zsock_is_ready(&zt.z);
+}
+
+static int over_pieces_came(void *arg)
+{
+    return zt.over_piece_bytes >= *(size_t *)arg;
+}
+
+static int over_lost(void *arg)
+{
+    (void)arg;
+    for (size_t i = 0; i != zt.ngot; ++i)
+        if (zt.got[i].r == KMGR_ZSOCK_OVER_LOST)
+            return 1;
+    return 0;
+}
+
+/* The connection is lost in the middle of a message over the cap (a kernel's socket closed): its owner is told at once
+ * (KMGR_ZSOCK_OVER_LOST), so that it lets go of the head it was keeping and tells the message's requests, where it used to
+ * hear nothing and keep the head until the next message over the cap. */
+Test(zsock, a_connection_lost_in_the_middle_of_a_message_over_the_cap_says_so)
+{
+    bad_peer_t p = {.speak_as = "ROUTER"};
+    uint8_t head[9] = {0x02, 0, 0, 0, 0, 0x02, 0, 0, 0}; /* one long frame of 32 MiB: over the 16 MiB cap */
+    size_t sent = 0, want = 256 * 1024;
+    static uint8_t body[64 * 1024];
+
+    zt_open_to_bad_peer(&p);
+    cr_assert(zt_wait(is_ready_or_lost, &p, 5000), "no handshake");
+    cr_assert_eq(write(p.conns[0], head, sizeof(head)), (ssize_t)sizeof(head));
+    memset(body, 'x', sizeof(body));
+    while (sent < want) {
+        ssize_t n = write(p.conns[0], body, sizeof(body));
+        if (n > 0)
+            sent += (size_t)n;
+        zt_run_for(10);
+    }
+    cr_assert(zt_wait(over_pieces_came, &want, 5000), "the message's pieces did not come (%zu bytes)", zt.over_piece_bytes);
+    cr_expect_eq(zt.over_starts, 1);
+    cr_expect_not(over_lost(NULL));
+    close(p.conns[0]);
+    p.conns[0] = p.conns[--p.nconns];
+    cr_assert(zt_wait(over_lost, NULL, 5000), "the owner was not told the message over the cap ended unfinished");
+    bad_peer_dispose(&p);
+}

@@ -1,4 +1,5 @@
 /* A stream message's content scanned in pieces: its name, the head of its text within a budget, the rest counted (pure). */
+#include <stdint.h>
 #include <string.h>
 #include "wire/text.h"
 #include "wire/text_scan.h"
@@ -14,6 +15,7 @@ void wire_text_scan_init(wire_text_scan_t *s, char *head, size_t head_max)
     memset(s, 0, sizeof(*s));
     s->head = head;
     s->head_max = head != NULL ? head_max : 0;
+    s->head_decoded_max = SIZE_MAX;
     P.state = S_START;
     P.status = WIRE_TEXT_SCAN_MORE;
 }
@@ -74,7 +76,7 @@ static void character(wire_text_scan_t *s, const unsigned char *raw, size_t raw_
 {
     switch (P.target) {
     case T_TEXT:
-        if (!P.head_closed && s->head_max - s->head_len >= raw_len) {
+        if (!P.head_closed && s->head_max - s->head_len >= raw_len && s->head_decoded_max - s->head_decoded >= dec_len) {
             memcpy(s->head + s->head_len, raw, raw_len);
             s->head_len += raw_len;
             s->head_decoded += dec_len;
@@ -97,6 +99,8 @@ static void plain(wire_text_scan_t *s, const unsigned char *p, size_t n)
 {
     if (P.target == T_TEXT) {
         size_t take = P.head_closed ? 0 : s->head_max - s->head_len;
+        if (take > s->head_decoded_max - s->head_decoded)
+            take = s->head_decoded_max - s->head_decoded;
         if (take > n)
             take = n;
         if (take != 0)

@@ -224,9 +224,9 @@ typedef enum {
     /**
      * An iopub message whose parent is this request (status, stream, execute_input, ...). A `stream` message larger than
      * kmgr_config_t.max_message_bytes whose signature verified comes cut to the head of its text: at most the cap less 64 KiB
-     * of it as the kernel encoded them, whole characters only; msg->content_cut is set and msg->text_dropped is the
-     * decoded bytes of the text dropped after the head (its content is then raw for a raw_stream request, parsed for
-     * another, as any stream message's).
+     * of it as the kernel encoded them, and no more than kmgr_request_set_text_room said, whole characters only; msg->content_cut
+     * is set and msg->text_dropped is the decoded bytes of the text dropped after the head (its content is then raw for a
+     * raw_stream request, parsed for another, as any stream message's).
      */
     KMGR_REQ_IOPUB,
     /** The shell reply (execute_reply etc.). */
@@ -291,6 +291,14 @@ int kmgr_kernel_request(kmgr_kernel_t *kernel, const char *msg_type, json_t *con
 
 /** The msg_id of the request's execute_request. */
 const char *kmgr_request_msg_id(const kmgr_request_t *req);
+
+/**
+ * How many decoded bytes of a stream message's text `req`'s owner can still keep (a run's output budget left; UINT64_MAX, the
+ * default: as much as the message cap lets through). A stream message over kmgr_config_t.max_message_bytes for it is read
+ * with a head of no more than that (KMGR_REQ_IOPUB: msg->text_dropped counts the rest, exactly), so the memory it costs
+ * follows what its owner keeps rather than the cap. A relay attached to the kernel (kmgr_kernel_set_tap) gets the cap's head.
+ */
+void kmgr_request_set_text_room(kmgr_request_t *req, uint64_t bytes);
 
 /**
  * Answers the pending input_request of `req` with an input_reply carrying `value`. Returns 0 or

@@ -25,14 +25,17 @@ typedef enum {
  * A scan in progress. Zero-filled then wire_text_scan_init; the results are read from it at any time (complete at DONE).
  *
  * The head is the longest prefix of the text, whole characters only, whose bytes *as the kernel encoded them* fit
- * `head_max`: escapes and UTF-8 sequences are copied as they came (validated, never cut in half), so `head` holds the inside
- * of a valid JSON string token (no quotes) that decodes to `head_decoded` bytes (never more than head_len). Keeping the encoded
- * bytes, not decoded ones, is what lets a relay write them into its own JSON without a second copy (gateway/core/event.h).
+ * `head_max` and decode to at most `head_decoded_max` bytes: escapes and UTF-8 sequences are copied as they came (validated, never
+ * cut in half), so `head` holds the inside of a valid JSON string token (no quotes) that decodes to `head_decoded` bytes (never
+ * more than head_len). Keeping the encoded bytes, not decoded ones, is what lets a relay write them into its own JSON without a
+ * second copy (gateway/core/event.h).
  */
 typedef struct st_wire_text_scan_t {
     /* from wire_text_scan_init: where the head goes, and its room */
     char *head;
     size_t head_max;
+    /* what the head may decode to at most: SIZE_MAX from init; a caller whose reader keeps less sets it before the first feed */
+    size_t head_decoded_max;
     /* results */
     size_t head_len;       /* bytes of the head in `head` */
     size_t head_decoded;   /* what they decode to */
