@@ -106,6 +106,18 @@ static inline uint64_t gw_run_record_off(const gw_event_t *ev)
 {
     return ev->log_pos - ev->len - sizeof(gw_runlog_header_t);
 }
+/* limits.c: what one event may carry. */
+/** The longest text one stream event may carry in the log, encoded or decoded. */
+size_t gw_run_log_text_max(const gw_run_t *run);
+/** Applies the run's output limits, and the log's bound for one event, to `event` (stolen); returns it (possibly shortened) or
+ * NULL when dropped; `*truncated` says the output limits did it, `*log_cut` the log's bound. */
+json_t *gw_run_apply_limits(gw_run_t *run, json_t *event, int *truncated, int *log_cut);
+/** An event (stolen) the failed log has no room for: counted where the run's `dropped` can say so. */
+void gw_run_drop_for_log(gw_run_t *run, json_t *event);
+/** A stream event whose frame `ev` (rendered from `event`) is longer than the log keeps: its text cut to fit and rendered again
+ * (`ev` released); returns the event to link, `*log_cut` set when cut. */
+gw_event_t *gw_run_fit_stream_event(gw_run_t *run, json_t *event, gw_event_t *ev, int *log_cut);
+
 /** Unlinks the run from the registry and frees it with its log (registry.c; cursors must be detached). */
 void gw_run_free(gw_run_t *run);
 

@@ -188,33 +188,6 @@ static void insert(gw_run_t *run, json_t *event, int last)
     link_event(run, ev, last);
 }
 
-/* The longest frame one event may have: the log's bound less GW_RUNLOG_END_RESERVE (half the bound when that leaves less). */
-static size_t event_max(const gw_run_t *run)
-{
-    size_t limit = run->runs->host->config->max_run_log_bytes;
-
-    return limit > 2 * GW_RUNLOG_END_RESERVE ? limit - GW_RUNLOG_END_RESERVE : limit / 2;
-}
-
-/* The longest text one stream event may carry, encoded or decoded (a decoded byte is never less than one encoded byte): its
- * frame's type, timestamp, id and quotes take less than STREAM_FRAMING. */
-#define STREAM_FRAMING ((size_t)256)
-static size_t log_text_max(const gw_run_t *run)
-{
-    size_t max = event_max(run);
-
-    return max > 2 * STREAM_FRAMING ? max - STREAM_FRAMING : max / 2; /* a log of a few events (tests): half an event's room */
-}
-
-size_t gw_run_text_room(const gw_run_t *run)
-{
-    size_t room = run->limits.output_bytes - run->output_bytes, max = log_text_max(run);
-
-    if (run->state == GW_RUN_FINISHED)
-        return 0;
-    return room < max ? room : max;
-}
-
 /* An event too big for the log was cut (stream text) or dropped (a result): said once, with the bound that did it. */
 static void report_log_cut(gw_run_t *run)
 {
@@ -279,91 +252,29 @@ void gw_run_report_oversized_message(gw_run_t *run)
     gw_run_append(run, ev);
 }
 
-/* Length of the longest prefix of `s` no longer than `max` that does not split a UTF-8 character. */
-static size_t utf8_prefix(const char *s, size_t max)
+void gw_run_report_cut_message(gw_run_t *run, uint64_t dropped_bytes)
 {
-    while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
-        --max;
-    return max;
-}
+    char size[32], reason[320];
+    size_t cap = run->runs->host->config->max_message_bytes;
+    json_t *ev;
 
-/* Applies the run's output limits, and the log's bound for one event, to `event`; returns it (possibly shortened) or NULL when
- * dropped; `*truncated` says the output limits did it, `*log_cut` the log's bound. */
-static json_t *apply_limits(gw_run_t *run, json_t *event, int *truncated, int *log_cut)
-{
-    const char *type = json_string_value(json_object_get(event, "type"));
-
-    *truncated = *log_cut = 0;
-    if (type == NULL)
-        return event;
-    if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) {
-        json_t *text = json_object_get(event, "text");
-        size_t len = json_string_length(text), room = run->limits.output_bytes - run->output_bytes, keep;
-        if (len <= room && len <= log_text_max(run)) {
-            run->output_bytes += len;
-            return event;
-        }
-        if (len <= room || log_text_max(run) < room) {
-            room = log_text_max(run);
-            *log_cut = 1;
-        } else {
-            *truncated = 1;
-        }
-        keep = utf8_prefix(json_string_value(text), room);
-        run->output_bytes += keep;
-        run->output_dropped_bytes += len - keep;
-        if (keep == 0) {
-            json_decref(event);
-            return NULL;
-        }
-        json_object_set_new(event, "text", json_stringn_nocheck(json_string_value(text), keep));
-        return event;
-    }
-    if (strcmp(type, "result") == 0) {
-        /* measured with the event writer (jansson's encoder takes tens of ms for a big image) */
-        size_t size = gw_json_render(json_object_get(event, "results"), NULL);
-        if (size > run->limits.result_bytes || size > log_text_max(run)) {
-            *(size > run->limits.result_bytes ? truncated : log_cut) = 1;
-            ++run->results_dropped;
-            json_decref(event);
-            return NULL;
-        }
-    }
-    return event;
-}
-
-/* An event the failed log has no room for: counted where the run's `dropped` can say so. */
-static void drop_for_log(gw_run_t *run, json_t *event)
-{
-    const char *type = json_string_value(json_object_get(event, "type"));
-
-    if (type != NULL && (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0)) {
-        size_t len = json_string_length(json_object_get(event, "text"));
-        run->output_bytes -= len;
-        run->output_dropped_bytes += len;
-    } else if (type != NULL && strcmp(type, "result") == 0) {
-        ++run->results_dropped;
-    }
-    json_decref(event);
-}
-
-/* A stream event whose text, as rendered (escaped), makes its frame longer than the log keeps: its text is cut by that much more
- * (a decoded byte is one encoded byte or more) and it is rendered again. Returns the event to link. */
-static gw_event_t *fit_stream_event(gw_run_t *run, json_t *event, gw_event_t *ev, int *log_cut)
-{
-    json_t *text = json_object_get(event, "text");
-
-    while (ev->len > event_max(run) && json_is_string(text) && json_string_length(text) != 0) {
-        size_t len = json_string_length(text), over = ev->len - event_max(run);
-        size_t keep = utf8_prefix(json_string_value(text), over < len ? len - over : 0);
-        run->output_bytes -= len - keep;
-        run->output_dropped_bytes += len - keep;
-        json_object_set_new(event, "text", text = json_stringn_nocheck(json_string_value(text), keep));
-        gw_event_release(ev);
-        ev = gw_event_render(event, run->last_event_id, run->runs->host->config->compat_execd);
-        *log_cut = 1;
-    }
-    return ev;
+    if (run->state == GW_RUN_FINISHED)
+        return;
+    run->output_dropped_bytes += dropped_bytes;
+    if (run->cut_reported)
+        return;
+    run->cut_reported = 1;
+    message_cap_size(cap, size, sizeof(size));
+    snprintf(reason, sizeof(reason),
+             "a kernel message larger than the %s message cap (--max-message-bytes) was cut to the head of its text: the "
+             "%llu bytes of output after it were dropped",
+             size, (unsigned long long)dropped_bytes);
+    ev = gw_event_new("status");
+    json_object_set_new(ev, "text", json_string("output_truncated"));
+    json_object_set_new(ev, "message_limit", json_integer((json_int_t)cap));
+    json_object_set_new(ev, "dropped_bytes", json_integer((json_int_t)dropped_bytes));
+    json_object_set_new(ev, "reason", json_string(reason));
+    gw_run_append(run, ev);
 }
 
 void gw_run_append(gw_run_t *run, json_t *event)
@@ -374,17 +285,17 @@ void gw_run_append(gw_run_t *run, json_t *event)
         json_decref(event);
         return;
     }
-    event = apply_limits(run, event, &truncated, &log_cut);
+    event = gw_run_apply_limits(run, event, &truncated, &log_cut);
     if (event != NULL) {
         if (json_object_get(event, "timestamp") == NULL)
             json_object_set_new(event, "timestamp", json_integer(gw_unix_ms()));
         if (run->log_error != 0 && run->tail_bytes > GW_RUNLOG_TAIL_BYTES) {
-            drop_for_log(run, event);
+            gw_run_drop_for_log(run, event);
         } else {
             gw_event_t *ev = gw_event_render(event, ++run->last_event_id, run->runs->host->config->compat_execd);
             const char *type = json_string_value(json_object_get(event, "type"));
             if (type != NULL && (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0))
-                ev = fit_stream_event(run, event, ev, &log_cut);
+                ev = gw_run_fit_stream_event(run, event, ev, &log_cut);
             json_decref(event);
             link_event(run, ev, 0);
         }
@@ -399,7 +310,7 @@ void gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, 
                           wire_buf_t *storage)
 {
     const char *inner = text_token + 1;
-    size_t inner_len = token_len - 2, room = run->limits.output_bytes - run->output_bytes, text_max = log_text_max(run);
+    size_t inner_len = token_len - 2, room = run->limits.output_bytes - run->output_bytes, text_max = gw_run_log_text_max(run);
     int out_cut = decoded_len > room, log_cut = 0;
     gw_event_t *ev;
 
@@ -443,31 +354,6 @@ void gw_run_append_stream(gw_run_t *run, int is_stderr, const char *text_token, 
         report_log_cut(run);
 }
 
-void gw_run_report_cut_message(gw_run_t *run, uint64_t dropped_bytes)
-{
-    char size[32], reason[320];
-    size_t cap = run->runs->host->config->max_message_bytes;
-    json_t *ev;
-
-    if (run->state == GW_RUN_FINISHED)
-        return;
-    run->output_dropped_bytes += dropped_bytes;
-    if (run->cut_reported)
-        return;
-    run->cut_reported = 1;
-    message_cap_size(cap, size, sizeof(size));
-    snprintf(reason, sizeof(reason),
-             "a kernel message larger than the %s message cap (--max-message-bytes) was cut to the head of its text: the "
-             "%llu bytes of output after it were dropped",
-             size, (unsigned long long)dropped_bytes);
-    ev = gw_event_new("status");
-    json_object_set_new(ev, "text", json_string("output_truncated"));
-    json_object_set_new(ev, "message_limit", json_integer((json_int_t)cap));
-    json_object_set_new(ev, "dropped_bytes", json_integer((json_int_t)dropped_bytes));
-    json_object_set_new(ev, "reason", json_string(reason));
-    gw_run_append(run, ev);
-}
-
 void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t len, int is_display)
 {
     static const char display[] = "true,\"results\":";
@@ -476,12 +362,12 @@ void gw_run_append_result_json(gw_run_t *run, const char *results_json, size_t l
 
     if (run->state == GW_RUN_FINISHED)
         return;
-    if (len > run->limits.result_bytes || len > log_text_max(run) ||
+    if (len > run->limits.result_bytes || len > gw_run_log_text_max(run) ||
         (run->log_error != 0 && run->tail_bytes > GW_RUNLOG_TAIL_BYTES)) {
         ++run->results_dropped;
         if (len > run->limits.result_bytes)
             report_truncation(run);
-        else if (len > log_text_max(run))
+        else if (len > gw_run_log_text_max(run))
             report_log_cut(run);
         return;
     }

@@ -362,6 +362,21 @@ Exit:
     return ret;
 }
 
+/* A forked kernel that is gone (or given up): its wait status its template's if known, else unknown (-1); strays left in its
+ * group killed; no more link to its template, pid or pidfd. */
+static void forget_forked(kmgr_proc_t *proc)
+{
+    if (!proc->tpl_status_known)
+        proc->wstatus = -1;
+    if (kmgr_link_linked(&proc->tpl_link))
+        kmgr_link_unlink(&proc->tpl_link);
+    proc->tpl = NULL;
+    kill(-proc->pid, SIGKILL);
+    close(proc->pidfd);
+    proc->pidfd = -1;
+    proc->pid = 0;
+}
+
 /* A forked kernel is not kgate's child: its pidfd says it is gone, its template tells its wait status (or, the template dead
  * or silent for KMGR_TPL_STATUS_GRACE_MS, nobody: "exited"). */
 static int reap_forked(kmgr_proc_t *proc)
@@ -379,15 +394,7 @@ static int reap_forked(kmgr_proc_t *proc)
         if (now - proc->gone_at < KMGR_TPL_STATUS_GRACE_MS)
             return 0;
     }
-    if (!proc->tpl_status_known)
-        proc->wstatus = -1;
-    if (kmgr_link_linked(&proc->tpl_link))
-        kmgr_link_unlink(&proc->tpl_link);
-    proc->tpl = NULL;
-    kill(-proc->pid, SIGKILL);
-    close(proc->pidfd);
-    proc->pidfd = -1;
-    proc->pid = 0;
+    forget_forked(proc);
     return 1;
 }
 
@@ -407,15 +414,7 @@ void kmgr_proc_reap_blocking(kmgr_proc_t *proc)
         while (((r = poll(&pfd, 1, 10)) == 0 || (r < 0 && errno == EINTR)) && ksys_now_ms() < deadline)
             ;
         /* one alive after SIGKILL this long is stuck in the kernel: the instance sweep has its mark */
-        if (!proc->tpl_status_known)
-            proc->wstatus = -1;
-        if (kmgr_link_linked(&proc->tpl_link))
-            kmgr_link_unlink(&proc->tpl_link);
-        proc->tpl = NULL;
-        kill(-proc->pid, SIGKILL);
-        close(proc->pidfd);
-        proc->pidfd = -1;
-        proc->pid = 0;
+        forget_forked(proc);
         return;
     }
     while (waitpid(proc->pid, &status, 0) < 0 && errno == EINTR)
