@@ -73,7 +73,7 @@ static void kernel_run_free(gw_kernel_run_t *krun)
     json_decref(krun->reply_error);
     free(krun->code);
     free(krun->setup_code);
-    gw_tool_calls_dispose(&krun->tool_calls);
+    gw_tool_calls_dispose(&krun->tool_calls, krun->run);
     free(krun);
 }
 
