@@ -79,6 +79,8 @@ struct st_kmgr_request_t {
     uint64_t text_room;
     /* Its place among the shell messages sent to the kernel (kmgr_kernel_t.sent); 0 while unsent. */
     uint64_t seq;
+    /* When it was sent (ksys_now_ms): kmgr_request_sent_at; 0 while unsent. */
+    uint64_t sent_at;
     /* The kernel's count of oversized messages when this request was last told of one (KMGR_REQ_DROPPED). */
     uint64_t told_oversized;
     /* When the reply or the request's last iopub message arrived (ksys_now_ms): see KMGR_IDLE_GRACE_MS. */

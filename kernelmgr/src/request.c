@@ -124,6 +124,7 @@ static int request_send(kmgr_kernel_t *k, const char *msg_type, json_t *content,
             return ret;
         }
         req->seq = ++k->sent;
+        req->sent_at = ksys_now_ms();
     } else {
         req->unsent = msg;
     }
@@ -160,6 +161,11 @@ int kmgr_kernel_execute(kmgr_kernel_t *k, const char *code, const kmgr_execute_o
                                   opts->store_history, "user_expressions", "allow_stdin", opts->allow_stdin, "stop_on_error",
                                   opts->stop_on_error),
                         opts->raw_stream, cb, data, out);
+}
+
+uint64_t kmgr_request_sent_at(const kmgr_request_t *req)
+{
+    return req->sent_at;
 }
 
 const char *kmgr_request_msg_id(const kmgr_request_t *req)
@@ -351,6 +357,7 @@ void kmgr_requests_send_unsent(kmgr_kernel_t *k)
         req->unsent = NULL;
         if (ret == 0) {
             req->seq = ++k->sent;
+            req->sent_at = ksys_now_ms();
             continue;
         }
         /* never sent, so never answered: it fails (from the loop, as kmgr_requests_fail_all's do) */

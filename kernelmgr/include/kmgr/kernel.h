@@ -293,6 +293,13 @@ int kmgr_kernel_request(kmgr_kernel_t *kernel, const char *msg_type, json_t *con
 const char *kmgr_request_msg_id(const kmgr_request_t *req);
 
 /**
+ * When the request went to the kernel (ksys_now_ms clock), or 0 while it waits unsent for a kernel still starting or
+ * restarting (kmgr_kernel_execute queues it): what a run's timeout counts from, so that a slow start is the start's
+ * (kmgr_config_t.startup_timeout_ms), not the run's.
+ */
+uint64_t kmgr_request_sent_at(const kmgr_request_t *req);
+
+/**
  * How many decoded bytes of a stream message's text `req`'s owner can still keep (a run's output budget left; UINT64_MAX, the
  * default: as much as the message cap lets through). A stream message over kmgr_config_t.max_message_bytes for it is read
  * with a head of no more than that (KMGR_REQ_IOPUB: msg->text_dropped counts the rest, exactly), so the memory it costs
