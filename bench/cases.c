@@ -196,13 +196,13 @@ static int run_execute_pair(const bench_case_t *self, bench_env_t *env, bench_re
         goto Exit;
     pair.nkernels = ts_descendants(env->kgate->pid, pair.kernels, sizeof(pair.kernels) / sizeof(pair.kernels[0]));
     /* a throughput case's peak memory (VmHWM, not a sampled RSS: a big message lives between two samples) beside RSS after */
-    out->stream_rss_before_kb = bench_proc_status_kb(env->kgate->pid, "VmRSS:");
+    out->stream_rss_before_kb = bench_proc_status_kb(env->kgate->pid, "VmRSS");
     int hwm = self->expect_stdout_bytes != 0 && bench_reset_hwm(env->kgate->pid) == 0;
     if ((err = bench_alternate(env, self->name, warmup, samples, execute_one, &pair, s, &out->kgate_reconnects)) != 0)
         goto Exit;
-    out->stream_hwm_kb = hwm ? bench_proc_status_kb(env->kgate->pid, "VmHWM:") : -1;
+    out->stream_hwm_kb = hwm ? bench_proc_status_kb(env->kgate->pid, "VmHWM") : -1;
     usleep(1500 * 1000);
-    out->stream_rss_after_kb = bench_proc_status_kb(env->kgate->pid, "VmRSS:");
+    out->stream_rss_after_kb = bench_proc_status_kb(env->kgate->pid, "VmRSS");
     bench_summarize(&s[0], &out->kgate);
     bench_summarize(&s[1], &out->direct);
     out->kgate_cpu_ms_relaying = pair.cpu_n[0] > 0 ? pair.cpu_ms[0] / (double)pair.cpu_n[0] : -1;
