@@ -234,6 +234,10 @@ Exit:
 #define MCP_CASE                                                                                                                   \
     .run = bench_run_mcp, ONE_PLUS_ONE, SHORT_RUN_SAMPLES, .max_rss_kb = 32 * 1024, .via_mcp = 1, .max_overhead_pct = 10
 
+/* Issue 26's cases: a kgate of their own whose Python kernels are forked from its template; the runner (bench/case_template.c,
+ * bench/case_idle.c) creates its python contexts there and times `1+1` in them. */
+#define FORKED_PYTHON_CASE(runner) .run = runner, .language = "python", .code = "1+1"
+
 const bench_case_t bench_cases[] = {
     {
         .name = "execute",
@@ -423,9 +427,7 @@ const bench_case_t bench_cases[] = {
         /* issue 26: Python kernels forked from a template against spawned ones; the 500-context check is run by hand */
         .name = "template",
         .description = "create to first 1+1 forked from a template against spawned; 50 at once; idle PSS of ten contexts",
-        .run = bench_run_template,
-        .language = "python",
-        .code = "1+1",
+        FORKED_PYTHON_CASE(bench_run_template),
         .template_case = 1,
         .max_create_ms = 100,
         .max_burst_ms = 5000,
@@ -439,9 +441,7 @@ const bench_case_t bench_cases[] = {
         .name = "idle",
         .description = "N idle forked Python contexts at once (--contexts, default 500): 1+1 and /healthz with one and with "
                        "all; their PSS; by name only",
-        .run = bench_run_idle,
-        .language = "python",
-        .code = "1+1",
+        FORKED_PYTHON_CASE(bench_run_idle),
         .idle_contexts = 500,
         .max_idle_cell_ms = 20,
         .by_name_only = 1,
