@@ -181,6 +181,14 @@ int ts_proc_get(pid_t pid, ts_proc_t *out)
     return 0;
 }
 
+pid_t ts_proc_parent(pid_t pid)
+{
+    char state;
+    pid_t ppid;
+    unsigned long long st;
+    return read_stat(pid, &state, &ppid, &st) == 0 ? ppid : -1;
+}
+
 int ts_proc_alive(const ts_proc_t *p)
 {
     ts_proc_t now;
