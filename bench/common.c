@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "support/base.h"
+#include "support/http.h"
 #include "common.h"
 
 static char detail[512];
@@ -34,6 +35,16 @@ void bench_set_detail(const char *fmt, ...)
 const char *bench_detail(void)
 {
     return detail;
+}
+
+int bench_request_error(const char *what, int st, const ts_response_t *resp)
+{
+    if (st < 0) {
+        bench_set_detail("%s: %s", what, resp->error);
+        return st;
+    }
+    bench_set_detail("%s: HTTP %d %.300s", what, st, resp->body != NULL ? resp->body : "");
+    return BENCH_ESTATUS;
 }
 
 void bench_outcome_dispose(bench_outcome_t *o)
