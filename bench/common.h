@@ -38,7 +38,21 @@ void bench_set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 /** The last detail recorded ("" if none). */
 const char *bench_detail(void);
 
-/** A field of /proc/<pid>/status in KiB ("VmRSS:", "VmHWM:"), -1 when unknown. */
+struct st_ts_response_t;
+/**
+ * A request that got status `st` (negative: the transport's error, returned as it is) where another was due: the detail
+ * says `what` and the status with the start of the body (`resp->error` for a transport error). Returns `st` when negative,
+ * else BENCH_ESTATUS.
+ */
+int bench_request_error(const char *what, int st, const struct st_ts_response_t *resp);
+
+/**
+ * The figure of the first "<field>: N kB" line of a /proc file (`path`: /proc/meminfo, /proc/<pid>/status,
+ * /proc/<pid>/smaps_rollup, ...) in KiB; -1 when the file cannot be read or has no such line. `field` is the name
+ * without its colon ("MemAvailable", "Pss"), matched whole: "Pss" is not "Pss_Anon".
+ */
+long long bench_proc_kib(const char *path, const char *field);
+/** A field of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"; bench_proc_kib), -1 when unknown. */
 long long bench_proc_status_kb(int pid, const char *field);
 /** Starts the process's VmHWM over from its VmRSS (clear_refs 5, Linux 4.0), so that it is the peak of what follows. 0 or -1. */
 int bench_reset_hwm(int pid);

@@ -41,6 +41,9 @@ int ts_proc_alive(const ts_proc_t *p);
 /** The live process (not a zombie) that holds `pid` now, with its start time, in `*out`: 0, or TS_EIO when there is none. */
 int ts_proc_get(pid_t pid, ts_proc_t *out);
 
+/** The parent pid of `pid` (/proc/<pid>/stat field 4; a zombie's too), or -1 when there is no such process. */
+pid_t ts_proc_parent(pid_t pid);
+
 /** CPU time (user + system) that process `pid` has used so far, in milliseconds, or -1 if /proc cannot tell. */
 int64_t ts_proc_cpu_ms(pid_t pid);
 
