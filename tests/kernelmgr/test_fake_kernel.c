@@ -116,6 +116,47 @@ Test(fake_kernel, a_kernel_seen_publishing_after_idle_is_waited_for_from_then_on
     kmgr_kernel_destroy(k);
 }
 
+/* Late output after a gap longer than the 100 ms quiet window (a loaded machine: matrix::javascript_output lost its tail so):
+ * the lines lost once teach the kernel's window, and its next requests get theirs; requests that hear nothing late shrink
+ * the window back, so a kernel whose late output stops waits no longer than before. */
+Test(fake_kernel, late_output_after_a_gap_longer_than_the_quiet_window_is_waited_for_once_such_gaps_were_seen)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k;
+    kt_rec_t rec;
+
+    fake->late_output = 1;
+    k = kt_start_ready(fake, &st);
+    cr_expect_eq(kmgr_kernel_late_quiet_ms(k), 100, "a kernel not seen leaving longer gaps: the base window");
+    /* 3 lines 250 ms apart after idle: the first request ends 100 ms after idle and loses them, counted */
+    kt_rec_init(&rec);
+    cr_assert_eq(kt_execute(k, "late 3 250", &rec), 0);
+    cr_assert(kt_wait_rec(&rec, 10000));
+    poll_loop_run_for(kt.loop, 1200);
+    cr_expect_eq(kmgr_kernel_late_messages(k), 3);
+    cr_expect_gt(kmgr_kernel_late_quiet_ms(k), 100, "the lost lines' gaps widened the window (%u ms)",
+                 kmgr_kernel_late_quiet_ms(k));
+    kt_rec_dispose(&rec);
+    /* the same output again reaches its request, every line */
+    kt_rec_init(&rec);
+    cr_assert_eq(kt_execute(k, "late 3 250", &rec), 0);
+    cr_assert(kt_wait_rec(&rec, 15000));
+    cr_expect_eq(rec.n_done, 1);
+    expect_late_lines(&rec, 3);
+    cr_expect_eq(rec.after_final, 0);
+    cr_expect_eq(kmgr_kernel_late_messages(k), 3, "nothing more was lost");
+    kt_rec_dispose(&rec);
+    /* requests with nothing late bring the window back to 100 ms */
+    for (int i = 0; i != 6; ++i) {
+        kt_rec_init(&rec);
+        cr_assert_eq(kt_execute(k, "anything", &rec), 0);
+        cr_assert(kt_wait_rec(&rec, 15000));
+        kt_rec_dispose(&rec);
+    }
+    cr_expect_eq(kmgr_kernel_late_quiet_ms(k), 100, "back to the base window (%u ms)", kmgr_kernel_late_quiet_ms(k));
+    kmgr_kernel_destroy(k);
+}
+
 Test(fake_kernel, ipykernel_order_ends_at_reply_and_idle_with_no_wait_for_late_output)
 {
     kt_states_t st = {0};
