@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "support/base.h"
 #include "support/http.h"
+#include "support/proc.h"
 #include "common.h"
 
 static char detail[512];
@@ -56,18 +57,7 @@ void bench_outcome_dispose(bench_outcome_t *o)
 
 long long bench_proc_kib(const char *path, const char *field)
 {
-    size_t len = strlen(field);
-    char line[256];
-    long long kib = -1;
-    FILE *fp;
-
-    if ((fp = fopen(path, "r")) == NULL)
-        return -1;
-    while (kib < 0 && fgets(line, sizeof(line), fp) != NULL)
-        if (strncmp(line, field, len) == 0 && line[len] == ':')
-            kib = strtoll(line + len + 1, NULL, 10);
-    fclose(fp);
-    return kib;
+    return ts_proc_kib(path, field);
 }
 
 long long bench_proc_status_kb(int pid, const char *field)

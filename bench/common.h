@@ -46,11 +46,7 @@ struct st_ts_response_t;
  */
 int bench_request_error(const char *what, int st, const struct st_ts_response_t *resp);
 
-/**
- * The figure of the first "<field>: N kB" line of a /proc file (`path`: /proc/meminfo, /proc/<pid>/status,
- * /proc/<pid>/smaps_rollup, ...) in KiB; -1 when the file cannot be read or has no such line. `field` is the name
- * without its colon ("MemAvailable", "Pss"), matched whole: "Pss" is not "Pss_Anon".
- */
+/** ts_proc_kib (support/proc.h), the one reader of a "<field>: N kB" line of a /proc file, as the bench names it. */
 long long bench_proc_kib(const char *path, const char *field);
 /** A field of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"; bench_proc_kib), -1 when unknown. */
 long long bench_proc_status_kb(int pid, const char *field);

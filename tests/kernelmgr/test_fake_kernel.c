@@ -129,18 +129,14 @@ Test(fake_kernel, late_output_after_a_gap_longer_than_the_quiet_window_is_waited
     k = kt_start_ready(fake, &st);
     cr_expect_eq(kmgr_kernel_late_quiet_ms(k), 100, "a kernel not seen leaving longer gaps: the base window");
     /* 3 lines 250 ms apart after idle: the first request ends 100 ms after idle and loses them, counted */
-    kt_rec_init(&rec);
-    cr_assert_eq(kt_execute(k, "late 3 250", &rec), 0);
-    cr_assert(kt_wait_rec(&rec, 10000));
+    run_to_end(k, "late 3 250", &rec);
     poll_loop_run_for(kt.loop, 1200);
     cr_expect_eq(kmgr_kernel_late_messages(k), 3);
     cr_expect_gt(kmgr_kernel_late_quiet_ms(k), 100, "the lost lines' gaps widened the window (%u ms)",
                  kmgr_kernel_late_quiet_ms(k));
     kt_rec_dispose(&rec);
     /* the same output again reaches its request, every line */
-    kt_rec_init(&rec);
-    cr_assert_eq(kt_execute(k, "late 3 250", &rec), 0);
-    cr_assert(kt_wait_rec(&rec, 15000));
+    run_to_end(k, "late 3 250", &rec);
     cr_expect_eq(rec.n_done, 1);
     expect_late_lines(&rec, 3);
     cr_expect_eq(rec.after_final, 0);
@@ -148,9 +144,7 @@ Test(fake_kernel, late_output_after_a_gap_longer_than_the_quiet_window_is_waited
     kt_rec_dispose(&rec);
     /* requests with nothing late bring the window back to 100 ms */
     for (int i = 0; i != 6; ++i) {
-        kt_rec_init(&rec);
-        cr_assert_eq(kt_execute(k, "anything", &rec), 0);
-        cr_assert(kt_wait_rec(&rec, 15000));
+        run_to_end(k, "anything", &rec);
         kt_rec_dispose(&rec);
     }
     cr_expect_eq(kmgr_kernel_late_quiet_ms(k), 100, "back to the base window (%u ms)", kmgr_kernel_late_quiet_ms(k));

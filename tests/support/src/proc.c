@@ -272,18 +272,27 @@ static long long asan_shadow_kb(pid_t pid)
 }
 #endif
 
+long long ts_proc_kib(const char *path, const char *field)
+{
+    size_t len = strlen(field);
+    char line[256];
+    long long kib = -1;
+    FILE *fp;
+
+    if ((fp = fopen(path, "r")) == NULL)
+        return -1;
+    while (kib < 0 && fgets(line, sizeof(line), fp) != NULL)
+        if (strncmp(line, field, len) == 0 && line[len] == ':')
+            kib = strtoll(line + len + 1, NULL, 10);
+    fclose(fp);
+    return kib;
+}
+
 long long ts_proc_rss_kb(pid_t pid)
 {
-    char path[64], line[256];
+    char path[64];
     snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    long long kb = -1;
-    while (fgets(line, sizeof(line), f) != NULL)
-        if (sscanf(line, "VmRSS: %lld kB", &kb) == 1)
-            break;
-    fclose(f);
+    long long kb = ts_proc_kib(path, "VmRSS");
     return kb >= 0 ? kb - asan_shadow_kb(pid) : kb;
 }
 

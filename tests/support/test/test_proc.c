@@ -1,6 +1,7 @@
 /* tests/support/test/test_proc.c: what the benchmarks read of processes in /proc. */
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <unistd.h>
 #include <sys/wait.h>
@@ -62,4 +63,20 @@ Test(proc, parent_is_the_process_that_forked)
     kill(child, SIGKILL);
     waitpid(child, NULL, 0);
     cr_expect_eq(ts_proc_parent(child), -1, "a reaped child has no parent");
+}
+
+Test(proc, kib_reads_the_field_named_whole)
+{
+    char path[64];
+    long long rss, hwm;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)getpid());
+    rss = ts_proc_kib(path, "VmRSS");
+    hwm = ts_proc_kib(path, "VmHWM");
+    cr_expect_gt(rss, 0, "VmRSS %lld kB", rss);
+    cr_expect_geq(hwm, rss, "the peak is no less than the resident size");
+    cr_expect_gt(ts_proc_kib("/proc/meminfo", "MemTotal"), 0);
+    cr_expect_eq(ts_proc_kib(path, "VmRS"), -1, "a name is matched whole, not as a prefix");
+    cr_expect_eq(ts_proc_kib(path, "NoSuchField"), -1);
+    cr_expect_eq(ts_proc_kib("/proc/no-such-file", "VmRSS"), -1);
 }

@@ -63,6 +63,13 @@ int ts_proc_switches(pid_t pid, ts_switches_t *acc);
 int ts_fd_of_file(const struct stat *st);
 
 /**
+ * The figure of the first "<field>: N kB" line of a /proc file (`path`: /proc/meminfo, /proc/<pid>/status,
+ * /proc/<pid>/smaps_rollup, ...) in KiB; -1 when the file cannot be read or has no such line. `field` is the name
+ * without its colon ("MemAvailable", "Pss"), matched whole: "Pss" is not "Pss_Anon".
+ */
+long long ts_proc_kib(const char *path, const char *field);
+
+/**
  * The resident set size of process `pid` (VmRSS of /proc/<pid>/status) in KiB, or -1 if unknown. In an AddressSanitizer
  * build, less what the sanitizer's shadow holds resident (its memory, not the program's; see proc.c).
  */
