@@ -230,6 +230,8 @@ struct st_kmgr_kernel_t {
     /* The relay watching every message (kmgr_kernel_set_tap), or NULL. */
     kmgr_tap_cb tap;
     void *tap_data;
+    /* What text of a stream message over the cap the relay can pass on (kmgr_kernel_set_tap_text_room): sizes its head */
+    uint64_t tap_text_room;
 };
 
 /** Sends `msg` (owned by the callee) on the current incarnation's `channel`. Returns 0 or KSYS_EZMQ. */
