@@ -458,8 +458,8 @@ void gw_jupyter_channels_open(gw_jupyter_t *jupyter, h2o_req_t *req, gw_context_
     conn->tap.on_message = on_kernel_message;
     conn->tap.on_dropped = on_kernel_dropped;
     conn->tap.on_cut = on_kernel_cut;
-    /* the head on_kernel_cut sends, and a byte so that fit_head renders it (v1 clients sent it raw heard nothing after) */
-    conn->tap.text_room = HEAD_ROOM(jupyter->host->config) + 1;
+    /* the head on_kernel_cut sends: kernelmgr reads no more of an over-cap message's text than this socket may queue */
+    conn->tap.text_room = HEAD_ROOM(jupyter->host->config);
     conn->tap.on_state = on_kernel_state;
     conn->tap.on_destroy = on_kernel_gone;
     gw_context_tap_attach(ctx, &conn->tap);
