@@ -428,7 +428,6 @@ const bench_case_t bench_cases[] = {
         .name = "template",
         .description = "create to first 1+1 forked from a template against spawned; 50 at once; idle PSS of ten contexts",
         FORKED_PYTHON_CASE(bench_run_template),
-        .template_case = 1,
         .max_create_ms = 100,
         .max_burst_ms = 5000,
         .max_pss_mib = 20,

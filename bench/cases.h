@@ -230,7 +230,6 @@ struct st_bench_case_t {
      * first `1+1` (target: the forked median under max_create_ms), `clients` contexts at once (target: all within
      * max_burst_ms), the idle PSS of ten contexts (target: max_pss_mib each). Never enforced.
      */
-    int template_case;
     double max_burst_ms;
     double max_pss_mib;
     /*

@@ -66,9 +66,20 @@ static int is_pool_case(const bench_case_t *c)
     return c->pool_size != 0;
 }
 
+/* The template and idle cases are told by their runner: their figures are their own, not the concurrency case's. */
+static int is_template_case(const bench_case_t *c)
+{
+    return c->run == bench_run_template;
+}
+
+static int is_idle_case(const bench_case_t *c)
+{
+    return c->run == bench_run_idle;
+}
+
 static int is_concurrency_case(const bench_case_t *c)
 {
-    return c->clients != 0 && !is_pool_case(c) && !c->template_case && c->idle_contexts == 0;
+    return c->clients != 0 && !is_pool_case(c) && !is_template_case(c) && !is_idle_case(c);
 }
 
 /* The template case: its three targets, judged on this run's figures (never enforced). */
@@ -287,9 +298,9 @@ void bench_print_table(const bench_case_t **cases, const bench_result_t *results
             print_speedup(cases[i], r);
         } else if (is_upload_case(cases[i])) {
             print_upload(cases[i], r);
-        } else if (cases[i]->template_case) {
+        } else if (is_template_case(cases[i])) {
             print_template(cases[i], r);
-        } else if (cases[i]->idle_contexts != 0) {
+        } else if (is_idle_case(cases[i])) {
             print_idle(cases[i], r);
         } else if (is_pool_case(cases[i])) {
             print_pool(cases[i], r);
