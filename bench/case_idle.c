@@ -138,21 +138,6 @@ static int sum_pss(idle_bench_t *ib, long long *total_kib)
     return 0;
 }
 
-/* MemAvailable of /proc/meminfo in KiB, or -1. */
-static long long mem_available_kib(void)
-{
-    char line[256];
-    long long kib = -1;
-    FILE *fp = fopen("/proc/meminfo", "r");
-
-    while (fp != NULL && fgets(line, sizeof(line), fp) != NULL)
-        if (sscanf(line, "MemAvailable: %lld kB", &kib) == 1)
-            break;
-    if (fp != NULL)
-        fclose(fp);
-    return kib;
-}
-
 int bench_run_idle(const bench_case_t *self, bench_env_t *env, bench_result_t *out)
 {
     static char with_many[2][64];
@@ -191,7 +176,7 @@ int bench_run_idle(const bench_case_t *self, bench_env_t *env, bench_result_t *o
         }
         ts_sleep_ms(100);
     }
-    avail_before = mem_available_kib();
+    avail_before = bench_proc_kib("/proc/meminfo", "MemAvailable");
     if ((err = create_all(&ib, 1)) != 0 || (err = probe(&ib, &one[1], &one[0])) != 0)
         goto Stop;
     t0 = bench_now_ms();
@@ -201,8 +186,9 @@ int bench_run_idle(const bench_case_t *self, bench_env_t *env, bench_result_t *o
     if (err != 0 || (err = sum_pss(&ib, &pss_kib)) != 0 || (err = probe(&ib, &many[1], &many[0])) != 0)
         goto Stop;
     out->idle_pss_total_mib = (double)pss_kib / 1024.0;
-    out->idle_mem_used_mib = avail_before > 0 ? (double)(avail_before - mem_available_kib()) / 1024.0 : -1;
-    out->kgate_rss_peak_kb = bench_proc_status_kb((int)ib.gw.pid, "VmRSS:");
+    out->idle_mem_used_mib =
+        avail_before > 0 ? (double)(avail_before - bench_proc_kib("/proc/meminfo", "MemAvailable")) / 1024.0 : -1;
+    out->kgate_rss_peak_kb = bench_proc_status_kb((int)ib.gw.pid, "VmRSS");
     bench_summarize(&many[0], &out->kgate);
     bench_summarize(&one[0], &out->direct);
     bench_summarize(&many[1], &out->burst_pool);

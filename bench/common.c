@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "support/base.h"
+#include "support/http.h"
+#include "support/proc.h"
 #include "common.h"
 
 static char detail[512];
@@ -36,6 +38,16 @@ const char *bench_detail(void)
     return detail;
 }
 
+int bench_request_error(const char *what, int st, const ts_response_t *resp)
+{
+    if (st < 0) {
+        bench_set_detail("%s: %s", what, resp->error);
+        return st;
+    }
+    bench_set_detail("%s: HTTP %d %.300s", what, st, resp->body != NULL ? resp->body : "");
+    return BENCH_ESTATUS;
+}
+
 void bench_outcome_dispose(bench_outcome_t *o)
 {
     free(o->result_text);
@@ -43,20 +55,17 @@ void bench_outcome_dispose(bench_outcome_t *o)
     memset(o, 0, sizeof(*o));
 }
 
+long long bench_proc_kib(const char *path, const char *field)
+{
+    return ts_proc_kib(path, field);
+}
+
 long long bench_proc_status_kb(int pid, const char *field)
 {
-    char path[64], line[256];
-    long long v = -1;
-    FILE *f;
+    char path[64];
 
     snprintf(path, sizeof(path), "/proc/%d/status", pid);
-    if ((f = fopen(path, "r")) == NULL)
-        return -1;
-    while (fgets(line, sizeof(line), f) != NULL)
-        if (strncmp(line, field, strlen(field)) == 0)
-            v = strtoll(line + strlen(field), NULL, 10);
-    fclose(f);
-    return v;
+    return bench_proc_kib(path, field);
 }
 
 int bench_reset_hwm(int pid)

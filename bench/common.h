@@ -38,7 +38,17 @@ void bench_set_detail(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 /** The last detail recorded ("" if none). */
 const char *bench_detail(void);
 
-/** A field of /proc/<pid>/status in KiB ("VmRSS:", "VmHWM:"), -1 when unknown. */
+struct st_ts_response_t;
+/**
+ * A request that got status `st` (negative: the transport's error, returned as it is) where another was due: the detail
+ * says `what` and the status with the start of the body (`resp->error` for a transport error). Returns `st` when negative,
+ * else BENCH_ESTATUS.
+ */
+int bench_request_error(const char *what, int st, const struct st_ts_response_t *resp);
+
+/** ts_proc_kib (support/proc.h), the one reader of a "<field>: N kB" line of a /proc file, as the bench names it. */
+long long bench_proc_kib(const char *path, const char *field);
+/** A field of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"; bench_proc_kib), -1 when unknown. */
 long long bench_proc_status_kb(int pid, const char *field);
 /** Starts the process's VmHWM over from its VmRSS (clear_refs 5, Linux 4.0), so that it is the peak of what follows. 0 or -1. */
 int bench_reset_hwm(int pid);

@@ -20,23 +20,12 @@ static int64_t deadline_after(unsigned timeout_ms)
     return ts_now_ms() + timeout_ms;
 }
 
-/* The detail of a request that got status `st` (negative: a transport error) where 200 was due. */
-static int request_error(const char *what, int st, const ts_response_t *resp)
-{
-    if (st < 0) {
-        bench_set_detail("%s: %s", what, resp->error);
-        return st;
-    }
-    bench_set_detail("%s: HTTP %d %.300s", what, st, resp->body != NULL ? resp->body : "");
-    return BENCH_ESTATUS;
-}
-
 int bench_kgate_create_context(ts_http_t *c, unsigned timeout_ms, const char *language, char **id)
 {
     ts_response_t resp;
     int st = ts_context_create_until(c->port, NULL, language, deadline_after(timeout_ms), id, &resp), err = 0;
     if (st != 200)
-        err = request_error("POST /code/context", st, &resp);
+        err = bench_request_error("POST /code/context", st, &resp);
     else if (*id == NULL) {
         bench_set_detail("POST /code/context: no id in %.300s", resp.body);
         err = BENCH_EPROTO;
@@ -55,7 +44,7 @@ void bench_kgate_drop_context(ts_http_t *c, unsigned timeout_ms, const char *id)
     ts_response_t resp;
     int st = ts_context_delete_until(c->port, NULL, id, deadline_after(timeout_ms), &resp);
     if (st != 200) {
-        int err = request_error("DELETE /code/contexts", st, &resp);
+        int err = bench_request_error("DELETE /code/contexts", st, &resp);
         fprintf(stderr, "warning: deleting context %s: %s (%s)\n", id, bench_strerror(err), bench_detail());
     }
     ts_response_dispose(&resp);
@@ -72,7 +61,7 @@ int bench_kgate_start_kernel(ts_http_t *c, unsigned timeout_ms, const char *name
     snprintf(body, sizeof(body), "{\"name\":\"%s\"}", name);
     st = ts_http_request_until(c->port, "POST", "/api/kernels", NULL, body, deadline_after(timeout_ms), &resp);
     if (st != 201) {
-        err = request_error("POST /api/kernels", st, &resp);
+        err = bench_request_error("POST /api/kernels", st, &resp);
     } else if (json_string_value(json_object_get(resp.json, "id")) == NULL) {
         bench_set_detail("POST /api/kernels: no id in %.300s", resp.body);
         err = BENCH_EPROTO;
@@ -95,7 +84,7 @@ void bench_kgate_shutdown_kernel(ts_http_t *c, unsigned timeout_ms, const char *
     snprintf(path, sizeof(path), "/api/kernels/%s", id);
     st = ts_http_request_until(c->port, "DELETE", path, NULL, NULL, deadline_after(timeout_ms), &resp);
     if (st != 204) {
-        int err = request_error("DELETE /api/kernels", st, &resp);
+        int err = bench_request_error("DELETE /api/kernels", st, &resp);
         fprintf(stderr, "warning: shutting kernel %s down: %s (%s)\n", id, bench_strerror(err), bench_detail());
     }
     ts_response_dispose(&resp);
@@ -166,7 +155,7 @@ int bench_kgate_execute(ts_http_t *c, unsigned timeout_ms, const char *context_i
     if (resp.status != 200) {
         /* the body says why; without it (it could not be read) the status alone does */
         ts_http_read_all(c, &resp, JSON_BODY_MAX, deadline);
-        err = request_error("POST /code", resp.status, &resp);
+        err = bench_request_error("POST /code", resp.status, &resp);
         goto Exit;
     }
     while (!complete) {

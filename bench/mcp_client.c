@@ -15,17 +15,6 @@
 #define SSE_BUFFER_INITIAL ((size_t)64 * 1024)
 #define SSE_EVENT_MAX ((size_t)16 << 20)
 
-/* The detail of a request that got status `st` (negative: a transport error) where `want` was due. */
-static int request_error(const char *what, int st, const ts_response_t *resp)
-{
-    if (st < 0) {
-        bench_set_detail("%s: %s", what, resp->error);
-        return st;
-    }
-    bench_set_detail("%s: HTTP %d %.300s", what, st, resp->body != NULL ? resp->body : "");
-    return BENCH_ESTATUS;
-}
-
 /* Reads the rest of a body into a new NUL-terminated buffer (`*out`, the caller frees it). */
 static int read_body(bench_mcp_t *m, ts_response_t *resp, int64_t deadline, char **out, size_t *len)
 {
@@ -106,7 +95,7 @@ static int exchange(bench_mcp_t *m, const char *what, const char *body, long lon
     }
     if (resp.status != (id < 0 ? 202 : 200)) {
         ts_http_read_all(&m->http, &resp, BODY_MAX, deadline);
-        err = request_error(what, resp.status, &resp);
+        err = bench_request_error(what, resp.status, &resp);
         goto Exit;
     }
     if (id < 0) {
@@ -205,7 +194,7 @@ int bench_mcp_open(bench_mcp_t *m, unsigned short port, unsigned timeout_ms, int
             if ((err = ts_http_read_all(&m->http, &resp, BODY_MAX, deadline)) != 0)
                 bench_set_detail("initialize: %s", resp.error);
             else if (st != 200)
-                err = request_error("initialize", st, &resp);
+                err = bench_request_error("initialize", st, &resp);
             else if (m->session_id[0] == '\0' || json_object_get(resp.json, "result") == NULL) {
                 bench_set_detail("initialize: no Mcp-Session-Id or no result: %.300s", resp.body);
                 err = BENCH_EPROTO;
@@ -314,7 +303,7 @@ void bench_mcp_close(bench_mcp_t *m)
         snprintf(header, sizeof(header), "Mcp-Session-Id: %s", m->session_id);
         st = ts_http_request_until(m->http.port, "DELETE", "/mcp", headers, NULL, ts_now_ms() + m->timeout_ms, &resp);
         if (st < 200 || st > 299) {
-            int err = request_error("DELETE /mcp", st, &resp);
+            int err = bench_request_error("DELETE /mcp", st, &resp);
             fprintf(stderr, "warning: ending MCP session %s: %s (%s)\n", m->session_id, bench_strerror(err), bench_detail());
         }
         ts_response_dispose(&resp);

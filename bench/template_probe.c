@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "common.h"
 #include "template_probe.h"
 
 /* Whether kgate's log says its template is ready. */
@@ -21,18 +22,10 @@ int bench_template_ready(const ts_gateway_t *gw)
 /* Pss of /proc/<pid>/smaps_rollup in KiB, or -1. */
 long long bench_pss_kib(int pid)
 {
-    char path[64], line[256];
-    long long kib = -1;
-    FILE *fp;
+    char path[64];
 
     snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", pid);
-    if ((fp = fopen(path, "r")) == NULL)
-        return -1;
-    while (fgets(line, sizeof(line), fp) != NULL)
-        if (sscanf(line, "Pss: %lld kB", &kib) == 1)
-            break;
-    fclose(fp);
-    return kib;
+    return bench_proc_kib(path, "Pss");
 }
 
 /* The pid of the python3 template of kgate `gw` (its log), or 0. */

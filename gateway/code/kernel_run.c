@@ -7,60 +7,15 @@
 #include "wire/codec.h"
 #include "wire/json_scan.h"
 #include "ksys/errors.h"
-#include "code/kernel_run.h"
+#include "code/kernel_run_private.h"
 #include "core/errors.h"
 #include "code/translate.h"
 #include "code/tool_calls.h"
 
-/* A stop asked before the kernel said it runs the code is sent anyway after this long (a kernel without execute_input). */
-#define STOP_WAIT_MS 1000
-/*
- * A stopped run still running this long after its interrupt is interrupted again: one that lands in IPython's own work
- * before the code (its history, say) is swallowed there, and the code runs on. Longer than kernelmgr's window for
- * interrupts in flight, so the kernel is done with the first one.
- */
-#define STOP_RETRY_MS 2500
-
-typedef struct st_gw_kernel_run_t {
-    gw_run_t *run;
-    gw_context_t *ctx;
-    kmgr_request_t *request; /* NULL while queued */
-    char *code;              /* until sent */
-    char *setup_code;        /* code mode: run silently first, until sent */
-    gw_tool_calls_t tool_calls;
-    int execution_count;
-    int allow_stdin;
-    unsigned timeout_ms;
-    int64_t deadline_ms;       /* gw_now_ms clock (a wall-clock step must not time a run out); 0 while queued */
-    int64_t grace_deadline_ms; /* after the timeout's interrupt, same clock */
-    int64_t input_deadline_ms; /* while input_pending: an unanswered input() ends the run then; same clock */
-    unsigned stdin_timeout_ms;
-    json_t *reply_error; /* the error the shell reply implies, sent at DONE unless iopub carried one */
-    char setup_error[256];
-    unsigned timed_out : 1;
-    unsigned stdin_timed_out : 1; /* the timeout was the stdin wait's */
-    unsigned saw_error : 1;       /* an error event was relayed: the run's outcome is "error" */
-    unsigned restarting : 1;
-    unsigned input_pending : 1;
-    unsigned setup_failed : 1; /* its reply said so: setup_error tells why */
-    unsigned got_reply : 1;
-    unsigned saw_oversized : 1; /* a kernel message over the cap was dropped meanwhile */
-    unsigned executing : 1;     /* the kernel said it runs the code (execute_input): an interrupt now reaches the code */
-    unsigned stop_wanted : 1;   /* gw_run_stop: interrupted once executing (see on_stop) */
-    unsigned in_setup : 1;      /* the request in flight is the setup's (code mode), not the code's */
-    unsigned silent : 1;        /* gw_kernel_run_options_t's */
-    unsigned saw_output : 1;    /* its first output was timed (code/figures.h) */
-    int64_t submitted_ms;       /* gw_now_ms clock: the figures' latencies start here */
-    int64_t stop_wanted_ms;     /* when; gw_now_ms clock */
-    int64_t interrupted_ms;     /* the last interrupt asked for it; same clock */
-    h2o_linklist_t link;        /* in ctx->runs, arrival order: the head is the one sent to the kernel */
-} gw_kernel_run_t;
-
 static const gw_run_producer_t kernel_producer;
 static void start_next(gw_context_t *ctx);
 
-/* The stop of a run whose code runs: kmgr_kernel_interrupt sends nothing while an interrupt is in flight. */
-static void interrupt_run(gw_kernel_run_t *krun)
+void gw_kernel_run_interrupt(gw_kernel_run_t *krun)
 {
     krun->executing = 1;
     krun->interrupted_ms = gw_now_ms();
@@ -73,7 +28,7 @@ static void kernel_run_free(gw_kernel_run_t *krun)
     json_decref(krun->reply_error);
     free(krun->code);
     free(krun->setup_code);
-    gw_tool_calls_dispose(&krun->tool_calls);
+    gw_tool_calls_dispose(&krun->tool_calls, krun->run);
     free(krun);
 }
 
@@ -206,7 +161,7 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
         if (!krun->executing && strcmp(wire_msg_type(msg), "execute_input") == 0) {
             krun->executing = 1;
             if (krun->stop_wanted)
-                interrupt_run(krun);
+                gw_kernel_run_interrupt(krun);
         }
         if ((event = gw_translate_iopub(msg, opts)) == NULL)
             break;
@@ -345,6 +300,7 @@ static void on_setup_event(kmgr_request_t *req, kmgr_req_event_t ev, const wire_
         }
         break;
     case KMGR_REQ_DONE:
+        gw_kernel_run_arm_deadline(krun); /* the tick may not have seen the setup sent: the code's time counts from it */
         krun->request = NULL;
         if (krun->timed_out) {
             append_timeout_error(krun);
@@ -404,7 +360,7 @@ static void start_next(gw_context_t *ctx)
      * status comes a moment later and is not relayed (translate.h): a run that did not wait has init
      * and busy go out in one write, not two, and its client wakes once for both. */
     gw_run_append(krun->run, status_event("busy"));
-    krun->deadline_ms = gw_now_ms() + krun->timeout_ms;
+    gw_kernel_run_arm_deadline(krun);
 }
 
 int gw_kernel_run_submit(gw_context_t *ctx, const gw_kernel_run_options_t *opts, gw_run_t **out)
@@ -477,55 +433,6 @@ void gw_kernel_runs_status(gw_context_t *ctx, const char *text)
         gw_run_append(H2O_STRUCT_FROM_MEMBER(gw_kernel_run_t, link, node)->run, status_event(text));
 }
 
-static void restart_after_timeout(gw_kernel_run_t *krun)
-{
-    gw_context_t *ctx = krun->ctx;
-
-    krun->restarting = 1;
-    gw_stats_inc(ctx->contexts->figures.restarts_timeout, 1);
-    /* every run of the context learns that state is about to be lost, queued ones included */
-    gw_kernel_runs_status(ctx, "restarting");
-    ctx->execution_count = 0;
-    /* the running request ends with FAILED, later, from the loop (kernelmgr never calls back inside restart) */
-    if (kmgr_kernel_restart(ctx->kernel) != 0 && !h2o_linklist_is_empty(&ctx->runs))
-        gw_kernel_runs_abort(ctx, "KernelDied", kmgr_kernel_exit_reason(ctx->kernel), "kernel_died");
-}
-
-void gw_kernel_runs_tick(gw_contexts_t *contexts)
-{
-    int64_t now = gw_now_ms();
-    h2o_linklist_t *node, *next;
-
-    for (node = contexts->list.next; node != &contexts->list; node = next) {
-        gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
-        gw_kernel_run_t *krun;
-        next = node->next;
-        if (h2o_linklist_is_empty(&ctx->runs))
-            continue;
-        krun = H2O_STRUCT_FROM_MEMBER(gw_kernel_run_t, link, ctx->runs.next);
-        if (krun->request == NULL || krun->restarting)
-            continue;
-        /* a stop that waited for execute_input in vain, or an interrupt the kernel swallowed */
-        if (krun->stop_wanted && !krun->in_setup && !krun->got_reply && !krun->timed_out &&
-            (krun->executing ? now - krun->interrupted_ms >= STOP_RETRY_MS : now - krun->stop_wanted_ms >= STOP_WAIT_MS))
-            interrupt_run(krun);
-        if (!krun->timed_out) {
-            int stdin_expired = krun->input_pending && now >= krun->input_deadline_ms;
-            if (now < krun->deadline_ms && !stdin_expired)
-                continue;
-            /* an abandoned input() holds the context no longer than the stdin wait: interrupted like a timeout */
-            krun->stdin_timed_out = now < krun->deadline_ms;
-            krun->input_pending = 0;
-            gw_tool_calls_close(&krun->tool_calls);
-            krun->timed_out = 1;
-            krun->grace_deadline_ms = now + contexts->host->config->timeout_grace_ms;
-            kmgr_kernel_interrupt(ctx->kernel);
-        } else if (now >= krun->grace_deadline_ms) {
-            restart_after_timeout(krun);
-        }
-    }
-}
-
 /* --- the producer interface, as the run and the executions API see it --- */
 
 static void on_cancel(gw_run_t *run, void *data)
@@ -560,7 +467,7 @@ static void on_stop(gw_run_t *run, void *data)
             krun->stop_wanted_ms = gw_now_ms();
         }
         if (krun->executing && gw_now_ms() - krun->interrupted_ms >= STOP_RETRY_MS)
-            interrupt_run(krun);
+            gw_kernel_run_interrupt(krun);
         return;
     }
     gw_run_append(run, gw_error_event("Cancelled", "the run was cancelled before it started"));

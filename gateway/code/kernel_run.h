@@ -30,8 +30,9 @@ typedef struct st_gw_kernel_run_options_t {
  * order. Past `timeout_ms` the run is interrupted; if the kernel is not idle timeout_grace_ms
  * later it is restarted (`status: restarting`). Either way the run ends with an `error` whose
  * ename is "TimeoutError" ("StdinTimeout" when an input request waited longer than its
- * stdin_timeout_ms: the run timeout counts from when the run leaves the queue, the stdin timeout
- * from each input request).
+ * stdin_timeout_ms: the run timeout counts from when the run's first request reaches the kernel
+ * (kmgr_request_sent_at: not while a kernel still starts, whose start has its own bound), the stdin timeout from each
+ * input request).
  *
  * With `tools` (code mode), a silent execute binds them as functions before the run's code runs
  * (code/tools_shim.py); each batch of calls the code makes arrives as a marked input_request and

@@ -15,8 +15,16 @@ void gw_tool_calls_init(gw_tool_calls_t *tc, gw_toolset_t *tools, const gw_confi
     tc->config = config;
 }
 
-void gw_tool_calls_dispose(gw_tool_calls_t *tc)
+void gw_tool_calls_dispose(gw_tool_calls_t *tc, gw_run_t *run)
 {
+    if (tc->num_calls != 0) {
+        gw_run_call_record_t *records = wire_malloc(tc->num_calls * sizeof(*records));
+        for (size_t i = 0; i != tc->num_calls; ++i) {
+            memcpy(records[i].id, tc->calls[i].id, sizeof(records[i].id));
+            records[i].answered = tc->calls[i].state == GW_TOOL_CALL_ANSWERED;
+        }
+        gw_run_keep_call_records(run, records, tc->num_calls);
+    }
     gw_toolset_destroy(tc->tools);
     free(tc->calls);
     json_decref(tc->answers);

@@ -22,9 +22,9 @@ typedef struct st_gw_tool_call_t {
 } gw_tool_call_t;
 
 /**
- * A run's tool calls. Every call that became an event is remembered for the run's life (bounded by
- * max_tool_calls), so that a second answer is told apart from an unknown id. At most one batch is
- * open: the kernel blocks on it.
+ * A run's tool calls. Every call that became an event is remembered for the run's life, and then by the run for as
+ * long as it is retained (bounded by max_tool_calls), so that a second answer is told apart from an unknown id. At most one batch
+ * is open: the kernel blocks on it.
  */
 typedef struct st_gw_tool_calls_t {
     gw_toolset_t *tools; /* owned; NULL: the run declared none */
@@ -38,8 +38,11 @@ typedef struct st_gw_tool_calls_t {
 
 /** Initialises with `tools` (taken; may be NULL). */
 void gw_tool_calls_init(gw_tool_calls_t *tc, gw_toolset_t *tools, const gw_config_t *config);
-/** Releases everything. */
-void gw_tool_calls_dispose(gw_tool_calls_t *tc);
+/**
+ * Releases everything; the calls made so far (at most max_tool_calls: an id and whether it was answered each) go to `run`
+ * (gw_run_keep_call_records), which answers late answers from them once finished: a second answer stays "answered".
+ */
+void gw_tool_calls_dispose(gw_tool_calls_t *tc, gw_run_t *run);
 
 /**
  * The kernel sent a batch of calls (`calls`, borrowed; NULL when the batch was malformed). A batch

@@ -42,8 +42,16 @@ typedef struct st_gw_execd_t {
 void gw_execd_init(gw_execd_t *execd, gw_host_t *host, gw_runs_t *runs, gw_languages_t *languages, gw_contexts_t *contexts,
                    gw_shells_t *shells, gw_commands_t *commands, gw_files_t *files, gw_metrics_t *metrics, gw_ptys_t *ptys,
                    gw_isolated_t *isolated);
-/** Appends the isolated sessions' routes (/v1/isolated/..., isolated_api.c) to `table`. */
-void gw_execd_add_isolated_routes(gw_execd_t *execd, gw_route_table_t *table);
+/** A row of the door's route table: gw_execd_add_routes makes each a gw_route_t of the door. */
+typedef struct st_gw_execd_route_row_t {
+    const char *method, *pattern;
+    gw_route_handler_t handler;
+    /* the one kind of route allowed past --max-body-bytes, up to --max-upload-bytes */
+    int is_upload;
+} gw_execd_route_row_t;
+/** The isolated sessions' routes (/v1/isolated/..., isolated_api.c), which gw_execd_add_routes adds too. */
+extern const gw_execd_route_row_t gw_execd_isolated_rows[];
+extern const size_t gw_execd_num_isolated_rows;
 /** Appends the door's routes to `table` (body limits from the configuration). */
 void gw_execd_add_routes(gw_execd_t *execd, gw_route_table_t *table);
 /** Writes due lines of /metrics/watch streams (server tick). */

@@ -319,41 +319,26 @@ ISOLATED_FILES(directories_list)
 ISOLATED_FILES(directories_create)
 ISOLATED_FILES(directories_delete)
 
-void gw_execd_add_isolated_routes(gw_execd_t *execd, gw_route_table_t *table)
-{
-    const gw_config_t *config = execd->host->config;
-    const struct {
-        const char *method, *pattern;
-        gw_route_handler_t handler;
-        int is_upload;
-    } rows[] = {
-        {"GET", "/v1/isolated/capabilities", gw_execd_isolated_capabilities, 0},
-        {"POST", "/v1/isolated/session", gw_execd_isolated_create, 0},
-        {"GET", "/v1/isolated/sessions", gw_execd_isolated_list, 0},
-        {"GET", "/v1/isolated/session/{}", gw_execd_isolated_get, 0},
-        {"DELETE", "/v1/isolated/session/{}", gw_execd_isolated_delete, 0},
-        {"POST", "/v1/isolated/session/{}/run", gw_execd_isolated_run, 0},
-        {"GET", "/v1/isolated/session/{}/diff", gw_execd_isolated_diff, 0},
-        {"POST", "/v1/isolated/session/{}/commit", gw_execd_isolated_diff, 0},
-        {"GET", "/v1/isolated/session/{}/files/info", isolated_files_info, 0},
-        {"DELETE", "/v1/isolated/session/{}/files", isolated_files_delete, 0},
-        {"POST", "/v1/isolated/session/{}/files/permissions", isolated_files_permissions, 0},
-        {"POST", "/v1/isolated/session/{}/files/mv", isolated_files_mv, 0},
-        {"GET", "/v1/isolated/session/{}/files/search", isolated_files_search, 0},
-        {"POST", "/v1/isolated/session/{}/files/replace", isolated_files_replace, 0},
-        {"POST", "/v1/isolated/session/{}/files/upload", isolated_files_upload, 1},
-        {"GET", "/v1/isolated/session/{}/files/download", isolated_files_download, 0},
-        {"GET", "/v1/isolated/session/{}/directories/list", isolated_directories_list, 0},
-        {"POST", "/v1/isolated/session/{}/directories", isolated_directories_create, 0},
-        {"DELETE", "/v1/isolated/session/{}/directories", isolated_directories_delete, 0},
-    };
+const gw_execd_route_row_t gw_execd_isolated_rows[] = {
+    {"GET", "/v1/isolated/capabilities", gw_execd_isolated_capabilities, 0},
+    {"POST", "/v1/isolated/session", gw_execd_isolated_create, 0},
+    {"GET", "/v1/isolated/sessions", gw_execd_isolated_list, 0},
+    {"GET", "/v1/isolated/session/{}", gw_execd_isolated_get, 0},
+    {"DELETE", "/v1/isolated/session/{}", gw_execd_isolated_delete, 0},
+    {"POST", "/v1/isolated/session/{}/run", gw_execd_isolated_run, 0},
+    {"GET", "/v1/isolated/session/{}/diff", gw_execd_isolated_diff, 0},
+    {"POST", "/v1/isolated/session/{}/commit", gw_execd_isolated_diff, 0},
+    {"GET", "/v1/isolated/session/{}/files/info", isolated_files_info, 0},
+    {"DELETE", "/v1/isolated/session/{}/files", isolated_files_delete, 0},
+    {"POST", "/v1/isolated/session/{}/files/permissions", isolated_files_permissions, 0},
+    {"POST", "/v1/isolated/session/{}/files/mv", isolated_files_mv, 0},
+    {"GET", "/v1/isolated/session/{}/files/search", isolated_files_search, 0},
+    {"POST", "/v1/isolated/session/{}/files/replace", isolated_files_replace, 0},
+    {"POST", "/v1/isolated/session/{}/files/upload", isolated_files_upload, 1},
+    {"GET", "/v1/isolated/session/{}/files/download", isolated_files_download, 0},
+    {"GET", "/v1/isolated/session/{}/directories/list", isolated_directories_list, 0},
+    {"POST", "/v1/isolated/session/{}/directories", isolated_directories_create, 0},
+    {"DELETE", "/v1/isolated/session/{}/directories", isolated_directories_delete, 0},
+};
 
-    for (size_t i = 0; i != sizeof(rows) / sizeof(rows[0]); ++i) {
-        gw_route_t route = {.method = rows[i].method,
-                            .pattern = rows[i].pattern,
-                            .handler = rows[i].handler,
-                            .max_body_bytes = rows[i].is_upload ? config->max_upload_bytes : config->max_body_bytes,
-                            .door = &execd->super};
-        gw_route_table_add(table, &route);
-    }
-}
+const size_t gw_execd_num_isolated_rows = sizeof(gw_execd_isolated_rows) / sizeof(gw_execd_isolated_rows[0]);

@@ -36,15 +36,24 @@ int gw_execd_is_drained(gw_execd_t *execd)
     return h2o_linklist_is_empty(&execd->metrics_watches) && h2o_linklist_is_empty(&execd->pty_clients);
 }
 
-void gw_execd_add_routes(gw_execd_t *execd, gw_route_table_t *table)
+static void add_rows(gw_execd_t *execd, gw_route_table_t *table, const gw_execd_route_row_t *rows, size_t n)
 {
     const gw_config_t *config = execd->host->config;
-    /* uploads are the one route allowed past --max-body-bytes, up to --max-upload-bytes */
-    const struct {
-        const char *method, *pattern;
-        gw_route_handler_t handler;
-        int is_upload;
-    } rows[] = {
+
+    for (size_t i = 0; i != n; ++i) {
+        gw_route_t route = {.method = rows[i].method,
+                            .pattern = rows[i].pattern,
+                            .handler = rows[i].handler,
+                            .max_body_bytes = rows[i].is_upload ? config->max_upload_bytes : config->max_body_bytes,
+                            .is_public = rows[i].handler == gw_execd_ping,
+                            .door = &execd->super};
+        gw_route_table_add(table, &route);
+    }
+}
+
+void gw_execd_add_routes(gw_execd_t *execd, gw_route_table_t *table)
+{
+    static const gw_execd_route_row_t rows[] = {
         /* /ping answers without the token (docs/API.md 6.3): OpenSandbox's probes and runtimes call it bare */
         {"GET", "/ping", gw_execd_ping, 0},
         {"GET", "/files/info", gw_execd_files_info, 0},
@@ -88,16 +97,8 @@ void gw_execd_add_routes(gw_execd_t *execd, gw_route_table_t *table)
         {"GET", "/pty/{}/ws", gw_execd_pty_ws, 0},
     };
 
-    for (size_t i = 0; i != sizeof(rows) / sizeof(rows[0]); ++i) {
-        gw_route_t route = {.method = rows[i].method,
-                            .pattern = rows[i].pattern,
-                            .handler = rows[i].handler,
-                            .max_body_bytes = rows[i].is_upload ? config->max_upload_bytes : config->max_body_bytes,
-                            .is_public = rows[i].handler == gw_execd_ping,
-                            .door = &execd->super};
-        gw_route_table_add(table, &route);
-    }
-    gw_execd_add_isolated_routes(execd, table);
+    add_rows(execd, table, rows, sizeof(rows) / sizeof(rows[0]));
+    add_rows(execd, table, gw_execd_isolated_rows, gw_execd_num_isolated_rows);
 }
 
 GW_EXECD_HANDLER(ping)

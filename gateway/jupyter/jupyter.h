@@ -28,7 +28,7 @@ typedef struct st_gw_jupyter_t {
     h2o_linklist_t sessions; /* gw_jsession_t */
     size_t nsessions;
     h2o_linklist_t conns; /* gw_jconn_t: kernel WebSockets, open or closing */
-    /* gw_jaway_t: at most one per kernel, the messages kept for a session_id whose last WebSocket closed (channels.c) */
+    /* gw_jaway_t: at most one per kernel, the messages kept for a session_id whose last WebSocket closed (away.c) */
     h2o_linklist_t away;
     /* where a kernel message is encoded for a client (one loop: one at a time); NULL until the first */
     struct st_gw_jmsg_encoded_t *encoded;

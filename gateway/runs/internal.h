@@ -66,6 +66,8 @@ struct st_gw_run_t {
     int64_t finished_at_ms; /* 0 while not finished */
     int64_t started_mono_ms;
     int64_t finished_mono_ms;
+    gw_run_call_record_t *call_records; /* its tool calls, once its producer handed them (gw_run_keep_call_records) */
+    size_t num_call_records;
     gw_run_limits_t limits;
     size_t output_bytes;         /* stream text relayed so far */
     size_t output_dropped_bytes; /* stream text dropped by the limit */

@@ -23,6 +23,7 @@ void gw_run_free(gw_run_t *run)
     gw_idmap_remove(&run->runs->by_id, &run->by_id);
     h2o_linklist_unlink(&run->link);
     gw_run_clear_log(run);
+    free(run->call_records);
     free(run);
 }
 

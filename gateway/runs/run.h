@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <jansson.h>
 #include <h2o/linklist.h>
+#include "wire/ids.h"
 #include "core/event.h"
 #include "core/host.h"
 #include "core/idmap.h"
@@ -185,10 +186,24 @@ int gw_run_input(gw_run_t *run, const char *value);
 /**
  * Answers the run's tool call `call_id` (code mode) with `result` (borrowed, any JSON) or, when
  * `error` is not NULL, with an error the code raises. Returns 0, GW_ETOOLCALLNOTFOUND (no such
- * call), GW_ETOOLCALLANSWERED (answered before) or GW_ETOOLCALLCLOSED (no longer awaited: the run
- * was interrupted or has finished).
+ * call), GW_ETOOLCALLANSWERED (answered before, whether or not the run has finished since) or
+ * GW_ETOOLCALLCLOSED (no longer awaited: the run was interrupted or has finished before its answer).
  */
 int gw_run_tool_result(gw_run_t *run, const char *call_id, const json_t *result, const char *error);
+
+/** What a finished run remembers of one tool call it emitted (code mode), so that a late answer is still told apart. */
+typedef struct st_gw_run_call_record_t {
+    char id[WIRE_UUID_STRLEN + 1];
+    unsigned char answered; /* 1: answered; 0: closed before its answer (the kernel stopped waiting) */
+} gw_run_call_record_t;
+
+/**
+ * Hands the run the record of the tool calls it emitted (`records`, taken; `n` of them, at most --max-tool-calls), which
+ * it keeps for as long as it is retained: once its producer is done, gw_run_tool_result answers from it, so that a second
+ * answer is GW_ETOOLCALLANSWERED whether or not the run has ended, and an id it never emitted GW_ETOOLCALLNOTFOUND.
+ * A record handed before replaces the earlier one.
+ */
+void gw_run_keep_call_records(gw_run_t *run, gw_run_call_record_t *records, size_t n);
 
 /** The run's state for GET /code/executions/{id}. */
 json_t *gw_run_to_json(gw_run_t *run);

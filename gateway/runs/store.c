@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "wire/alloc.h"
+#include "wire/fdio.h"
 #include "runs/store.h"
 
 void gw_runstore_init(gw_runstore_t *store)
@@ -106,26 +107,10 @@ static off_t file_offset(gw_runstore_t *store, gw_runstore_file_t *file, uint64_
     return (off_t)file->blocks.entries[i] * GW_RUNSTORE_BLOCK + (off_t)(off % GW_RUNSTORE_BLOCK);
 }
 
-static int write_at(gw_runstore_t *store, off_t at, const char *p, size_t len)
-{
-    while (len != 0) {
-        ssize_t n = pwrite(store->fd, p, len, at);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (n == 0)
-            return -ENOSPC;
-        p += n, at += n, len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Writes `len` bytes that lie within one block. */
 static int write_piece(gw_runstore_t *store, gw_runstore_file_t *file, uint64_t off, const char *p, size_t len)
 {
-    return write_at(store, file_offset(store, file, off, 1), p, len);
+    return wire_pwrite_all(store->fd, p, len, file_offset(store, file, off, 1));
 }
 
 int gw_runstore_write_packed(gw_runstore_t *store, gw_runstore_file_t *file, uint64_t off, const void *bytes, size_t len)
@@ -143,7 +128,7 @@ int gw_runstore_write_packed(gw_runstore_t *store, gw_runstore_file_t *file, uin
         store->has_pack = 1;
     }
     at = (off_t)store->pack_block * GW_RUNSTORE_BLOCK + (off_t)store->pack_fill;
-    if ((ret = write_at(store, at, bytes, len)) != 0) {
+    if ((ret = wire_pwrite_all(store->fd, bytes, len, at)) != 0) {
         if (store->refs.entries[store->pack_block] == 0) {
             ++store->refs.entries[store->pack_block];
             free_block(store, store->pack_block);

@@ -29,12 +29,15 @@
 /*
  * Late output (docs/kernels.md): some kernels (Deno 2.9) publish a request's output after its reply and status idle.
  * A request of a kernel known to do so (kmgr_kernelspec_t.late_output, or kmgr_kernel_t.publishes_after_idle learnt)
- * stays open after reply + idle until its iopub has been quiet for KMGR_LATE_QUIET_MS, at most KMGR_LATE_CAP_MS after
- * it completed; other kernels' requests end at reply + idle, with no added wait. KMGR_LATE_QUIET_MS is two manager
- * ticks (KMGR_TICK_MS): a pause between two messages of one burst is far shorter.
+ * stays open after reply + idle until its iopub has been quiet for the kernel's quiet window (kmgr_kernel_late_quiet_ms),
+ * at most KMGR_LATE_CAP_MS after it completed; other kernels' requests end at reply + idle, with no added wait. The window
+ * is KMGR_LATE_QUIET_MS (two manager ticks, KMGR_TICK_MS: a pause between two messages of one burst is far shorter) unless
+ * the kernel was seen leaving longer gaps after idle (a loaded machine: the kernel and kgate's loop both lag), then
+ * KMGR_LATE_GAP_FACTOR times the longest such gap (kmgr_kernel_t.late_gap_ms), never more than KMGR_LATE_CAP_MS.
  */
 #define KMGR_LATE_QUIET_MS 100
 #define KMGR_LATE_CAP_MS 10000
+#define KMGR_LATE_GAP_FACTOR 2
 /* Requests that ended, remembered per kernel so that a message for one of them is known as late output, not noise. */
 #define KMGR_ENDED_KEPT 8
 
@@ -70,8 +73,10 @@ struct st_kmgr_request_t {
     kmgr_request_cb cb;
     void *data;
     int got_reply, got_idle;
-    /* Has its reply and idle and waits for late output (KMGR_LATE_QUIET_MS), since `complete_at`. */
+    /* Has its reply and idle and waits for late output (kmgr_kernel_late_quiet_ms), since `complete_at`. */
     int lingering;
+    /* The longest gap before a message that came for it after its idle (late output; ms), 0 when none came */
+    uint64_t late_gap_ms;
     uint64_t complete_at;
     /* kmgr_execute_options_t.raw_stream: its stream messages are delivered unparsed */
     int raw_stream;
@@ -79,6 +84,8 @@ struct st_kmgr_request_t {
     uint64_t text_room;
     /* Its place among the shell messages sent to the kernel (kmgr_kernel_t.sent); 0 while unsent. */
     uint64_t seq;
+    /* When it was sent (ksys_now_ms): kmgr_request_sent_at; 0 while unsent. */
+    uint64_t sent_at;
     /* The kernel's count of oversized messages when this request was last told of one (KMGR_REQ_DROPPED). */
     uint64_t told_oversized;
     /* When the reply or the request's last iopub message arrived (ksys_now_ms): see KMGR_IDLE_GRACE_MS. */
@@ -135,6 +142,7 @@ void kmgr_requests_free_all(kmgr_kernel_t *k);
 typedef struct st_kmgr_ended_t {
     char *msg_id;
     int logged;
+    uint64_t last_heard_at; /* the request's last message, then its last late one (ksys_now_ms): the gaps of lost output */
 } kmgr_ended_t;
 
 /* ---- kernel.c: the state machine ---- */
@@ -204,6 +212,10 @@ struct st_kmgr_kernel_t {
     kmgr_reqtable_t table;
     /* Late output (KMGR_LATE_QUIET_MS): learnt when a message arrived for a request past its idle; kept through restarts. */
     int publishes_after_idle;
+    /* The longest gap seen before a message published after idle (ms; a lost one's too), which each lingering request that
+     * ends halves unless its own gaps were longer: what kmgr_kernel_late_quiet_ms scales. 0 until one is seen; kept through
+     * restarts. */
+    uint64_t late_gap_ms;
     /* Messages for a request that had ended, not delivered (kmgr_kernel_late_messages), over every incarnation. */
     uint64_t late_lost;
     /* The last KMGR_ENDED_KEPT requests that ended (a ring; `ended_next` is the oldest slot). */

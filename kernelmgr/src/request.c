@@ -24,13 +24,14 @@ static void deliver(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *
 }
 
 /* Remembers a request that ended, so that a message for it afterwards is known as late output (KMGR_ENDED_KEPT). */
-static void remember_ended(kmgr_kernel_t *k, const char *msg_id)
+static void remember_ended(kmgr_kernel_t *k, const kmgr_request_t *req)
 {
     kmgr_ended_t *slot = &k->ended[k->ended_next];
 
     free(slot->msg_id);
-    slot->msg_id = wire_strdup(msg_id);
+    slot->msg_id = wire_strdup(req->msg_id);
     slot->logged = 0;
+    slot->last_heard_at = req->last_heard_at != 0 ? req->last_heard_at : ksys_now_ms();
     k->ended_next = (k->ended_next + 1) % KMGR_ENDED_KEPT;
 }
 
@@ -38,7 +39,7 @@ static void remember_ended(kmgr_kernel_t *k, const char *msg_id)
 static void finish(kmgr_request_t *req, kmgr_req_event_t ev, int err)
 {
     if (ev == KMGR_REQ_DONE)
-        remember_ended(req->kernel, req->msg_id);
+        remember_ended(req->kernel, req);
     kmgr_reqtable_remove(&req->kernel->table, req);
     kmgr_link_unlink(&req->link);
     req->finished = 1;
@@ -54,6 +55,20 @@ int kmgr_kernel_publishes_late(const kmgr_kernel_t *k)
 uint64_t kmgr_kernel_late_messages(const kmgr_kernel_t *k)
 {
     return k->late_lost;
+}
+
+unsigned kmgr_kernel_late_quiet_ms(const kmgr_kernel_t *k)
+{
+    uint64_t quiet = k->late_gap_ms * KMGR_LATE_GAP_FACTOR;
+
+    return quiet < KMGR_LATE_QUIET_MS ? KMGR_LATE_QUIET_MS : quiet > KMGR_LATE_CAP_MS ? KMGR_LATE_CAP_MS : (unsigned)quiet;
+}
+
+/* A message published after idle came `gap` ms after the one before it (the idle, or the last late one). */
+static void note_late_gap(kmgr_kernel_t *k, uint64_t gap)
+{
+    if (gap > k->late_gap_ms)
+        k->late_gap_ms = gap;
 }
 
 /*
@@ -84,12 +99,15 @@ static void on_unclaimed(kmgr_kernel_t *k, const wire_msg_t *msg)
         if (ended->msg_id == NULL || strcmp(ended->msg_id, parent) != 0)
             continue;
         ++k->late_lost;
+        note_late_gap(k, ksys_now_ms() - ended->last_heard_at); /* the next requests wait this long, and more */
+        ended->last_heard_at = ksys_now_ms();
         if (!ended->logged) {
             ended->logged = 1;
             ksys_log_warn("kernel %s (%s): published output (%s) for request %s after it had ended: not delivered (%llu "
-                          "such message(s) so far); its requests now wait up to %d ms after idle for late output",
+                          "such message(s) so far); its requests now wait for %u ms of quiet after idle (at most %d ms) "
+                          "for late output",
                           k->session, k->spec->name, wire_msg_type(msg), parent, (unsigned long long)k->late_lost,
-                          KMGR_LATE_CAP_MS);
+                          kmgr_kernel_late_quiet_ms(k), KMGR_LATE_CAP_MS);
         }
         k->publishes_after_idle = 1;
         return;
@@ -124,6 +142,7 @@ static int request_send(kmgr_kernel_t *k, const char *msg_type, json_t *content,
             return ret;
         }
         req->seq = ++k->sent;
+        req->sent_at = ksys_now_ms();
     } else {
         req->unsent = msg;
     }
@@ -160,6 +179,11 @@ int kmgr_kernel_execute(kmgr_kernel_t *k, const char *code, const kmgr_execute_o
                                   opts->store_history, "user_expressions", "allow_stdin", opts->allow_stdin, "stop_on_error",
                                   opts->stop_on_error),
                         opts->raw_stream, cb, data, out);
+}
+
+uint64_t kmgr_request_sent_at(const kmgr_request_t *req)
+{
+    return req->sent_at;
 }
 
 const char *kmgr_request_msg_id(const kmgr_request_t *req)
@@ -236,6 +260,10 @@ void kmgr_requests_on_iopub(kmgr_kernel_t *k, wire_msg_t *msg)
     } else if (req->got_idle) {
         /* output after its idle: this kernel publishes late (it still reaches this request) */
         k->publishes_after_idle = 1;
+        uint64_t gap = ksys_now_ms() - req->last_heard_at;
+        if (gap > req->late_gap_ms)
+            req->late_gap_ms = gap;
+        note_late_gap(k, gap);
     }
     req->last_heard_at = ksys_now_ms();
     deliver(req, KMGR_REQ_IOPUB, msg, 0);
@@ -278,8 +306,10 @@ void kmgr_requests_finish_replied_without_idle(kmgr_kernel_t *k, uint64_t now)
         kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, link);
         next = link->next;
         if (req->lingering) {
-            if (now - req->last_heard_at < KMGR_LATE_QUIET_MS && now - req->complete_at < KMGR_LATE_CAP_MS)
+            if (now - req->last_heard_at < kmgr_kernel_late_quiet_ms(k) && now - req->complete_at < KMGR_LATE_CAP_MS)
                 continue;
+            /* the window follows the recent gaps: it shrinks back towards KMGR_LATE_QUIET_MS as they do */
+            k->late_gap_ms = req->late_gap_ms > k->late_gap_ms / 2 ? req->late_gap_ms : k->late_gap_ms / 2;
         } else if (req->got_reply == req->got_idle ||
                    now - req->last_heard_at < (req->got_reply ? KMGR_IDLE_GRACE_MS : KMGR_REPLY_GRACE_MS)) {
             continue;
@@ -351,6 +381,7 @@ void kmgr_requests_send_unsent(kmgr_kernel_t *k)
         req->unsent = NULL;
         if (ret == 0) {
             req->seq = ++k->sent;
+            req->sent_at = ksys_now_ms();
             continue;
         }
         /* never sent, so never answered: it fails (from the loop, as kmgr_requests_fail_all's do) */

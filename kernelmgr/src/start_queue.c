@@ -19,10 +19,17 @@ void kmgr_kernels_count_starting(kmgr_manager_t *mgr, unsigned *launching, unsig
     }
 }
 
-/* How many kernels may be starting when `k` starts: more if it will fork from a ready template (max_forking). */
+/*
+ * How many kernels may be starting when `k` starts: more if it will fork from a ready template (max_forking), one whose
+ * request queue has room: a start the template refuses for a full queue (kmgr_template_fork) is spawned, and a spawned start
+ * obeys max_starting, so it is counted so (and waits) here too.
+ */
 static unsigned start_limit(kmgr_manager_t *mgr, const kmgr_kernel_t *k)
 {
-    if (mgr->config.max_forking != 0 && k->sandbox.kind == KSYS_SANDBOX_NONE && kmgr_template_find(mgr, k->spec) != NULL)
+    const kmgr_template_t *tpl;
+
+    if (mgr->config.max_forking != 0 && k->sandbox.kind == KSYS_SANDBOX_NONE && (tpl = kmgr_template_find(mgr, k->spec)) != NULL &&
+        kmgr_template_has_room(tpl))
         return mgr->config.max_forking;
     return mgr->config.max_starting;
 }

@@ -383,12 +383,17 @@ static void flush(kmgr_template_t *tpl)
     }
 }
 
+int kmgr_template_has_room(const kmgr_template_t *tpl)
+{
+    return tpl->npending < tpl->mgr->config.template_max_pending;
+}
+
 int kmgr_template_fork(kmgr_template_t *tpl, kmgr_proc_t *proc, kmgr_proc_start_t *start, char *why, size_t whylen)
 {
     unsigned bound = tpl->mgr->config.template_max_pending;
     kmgr_tpl_pending_t *p;
 
-    if (tpl->npending >= bound) {
+    if (!kmgr_template_has_room(tpl)) {
         snprintf(why, whylen, "%u fork requests wait for their template's answers (the bound)", bound);
         return KMGR_FALLBACK_QUEUE_FULL;
     }

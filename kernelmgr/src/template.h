@@ -64,6 +64,10 @@ int kmgr_template_configured(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec)
 /** The ready template of `spec`, or NULL (none configured, starting, dead). */
 kmgr_template_t *kmgr_template_find(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec);
 
+/** Whether `tpl`'s request queue takes one more fork (fewer than config.template_max_pending wait): else kmgr_template_fork
+ * refuses it (KMGR_FALLBACK_QUEUE_FULL). */
+int kmgr_template_has_room(const kmgr_template_t *tpl);
+
 struct st_kmgr_proc_t;
 /**
  * Asks `tpl` for the kernel of `proc` as `start` says (its arguments past `<python> -m ipykernel_launcher`, environment, cwd,

@@ -273,11 +273,12 @@ Test(code_mode, unknown_call_ids_are_404_second_answers_409_and_bad_requests_400
     json_t *body = tools_body(ctx, "print(get_weather(city='Bern'))");
     int64_t deadline = ts_now_ms() + XH_RUN_MS;
     ts_events_t evs = {0};
-    char exec_id[64], path[256];
+    char exec_id[64], path[256], call[64];
     size_t i;
     ts_stream_t *s = open_until_call(body, &evs, &i, exec_id, sizeof(exec_id), deadline);
-    const char *call = xh_str(evs.v[i].json, "id");
     ts_response_t r;
+
+    snprintf(call, sizeof(call), "%s", xh_str(evs.v[i].json, "id")); /* kept after the events go */
 
     json_decref(body);
     answer(exec_id, "00000000-0000-4000-8000-000000000000", json_null(), NULL, &r);
@@ -296,13 +297,18 @@ Test(code_mode, unknown_call_ids_are_404_second_answers_409_and_bad_requests_400
     answer(exec_id, call, json_string("cold"), NULL, &r);
     E2E_ASSERT_STATUS(&r, 200);
     ts_response_dispose(&r);
-    answer(exec_id, call, json_string("warm"), NULL, &r);
-    E2E_ASSERT_ERROR(&r, 409, "TOOL_CALL_ANSWERED");
-    ts_response_dispose(&r);
     ts_stream_collect(s, deadline, 0, &evs);
     ts_stream_close(s);
     E2E_ASSERT_TEXT(&evs, "stdout", "cold\n");
     ts_events_dispose(&evs);
+    /* the run has ended (its stream is complete): a second answer is still "answered", not "closed", and an id the
+     * run never emitted still unknown */
+    answer(exec_id, call, json_string("warm"), NULL, &r);
+    E2E_ASSERT_ERROR(&r, 409, "TOOL_CALL_ANSWERED");
+    ts_response_dispose(&r);
+    answer(exec_id, "00000000-0000-4000-8000-000000000000", json_null(), NULL, &r);
+    E2E_ASSERT_ERROR(&r, 404, "TOOL_CALL_NOT_FOUND");
+    ts_response_dispose(&r);
 
     /* declarations are checked before anything runs */
     body = xh_body(ctx, "1");

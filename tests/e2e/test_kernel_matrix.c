@@ -235,31 +235,50 @@ static void mx_no_error(const mx_kernel_t *k, const ts_events_t *evs, const char
               ts_events_summary(evs, sum, sizeof(sum)));
 }
 
+/* Asserts the run of `code` in `evs` had no error event and printed exactly `expected` on stdout. */
+static void mx_expect_run_stdout(const mx_kernel_t *k, const ts_events_t *evs, const char *code, const char *expected)
+{
+    char sum[E2E_MSG_SIZE];
+    mx_no_error(k, evs, code);
+    char *out = ts_events_text(evs, "stdout");
+    MX_ASSERT(k, out != NULL && strcmp(out, expected) == 0, "`%.80s`: stdout %.200s, expected %.200s; %s", code,
+              out != NULL ? out : "(none)", expected, ts_events_summary(evs, sum, sizeof(sum)));
+    free(out);
+}
+
 /* Runs `code` and asserts no error and stdout exactly `expected`. */
 static void mx_expect_stdout(const mx_kernel_t *k, const char *ctx, const char *code, const char *expected)
 {
     ts_events_t evs;
-    char sum[E2E_MSG_SIZE];
+    mx_run(k, ctx, code, &evs);
+    mx_expect_run_stdout(k, &evs, code, expected);
+    ts_events_dispose(&evs);
+}
+
+/* Runs `code` and asserts no error; returns its stdout (free it; NULL: it printed nothing). */
+static char *mx_stdout(const mx_kernel_t *k, const char *ctx, const char *code)
+{
+    ts_events_t evs;
     mx_run(k, ctx, code, &evs);
     mx_no_error(k, &evs, code);
     char *out = ts_events_text(&evs, "stdout");
-    MX_ASSERT(k, out != NULL && strcmp(out, expected) == 0, "`%.80s`: stdout %.200s, expected %.200s; %s", code,
-              out != NULL ? out : "(none)", expected, ts_events_summary(&evs, sum, sizeof(sum)));
-    free(out);
     ts_events_dispose(&evs);
+    return out;
+}
+
+/* Sets the context's state (`kept`), which the scenarios then expect to outlive them. */
+static void mx_set_state(const mx_kernel_t *k, const char *ctx)
+{
+    free(mx_stdout(k, ctx, k->set_state));
 }
 
 /* The kernel process's pid, as the kernel says it. */
 static pid_t mx_kernel_pid(const mx_kernel_t *k, const char *ctx)
 {
-    ts_events_t evs;
-    mx_run(k, ctx, k->pid, &evs);
-    mx_no_error(k, &evs, k->pid);
-    char *out = ts_events_text(&evs, "stdout");
+    char *out = mx_stdout(k, ctx, k->pid);
     pid_t pid = out != NULL ? (pid_t)atoi(out) : 0;
     MX_ASSERT(k, pid > 1, "the kernel did not print its pid: '%s'", out != NULL ? out : "(none)");
     free(out);
-    ts_events_dispose(&evs);
     return pid;
 }
 
@@ -275,6 +294,29 @@ static ts_stream_t *mx_open_taken(const mx_kernel_t *k, const char *ctx, const c
     *evs = (ts_events_t){0};
     xh_wait_event(s, evs, "execution_count", 0, t0 + XH_RUN_MS);
     return s;
+}
+
+/* The rest of the run on `s` (mx_open_taken) into `evs` until `deadline`; closes `s` and asserts a well-formed stream (`what`
+ * names the run). */
+static void mx_collect(const mx_kernel_t *k, ts_stream_t *s, const char *ctx, int64_t deadline, ts_events_t *evs, const char *what)
+{
+    char msg[E2E_MSG_SIZE];
+    ts_stream_collect(s, deadline, 0, evs);
+    ts_stream_close(s);
+    MX_ASSERT(k, e2e_check_run(evs, ctx, E2E_FRAMING_SSE, msg, sizeof(msg)), "%s: %s", what, msg);
+}
+
+/* Runs `code`, asserting no error and a result with `mime`; returns that result's `mime` text (it lives in `evs`: dispose
+ * them after) and the result event in `*res`. */
+static const char *mx_result(const mx_kernel_t *k, const char *ctx, const char *code, const char *mime, ts_events_t *evs,
+                             const ts_event_t **res)
+{
+    char sum[E2E_MSG_SIZE];
+    mx_run(k, ctx, code, evs);
+    mx_no_error(k, evs, code);
+    *res = e2e_find_result(evs, mime);
+    MX_ASSERT(k, *res != NULL, "`%.80s` gave no result with %s; %s", code, mime, ts_events_summary(evs, sum, sizeof(sum)));
+    return json_string_value(json_object_get(json_object_get((*res)->json, "results"), mime));
 }
 
 /* ---- scenarios ---------------------------------------------------------------------------------------------------- */
@@ -350,12 +392,9 @@ static void scenario_result(const mx_kernel_t *k, const char *ctx)
         return;
     }
     ts_events_t evs;
+    const ts_event_t *res;
     char sum[E2E_MSG_SIZE];
-    mx_run(k, ctx, k->result, &evs);
-    mx_no_error(k, &evs, k->result);
-    const ts_event_t *res = e2e_find_result(&evs, "text/plain");
-    MX_ASSERT(k, res != NULL, "`%s` gave no result with text/plain; %s", k->result, ts_events_summary(&evs, sum, sizeof(sum)));
-    const char *plain = json_string_value(json_object_get(json_object_get(res->json, "results"), "text/plain"));
+    const char *plain = mx_result(k, ctx, k->result, "text/plain", &evs, &res);
     MX_ASSERT(k, plain != NULL && strchr(plain, '\033') == NULL, "the result carries ANSI escapes: %s", res->data);
     MX_ASSERT(k, strcmp(plain, k->result_text) == 0, "the result's text/plain is \"%s\", expected \"%s\"", plain, k->result_text);
     MX_ASSERT(k, ts_events_count(&evs, "execution_count") == 1, "the run reported no execution_count; %s",
@@ -371,12 +410,8 @@ static void scenario_html(const mx_kernel_t *k, const char *ctx)
         return;
     }
     ts_events_t evs;
-    char sum[E2E_MSG_SIZE];
-    mx_run(k, ctx, k->html, &evs);
-    mx_no_error(k, &evs, k->html);
-    const ts_event_t *res = e2e_find_result(&evs, "text/html");
-    MX_ASSERT(k, res != NULL, "no result with text/html; %s", ts_events_summary(&evs, sum, sizeof(sum)));
-    const char *html = json_string_value(json_object_get(json_object_get(res->json, "results"), "text/html"));
+    const ts_event_t *res;
+    const char *html = mx_result(k, ctx, k->html, "text/html", &evs, &res);
     MX_ASSERT(k, html != NULL && strcmp(html, "<b>kgate</b>") == 0, "text/html is %s", res->data);
     ts_events_dispose(&evs);
 }
@@ -404,25 +439,16 @@ static void scenario_long_cells(const mx_kernel_t *k)
 {
     require_kernelspec(k);
     char *ctx = mx_context(k), *sleeper = mx_context(k);
-    ts_events_t sev, evs;
-    char sum[E2E_MSG_SIZE], msg[E2E_MSG_SIZE];
+    ts_events_t sev;
 
-    mx_run(k, ctx, k->set_state, &evs);
-    mx_no_error(k, &evs, k->set_state);
-    ts_events_dispose(&evs);
+    mx_set_state(k, ctx);
     ts_stream_t *s = mx_open_taken(k, sleeper, k->sleep5, &sev);
     int64_t t_sleep = ts_now_ms();
     mx_expect_stdout(k, ctx, k->cpu4, "spun\n");
     mx_expect_stdout(k, ctx, k->get_state, "42\n");
 
-    ts_stream_collect(s, t_sleep + XH_RUN_MS, 0, &sev);
-    ts_stream_close(s);
-    MX_ASSERT(k, e2e_check_run(&sev, sleeper, E2E_FRAMING_SSE, msg, sizeof(msg)), "the 5 s sleep: %s", msg);
-    mx_no_error(k, &sev, k->sleep5);
-    char *out = ts_events_text(&sev, "stdout");
-    MX_ASSERT(k, out != NULL && strcmp(out, "slept\n") == 0, "the 5 s sleep printed %s; %s", out != NULL ? out : "(none)",
-              ts_events_summary(&sev, sum, sizeof(sum)));
-    free(out);
+    mx_collect(k, s, sleeper, t_sleep + XH_RUN_MS, &sev, "the 5 s sleep");
+    mx_expect_run_stdout(k, &sev, k->sleep5, "slept\n");
     ts_events_dispose(&sev);
     mx_kernel_pid(k, sleeper); /* still answering */
     free(sleeper);
@@ -444,10 +470,7 @@ static void scenario_values(const mx_kernel_t *k)
 {
     require_kernelspec(k);
     char *ctx = mx_context(k);
-    ts_events_t evs;
-    mx_run(k, ctx, k->set_state, &evs);
-    mx_no_error(k, &evs, k->set_state);
-    ts_events_dispose(&evs);
+    mx_set_state(k, ctx);
     scenario_result(k, ctx);
     scenario_html(k, ctx);
     scenario_error(k, ctx);
@@ -468,10 +491,7 @@ static void scenario_interrupt(const mx_kernel_t *k, const char *ctx)
     int st = ts_http_request(gateway.port, "DELETE", path, NULL, NULL, &r);
     MX_ASSERT(k, st == 200, "DELETE %s: HTTP %d (%s) %.400s", path, st, r.error, r.body != NULL ? r.body : "");
     ts_response_dispose(&r);
-    ts_stream_collect(s, t_delete + XH_RUN_MS, 0, &evs);
-    ts_stream_close(s);
-    char msg[E2E_MSG_SIZE];
-    MX_ASSERT(k, e2e_check_run(&evs, ctx, E2E_FRAMING_SSE, msg, sizeof(msg)), "the interrupted run: %s", msg);
+    mx_collect(k, s, ctx, t_delete + XH_RUN_MS, &evs, "the interrupted run");
     MX_ASSERT(k, evs.end_ms - t_delete <= MX_INTERRUPT_END_MS,
               "the interrupted loop ended %lld ms after DELETE, expected within %d; %s", (long long)(evs.end_ms - t_delete),
               MX_INTERRUPT_END_MS, ts_events_summary(&evs, sum, sizeof(sum)));
@@ -486,20 +506,12 @@ static void scenario_interrupt(const mx_kernel_t *k, const char *ctx)
 static void scenario_sigstop(const mx_kernel_t *k, const char *ctx, pid_t pid)
 {
     ts_events_t evs;
-    char sum[E2E_MSG_SIZE];
     ts_stream_t *s = mx_open_taken(k, ctx, k->nap, &evs);
     MX_ASSERT(k, kill(pid, SIGSTOP) == 0, "SIGSTOP %d failed", (int)pid);
     ts_sleep_ms(MX_STOP_MS);
     MX_ASSERT(k, kill(pid, SIGCONT) == 0, "SIGCONT %d failed", (int)pid);
-    ts_stream_collect(s, ts_now_ms() + XH_RUN_MS, 0, &evs);
-    ts_stream_close(s);
-    char msg[E2E_MSG_SIZE];
-    MX_ASSERT(k, e2e_check_run(&evs, ctx, E2E_FRAMING_SSE, msg, sizeof(msg)), "the cell across SIGSTOP: %s", msg);
-    mx_no_error(k, &evs, k->nap);
-    char *out = ts_events_text(&evs, "stdout");
-    MX_ASSERT(k, out != NULL && strcmp(out, "woke\n") == 0, "the cell across a %d ms SIGSTOP printed %s; %s", MX_STOP_MS,
-              out != NULL ? out : "(none)", ts_events_summary(&evs, sum, sizeof(sum)));
-    free(out);
+    mx_collect(k, s, ctx, ts_now_ms() + XH_RUN_MS, &evs, "the cell across SIGSTOP");
+    mx_expect_run_stdout(k, &evs, k->nap, "woke\n");
     ts_events_dispose(&evs);
     mx_expect_stdout(k, ctx, k->get_state, "42\n");
     MX_ASSERT(k, mx_kernel_pid(k, ctx) == pid, "the kernel changed across SIGSTOP: it was restarted");
@@ -513,10 +525,7 @@ static void scenario_kill(const mx_kernel_t *k, const char *ctx, pid_t pid)
     ts_stream_t *s = mx_open_taken(k, ctx, k->endless, &evs);
     int64_t t_kill = ts_now_ms();
     MX_ASSERT(k, kill(pid, SIGKILL) == 0, "kill -9 %d failed", (int)pid);
-    ts_stream_collect(s, t_kill + XH_RUN_MS, 0, &evs);
-    ts_stream_close(s);
-    char msg[E2E_MSG_SIZE];
-    MX_ASSERT(k, e2e_check_run(&evs, ctx, E2E_FRAMING_SSE, msg, sizeof(msg)), "the run whose kernel was killed: %s", msg);
+    mx_collect(k, s, ctx, t_kill + XH_RUN_MS, &evs, "the run whose kernel was killed");
     const ts_event_t *ev = xh_error_event(&evs, "KernelDied");
     MX_ASSERT(k, ev->recv_ms - t_kill <= MX_DEATH_REPORT_MS, "KernelDied arrived %lld ms after kill -9, expected within %d ms",
               (long long)(ev->recv_ms - t_kill), MX_DEATH_REPORT_MS);
@@ -553,10 +562,7 @@ static void scenario_interrupt_sigstop(const mx_kernel_t *k)
 {
     require_kernelspec(k);
     char *ctx = mx_context(k);
-    ts_events_t evs;
-    mx_run(k, ctx, k->set_state, &evs);
-    mx_no_error(k, &evs, k->set_state);
-    ts_events_dispose(&evs);
+    mx_set_state(k, ctx);
     pid_t pid = mx_kernel_pid(k, ctx);
     scenario_interrupt(k, ctx);
     scenario_sigstop(k, ctx, pid);

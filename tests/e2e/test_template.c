@@ -16,6 +16,7 @@
 #include "support/base.h"
 #include "support/events.h"
 #include "support/http.h"
+#include "support/proc.h"
 #include "support/stream.h"
 
 /* A template imports ipykernel: a python start, under ASan's kgate on a loaded 2-core machine. */
@@ -101,22 +102,6 @@ static char *run_stdout(const char *ctx, const char *code)
     return xh_run_stdout(gw.port, ctx, code);
 }
 
-/* The parent pid of `pid` (/proc/<pid>/stat field 4), or -1. */
-static pid_t parent_of(pid_t pid)
-{
-    char path[64], buf[512], *p;
-    FILE *fp;
-    int ppid = -1;
-
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if ((fp = fopen(path, "r")) == NULL)
-        return -1;
-    if (fgets(buf, sizeof(buf), fp) != NULL && (p = strrchr(buf, ')')) != NULL)
-        sscanf(p + 2, "%*c %d", &ppid);
-    fclose(fp);
-    return ppid;
-}
-
 /* The value of `series` (a whole series name, labels included) in GET /kgate/metrics; -1 when it is not there. */
 static double metric(const char *series)
 {
@@ -147,7 +132,7 @@ static char *forked_context(const char *cwd, const char *tag, pid_t tpl)
     id = strdup(xh_str(c, "id"));
     json_decref(c);
     out = run_stdout(id, "import os; print(os.getpid())");
-    cr_assert_eq(parent_of((pid_t)atoi(out)), tpl, "the kernel's parent is the template");
+    cr_assert_eq(ts_proc_parent((pid_t)atoi(out)), tpl, "the kernel's parent is the template");
     free(out);
     return id;
 }
@@ -323,7 +308,7 @@ Test(template, interrupt_timeout_restart_and_kill_9_as_for_a_spawned_kernel)
     pid_t after = (pid_t)atoi(out);
     cr_expect_neq(after, before);
     cr_expect_not_null(strstr(out, "False"), "fresh state after a restart: %s", out);
-    cr_expect_eq(parent_of(after), tpl);
+    cr_expect_eq(ts_proc_parent(after), tpl);
     free(out);
 
     /* kill -9: reported as for a spawned kernel (the template tells kgate the wait status), restarted automatically */

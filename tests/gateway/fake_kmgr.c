@@ -6,6 +6,7 @@
 #include "wire/codec.h"
 #include "wire/ids.h"
 #include "ksys/errors.h"
+#include "ksys/util.h"
 #include "fake_kmgr.h"
 
 struct st_kmgr_manager_t {
@@ -45,6 +46,7 @@ struct st_kmgr_request_t {
     char *code;   /* seen.code */
     int fail_err; /* != 0: FAILED is owed, from the loop */
     int input_pending;
+    uint64_t sent_at; /* kmgr_request_sent_at: 0 while its kernel is not ready (as kernelmgr keeps it unsent) */
     fake_request_seen_t seen;
 };
 
@@ -77,8 +79,21 @@ static void schedule(kmgr_manager_t *mgr)
         h2o_timeout_link(mgr->loop, &mgr->zero_timeout, &mgr->pending);
 }
 
+/* A kernel that becomes ready sends what waited for it, as kernelmgr's kmgr_requests_send_unsent. */
+static void send_unsent(kmgr_kernel_t *kernel)
+{
+    if (kernel->state != KMGR_KERNEL_IDLE && kernel->state != KMGR_KERNEL_BUSY)
+        return;
+    for (h2o_linklist_t *node = kernel->requests.next; node != &kernel->requests; node = node->next) {
+        kmgr_request_t *req = H2O_STRUCT_FROM_MEMBER(kmgr_request_t, link, node);
+        if (req->sent_at == 0 && !req->seen.finished && !req->seen.cancelled)
+            req->sent_at = ksys_now_ms();
+    }
+}
+
 static void flush_state(kmgr_kernel_t *kernel)
 {
+    send_unsent(kernel);
     if (kernel->seen.destroyed || (kernel->state == kernel->notified_state && kernel->answering == kernel->notified_answering))
         return;
     kernel->notified_state = kernel->state;
@@ -346,6 +361,7 @@ int kmgr_kernel_execute(kmgr_kernel_t *kernel, const char *code, const kmgr_exec
     req->seen.text_room = UINT64_MAX;
     req->seen.input_replies = json_array();
     h2o_linklist_insert(&kernel->requests, &req->link);
+    send_unsent(kernel);
     ++kernel->seen.executes;
     if (out != NULL)
         *out = req;
@@ -359,6 +375,11 @@ int kmgr_request_input_reply(kmgr_request_t *req, const char *value)
     req->input_pending = 0;
     json_array_append_new(req->seen.input_replies, json_string(value));
     return 0;
+}
+
+uint64_t kmgr_request_sent_at(const kmgr_request_t *req)
+{
+    return req->sent_at;
 }
 
 void kmgr_request_set_text_room(kmgr_request_t *req, uint64_t bytes)

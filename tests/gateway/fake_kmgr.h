@@ -11,7 +11,8 @@
 /*
  * fake_kmgr.c defines kmgr_kernel_start, _destroy, _restart, _interrupt, _execute, _state,
  * _state_name, _info, _exit_reason, _last_death, _auto_restarts, _answering, _set_restart_limit,
- * _set_tap, _send_parts, kmgr_request_cancel and
+ * _set_tap, _send_parts, kmgr_request_cancel, kmgr_request_sent_at (a request made while its kernel is starting or
+ * restarting is sent when fake_kernel_set_state makes it IDLE or BUSY) and
  * kmgr_request_input_reply. A test binary
  * that compiles it links gateway/code against it instead of kernelmgr's kernel.c, request.c and
  * manager.c: no process, no socket. The calls keep kernelmgr's contract (kmgr/kernel.h): a

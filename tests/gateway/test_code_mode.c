@@ -188,7 +188,9 @@ ENGINE_TEST(code_mode, a_batch_becomes_one_event_per_call_and_one_reply_once_all
     cr_expect_eq(gw_run_tool_result(run, "00000000-0000-4000-8000-000000000000", json_null(), NULL), GW_ETOOLCALLNOTFOUND);
     fake_request_complete(req, 1);
     cr_expect_str_eq(run_outcome(run), "ok");
-    cr_expect_eq(gw_run_tool_result(run, first, json_null(), NULL), GW_ETOOLCALLCLOSED, "the run has finished");
+    /* the run has finished: an answered call is still answered, an id it never emitted still unknown */
+    cr_expect_eq(gw_run_tool_result(run, first, json_null(), NULL), GW_ETOOLCALLANSWERED, "a second answer after the run's end");
+    cr_expect_eq(gw_run_tool_result(run, "00000000-0000-4000-8000-000000000000", json_null(), NULL), GW_ETOOLCALLNOTFOUND);
 }
 
 ENGINE_TEST(code_mode, calls_that_cannot_be_made_are_answered_at_once_without_events)
@@ -291,6 +293,7 @@ ENGINE_TEST(code_mode, waiting_for_tools_is_bounded_by_the_run_timeout_not_the_s
     cr_expect_str_eq(only_error(events), "TimeoutError");
     json_decref(events);
     cr_expect_str_eq(run_outcome(run), "timeout");
+    cr_expect_eq(gw_run_tool_result(run, id, json_null(), NULL), GW_ETOOLCALLCLOSED, "withdrawn, and still so after the end");
 }
 
 ENGINE_TEST(code_mode, stopping_a_run_withdraws_its_waiting_calls_and_a_new_batch_replaces_an_old_one)

@@ -359,6 +359,59 @@ static const char *stop_and_expect_timeout(gw_run_t *run, const char *ename)
     return evalue;
 }
 
+/* A context whose kernel is still starting (engine_ready_context's, before it is made ready). */
+static gw_context_t *starting_context(void)
+{
+    gw_context_options_t opts = {.spec = &eng.spec};
+    gw_context_t *ctx = NULL;
+    int ret = gw_context_create(&eng.contexts, &opts, &ctx);
+
+    cr_assert_eq(ret, 0, "gw_context_create: %s", gw_strerror(ret));
+    cr_assert_eq(kmgr_kernel_state(ctx->kernel), KMGR_KERNEL_STARTING);
+    kernel = ctx->kernel;
+    return ctx;
+}
+
+ENGINE_TEST(kernel_runs, the_timeout_counts_from_when_the_kernel_gets_the_run_not_while_it_starts)
+{
+    gw_run_t *run = submit_with(starting_context(), "import time; time.sleep(10)", 40, 0);
+    int64_t ready_at;
+    json_t *events;
+
+    /* a start longer than the timeout and its grace: the run has not reached the kernel, so its time has not begun */
+    engine_run_for(40 + 4 * eng.config.timeout_grace_ms, 1);
+    cr_expect_eq(fake_kernel_seen(kernel)->interrupts, 0, "a run its starting kernel has not been sent is not timed out");
+    cr_expect_eq(fake_kernel_seen(kernel)->restarts, 0, "a slow start restarts nothing");
+    cr_assert_neq(gw_run_state(run), GW_RUN_FINISHED, "the run waits for its kernel");
+    /* the kernel is ready: the execute_request goes, and the timeout counts from there */
+    fake_kernel_set_state(kernel, KMGR_KERNEL_IDLE);
+    ready_at = gw_now_ms();
+    cr_assert(engine_run_until(interrupted, NULL, 5000, 1), "the run is interrupted past its timeout once sent");
+    cr_expect_geq(gw_now_ms() - ready_at, 40, "not before its 40 ms from the send");
+    events = run_events(run);
+    cr_expect_null(find_status(events, "restarting"));
+    json_decref(events);
+    stop_and_expect_timeout(run, "TimeoutError");
+    cr_expect_eq(fake_kernel_seen(kernel)->restarts, 0);
+}
+
+ENGINE_TEST(kernel_runs, a_kernel_that_never_becomes_ready_fails_its_start_not_the_runs_timeout)
+{
+    gw_run_t *run = submit_with(starting_context(), "1", 40, 0);
+    json_t *events;
+
+    engine_run_for(40 + 4 * eng.config.timeout_grace_ms, 1);
+    cr_expect_eq(fake_kernel_seen(kernel)->restarts, 0);
+    /* kernelmgr's own bound on a start (kmgr_config_t.startup_timeout_ms) ends it */
+    fake_kernel_die(kernel, "did not become ready within 60000 ms");
+    cr_assert(engine_run_until(finished, run, 5000, 1));
+    events = run_events(run);
+    cr_expect_str_eq(only_error(events), "KernelDied");
+    cr_expect_str_eq(error_evalue(events), "did not become ready within 60000 ms", "the start's failure, as such");
+    json_decref(events);
+    cr_expect_str_eq(run_outcome(run), "kernel_died");
+}
+
 ENGINE_TEST(kernel_runs, a_timeout_the_interrupt_stops_reports_one_timeout_error)
 {
     gw_context_t *ctx = ready_context();

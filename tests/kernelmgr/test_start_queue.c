@@ -48,10 +48,14 @@ static const char *const spawned_argv[] = {"/usr/bin/python3", KGATE_SOURCE_DIR 
                                            "{connection_file}"};
 static kmgr_kernelspec_t *forkable, *spawned_only;
 
-static void setup_mode(const char *mode)
+/* `max_pending`: the template's request queue (kmgr_config_t.template_max_pending; 0: the default) */
+static void setup_mode_pending(const char *mode, unsigned max_pending)
 {
-    kmgr_config_t config = {
-        .max_starting = 1, .max_forking = MAX_FORKING, .max_start_queue = 16, .template_script = FAKE_DIR "/fake_template.py"};
+    kmgr_config_t config = {.max_starting = 1,
+                            .max_forking = MAX_FORKING,
+                            .max_start_queue = 16,
+                            .template_script = FAKE_DIR "/fake_template.py",
+                            .template_max_pending = max_pending};
     kmgr_start_stats_t s;
 
     setenv("KGATE_FAKE_TPL", mode, 1);
@@ -64,6 +68,11 @@ static void setup_mode(const char *mode)
         cr_assert(waited < 30000, "the fake template is ready within 30 s");
         poll_loop_run_once(kt.loop, 20);
     }
+}
+
+static void setup_mode(const char *mode)
+{
+    setup_mode_pending(mode, 0);
 }
 
 static void setup_forking(void)
@@ -187,6 +196,42 @@ Test(forking, a_spawned_start_obeys_max_starting_while_forked_ones_are_starting)
     kmgr_kernel_destroy(sp);
     kmgr_kernel_destroy(f2);
     kmgr_kernel_destroy(sp2);
+}
+
+/* ---- a template whose request queue is full: a start it would refuse is spawned, so it obeys max_starting ---- */
+
+static void setup_full_template_queue(void)
+{
+    setup_mode_pending("ok", 2);
+}
+
+TestSuite(forking_queue_full, .init = setup_full_template_queue, .fini = teardown_forking, .timeout = 120);
+
+/* Two forks fill the template's queue (2): a third start, which max_forking (3) would let go, would be refused by the template
+ * and spawned, a second kernel launching beyond max_starting (1); it waits instead, and forks once there is room. */
+Test(forking_queue_full, a_start_the_full_template_would_refuse_waits_for_max_starting_instead_of_spawning)
+{
+    kt_states_t st[3] = {0};
+    kmgr_kernel_t *k[3];
+    unsigned launching, queued;
+    kmgr_start_stats_t s;
+
+    for (int i = 0; i != 3; ++i)
+        cr_assert_eq(
+            kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[i]}, &k[i]),
+            0);
+    cr_expect(launched_not_ready(k[0]) && launched_not_ready(k[1]), "the first two starts went to the template");
+    cr_expect_str_eq(kmgr_kernel_connection_file(k[2]), "", "the third waits: its template's queue is full, max_starting is 1");
+    kmgr_manager_count_starting(kt.mgr, &launching, &queued);
+    cr_expect(launching == 2 && queued == 1, "2 launching, 1 queued (%u, %u)", launching, queued);
+    for (int i = 0; i != 3; ++i)
+        cr_assert(kt_wait_state(k[i], KMGR_KERNEL_IDLE, 30000), "start %d ready within 30 s", i);
+    for (int i = 0; i != 3; ++i)
+        cr_expect_str_eq(kmgr_kernel_start_path(k[i]), "forked", "start %d forked", i);
+    kmgr_manager_start_stats(kt.mgr, &s);
+    cr_expect_eq(s.fallback[KMGR_FALLBACK_QUEUE_FULL], 0, "no start was refused for a full queue");
+    for (int i = 0; i != 3; ++i)
+        kmgr_kernel_destroy(k[i]);
 }
 
 /* ---- a kernel still starting, interrupted or destroyed (the fake template answers two requests at once: batch:2) ---- */

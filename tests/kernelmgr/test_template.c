@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "wire/alloc.h"
+#include "support/proc.h"
 #include "kmgr_test.h"
 #include "manager_private.h"
 #include "template.h"
@@ -52,8 +53,11 @@ static int template_ready(void *arg)
     return stats().templates_running == 1;
 }
 
-static void wait_template_ready(void)
+/* The manager with a fake template in `mode` (KGATE_FAKE_TPL, fake_template.py), at most `max_pending` starts waiting on
+ * it (0: the default), its template ready. */
+static void setup_ready(const char *mode, unsigned max_pending)
 {
+    setup_with(mode, max_pending);
     cr_assert(poll_loop_run_until(kt.loop, template_ready, NULL, 30000), "the fake template said ready within 30 s");
 }
 
@@ -78,19 +82,26 @@ static void wait_ready(kmgr_kernel_t *k)
               kmgr_kernel_state_name(kmgr_kernel_state(k)), kmgr_kernel_exit_reason(k));
 }
 
-static pid_t parent_of(pid_t pid)
+/* `n` starts at once (states[i] follows k[i]). */
+static void start_n(kmgr_kernel_t **k, int n)
 {
-    char path[64], buf[512], *p;
-    FILE *fp;
-    int ppid = -1;
+    for (int i = 0; i != n; ++i)
+        k[i] = start(&states[i]);
+}
 
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    if ((fp = fopen(path, "r")) == NULL)
-        return -1;
-    if (fgets(buf, sizeof(buf), fp) != NULL && (p = strrchr(buf, ')')) != NULL)
-        sscanf(p + 2, "%*c %d", &ppid);
-    fclose(fp);
-    return ppid;
+/* Each of the `n` kernels ready, started by `path` ("forked", "spawned"). */
+static void expect_ready_by(kmgr_kernel_t **k, int n, const char *path)
+{
+    for (int i = 0; i != n; ++i) {
+        wait_ready(k[i]);
+        cr_expect_str_eq(kmgr_kernel_start_path(k[i]), path, "kernel %d", i);
+    }
+}
+
+static void destroy_n(kmgr_kernel_t **k, int n)
+{
+    for (int i = 0; i != n; ++i)
+        kmgr_kernel_destroy(k[i]);
 }
 
 /* The pid the fake's forked child wrote beside the kernel's connection file, or 0. */
@@ -116,29 +127,46 @@ static int restarted_and_ready(void *arg)
     return s.template_restarts >= *(unsigned long long *)arg && s.templates_running == 1;
 }
 
+/* The template, stopped for what it did, is started again and ready. */
+static void expect_template_started_again(void)
+{
+    unsigned long long one = 1;
+    cr_expect(poll_loop_run_until(kt.loop, restarted_and_ready, &one, 30000), "the template is started again");
+}
+
 /* The start fell back to a spawn for `reason`: spawned by kgate (its child), ready, counted once. */
 static void expect_fallback(kmgr_kernel_t *k, kmgr_fallback_t reason)
 {
     wait_ready(k);
     cr_expect_str_eq(kmgr_kernel_start_path(k), "spawned");
-    cr_expect_eq(parent_of(kmgr_kernel_pid(k)), getpid(), "a spawned kernel is kgate's child");
+    cr_expect_eq(ts_proc_parent(kmgr_kernel_pid(k)), getpid(), "a spawned kernel is kgate's child");
     cr_expect_eq(stats().fallback[reason], 1, "one fallback counted as %s", kmgr_fallback_name(reason));
     cr_expect_eq(stats().forked, 0);
+}
+
+/* A template in `mode` misbehaves at the first fork it is asked for: the start is spawned for `reason`, the template stopped
+ * and started again. */
+static void expect_spawned_and_template_replaced(const char *mode, kmgr_fallback_t reason)
+{
+    setup_ready(mode, 0);
+    kmgr_kernel_t *k = start(&states[0]);
+    expect_fallback(k, reason);
+    expect_template_started_again();
+    kmgr_kernel_destroy(k);
 }
 
 TestSuite(template, .fini = teardown, .timeout = 120);
 
 Test(template, a_fork_is_answered_through_the_loop_and_its_kernel_told_its_wait_status)
 {
-    setup_with("ok", 0);
-    wait_template_ready();
+    setup_ready("ok", 0);
     kmgr_kernel_t *k = start(&states[0]);
     /* the request is on its way, the loop free: no process yet, no path */
     cr_expect_eq(kmgr_kernel_pid(k), 0, "kmgr_kernel_start returned before the template answered");
     cr_expect_str_eq(kmgr_kernel_start_path(k), "");
     wait_ready(k);
     cr_expect_str_eq(kmgr_kernel_start_path(k), "forked");
-    cr_expect_eq(parent_of(kmgr_kernel_pid(k)), template_pid(), "the kernel's parent is the template");
+    cr_expect_eq(ts_proc_parent(kmgr_kernel_pid(k)), template_pid(), "the kernel's parent is the template");
     cr_expect_eq(forked_pid_of(k), kmgr_kernel_pid(k));
     cr_expect_eq(stats().forked, 1);
     /* "exited": the template reaps it and tells the wait status, read as for a spawned kernel */
@@ -151,8 +179,7 @@ Test(template, a_fork_is_answered_through_the_loop_and_its_kernel_told_its_wait_
 
 Test(template, a_failed_fork_is_spawned_and_the_template_kept)
 {
-    setup_with("fail", 0);
-    wait_template_ready();
+    setup_ready("fail", 0);
     pid_t tpl = template_pid();
     kmgr_kernel_t *k = start(&states[0]);
     expect_fallback(k, KMGR_FALLBACK_FAILED);
@@ -163,56 +190,35 @@ Test(template, a_failed_fork_is_spawned_and_the_template_kept)
 
 Test(template, a_frame_of_no_known_kind_stops_the_template_and_the_start_is_spawned)
 {
-    unsigned long long one = 1;
-    setup_with("garbage", 0);
-    wait_template_ready();
-    kmgr_kernel_t *k = start(&states[0]);
-    expect_fallback(k, KMGR_FALLBACK_PROTOCOL);
-    cr_expect(poll_loop_run_until(kt.loop, restarted_and_ready, &one, 30000), "the template is started again");
-    kmgr_kernel_destroy(k);
+    expect_spawned_and_template_replaced("garbage", KMGR_FALLBACK_PROTOCOL);
 }
 
 Test(template, a_frame_over_the_bound_stops_the_template_and_the_start_is_spawned)
 {
-    unsigned long long one = 1;
-    setup_with("overbound", 0);
-    wait_template_ready();
-    kmgr_kernel_t *k = start(&states[0]);
-    expect_fallback(k, KMGR_FALLBACK_PROTOCOL);
-    cr_expect(poll_loop_run_until(kt.loop, restarted_and_ready, &one, 30000), "the template is started again");
-    kmgr_kernel_destroy(k);
+    expect_spawned_and_template_replaced("overbound", KMGR_FALLBACK_PROTOCOL);
 }
 
 Test(template, a_template_that_never_answers_times_out_and_the_start_is_spawned)
 {
-    unsigned long long one = 1;
-    setup_with("silent", 0);
-    wait_template_ready();
+    setup_ready("silent", 0);
     kmgr_kernel_t *k = start(&states[0]);
     poll_loop_run_for(kt.loop, KMGR_TPL_FORK_TIMEOUT_MS / 2);
     cr_expect_eq(kmgr_kernel_pid(k), 0, "still waiting for the answer before the timeout");
     expect_fallback(k, KMGR_FALLBACK_TIMEOUT);
-    cr_expect(poll_loop_run_until(kt.loop, restarted_and_ready, &one, 30000), "the silent template is replaced");
+    expect_template_started_again();
     kmgr_kernel_destroy(k);
 }
 
 Test(template, a_template_dying_mid_exchange_has_every_pending_start_spawned)
 {
-    unsigned long long one = 1;
     kmgr_kernel_t *k[3];
 
-    setup_with("die", 0);
-    wait_template_ready();
-    for (int i = 0; i != 3; ++i)
-        k[i] = start(&states[i]);
-    for (int i = 0; i != 3; ++i) {
-        wait_ready(k[i]);
-        cr_expect_str_eq(kmgr_kernel_start_path(k[i]), "spawned");
-    }
+    setup_ready("die", 0);
+    start_n(k, 3);
+    expect_ready_by(k, 3, "spawned");
     cr_expect_eq(stats().fallback[KMGR_FALLBACK_DIED], 3, "each pending start spawned, as died");
-    cr_expect(poll_loop_run_until(kt.loop, restarted_and_ready, &one, 30000), "the template is started again");
-    for (int i = 0; i != 3; ++i)
-        kmgr_kernel_destroy(k[i]);
+    expect_template_started_again();
+    destroy_n(k, 3);
 }
 
 Test(template, a_template_that_keeps_dying_before_ready_is_started_again_with_a_backoff)
@@ -234,40 +240,30 @@ Test(template, concurrent_forks_answered_out_of_order_reach_their_own_kernels)
 {
     kmgr_kernel_t *k[4];
 
-    setup_with("batch:4", 0);
-    wait_template_ready();
-    for (int i = 0; i != 4; ++i)
-        k[i] = start(&states[i]);
+    setup_ready("batch:4", 0);
+    start_n(k, 4);
+    expect_ready_by(k, 4, "forked");
     for (int i = 0; i != 4; ++i) {
-        wait_ready(k[i]);
-        cr_expect_str_eq(kmgr_kernel_start_path(k[i]), "forked");
         cr_expect_neq(forked_pid_of(k[i]), 0);
         cr_expect_eq(kmgr_kernel_pid(k[i]), forked_pid_of(k[i]), "kernel %d got the process forked for its own request", i);
     }
     cr_expect_eq(stats().forked, 4);
-    for (int i = 0; i != 4; ++i)
-        kmgr_kernel_destroy(k[i]);
+    destroy_n(k, 4);
 }
 
 Test(template, a_start_beyond_the_pending_bound_is_spawned_at_once)
 {
     kmgr_kernel_t *k[3];
 
-    setup_with("batch:2", 2);
-    wait_template_ready();
-    for (int i = 0; i != 3; ++i)
-        k[i] = start(&states[i]);
+    setup_ready("batch:2", 2);
+    start_n(k, 3);
     cr_expect_eq(kmgr_kernel_pid(k[0]), 0);
     cr_expect_eq(kmgr_kernel_pid(k[1]), 0);
     cr_expect_neq(kmgr_kernel_pid(k[2]), 0, "the third start is over the bound of 2: spawned, not queued");
     cr_expect_eq(stats().fallback[KMGR_FALLBACK_QUEUE_FULL], 1);
-    for (int i = 0; i != 3; ++i)
-        wait_ready(k[i]);
-    cr_expect_str_eq(kmgr_kernel_start_path(k[0]), "forked");
-    cr_expect_str_eq(kmgr_kernel_start_path(k[1]), "forked");
-    cr_expect_str_eq(kmgr_kernel_start_path(k[2]), "spawned");
-    for (int i = 0; i != 3; ++i)
-        kmgr_kernel_destroy(k[i]);
+    expect_ready_by(k, 2, "forked");
+    expect_ready_by(k + 2, 1, "spawned");
+    destroy_n(k, 3);
 }
 
 Test(template, a_request_bigger_than_the_socket_buffer_is_written_as_the_socket_takes_it)
@@ -277,8 +273,7 @@ Test(template, a_request_bigger_than_the_socket_buffer_is_written_as_the_socket_
     json_t *env;
     kmgr_kernel_t *k = NULL;
 
-    setup_with("ok", 0);
-    wait_template_ready();
+    setup_ready("ok", 0);
     memset(value, 'x', big);
     value[big] = '\0';
     env = json_pack("{s:s}", "KGATE_BIG", value);
@@ -293,8 +288,7 @@ Test(template, a_request_bigger_than_the_socket_buffer_is_written_as_the_socket_
 
 Test(template, a_start_given_up_before_the_answer_is_never_spawned)
 {
-    setup_with("silent", 0);
-    wait_template_ready();
+    setup_ready("silent", 0);
     kmgr_kernel_t *k = start(&states[0]);
     kmgr_kernel_kill(k);
     /* the template times out, its pending start is not spawned for nobody */
@@ -306,17 +300,14 @@ Test(template, a_start_given_up_before_the_answer_is_never_spawned)
 
 Test(template, a_template_found_dead_by_the_write_of_a_request_has_the_start_spawned)
 {
-    setup_with("die", 0);
-    wait_template_ready();
-    kmgr_kernel_t *k1 = start(&states[0]);
+    kmgr_kernel_t *k[2];
+
+    setup_ready("die", 0);
+    k[0] = start(&states[0]);
     /* the loop does not run: the template dies of the first request unseen, and the second is written to a closed socket */
     usleep(1500 * 1000);
-    kmgr_kernel_t *k2 = start(&states[1]);
-    wait_ready(k1);
-    wait_ready(k2);
-    cr_expect_str_eq(kmgr_kernel_start_path(k1), "spawned");
-    cr_expect_str_eq(kmgr_kernel_start_path(k2), "spawned");
+    k[1] = start(&states[1]);
+    expect_ready_by(k, 2, "spawned");
     cr_expect_eq(stats().fallback[KMGR_FALLBACK_DIED], 2);
-    kmgr_kernel_destroy(k1);
-    kmgr_kernel_destroy(k2);
+    destroy_n(k, 2);
 }

@@ -1,4 +1,5 @@
-/* tests/wire/test_fdio.c: wire_write_all (wire/fdio.h): all of a buffer through short writes, errors as -errno. */
+/* tests/wire/test_fdio.c: wire_write_all and wire_pwrite_all (wire/fdio.h): all of a buffer through short writes, at an
+ * offset without moving the descriptor's, errors as -errno. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -50,4 +51,21 @@ Test(fdio, errors_are_negative_errno)
     close(p[1]);
     cr_assert_eq(wire_write_all(p[1], "x", 1), -EBADF);
     cr_assert_eq(wire_write_all(-1, "", 0), 0, "nothing to write is no write");
+}
+
+Test(fdio, pwrite_writes_at_the_offset_and_leaves_the_descriptors_own)
+{
+    char path[] = "/tmp/kgate-fdio-XXXXXX", got[16] = {0};
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    unlink(path);
+    cr_assert_eq(wire_write_all(fd, "abcdefgh", 8), 0);
+    cr_assert_eq(wire_pwrite_all(fd, "XY", 2, 3), 0);
+    cr_expect_eq(lseek(fd, 0, SEEK_CUR), 8, "the descriptor's offset is where wire_write_all left it");
+    cr_assert_eq(wire_pwrite_all(fd, "Z", 1, 10), 0);
+    cr_assert_eq(pread(fd, got, sizeof(got), 0), 11);
+    cr_expect(memcmp(got, "abcXYfgh\0\0Z", 11) == 0, "the file reads %.11s", got);
+    cr_expect_eq(wire_pwrite_all(fd, "x", 1, -1), -EINVAL);
+    close(fd);
+    cr_expect_eq(wire_pwrite_all(fd, "x", 1, 0), -EBADF);
 }

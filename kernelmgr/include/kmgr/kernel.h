@@ -179,6 +179,14 @@ uint64_t kmgr_kernel_oversized_messages(const kmgr_kernel_t *kernel);
 uint64_t kmgr_kernel_late_messages(const kmgr_kernel_t *kernel);
 /** Whether the kernel's requests wait for output published after idle: its spec says so, or it was seen doing it. */
 int kmgr_kernel_publishes_late(const kmgr_kernel_t *kernel);
+
+/**
+ * How long a request of a kernel that publishes late waits, after reply + idle, for its iopub to be quiet (docs/kernels.md,
+ * "Late output"): 100 ms (KMGR_LATE_QUIET_MS) for a kernel never seen leaving a longer gap before output published after
+ * idle; else twice the longest such gap seen (lost output's included), halved by each request that ends unless its own
+ * gaps were longer; never more than 10 s (KMGR_LATE_CAP_MS).
+ */
+unsigned kmgr_kernel_late_quiet_ms(const kmgr_kernel_t *kernel);
 /**
  * How many big iopub messages arrived while no request awaited anything (output of a kernel's
  * background thread after its run, or of another client's request) and were passed over unread.
@@ -291,6 +299,13 @@ int kmgr_kernel_request(kmgr_kernel_t *kernel, const char *msg_type, json_t *con
 
 /** The msg_id of the request's execute_request. */
 const char *kmgr_request_msg_id(const kmgr_request_t *req);
+
+/**
+ * When the request went to the kernel (ksys_now_ms clock), or 0 while it waits unsent for a kernel still starting or
+ * restarting (kmgr_kernel_execute queues it): what a run's timeout counts from, so that a slow start is the start's
+ * (kmgr_config_t.startup_timeout_ms), not the run's.
+ */
+uint64_t kmgr_request_sent_at(const kmgr_request_t *req);
 
 /**
  * How many decoded bytes of a stream message's text `req`'s owner can still keep (a run's output budget left; UINT64_MAX, the

@@ -11,19 +11,30 @@
 #include "support/base.h"
 #include "support/proc.h"
 
+/* Reads up to `size` - 1 bytes of /proc/<pid>/<file> into `buf`, NUL-terminated; how many, or -1 when the file cannot be
+ * read or is empty (the process has gone, or is a zombie's cmdline). */
+static ssize_t read_proc(pid_t pid, const char *file, char *buf, size_t size)
+{
+    char path[64];
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return -1;
+    n = read(fd, buf, size - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    return n;
+}
+
 /* Reads /proc/<pid>/stat into `buf` and returns where the fields after comm begin, or NULL. */
 static const char *stat_fields(pid_t pid, char *buf, size_t size)
 {
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
+    if (read_proc(pid, "stat", buf, size) < 0)
         return NULL;
-    ssize_t n = read(fd, buf, size - 1);
-    close(fd);
-    if (n <= 0)
-        return NULL;
-    buf[n] = '\0';
     /* comm may contain spaces and parentheses: fields resume after the last ')'. */
     char *p = strrchr(buf, ')');
     return p != NULL ? p + 1 : NULL;
@@ -46,17 +57,12 @@ static int read_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *st
 /* 1 when `pid` is named `name` (/proc/<pid>/comm). */
 static int named(pid_t pid, const char *name)
 {
-    char path[64], comm[32];
-    ssize_t n;
-    int fd;
+    char comm[32];
+    ssize_t n = read_proc(pid, "comm", comm, sizeof(comm));
 
-    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+    if (n < 0)
         return 0;
-    n = read(fd, comm, sizeof(comm) - 1);
-    close(fd);
-    comm[n > 0 ? n : 0] = '\0';
-    if (n > 0 && comm[n - 1] == '\n')
+    if (comm[n - 1] == '\n')
         comm[n - 1] = '\0';
     return strcmp(comm, name) == 0;
 }
@@ -64,20 +70,11 @@ static int named(pid_t pid, const char *name)
 /* 1 when `pid`'s command line has an argument ending in `suffix` (/proc/<pid>/cmdline). */
 static int runs_script(pid_t pid, const char *suffix)
 {
-    char path[64], cmdline[4096];
+    char cmdline[4096];
     size_t len = strlen(suffix);
-    ssize_t n;
-    int fd;
+    ssize_t n = read_proc(pid, "cmdline", cmdline, sizeof(cmdline));
 
-    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        return 0;
-    n = read(fd, cmdline, sizeof(cmdline) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    cmdline[n] = '\0';
-    for (const char *arg = cmdline; arg < cmdline + n; arg += strlen(arg) + 1)
+    for (const char *arg = cmdline; n > 0 && arg < cmdline + n; arg += strlen(arg) + 1)
         if (strlen(arg) >= len && strcmp(arg + strlen(arg) - len, suffix) == 0)
             return 1;
     return 0;
@@ -184,6 +181,14 @@ int ts_proc_get(pid_t pid, ts_proc_t *out)
     return 0;
 }
 
+pid_t ts_proc_parent(pid_t pid)
+{
+    char state;
+    pid_t ppid;
+    unsigned long long st;
+    return read_stat(pid, &state, &ppid, &st) == 0 ? ppid : -1;
+}
+
 int ts_proc_alive(const ts_proc_t *p)
 {
     ts_proc_t now;
@@ -267,18 +272,27 @@ static long long asan_shadow_kb(pid_t pid)
 }
 #endif
 
+long long ts_proc_kib(const char *path, const char *field)
+{
+    size_t len = strlen(field);
+    char line[256];
+    long long kib = -1;
+    FILE *fp;
+
+    if ((fp = fopen(path, "r")) == NULL)
+        return -1;
+    while (kib < 0 && fgets(line, sizeof(line), fp) != NULL)
+        if (strncmp(line, field, len) == 0 && line[len] == ':')
+            kib = strtoll(line + len + 1, NULL, 10);
+    fclose(fp);
+    return kib;
+}
+
 long long ts_proc_rss_kb(pid_t pid)
 {
-    char path[64], line[256];
+    char path[64];
     snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    long long kb = -1;
-    while (fgets(line, sizeof(line), f) != NULL)
-        if (sscanf(line, "VmRSS: %lld kB", &kb) == 1)
-            break;
-    fclose(f);
+    long long kb = ts_proc_kib(path, "VmRSS");
     return kb >= 0 ? kb - asan_shadow_kb(pid) : kb;
 }
 

@@ -1,7 +1,10 @@
 /* tests/support/test/test_proc.c: what the benchmarks read of processes in /proc. */
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <criterion/criterion.h>
 #include "support/proc.h"
 
@@ -44,4 +47,36 @@ Test(proc, switches_of_no_process_is_an_error)
 
     cr_expect_neq(ts_proc_switches(0x7ffffff0, &acc), 0);
     cr_expect_eq(acc.voluntary + acc.involuntary, 0, "nothing was added");
+}
+
+Test(proc, parent_is_the_process_that_forked)
+{
+    pid_t child = fork();
+
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        pause();
+        _exit(0);
+    }
+    cr_expect_eq(ts_proc_parent(child), getpid());
+    cr_expect_eq(ts_proc_parent(getpid()), getppid());
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    cr_expect_eq(ts_proc_parent(child), -1, "a reaped child has no parent");
+}
+
+Test(proc, kib_reads_the_field_named_whole)
+{
+    char path[64];
+    long long rss, hwm;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)getpid());
+    rss = ts_proc_kib(path, "VmRSS");
+    hwm = ts_proc_kib(path, "VmHWM");
+    cr_expect_gt(rss, 0, "VmRSS %lld kB", rss);
+    cr_expect_geq(hwm, rss, "the peak is no less than the resident size");
+    cr_expect_gt(ts_proc_kib("/proc/meminfo", "MemTotal"), 0);
+    cr_expect_eq(ts_proc_kib(path, "VmRS"), -1, "a name is matched whole, not as a prefix");
+    cr_expect_eq(ts_proc_kib(path, "NoSuchField"), -1);
+    cr_expect_eq(ts_proc_kib("/proc/no-such-file", "VmRSS"), -1);
 }

@@ -41,6 +41,9 @@ int ts_proc_alive(const ts_proc_t *p);
 /** The live process (not a zombie) that holds `pid` now, with its start time, in `*out`: 0, or TS_EIO when there is none. */
 int ts_proc_get(pid_t pid, ts_proc_t *out);
 
+/** The parent pid of `pid` (/proc/<pid>/stat field 4; a zombie's too), or -1 when there is no such process. */
+pid_t ts_proc_parent(pid_t pid);
+
 /** CPU time (user + system) that process `pid` has used so far, in milliseconds, or -1 if /proc cannot tell. */
 int64_t ts_proc_cpu_ms(pid_t pid);
 
@@ -58,6 +61,13 @@ int ts_proc_switches(pid_t pid, ts_switches_t *acc);
 
 /** A descriptor of this process that refers to the file `st` describes (same device and inode), or -1 when none does. */
 int ts_fd_of_file(const struct stat *st);
+
+/**
+ * The figure of the first "<field>: N kB" line of a /proc file (`path`: /proc/meminfo, /proc/<pid>/status,
+ * /proc/<pid>/smaps_rollup, ...) in KiB; -1 when the file cannot be read or has no such line. `field` is the name
+ * without its colon ("MemAvailable", "Pss"), matched whole: "Pss" is not "Pss_Anon".
+ */
+long long ts_proc_kib(const char *path, const char *field);
 
 /**
  * The resident set size of process `pid` (VmRSS of /proc/<pid>/status) in KiB, or -1 if unknown. In an AddressSanitizer
