@@ -369,6 +369,20 @@ void gw_context_wait_ready(gw_context_t *ctx, gw_context_waiter_t *waiter)
         tell_waiters(ctx);
 }
 
+/* The head of a stream message over the cap that the taps can pass on: the largest any of them can (one with no on_cut
+ * keeps none). */
+static void set_taps_text_room(gw_context_t *ctx)
+{
+    uint64_t room = 0;
+
+    for (h2o_linklist_t *node = ctx->taps.next; node != &ctx->taps; node = node->next) {
+        const gw_context_tap_t *tap = H2O_STRUCT_FROM_MEMBER(gw_context_tap_t, link, node);
+        uint64_t r = tap->on_cut == NULL ? 0 : tap->text_room != 0 ? tap->text_room : UINT64_MAX;
+        room = r > room ? r : room;
+    }
+    kmgr_kernel_set_tap_text_room(ctx->kernel, room);
+}
+
 void gw_context_tap_attach(gw_context_t *ctx, gw_context_tap_t *tap)
 {
     tap->ctx = ctx;
@@ -376,6 +390,7 @@ void gw_context_tap_attach(gw_context_t *ctx, gw_context_tap_t *tap)
     /* kernelmgr keeps raw parts alive and reads big output only while someone relays */
     if (ctx->ntaps++ == 0)
         kmgr_kernel_set_tap(ctx->kernel, on_kernel_message, ctx);
+    set_taps_text_room(ctx);
 }
 
 void gw_context_tap_detach(gw_context_tap_t *tap)
@@ -388,6 +403,8 @@ void gw_context_tap_detach(gw_context_tap_t *tap)
     tap->ctx = NULL;
     if (--ctx->ntaps == 0 && ctx->kernel != NULL)
         kmgr_kernel_set_tap(ctx->kernel, NULL, NULL);
+    else if (ctx->kernel != NULL)
+        set_taps_text_room(ctx);
 }
 
 int gw_context_send_parts(gw_context_t *ctx, wire_channel_t channel, const wire_frame_t *parts, size_t nparts)

@@ -131,6 +131,12 @@ struct st_gw_context_tap_t {
     void (*on_state)(gw_context_tap_t *tap, kmgr_kernel_state_t state);
     /** The context is being destroyed: the tap is already detached, and `ctx` is still readable. */
     void (*on_destroy)(gw_context_tap_t *tap, gw_context_t *ctx);
+    /**
+     * With on_cut: the most decoded text of such a head it can pass on (a WebSocket's send bound less room for the rest of
+     * the message); 0: as much as the cap lets through. The kernel reads a head no longer than its taps' largest
+     * (kmgr_kernel_set_tap_text_room). Set before gw_context_tap_attach.
+     */
+    uint64_t text_room;
     gw_context_t *ctx;   /* NULL while detached */
     h2o_linklist_t link; /* in ctx->taps */
 };

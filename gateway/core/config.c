@@ -35,6 +35,7 @@ enum {
     OPT_BWRAP,
     OPT_POOL,
     OPT_KERNEL_TEMPLATE,
+    OPT_KERNEL_TEMPLATE_MERGE,
     OPT_HELP,
     OPT_VERSION,
 #define GW_XX_OPT(field, type, def, opt, help) OPT_LIMIT_##field,
@@ -202,6 +203,8 @@ static void usage(FILE *fp)
                 "                              process that imported ipykernel once (default " GW_KERNEL_TEMPLATE_DEFAULT
                 "; none: every\n"
                 "                              kernel is a fresh process; see docs/kernels.md)\n");
+    fprintf(fp, "  --kernel-template-merge     let Linux's KSM merge identical pages of forked kernels (an opt-in:\n"
+                "                              side channels between contexts; see docs/security.md)\n");
 #define GW_XX_USAGE(field, type, def, opt, help)                                                                                   \
     fprintf(fp, "  --%-26s %s (default %llu)\n", opt " N", help, (unsigned long long)(def));
     GW_LIMITS_MAP(GW_XX_USAGE)
@@ -311,6 +314,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         {"bwrap", required_argument, NULL, OPT_BWRAP},
         {"pool", required_argument, NULL, OPT_POOL},
         {"kernel-template", required_argument, NULL, OPT_KERNEL_TEMPLATE},
+        {"kernel-template-merge", no_argument, NULL, OPT_KERNEL_TEMPLATE_MERGE},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
 #define GW_XX_LONGOPT(field, type, def, opt, help) {opt, required_argument, NULL, OPT_LIMIT_##field},
@@ -464,6 +468,9 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
             }
             free(config->kernel_template);
             config->kernel_template = strcmp(optarg, "none") == 0 ? NULL : wire_strdup(optarg);
+            break;
+        case OPT_KERNEL_TEMPLATE_MERGE:
+            config->kernel_template_merge = 1;
             break;
         case OPT_HELP:
             usage(out);

@@ -178,6 +178,9 @@ typedef struct st_gw_config_t {
     /* --kernel-template NAME[,NAME]...: ipykernel kernelspecs whose kernels are forked from a template process (docs/kernels.md,
      * Kernels forked from a template); default GW_KERNEL_TEMPLATE_DEFAULT, NULL after --kernel-template none */
     char *kernel_template;
+    /* --kernel-template-merge: forked kernels' memory is marked for KSM (docs/kernels.md, docs/security.md); 0, the default:
+     * never, merging opening side channels between contexts */
+    int kernel_template_merge;
 /* each limit, and whether its flag was given (a derived default replaces only an unset one) */
 #define GW_XX_FIELD(field, type, def, opt, help)                                                                                   \
     type field;                                                                                                                    \

@@ -33,6 +33,8 @@
 
 /* Room kept in a client's send bound for the rest of a message whose head is cut to it (fit_head). */
 #define HEAD_SLACK ((size_t)64 << 10)
+/* The head of a message over the cap a client gets: its send bound less HEAD_SLACK. */
+#define HEAD_ROOM(c) ((c)->ws_queue_bytes > 2 * HEAD_SLACK ? (c)->ws_queue_bytes - HEAD_SLACK : (c)->ws_queue_bytes / 2)
 
 /* Messages a connection may send while its kernel starts or restarts, and their bytes; beyond them it
  * is closed (GW_WS_POLICY_VIOLATION): they would wait in kgate's memory. */
@@ -202,7 +204,7 @@ static void on_kernel_cut(gw_context_tap_t *tap, const wire_msg_t *msg)
     const gw_config_t *config = conn->jupyter->host->config;
     json_t *const members[GW_JMSG_NUM_PARTS] = {msg->header, msg->parent_header, msg->metadata, msg->content};
     char *rendered[GW_JMSG_NUM_PARTS] = {NULL}, text[320];
-    size_t room = config->ws_queue_bytes > 2 * HEAD_SLACK ? config->ws_queue_bytes - HEAD_SLACK : config->ws_queue_bytes / 2;
+    size_t room = HEAD_ROOM(config);
     uint64_t dropped = msg->text_dropped;
     wire_frame_t parts[GW_JMSG_NUM_PARTS];
     gw_jmsg_t jmsg;
@@ -456,6 +458,8 @@ void gw_jupyter_channels_open(gw_jupyter_t *jupyter, h2o_req_t *req, gw_context_
     conn->tap.on_message = on_kernel_message;
     conn->tap.on_dropped = on_kernel_dropped;
     conn->tap.on_cut = on_kernel_cut;
+    /* the head on_kernel_cut sends, and a byte so that fit_head renders it (v1 clients sent it raw heard nothing after) */
+    conn->tap.text_room = HEAD_ROOM(jupyter->host->config) + 1;
     conn->tap.on_state = on_kernel_state;
     conn->tap.on_destroy = on_kernel_gone;
     gw_context_tap_attach(ctx, &conn->tap);

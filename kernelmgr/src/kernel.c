@@ -278,21 +278,20 @@ static void on_oversized(void *data, wire_channel_t channel, wire_msg_t *head, c
 
 /*
  * Who reads a stream message over the cap whose parent is `parent` (unverified: it only sizes the head): a relay reads every
- * message, as much as the cap lets through; a request, what it said it keeps (kmgr_request_set_text_room); nobody else.
+ * message, as much as it can pass on (kmgr_kernel_set_tap_text_room); a request, what it said it keeps
+ * (kmgr_request_set_text_room); nobody else. The head is the larger of the two.
  */
 static uint64_t text_room(void *data, const char *parent, size_t parent_len)
 {
     kmgr_kernel_t *k = data;
     json_t *json;
     kmgr_request_t *req;
-    uint64_t room = 0;
+    uint64_t room = k->tap != NULL ? k->tap_text_room : 0;
 
-    if (k->tap != NULL)
-        return UINT64_MAX;
-    if ((json = wire_json_parse(parent, parent_len)) == NULL)
-        return 0;
+    if (room == UINT64_MAX || (json = wire_json_parse(parent, parent_len)) == NULL)
+        return room;
     const char *msg_id = json_string_value(json_object_get(json, "msg_id"));
-    if (msg_id != NULL && (req = kmgr_reqtable_find(&k->table, msg_id)) != NULL && req->cb != NULL)
+    if (msg_id != NULL && (req = kmgr_reqtable_find(&k->table, msg_id)) != NULL && req->cb != NULL && req->text_room > room)
         room = req->text_room;
     json_decref(json);
     return room;
@@ -501,10 +500,16 @@ int kmgr_kernel_interrupt(kmgr_kernel_t *k)
     return kmgr_kernel_send(k, WIRE_CHANNEL_CONTROL, wire_msg_create("interrupt_request", k->session, NULL)) == 0 ? 0 : KSYS_EDIED;
 }
 
+void kmgr_kernel_set_tap_text_room(kmgr_kernel_t *k, uint64_t bytes)
+{
+    k->tap_text_room = bytes;
+}
+
 void kmgr_kernel_set_tap(kmgr_kernel_t *k, kmgr_tap_cb cb, void *data)
 {
     k->tap = cb;
     k->tap_data = cb != NULL ? data : NULL;
+    k->tap_text_room = UINT64_MAX;
 }
 
 int kmgr_kernel_send_parts(kmgr_kernel_t *k, wire_channel_t channel, const wire_frame_t *parts, size_t nparts)

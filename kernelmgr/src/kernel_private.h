@@ -38,6 +38,12 @@
 #define KMGR_LATE_QUIET_MS 100
 #define KMGR_LATE_CAP_MS 10000
 #define KMGR_LATE_GAP_FACTOR 2
+/*
+ * A request that has heard late output for a while (a long flow, kept coming since reply + idle) waits, besides, for a
+ * quiet of that time divided by this (never past KMGR_LATE_CAP_MS after idle): a kernel starved of CPU in the middle of
+ * its flow (a loaded machine) has a gap no earlier request showed, and the flow's tail would be cut at its first one.
+ */
+#define KMGR_LATE_FLOW_DIVISOR 2
 /* Requests that ended, remembered per kernel so that a message for one of them is known as late output, not noise. */
 #define KMGR_ENDED_KEPT 8
 
@@ -224,6 +230,8 @@ struct st_kmgr_kernel_t {
     /* The relay watching every message (kmgr_kernel_set_tap), or NULL. */
     kmgr_tap_cb tap;
     void *tap_data;
+    /* What text of a stream message over the cap the relay can pass on (kmgr_kernel_set_tap_text_room): sizes its head */
+    uint64_t tap_text_room;
 };
 
 /** Sends `msg` (owned by the callee) on the current incarnation's `channel`. Returns 0 or KSYS_EZMQ. */

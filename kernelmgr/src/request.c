@@ -64,6 +64,15 @@ unsigned kmgr_kernel_late_quiet_ms(const kmgr_kernel_t *k)
     return quiet < KMGR_LATE_QUIET_MS ? KMGR_LATE_QUIET_MS : quiet > KMGR_LATE_CAP_MS ? KMGR_LATE_CAP_MS : (unsigned)quiet;
 }
 
+/* The quiet that ends `req`'s wait for late output: its kernel's window, or more after a long flow of late output. */
+static uint64_t late_quiet_of(const kmgr_request_t *req)
+{
+    uint64_t quiet = kmgr_kernel_late_quiet_ms(req->kernel);
+    uint64_t flow = req->late_gap_ms != 0 && req->last_heard_at > req->complete_at ? req->last_heard_at - req->complete_at : 0;
+
+    return flow / KMGR_LATE_FLOW_DIVISOR > quiet ? flow / KMGR_LATE_FLOW_DIVISOR : quiet;
+}
+
 /* A message published after idle came `gap` ms after the one before it (the idle, or the last late one). */
 static void note_late_gap(kmgr_kernel_t *k, uint64_t gap)
 {
@@ -261,8 +270,8 @@ void kmgr_requests_on_iopub(kmgr_kernel_t *k, wire_msg_t *msg)
         /* output after its idle: this kernel publishes late (it still reaches this request) */
         k->publishes_after_idle = 1;
         uint64_t gap = ksys_now_ms() - req->last_heard_at;
-        if (gap > req->late_gap_ms)
-            req->late_gap_ms = gap;
+        if (gap >= req->late_gap_ms)
+            req->late_gap_ms = gap != 0 ? gap : 1; /* not 0: it heard late output */
         note_late_gap(k, gap);
     }
     req->last_heard_at = ksys_now_ms();
@@ -306,7 +315,7 @@ void kmgr_requests_finish_replied_without_idle(kmgr_kernel_t *k, uint64_t now)
         kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, link);
         next = link->next;
         if (req->lingering) {
-            if (now - req->last_heard_at < kmgr_kernel_late_quiet_ms(k) && now - req->complete_at < KMGR_LATE_CAP_MS)
+            if (now - req->last_heard_at < late_quiet_of(req) && now - req->complete_at < KMGR_LATE_CAP_MS)
                 continue;
             /* the window follows the recent gaps: it shrinks back towards KMGR_LATE_QUIET_MS as they do */
             k->late_gap_ms = req->late_gap_ms > k->late_gap_ms / 2 ? req->late_gap_ms : k->late_gap_ms / 2;

@@ -124,7 +124,8 @@ static void on_readable(void *arg);
 static void start(kmgr_manager_t *mgr, kmgr_template_t *tpl)
 {
     static char pydevd[] = "PYDEVD_DISABLE_FILE_VALIDATION=1";
-    char **envp = NULL, *argv[3];
+    static char merge[] = "--merge";
+    char **envp = NULL, *argv[4];
     size_t n = 0, cap = 0;
     int sv[2], keep;
     ksys_spawn_failure_t failure;
@@ -154,7 +155,8 @@ static void start(kmgr_manager_t *mgr, kmgr_template_t *tpl)
     envp[n] = NULL;
     argv[0] = tpl->python;
     argv[1] = (char *)mgr->config.template_script;
-    argv[2] = NULL;
+    argv[2] = mgr->config.template_merge ? merge : NULL; /* its memory and its kernels' mergeable by KSM */
+    argv[3] = NULL;
     keep = sv[1];
     opts = (ksys_spawn_options_t){
         .path = tpl->python, .argv = argv, .envp = envp, .fds = {KSYS_SPAWN_DEVNULL, 2, 2}, .keep_fds = &keep, .nkeep_fds = 1};

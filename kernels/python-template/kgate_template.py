@@ -53,6 +53,7 @@ import IPython.core.completerlib  # noqa: F401 (imported by every kernel's initi
 import faulthandler  # noqa: F401 (likewise)
 from jupyter_client import localinterfaces
 import kgate_hotset  # noqa: E402 (next to this file)
+import kgate_merge  # noqa: E402 (next to this file)
 from kgate_tplproto import send  # noqa: E402 (next to this file; the frames, shared with the tests' fake)
 import kgate_tplproto  # noqa: E402
 import kgate_script_magics  # noqa: E402 (next to this file)
@@ -378,6 +379,11 @@ def on_request(fields):
 
 def main():
     wake_r = kgate_tplproto.prepare()
+    # --merge (kgate's --kernel-template-merge, an operator's opt-in): before the first fork, so every kernel inherits it
+    if "--merge" in sys.argv[1:]:
+        why = kgate_merge.enable()
+        if why is not None:
+            sys.stderr.write("kgate template: kernels' pages are not merged: %s\n" % why)
     gc.collect()
     gc.freeze()
     global HOT

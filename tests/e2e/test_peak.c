@@ -9,6 +9,7 @@
 #include "exec_helpers.h"
 #include "support/base.h"
 #include "support/http.h"
+#include "support/ws_client.h"
 
 #define MIB (1024LL * 1024)
 
@@ -219,5 +220,77 @@ Test(peak, one_hundred_megabyte_line_through_mcp_delivers_its_head_and_the_exact
     /* the head is the call's budget (1 MiB), not the cap's 64 MiB: +11 MiB measured, +80 MiB with a head of the cap's size */
     cr_assert_lt(peak - idle, 32 * MIB, "kgate peaked %lld MiB above idle for one 100 MB line (budget: 1 MiB)",
                  (peak - idle) / MIB);
+    xh_gateway_stop(&gw);
+}
+
+/* A field of a message's part (legacy JSON framing), "" when absent. */
+static const char *ws_field(json_t *msg, const char *part, const char *key)
+{
+    const char *v = json_string_value(json_object_get(json_object_get(msg, part), key));
+    return v != NULL ? v : "";
+}
+
+/*
+ * One 100 MB line read by a Jupyter WebSocket (legacy JSON framing) at the default cap: the client gets the head its send
+ * bound takes (--ws-queue-bytes less 64 KiB, 16 MiB), so kgate reads no longer a head from the kernel (the tap's text room,
+ * as a run's is kmgr_request_set_text_room). Before, the head was the cap's (64 MiB less 64 KiB), then cut to the send bound:
+ * its pages and the cut copy on top of the frame.
+ */
+Test(peak, one_hundred_megabyte_line_through_a_jupyter_websocket_reads_the_head_it_can_send)
+{
+    enum { HEAD = (16 << 20) - (64 << 10) };
+    static ts_gateway_t gw;
+    ts_events_t evs;
+    char path[160];
+    wsc_t ws;
+    wsc_msg_t m;
+    size_t text = 0;
+    int idle = 0, cut = 0;
+
+    xh_gateway_start(&gw, NULL);
+    char *ctx = xh_context_new(gw.port, NULL, NULL);
+    xh_run_ok(gw.port, ctx, "print('x' * 100_000)", &evs); /* the kernel ready and the code paths warm */
+    ts_events_dispose(&evs);
+    snprintf(path, sizeof(path), "/api/kernels/%s/channels", ctx);
+    cr_assert_eq(wsc_connect(&ws, gw.port, path, NULL, ts_now_ms() + 10000), 0, "%s", ws.error);
+    ts_sleep_ms(1500); /* the tick trims the heap */
+    long long idle_rss = status_bytes(gw.pid, "VmRSS:");
+    cr_assert(idle_rss > 0);
+    reset_hwm(gw.pid);
+
+    json_t *msg = json_pack("{s:{s:s, s:s, s:s, s:s, s:s, s:s}, s:{}, s:{}, s:{s:s, s:b, s:b, s:{}, s:b, s:b}, s:s, s:[]}",
+                            "header", "msg_id", "peak-ws-1", "msg_type", "execute_request", "session", "peak", "username", "tester",
+                            "date", "2026-11-29T00:00:00.000000Z", "version", "5.3", "parent_header", "metadata", "content", "code",
+                            "print('w' * 100_000_000)", "silent", 0, "store_history", 1, "user_expressions", "allow_stdin", 0,
+                            "stop_on_error", 1, "channel", "shell", "buffers");
+    char *body = json_dumps(msg, JSON_COMPACT);
+    json_decref(msg);
+    cr_assert_eq(wsc_send(&ws, WSC_TEXT, body, strlen(body)), 0);
+    free(body);
+    for (int64_t deadline = ts_now_ms() + XH_BIG_RUN_MS; !idle && wsc_recv(&ws, deadline, &m) == 0;) {
+        cr_assert_eq(m.opcode, WSC_TEXT, "legacy messages are text frames (opcode %d)", m.opcode);
+        json_t *j = json_loadb((const char *)m.data, m.len, 0, NULL);
+        free(m.data);
+        cr_assert_not_null(j);
+        if (strcmp(ws_field(j, "parent_header", "msg_id"), "peak-ws-1") == 0) {
+            const char *type = ws_field(j, "header", "msg_type");
+            if (strcmp(type, "stream") == 0 && strcmp(ws_field(j, "content", "name"), "stdout") == 0)
+                text += strlen(ws_field(j, "content", "text"));
+            cut |= strcmp(type, "stream") == 0 && strstr(ws_field(j, "content", "text"), "cut to its head") != NULL;
+            idle = strcmp(type, "status") == 0 && strcmp(ws_field(j, "content", "execution_state"), "idle") == 0;
+        }
+        json_decref(j);
+    }
+    long long peak = status_bytes(gw.pid, "VmHWM:");
+    fprintf(stderr, "peak: one 100 MB line through a Jupyter WebSocket: kgate VmRSS %lld KiB idle, VmHWM %lld KiB (+%lld MiB)\n",
+            idle_rss >> 10, peak >> 10, (peak - idle_rss) / MIB);
+    cr_assert(idle, "the cell ended (status idle): %s", ws.error);
+    cr_expect_eq(text, (size_t)HEAD, "the client got %zu bytes of the line, expected the head its send bound takes", text);
+    cr_expect(cut, "kgate's notice says the text was cut to its head");
+    /* the head is the send bound's (16 MiB), its cut copy and the frame one each: +53 MiB measured, +107 MiB with the cap's */
+    cr_assert_lt(peak - idle_rss, 80 * MIB, "kgate peaked %lld MiB above idle for one 100 MB line to a WebSocket (head: 16 MiB)",
+                 (peak - idle_rss) / MIB);
+    wsc_close(&ws);
+    free(ctx);
     xh_gateway_stop(&gw);
 }

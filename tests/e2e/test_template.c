@@ -1,7 +1,7 @@
 /* tests/e2e/test_template.c: Python kernels forked from a template (docs/API.md 6.5, docs/kernels.md): forked contexts share
  * no state, interrupt, timeout, restart and kill -9 behave as for a spawned kernel, the script magics print what they print in a
- * spawned kernel, a killed template is replaced, and kernels are spawned when the template cannot start. Each test runs a private
- * kgate with real ipykernel kernels. */
+ * spawned kernel, a killed template is replaced, kernels are spawned when the template cannot start, and forked kernels are
+ * mergeable by KSM only under --kernel-template-merge. Each test runs a private kgate with real ipykernel kernels. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +17,7 @@
 #include "support/events.h"
 #include "support/http.h"
 #include "support/proc.h"
+#include "support/skip.h"
 #include "support/stream.h"
 
 /* A template imports ipykernel: a python start, under ASan's kgate on a loaded 2-core machine. */
@@ -432,5 +433,77 @@ Test(template, kernel_template_none_spawns)
     char *log = read_log();
     cr_expect_null(strstr(log, "kernel template"), "no template is started: %s", log);
     free(log);
+    xh_gateway_stop(&gw);
+}
+
+/* /proc/<pid>/ksm_stat's "ksm_merge_any:" value ("yes" or "no") in `out`; 0 when this Linux does not say (before 6.4). */
+static int ksm_merge_any(pid_t pid, char out[8])
+{
+    char path[64], line[128];
+    FILE *fp;
+    int found = 0;
+
+    snprintf(path, sizeof(path), "/proc/%d/ksm_stat", (int)pid);
+    if ((fp = fopen(path, "r")) == NULL)
+        return 0;
+    while (!found && fgets(line, sizeof(line), fp) != NULL)
+        found = sscanf(line, "ksm_merge_any: %7s", out) == 1;
+    fclose(fp);
+    return found;
+}
+
+/* The pid of the kernel of context `id` (its own answer). */
+static pid_t kernel_pid(const char *id)
+{
+    char *out = run_stdout(id, "import os; print(os.getpid())");
+    pid_t pid = (pid_t)atoi(out);
+    free(out);
+    return pid;
+}
+
+/* --kernel-template-merge: the template and its kernels are marked for KSM (docs/kernels.md, docs/security.md), kgate's log
+ * says when ksmd does not run, and a kernel computes as before; without the flag (the default) no kernel is marked. */
+Test(template, kernels_are_mergeable_only_under_kernel_template_merge)
+{
+    const char *merge_args[] = {"--pool", "none", "--kernel-template-merge", NULL};
+    const char *args[] = {"--pool", "none", NULL};
+    char value[8] = "", run[8] = "";
+    char *a, *b, *out, *log;
+    FILE *fp;
+
+    if (!ksm_merge_any(getpid(), value))
+        cr_skip_test("%s", ts_skip_note(__func__, "this Linux has no ksm_merge_any in /proc/<pid>/ksm_stat (KSM, Linux 6.4)"));
+    xh_gateway_start(&gw, merge_args);
+    pid_t tpl = wait_template_ready(1);
+    cr_assert(ksm_merge_any(tpl, value) && strcmp(value, "yes") == 0, "the template is mergeable: %s", value);
+    a = forked_context(gw.tmpdir, "a", tpl);
+    b = forked_context(gw.tmpdir, "b", tpl);
+    cr_expect(ksm_merge_any(kernel_pid(a), value) && strcmp(value, "yes") == 0, "a forked kernel is mergeable: %s", value);
+    free(run_stdout(a, "x = 6"));
+    out = run_stdout(b, "print('x' in dir())");
+    cr_expect_str_eq(out, "False\n", "merged pages share no state");
+    free(out);
+    out = run_stdout(a, "print(x * 7)");
+    cr_expect_str_eq(out, "42\n");
+    free(out);
+    /* the operator is told when ksmd does not run: nothing is merged then */
+    if ((fp = fopen("/sys/kernel/mm/ksm/run", "r")) != NULL) {
+        cr_assert_eq(fscanf(fp, "%7s", run), 1);
+        fclose(fp);
+        log = read_log();
+        cr_expect_eq(strstr(log, "kernels' pages are not merged: /sys/kernel/mm/ksm/run is") != NULL, strcmp(run, "1") != 0,
+                     "the log says whether ksmd runs (run=%s): %s", run, log);
+        free(log);
+    }
+    free(a);
+    free(b);
+    xh_gateway_stop(&gw);
+
+    xh_gateway_start(&gw, args);
+    tpl = wait_template_ready(1);
+    a = forked_context(gw.tmpdir, "a", tpl);
+    cr_expect(ksm_merge_any(tpl, value) && strcmp(value, "no") == 0, "by default the template is not mergeable: %s", value);
+    cr_expect(ksm_merge_any(kernel_pid(a), value) && strcmp(value, "no") == 0, "nor its kernels: %s", value);
+    free(a);
     xh_gateway_stop(&gw);
 }

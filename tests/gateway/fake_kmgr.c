@@ -256,6 +256,12 @@ kmgr_kernel_state_t kmgr_kernel_state(const kmgr_kernel_t *kernel)
     return kernel->state;
 }
 
+void kmgr_kernel_set_tap_text_room(kmgr_kernel_t *kernel, uint64_t bytes)
+{
+    if (kernel_usable(kernel, "kmgr_kernel_set_tap_text_room on a destroyed kernel"))
+        kernel->seen.tap_text_room = bytes;
+}
+
 void kmgr_kernel_set_tap(kmgr_kernel_t *kernel, kmgr_tap_cb cb, void *data)
 {
     if (!kernel_usable(kernel, "kmgr_kernel_set_tap on a destroyed kernel"))

@@ -11,12 +11,10 @@
 /*
  * fake_kmgr.c defines kmgr_kernel_start, _destroy, _restart, _interrupt, _execute, _state,
  * _state_name, _info, _exit_reason, _last_death, _auto_restarts, _answering, _set_restart_limit,
- * _set_tap, _send_parts, kmgr_request_cancel, kmgr_request_sent_at (a request made while its kernel is starting or
- * restarting is sent when fake_kernel_set_state makes it IDLE or BUSY) and
- * kmgr_request_input_reply. A test binary
- * that compiles it links gateway/code against it instead of kernelmgr's kernel.c, request.c and
- * manager.c: no process, no socket. The calls keep kernelmgr's contract (kmgr/kernel.h): a
- * request's callback is never called from inside the call that made it; a restart fails the
+ * _set_tap, _set_tap_text_room, _send_parts, kmgr_request_cancel, kmgr_request_sent_at (a request made while its kernel is starting
+ * or restarting is sent when fake_kernel_set_state makes it IDLE or BUSY) and kmgr_request_input_reply. A test binary that compiles
+ * it links gateway/code against it instead of kernelmgr's kernel.c, request.c and manager.c: no process, no socket. The calls keep
+ * kernelmgr's contract (kmgr/kernel.h): a request's callback is never called from inside the call that made it; a restart fails the
  * pending requests (KSYS_ESHUTDOWN) and announces RESTARTING later, from the loop; a death fails
  * them (KSYS_EDIED) before announcing DEAD; nothing is called back after kmgr_kernel_destroy.
  *
@@ -66,6 +64,7 @@ typedef struct st_fake_kernel_seen_t {
     int destroyed;          /* kmgr_kernel_destroy was called */
     size_t sent_parts;      /* kmgr_kernel_send_parts calls that succeeded */
     unsigned restart_limit; /* kmgr_kernel_options_t.restart_limit, or the last kmgr_kernel_set_restart_limit */
+    uint64_t tap_text_room; /* the last kmgr_kernel_set_tap_text_room */
 } fake_kernel_seen_t;
 const fake_kernel_seen_t *fake_kernel_seen(const kmgr_kernel_t *kernel);
 /**

@@ -135,8 +135,10 @@ while True:
             good.send(iopub, "status", {"execution_state": "busy"})
             good.send(iopub, "status", {"execution_state": "idle"})
         if kind == "execute_request" and msg["content"]["code"].startswith("late "):
-            # As Deno 2.9 does: output for the request after its reply and status idle, N lines GAP_MS apart.
-            count, gap_ms = (int(x) for x in msg["content"]["code"].split()[1:3])
+            # As Deno 2.9 does: output for the request after its reply and status idle, N lines GAP_MS apart; with STALL_MS,
+            # the last line comes that long after the one before (a kernel starved of CPU in the middle of its output).
+            args = [int(x) for x in msg["content"]["code"].split()[1:4]]
+            count, gap_ms = args[0], args[1]
             for i in range(count):
-                time.sleep(gap_ms / 1000)
+                time.sleep((args[2] if len(args) > 2 and i == count - 1 else gap_ms) / 1000)
                 good.send(iopub, "stream", {"name": "stdout", "text": "late %d\n" % i}, parent=msg)

@@ -151,6 +151,27 @@ Test(fake_kernel, late_output_after_a_gap_longer_than_the_quiet_window_is_waited
     kmgr_kernel_destroy(k);
 }
 
+/* A kernel starved in the middle of a long flow of late output (800 ms of lines 20 ms apart, then 300 ms without one): a
+ * request that has heard late output for a while waits for half as long again, so the stall does not cut the flow's tail. */
+Test(fake_kernel, a_stall_in_a_long_flow_of_late_output_does_not_cut_its_tail)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k;
+    kt_rec_t rec;
+
+    fake->late_output = 1;
+    k = kt_start_ready(fake, &st);
+    kt_rec_init(&rec);
+    cr_assert_eq(kt_execute(k, "late 40 20 300", &rec), 0);
+    cr_assert(kt_wait_rec(&rec, 15000));
+    cr_expect_eq(rec.n_done, 1);
+    expect_late_lines(&rec, 40);
+    cr_expect_eq(rec.after_final, 0);
+    cr_expect_eq(kmgr_kernel_late_messages(k), 0, "nothing was lost");
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
 Test(fake_kernel, ipykernel_order_ends_at_reply_and_idle_with_no_wait_for_late_output)
 {
     kt_states_t st = {0};

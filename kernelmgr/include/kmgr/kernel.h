@@ -219,6 +219,14 @@ typedef void (*kmgr_tap_cb)(kmgr_kernel_t *kernel, wire_channel_t channel, const
 void kmgr_kernel_set_tap(kmgr_kernel_t *kernel, kmgr_tap_cb cb, void *data);
 
 /**
+ * How many decoded bytes of a stream message's text over kmgr_config_t.max_message_bytes the kernel's relay can pass on
+ * (UINT64_MAX, the default each kmgr_kernel_set_tap sets: as much as the cap lets through): such a message is read with a
+ * head of no more than that, or than the room of its request if larger (kmgr_request_set_text_room), so a relay with a
+ * send bound (a kernel WebSocket) costs the head it can send rather than the cap's.
+ */
+void kmgr_kernel_set_tap_text_room(kmgr_kernel_t *kernel, uint64_t bytes);
+
+/**
  * Sends a client's message verbatim on `channel` (shell, control or stdin): `parts` are header,
  * parent_header, metadata and content as JSON texts, signed as they are, then `nparts - 4` buffers
  * (all copied). kernelmgr does not track it: what the kernel answers reaches the tap. Returns 0,
@@ -311,7 +319,8 @@ uint64_t kmgr_request_sent_at(const kmgr_request_t *req);
  * How many decoded bytes of a stream message's text `req`'s owner can still keep (a run's output budget left; UINT64_MAX, the
  * default: as much as the message cap lets through). A stream message over kmgr_config_t.max_message_bytes for it is read
  * with a head of no more than that (KMGR_REQ_IOPUB: msg->text_dropped counts the rest, exactly), so the memory it costs
- * follows what its owner keeps rather than the cap. A relay attached to the kernel (kmgr_kernel_set_tap) gets the cap's head.
+ * follows what its owner keeps rather than the cap. A relay attached to the kernel (kmgr_kernel_set_tap) gets the head it
+ * said it can pass on (kmgr_kernel_set_tap_text_room) when that is larger.
  */
 void kmgr_request_set_text_room(kmgr_request_t *req, uint64_t bytes);
 

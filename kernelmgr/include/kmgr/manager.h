@@ -81,6 +81,11 @@ typedef struct st_kmgr_config_t {
      * was before templates.
      */
     unsigned template_max_pending;
+    /**
+     * Non-zero: templates mark their memory, and so their kernels', mergeable by KSM (the template's `--merge`;
+     * docs/kernels.md, docs/security.md). 0 by default: merging identical pages across contexts is a side channel.
+     */
+    int template_merge;
 } kmgr_config_t;
 
 /** The default of kmgr_config_t.template_max_pending: more than the starts a burst on a few cores asks for at once. */
