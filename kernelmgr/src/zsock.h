@@ -24,8 +24,11 @@
 #include "kmgr/loop.h"
 #include "bytebuf.h"
 
-/* How long after a failed connect, or a lost connection, the next attempt is made (from kmgr_zsock_tick). */
-#define KMGR_ZSOCK_RETRY_MS 50
+/* How long after a failed connect, or a lost connection, the next attempt is made (from kmgr_zsock_tick). Under one
+ * tick (KMGR_TICK_MS), so that the attempt falls due at the next tick: at 50, a tick that came a fraction of a millisecond
+ * short of 50 ms after the failed attempt left it for the tick after, 100 ms apart (strace of a forked kernel's start:
+ * kgate's connects at 1, 67 and 167 ms after its fork request, the kernel's socket there between the second and third). */
+#define KMGR_ZSOCK_RETRY_MS 40
 /* A connection whose peer has not finished the handshake this long after connecting is dropped and
  * retried (libzmq's ZMQ_HANDSHAKE_IVL): a peer that accepts and says nothing must not hold it forever. */
 #define KMGR_ZSOCK_HANDSHAKE_MS 10000

@@ -389,6 +389,24 @@ Test(zsock, big_messages_both_ways_over_ipc)
     big_both_ways(endpoint);
 }
 
+/* A connect refused (the kernel has not bound yet) is tried again at the next tick, even one that comes a little short of
+ * KMGR_TICK_MS after it: a kernel's channels are connected a tick after it binds, not two (100 ms apart before). */
+Test(zsock, a_refused_connect_is_tried_again_at_the_next_tick)
+{
+    char endpoint[300], bound[300];
+    uint64_t refused;
+
+    make_ipc_dir(endpoint, sizeof(endpoint));
+    zt_open(endpoint, "DEALER", "kernel-7", 16 * MIB);
+    refused = ksys_now_ms(); /* the open's connect was refused at this time or before */
+    cr_assert_eq(zt.z.state, KMGR_ZSOCK_WAITING, "nobody listens yet: the connect is refused");
+    zt_peer(ZMQ_ROUTER, endpoint, bound, sizeof(bound));
+    /* the next tick, come 10 ms short of a whole tick after the refusal (a timer's jitter on a loaded machine) */
+    kmgr_zsock_tick(&zt.z, refused + KMGR_TICK_MS - 10);
+    cr_assert_neq(zt.z.state, KMGR_ZSOCK_WAITING, "the next tick made no new attempt: the kernel waits a tick more");
+    cr_assert(zt_wait(is_ready, NULL, 2000), "the connection never became ready");
+}
+
 Test(zsock, over_the_caps_is_skipped_and_the_connection_stays)
 {
     char endpoint[256];
