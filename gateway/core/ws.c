@@ -254,6 +254,29 @@ static void queue_direct(gw_ws_t *ws, int opcode, const h2o_iovec_t *bufs, size_
     schedule_flush(ws);
 }
 
+/*
+ * The peer stopped reading when more than max_queued_bytes waits for it (a message of any size
+ * still goes to an empty queue). With over_bound_ms, the queue may stay past the bound that long and
+ * grow to hard_queued_bytes: a relay's peer that reads takes a big message (a kernel's 50 MB output)
+ * and what follows it without being cut off.
+ */
+static int is_over_bound(gw_ws_t *ws, size_t len)
+{
+    size_t queued = gw_ws_queued_bytes(ws);
+    int64_t now;
+
+    if (queued <= ws->max_queued_bytes) {
+        ws->over_bound_since_ms = 0;
+        return 0;
+    }
+    if (ws->over_bound_ms == 0 || queued + len > ws->hard_queued_bytes)
+        return 1;
+    now = gw_now_ms();
+    if (ws->over_bound_since_ms == 0)
+        ws->over_bound_since_ms = now;
+    return now - ws->over_bound_since_ms > (int64_t)ws->over_bound_ms;
+}
+
 static void on_ping(h2o_timeout_entry_t *entry)
 {
     gw_ws_t *ws = H2O_STRUCT_FROM_MEMBER(gw_ws_t, ping_entry, entry);
@@ -262,6 +285,12 @@ static void on_ping(h2o_timeout_entry_t *entry)
     if (ws->closing) {
         /* the peer did not finish the closing handshake within a ping interval */
         finish(ws, ws->cut_code != 0 ? ws->cut_code : peer_code(ws));
+        return;
+    }
+    if (ws->over_bound_ms != 0 && is_over_bound(ws, 0)) {
+        /* past its grace over the bound with nothing more to send: a peer that stopped reading while the sender went
+         * quiet is cut off here, not at a next send that may never come */
+        schedule_cut(ws, GW_WS_POLICY_VIOLATION);
         return;
     }
     if (gw_now_ms() - ws->last_recv_ms > (int64_t)SILENT_PINGS * ws->host->config->ping_interval_ms) {
@@ -421,29 +450,6 @@ gw_ws_t *gw_ws_upgrade(h2o_req_t *req, gw_host_t *host, const char *subprotocol,
         ws->conn->ws_ctx, limits != NULL && limits->max_message_bytes != 0 ? limits->max_message_bytes : DEFAULT_MAX_MESSAGE);
     h2o_timeout_link(host->loop, &host->ping_timeout, &ws->ping_entry);
     return ws;
-}
-
-/*
- * The peer stopped reading when more than max_queued_bytes waits for it (a message of any size
- * still goes to an empty queue). With over_bound_ms, the queue may stay past the bound that long and
- * grow to hard_queued_bytes: a relay's peer that reads takes a big message (a kernel's 50 MB output)
- * and what follows it without being cut off.
- */
-static int is_over_bound(gw_ws_t *ws, size_t len)
-{
-    size_t queued = gw_ws_queued_bytes(ws);
-    int64_t now;
-
-    if (queued <= ws->max_queued_bytes) {
-        ws->over_bound_since_ms = 0;
-        return 0;
-    }
-    if (ws->over_bound_ms == 0 || queued + len > ws->hard_queued_bytes)
-        return 1;
-    now = gw_now_ms();
-    if (ws->over_bound_since_ms == 0)
-        ws->over_bound_since_ms = now;
-    return now - ws->over_bound_since_ms > (int64_t)ws->over_bound_ms;
 }
 
 int gw_ws_sendv(gw_ws_t *ws, int is_binary, const h2o_iovec_t *bufs, size_t n)

@@ -16,6 +16,10 @@
 #define MAX_QUEUED (1u << 20)
 #define MAX_MESSAGE (256u << 10)
 #define WAIT_MS 5000
+/* /burst's grace over the queue bound: shorter than three silent pings, so its cut (1008) comes before theirs (1001) */
+#define OVER_BOUND_MS 200
+/* /burst's queue bound: above what loopback sockets' buffers take from a peer that does not read */
+#define BURST_QUEUED (8u << 20)
 
 /* One in-process server: an h2o loop on its own thread, a handler that upgrades by path. */
 static struct {
@@ -60,6 +64,19 @@ static void on_flood_message(gw_ws_t *ws, int is_binary, const uint8_t *data, si
     }
 }
 
+static void on_burst_message(gw_ws_t *ws, int is_binary, const uint8_t *data, size_t len)
+{
+    static char chunk[64 << 10];
+    (void)is_binary, (void)data, (void)len;
+    /* three times the queue's bound, within its hard bound (four times), then quiet: what the sockets' buffers take of it
+     * leaves the queue past its bound, and only the grace (OVER_BOUND_MS) can cut the peer off */
+    for (int i = 0; i != 1000 && gw_ws_queued_bytes(ws) + sizeof(chunk) <= 3 * BURST_QUEUED; ++i) {
+        if (gw_ws_send(ws, 1, chunk, sizeof(chunk)) != 0)
+            break;
+        __atomic_add_fetch(&srv.sent, 1, __ATOMIC_SEQ_CST);
+    }
+}
+
 static void on_close(gw_ws_t *ws, uint16_t code)
 {
     (void)ws;
@@ -68,12 +85,19 @@ static void on_close(gw_ws_t *ws, uint16_t code)
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
-    static const gw_ws_callbacks_t echo = {on_echo_message, on_close}, flood = {on_flood_message, on_close};
+    static const gw_ws_callbacks_t echo = {on_echo_message, on_close}, flood = {on_flood_message, on_close},
+                                   burst = {on_burst_message, on_close};
     gw_ws_limits_t limits = {MAX_MESSAGE, MAX_QUEUED, 0, 0, NULL};
     int is_flood = h2o_memis(req->path_normalized.base, req->path_normalized.len, H2O_STRLIT("/flood"));
+    int is_burst = h2o_memis(req->path_normalized.base, req->path_normalized.len, H2O_STRLIT("/burst"));
     (void)self;
 
-    gw_ws_upgrade(req, &srv.host, gw_ws_offers_protocol(req, "v1.test") ? "v1.test" : NULL, &limits, is_flood ? &flood : &echo,
+    if (is_burst)
+        limits = (gw_ws_limits_t){MAX_MESSAGE, BURST_QUEUED, OVER_BOUND_MS, 0, NULL}; /* a relay's socket, as a kernel's */
+    gw_ws_upgrade(req, &srv.host, gw_ws_offers_protocol(req, "v1.test") ? "v1.test" : NULL, &limits,
+                  is_burst   ? &burst
+                  : is_flood ? &flood
+                             : &echo,
                   NULL);
     return 0;
 }
@@ -290,6 +314,21 @@ Test(ws, a_peer_that_stops_reading_is_cut_off_at_the_queue_bound)
     /* 64 KiB messages: the queue bound (1 MiB) plus what the kernel's socket buffers took */
     cr_assert_lt(sent, 1000, "every message was queued: nothing bounded the queue");
     cr_assert_gt(sent, 0);
+    wsc_close(&ws);
+}
+
+Test(ws, a_peer_that_stops_reading_past_the_bound_is_cut_off_after_the_grace_though_nothing_more_is_sent)
+{
+    wsc_t ws;
+    int64_t t0;
+
+    /* no send follows the burst: before, only the silence of three pings (1001) ended such a peer, past the grace */
+    connect_ok(&ws, "/burst", NULL);
+    t0 = wsc_now_ms();
+    cr_assert_eq(wsc_send(&ws, WSC_TEXT, "go", 2), 0);
+    cr_assert_eq(wait_close_code(t0 + WAIT_MS), GW_WS_POLICY_VIOLATION, "not cut off as a peer that stopped reading");
+    cr_assert_geq(wsc_now_ms() - t0, OVER_BOUND_MS, "cut off before its grace over the bound");
+    cr_assert_gt(__atomic_load_n(&srv.sent, __ATOMIC_SEQ_CST), 0);
     wsc_close(&ws);
 }
 
