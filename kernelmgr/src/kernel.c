@@ -539,7 +539,8 @@ void kmgr_kernel_tick(kmgr_kernel_t *k, uint64_t now)
     char reason[256];
 
     flush_deferred(k);
-    if (k->destroyed || k->proc == NULL)
+    /* no process yet: queued, or its fallback spawn due (its start-up timeout counts from its spawn) */
+    if (k->destroyed || k->proc == NULL || k->proc->spawn_due)
         return;
     if (k->state == KMGR_KERNEL_DEAD) {
         kmgr_proc_reap(k->proc);

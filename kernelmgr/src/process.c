@@ -435,8 +435,16 @@ int kmgr_proc_reap(kmgr_proc_t *proc)
     int status;
     pid_t r;
 
-    if (proc->start != NULL)
-        return 0;
+    if (proc->start != NULL) {
+        if (!proc->spawn_due || proc->phase == KMGR_PROC_RUNNING)
+            return 0;
+        /* given up while its fallback spawn waited in the start queue: gone without a process */
+        kmgr_proc_start_free(proc->start);
+        proc->start = NULL;
+        proc->spawn_due = 0;
+        proc->wstatus = -1;
+        return 1;
+    }
     if (proc->pid == 0)
         return 1;
     if (proc->forked)

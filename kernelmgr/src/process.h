@@ -43,6 +43,10 @@ typedef struct st_kmgr_proc_start_t {
     ksys_spawn_rlimit_t rlimits[KSYS_LIMITS_MAX_RLIMITS];
     size_t nrlimits;
     struct st_kmgr_tpl_pending_t *pending; /* its fork request in its template's queue, while unanswered */
+    /* the template answered anything but "forked" and the spawn waits in the start queue (kmgr_proc_t.spawn_due): why */
+    kmgr_fallback_t fallback;
+    char *fallback_why;
+    char *fallback_spec; /* the kernelspec's name, for the log */
 } kmgr_proc_start_t;
 
 struct st_kmgr_proc_t {
@@ -67,6 +71,9 @@ struct st_kmgr_proc_t {
     uint64_t gone_at;     /* when the pidfd said it was gone, waiting for its status (KMGR_TPL_STATUS_GRACE_MS) */
     /* non-NULL while its template has not answered its fork request: no process yet (pid 0), but not gone either */
     kmgr_proc_start_t *start;
+    /* its template's answer came and was no fork: `start` is kept until the start queue spawns it (kmgr_proc_spawn_fallback),
+     * as a spawned start, under max_starting (no process meanwhile; given up, it is gone without one) */
+    int spawn_due;
     char *start_error; /* a fallback spawn after the answer failed: why (its death reason) */
     kmgr_proc_phase_t phase;
     /* its sandbox and limits: a killed kernel's reason names the limit it hit */
@@ -90,19 +97,25 @@ void kmgr_proc_start_free(kmgr_proc_start_t *start);
 /** Spawns `proc` as `start` says (ksys_spawn). Returns 0 with proc->pid set, or KSYS_ESPAWN with `why` set. */
 int kmgr_proc_start_spawn(kmgr_proc_t *proc, const kmgr_proc_start_t *start, char *why, size_t whylen);
 /**
- * The template's answer to the fork request of `proc` (from template.c, never from inside kmgr_template_fork): `pid` > 0 the
- * forked kernel (watched by its pidfd, moved to its cgroups, among the template's children), else `reason` and `why`: the
- * kernel is spawned instead, the reason logged and counted; a spawn that fails leaves it gone with `start_error`. A proc
- * already given up (being shut down) gets no spawn, and a forked kernel it gets is killed at once. Frees proc->start.
+ * The template's answer to the fork request of `proc` (from template.c, possibly from inside kmgr_template_fork): `pid` > 0
+ * the forked kernel (watched by its pidfd, moved to its cgroups, among the template's children), else `reason` and `why`: the
+ * kernel is spawned instead, as a spawned start: with max_starting set, `spawn_due` is set and the start queue spawns it in
+ * its turn (kmgr_proc_spawn_fallback; the manager is scheduled), else at once. A proc already given up (being shut down)
+ * gets no spawn, and a forked kernel it gets is killed at once. Frees proc->start unless the spawn is due.
  */
 void kmgr_proc_fork_answer(kmgr_proc_t *proc, struct st_kmgr_template_t *tpl, pid_t pid, kmgr_fallback_t reason, const char *why);
+/**
+ * Spawns `proc`, whose spawn was due (spawn_due), its fallback reason logged and counted; a spawn that fails leaves it gone
+ * with `start_error` (reported as its death before it was ready). Frees proc->start. Returns 0 when it was spawned.
+ */
+int kmgr_proc_spawn_fallback(kmgr_proc_t *proc);
 
 /** Reaps the process if it has exited (WNOHANG). Returns 1 when it is (now or already) reaped. */
 int kmgr_proc_reap(kmgr_proc_t *proc);
 /** Waits until the process is gone and reaps it (kgate's exit, after SIGKILL). A forked one is gone when its pidfd says so,
  * at most KMGR_TPL_STATUS_GRACE_MS later: its wait status is its template's if already known, else unknown (-1). */
 void kmgr_proc_reap_blocking(kmgr_proc_t *proc);
-/** "forked" or "spawned"; "" while its template has not answered. */
+/** "forked" or "spawned"; "" while its template has not answered, or its fallback spawn waits in the start queue. */
 const char *kmgr_proc_start_path(const kmgr_proc_t *proc);
 /** Sends `sig` to the process group (no-op once reaped). */
 void kmgr_proc_signal(kmgr_proc_t *proc, int sig);

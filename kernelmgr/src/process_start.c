@@ -48,6 +48,8 @@ void kmgr_proc_start_free(kmgr_proc_start_t *start)
     free(start->program);
     free(start->cwd);
     free(start->log_path);
+    free(start->fallback_why);
+    free(start->fallback_spec);
     free(start);
 }
 
@@ -147,16 +149,44 @@ void kmgr_proc_fork_answer(kmgr_proc_t *proc, kmgr_template_t *tpl, pid_t pid, k
     }
     if (proc->phase != KMGR_PROC_RUNNING)
         goto Exit; /* nobody waits for it: no spawn, found gone at once */
-    ksys_log_warn("the %s kernel is spawned, not forked (%s: %s)", tpl->spec->name, kmgr_fallback_name(reason), why);
-    if (kmgr_proc_start_spawn(proc, start, text, sizeof(text)) == 0) {
-        ++mgr->start_stats.fallback[reason];
-    } else {
-        /* reported as the kernel's death before it was ready, as a spawned kernel's failed exec would be */
-        ksys_log_error("cannot start a %s kernel: %s", tpl->spec->name, text);
-        proc->start_error = wire_strdup(text);
-        proc->wstatus = -1;
+    start->fallback = reason;
+    start->fallback_why = wire_strdup(why);
+    start->fallback_spec = wire_strdup(tpl->spec->name);
+    proc->spawn_due = 1;
+    /* A template that dies or times out answers every start waiting on it at once: spawned here, they would all start full
+     * interpreters together, past max_starting (50 at once from a burst). They go back through the start queue instead. */
+    if (mgr->config.max_starting != 0) {
+        ksys_log_info("the %s kernel will be spawned, not forked, in its turn (%s: %s)", tpl->spec->name,
+                      kmgr_fallback_name(reason), why);
+        kmgr_manager_schedule(mgr);
+        return;
     }
+    kmgr_proc_spawn_fallback(proc);
+    return;
 Exit:
     proc->start = NULL;
     kmgr_proc_start_free(start);
+}
+
+int kmgr_proc_spawn_fallback(kmgr_proc_t *proc)
+{
+    kmgr_proc_start_t *start = proc->start;
+    kmgr_manager_t *mgr = start->mgr;
+    const char *name = kmgr_fallback_name(start->fallback);
+    char text[KMGR_TPL_MAX_TEXT + 128];
+    int ret;
+
+    proc->spawn_due = 0;
+    ksys_log_warn("the %s kernel is spawned, not forked (%s: %s)", start->fallback_spec, name, start->fallback_why);
+    if ((ret = kmgr_proc_start_spawn(proc, start, text, sizeof(text))) == 0) {
+        ++mgr->start_stats.fallback[start->fallback];
+    } else {
+        /* reported as the kernel's death before it was ready, as a spawned kernel's failed exec would be */
+        ksys_log_error("cannot start a %s kernel: %s", start->fallback_spec, text);
+        proc->start_error = wire_strdup(text);
+        proc->wstatus = -1;
+    }
+    proc->start = NULL;
+    kmgr_proc_start_free(start);
+    return ret;
 }

@@ -1,12 +1,23 @@
-/* The start queue: at most max_starting kernels spawned and not ready at once, the others waiting unspawned in start order. */
+/* The start queue: at most max_starting kernels spawned and not ready at once, the others waiting unspawned in start order;
+ * starts whose template answered no fork (its death, its silence) wait here for their spawn too. */
 #include "ksys/errors.h"
+#include "ksys/util.h"
 #include "kernel_private.h"
 #include "manager_private.h"
+#include "process.h"
 #include "template.h"
+
+/* Its template answered no fork: it waits for its spawn, as a spawned start, in the place of its first start. */
+static int spawn_due(const kmgr_kernel_t *k)
+{
+    return !k->destroyed && k->proc != NULL && k->proc->spawn_due &&
+           (k->state == KMGR_KERNEL_STARTING || k->state == KMGR_KERNEL_RESTARTING);
+}
 
 static int is_launching(const kmgr_kernel_t *k)
 {
-    return !k->destroyed && k->proc != NULL && (k->state == KMGR_KERNEL_STARTING || k->state == KMGR_KERNEL_RESTARTING);
+    return !k->destroyed && k->proc != NULL && !k->proc->spawn_due &&
+           (k->state == KMGR_KERNEL_STARTING || k->state == KMGR_KERNEL_RESTARTING);
 }
 
 void kmgr_kernels_count_starting(kmgr_manager_t *mgr, unsigned *launching, unsigned *queued)
@@ -15,7 +26,7 @@ void kmgr_kernels_count_starting(kmgr_manager_t *mgr, unsigned *launching, unsig
     for (kmgr_link_t *link = mgr->kernels.next; link != &mgr->kernels; link = link->next) {
         const kmgr_kernel_t *k = kmgr_kernel_from_link(link);
         *launching += is_launching(k);
-        *queued += !k->destroyed && k->queued;
+        *queued += (!k->destroyed && k->queued) || spawn_due(k);
     }
 }
 
@@ -60,13 +71,26 @@ void kmgr_kernels_start_queued(kmgr_manager_t *mgr)
     /* the kernels list is in start order: the oldest queued start goes first, and a start that must wait holds the rest */
     for (kmgr_link_t *link = mgr->kernels.next; link != &mgr->kernels && queued != 0; link = link->next) {
         kmgr_kernel_t *k = kmgr_kernel_from_link(link);
+        if (spawn_due(k)) {
+            /* spawned, never forked now: max_starting, whatever template is ready by now */
+            if (launching >= mgr->config.max_starting)
+                break;
+            --queued;
+            if (kmgr_proc_spawn_fallback(k->proc) == 0) {
+                /* its start-up timeout counts from its spawn, as a queued start's does, not from its fork request */
+                k->started_at = ksys_now_ms();
+                k->next_info_at = k->started_at + mgr->config.kernel_info_retry_ms;
+                ++launching;
+            }
+            continue;
+        }
         if (k->destroyed || !k->queued)
             continue;
         if (launching >= start_limit(mgr, k))
             break;
         --queued;
         kmgr_kernel_launch_queued(k);
-        launching += k->proc != NULL;
+        launching += is_launching(k);
     }
 }
 

@@ -1,6 +1,7 @@
 /* tests/kernelmgr/test_start_queue.c: the start queue (kernelmgr/src/start_queue.c): against real ipykernel processes, and
  * --max-forking-kernels against the fake template (tests/kernelmgr/fake_template/) and its fake kernels. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "kmgr_test.h"
@@ -48,16 +49,12 @@ static const char *const spawned_argv[] = {"/usr/bin/python3", KGATE_SOURCE_DIR 
                                            "{connection_file}"};
 static kmgr_kernelspec_t *forkable, *spawned_only;
 
-/* `max_pending`: the template's request queue (kmgr_config_t.template_max_pending; 0: the default) */
-static void setup_mode_pending(const char *mode, unsigned max_pending)
+/* The manager with `config` (its template_script set here) and the fake template in `mode` (KGATE_FAKE_TPL), ready. */
+static void setup_mode_config(const char *mode, kmgr_config_t config)
 {
-    kmgr_config_t config = {.max_starting = 1,
-                            .max_forking = MAX_FORKING,
-                            .max_start_queue = 16,
-                            .template_script = FAKE_DIR "/fake_template.py",
-                            .template_max_pending = max_pending};
     kmgr_start_stats_t s;
 
+    config.template_script = FAKE_DIR "/fake_template.py";
     setenv("KGATE_FAKE_TPL", mode, 1);
     setenv("PYTHONPATH", FAKE_DIR, 1);
     kt_setup_config(&config);
@@ -68,6 +65,14 @@ static void setup_mode_pending(const char *mode, unsigned max_pending)
         cr_assert(waited < 30000, "the fake template is ready within 30 s");
         poll_loop_run_once(kt.loop, 20);
     }
+}
+
+/* `max_pending`: the template's request queue (kmgr_config_t.template_max_pending; 0: the default) */
+static void setup_mode_pending(const char *mode, unsigned max_pending)
+{
+    setup_mode_config(
+        mode,
+        (kmgr_config_t){.max_starting = 1, .max_forking = MAX_FORKING, .max_start_queue = 16, .template_max_pending = max_pending});
 }
 
 static void setup_mode(const char *mode)
@@ -231,6 +236,122 @@ Test(forking_queue_full, a_start_the_full_template_would_refuse_waits_for_max_st
     kmgr_manager_start_stats(kt.mgr, &s);
     cr_expect_eq(s.fallback[KMGR_FALLBACK_QUEUE_FULL], 0, "no start was refused for a full queue");
     for (int i = 0; i != 3; ++i)
+        kmgr_kernel_destroy(k[i]);
+}
+
+/* ---- a template that dies with starts waiting on it: they are spawned through the start queue, max_starting at a time ---- */
+
+#define FALLBACK_MAX_STARTING 2
+#define NFALLBACK 6
+
+/* A template that never answers (the fake's "silent"), so that every start forking waits on it until it is killed. */
+static void setup_silent_template(void)
+{
+    setup_mode_config("silent",
+                      (kmgr_config_t){.max_starting = FALLBACK_MAX_STARTING, .max_forking = NFALLBACK, .max_start_queue = 16});
+}
+
+TestSuite(template_fallback, .init = setup_silent_template, .fini = teardown_forking, .timeout = 120);
+
+static pid_t the_template_pid(void)
+{
+    return KMGR_FROM_MEMBER(kmgr_template_t, link, kt.mgr->templates.next)->pid;
+}
+
+typedef struct st_fallback_watch_t {
+    kmgr_kernel_t **k;
+    size_t n;
+    unsigned pass;
+    unsigned spawned_at[NFALLBACK]; /* the loop pass after which kernel i first had a process (0: never) */
+    unsigned max_launched;          /* the most seen with a process and not ready at once, after any loop pass */
+} fallback_watch_t;
+
+/* After each loop pass: how many have a process and are not ready, when each got its process; done when none is starting. */
+static int all_settled_watching(void *arg)
+{
+    fallback_watch_t *w = arg;
+    unsigned launched = 0, settled = 0;
+
+    ++w->pass;
+    for (size_t i = 0; i != w->n; ++i) {
+        kmgr_kernel_state_t state = kmgr_kernel_state(w->k[i]);
+        if (kmgr_kernel_pid(w->k[i]) != 0 && w->spawned_at[i] == 0)
+            w->spawned_at[i] = w->pass;
+        launched += kmgr_kernel_pid(w->k[i]) != 0 && state == KMGR_KERNEL_STARTING;
+        settled += state == KMGR_KERNEL_IDLE || state == KMGR_KERNEL_DEAD;
+    }
+    if (launched > w->max_launched)
+        w->max_launched = launched;
+    return settled == w->n;
+}
+
+/* Six starts wait on their template's answers (max_forking 6) when it is killed: each is spawned after all, but at most
+ * max_starting (2) at a time, in the order of the starts, not six full interpreters at once; each ends ready, spawned, counted
+ * as a fallback for the template's death. */
+Test(template_fallback, starts_that_lose_their_template_are_spawned_max_starting_at_a_time_in_order)
+{
+    kt_states_t st[NFALLBACK] = {0};
+    kmgr_kernel_t *k[NFALLBACK];
+    fallback_watch_t w = {.k = k, .n = NFALLBACK};
+    unsigned launching, queued;
+    kmgr_start_stats_t s;
+
+    for (int i = 0; i != NFALLBACK; ++i)
+        cr_assert_eq(
+            kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[i]}, &k[i]),
+            0);
+    poll_loop_run_for(kt.loop, 100);
+    kmgr_manager_count_starting(kt.mgr, &launching, &queued);
+    cr_assert(launching == NFALLBACK && queued == 0, "every start waits on the template (%u launching, %u queued)", launching,
+              queued);
+    for (int i = 0; i != NFALLBACK; ++i)
+        cr_assert_eq(kmgr_kernel_pid(k[i]), 0, "start %d: the silent template has not answered", i);
+    cr_assert_eq(kill(the_template_pid(), SIGKILL), 0);
+    cr_assert(poll_loop_run_until(kt.loop, all_settled_watching, &w, 60000), "every start settled within 60 s");
+    cr_expect_leq(w.max_launched, FALLBACK_MAX_STARTING, "never more than %d spawned and not ready at once (saw %u)",
+                  FALLBACK_MAX_STARTING, w.max_launched);
+    for (int i = 0; i != NFALLBACK; ++i) {
+        cr_expect_eq(kmgr_kernel_state(k[i]), KMGR_KERNEL_IDLE, "start %d ready (%s)", i, kmgr_kernel_exit_reason(k[i]));
+        cr_expect_str_eq(kmgr_kernel_start_path(k[i]), "spawned", "start %d spawned", i);
+        if (i != 0)
+            cr_expect_leq(w.spawned_at[i - 1], w.spawned_at[i], "start %d spawned no later than start %d (passes %u, %u)", i - 1, i,
+                          w.spawned_at[i - 1], w.spawned_at[i]);
+    }
+    kmgr_manager_start_stats(kt.mgr, &s);
+    cr_expect_eq(s.fallback[KMGR_FALLBACK_DIED], NFALLBACK, "each counted as a fallback for the template's death (%llu)",
+                 (unsigned long long)s.fallback[KMGR_FALLBACK_DIED]);
+    cr_expect_eq(s.forked, 0);
+    for (int i = 0; i != NFALLBACK; ++i)
+        kmgr_kernel_destroy(k[i]);
+}
+
+/* A start deleted while it waits in the queue for its fallback spawn is never spawned, and its place goes to the next. */
+Test(template_fallback, a_start_deleted_while_its_fallback_waits_is_never_spawned)
+{
+    kt_states_t st[NFALLBACK] = {0};
+    kmgr_kernel_t *k[NFALLBACK];
+    kmgr_start_stats_t s;
+
+    for (int i = 0; i != NFALLBACK; ++i)
+        cr_assert_eq(
+            kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[i]}, &k[i]),
+            0);
+    poll_loop_run_for(kt.loop, 100);
+    cr_assert_eq(kill(the_template_pid(), SIGKILL), 0);
+    for (int waited = 0; kmgr_kernel_pid(k[0]) == 0; waited += 5) {
+        cr_assert(waited < 30000, "the first start spawned within 30 s");
+        poll_loop_run_once(kt.loop, 5);
+    }
+    cr_assert_eq(kmgr_kernel_pid(k[NFALLBACK - 1]), 0, "the last start waits for its spawn");
+    kmgr_kernel_destroy(k[NFALLBACK - 1]);
+    for (int i = 0; i != NFALLBACK - 1; ++i)
+        cr_assert(kt_wait_state(k[i], KMGR_KERNEL_IDLE, 30000), "start %d ready (%s)", i, kmgr_kernel_exit_reason(k[i]));
+    poll_loop_run_for(kt.loop, 200);
+    kmgr_manager_start_stats(kt.mgr, &s);
+    cr_expect_eq(s.fallback[KMGR_FALLBACK_DIED], NFALLBACK - 1, "the deleted start was not spawned (%llu spawned)",
+                 (unsigned long long)s.fallback[KMGR_FALLBACK_DIED]);
+    cr_expect_eq(kmgr_manager_num_processes(kt.mgr), NFALLBACK - 1, "kgate holds the live kernels' processes alone");
+    for (int i = 0; i != NFALLBACK - 1; ++i)
         kmgr_kernel_destroy(k[i]);
 }
 
