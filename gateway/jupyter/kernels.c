@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include "ksys/errors.h"
 #include "core/errors.h"
 #include "core/http.h"
 #include "jupyter/jupyter.h"
@@ -153,6 +154,11 @@ gw_context_t *gw_jupyter_start_kernel(gw_jupyter_t *jupyter, h2o_req_t *req, con
     case GW_ETOOMANYCONTEXTS:
         gw_jupyter_error(req, 429, "%zu kernels are alive, the maximum (--max-contexts); shut one down first",
                          jupyter->contexts->count);
+        break;
+    case KSYS_ESTARTQUEUE:
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("2"));
+        gw_jupyter_error(req, 429, "%u kernels are waiting to start (--max-start-queue); retry later",
+                         jupyter->host->config->max_start_queue);
         break;
     default:
         gw_jupyter_error(req, 500, "cannot start the %s kernel: %s", opts.spec->name, gw_strerror(ret));

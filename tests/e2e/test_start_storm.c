@@ -38,16 +38,25 @@ typedef struct st_create_t {
     char answer[ANSWER_MAX];
 } create_t;
 
-static int send_create(unsigned short port)
+/* Sends a POST of `body` to `path` on a connection of its own, without waiting for the answer. */
+static int send_post(unsigned short port, const char *path, const char *body)
 {
-    static const char req[] = "POST /code/context HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                              "Content-Length: 21\r\nConnection: close\r\n\r\n{\"language\":\"python\"}";
+    char req[512];
+    int len = snprintf(req, sizeof(req),
+                       "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                       "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                       path, strlen(body), body);
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
     cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "connect: %s", strerror(errno));
-    cr_assert_eq(write(fd, req, sizeof(req) - 1), (ssize_t)sizeof(req) - 1);
+    cr_assert_eq(write(fd, req, (size_t)len), (ssize_t)len);
     return fd;
+}
+
+static int send_create(unsigned short port)
+{
+    return send_post(port, "/code/context", "{\"language\":\"python\"}");
 }
 
 /* Reads what has arrived on c (never waits); marks it done at the end of its answer (kgate closes: Connection: close). */
@@ -161,4 +170,57 @@ Test(start_storm, two_hundred_creates_succeed_or_get_429_and_ping_stays_quick)
     cr_assert_eq(r.status, 200);
     cr_assert(json_is_array(r.json) && json_array_size(r.json) == 0, "contexts left listed: %.600s", r.body);
     ts_response_dispose(&r);
+}
+
+/*
+ * The Jupyter door's kernel starts beyond --max-start-queue: 429 with Retry-After, as on execd's door (before: 500 "cannot
+ * start"), the others created (201); every kernel created is shut down.
+ */
+Test(start_storm, jupyter_kernel_starts_beyond_the_start_queue_get_429_with_retry_after)
+{
+    enum { N = 8 };
+    const char *args[] = {"--max-start-queue", "1", "--max-starting-kernels", "1", "--max-forking-kernels", "1", NULL};
+    static create_t starts[N];
+    unsigned created = 0, refused = 0, with_retry = 0, other = 0, left = N;
+    char other_answer[512] = "";
+    int64_t deadline;
+
+    cr_assert_eq(
+        ts_gateway_start(&own, &(ts_gateway_opts_t){.exe = ts_kgate_path(KGATE_BINARY_DIR), .args = args, .label = "jqueue"}), 0,
+        "kgate did not start: %s", own.error);
+    for (int i = 0; i != N; ++i)
+        starts[i].fd = send_post(own.port, "/api/kernels", "{}");
+    for (deadline = ts_now_ms() + 120000; left != 0 && ts_now_ms() < deadline; usleep(20 * 1000)) {
+        left = 0;
+        for (int i = 0; i != N; ++i) {
+            read_some(&starts[i]);
+            left += !starts[i].done;
+        }
+    }
+    for (int i = 0; i != N; ++i) {
+        const char *a = starts[i].answer;
+        char id[40], path[64];
+        if (strncmp(a, "HTTP/1.1 201 ", 13) == 0) {
+            ++created;
+            answer_id(&starts[i], id);
+            snprintf(path, sizeof(path), "/api/kernels/%s", id);
+            if (id[0] != '\0') {
+                ts_response_t r;
+                ts_http_request(own.port, "DELETE", path, NULL, NULL, &r);
+                ts_response_dispose(&r);
+            }
+        } else if (strncmp(a, "HTTP/1.1 429 ", 13) == 0) {
+            ++refused;
+            with_retry += strcasestr(a, "\r\nretry-after: ") != NULL;
+        } else if (other++ == 0) {
+            snprintf(other_answer, sizeof(other_answer), "%s", a);
+        }
+        if (!starts[i].done)
+            close(starts[i].fd);
+    }
+    cr_assert_eq(left, 0, "%u kernel starts had no answer", left);
+    cr_assert_eq(other, 0, "%u kernel starts got neither 201 nor 429, the first:\n%s", other, other_answer);
+    cr_assert_gt(created, 0, "no kernel was created");
+    cr_assert_gt(refused, 0, "%d starts at once with a start queue of 1 and one start at a time: none refused", N);
+    cr_assert_eq(with_retry, refused, "%u of %u 429s said Retry-After", with_retry, refused);
 }
