@@ -105,6 +105,15 @@ int kmgr_proc_start_spawn(kmgr_proc_t *proc, const kmgr_proc_start_t *start, cha
  */
 void kmgr_proc_fork_answer(kmgr_proc_t *proc, struct st_kmgr_template_t *tpl, pid_t pid, kmgr_fallback_t reason, const char *why);
 /**
+ * A fork request of `proc` its template refused before it was sent (`reason`: "setup", a request over the frame bound or an
+ * rlimit the template does not know; "queue_full"; "unavailable"), `start` not yet freed: when max_starting kernels are
+ * already spawned and not ready, its spawn waits in the start queue as a fallback's does (`spawn_due`, proc->start = start,
+ * the manager scheduled) and 1 is returned; else 0, and the caller spawns it at once. Such a start was let go under
+ * max_forking, as one that forks: spawned at once, it would be one full interpreter more than max_starting.
+ */
+int kmgr_proc_refused_fork_waits(kmgr_proc_t *proc, kmgr_proc_start_t *start, const kmgr_kernelspec_t *spec, kmgr_fallback_t reason,
+                                 const char *why);
+/**
  * Spawns `proc`, whose spawn was due (spawn_due), its fallback reason logged and counted; a spawn that fails leaves it gone
  * with `start_error` (reported as its death before it was ready). Frees proc->start. Returns 0 when it was spawned.
  */

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "kmgr_test.h"
 #include "manager_private.h"
 #include "template.h"
@@ -460,4 +461,61 @@ Test(starting, a_kernel_destroyed_before_its_fork_answer_leaves_no_process)
     cr_expect_eq(s.spawned, 0, "nothing spawned for a kernel given up");
     cr_expect_eq(kmgr_manager_num_processes(kt.mgr), 1, "kgate holds one process, the live kernel's");
     kmgr_kernel_destroy(next);
+}
+
+/* ---- (branch fixes) a fork request the template cannot be sent ("setup": over KMGR_TPL_MAX_FRAME, an rlimit it does not
+ * know) is a spawned start: it obeys max_starting as the other fallbacks do ---- */
+
+/* An environment that makes a fork request over the template's 1 MiB frame (12 variables of 100 KB: each under the kernel's
+ * 128 KiB bound on one exec string, so the spawn after all works). */
+static json_t *env_over_the_frame(void)
+{
+    static char value[100 * 1000 + 1];
+    json_t *env = json_object();
+    char name[16];
+
+    memset(value, 'v', sizeof(value) - 1);
+    for (int i = 0; i != 12; ++i) {
+        snprintf(name, sizeof(name), "KGATE_BIG_%d", i);
+        json_object_set_new(env, name, json_string(value));
+    }
+    return env;
+}
+
+/* Six starts whose requests the template cannot be sent (max_forking 6, max_starting 2): each is spawned, at most 2 at a time
+ * and in start order, not six full interpreters at once (before: all six spawned at once, "setup" fallbacks past
+ * max_starting); each ends ready, counted as a "setup" fallback. */
+Test(template_fallback, starts_whose_request_cannot_be_sent_are_spawned_max_starting_at_a_time_in_order)
+{
+    kt_states_t st[NFALLBACK] = {0};
+    kmgr_kernel_t *k[NFALLBACK];
+    fallback_watch_t w = {.k = k, .n = NFALLBACK};
+    json_t *env = env_over_the_frame();
+    unsigned launching, queued;
+    kmgr_start_stats_t s;
+
+    for (int i = 0; i != NFALLBACK; ++i)
+        cr_assert_eq(
+            kmgr_kernel_start(
+                kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .env = env, .on_state = kt_on_state, .data = &st[i]}, &k[i]),
+            0);
+    json_decref(env);
+    kmgr_manager_count_starting(kt.mgr, &launching, &queued);
+    cr_expect(launching <= FALLBACK_MAX_STARTING, "%u spawned at once (max_starting %d), %u waiting", launching,
+              FALLBACK_MAX_STARTING, queued);
+    cr_assert(poll_loop_run_until(kt.loop, all_settled_watching, &w, 60000), "every start settled within 60 s");
+    cr_expect_leq(w.max_launched, FALLBACK_MAX_STARTING, "never more than %d spawned and not ready at once (saw %u)",
+                  FALLBACK_MAX_STARTING, w.max_launched);
+    for (int i = 0; i != NFALLBACK; ++i) {
+        cr_expect_eq(kmgr_kernel_state(k[i]), KMGR_KERNEL_IDLE, "start %d ready (%s)", i, kmgr_kernel_exit_reason(k[i]));
+        cr_expect_str_eq(kmgr_kernel_start_path(k[i]), "spawned", "start %d spawned", i);
+        if (i != 0)
+            cr_expect_leq(w.spawned_at[i - 1], w.spawned_at[i], "start %d spawned no later than start %d (passes %u, %u)", i - 1, i,
+                          w.spawned_at[i - 1], w.spawned_at[i]);
+    }
+    kmgr_manager_start_stats(kt.mgr, &s);
+    cr_expect_eq(s.fallback[KMGR_FALLBACK_SETUP], NFALLBACK, "each counted as a setup fallback (%llu)",
+                 (unsigned long long)s.fallback[KMGR_FALLBACK_SETUP]);
+    for (int i = 0; i != NFALLBACK; ++i)
+        kmgr_kernel_destroy(k[i]);
 }
