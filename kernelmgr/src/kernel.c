@@ -447,6 +447,7 @@ int kmgr_kernel_relaunch(kmgr_kernel_t *k, int polite, char *why, size_t whylen)
     k->info = NULL;
     /* a restart is not held back by the start queue (it counts once spawned) */
     k->queued = 0;
+    k->relaunched = 1;
     return launch(k, why, whylen);
 }
 

@@ -185,6 +185,9 @@ struct st_kmgr_kernel_t {
     int answering, notified_answering;
     int destroyed;
     int queued; /* waits for a place among the kernels starting (kmgr_config_t.max_starting): not spawned yet */
+    /* its incarnation was launched past the start queue (a restart, a retry on new ports): a fallback spawn of it is not held
+     * back either, and it takes no place in the queue (start_queue.c) */
+    int relaunched;
     /* Bumped whenever the current incarnation stops being current (its channels are closed then,
      * which stops their drain): dispatch stops. */
     uint64_t generation;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ksys/errors.h"
 #include "kmgr_test.h"
 #include "manager_private.h"
 #include "template.h"
@@ -517,5 +518,64 @@ Test(template_fallback, starts_whose_request_cannot_be_sent_are_spawned_max_star
     cr_expect_eq(s.fallback[KMGR_FALLBACK_SETUP], NFALLBACK, "each counted as a setup fallback (%llu)",
                  (unsigned long long)s.fallback[KMGR_FALLBACK_SETUP]);
     for (int i = 0; i != NFALLBACK; ++i)
+        kmgr_kernel_destroy(k[i]);
+}
+
+/* ---- (branch fixes) max_start_queue holds with starts waiting on a template that fails: a start that forks takes a place in
+ * the queue it may come back to ---- */
+
+#define BOUND_QUEUE 3
+#define BOUND_STARTS 7
+
+static void setup_silent_small_queue(void)
+{
+    setup_mode_config("silent", (kmgr_config_t){.max_starting = 1, .max_forking = 4, .max_start_queue = BOUND_QUEUE});
+}
+
+TestSuite(start_queue_bound, .init = setup_silent_small_queue, .fini = teardown_forking, .timeout = 120);
+
+typedef struct st_bound_watch_t {
+    kmgr_kernel_t **k;
+    size_t n;
+    unsigned max_queued; /* the most starts seen waiting in the queue after any loop pass */
+} bound_watch_t;
+
+static int all_ready_counting_the_queue(void *arg)
+{
+    bound_watch_t *w = arg;
+    unsigned launching, queued, ready = 0;
+
+    kmgr_manager_count_starting(kt.mgr, &launching, &queued);
+    if (queued > w->max_queued)
+        w->max_queued = queued;
+    for (size_t i = 0; i != w->n; ++i)
+        ready += kmgr_kernel_state(w->k[i]) == KMGR_KERNEL_IDLE;
+    return ready == w->n;
+}
+
+/* Seven starts on a template that never answers (max_forking 4, max_starting 1, a queue of 3), then the template killed: the
+ * starts that wait on it come back to the queue. Never more than 3 wait in it (before: 4 came back on top of 3 queued, 7),
+ * because the starts beyond the places were refused at once (KSYS_ESTARTQUEUE); none accepted is dropped: each ends ready. */
+Test(start_queue_bound, starts_that_come_back_from_a_dead_template_never_overfill_the_queue)
+{
+    kt_states_t st[BOUND_STARTS] = {0};
+    kmgr_kernel_t *k[BOUND_STARTS];
+    bound_watch_t w = {.k = k};
+    int ret;
+
+    for (int i = 0; i != BOUND_STARTS; ++i) {
+        ret =
+            kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[i]}, &k[w.n]);
+        cr_assert(ret == 0 || ret == KSYS_ESTARTQUEUE, "start %d: %d", i, ret);
+        w.n += ret == 0;
+    }
+    cr_expect_eq(w.n, BOUND_QUEUE, "as many starts accepted as the queue has places (%zu)", w.n);
+    poll_loop_run_for(kt.loop, 100);
+    cr_assert_eq(kill(the_template_pid(), SIGKILL), 0);
+    cr_assert(poll_loop_run_until(kt.loop, all_ready_counting_the_queue, &w, 60000), "every start accepted is ready within 60 s");
+    cr_expect_leq(w.max_queued, BOUND_QUEUE, "at most %d starts waited in the queue (saw %u)", BOUND_QUEUE, w.max_queued);
+    for (size_t i = 0; i != w.n; ++i)
+        cr_expect_str_eq(kmgr_kernel_start_path(k[i]), "spawned", "start %zu spawned", i);
+    for (size_t i = 0; i != w.n; ++i)
         kmgr_kernel_destroy(k[i]);
 }

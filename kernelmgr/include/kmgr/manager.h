@@ -66,8 +66,9 @@ typedef struct st_kmgr_config_t {
      * every kernel in flight; the queue keeps the order of the starts.
      */
     unsigned max_forking;
-    /** Kernels waiting for their spawn, at most (with max_starting; 0: none waits); beyond, kmgr_kernel_start fails with
-     * KSYS_ESTARTQUEUE. */
+    /** Kernels waiting for their spawn, at most (with max_starting; 0: none waits), counting the starts let go that await a
+     * template's fork answer (they come back to wait if it answers no fork); beyond, kmgr_kernel_start fails with
+     * KSYS_ESTARTQUEUE. Relaunches (restarts) are not held back and take no place. */
     unsigned max_start_queue;
     /**
      * The Python program of kernel templates (kernels/python-template/kgate_template.py), run by a spec's interpreter;
