@@ -206,6 +206,9 @@ struct st_kmgr_kernel_t {
     json_t *info;
     int got_info_reply, got_iopub;
     uint64_t started_at, next_info_at;
+    /* the wait before the next kernel_info_request while the shell has not answered: kernel_info_retry_ms, doubled at each
+     * resend up to KMGR_INFO_RETRY_MAX_FACTOR times it (kmgr_kernel_tick) */
+    unsigned info_retry_ms;
     /* ping_sent_at: when the oldest ping not answered yet went out, 0 when none is outstanding; ping_resent_at: its last resend */
     uint64_t next_ping_at, ping_sent_at, ping_resent_at;
     uint64_t interrupt_sent_at; /* 0 when no interrupt is in flight (KMGR_INTERRUPT_COALESCE_MS) */

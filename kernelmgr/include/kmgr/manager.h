@@ -42,7 +42,8 @@ typedef struct st_kmgr_config_t {
     unsigned startup_timeout_ms;
     /** Grace after shutdown_request before SIGTERM, and after SIGTERM before SIGKILL (default 2000 ms). */
     unsigned shutdown_grace_ms;
-    /** Interval between kernel_info_request retries while starting (default 250 ms). */
+    /** Interval between kernel_info_request retries while starting (default 250 ms): the first resend's wait, doubled at each
+     * resend (up to 8 times it) until the shell has answered, then the nudges' for iopub (kernel.c says why). */
     unsigned kernel_info_retry_ms;
     /**
      * Largest message a kernel may send, its frames together (default
