@@ -43,6 +43,9 @@ def set_name(name):
 # first, before the imports' second or so: whoever lists kgate's processes meanwhile tells the template from a kernel
 set_name("kgate-template")
 
+# before any other import: what the interpreter took from kgate's environment at its start (sys.path, os.environ)
+import kgate_startenv  # noqa: E402 (next to this file)
+
 # What every kernel needs before its first cell: imported once here, shared by every fork.
 import ipykernel.kernelapp  # noqa: E402 (IPython, zmq, jupyter_client, tornado, traitlets)
 import ipykernel.ipkernel  # noqa: F401
@@ -101,6 +104,8 @@ def child_setup(req, populated=False):
         resource.setrlimit(RLIMITS[name], (value, value))
     os.environ.clear()
     os.environ.update(req["env"])
+    # the path a new interpreter would start with here: its cwd first (not the template's directory), then PYTHONPATH's entries
+    sys.path[:] = kgate_startenv.path_for(req["env"])
     # a fork copies the generators' state: every kernel would draw the template's numbers
     random.seed()
     np = sys.modules.get("numpy.random")
@@ -201,6 +206,10 @@ def fork(fields):
             if k not in RLIMITS:
                 raise ValueError("unknown resource " + k)
             req["rlimits"].append((k, int(v)))
+    # what a fork cannot give (a hash seed, an encoding ... of its own) is refused: kgate spawns that kernel
+    why = kgate_startenv.unforkable(req["env"])
+    if why is not None:
+        return None, why
     global SPARE
     if SPARE is not None:
         # the spare forked ahead takes this kernel: its fork and page copying were done while nobody waited
