@@ -1,9 +1,12 @@
-"""The Python kernel template's start environment and warmed patterns (kernels/python-template/kgate_startenv.py,
-kgate_warm.py), against this interpreter: the sys.path a forked kernel gets is the one a new interpreter started with
-`python3 -m` in that cwd and environment has; a variable only an interpreter's start reads makes a kernel unforkable; the
-patterns a probe dumps are compiled into re's cache, and a malformed dump is refused."""
+"""The Python kernel template's start environment, pages and warmed patterns (kernels/python-template/kgate_startenv.py,
+kgate_hotset.py, kgate_warm.py), against this interpreter: the sys.path a forked kernel gets is the one a new interpreter
+started with `python3 -m` in that cwd and environment has; a variable only an interpreter's start reads makes a kernel
+unforkable; a forked child's scan finds exactly the pages it wrote; the patterns a probe dumps are compiled into re's
+cache, and a malformed dump is refused."""
 
+import ctypes
 import json
+import mmap
 import os
 import re
 import subprocess
@@ -11,6 +14,7 @@ import sys
 import tempfile
 import unittest
 
+import kgate_hotset
 import kgate_startenv
 import kgate_warm
 
@@ -81,6 +85,31 @@ class StartEnv(unittest.TestCase):
         env["HOME"] = self.cwd
         if kgate_startenv._user_site(kgate_startenv.START_ENV) is None:
             self.assertIsNone(kgate_startenv.unforkable(env))
+
+
+class HotPages(unittest.TestCase):
+    def test_a_forked_child_finds_the_pages_it_wrote_and_no_others(self):
+        area = mmap.mmap(-1, 64 * kgate_hotset.PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        for i in range(64):
+            area[i * kgate_hotset.PAGE] = 1  # present, and shared with the child after the fork
+        start = ctypes.addressof(ctypes.c_char.from_buffer(area))
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.close(r)
+                maps, buf = [(start, start + 64 * kgate_hotset.PAGE)], kgate_hotset.scan_buffer()
+                for i in (3, 4, 5, 40):
+                    area[i * kgate_hotset.PAGE] = 2
+                os.write(w, json.dumps(kgate_hotset.exclusive_runs(maps, buf=buf)).encode())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        runs = json.loads(os.read(r, 65536).decode() or "null")
+        os.waitpid(pid, 0)
+        self.assertEqual(runs, [[start + 3 * kgate_hotset.PAGE, 3], [start + 40 * kgate_hotset.PAGE, 1]])
 
 
 class Warm(unittest.TestCase):
