@@ -25,9 +25,20 @@
 #include "support/skip.h"
 #include "support/stream.h"
 
+static char dir[300];    /* the test's own directory: dir/root is the workspace root */
+static char sockdir[64]; /* a host daemon's socket directory, under /run */
+
+/* Also after a failed assertion, which skips the test's own clean-up: nothing of it stays on the host (a file written
+ * under /opt too, should the wall have failed). */
 static void fini(void)
 {
+    char cmd[512];
+
     xh_gateways_stop_all();
+    snprintf(cmd, sizeof(cmd), "rm -rf /opt/kgate-e2e-walls-%d%s%s%s%s", (int)getpid(), dir[0] != '\0' ? " " : "", dir,
+             sockdir[0] != '\0' ? " " : "", sockdir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "%s failed\n", cmd);
 }
 
 TestSuite(walls, .fini = fini, .timeout = 300);
@@ -53,7 +64,6 @@ static void sh(const char *fmt, ...)
 }
 
 static ts_gateway_t gw;
-static char dir[300]; /* the test's own directory: dir/root is the workspace root */
 
 /* A private kgate (`args`, NULL-terminated) started in `cwd` (NULL: the test's), on a fresh dir/root. */
 static void start_in(const char *cwd, const char *const *args)
@@ -363,7 +373,7 @@ Test(walls, system_stays_read_only_when_started_from_root)
 
 Test(walls, host_unix_socket_outside_the_workspace_is_unreachable)
 {
-    char sockdir[64], code[1024], rootarg[400];
+    char code[1024], rootarg[400];
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     int fd;
 
