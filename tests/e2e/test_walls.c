@@ -43,26 +43,6 @@ static void fini(void)
 
 TestSuite(walls, .fini = fini, .timeout = 300);
 
-/* Skipped only where bwrap cannot create its namespaces; bwrap missing is a failure (deploy/deps.sh installs it). */
-static void require_bwrap(void)
-{
-    cr_assert(system("command -v bwrap >/dev/null 2>&1") == 0, "bwrap is not installed: deploy/deps.sh installs bubblewrap");
-    if (system("bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-net --disable-userns --cap-drop ALL "
-               "--die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true >/dev/null 2>&1") != 0)
-        cr_skip_test("%s", ts_skip_note(__func__, "bwrap cannot create user/pid/net namespaces on this host"));
-}
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
 static ts_gateway_t gw;
 
 /* A private kgate (`args`, NULL-terminated) started in `cwd` (NULL: the test's), on a fresh dir/root. */
@@ -70,9 +50,9 @@ static void start_in(const char *cwd, const char *const *args)
 {
     char here[1024];
 
-    require_bwrap();
+    xh_require_bwrap("");
     snprintf(dir, sizeof(dir), "/tmp/kgate-e2e-walls-%d", (int)getpid());
-    sh("rm -rf %s && mkdir -p %s/fsroot/ws", dir, dir);
+    xh_sh("rm -rf %s && mkdir -p %s/fsroot/ws", dir, dir);
     cr_assert_not_null(getcwd(here, sizeof(here)));
     if (cwd != NULL)
         cr_assert_eq(chdir(cwd), 0, "chdir %s", cwd);
@@ -83,7 +63,7 @@ static void start_in(const char *cwd, const char *const *args)
 static void stop(void)
 {
     xh_gateway_stop(&gw);
-    sh("rm -rf %s", dir);
+    xh_sh("rm -rf %s", dir);
 }
 
 /* POST `path` with `body` (a JSON text); the status, the response in `r`. */
@@ -249,8 +229,8 @@ Test(walls, isolated_sources_are_bound_by_descriptor_and_none_is_left_inside)
     snprintf(dir, sizeof(dir), "/tmp/kgate-e2e-walls-%d", (int)getpid());
     snprintf(rootarg, sizeof(rootarg), "%s/fsroot", dir);
     start_in(NULL, (const char *const[]){"--workspace-root", rootarg, NULL});
-    sh("mkdir -p %s/fsroot/extra %s/fsroot/data && echo base > %s/fsroot/ws/base.txt && echo ro > %s/fsroot/data/f", dir, dir, dir,
-       dir);
+    xh_sh("mkdir -p %s/fsroot/extra %s/fsroot/data && echo base > %s/fsroot/ws/base.txt && echo ro > %s/fsroot/data/f", dir, dir,
+          dir, dir);
     snprintf(body, sizeof(body),
              "{\"workspace\": {\"path\": \"%s/fsroot/ws\", \"mode\": \"overlay\"}, \"extra_writable\": [\"%s/fsroot/extra\"], "
              "\"binds\": [{\"source\": \"%s/fsroot/data\", \"dest\": \"/tmp/data\", \"readonly\": true}]}",
@@ -287,7 +267,7 @@ Test(walls, isolated_session_holding_a_connection_file_cannot_run_code_in_that_k
     snprintf(marker, sizeof(marker), "%s/owned-by-session", dir);
     /* the file leaked into the session's workspace; the session also asks for the runtime dir at its own path, the way the
      * escape did */
-    sh("cp %s %s/fsroot/ws/connection.json", conn, dir);
+    xh_sh("cp %s %s/fsroot/ws/connection.json", conn, dir);
     snprintf(
         body, sizeof(body),
         "{\"workspace\": {\"path\": \"%s/fsroot/ws\"}, \"profile\": \"strict\", \"binds\": [{\"source\": \"/proc/self/root%s\", "
@@ -382,7 +362,7 @@ Test(walls, host_unix_socket_outside_the_workspace_is_unreachable)
     start_in(NULL, (const char *const[]){"--sandbox", "bwrap", "--workspace-root", rootarg, NULL});
     /* where a host daemon keeps its socket */
     snprintf(sockdir, sizeof(sockdir), "/run/kgate-e2e-walls-%d", (int)getpid());
-    sh("rm -rf %s && mkdir -p %s", sockdir, sockdir);
+    xh_sh("rm -rf %s && mkdir -p %s", sockdir, sockdir);
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/daemon.sock", sockdir);
     cr_assert_geq(fd = socket(AF_UNIX, SOCK_STREAM, 0), 0);
     cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
@@ -401,7 +381,7 @@ Test(walls, host_unix_socket_outside_the_workspace_is_unreachable)
     cr_assert_str_eq(out, "unreachable\n", "a sandboxed kernel connecting to %s: %s", sa.sun_path, out);
     free(out);
     close(fd);
-    sh("rm -rf %s", sockdir);
+    xh_sh("rm -rf %s", sockdir);
     free(ctx);
     stop();
 }
