@@ -104,11 +104,14 @@ static kmgr_kernel_t *start_of(kmgr_kernelspec_t *spec, kt_states_t *st)
     return k;
 }
 
-/* `n` starts of the forkable spec in order, start i in k[i] reporting to st[i]. */
-static void start_forkable(kmgr_kernel_t **k, kt_states_t *st, size_t n)
+/* `n` starts of the forkable spec in order with `env` (NULL: none), start i in k[i] reporting to st[i]. */
+static void start_forkable(kmgr_kernel_t **k, kt_states_t *st, size_t n, json_t *env)
 {
     for (size_t i = 0; i != n; ++i)
-        k[i] = start_of(forkable, &st[i]);
+        cr_assert_eq(
+            kmgr_kernel_start(
+                kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .env = env, .on_state = kt_on_state, .data = &st[i]}, &k[i]),
+            0, "start %zu", i);
 }
 
 /* Started and not ready: launched (it has a connection file: a queued start has none) and still starting. */
@@ -151,7 +154,7 @@ Test(forking, forked_starts_are_bounded_by_max_forking_and_a_queued_one_goes_whe
     unsigned launching, queued;
     kmgr_start_stats_t s;
 
-    start_forkable(k, st, NFORKED);
+    start_forkable(k, st, NFORKED, NULL);
     for (int i = 0; i != NFORKED; ++i)
         cr_expect_eq(launched_not_ready(k[i]), i < MAX_FORKING, "start %d: %s", i, i < MAX_FORKING ? "launched" : "queued");
     kmgr_manager_count_starting(kt.mgr, &launching, &queued);
@@ -230,7 +233,7 @@ Test(forking_queue_full, a_start_the_full_template_would_refuse_waits_for_max_st
     unsigned launching, queued;
     kmgr_start_stats_t s;
 
-    start_forkable(k, st, 3);
+    start_forkable(k, st, 3, NULL);
     cr_expect(launched_not_ready(k[0]) && launched_not_ready(k[1]), "the first two starts went to the template");
     cr_expect_str_eq(kmgr_kernel_connection_file(k[2]), "", "the third waits: its template's queue is full, max_starting is 1");
     kmgr_manager_count_starting(kt.mgr, &launching, &queued);
@@ -291,6 +294,22 @@ static int all_settled_watching(void *arg)
     return settled == w->n;
 }
 
+/* Runs the loop until every start of `w` settled: each spawned and ready, at most FALLBACK_MAX_STARTING spawned and not ready
+ * at once, in the order of the starts. */
+static void expect_spawned_in_turn(fallback_watch_t *w)
+{
+    cr_assert(poll_loop_run_until(kt.loop, all_settled_watching, w, 60000), "every start settled within 60 s");
+    cr_expect_leq(w->max_launched, FALLBACK_MAX_STARTING, "never more than %d spawned and not ready at once (saw %u)",
+                  FALLBACK_MAX_STARTING, w->max_launched);
+    for (size_t i = 0; i != w->n; ++i) {
+        cr_expect_eq(kmgr_kernel_state(w->k[i]), KMGR_KERNEL_IDLE, "start %zu ready (%s)", i, kmgr_kernel_exit_reason(w->k[i]));
+        cr_expect_str_eq(kmgr_kernel_start_path(w->k[i]), "spawned", "start %zu spawned", i);
+        if (i != 0)
+            cr_expect_leq(w->spawned_at[i - 1], w->spawned_at[i], "start %zu spawned no later than start %zu (passes %u, %u)",
+                          i - 1, i, w->spawned_at[i - 1], w->spawned_at[i]);
+    }
+}
+
 /* Six starts wait on their template's answers (max_forking 6) when it is killed: each is spawned after all, but at most
  * max_starting (2) at a time, in the order of the starts, not six full interpreters at once; each ends ready, spawned, counted
  * as a fallback for the template's death. */
@@ -302,7 +321,7 @@ Test(template_fallback, starts_that_lose_their_template_are_spawned_max_starting
     unsigned launching, queued;
     kmgr_start_stats_t s;
 
-    start_forkable(k, st, NFALLBACK);
+    start_forkable(k, st, NFALLBACK, NULL);
     poll_loop_run_for(kt.loop, 100);
     kmgr_manager_count_starting(kt.mgr, &launching, &queued);
     cr_assert(launching == NFALLBACK && queued == 0, "every start waits on the template (%u launching, %u queued)", launching,
@@ -310,16 +329,7 @@ Test(template_fallback, starts_that_lose_their_template_are_spawned_max_starting
     for (int i = 0; i != NFALLBACK; ++i)
         cr_assert_eq(kmgr_kernel_pid(k[i]), 0, "start %d: the silent template has not answered", i);
     cr_assert_eq(kill(the_template_pid(), SIGKILL), 0);
-    cr_assert(poll_loop_run_until(kt.loop, all_settled_watching, &w, 60000), "every start settled within 60 s");
-    cr_expect_leq(w.max_launched, FALLBACK_MAX_STARTING, "never more than %d spawned and not ready at once (saw %u)",
-                  FALLBACK_MAX_STARTING, w.max_launched);
-    for (int i = 0; i != NFALLBACK; ++i) {
-        cr_expect_eq(kmgr_kernel_state(k[i]), KMGR_KERNEL_IDLE, "start %d ready (%s)", i, kmgr_kernel_exit_reason(k[i]));
-        cr_expect_str_eq(kmgr_kernel_start_path(k[i]), "spawned", "start %d spawned", i);
-        if (i != 0)
-            cr_expect_leq(w.spawned_at[i - 1], w.spawned_at[i], "start %d spawned no later than start %d (passes %u, %u)", i - 1, i,
-                          w.spawned_at[i - 1], w.spawned_at[i]);
-    }
+    expect_spawned_in_turn(&w);
     kmgr_manager_start_stats(kt.mgr, &s);
     cr_expect_eq(s.fallback[KMGR_FALLBACK_DIED], NFALLBACK, "each counted as a fallback for the template's death (%llu)",
                  (unsigned long long)s.fallback[KMGR_FALLBACK_DIED]);
@@ -335,7 +345,7 @@ Test(template_fallback, a_start_deleted_while_its_fallback_waits_is_never_spawne
     kmgr_kernel_t *k[NFALLBACK];
     kmgr_start_stats_t s;
 
-    start_forkable(k, st, NFALLBACK);
+    start_forkable(k, st, NFALLBACK, NULL);
     poll_loop_run_for(kt.loop, 100);
     cr_assert_eq(kill(the_template_pid(), SIGKILL), 0);
     for (int waited = 0; kmgr_kernel_pid(k[0]) == 0; waited += 5) {
@@ -486,25 +496,12 @@ Test(template_fallback, starts_whose_request_cannot_be_sent_are_spawned_max_star
     unsigned launching, queued;
     kmgr_start_stats_t s;
 
-    for (int i = 0; i != NFALLBACK; ++i)
-        cr_assert_eq(
-            kmgr_kernel_start(
-                kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .env = env, .on_state = kt_on_state, .data = &st[i]}, &k[i]),
-            0);
+    start_forkable(k, st, NFALLBACK, env);
     json_decref(env);
     kmgr_manager_count_starting(kt.mgr, &launching, &queued);
     cr_expect(launching <= FALLBACK_MAX_STARTING, "%u spawned at once (max_starting %d), %u waiting", launching,
               FALLBACK_MAX_STARTING, queued);
-    cr_assert(poll_loop_run_until(kt.loop, all_settled_watching, &w, 60000), "every start settled within 60 s");
-    cr_expect_leq(w.max_launched, FALLBACK_MAX_STARTING, "never more than %d spawned and not ready at once (saw %u)",
-                  FALLBACK_MAX_STARTING, w.max_launched);
-    for (int i = 0; i != NFALLBACK; ++i) {
-        cr_expect_eq(kmgr_kernel_state(k[i]), KMGR_KERNEL_IDLE, "start %d ready (%s)", i, kmgr_kernel_exit_reason(k[i]));
-        cr_expect_str_eq(kmgr_kernel_start_path(k[i]), "spawned", "start %d spawned", i);
-        if (i != 0)
-            cr_expect_leq(w.spawned_at[i - 1], w.spawned_at[i], "start %d spawned no later than start %d (passes %u, %u)", i - 1, i,
-                          w.spawned_at[i - 1], w.spawned_at[i]);
-    }
+    expect_spawned_in_turn(&w);
     kmgr_manager_start_stats(kt.mgr, &s);
     cr_expect_eq(s.fallback[KMGR_FALLBACK_SETUP], NFALLBACK, "each counted as a setup fallback (%llu)",
                  (unsigned long long)s.fallback[KMGR_FALLBACK_SETUP]);
