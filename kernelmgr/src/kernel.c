@@ -1,4 +1,5 @@
-/* kernelmgr/src/kernel.c: the kernel state machine: start-up readiness, interrupt, restart, shutdown (liveness.c: death). */
+/* kernelmgr/src/kernel.c: the kernel state machine: start-up readiness, interrupt, restart, shutdown (liveness.c: death;
+ * kernel_overcap.c: messages over the cap). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,7 @@ static void set_state_later(kmgr_kernel_t *k, kmgr_kernel_state_t state)
     kmgr_manager_schedule(k->mgr);
 }
 
-static void flush_deferred(kmgr_kernel_t *k)
+void kmgr_kernel_flush_deferred(kmgr_kernel_t *k)
 {
     kmgr_requests_process_failing(k);
     flush_state(k);
@@ -90,7 +91,7 @@ void kmgr_kernel_die(kmgr_kernel_t *k, const char *reason, int kill_it)
     }
     k->state = KMGR_KERNEL_DEAD;
     kmgr_requests_fail_all(k, KSYS_EDIED);
-    flush_deferred(k);
+    kmgr_kernel_flush_deferred(k);
 }
 
 static void maybe_ready(kmgr_kernel_t *k)
@@ -111,35 +112,6 @@ static void maybe_ready(kmgr_kernel_t *k)
     kmgr_requests_send_unsent(k);
     kmgr_manager_schedule(k->mgr); /* its start slot is free: a queued start may go (kmgr_manager_run_pending) */
     flush_state(k);
-}
-
-/* ---- resynchronisation after a message over the cap was passed over (kmgr_resync_t) ---- */
-
-static void send_probe(kmgr_kernel_t *k)
-{
-    kmgr_resync_t *r = &k->resync;
-    wire_msg_t *msg = wire_msg_create("kernel_info_request", k->session, NULL);
-
-    memcpy(r->id, wire_msg_id(msg), sizeof(r->id) - 1);
-    r->id[sizeof(r->id) - 1] = '\0';
-    r->seq = ++k->sent;
-    kmgr_kernel_send(k, WIRE_CHANNEL_SHELL, msg);
-}
-
-/* A message on `channel` whose parent may be the probe; may finish requests (callbacks). */
-static void resync_on(kmgr_kernel_t *k, const wire_msg_t *msg, wire_channel_t channel)
-{
-    kmgr_resync_t *r = &k->resync;
-
-    if (strcmp(wire_msg_parent_id(msg), r->id) != 0)
-        return;
-    if (channel == WIRE_CHANNEL_IOPUB)
-        r->got_iopub = 1;
-    else
-        r->got_reply = 1;
-    if (r->got_iopub && r->got_reply)
-        r->active = 0;
-    kmgr_requests_sync(k, r->seq, channel == WIRE_CHANNEL_IOPUB);
 }
 
 /* ---- what the channels report ---- */
@@ -166,7 +138,7 @@ static void on_message(void *data, wire_channel_t channel, wire_msg_t *msg, cons
     const char *type = wire_msg_type(msg);
 
     /* Deferred events (a restart's FAILED, its state notice) go out before anything newer. */
-    flush_deferred(k);
+    kmgr_kernel_flush_deferred(k);
     if (k->generation != generation)
         goto Exit;
 
@@ -175,7 +147,7 @@ static void on_message(void *data, wire_channel_t channel, wire_msg_t *msg, cons
         if (kmgr_requests_on_reply(k, msg))
             break;
         if (k->resync.active) {
-            resync_on(k, msg, channel);
+            kmgr_kernel_resync_on(k, msg, channel);
             break;
         }
         /* A reply to one of our own handshake requests. */
@@ -199,7 +171,7 @@ static void on_message(void *data, wire_channel_t channel, wire_msg_t *msg, cons
         if (k->generation == generation)
             kmgr_requests_on_iopub(k, msg);
         if (k->generation == generation && k->resync.active)
-            resync_on(k, msg, channel);
+            kmgr_kernel_resync_on(k, msg, channel);
         break;
     case WIRE_CHANNEL_STDIN:
         kmgr_requests_on_input(k, msg);
@@ -226,7 +198,7 @@ static void on_stdin_connected(void *data)
 {
     kmgr_kernel_t *k = data;
 
-    flush_deferred(k);
+    kmgr_kernel_flush_deferred(k);
     if (!k->destroyed)
         maybe_ready(k);
 }
@@ -243,87 +215,6 @@ static void on_pong(void *data)
     }
 }
 
-/*
- * An iopub message could matter to someone while the kernel starts (any message proves iopub live)
- * and while any request is registered; otherwise only status messages matter, and a big message
- * is not one: a relay passes it on unread, and without one nobody sees it.
- */
-static kmgr_big_iopub_t big_iopub(void *data)
-{
-    kmgr_kernel_t *k = data;
-
-    if ((k->state != KMGR_KERNEL_IDLE && k->state != KMGR_KERNEL_BUSY) || !kmgr_list_empty(&k->requests))
-        return KMGR_BIG_IOPUB_READ;
-    if (k->tap != NULL)
-        return KMGR_BIG_IOPUB_HEADERS;
-    ++k->unawaited;
-    return KMGR_BIG_IOPUB_PASS_OVER;
-}
-
-/*
- * A message over the cap was skipped. A verified stream message cut to its head (`head`) is output like any other, to its
- * request: nothing was lost that tracks the kernel's state. Otherwise, starting, the handshake retries by itself; ready, the
- * requests in flight are told and a resynchronisation begins (kmgr_resync_t): the lost message may have been a reply or a
- * status that ended something. A loss during one restarts it. A relay hears either: the head as a message with no signed
- * parts (kmgr_tap_cb), or that a message was lost.
- */
-static void on_oversized(void *data, wire_channel_t channel, wire_msg_t *head, const char *parent, size_t parent_len)
-{
-    kmgr_kernel_t *k = data;
-    uint64_t generation;
-
-    flush_deferred(k);
-    if (k->destroyed) {
-        wire_msg_destroy(head);
-        return;
-    }
-    generation = k->generation;
-    ++k->oversized;
-    if (head != NULL) {
-        if (k->state == KMGR_KERNEL_IDLE || k->state == KMGR_KERNEL_BUSY)
-            kmgr_requests_on_iopub(k, head);
-        if (k->generation == generation && !k->destroyed && k->tap != NULL)
-            k->tap(k, channel, head, NULL, 0, k->tap_data);
-        wire_msg_destroy(head);
-        return;
-    }
-    if (k->state != KMGR_KERNEL_IDLE && k->state != KMGR_KERNEL_BUSY)
-        return;
-    memset(&k->resync, 0, sizeof(k->resync));
-    k->resync.active = 1;
-    /* Kernels send nothing but input_request on stdin: the lost one leaves its kernel waiting for
-     * an answer nobody can give. An empty line, as for a cancelled request, rather than a hang. */
-    if (channel == WIRE_CHANNEL_STDIN)
-        kmgr_kernel_send(k, WIRE_CHANNEL_STDIN, wire_msg_create("input_reply", k->session, json_pack("{s:s}", "value", "")));
-    send_probe(k);
-    kmgr_requests_on_oversized(k, k->sent);
-    if (k->generation == generation && !k->destroyed && k->tap != NULL) {
-        wire_frame_t part = {(void *)parent, parent_len};
-        k->tap(k, channel, NULL, parent != NULL ? &part : NULL, parent != NULL ? 1 : 0, k->tap_data);
-    }
-}
-
-/*
- * Who reads a stream message over the cap whose parent is `parent` (unverified: it only sizes the head): a relay reads every
- * message, as much as it can pass on (kmgr_kernel_set_tap_text_room); a request, what it said it keeps
- * (kmgr_request_set_text_room); nobody else. The head is the larger of the two.
- */
-static uint64_t text_room(void *data, const char *parent, size_t parent_len)
-{
-    kmgr_kernel_t *k = data;
-    json_t *json;
-    kmgr_request_t *req;
-    uint64_t room = k->tap != NULL ? k->tap_text_room : 0;
-
-    if (room == UINT64_MAX || (json = wire_json_parse(parent, parent_len)) == NULL)
-        return room;
-    const char *msg_id = json_string_value(json_object_get(json, "msg_id"));
-    if (msg_id != NULL && (req = kmgr_reqtable_find(&k->table, msg_id)) != NULL && req->cb != NULL && req->text_room > room)
-        room = req->text_room;
-    json_decref(json);
-    return room;
-}
-
 static void on_redrain(void *data)
 {
     kmgr_kernel_t *k = data;
@@ -336,9 +227,9 @@ static const kmgr_channels_ops_t channel_ops = {
     .wants_parts = wants_parts,
     .on_stdin_connected = on_stdin_connected,
     .on_pong = on_pong,
-    .big_iopub = big_iopub,
-    .on_oversized = on_oversized,
-    .text_room = text_room,
+    .big_iopub = kmgr_kernel_big_iopub,
+    .on_oversized = kmgr_kernel_on_oversized,
+    .text_room = kmgr_kernel_text_room,
     .on_redrain = on_redrain,
 };
 
@@ -567,7 +458,7 @@ void kmgr_kernel_tick(kmgr_kernel_t *k, uint64_t now)
     const kmgr_config_t *config = &k->mgr->config;
     char reason[256];
 
-    flush_deferred(k);
+    kmgr_kernel_flush_deferred(k);
     /* no process yet: queued, or its fallback spawn due (its start-up timeout counts from its spawn) */
     if (k->destroyed || k->proc == NULL || k->proc->spawn_due)
         return;
@@ -607,7 +498,7 @@ void kmgr_kernel_tick(kmgr_kernel_t *k, uint64_t now)
 
 void kmgr_kernel_run_pending(kmgr_kernel_t *k)
 {
-    flush_deferred(k);
+    kmgr_kernel_flush_deferred(k);
     if (k->destroyed || k->proc == NULL || !k->proc->channels.redrain)
         return;
     kmgr_channels_drain_all(&k->proc->channels);

@@ -7,6 +7,7 @@
 #include "wire/ids.h"
 #include "wire/message.h"
 #include "kmgr/kernel.h"
+#include "channels.h"
 #include "process.h"
 #include "util_private.h"
 
@@ -255,6 +256,24 @@ void kmgr_kernel_die(kmgr_kernel_t *k, const char *reason, int kill_it);
 int kmgr_kernel_relaunch(kmgr_kernel_t *k, int polite, char *why, size_t whylen);
 /** Tells the owner of a changed state or answering, from the loop (kmgr_manager_run_pending). */
 void kmgr_kernel_notify_later(kmgr_kernel_t *k);
+/** Fails the requests marked failing and tells the owner of its current state: what was deferred goes out before anything newer. */
+void kmgr_kernel_flush_deferred(kmgr_kernel_t *k);
+
+/* ---- kernel_overcap.c: messages over the message cap (the channels' ops of a kernel, kernel.c's channel_ops) ---- */
+
+/** kmgr_channels_ops_t.big_iopub: reads a big iopub message while starting or with requests, its headers for a relay, or passes it
+ * over. */
+kmgr_big_iopub_t kmgr_kernel_big_iopub(void *data);
+/**
+ * kmgr_channels_ops_t.on_oversized: a stream message's head goes to its request and the relay; any other loss tells the
+ * requests in flight and starts a resynchronisation (a probe) when ready, and an empty input_reply answers a lost stdin
+ * request. Loop context: callbacks run.
+ */
+void kmgr_kernel_on_oversized(void *data, wire_channel_t channel, wire_msg_t *head, const char *parent, size_t parent_len);
+/** kmgr_channels_ops_t.text_room: the text a stream message over the cap keeps for its head (the relay's room or its request's). */
+uint64_t kmgr_kernel_text_room(void *data, const char *parent, size_t parent_len);
+/** A message on `channel` during a resynchronisation: when the probe is its parent, syncs the requests (callbacks may run). */
+void kmgr_kernel_resync_on(kmgr_kernel_t *k, const wire_msg_t *msg, wire_channel_t channel);
 
 /* ---- liveness.c: a kernel is dead when its process is gone; heartbeats inform; automatic restarts ---- */
 
