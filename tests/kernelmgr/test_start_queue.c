@@ -96,6 +96,21 @@ static void teardown_forking(void)
 
 TestSuite(forking, .init = setup_forking, .fini = teardown_forking, .timeout = 120);
 
+/* A start of `spec` reporting to `st`, asserted accepted (queued or launched). */
+static kmgr_kernel_t *start_of(kmgr_kernelspec_t *spec, kt_states_t *st)
+{
+    kmgr_kernel_t *k = NULL;
+    cr_assert_eq(kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = spec, .on_state = kt_on_state, .data = st}, &k), 0);
+    return k;
+}
+
+/* `n` starts of the forkable spec in order, start i in k[i] reporting to st[i]. */
+static void start_forkable(kmgr_kernel_t **k, kt_states_t *st, size_t n)
+{
+    for (size_t i = 0; i != n; ++i)
+        k[i] = start_of(forkable, &st[i]);
+}
+
 /* Started and not ready: launched (it has a connection file: a queued start has none) and still starting. */
 static int launched_not_ready(const kmgr_kernel_t *k)
 {
@@ -136,10 +151,7 @@ Test(forking, forked_starts_are_bounded_by_max_forking_and_a_queued_one_goes_whe
     unsigned launching, queued;
     kmgr_start_stats_t s;
 
-    for (int i = 0; i != NFORKED; ++i)
-        cr_assert_eq(
-            kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[i]}, &k[i]),
-            0);
+    start_forkable(k, st, NFORKED);
     for (int i = 0; i != NFORKED; ++i)
         cr_expect_eq(launched_not_ready(k[i]), i < MAX_FORKING, "start %d: %s", i, i < MAX_FORKING ? "launched" : "queued");
     kmgr_manager_count_starting(kt.mgr, &launching, &queued);
@@ -169,12 +181,9 @@ Test(forking, a_spawned_start_obeys_max_starting_while_forked_ones_are_starting)
     unsigned launching, queued;
     int f1_ready_first = 0;
 
-    cr_assert_eq(
-        kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[0]}, &f1), 0);
-    cr_assert_eq(
-        kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = spawned_only, .on_state = kt_on_state, .data = &st[1]}, &sp), 0);
-    cr_assert_eq(
-        kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[2]}, &f2), 0);
+    f1 = start_of(forkable, &st[0]);
+    sp = start_of(spawned_only, &st[1]);
+    f2 = start_of(forkable, &st[2]);
     cr_expect(launched_not_ready(f1), "the forked start went");
     cr_expect_str_eq(kmgr_kernel_connection_file(sp), "", "the spawned start waits: one kernel is starting (max_starting 1)");
     cr_expect_str_eq(kmgr_kernel_connection_file(f2), "", "the forked start behind it waits its turn");
@@ -188,9 +197,7 @@ Test(forking, a_spawned_start_obeys_max_starting_while_forked_ones_are_starting)
     f1_ready_first = kmgr_kernel_state(f1) == KMGR_KERNEL_IDLE;
     cr_expect(f1_ready_first, "the spawned start went once the forked one before it was ready");
     /* a second spawned start waits while the first is starting, though fewer than max_forking are */
-    cr_assert_eq(
-        kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = spawned_only, .on_state = kt_on_state, .data = &st[3]}, &sp2),
-        0);
+    sp2 = start_of(spawned_only, &st[3]);
     if (launched_not_ready(sp))
         cr_expect_str_eq(kmgr_kernel_connection_file(sp2), "", "a spawned start waits while another is starting");
     cr_assert(kt_wait_state(sp, KMGR_KERNEL_IDLE, 30000));
@@ -223,10 +230,7 @@ Test(forking_queue_full, a_start_the_full_template_would_refuse_waits_for_max_st
     unsigned launching, queued;
     kmgr_start_stats_t s;
 
-    for (int i = 0; i != 3; ++i)
-        cr_assert_eq(
-            kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[i]}, &k[i]),
-            0);
+    start_forkable(k, st, 3);
     cr_expect(launched_not_ready(k[0]) && launched_not_ready(k[1]), "the first two starts went to the template");
     cr_expect_str_eq(kmgr_kernel_connection_file(k[2]), "", "the third waits: its template's queue is full, max_starting is 1");
     kmgr_manager_count_starting(kt.mgr, &launching, &queued);
@@ -298,10 +302,7 @@ Test(template_fallback, starts_that_lose_their_template_are_spawned_max_starting
     unsigned launching, queued;
     kmgr_start_stats_t s;
 
-    for (int i = 0; i != NFALLBACK; ++i)
-        cr_assert_eq(
-            kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[i]}, &k[i]),
-            0);
+    start_forkable(k, st, NFALLBACK);
     poll_loop_run_for(kt.loop, 100);
     kmgr_manager_count_starting(kt.mgr, &launching, &queued);
     cr_assert(launching == NFALLBACK && queued == 0, "every start waits on the template (%u launching, %u queued)", launching,
@@ -334,10 +335,7 @@ Test(template_fallback, a_start_deleted_while_its_fallback_waits_is_never_spawne
     kmgr_kernel_t *k[NFALLBACK];
     kmgr_start_stats_t s;
 
-    for (int i = 0; i != NFALLBACK; ++i)
-        cr_assert_eq(
-            kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[i]}, &k[i]),
-            0);
+    start_forkable(k, st, NFALLBACK);
     poll_loop_run_for(kt.loop, 100);
     cr_assert_eq(kill(the_template_pid(), SIGKILL), 0);
     for (int waited = 0; kmgr_kernel_pid(k[0]) == 0; waited += 5) {
@@ -365,13 +363,6 @@ static void setup_batch(void)
 }
 
 TestSuite(starting, .init = setup_batch, .fini = teardown_forking, .timeout = 120);
-
-static kmgr_kernel_t *start_of(kmgr_kernelspec_t *spec, kt_states_t *st)
-{
-    kmgr_kernel_t *k = NULL;
-    cr_assert_eq(kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = spec, .on_state = kt_on_state, .data = st}, &k), 0);
-    return k;
-}
 
 /* Neither dead nor restarted, nor ever told so: it started as if nothing had happened. */
 static void expect_no_death(kmgr_kernel_t *k, const kt_states_t *st)
