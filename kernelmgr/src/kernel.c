@@ -50,33 +50,9 @@ int kmgr_kernel_send(kmgr_kernel_t *k, wire_channel_t channel, wire_msg_t *msg)
     return ret;
 }
 
-/*
- * While a kernel starts, kgate sends kernel_info_request until it has the reply on shell and any message on iopub. The
- * resends are for iopub (as Jupyter clients' "nudge"): a PUB socket drops what it publishes before the SUB's subscription
- * reached it, so the first request's status may never come, and a later request makes the kernel publish again. A
- * request on shell is not lost so: it waits in kgate's connection for the handshake and then in the kernel's socket until
- * the kernel reads it (a resend before that only queues a duplicate, which the kernel answers at its start, CPU a burst of
- * starts has not got). So before the shell has answered, resends back off (250, 500, 1000, then every 2000 ms: insurance
- * against a request lost with its connection); once it has, and iopub is silent, they come every kernel_info_retry_ms.
- */
-#define KMGR_INFO_RETRY_MAX_FACTOR 8
-
 static void send_kernel_info(kmgr_kernel_t *k)
 {
     kmgr_kernel_send(k, WIRE_CHANNEL_SHELL, wire_msg_create("kernel_info_request", k->session, NULL));
-}
-
-/* The next kernel_info_request of a starting kernel, one having just been sent at `now`. */
-static uint64_t next_kernel_info_at(kmgr_kernel_t *k, uint64_t now)
-{
-    unsigned base = k->mgr->config.kernel_info_retry_ms;
-
-    if (k->got_info_reply)
-        return now + base;
-    if (k->info_retry_ms < base * KMGR_INFO_RETRY_MAX_FACTOR)
-        k->info_retry_ms =
-            k->info_retry_ms * 2 < base * KMGR_INFO_RETRY_MAX_FACTOR ? k->info_retry_ms * 2 : base * KMGR_INFO_RETRY_MAX_FACTOR;
-    return now + k->info_retry_ms;
 }
 
 void kmgr_kernel_die(kmgr_kernel_t *k, const char *reason, int kill_it)
@@ -485,7 +461,7 @@ void kmgr_kernel_tick(kmgr_kernel_t *k, uint64_t now)
             kmgr_kernel_incarnation_ended(k, reason, 1);
         } else if (now >= k->next_info_at) {
             send_kernel_info(k);
-            k->next_info_at = next_kernel_info_at(k, now);
+            k->next_info_at = kmgr_kernel_info_next(k, config->kernel_info_retry_ms, now);
         }
         break;
     default:
