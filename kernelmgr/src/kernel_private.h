@@ -188,10 +188,12 @@ typedef struct st_kmgr_flush_t {
     char for_id[WIRE_UUID_STRLEN + 1]; /* the execute request it was sent for, whose late output Deno tags with `id` */
     uint64_t seq;                      /* its place among shell messages: it covers the requests sent before it */
     uint64_t heard_at;                 /* when it was sent, or anything of it or of its request last arrived */
+    /* The flush before (its marker arrived, or it failed): what still comes tagged with it is its request's, or its own */
+    char prev_id[WIRE_UUID_STRLEN + 1], prev_for_id[WIRE_UUID_STRLEN + 1];
 } kmgr_flush_t;
 
 /** `req` (an execute request of a kernel whose spec says late_flush) has its reply and idle: sends a flush for it unless one
- * is in flight (the next is sent when its marker arrives). */
+ * is in flight and still expected (the next is sent when its marker arrives); after a failed one, a new one. */
 void kmgr_late_flush_send(kmgr_kernel_t *k, const kmgr_request_t *req);
 /** Whether lingering `req` still waits for a flush's marker at `now` (else the quiet window decides). */
 int kmgr_late_flush_waits(kmgr_kernel_t *k, const kmgr_request_t *req, uint64_t now);

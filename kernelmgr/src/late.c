@@ -5,9 +5,12 @@
 #include "ksys/log.h"
 #include "kernel_private.h"
 
+/* Whether `parent` is the flush's (1), the one's before (2), or neither (0). */
 static int is_flush(const kmgr_kernel_t *k, const char *parent)
 {
-    return k->flush.id[0] != '\0' && strcmp(parent, k->flush.id) == 0;
+    if (k->flush.id[0] != '\0' && strcmp(parent, k->flush.id) == 0)
+        return 1;
+    return k->flush.prev_id[0] != '\0' && strcmp(parent, k->flush.prev_id) == 0 ? 2 : 0;
 }
 
 /* The latest the flush is waited for after `req`'s idle: longer for a request that ran (printed) longer. */
@@ -23,12 +26,16 @@ void kmgr_late_flush_send(kmgr_kernel_t *k, const kmgr_request_t *req)
     kmgr_flush_t *f = &k->flush;
     wire_msg_t *msg;
 
-    if (f->active)
+    if (f->active && !f->failed)
         return; /* its marker sends the next one */
     msg = wire_msg_create("execute_request", k->session,
                           json_pack("{s:s, s:b, s:b, s:{}, s:b, s:b}", "code", KMGR_LATE_FLUSH_CODE, "silent", 1, "store_history",
                                     0, "user_expressions", "allow_stdin", 0, "stop_on_error", 0));
-    memset(f, 0, sizeof(*f));
+    if (f->id[0] != '\0') {
+        memcpy(f->prev_id, f->id, sizeof(f->prev_id));
+        memcpy(f->prev_for_id, f->for_id, sizeof(f->prev_for_id));
+    }
+    f->active = f->failed = 0;
     snprintf(f->id, sizeof(f->id), "%s", wire_msg_id(msg));
     snprintf(f->for_id, sizeof(f->for_id), "%s", req->msg_id);
     f->heard_at = ksys_now_ms();
@@ -62,8 +69,9 @@ int kmgr_late_flush_own(const kmgr_kernel_t *k, const wire_msg_t *msg)
 {
     const char *type = wire_msg_type(msg);
 
-    return is_flush(k, wire_msg_parent_id(msg)) && (strcmp(type, "status") == 0 || strcmp(type, "execute_input") == 0 ||
-                                                    strcmp(type, "execute_reply") == 0 || strcmp(type, KMGR_LATE_FLUSH_TYPE) == 0);
+    return is_flush(k, wire_msg_parent_id(msg)) != 0 &&
+           (strcmp(type, "status") == 0 || strcmp(type, "execute_input") == 0 || strcmp(type, "execute_reply") == 0 ||
+            strcmp(type, KMGR_LATE_FLUSH_TYPE) == 0);
 }
 
 int kmgr_late_flush_on_reply(kmgr_kernel_t *k, const wire_msg_t *msg)
@@ -71,8 +79,12 @@ int kmgr_late_flush_on_reply(kmgr_kernel_t *k, const wire_msg_t *msg)
     kmgr_flush_t *f = &k->flush;
     const char *status;
 
-    if (!is_flush(k, wire_msg_parent_id(msg)))
+    switch (is_flush(k, wire_msg_parent_id(msg))) {
+    case 0:
         return 0;
+    case 2:
+        return 1; /* the one before's, late */
+    }
     f->heard_at = ksys_now_ms();
     status = json_string_value(json_object_get(msg->content, "status"));
     if (f->active && (status == NULL || strcmp(status, "ok") != 0)) {
@@ -107,12 +119,14 @@ int kmgr_late_flush_on_iopub(kmgr_kernel_t *k, wire_msg_t *msg)
 {
     kmgr_flush_t *f = &k->flush;
     char for_id[sizeof(f->for_id)];
+    int which = is_flush(k, wire_msg_parent_id(msg));
 
-    if (!is_flush(k, wire_msg_parent_id(msg)))
+    if (which == 0)
         return 0;
-    f->heard_at = ksys_now_ms();
+    if (which == 1)
+        f->heard_at = ksys_now_ms();
     if (strcmp(wire_msg_type(msg), KMGR_LATE_FLUSH_TYPE) == 0) {
-        if (f->active)
+        if (which == 1 && f->active)
             on_marker(k);
         return 1;
     }
@@ -120,7 +134,7 @@ int kmgr_late_flush_on_iopub(kmgr_kernel_t *k, wire_msg_t *msg)
         return 1;
     /* Output Deno tagged with the flush: the request's it was sent for (queued before the marker), or output of that
      * request's code published later still (a timer's): routed to it, counted as lost if it has ended. */
-    memcpy(for_id, f->for_id, sizeof(for_id));
+    memcpy(for_id, which == 1 ? f->for_id : f->prev_for_id, sizeof(for_id));
     kmgr_requests_on_iopub_as(k, msg, for_id);
     return 1;
 }

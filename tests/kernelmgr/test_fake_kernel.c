@@ -252,7 +252,8 @@ Test(fake_kernel, deno_late_output_under_load_reaches_its_request_whole_and_neve
 }
 
 /* A flush that fails (an interrupt landed in it: an error reply, no marker will come) leaves the request to the quiet
- * window instead of the flush's 5 s of silence: it ends soon, with the late lines that came within the window. */
+ * window instead of the flush's 5 s of silence: it ends soon, with the late lines that came within the window; and the
+ * kernel's next request is flushed again (it would otherwise wait for the failed flush's marker forever). */
 Test(fake_kernel, a_failed_flush_leaves_the_request_to_the_quiet_window)
 {
     kt_states_t st = {0};
@@ -267,6 +268,12 @@ Test(fake_kernel, a_failed_flush_leaves_the_request_to_the_quiet_window)
     expect_late_lines(&rec, 3);
     cr_expect_lt(took, 4000, "it ended %llu ms after it was sent: the failed flush was waited for", (unsigned long long)took);
     kt_rec_dispose(&rec);
+    /* the next request gets a flush of its own: its lines 300 ms apart, longer than the window, all reach it */
+    run_to_end(k, "deno 4 300", &rec);
+    expect_late_lines(&rec, 4);
+    kt_rec_dispose(&rec);
+    poll_loop_run_for(kt.loop, 500);
+    cr_expect_eq(kmgr_kernel_late_messages(k), 0, "nothing came for a request that had ended");
     kmgr_kernel_destroy(k);
 }
 
