@@ -6,7 +6,8 @@ IPython, zmq, jupyter_client, tornado), builds the named script magics' argument
 times (kgate_script_magics.py), freezes what the imports allocated out of the garbage
 collector's reach (gc.freeze: a collection in a child would otherwise write to every shared
 page), learns from a probe kernel which of its pages a kernel's start writes (kgate_hotset.py:
-each kernel then copies them in a few calls instead of a fault each), says "ready" and then only
+each kernel then copies them in a few calls instead of a fault each) and which regular expressions it compiles (kgate_warm.py:
+compiled here once), says "ready" and then only
 forks kernels when kgate asks (each through a spare child forked ahead that has copied those pages
 already). It never runs user code, holds no connection file, key, socket or
 thread of any kernel, and owns nothing of any user.
@@ -32,16 +33,23 @@ import threading
 
 
 def set_name(name):
-    """/proc/<pid>/comm: `kgate-template` for the template (tests and ps tell it from kernels), the interpreter's for a kernel."""
+    """/proc/<pid>/comm: `kgate-template` for the template (tests and ps tell it from kernels), the interpreter's for a kernel
+    (one write through a descriptor: in a forked child, Python's file objects cost a millisecond of first touches)."""
     try:
-        with open("/proc/self/comm", "w") as f:
-            f.write(name[:15])
+        fd = os.open("/proc/self/comm", os.O_WRONLY)
+        try:
+            os.write(fd, name[:15].encode())
+        finally:
+            os.close(fd)
     except OSError:
         pass
 
 
 # first, before the imports' second or so: whoever lists kgate's processes meanwhile tells the template from a kernel
 set_name("kgate-template")
+
+# before any other import: what the interpreter took from kgate's environment at its start (sys.path, os.environ)
+import kgate_startenv  # noqa: E402 (next to this file)
 
 # What every kernel needs before its first cell: imported once here, shared by every fork.
 import ipykernel.kernelapp  # noqa: E402 (IPython, zmq, jupyter_client, tornado, traitlets)
@@ -57,6 +65,7 @@ import kgate_merge  # noqa: E402 (next to this file)
 from kgate_tplproto import send  # noqa: E402 (next to this file; the frames, shared with the tests' fake)
 import kgate_tplproto  # noqa: E402
 import kgate_script_magics  # noqa: E402 (next to this file)
+import kgate_warm  # noqa: E402 (next to this file)
 
 # the host's addresses, found by running `ip addr` and cached in the module: once here, not a fork and exec per kernel
 localinterfaces.localhost()
@@ -66,6 +75,7 @@ SCRIPT_MAGICS_NOT_BUILT = kgate_script_magics.install()
 PROBE_TIMEOUT_S = 60  # the probe kernel's start and two cells, on a loaded machine; beyond, kernels fault page by page
 HOT = []  # the runs of pages every forked kernel copies first (kgate_hotset), learned from the probe
 SPARE = None  # (pid, request pipe): a child forked ahead that has copied those pages and waits for a kernel's request
+OWN_HOT = []  # the runs of the template's own pages its answer to a request writes (learn_own_pages), copied after each fork
 
 RLIMITS = {
     "AS": resource.RLIMIT_AS,
@@ -99,8 +109,15 @@ def child_setup(req, populated=False):
         os.chdir(req["cwd"])
     for name, value in req["rlimits"]:
         resource.setrlimit(RLIMITS[name], (value, value))
-    os.environ.clear()
-    os.environ.update(req["env"])
+    # the kernel's whole environment, changing only what differs from the template's (most of it is kgate's, as the
+    # template's is): every variable set again would be a malloc and a page of the template's heap copied
+    for name in [name for name in os.environ if name not in req["env"]]:
+        del os.environ[name]
+    for name, value in req["env"].items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
+    # the path a new interpreter would start with here: its cwd first (not the template's directory), then PYTHONPATH's entries
+    sys.path[:] = kgate_startenv.path_for(req["env"])
     # a fork copies the generators' state: every kernel would draw the template's numbers
     random.seed()
     np = sys.modules.get("numpy.random")
@@ -201,6 +218,10 @@ def fork(fields):
             if k not in RLIMITS:
                 raise ValueError("unknown resource " + k)
             req["rlimits"].append((k, int(v)))
+    # what a fork cannot give (a hash seed, an encoding ... of its own) is refused: kgate spawns that kernel
+    why = kgate_startenv.unforkable(req["env"])
+    if why is not None:
+        return None, why
     global SPARE
     if SPARE is not None:
         # the spare forked ahead takes this kernel: its fork and page copying were done while nobody waited
@@ -253,8 +274,62 @@ def make_spare():
     SPARE = (pid, w)
 
 
-def probe_client(conn_file, dump_path):
-    """In a child beside the probe kernel: kgate's first exchanges with a kernel (kernel_info, `1+1`), then the dump."""
+def learn_own_pages():
+    """The runs of this template's own pages that answering a request writes, learned once through a request of its own.
+
+    After each fork every page the template shares with its children is write-protected, and its answer to the next
+    request (the frame parsed, the request checked and handed to the spare as JSON, the answer framed) writes ~150-200 of
+    them: a copy-on-write fault each, 25-40 us on these machines, while kgate and a client wait. Learned here with a child
+    that copies nothing and takes a made-up request as a spare takes one (the template's own environment, a connection
+    file that does not exist; it reads the request and exits): the pages the template then holds alone are those it wrote.
+    After each spare's fork the template copies them in one madvise per run (kgate_hotset.populate) while nothing waits."""
+    global SPARE
+    maps, buf = kgate_hotset.writable_maps(), kgate_hotset.scan_buffer()  # before: the scan is to find the answer's writes
+    r, w = os.pipe2(os.O_CLOEXEC)
+    hold_r, hold_w = os.pipe2(os.O_CLOEXEC)  # closed after the scan: the child's pages stay shared until then
+    pid = fork_child()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(w)
+            os.close(hold_w)
+            for fd in (r, hold_r):
+                while os.read(fd, 65536):
+                    pass
+        except BaseException:  # noqa: B902: a child of the template never returns into it
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(r)
+    os.close(hold_r)
+    SPARE = (pid, w)
+    try:
+        env = [b"e" + ("%s=%s" % kv).encode("utf-8", "surrogateescape") for kv in os.environ.items()]
+        request = kgate_tplproto.frame(b"fork", b"0", b"c", b"l" + os.devnull.encode(), b"a-f", b"a/nonexistent.json", *env)
+        fields = kgate_tplproto.parse_fields(request[4:])
+        forked, why = fork(fields[2:])
+        if forked != pid:
+            raise RuntimeError("the made-up request was not handed over: %s" % why)
+        kgate_tplproto.frame(b"forked", fields[1], str(forked).encode())
+        return kgate_hotset.exclusive_runs(maps, buf=buf)
+    finally:
+        if SPARE is not None:
+            os.close(SPARE[1])
+            SPARE = None
+        os.close(hold_w)
+        os.waitpid(pid, 0)
+
+
+def spare_ahead():
+    """Forks the next spare, then copies the template's own pages its next answer writes (OWN_HOT), both while nothing
+    waits on the template."""
+    make_spare()
+    kgate_hotset.populate(OWN_HOT)
+
+
+def probe_client(conn_file, dump_path, patterns_path):
+    """In a child beside the probe kernel: kgate's first exchanges with a kernel (kernel_info, `1+1`), then the dumps (its
+    written pages, then its re cache's patterns)."""
     from jupyter_client.blocking import BlockingKernelClient
 
     kc = BlockingKernelClient(connection_file=conn_file)
@@ -262,7 +337,8 @@ def probe_client(conn_file, dump_path):
     kc.start_channels()
     try:
         kc.wait_for_ready(timeout=PROBE_TIMEOUT_S)
-        for code in ("1+1", "import kgate_hotset\nkgate_hotset.dump(%r, kgate_hotset.TEMPLATE_MAPS)" % dump_path):
+        dumps = "import kgate_hotset, kgate_warm\nkgate_hotset.dump(%r, kgate_hotset.TEMPLATE_MAPS)\nkgate_warm.dump(%r)"
+        for code in ("1+1", dumps % (dump_path, patterns_path)):
             reply = kc.execute_interactive(code, timeout=PROBE_TIMEOUT_S, output_hook=lambda msg: None)
             if reply["content"]["status"] != "ok":
                 raise RuntimeError("the probe kernel answered %s" % reply["content"]["status"])
@@ -270,9 +346,9 @@ def probe_client(conn_file, dump_path):
         kc.stop_channels()
 
 
-def learn_hot_pages():
-    """Forks a probe kernel and a client for it: (the runs of this template's pages a kernel's start writes, None), or
-    ([], why) when there are none to copy.
+def learn_from_probe():
+    """Forks a probe kernel and a client for it: (the runs of this template's pages a kernel's start writes, the patterns
+    its start compiles, None), or ([], [], why) when there are none to copy (no patterns either: the probe failed).
 
     The probe is a kernel like any other (its own directory, connection file and key, removed after), run before the
     template says "ready": nothing of any user is ever in it. A probe that fails leaves kernels to fault as before."""
@@ -281,9 +357,10 @@ def learn_hot_pages():
     import time
 
     if not kgate_hotset.supported():
-        return [], "this Linux has no MADV_POPULATE_WRITE"
+        return [], [], "this Linux has no MADV_POPULATE_WRITE"
     tmp = tempfile.mkdtemp(prefix="kgate-probe-")
     conn_file, dump_path = os.path.join(tmp, "connection.json"), os.path.join(tmp, "hot.json")
+    patterns_path = os.path.join(tmp, "patterns.json")
     with open(os.open(conn_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
         json.dump({"transport": "ipc", "ip": os.path.join(tmp, "ch"), "shell_port": 1, "iopub_port": 2, "stdin_port": 3,
                    "control_port": 4, "hb_port": 5, "key": os.urandom(32).hex(), "signature_scheme": "hmac-sha256",
@@ -301,7 +378,7 @@ def learn_hot_pages():
             code = 1
             try:
                 os.closerange(3, 65536)
-                probe_client(conn_file, dump_path)
+                probe_client(conn_file, dump_path, patterns_path)
                 code = 0
             finally:
                 os._exit(code)
@@ -313,10 +390,13 @@ def learn_hot_pages():
             if status is None:
                 time.sleep(0.02)
         if status is None:
-            return [], "the probe kernel did not answer within %d s" % PROBE_TIMEOUT_S
-        if status != 0 or not os.path.exists(dump_path):
-            return [], "the probe kernel failed (its log: %s)" % read_tail(req["log"])
-        return kgate_hotset.load(dump_path), None
+            return [], [], "the probe kernel did not answer within %d s" % PROBE_TIMEOUT_S
+        if status != 0 or not os.path.exists(dump_path) or not os.path.exists(patterns_path):
+            return [], [], "the probe kernel failed (its log: %s)" % read_tail(req["log"])
+        try:
+            return kgate_hotset.load(dump_path), kgate_warm.load(patterns_path), None
+        except (OSError, ValueError) as e:  # json's errors are ValueErrors
+            return [], [], "the probe kernel's dumps are unreadable: %s" % e
     finally:
         for pid in (client, kernel):
             if pid > 0:
@@ -371,7 +451,7 @@ def on_request(fields):
     reap()
     if SPARE is None and HOT:
         try:
-            make_spare()
+            spare_ahead()
         except Exception as e:  # noqa: B902: no spare, the next kernel is forked on its request
             sys.stderr.write("kgate template: no spare: %s\n" % e)
     return None
@@ -386,12 +466,20 @@ def main():
             sys.stderr.write("kgate template: kernels' pages are not merged: %s\n" % why)
     gc.collect()
     gc.freeze()
-    global HOT
-    HOT, why = learn_hot_pages()
+    global HOT, OWN_HOT
+    HOT, patterns, why = learn_from_probe()
     if why is not None:
         sys.stderr.write("kgate template: kernels copy their pages one fault at a time: %s\n" % why)
     else:
-        make_spare()
+        # the patterns every kernel's start compiles, compiled here once (kgate_warm); out of the collector's reach as the rest
+        kgate_warm.compile_all(patterns)
+        gc.collect()
+        gc.freeze()
+        try:
+            OWN_HOT = learn_own_pages()
+        except Exception as e:  # noqa: B902: the template's answers then fault page by page, as before
+            sys.stderr.write("kgate template: its answers copy their pages one fault at a time: %s\n" % e)
+        spare_ahead()
     if SCRIPT_MAGICS_NOT_BUILT is not None:
         sys.stderr.write("kgate template: kernels build their script magics' parsers: %s\n" % SCRIPT_MAGICS_NOT_BUILT)
     send(b"ready", os.getpid())

@@ -418,6 +418,80 @@ Test(template, kernels_are_spawned_when_the_template_cannot_start)
     rmdir(specdir);
 }
 
+/* What the interpreter takes from its environment at its start, in `dir` (its cwd) with PYTHONPATH set, then with the hash seed
+ * and the bytecode flag set: both contexts' start paths and their cells' outputs (sys.path; the flags and a seeded hash), free
+ * each. */
+static void run_start_env(const char *dir, char *start[2], char *out[2])
+{
+    char body[1024];
+    json_t *c;
+
+    snprintf(body, sizeof(body), "{\"language\": \"python\", \"cwd\": \"%s/cwd\", \"env\": {\"PYTHONPATH\": \"%s/pp::rel\"}}", dir,
+             dir);
+    c = create(body);
+    start[0] = strdup(xh_str(c, "start"));
+    out[0] = run_stdout(xh_str(c, "id"), "import sys, kgate_pp; print(sys.path, kgate_pp.X)");
+    json_decref(c);
+    c = create("{\"language\": \"python\", \"env\": {\"PYTHONHASHSEED\": \"0\", \"PYTHONDONTWRITEBYTECODE\": \"1\"}}");
+    start[1] = strdup(xh_str(c, "start"));
+    out[1] = run_stdout(xh_str(c, "id"),
+                        "import sys; print(sys.flags.hash_randomization, sys.flags.dont_write_bytecode, hash('kgate'))");
+    json_decref(c);
+}
+
+/* A context's environment as a new interpreter takes it (kernels/python-template/kgate_startenv.py): with PYTHONPATH, a forked
+ * kernel's sys.path is a spawned kernel's (its cwd first, PYTHONPATH's entries made absolute, then the interpreter's; it had the
+ * template's directory first and no PYTHONPATH), and imports from it; with a variable only an interpreter's start reads (a hash
+ * seed), the kernel is spawned, and prints what a spawned kernel prints. */
+Test(template, a_forked_kernel_takes_its_environment_as_a_new_interpreter_does)
+{
+    const char *spawned_args[] = {"--pool", "none", "--kernel-template", "none", NULL};
+    const char *args[] = {"--pool", "none", NULL};
+    char dir[] = "/tmp/kgate-startenv-XXXXXX", path[320];
+    char *spawned_start[2], *spawned[2], *forked_start[2], *forked[2];
+    FILE *fp;
+
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/cwd", dir);
+    cr_assert_eq(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/pp", dir);
+    cr_assert_eq(mkdir(path, 0700), 0);
+    snprintf(path, sizeof(path), "%s/pp/kgate_pp.py", dir);
+    cr_assert_not_null(fp = fopen(path, "w"));
+    fputs("X = 42\n", fp);
+    fclose(fp);
+
+    xh_gateway_start(&gw, spawned_args);
+    run_start_env(dir, spawned_start, spawned);
+    xh_gateway_stop(&gw);
+    xh_gateway_start(&gw, args);
+    wait_template_ready(1);
+    run_start_env(dir, forked_start, forked);
+    cr_expect_eq(metric("kgate_kernel_start_fallbacks_total{reason=\"failed\"}"), 1, "the seeded kernel is a fallback");
+    char *log = read_log();
+    cr_expect_not_null(strstr(log, "(failed: the template could not fork it: its environment sets PYTHON"), "%s", log);
+    cr_expect_not_null(strstr(log, ", which a Python interpreter reads only at its start)"), "%s", log);
+    free(log);
+    xh_gateway_stop(&gw);
+    ts_remove_tree(dir);
+
+    cr_log_info("spawned: %s", spawned[0]);
+    cr_expect(strncmp(spawned[0], "['/tmp/kgate-startenv-", 22) == 0 && strstr(spawned[0], "/pp', '") != NULL &&
+                  strstr(spawned[0], "/rel', '") != NULL && strstr(spawned[0], "] 42\n") != NULL,
+              "a spawned kernel's path starts with its cwd, then PYTHONPATH's entries: %s", spawned[0]);
+    cr_expect_str_eq(forked_start[0], "forked");
+    cr_expect_str_eq(forked[0], spawned[0], "a forked kernel's sys.path is a spawned kernel's");
+    cr_expect(strncmp(spawned[1], "0 1 ", 4) == 0, "a spawned kernel takes the seed and the flag: %s", spawned[1]);
+    cr_expect_str_eq(forked_start[1], "spawned", "a hash seed of its own needs a new interpreter");
+    cr_expect_str_eq(forked[1], spawned[1], "with the seed the template refused, a kernel prints what a spawned kernel prints");
+    for (int i = 0; i < 2; i++) {
+        free(spawned_start[i]);
+        free(spawned[i]);
+        free(forked_start[i]);
+        free(forked[i]);
+    }
+}
+
 /* --kernel-template none: every kernel is spawned, as before templates. */
 Test(template, kernel_template_none_spawns)
 {
