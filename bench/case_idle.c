@@ -15,11 +15,10 @@
 #include "cases.h"
 #include "template_probe.h"
 
-#define TEMPLATE_WAIT_MS 120000 /* the template imports ipykernel: a python start on a loaded machine */
-#define RUN_MS 120000           /* one create, or one cell, with hundreds of kernels on 2 cores */
-#define CREATORS 4              /* clients creating contexts at once */
-#define PROBES 20               /* /healthz and `1+1` samples in each phase */
-#define SETTLE_MS 5000          /* after the last create: every kernel idle */
+#define RUN_MS 120000  /* one create, or one cell, with hundreds of kernels on 2 cores */
+#define CREATORS 4     /* clients creating contexts at once */
+#define PROBES 20      /* /healthz and `1+1` samples in each phase */
+#define SETTLE_MS 5000 /* after the last create: every kernel idle */
 
 typedef struct st_idle_bench_t {
     const bench_case_t *self;
@@ -168,14 +167,8 @@ int bench_run_idle(const bench_case_t *self, bench_env_t *env, bench_result_t *o
         bench_set_detail("starting kgate: %s", ib.gw.error);
         goto Exit;
     }
-    for (int64_t deadline = ts_now_ms() + TEMPLATE_WAIT_MS; !bench_template_ready(&ib.gw);) {
-        if (ts_now_ms() > deadline || *env->interrupted) {
-            bench_set_detail("the template was not ready within %d ms", TEMPLATE_WAIT_MS);
-            err = BENCH_ETIMEDOUT;
-            goto Stop;
-        }
-        ts_sleep_ms(100);
-    }
+    if ((err = bench_template_wait(&ib.gw, env->interrupted)) != 0)
+        goto Stop;
     avail_before = bench_proc_kib("/proc/meminfo", "MemAvailable");
     if ((err = create_all(&ib, 1)) != 0 || (err = probe(&ib, &one[1], &one[0])) != 0)
         goto Stop;

@@ -15,9 +15,8 @@
 #include "template_probe.h"
 #include "cases.h"
 
-#define TEMPLATE_WAIT_MS 120000 /* the template imports ipykernel: a python start on a loaded machine */
-#define RUN_MS 120000           /* one create and its first run, in a burst of 50 on 2 cores */
-#define SETTLE_MS 500           /* after a sample: the deleted kernel's shutdown is over */
+#define RUN_MS 120000 /* one create and its first run, in a burst of 50 on 2 cores */
+#define SETTLE_MS 500 /* after a sample: the deleted kernel's shutdown is over */
 #define MAX_BURST 64
 #define PSS_CONTEXTS 10
 
@@ -156,7 +155,6 @@ int bench_run_template(const bench_case_t *self, bench_env_t *env, bench_result_
     size_t warmup = env->warmup != SIZE_MAX ? env->warmup : self->default_warmup;
     unsigned n = env->clients != 0 ? env->clients : self->clients;
     int err = 0, started[2] = {0, 0};
-    int64_t deadline;
 
     memset(out, 0, sizeof(*out));
     out->kgate_label = "create to first 1+1, forked";
@@ -181,14 +179,8 @@ int bench_run_template(const bench_case_t *self, bench_env_t *env, bench_result_
         }
         started[i] = 1;
     }
-    for (deadline = ts_now_ms() + TEMPLATE_WAIT_MS; !bench_template_ready(&tb.gw[0]);) {
-        if (ts_now_ms() > deadline || *env->interrupted) {
-            bench_set_detail("the template was not ready within %d ms", TEMPLATE_WAIT_MS);
-            err = BENCH_ETIMEDOUT;
-            goto Exit;
-        }
-        ts_sleep_ms(100);
-    }
+    if ((err = bench_template_wait(&tb.gw[0], env->interrupted)) != 0)
+        goto Exit;
     if ((err = bench_alternate(env, self->name, warmup, samples, sample, &tb, s, &out->kgate_reconnects)) != 0)
         goto Exit;
     bench_summarize(&s[0], &out->kgate);

@@ -1,10 +1,8 @@
 /* bench/common.c: error strings and outcomes shared by the bench clients. */
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "support/base.h"
 #include "support/http.h"
 #include "support/proc.h"
@@ -62,23 +60,12 @@ long long bench_proc_kib(const char *path, const char *field)
 
 long long bench_proc_status_kb(int pid, const char *field)
 {
-    char path[64];
-
-    snprintf(path, sizeof(path), "/proc/%d/status", pid);
-    return bench_proc_kib(path, field);
+    return ts_proc_status_kib((pid_t)pid, field);
 }
 
 int bench_reset_hwm(int pid)
 {
-    char path[64];
-    int fd, ok;
-
-    snprintf(path, sizeof(path), "/proc/%d/clear_refs", pid);
-    if ((fd = open(path, O_WRONLY)) < 0)
-        return -1;
-    ok = write(fd, "5", 1) == 1;
-    close(fd);
-    return ok ? 0 : -1;
+    return ts_proc_reset_hwm((pid_t)pid);
 }
 
 int bench_expect_result(const char *who, const char *expect, const bench_outcome_t *o)

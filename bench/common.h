@@ -48,9 +48,10 @@ int bench_request_error(const char *what, int st, const struct st_ts_response_t 
 
 /** ts_proc_kib (support/proc.h), the one reader of a "<field>: N kB" line of a /proc file, as the bench names it. */
 long long bench_proc_kib(const char *path, const char *field);
-/** A field of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"; bench_proc_kib), -1 when unknown. */
+/** ts_proc_status_kib (support/proc.h): a field of /proc/<pid>/status in KiB ("VmRSS", "VmHWM"), -1 when unknown. */
 long long bench_proc_status_kb(int pid, const char *field);
-/** Starts the process's VmHWM over from its VmRSS (clear_refs 5, Linux 4.0), so that it is the peak of what follows. 0 or -1. */
+/** ts_proc_reset_hwm (support/proc.h): starts the process's VmHWM over from its VmRSS, so that it is the peak of what follows. 0 or
+ * -1. */
 int bench_reset_hwm(int pid);
 
 /** What one execution produced, from either client. */

@@ -7,6 +7,7 @@
 #include <sys/time.h>
 #include <time.h>
 #include <jansson.h>
+#include "support/jframe.h"
 #include "wire/alloc.h"
 #include "wire/json_in.h"
 #include "stats.h"
@@ -63,20 +64,6 @@ void bench_jws_close(bench_jws_t *c)
     c->open = 0;
 }
 
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i != 8; ++i)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; --i)
-        v = v << 8 | p[i];
-    return v;
-}
-
 /* Sends a request on shell with a fresh msg_id (copied into `id`); `content` is JSON text. */
 static int send_request(bench_jws_t *c, const char *msg_type, const char *content, char id[WIRE_UUID_STRLEN + 1])
 {
@@ -84,7 +71,7 @@ static int send_request(bench_jws_t *c, const char *msg_type, const char *conten
     struct timeval tv;
     struct tm tm;
     const char *parts[V1_PARTS];
-    size_t lens[V1_PARTS], off = 8 * (V1_PARTS + 2), total = off;
+    size_t total;
     uint8_t *frame;
     int err = 0;
 
@@ -102,17 +89,7 @@ static int send_request(bench_jws_t *c, const char *msg_type, const char *conten
     parts[2] = "{}";
     parts[3] = "{}";
     parts[4] = content;
-    for (int i = 0; i != V1_PARTS; ++i)
-        total += lens[i] = strlen(parts[i]);
-    frame = wire_malloc(total);
-    /* n = V1_PARTS + 1 offsets: where the channel starts, then where each part ends */
-    put_le64(frame, V1_PARTS + 1);
-    put_le64(frame + 8, off);
-    for (int i = 0; i != V1_PARTS; ++i) {
-        memcpy(frame + off, parts[i], lens[i]);
-        off += lens[i];
-        put_le64(frame + 16 + 8 * (size_t)i, off);
-    }
+    frame = ts_jframe_v1(parts, V1_PARTS, &total);
     if (wsc_send(&c->ws, WSC_BINARY, frame, total) != 0)
         err = ws_error(c, "sending a request");
     free(frame);
@@ -124,13 +101,13 @@ static int split(const wsc_msg_t *m, jws_msg_t *out)
 {
     uint64_t n, prev;
 
-    if (m->opcode != WSC_BINARY || m->len < 8 || (n = get_le64(m->data)) < V1_PARTS + 1 || n > 4096 || m->len < 8 * (n + 1)) {
+    if (m->opcode != WSC_BINARY || m->len < 8 || (n = ts_jframe_le64(m->data)) < V1_PARTS + 1 || n > 4096 || m->len < 8 * (n + 1)) {
         bench_set_detail("a message that is not a v1 frame (opcode %d, %zu bytes)", m->opcode, m->len);
         return BENCH_EPROTO;
     }
-    prev = get_le64(m->data + 8);
+    prev = ts_jframe_le64(m->data + 8);
     for (uint64_t i = 0; i != V1_PARTS; ++i) {
-        uint64_t end = get_le64(m->data + 16 + 8 * i);
+        uint64_t end = ts_jframe_le64(m->data + 16 + 8 * i);
         if (end < prev || end > m->len) {
             bench_set_detail("a v1 frame with bad offsets");
             return BENCH_EPROTO;

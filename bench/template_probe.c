@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "support/base.h"
 #include "common.h"
 #include "template_probe.h"
 
@@ -17,6 +18,18 @@ int bench_template_ready(const ts_gateway_t *gw)
     if (fp != NULL)
         fclose(fp);
     return ready;
+}
+
+int bench_template_wait(const ts_gateway_t *gw, volatile sig_atomic_t *interrupted)
+{
+    for (int64_t deadline = ts_now_ms() + BENCH_TEMPLATE_WAIT_MS; !bench_template_ready(gw);) {
+        if (ts_now_ms() > deadline || *interrupted) {
+            bench_set_detail("the template was not ready within %d ms", BENCH_TEMPLATE_WAIT_MS);
+            return BENCH_ETIMEDOUT;
+        }
+        ts_sleep_ms(100);
+    }
+    return 0;
 }
 
 /* Pss of /proc/<pid>/smaps_rollup in KiB, or -1. */

@@ -29,7 +29,8 @@
     XX(max_run_log_bytes, size_t, 64u << 20, "max-run-log-bytes", "events retained per run for readers, on disk (oldest dropped)") \
     XX(max_message_bytes, size_t, 64u << 20, "max-message-bytes",                                                                  \
        "largest kernel message (its frames together); beyond: skipped and reported")                                               \
-    XX(max_retained_bytes, size_t, 256u << 20, "max-retained-bytes", "events of finished runs kept for resumption, on disk")       \
+    XX(max_retained_bytes, size_t, 256u << 20, "max-retained-bytes",                                                               \
+       "events of finished runs kept for resumption (on disk) and their tool-call records (RAM)")                                  \
     XX(run_retention_ms, unsigned, 300000, "run-retention-ms", "how long a finished run stays readable")                           \
     XX(max_reader_batch_bytes, size_t, 1u << 20, "max-reader-batch-bytes", "bytes of events handed to one socket write")           \
     XX(ping_interval_ms, unsigned, 5000, "ping-interval-ms", "interval of keep-alive `ping` events on a stream")                   \

@@ -31,7 +31,11 @@ void gw_e2b_send_text(h2o_req_t *req, int status, const char *fmt, ...)
         n = 0;
     buf = h2o_strdup(&req->pool, message, (size_t)n < sizeof(message) ? (size_t)n : sizeof(message) - 1);
     req->res.status = status;
-    req->res.reason = status == 404 ? "Not Found" : status == 400 ? "Bad Request" : status == 503 ? "Service Unavailable" : "Error";
+    req->res.reason = status == 404   ? "Not Found"
+                      : status == 400 ? "Bad Request"
+                      : status == 429 ? "Too Many Requests"
+                      : status == 503 ? "Service Unavailable"
+                                      : "Error";
     req->res.content_length = buf.len;
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, H2O_STRLIT("text/plain; charset=utf-8"));
     gw_e2b_add_headers(req);
@@ -82,11 +86,14 @@ int gw_e2b_create_context(gw_e2b_t *e2b, h2o_req_t *req, const gw_context_option
         gw_e2b_send_text(req, 503, "kgate is shutting down");
         break;
     case KSYS_ESTARTQUEUE:
-        gw_e2b_send_text(req, 503, "%u kernels are waiting to start (--max-start-queue); retry later",
+        /* as the execd and Jupyter doors: the SDK reports any status but 404 and 502 alike (SandboxError "<status>
+         * <statusText>"), so 429 with Retry-After tells it, and any other client, the truth: come back shortly */
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("2"));
+        gw_e2b_send_text(req, 429, "%u kernels are waiting to start (--max-start-queue); retry later",
                          e2b->host->config->max_start_queue);
         break;
     case GW_ETOOMANYCONTEXTS:
-        gw_e2b_send_text(req, 503, "%zu contexts are alive, the maximum (--max-contexts); delete one first", e2b->contexts->count);
+        gw_e2b_send_text(req, 429, "%zu contexts are alive, the maximum (--max-contexts); delete one first", e2b->contexts->count);
         break;
     default:
         gw_e2b_send_text(req, 500, "cannot start the %s kernel: %s", opts->spec->name, gw_strerror(ret));

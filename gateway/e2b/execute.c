@@ -363,7 +363,7 @@ GW_E2B_HANDLER(execute)
         }
         /* the run (the variables set by its silent setup) and the one that restores them are queued together, or none */
         if (gw_kernel_runs_count(ctx) + 2 > config->max_queue + 1) {
-            gw_e2b_send_text(req, 503, "context %s already has %zu runs waiting (--max-queue); try again later", ctx->id,
+            gw_e2b_send_text(req, 429, "context %s already has %zu runs waiting (--max-queue); try again later", ctx->id,
                              gw_kernel_runs_count(ctx));
             goto Exit;
         }
@@ -378,11 +378,13 @@ GW_E2B_HANDLER(execute)
     stream_run(e2b, req, run);
     goto Exit;
 Refused:
+    /* a full queue is 429 as execd's QUEUE_FULL: this context is busy, kgate is not unavailable (the SDK tells any status
+     * but 404 and 502 apart only by its number and reason) */
     if (ret == GW_EKERNELDEAD)
         gw_e2b_send_text(req, 500, "the kernel of context %s is dead (%s); restart it with POST /contexts/%s/restart", ctx->id,
                          gw_context_exit_reason(ctx), ctx->id);
     else
-        gw_e2b_send_text(req, 503, "context %s already has %zu runs waiting (--max-queue); try again later", ctx->id,
+        gw_e2b_send_text(req, 429, "context %s already has %zu runs waiting (--max-queue); try again later", ctx->id,
                          gw_kernel_runs_count(ctx));
 Exit:
     free(set_code);

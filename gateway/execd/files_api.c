@@ -155,46 +155,41 @@ static void apply_permission_items(gw_execd_t *execd, h2o_req_t *req, mode_t def
                                    const char *failing, permission_apply_t apply)
 {
     json_t *body = gw_files_parse_body(req);
-    const char **paths;
-    size_t *lens;
-    json_t **items;
+    gw_files_items_t it;
     gw_workspace_path_t *p = h2o_mem_alloc_pool(&req->pool, sizeof(*p));
-    long n, i;
+    long i;
 
     if (body == NULL)
         return;
-    paths = h2o_mem_alloc_pool(&req->pool, sizeof(*paths) * MAX_ITEMS);
-    lens = h2o_mem_alloc_pool(&req->pool, sizeof(*lens) * MAX_ITEMS);
-    items = h2o_mem_alloc_pool(&req->pool, sizeof(*items) * MAX_ITEMS);
-    if ((n = gw_files_collect_items(req, body, "path", paths, lens, items)) < 0)
+    if (gw_files_collect_items(req, body, "path", &it) != 0)
         goto Exit;
-    for (i = 0; i != n; ++i) {
-        json_t *jmode = json_object_get(items[i], "mode");
+    for (i = 0; i != it.n; ++i) {
+        json_t *jmode = json_object_get(it.items[i], "mode");
         mode_t mode;
         uid_t uid;
         gid_t gid;
         if (jmode != NULL && gw_files_parse_mode(jmode, &mode) != 0) {
             gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "mode of \"%.200s\" must be octal digits as an integer (e.g. %s)",
-                          paths[i], mode_example);
+                          it.paths[i], mode_example);
             goto Exit;
         }
-        if (gw_files_parse_owner(req, items[i], &uid, &gid) != 0 ||
-            gw_files_resolve(execd->files_ws, req, "path", paths[i], lens[i], p) != 0)
+        if (gw_files_parse_owner(req, it.items[i], &uid, &gid) != 0 ||
+            gw_files_resolve(execd->files_ws, req, "path", it.paths[i], it.lens[i], p) != 0)
             goto Exit;
     }
     /* the path buffers are large: each item is resolved again rather than kept */
-    for (i = 0; i != n; ++i) {
-        json_t *jmode = json_object_get(items[i], "mode");
+    for (i = 0; i != it.n; ++i) {
+        json_t *jmode = json_object_get(it.items[i], "mode");
         mode_t mode = default_mode;
         uid_t uid;
         gid_t gid;
         int ret;
         if (jmode != NULL)
             gw_files_parse_mode(jmode, &mode);
-        gw_files_parse_owner(req, items[i], &uid, &gid);
-        gw_files_resolve(execd->files_ws, req, "path", paths[i], lens[i], p);
+        gw_files_parse_owner(req, it.items[i], &uid, &gid);
+        gw_files_resolve(execd->files_ws, req, "path", it.paths[i], it.lens[i], p);
         if ((ret = apply(execd, p, jmode != NULL, mode, uid, gid)) != 0) {
-            gw_files_respond_errno(req, ret, failing, paths[i]);
+            gw_files_respond_errno(req, ret, failing, it.paths[i]);
             goto Exit;
         }
     }
@@ -360,40 +355,36 @@ GW_EXECD_HANDLER(files_replace)
 {
     gw_execd_t *execd = gw_execd_from(door);
     json_t *body = gw_files_parse_body(req), *results = NULL;
-    const char **paths;
-    size_t *lens;
-    json_t **items;
+    gw_files_items_t it;
     gw_workspace_path_t *p = h2o_mem_alloc_pool(&req->pool, sizeof(*p));
     query_value_t v;
     int failed, verbose = gw_files_query_one(req, "verbose", 0, &v, &failed) != NULL && strcmp(v.s, "true") == 0;
-    long n, i;
+    long i;
     (void)params;
 
     if (body == NULL)
         return;
-    paths = h2o_mem_alloc_pool(&req->pool, sizeof(*paths) * MAX_ITEMS);
-    lens = h2o_mem_alloc_pool(&req->pool, sizeof(*lens) * MAX_ITEMS);
-    items = h2o_mem_alloc_pool(&req->pool, sizeof(*items) * MAX_ITEMS);
-    if ((n = gw_files_collect_items(req, body, "path", paths, lens, items)) < 0)
+    if (gw_files_collect_items(req, body, "path", &it) != 0)
         goto Exit;
-    for (i = 0; i != n; ++i) {
-        json_t *old = json_object_get(items[i], "old"), *new_ = json_object_get(items[i], "new");
+    for (i = 0; i != it.n; ++i) {
+        json_t *old = json_object_get(it.items[i], "old"), *new_ = json_object_get(it.items[i], "new");
         if (!json_is_string(old) || json_string_length(old) == 0 || (new_ != NULL && !json_is_string(new_))) {
-            gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "\"%.200s\": old must be a non-empty string, new a string", paths[i]);
+            gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "\"%.200s\": old must be a non-empty string, new a string",
+                          it.paths[i]);
             goto Exit;
         }
-        if (gw_files_resolve(execd->files_ws, req, "path", paths[i], lens[i], p) != 0)
+        if (gw_files_resolve(execd->files_ws, req, "path", it.paths[i], it.lens[i], p) != 0)
             goto Exit;
     }
     results = json_object();
-    for (i = 0; i != n; ++i) {
-        json_t *old = json_object_get(items[i], "old"), *new_ = json_object_get(items[i], "new");
+    for (i = 0; i != it.n; ++i) {
+        json_t *old = json_object_get(it.items[i], "old"), *new_ = json_object_get(it.items[i], "new");
         char *data, *out;
         size_t len, out_len, count;
         int ret;
-        gw_files_resolve(execd->files_ws, req, "path", paths[i], lens[i], p);
+        gw_files_resolve(execd->files_ws, req, "path", it.paths[i], it.lens[i], p);
         if ((ret = gw_files_read_all(execd->files_ws, p->rel, execd->host->config->max_edit_file_bytes, &data, &len)) != 0) {
-            gw_files_respond_errno(req, ret, "", paths[i]);
+            gw_files_respond_errno(req, ret, "", it.paths[i]);
             goto Exit;
         }
         count = replace_all(data, len, json_string_value(old), json_string_length(old), new_ != NULL ? json_string_value(new_) : "",
@@ -405,10 +396,10 @@ GW_EXECD_HANDLER(files_replace)
             ret = gw_files_write_atomic(execd->files_ws, p, out, out_len, 0644);
         free(out);
         if (ret != 0) {
-            gw_files_respond_errno(req, ret, "", paths[i]);
+            gw_files_respond_errno(req, ret, "", it.paths[i]);
             goto Exit;
         }
-        json_object_set_new(results, paths[i], json_pack("{s:I}", "replacedCount", (json_int_t)count));
+        json_object_set_new(results, it.paths[i], json_pack("{s:I}", "replacedCount", (json_int_t)count));
     }
     if (verbose) {
         gw_send_json(req, 200, results);

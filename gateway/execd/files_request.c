@@ -215,20 +215,25 @@ int gw_files_apply_permission(int fd, int set_mode, mode_t mode, uid_t uid, gid_
 
 /*
  * execd's bodies are maps {path: item}; kgate also takes one item with its "path" (or `path_key`)
- * inside. Fills paths/items (borrowed from body); -1 after answering 400.
+ * inside. Fills `out` (borrowed from body); -1 after answering 400.
  */
-long gw_files_collect_items(h2o_req_t *req, json_t *body, const char *path_key, const char **paths, size_t *lens, json_t **items)
+int gw_files_collect_items(h2o_req_t *req, json_t *body, const char *path_key, gw_files_items_t *out)
 {
     const char *key;
     json_t *value;
-    size_t n = 0;
+    long n = 0;
 
+    out->n = 0;
+    out->paths = h2o_mem_alloc_pool(&req->pool, sizeof(*out->paths) * MAX_ITEMS);
+    out->lens = h2o_mem_alloc_pool(&req->pool, sizeof(*out->lens) * MAX_ITEMS);
+    out->items = h2o_mem_alloc_pool(&req->pool, sizeof(*out->items) * MAX_ITEMS);
     if (json_is_string(json_object_get(body, path_key))) {
         json_t *jpath = json_object_get(body, path_key);
-        paths[0] = json_string_value(jpath);
-        lens[0] = json_string_length(jpath);
-        items[0] = body;
-        return 1;
+        out->paths[0] = json_string_value(jpath);
+        out->lens[0] = json_string_length(jpath);
+        out->items[0] = body;
+        out->n = 1;
+        return 0;
     }
     json_object_foreach(body, key, value)
     {
@@ -240,12 +245,13 @@ long gw_files_collect_items(h2o_req_t *req, json_t *body, const char *path_key, 
             gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "at most %d paths per request", MAX_ITEMS);
             return -1;
         }
-        paths[n] = key;
-        lens[n] = strlen(key);
-        items[n] = value;
+        out->paths[n] = key;
+        out->lens[n] = strlen(key);
+        out->items[n] = value;
         ++n;
     }
-    return (long)n;
+    out->n = n;
+    return 0;
 }
 
 /* Opens the directory holding p (or the root itself for "") and the name to use inside it. */

@@ -57,11 +57,19 @@ int gw_files_lookup_id(const char *name, int is_group, id_t *out);
 int gw_files_parse_owner(h2o_req_t *req, json_t *item, uid_t *uid, gid_t *gid);
 /** chmod / chown an O_PATH descriptor (through its /proc path). 0 or -errno. */
 int gw_files_apply_permission(int fd, int set_mode, mode_t mode, uid_t uid, gid_t gid);
+/** The items of one JSON request body, in the request's pool; the strings and objects are borrowed from the body. */
+typedef struct st_gw_files_items_t {
+    long n;             /* how many (at most MAX_ITEMS) */
+    const char **paths; /* item i's path, lens[i] bytes (it may hold a NUL byte) */
+    size_t *lens;
+    json_t **items; /* item i's object */
+} gw_files_items_t;
+
 /**
  * execd's bodies are maps {path: item}; kgate also takes one item with its "path" (or `path_key`)
- * inside. Fills paths/items (borrowed from body, at most MAX_ITEMS); returns how many, -1 after answering 400.
+ * inside. Fills `out` (its arrays allocated in the request's pool); 0, or -1 after answering 400.
  */
-long gw_files_collect_items(h2o_req_t *req, json_t *body, const char *path_key, const char **paths, size_t *lens, json_t **items);
+int gw_files_collect_items(h2o_req_t *req, json_t *body, const char *path_key, gw_files_items_t *out);
 
 /** Opens the directory holding `p` (or the root itself for "") and the name to use inside it. 0 or -errno. */
 int gw_files_open_for_stat(const gw_workspace_t *ws, const gw_workspace_path_t *p, int *dir_fd, const char **name);

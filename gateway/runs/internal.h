@@ -81,6 +81,13 @@ struct st_gw_run_t {
     unsigned log_cut_reported : 1;   /* an event was cut (or a result dropped) to fit the log: its status was appended */
 };
 
+/* What a finished run counts against max_retained_bytes: its log's frames (on disk) and the tool-call records it keeps in
+ * RAM (up to max_tool_calls of them; without them, a run's retention time alone bounded those). */
+static inline size_t gw_run_retained_bytes(const gw_run_t *run)
+{
+    return run->log_bytes + run->num_call_records * sizeof(run->call_records[0]);
+}
+
 /** Wakes every cursor's writer (defined in log.c; log.c and run.c call it). */
 void gw_run_notify_cursors(gw_run_t *run);
 /** Detaches every cursor (the run is going away; their writers see no more events). */

@@ -47,7 +47,7 @@ void gw_runs_collect(gw_runs_t *runs)
         if (!runs->host->shutting_down && now - run->finished_mono_ms < (int64_t)config->run_retention_ms &&
             runs->retained_bytes <= config->max_retained_bytes)
             break; /* oldest first: every later run is younger */
-        runs->retained_bytes -= run->log_bytes;
+        runs->retained_bytes -= gw_run_retained_bytes(run);
         gw_run_free(run);
     }
 }

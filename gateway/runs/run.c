@@ -85,9 +85,14 @@ int gw_run_input(gw_run_t *run, const char *value)
 
 void gw_run_keep_call_records(gw_run_t *run, gw_run_call_record_t *records, size_t n)
 {
+    /* handed once the run has finished (its producer is done): its part of the retained budget changes with them */
+    if (run->state == GW_RUN_FINISHED)
+        run->runs->retained_bytes -= gw_run_retained_bytes(run);
     free(run->call_records);
     run->call_records = records;
     run->num_call_records = n;
+    if (run->state == GW_RUN_FINISHED)
+        run->runs->retained_bytes += gw_run_retained_bytes(run);
 }
 
 /* A finished run's answer to an answer: from what its producer left of its calls. */
@@ -138,7 +143,7 @@ void gw_run_finish(gw_run_t *run, int execution_count, const char *outcome)
         h2o_timeout_unlink(&run->ping);
     h2o_linklist_unlink(&run->link);
     h2o_linklist_insert(&runs->finished, &run->link);
-    runs->retained_bytes += run->log_bytes;
+    runs->retained_bytes += gw_run_retained_bytes(run);
     gw_run_flush_log(run);
     /* readers that were waiting for more now see the end */
     gw_run_notify_cursors(run);

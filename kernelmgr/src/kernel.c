@@ -160,6 +160,9 @@ static void on_message(void *data, wire_channel_t channel, wire_msg_t *msg, cons
             if (k->info == NULL)
                 k->info = json_incref(msg->content);
             k->got_info_reply = 1;
+            /* iopub still silent: the nudges now come every kernel_info_retry_ms, not after the backoff's wait */
+            if (!k->got_iopub && k->next_info_at > ksys_now_ms() + k->mgr->config.kernel_info_retry_ms)
+                k->next_info_at = ksys_now_ms() + k->mgr->config.kernel_info_retry_ms;
             maybe_ready(k);
         }
         break;
@@ -338,7 +341,8 @@ static int launch(kmgr_kernel_t *k, char *why, size_t whylen)
     k->got_info_reply = 0;
     k->got_iopub = 0;
     k->started_at = ksys_now_ms();
-    k->next_info_at = k->started_at + k->mgr->config.kernel_info_retry_ms;
+    k->info_retry_ms = k->mgr->config.kernel_info_retry_ms;
+    k->next_info_at = k->started_at + k->info_retry_ms;
     k->ping_sent_at = 0;
     send_kernel_info(k);
     return 0;
@@ -449,6 +453,7 @@ int kmgr_kernel_relaunch(kmgr_kernel_t *k, int polite, char *why, size_t whylen)
     k->info = NULL;
     /* a restart is not held back by the start queue (it counts once spawned) */
     k->queued = 0;
+    k->relaunched = 1;
     return launch(k, why, whylen);
 }
 
@@ -567,7 +572,7 @@ void kmgr_kernel_tick(kmgr_kernel_t *k, uint64_t now)
             kmgr_kernel_incarnation_ended(k, reason, 1);
         } else if (now >= k->next_info_at) {
             send_kernel_info(k);
-            k->next_info_at = now + config->kernel_info_retry_ms;
+            k->next_info_at = kmgr_kernel_info_next(k, config->kernel_info_retry_ms, now);
         }
         break;
     default:

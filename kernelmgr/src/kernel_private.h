@@ -239,6 +239,9 @@ struct st_kmgr_kernel_t {
     int answering, notified_answering;
     int destroyed;
     int queued; /* waits for a place among the kernels starting (kmgr_config_t.max_starting): not spawned yet */
+    /* its incarnation was launched past the start queue (a restart, a retry on new ports): a fallback spawn of it is not held
+     * back either, and it takes no place in the queue (start_queue.c) */
+    int relaunched;
     /* Bumped whenever the current incarnation stops being current (its channels are closed then,
      * which stops their drain): dispatch stops. */
     uint64_t generation;
@@ -257,6 +260,9 @@ struct st_kmgr_kernel_t {
     json_t *info;
     int got_info_reply, got_iopub;
     uint64_t started_at, next_info_at;
+    /* the wait before the next kernel_info_request while the shell has not answered: kernel_info_retry_ms, doubled at each
+     * resend up to KMGR_INFO_RETRY_MAX_FACTOR times it (kmgr_kernel_info_next) */
+    unsigned info_retry_ms;
     /* ping_sent_at: when the oldest ping not answered yet went out, 0 when none is outstanding; ping_resent_at: its last resend */
     uint64_t next_ping_at, ping_sent_at, ping_resent_at;
     uint64_t interrupt_sent_at; /* 0 when no interrupt is in flight (KMGR_INTERRUPT_COALESCE_MS) */
@@ -321,5 +327,26 @@ int kmgr_kernel_heartbeats(kmgr_kernel_t *k, uint64_t now);
  * its output in the reason when it died before it was ready. Loop context: callbacks run.
  */
 void kmgr_kernel_incarnation_ended(kmgr_kernel_t *k, const char *reason, int kill_it);
+
+/*
+ * While a kernel starts, kgate sends kernel_info_request until it has the reply on shell and any message on iopub. The
+ * resends are for iopub (as Jupyter clients' "nudge"): a PUB socket drops what it publishes before the SUB's subscription
+ * reached it, so the first request's status may never come, and a later request makes the kernel publish again. A
+ * request on shell is not lost so: it waits in kgate's connection for the handshake and then in the kernel's socket until
+ * the kernel reads it (a resend before that only queues a duplicate, which the kernel answers at its start, CPU a burst of
+ * starts has not got). So before the shell has answered, resends back off (250, 500, 1000, then every 2000 ms: insurance
+ * against a request lost with its connection); once it has, and iopub is silent, they come every kernel_info_retry_ms
+ * (`base`). Returns when the next one is due, one having been sent at `now`.
+ */
+#define KMGR_INFO_RETRY_MAX_FACTOR 8
+static inline uint64_t kmgr_kernel_info_next(kmgr_kernel_t *k, unsigned base, uint64_t now)
+{
+    unsigned max = base * KMGR_INFO_RETRY_MAX_FACTOR;
+
+    if (k->got_info_reply)
+        return now + base;
+    k->info_retry_ms = k->info_retry_ms * 2 < max ? k->info_retry_ms * 2 : max;
+    return now + k->info_retry_ms;
+}
 
 #endif

@@ -336,6 +336,12 @@ int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const ch
             goto Exit;
         }
         proc->start = NULL;
+        if (kmgr_proc_refused_fork_waits(proc, start, spec, reason, twhy)) {
+            /* its process comes from the start queue, in its turn */
+            *out = proc;
+            ret = 0;
+            goto Exit;
+        }
         /* a template still starting is no news; a full queue or a request it cannot take is */
         ksys_log(reason == KMGR_FALLBACK_UNAVAILABLE ? KSYS_LOG_INFO : KSYS_LOG_WARN,
                  "the %s kernel is spawned, not forked (%s: %s)", spec->name, kmgr_fallback_name(reason), twhy);

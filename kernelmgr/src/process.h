@@ -86,8 +86,9 @@ struct st_kmgr_proc_t {
 };
 
 /**
- * Creates the directory, connection file and IPython dir of a new incarnation and spawns it.
- * Returns 0 with `*out` set (phase RUNNING, its channels initialised but closed), or KSYS_EIO /
+ * Creates the directory, connection file and IPython dir of a new incarnation and spawns it (or asks its template for it:
+ * its process comes with the answer; or, the template unable to take the request past max_starting, from the start queue:
+ * kmgr_proc_refused_fork_waits). Returns 0 with `*out` set (phase RUNNING, its channels initialised but closed), or KSYS_EIO /
  * KSYS_ESPAWN; on error nothing is left behind and `why` (if non-NULL, `whylen` bytes) says what failed.
  */
 int kmgr_proc_spawn(kmgr_manager_t *mgr, const kmgr_kernelspec_t *spec, const char *cwd, json_t *env, const ksys_sandbox_t *sandbox,
@@ -104,6 +105,16 @@ int kmgr_proc_start_spawn(kmgr_proc_t *proc, const kmgr_proc_start_t *start, cha
  * gets no spawn, and a forked kernel it gets is killed at once. Frees proc->start unless the spawn is due.
  */
 void kmgr_proc_fork_answer(kmgr_proc_t *proc, struct st_kmgr_template_t *tpl, pid_t pid, kmgr_fallback_t reason, const char *why);
+/**
+ * A fork request of `proc` its template refused before it was sent (`reason`: "setup", a request over the frame bound or an
+ * rlimit the template does not know; "queue_full"; "unavailable"), `start` not yet freed: when max_starting kernels are
+ * already spawned and not ready, its spawn waits in the start queue as a fallback's does (`spawn_due`, proc->start = start,
+ * the manager scheduled) and 1 is returned; else 0, and the caller spawns it at once. A "setup" start was let go under
+ * max_forking, as one that forks: spawned at once, it would be one full interpreter more than max_starting (the start queue
+ * lets a start the template would refuse for "queue_full" or "unavailable" go under max_starting already).
+ */
+int kmgr_proc_refused_fork_waits(kmgr_proc_t *proc, kmgr_proc_start_t *start, const kmgr_kernelspec_t *spec, kmgr_fallback_t reason,
+                                 const char *why);
 /**
  * Spawns `proc`, whose spawn was due (spawn_due), its fallback reason logged and counted; a spawn that fails leaves it gone
  * with `start_error` (reported as its death before it was ready). Frees proc->start. Returns 0 when it was spawned.

@@ -168,6 +168,28 @@ Exit:
     kmgr_proc_start_free(start);
 }
 
+int kmgr_proc_refused_fork_waits(kmgr_proc_t *proc, kmgr_proc_start_t *start, const kmgr_kernelspec_t *spec, kmgr_fallback_t reason,
+                                 const char *why)
+{
+    kmgr_manager_t *mgr = start->mgr;
+    unsigned launching, queued;
+
+    if (mgr->config.max_starting == 0)
+        return 0;
+    /* this start is not among them yet (its kernel has no proc) */
+    kmgr_kernels_count_starting(mgr, &launching, &queued);
+    if (launching < mgr->config.max_starting)
+        return 0;
+    start->fallback = reason;
+    start->fallback_why = wire_strdup(why);
+    start->fallback_spec = wire_strdup(spec->name);
+    proc->start = start;
+    proc->spawn_due = 1;
+    ksys_log_info("the %s kernel will be spawned, not forked, in its turn (%s: %s)", spec->name, kmgr_fallback_name(reason), why);
+    kmgr_manager_schedule(mgr);
+    return 1;
+}
+
 int kmgr_proc_spawn_fallback(kmgr_proc_t *proc)
 {
     kmgr_proc_start_t *start = proc->start;

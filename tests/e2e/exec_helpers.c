@@ -3,6 +3,7 @@
 
 #include <criterion/criterion.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "support/gateway.h"
 #include "support/http.h"
 #include "support/proc.h"
+#include "support/skip.h"
 #include "support/stream.h"
 
 /* Private gateways still running, so that a test's fini stops them even after a failed assertion. */
@@ -283,4 +285,30 @@ int xh_pid_wait_gone(pid_t pid, int64_t deadline_ms)
             return 0;
         ts_sleep_ms(20);
     }
+}
+
+int xh_bwrap_works(void)
+{
+    return system("bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-net --disable-userns --cap-drop ALL "
+                  "--die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true >/dev/null 2>&1") ==
+           0;
+}
+
+void xh_require_bwrap(const char *consequence)
+{
+    cr_assert(system("command -v bwrap >/dev/null 2>&1") == 0, "bwrap is not installed: deploy/deps.sh installs bubblewrap");
+    if (!xh_bwrap_works())
+        cr_skip_test("%s", ts_skip_note(__func__, "bwrap cannot create user/pid/net namespaces on this host%s%s",
+                                        consequence[0] != '\0' ? ": " : "", consequence));
+}
+
+void xh_sh(const char *fmt, ...)
+{
+    char cmd[2048];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
 }

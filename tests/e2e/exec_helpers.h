@@ -91,4 +91,16 @@ int xh_pid_alive(pid_t pid);
 /** Waits until `pid` is gone (or a zombie); returns 1 if it went by `deadline_ms`. */
 int xh_pid_wait_gone(pid_t pid, int64_t deadline_ms);
 
+/** 1 when bwrap can create the namespaces kgate's sandboxes ask for (user, pid, ipc, uts, net) on this host. */
+int xh_bwrap_works(void);
+
+/**
+ * Fails the test when bwrap is not installed (deploy/deps.sh installs bubblewrap); skips it where bwrap cannot create its
+ * namespaces (an unprivileged container), the only skip a sandbox test takes, its note saying `consequence`.
+ */
+void xh_require_bwrap(const char *consequence);
+
+/** Runs the formatted command with system() and asserts that it exited 0. */
+void xh_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #endif

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "checks.h"
+#include "exec_helpers.h"
 #include "support/base.h"
 #include "support/gateway.h"
 #include "support/http.h"
@@ -23,17 +24,6 @@
 
 ts_gateway_t gw;
 char tmp[256], root[300], outside[300];
-
-void sh(const char *fmt, ...)
-{
-    char cmd[2048];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
 
 char *read_file(const char *path)
 {
@@ -66,10 +56,10 @@ void start(void)
     cr_assert_not_null(mkdtemp(tmp));
     snprintf(root, sizeof(root), "%s/ws", tmp);
     snprintf(outside, sizeof(outside), "%s/outside", tmp);
-    sh("mkdir -p '%s/dir/sub' '%s' && printf 'one\\ntwo\\nthree\\n' > '%s/a.txt' && printf 'x' > '%s/dir/b.txt'"
-       " && printf 'y' > '%s/dir/sub/c.md' && printf 'secret' > '%s/secret' && ln -s '%s' '%s/out_dir'"
-       " && ln -s '%s/secret' '%s/out_file' && ln -s a.txt '%s/in_link' && chmod 644 '%s/a.txt' '%s/secret'",
-       root, outside, root, root, root, outside, outside, root, outside, root, root, root, outside);
+    xh_sh("mkdir -p '%s/dir/sub' '%s' && printf 'one\\ntwo\\nthree\\n' > '%s/a.txt' && printf 'x' > '%s/dir/b.txt'"
+          " && printf 'y' > '%s/dir/sub/c.md' && printf 'secret' > '%s/secret' && ln -s '%s' '%s/out_dir'"
+          " && ln -s '%s/secret' '%s/out_file' && ln -s a.txt '%s/in_link' && chmod 644 '%s/a.txt' '%s/secret'",
+          root, outside, root, root, root, outside, outside, root, outside, root, root, root, outside);
     (void)path;
     ts_gateway_opts_t opts = {.exe = ts_kgate_path(KGATE_BINARY_DIR), .args = args, .env = env};
     cr_assert_eq(ts_gateway_start(&gw, &opts), 0, "kgate did not start: %s", gw.error);
@@ -82,7 +72,7 @@ void stop(void)
     if (rc != 0)
         ts_gateway_dump_log(&gw, 8192);
     ts_gateway_cleanup(&gw);
-    sh("rm -rf '%s'", tmp);
+    xh_sh("rm -rf '%s'", tmp);
     cr_assert_eq(rc, 0, "kgate did not stop cleanly: %s", gw.error);
 }
 

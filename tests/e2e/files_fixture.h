@@ -4,13 +4,12 @@
 
 #include "support/gateway.h"
 #include "support/http.h"
+#include "exec_helpers.h" /* xh_sh */
 
 /* The kgate of the running test, its temp dir, the workspace root inside it, and a directory outside it. */
 extern ts_gateway_t gw;
 extern char tmp[256], root[300], outside[300];
 
-/** Runs a shell command (printf-style), asserting it succeeds. */
-void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /** The whole file (up to 64 KiB) in a static buffer, or NULL. */
 char *read_file(const char *path);
 /** True when `path` exists (a link is not followed). */

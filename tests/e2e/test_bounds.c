@@ -45,37 +45,6 @@ static void start_own(void)
                  "kgate did not start: %s", own.error);
 }
 
-/* A field of /proc/<pid>/status in KiB ("VmRSS:", "VmHWM:"), -1 when unknown. */
-static long long status_kib(pid_t pid, const char *field)
-{
-    char path[64], line[256];
-    long long v = -1;
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    if ((f = fopen(path, "r")) == NULL)
-        return -1;
-    while (fgets(line, sizeof(line), f) != NULL)
-        if (strncmp(line, field, strlen(field)) == 0)
-            v = strtoll(line + strlen(field), NULL, 10);
-    fclose(f);
-    return v;
-}
-
-/* Starts VmHWM over from VmRSS (clear_refs 5, Linux 4.0), so that it is the peak of what follows. 0, or -1. */
-static int reset_hwm(pid_t pid)
-{
-    char path[64];
-    int fd, ok;
-
-    snprintf(path, sizeof(path), "/proc/%d/clear_refs", (int)pid);
-    if ((fd = open(path, O_WRONLY)) < 0)
-        return -1;
-    ok = write(fd, "5", 1) == 1;
-    close(fd);
-    return ok ? 0 : -1;
-}
-
 typedef struct {
     long long base, peak, after; /* KiB */
 } memory_t;
@@ -93,8 +62,8 @@ static memory_t flood(wsc_t *ws, long pings)
     int hwm;
 
     usleep(500 * 1000);
-    m.base = status_kib(own.pid, "VmRSS:");
-    hwm = reset_hwm(own.pid) == 0;
+    m.base = ts_proc_status_kib(own.pid, "VmRSS");
+    hwm = ts_proc_reset_hwm(own.pid) == 0;
     cr_assert_eq(ts_rss_sampler_start(&sampler, own.pid, 20), 0);
     for (long sent = 0; sent < pings; sent += BATCH)
         cr_assert_eq(wsc_write(ws, frames, wsc_ping_frames(frames, BATCH, (uint32_t)sent, 4)), 0,
@@ -104,9 +73,9 @@ static memory_t flood(wsc_t *ws, long pings)
     wsc_close(ws);
     usleep(1500 * 1000);
     m.peak = ts_rss_sampler_stop(&sampler);
-    if (hwm && status_kib(own.pid, "VmHWM:") > m.peak)
-        m.peak = status_kib(own.pid, "VmHWM:");
-    m.after = status_kib(own.pid, "VmRSS:");
+    if (hwm && ts_proc_status_kib(own.pid, "VmHWM") > m.peak)
+        m.peak = ts_proc_status_kib(own.pid, "VmHWM");
+    m.after = ts_proc_status_kib(own.pid, "VmRSS");
     if (!hwm)
         fprintf(stderr, "bounds: VmHWM could not be reset (clear_refs): the peak is sampled every 20 ms only\n");
     free(frames);

@@ -312,3 +312,59 @@ Test(e2b, a_300_kilobyte_line_arrives_whole)
     json_decref(lines);
     xh_gateway_stop(&gateway);
 }
+
+/* A run beyond --max-queue is 429 Too Many Requests, as execd's QUEUE_FULL (before: 503 Service Unavailable, which says
+ * kgate is down when only this context is busy), with or without env_vars; the context's other run goes on. */
+Test(e2b, a_run_beyond_the_queue_is_429)
+{
+    const char *args[] = {"--max-queue", "1", NULL};
+    const char *extras[] = {"", ", \"env_vars\": {\"A\": \"b\"}"}; /* env_vars queue two runs, or none */
+    ts_response_t resp = {0}, runs[2] = {{0}};
+    ts_http_t c[2];
+    char body[256];
+    int64_t deadline = ts_now_ms() + XH_RUN_MS;
+
+    xh_gateway_start(&gateway, args);
+    cr_assert_eq(ts_http_request(gateway.port, "POST", "/contexts", NULL, "{\"language\": \"python\"}", &resp), 200, "%s",
+                 resp.body);
+    const char *id = json_string_value(json_object_get(resp.json, "id"));
+    cr_assert_not_null(id, "%s", resp.body);
+    /* one run running, one waiting: the queue of 1 is full */
+    snprintf(body, sizeof(body), "{\"code\": \"import time\\ntime.sleep(60)\", \"context_id\": \"%s\"}", id);
+    for (int k = 0; k != 2; ++k) {
+        ts_http_init(&c[k], gateway.port, 0);
+        cr_assert_eq(ts_http_start(&c[k], "POST", "/execute", NULL, body, deadline, &runs[k]), 0, "%s", runs[k].error);
+        cr_assert_eq(runs[k].status, 200);
+    }
+    for (size_t i = 0; i != sizeof(extras) / sizeof(extras[0]); ++i) {
+        ts_response_t refused = {0};
+        snprintf(body, sizeof(body), "{\"code\": \"1\", \"context_id\": \"%s\"%s}", id, extras[i]);
+        cr_expect_eq(ts_http_request(gateway.port, "POST", "/execute", NULL, body, &refused), 429, "%s: HTTP %d %s", body,
+                     refused.status, refused.body);
+        cr_expect(refused.body != NULL && strstr(refused.body, "--max-queue") != NULL, "%s", refused.body);
+        ts_response_dispose(&refused);
+    }
+    for (int k = 0; k != 2; ++k) {
+        ts_http_dispose(&c[k]); /* the client gone interrupts its run */
+        ts_response_dispose(&runs[k]);
+    }
+    ts_response_dispose(&resp);
+    xh_gateway_stop(&gateway);
+}
+
+/* A context beyond --max-contexts is 429 Too Many Requests, as TOO_MANY_CONTEXTS on the other doors (before: 503). */
+Test(e2b, a_context_beyond_max_contexts_is_429)
+{
+    const char *args[] = {"--max-contexts", "1", NULL};
+    ts_response_t first = {0}, second = {0};
+
+    xh_gateway_start(&gateway, args);
+    cr_assert_eq(ts_http_request(gateway.port, "POST", "/contexts", NULL, "{\"language\": \"python\"}", &first), 200, "%s",
+                 first.body);
+    cr_expect_eq(ts_http_request(gateway.port, "POST", "/contexts", NULL, "{\"language\": \"python\"}", &second), 429, "HTTP %d %s",
+                 second.status, second.body);
+    cr_expect(second.body != NULL && strstr(second.body, "--max-contexts") != NULL, "%s", second.body);
+    ts_response_dispose(&first);
+    ts_response_dispose(&second);
+    xh_gateway_stop(&gateway);
+}

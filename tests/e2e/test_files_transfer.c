@@ -347,7 +347,7 @@ Test(files_transfer_big, a_kgate_killed_mid_upload_leaves_nothing_after_a_restar
     snprintf(tmpdir, sizeof(tmpdir), "%s/tmpdir", tmp);
     snprintf(env_tmpdir, sizeof(env_tmpdir), "TMPDIR=%s", tmpdir);
     snprintf(big_dir, sizeof(big_dir), "%s/big", root);
-    sh("mkdir -p '%s' '%s'", tmpdir, big_dir);
+    xh_sh("mkdir -p '%s' '%s'", tmpdir, big_dir);
     ts_gateway_stop(&gw, NULL);
     ts_gateway_cleanup(&gw);
     cr_assert_eq(ts_gateway_start(&gw, &opts), 0, "kgate did not start: %s", gw.error);

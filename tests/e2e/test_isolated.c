@@ -34,35 +34,11 @@ static void fini(void)
 
 TestSuite(isolated, .fini = fini, .timeout = 240);
 
-static int bwrap_works(void)
-{
-    return system("bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-net --disable-userns --cap-drop ALL "
-                  "--die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true >/dev/null 2>&1") ==
-           0;
-}
-
-/* Skipped only where bwrap cannot create its namespaces; bwrap missing is a failure (deploy/deps.sh installs it). */
-static void require_bwrap(void)
-{
-    cr_assert(system("command -v bwrap >/dev/null 2>&1") == 0, "bwrap is not installed: deploy/deps.sh installs bubblewrap");
-    if (!bwrap_works())
-        cr_skip_test("%s", ts_skip_note(__func__, "bwrap cannot create user/pid/net namespaces on this host: isolated sessions "
-                                                  "are unavailable here, which test capabilities_tell_the_truth checks"));
-}
+/* what a host where bwrap cannot create its namespaces lacks */
+#define ISOLATED_UNAVAILABLE "isolated sessions are unavailable here, which test capabilities_tell_the_truth checks"
 
 static ts_gateway_t gw;
 static char root[300];
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-    char cmd[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
 
 /* The whole file (up to 64 KiB) in a static buffer, or NULL. */
 static char *slurp(const char *path)
@@ -85,7 +61,7 @@ static void start(const char *const *extra)
     size_t n = 1;
 
     snprintf(root, sizeof(root), "/tmp/kgate-e2e-iso-%d", (int)getpid());
-    sh("rm -rf %s && mkdir -p %s/ws && echo base > %s/ws/base.txt", root, root, root);
+    xh_sh("rm -rf %s && mkdir -p %s/ws && echo base > %s/ws/base.txt", root, root, root);
     args[n++] = root;
     for (; extra != NULL && *extra != NULL; ++extra)
         args[n++] = *extra;
@@ -96,7 +72,7 @@ static void start(const char *const *extra)
 static void stop(void)
 {
     xh_gateway_stop(&gw);
-    sh("rm -rf %s", root);
+    xh_sh("rm -rf %s", root);
 }
 
 /* One request; returns the status, the response in `r` (dispose it). */
@@ -197,7 +173,7 @@ static void delete_session(const char *id)
 Test(isolated, capabilities_tell_the_truth)
 {
     ts_response_t r;
-    int works = bwrap_works();
+    int works = xh_bwrap_works();
 
     start(NULL);
     cr_assert_eq(req("GET", "/v1/isolated/capabilities", NULL, &r), 200);
@@ -237,7 +213,7 @@ Test(isolated, create_list_get_delete)
     ts_response_t r;
     char path[200];
 
-    require_bwrap();
+    xh_require_bwrap(ISOLATED_UNAVAILABLE);
     start(NULL);
     char *id = create("{\"workspace\": {\"path\": \"@/ws\", \"mode\": \"rw\"}, \"profile\": \"balanced\", "
                       "\"idle_timeout_seconds\": 600}");
@@ -281,7 +257,7 @@ Test(isolated, bad_requests)
 {
     char body[2000];
 
-    require_bwrap();
+    xh_require_bwrap(ISOLATED_UNAVAILABLE);
     start(NULL);
     expect("POST", "/v1/isolated/session", "{}", 400, "INVALID_REQUEST_BODY");
     expect("POST", "/v1/isolated/session", "{\"workspace\": {\"path\": \"relative\"}}", 400, "INVALID_REQUEST_BODY");
@@ -312,7 +288,7 @@ Test(isolated, state_kept_between_runs)
 {
     char ename[64], extra[400];
 
-    require_bwrap();
+    xh_require_bwrap(ISOLATED_UNAVAILABLE);
     start(NULL);
     char *id = create("{\"workspace\": {\"path\": \"@/ws\", \"mode\": \"rw\"}}");
     free(run_ok(id, "mkdir -p sub && cd sub && export KEPT=yes && greet() { echo hello \"$1\"; }"));
@@ -348,7 +324,7 @@ Test(isolated, timeout_kills_the_run_and_keeps_the_session)
 {
     char ename[64];
 
-    require_bwrap();
+    xh_require_bwrap(ISOLATED_UNAVAILABLE);
     start(NULL);
     char *id = create("{\"workspace\": {\"path\": \"@/ws\", \"mode\": \"rw\"}}");
     free(run_ok(id, "export STILL=here"));
@@ -371,7 +347,7 @@ Test(isolated, overlay_keeps_the_workspace_untouched)
     char path[700], wsfile[400];
     ts_response_t r;
 
-    require_bwrap();
+    xh_require_bwrap(ISOLATED_UNAVAILABLE);
     start(NULL);
     char *id = create("{\"workspace\": {\"path\": \"@/ws\", \"mode\": \"overlay\"}}");
     char *out = run_ok(id, "echo changed > base.txt; echo new > new.txt; cat base.txt new.txt");
@@ -411,7 +387,7 @@ Test(isolated, ro_refuses_writes)
 {
     char path[700], ename[64], wsfile[400];
 
-    require_bwrap();
+    xh_require_bwrap(ISOLATED_UNAVAILABLE);
     start(NULL);
     char *id = create("{\"workspace\": {\"path\": \"@/ws\", \"mode\": \"ro\"}}");
     char *out = run(id, "cat base.txt; echo x > base.txt", "", ename, sizeof(ename));
@@ -446,7 +422,7 @@ Test(isolated, files_routes_rw)
     char path[800], body[2000], wsfile[400];
     ts_response_t r;
 
-    require_bwrap();
+    xh_require_bwrap(ISOLATED_UNAVAILABLE);
     start(NULL);
     char *id = create("{\"workspace\": {\"path\": \"@/ws\", \"mode\": \"rw\"}}");
     snprintf(body, sizeof(body),
@@ -507,7 +483,7 @@ Test(isolated, share_net)
 {
     char code[300];
 
-    require_bwrap();
+    xh_require_bwrap(ISOLATED_UNAVAILABLE);
     start(NULL);
     snprintf(code, sizeof(code), "exec 3<>/dev/tcp/127.0.0.1/%u && echo open || echo closed", gw.port);
     char *closed = create("{\"workspace\": {\"path\": \"@/ws\"}}");
@@ -526,7 +502,7 @@ Test(isolated, share_net)
 /* strict drops secrets from kgate's environment; env_passthrough allow passes only what it lists; kgate's runtime dir is hidden. */
 Test(isolated, environment_and_hidden_runtime_dir)
 {
-    require_bwrap();
+    xh_require_bwrap(ISOLATED_UNAVAILABLE);
     setenv("ISO_TEST_API_KEY", "secret", 1);
     setenv("ISO_TEST_PLAIN", "plain", 1);
     start(NULL);
@@ -560,7 +536,7 @@ Test(isolated, idle_expiry)
     char path[200];
     ts_response_t r;
 
-    require_bwrap();
+    xh_require_bwrap(ISOLATED_UNAVAILABLE);
     start(NULL);
     char *id = create("{\"workspace\": {\"path\": \"@/ws\"}, \"idle_timeout_seconds\": 1}");
     snprintf(path, sizeof(path), "/v1/isolated/session/%s", id);
@@ -580,7 +556,7 @@ Test(isolated, bounded_sessions)
 {
     char body[2000];
 
-    require_bwrap();
+    xh_require_bwrap(ISOLATED_UNAVAILABLE);
     start((const char *const[]){"--max-isolated-sessions", "2", NULL});
     char *a = create("{\"workspace\": {\"path\": \"@/ws\"}}"), *b = create("{\"workspace\": {\"path\": \"@/ws\"}}");
     snprintf(body, sizeof(body), "{\"workspace\": {\"path\": \"%s/ws\"}}", root);
@@ -740,7 +716,7 @@ Test(isolated, ping_stays_fast_while_sessions_come_and_go)
     int64_t idle[PINGS], lat[PINGS];
     size_t most = 0;
 
-    require_bwrap();
+    xh_require_bwrap(ISOLATED_UNAVAILABLE);
     start((const char *const[]){"--max-isolated-sessions", "2", NULL});
     for (int i = 0; i != PINGS; ++i) {
         idle[i] = ping_us();
@@ -791,7 +767,7 @@ Test(isolated, concurrent_creates_respect_the_bound)
     int status[N], ok = 0, refused = 0;
     ts_response_t r;
 
-    require_bwrap();
+    xh_require_bwrap(ISOLATED_UNAVAILABLE);
     start((const char *const[]){"--max-isolated-sessions", "2", NULL});
     for (int i = 0; i != N; ++i)
         cr_assert_eq(pthread_create(&t[i], NULL, create_once, &status[i]), 0);
@@ -818,7 +794,7 @@ Test(isolated, client_gone_during_create_leaves_nothing)
     size_t sandboxes = 0;
     int dirs = 0, listed = 0;
 
-    require_bwrap();
+    xh_require_bwrap(ISOLATED_UNAVAILABLE);
     start(NULL);
     snprintf(body, sizeof(body), "{\"workspace\": {\"path\": \"%s/ws\"}}", root);
     snprintf(head, sizeof(head),
@@ -890,7 +866,7 @@ Test(isolated, deleting_a_big_overlay_keeps_ping_fast)
     char path[200];
     int dirs = 0;
 
-    require_bwrap();
+    xh_require_bwrap(ISOLATED_UNAVAILABLE);
     start(NULL);
     char *id = create("{\"workspace\": {\"path\": \"@/ws\", \"mode\": \"overlay\"}}");
     char *out = run_ok(id, "mkdir many && cd many && seq 20000 | xargs touch && ls | wc -l");

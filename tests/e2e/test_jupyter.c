@@ -13,6 +13,7 @@
 #include "support/events.h"
 #include "support/gateway.h"
 #include "support/http.h"
+#include "support/jframe.h"
 #include "support/ws_client.h"
 
 #define TOKEN "jupyter-test-token"
@@ -105,20 +106,6 @@ static int jws_open(jws_t *c, const char *kernel_id, int v1, const char *query)
     return jws_open_at(c, own.port, kernel_id, v1, query);
 }
 
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i != 8; ++i)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; --i)
-        v = v << 8 | p[i];
-    return v;
-}
-
 /* Sends {header, parent_header, metadata, content} on `channel`; returns the msg_id (static buffer). */
 static const char *jws_send(jws_t *c, const char *channel, const char *msg_type, json_t *content, json_t *parent)
 {
@@ -146,19 +133,8 @@ static const char *jws_send(jws_t *c, const char *channel, const char *msg_type,
     m = strdup("{}");
     ct = json_dumps(content, JSON_COMPACT);
     const char *parts[5] = {channel, h, p, m, ct};
-    size_t n = 6, len = 8 * (n + 1), off;
-    for (int i = 0; i != 5; ++i)
-        len += strlen(parts[i]);
-    uint8_t *buf = malloc(len);
-    put_le64(buf, n);
-    off = 8 * (n + 1);
-    put_le64(buf + 8, off);
-    for (int i = 0; i != 5; ++i) {
-        memcpy(buf + off, parts[i], strlen(parts[i]));
-        off += strlen(parts[i]);
-        put_le64(buf + 8 * (i + 2), off);
-    }
-    cr_assert_eq(off, len);
+    size_t len;
+    uint8_t *buf = ts_jframe_v1(parts, 5, &len);
     cr_assert_eq(wsc_send(&c->ws, WSC_BINARY, buf, len), 0);
     free(buf);
     free(h);
@@ -189,14 +165,14 @@ static json_t *jws_recv(jws_t *c, int64_t deadline)
     if (c->v1) {
         cr_assert_eq(m.opcode, WSC_BINARY, "v1 messages are binary frames");
         cr_assert_geq(m.len, 8);
-        uint64_t n = get_le64(m.data);
+        uint64_t n = ts_jframe_le64(m.data);
         cr_assert(n >= 6 && n < 1024 && m.len >= 8 * (n + 1), "offset count %llu", (unsigned long long)n);
-        uint64_t prev = get_le64(m.data + 8);
+        uint64_t prev = ts_jframe_le64(m.data + 8);
         cr_assert_eq(prev, 8 * (n + 1), "the channel name starts right after the table");
         const char *names[5] = {"channel", "header", "parent_header", "metadata", "content"};
         out = json_object();
         for (uint64_t i = 1; i != n; ++i) {
-            uint64_t end = get_le64(m.data + 8 * (i + 1));
+            uint64_t end = ts_jframe_le64(m.data + 8 * (i + 1));
             cr_assert(end >= prev && end <= m.len, "offsets never decrease and stay inside the frame");
             if (i == 1) {
                 json_object_set_new(out, "channel", json_stringn((const char *)m.data + prev, end - prev));

@@ -9,6 +9,7 @@
 #include "exec_helpers.h"
 #include "support/base.h"
 #include "support/http.h"
+#include "support/proc.h"
 #include "support/ws_client.h"
 
 #define MIB (1024LL * 1024)
@@ -27,33 +28,17 @@ static void fini(void)
 
 TestSuite(peak, .fini = fini, .timeout = 600);
 
-/* A field of /proc/<pid>/status in bytes ("VmRSS:", "VmHWM:"), -1 when unknown. */
+/* A field of /proc/<pid>/status in bytes ("VmRSS", "VmHWM"), -1 when unknown. */
 static long long status_bytes(pid_t pid, const char *field)
 {
-    char path[64], line[256];
-    long long v = -1;
-    FILE *f;
-
-    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-    if ((f = fopen(path, "r")) == NULL)
-        return -1;
-    while (fgets(line, sizeof(line), f) != NULL)
-        if (strncmp(line, field, strlen(field)) == 0)
-            v = strtoll(line + strlen(field), NULL, 10) * 1024;
-    fclose(f);
-    return v;
+    long long kib = ts_proc_status_kib(pid, field);
+    return kib < 0 ? -1 : kib * 1024;
 }
 
-/* Starts VmHWM over from VmRSS (clear_refs 5, Linux 4.0), so that it is the peak of what follows. */
+/* Starts VmHWM over from VmRSS, so that it is the peak of what follows. */
 static void reset_hwm(pid_t pid)
 {
-    char path[64];
-    int fd;
-
-    snprintf(path, sizeof(path), "/proc/%d/clear_refs", (int)pid);
-    cr_assert((fd = open(path, O_WRONLY)) >= 0, "cannot open %s", path);
-    cr_assert_eq(write(fd, "5", 1), 1, "cannot reset VmHWM");
-    close(fd);
+    cr_assert_eq(ts_proc_reset_hwm(pid), 0, "cannot reset VmHWM of %d (clear_refs)", (int)pid);
 }
 
 /*
@@ -73,16 +58,16 @@ Test(peak, one_fifty_megabyte_line_peaks_kgate_at_its_size)
     xh_run_ok(gw.port, ctx, "print('x' * 100_000)", &evs);
     ts_events_dispose(&evs);
     ts_sleep_ms(1500); /* the tick trims the heap */
-    long long idle = status_bytes(gw.pid, "VmRSS:");
+    long long idle = status_bytes(gw.pid, "VmRSS");
     cr_assert(idle > 0);
     reset_hwm(gw.pid);
 
     json_t *body = xh_body(ctx, "print('y' * 50_000_000)");
     xh_run(gw.port, body, ts_now_ms() + XH_BIG_RUN_MS, &evs);
     json_decref(body);
-    long long peak = status_bytes(gw.pid, "VmHWM:");
+    long long peak = status_bytes(gw.pid, "VmHWM");
     ts_sleep_ms(1500);
-    long long after = status_bytes(gw.pid, "VmRSS:");
+    long long after = status_bytes(gw.pid, "VmRSS");
     fprintf(stderr, "peak: one 50 MB line: kgate VmRSS %lld KiB idle, VmHWM %lld KiB (+%lld MiB), VmRSS %lld KiB after\n",
             idle >> 10, peak >> 10, (peak - idle) / MIB, after >> 10);
 
@@ -207,13 +192,13 @@ Test(peak, one_hundred_megabyte_line_through_mcp_delivers_its_head_and_the_exact
 
     mcp_start(&gw, sid, sizeof(sid));
     ts_sleep_ms(1500); /* the tick trims the heap */
-    long long idle = status_bytes(gw.pid, "VmRSS:");
+    long long idle = status_bytes(gw.pid, "VmRSS");
     cr_assert(idle > 0);
     reset_hwm(gw.pid);
     expect_run_code_cut(&gw, sid, sizeof(sid), "one 100 MB line", "print('z' * 100_000_000)", 100000000 + 1);
-    long long peak = status_bytes(gw.pid, "VmHWM:");
+    long long peak = status_bytes(gw.pid, "VmHWM");
     ts_sleep_ms(1500);
-    long long after = status_bytes(gw.pid, "VmRSS:");
+    long long after = status_bytes(gw.pid, "VmRSS");
     fprintf(stderr,
             "peak: one 100 MB line through MCP: kgate VmRSS %lld KiB idle, VmHWM %lld KiB (+%lld MiB), VmRSS %lld KiB after\n",
             idle >> 10, peak >> 10, (peak - idle) / MIB, after >> 10);
@@ -254,7 +239,7 @@ Test(peak, one_hundred_megabyte_line_through_a_jupyter_websocket_reads_the_head_
     snprintf(path, sizeof(path), "/api/kernels/%s/channels", ctx);
     cr_assert_eq(wsc_connect(&ws, gw.port, path, NULL, ts_now_ms() + 10000), 0, "%s", ws.error);
     ts_sleep_ms(1500); /* the tick trims the heap */
-    long long idle_rss = status_bytes(gw.pid, "VmRSS:");
+    long long idle_rss = status_bytes(gw.pid, "VmRSS");
     cr_assert(idle_rss > 0);
     reset_hwm(gw.pid);
 
@@ -281,7 +266,7 @@ Test(peak, one_hundred_megabyte_line_through_a_jupyter_websocket_reads_the_head_
         }
         json_decref(j);
     }
-    long long peak = status_bytes(gw.pid, "VmHWM:");
+    long long peak = status_bytes(gw.pid, "VmHWM");
     fprintf(stderr, "peak: one 100 MB line through a Jupyter WebSocket: kgate VmRSS %lld KiB idle, VmHWM %lld KiB (+%lld MiB)\n",
             idle_rss >> 10, peak >> 10, (peak - idle_rss) / MIB);
     cr_assert(idle, "the cell ended (status idle): %s", ws.error);

@@ -30,17 +30,6 @@ static void fini(void)
 
 TestSuite(sandbox, .fini = fini, .timeout = 300);
 
-/* The test is skipped only where bwrap cannot create the namespaces kgate asks for (an unprivileged container); bwrap
- * missing is a failure (deploy/deps.sh installs bubblewrap). */
-static void require_bwrap(void)
-{
-    cr_assert(system("command -v bwrap >/dev/null 2>&1") == 0, "bwrap is not installed: deploy/deps.sh installs bubblewrap");
-    if (system("bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-uts --unshare-net --disable-userns --cap-drop ALL "
-               "--die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp /bin/true >/dev/null 2>&1") != 0)
-        cr_skip_test("%s", ts_skip_note(__func__, "bwrap cannot create user/pid/net namespaces on this host: --sandbox bwrap "
-                                                  "cannot run"));
-}
-
 static ts_gateway_t gw;
 static char ws[300];
 
@@ -50,7 +39,7 @@ static void start(const char *const *extra)
     const char *args[16] = {"--sandbox", "bwrap", "--workspace-root", NULL};
     size_t n = 3;
 
-    require_bwrap();
+    xh_require_bwrap("--sandbox bwrap cannot run");
     snprintf(ws, sizeof(ws), "/tmp/kgate-e2e-ws-%d", (int)getpid());
     mkdir(ws, 0755);
     args[n++] = ws;

@@ -173,23 +173,24 @@ Test(start_storm, two_hundred_creates_succeed_or_get_429_and_ping_stays_quick)
 }
 
 /*
- * The Jupyter door's kernel starts beyond --max-start-queue: 429 with Retry-After, as on execd's door (before: 500 "cannot
- * start"), the others created (201); every kernel created is shut down.
+ * N starts at once on a door with a start queue of 1 and one start at a time: each is created (`created`, e.g. "HTTP/1.1
+ * 201 ") or refused with 429 and Retry-After, nothing else; every one created is deleted (DELETE `delete_prefix` and its id).
  */
-Test(start_storm, jupyter_kernel_starts_beyond_the_start_queue_get_429_with_retry_after)
+static void starts_beyond_the_start_queue(const char *label, const char *path, const char *body, const char *created,
+                                          const char *delete_prefix)
 {
     enum { N = 8 };
     const char *args[] = {"--max-start-queue", "1", "--max-starting-kernels", "1", "--max-forking-kernels", "1", NULL};
     static create_t starts[N];
-    unsigned created = 0, refused = 0, with_retry = 0, other = 0, left = N;
+    unsigned ncreated = 0, refused = 0, with_retry = 0, other = 0, left = N;
     char other_answer[512] = "";
     int64_t deadline;
 
-    cr_assert_eq(
-        ts_gateway_start(&own, &(ts_gateway_opts_t){.exe = ts_kgate_path(KGATE_BINARY_DIR), .args = args, .label = "jqueue"}), 0,
-        "kgate did not start: %s", own.error);
+    memset(starts, 0, sizeof(starts));
+    cr_assert_eq(ts_gateway_start(&own, &(ts_gateway_opts_t){.exe = ts_kgate_path(KGATE_BINARY_DIR), .args = args, .label = label}),
+                 0, "kgate did not start: %s", own.error);
     for (int i = 0; i != N; ++i)
-        starts[i].fd = send_post(own.port, "/api/kernels", "{}");
+        starts[i].fd = send_post(own.port, path, body);
     for (deadline = ts_now_ms() + 120000; left != 0 && ts_now_ms() < deadline; usleep(20 * 1000)) {
         left = 0;
         for (int i = 0; i != N; ++i) {
@@ -199,28 +200,46 @@ Test(start_storm, jupyter_kernel_starts_beyond_the_start_queue_get_429_with_retr
     }
     for (int i = 0; i != N; ++i) {
         const char *a = starts[i].answer;
-        char id[40], path[64];
-        if (strncmp(a, "HTTP/1.1 201 ", 13) == 0) {
-            ++created;
+        char id[40], del[96];
+        if (strncmp(a, created, strlen(created)) == 0) {
+            ++ncreated;
             answer_id(&starts[i], id);
-            snprintf(path, sizeof(path), "/api/kernels/%s", id);
+            snprintf(del, sizeof(del), "%s%s", delete_prefix, id);
             if (id[0] != '\0') {
                 ts_response_t r;
-                ts_http_request(own.port, "DELETE", path, NULL, NULL, &r);
+                ts_http_request(own.port, "DELETE", del, NULL, NULL, &r);
                 ts_response_dispose(&r);
             }
         } else if (strncmp(a, "HTTP/1.1 429 ", 13) == 0) {
             ++refused;
             with_retry += strcasestr(a, "\r\nretry-after: ") != NULL;
         } else if (other++ == 0) {
-            snprintf(other_answer, sizeof(other_answer), "%s", a);
+            snprintf(other_answer, sizeof(other_answer), "%.500s", a);
         }
         if (!starts[i].done)
             close(starts[i].fd);
     }
-    cr_assert_eq(left, 0, "%u kernel starts had no answer", left);
-    cr_assert_eq(other, 0, "%u kernel starts got neither 201 nor 429, the first:\n%s", other, other_answer);
-    cr_assert_gt(created, 0, "no kernel was created");
+    cr_assert_eq(left, 0, "%u starts had no answer", left);
+    cr_assert_eq(other, 0, "%u starts got neither %.12s nor 429, the first:\n%s", other, created, other_answer);
+    cr_assert_gt(ncreated, 0, "nothing was created");
     cr_assert_gt(refused, 0, "%d starts at once with a start queue of 1 and one start at a time: none refused", N);
     cr_assert_eq(with_retry, refused, "%u of %u 429s said Retry-After", with_retry, refused);
+}
+
+/*
+ * The Jupyter door's kernel starts beyond --max-start-queue: 429 with Retry-After, as on execd's door (before: 500 "cannot
+ * start"), the others created (201); every kernel created is shut down.
+ */
+Test(start_storm, jupyter_kernel_starts_beyond_the_start_queue_get_429_with_retry_after)
+{
+    starts_beyond_the_start_queue("jqueue", "/api/kernels", "{}", "HTTP/1.1 201 ", "/api/kernels/");
+}
+
+/*
+ * The E2B door's context creates beyond --max-start-queue: 429 Too Many Requests with Retry-After, as on the other doors
+ * (before: 503 Service Unavailable, without Retry-After), the others created (200); every context created is deleted.
+ */
+Test(start_storm, e2b_context_creates_beyond_the_start_queue_get_429_with_retry_after)
+{
+    starts_beyond_the_start_queue("e2bqueue", "/contexts", "{\"language\":\"python\"}", "HTTP/1.1 200 ", "/contexts/");
 }

@@ -329,6 +329,40 @@ ENGINE_TEST(runs, the_retained_bytes_budget_evicts_the_oldest_first)
     cr_expect_not_null(gw_run_find(&eng.runs, c));
 }
 
+/* A finished run with a short log that keeps the records of `n` tool calls (code mode), handed after its end as its producer
+ * hands them. */
+static gw_run_t *finished_run_with_calls(char id[64], size_t n)
+{
+    gw_run_t *run = gw_run_create(&eng.runs, NULL, NULL, &big_limits);
+    gw_run_call_record_t *records = calloc(n, sizeof(*records));
+
+    gw_run_append(run, stdout_event("short"));
+    gw_run_finish(run, -1, "ok");
+    for (size_t i = 0; i != n; ++i)
+        snprintf(records[i].id, sizeof(records[i].id), "call-%zu", i);
+    gw_run_keep_call_records(run, records, n);
+    snprintf(id, 64, "%s", gw_run_id(run));
+    return run;
+}
+
+/* Two finished runs of a few hundred bytes of log that each keep 1000 tool calls' records (38 KB in RAM): they count toward
+ * --max-retained-bytes (50 KB here), so the older goes; before, only their logs counted and both stayed for their retention
+ * time, whatever their records held. */
+ENGINE_TEST(runs, kept_tool_call_records_count_toward_the_retained_bytes_budget)
+{
+    char a[64], b[64];
+
+    finished_run_with_calls(a, 1000);
+    finished_run_with_calls(b, 1000);
+    eng.config.max_retained_bytes = 50000;
+    gw_runs_collect(&eng.runs);
+    cr_expect_null(gw_run_find(&eng.runs, a), "the older run, over the budget with its records, goes");
+    cr_expect_not_null(gw_run_find(&eng.runs, b), "the younger fits and stays");
+    cr_expect_lt(eng.runs.retained_bytes, 50000, "what is left is within the budget (%zu)", eng.runs.retained_bytes);
+    cr_expect_gt(eng.runs.retained_bytes, 1000 * sizeof(gw_run_call_record_t), "the records left are counted (%zu)",
+                 eng.runs.retained_bytes);
+}
+
 ENGINE_TEST(runs, a_run_with_a_reader_is_never_collected)
 {
     char a[64], b[64];

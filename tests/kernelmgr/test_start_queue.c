@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include "ksys/errors.h"
 #include "kmgr_test.h"
 #include "manager_private.h"
 #include "template.h"
@@ -94,6 +96,21 @@ static void teardown_forking(void)
 
 TestSuite(forking, .init = setup_forking, .fini = teardown_forking, .timeout = 120);
 
+/* A start of `spec` reporting to `st`, asserted accepted (queued or launched). */
+static kmgr_kernel_t *start_of(kmgr_kernelspec_t *spec, kt_states_t *st)
+{
+    kmgr_kernel_t *k = NULL;
+    cr_assert_eq(kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = spec, .on_state = kt_on_state, .data = st}, &k), 0);
+    return k;
+}
+
+/* `n` starts of the forkable spec in order, start i in k[i] reporting to st[i]. */
+static void start_forkable(kmgr_kernel_t **k, kt_states_t *st, size_t n)
+{
+    for (size_t i = 0; i != n; ++i)
+        k[i] = start_of(forkable, &st[i]);
+}
+
 /* Started and not ready: launched (it has a connection file: a queued start has none) and still starting. */
 static int launched_not_ready(const kmgr_kernel_t *k)
 {
@@ -134,10 +151,7 @@ Test(forking, forked_starts_are_bounded_by_max_forking_and_a_queued_one_goes_whe
     unsigned launching, queued;
     kmgr_start_stats_t s;
 
-    for (int i = 0; i != NFORKED; ++i)
-        cr_assert_eq(
-            kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[i]}, &k[i]),
-            0);
+    start_forkable(k, st, NFORKED);
     for (int i = 0; i != NFORKED; ++i)
         cr_expect_eq(launched_not_ready(k[i]), i < MAX_FORKING, "start %d: %s", i, i < MAX_FORKING ? "launched" : "queued");
     kmgr_manager_count_starting(kt.mgr, &launching, &queued);
@@ -167,12 +181,9 @@ Test(forking, a_spawned_start_obeys_max_starting_while_forked_ones_are_starting)
     unsigned launching, queued;
     int f1_ready_first = 0;
 
-    cr_assert_eq(
-        kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[0]}, &f1), 0);
-    cr_assert_eq(
-        kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = spawned_only, .on_state = kt_on_state, .data = &st[1]}, &sp), 0);
-    cr_assert_eq(
-        kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[2]}, &f2), 0);
+    f1 = start_of(forkable, &st[0]);
+    sp = start_of(spawned_only, &st[1]);
+    f2 = start_of(forkable, &st[2]);
     cr_expect(launched_not_ready(f1), "the forked start went");
     cr_expect_str_eq(kmgr_kernel_connection_file(sp), "", "the spawned start waits: one kernel is starting (max_starting 1)");
     cr_expect_str_eq(kmgr_kernel_connection_file(f2), "", "the forked start behind it waits its turn");
@@ -186,9 +197,7 @@ Test(forking, a_spawned_start_obeys_max_starting_while_forked_ones_are_starting)
     f1_ready_first = kmgr_kernel_state(f1) == KMGR_KERNEL_IDLE;
     cr_expect(f1_ready_first, "the spawned start went once the forked one before it was ready");
     /* a second spawned start waits while the first is starting, though fewer than max_forking are */
-    cr_assert_eq(
-        kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = spawned_only, .on_state = kt_on_state, .data = &st[3]}, &sp2),
-        0);
+    sp2 = start_of(spawned_only, &st[3]);
     if (launched_not_ready(sp))
         cr_expect_str_eq(kmgr_kernel_connection_file(sp2), "", "a spawned start waits while another is starting");
     cr_assert(kt_wait_state(sp, KMGR_KERNEL_IDLE, 30000));
@@ -221,10 +230,7 @@ Test(forking_queue_full, a_start_the_full_template_would_refuse_waits_for_max_st
     unsigned launching, queued;
     kmgr_start_stats_t s;
 
-    for (int i = 0; i != 3; ++i)
-        cr_assert_eq(
-            kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[i]}, &k[i]),
-            0);
+    start_forkable(k, st, 3);
     cr_expect(launched_not_ready(k[0]) && launched_not_ready(k[1]), "the first two starts went to the template");
     cr_expect_str_eq(kmgr_kernel_connection_file(k[2]), "", "the third waits: its template's queue is full, max_starting is 1");
     kmgr_manager_count_starting(kt.mgr, &launching, &queued);
@@ -296,10 +302,7 @@ Test(template_fallback, starts_that_lose_their_template_are_spawned_max_starting
     unsigned launching, queued;
     kmgr_start_stats_t s;
 
-    for (int i = 0; i != NFALLBACK; ++i)
-        cr_assert_eq(
-            kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[i]}, &k[i]),
-            0);
+    start_forkable(k, st, NFALLBACK);
     poll_loop_run_for(kt.loop, 100);
     kmgr_manager_count_starting(kt.mgr, &launching, &queued);
     cr_assert(launching == NFALLBACK && queued == 0, "every start waits on the template (%u launching, %u queued)", launching,
@@ -332,10 +335,7 @@ Test(template_fallback, a_start_deleted_while_its_fallback_waits_is_never_spawne
     kmgr_kernel_t *k[NFALLBACK];
     kmgr_start_stats_t s;
 
-    for (int i = 0; i != NFALLBACK; ++i)
-        cr_assert_eq(
-            kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[i]}, &k[i]),
-            0);
+    start_forkable(k, st, NFALLBACK);
     poll_loop_run_for(kt.loop, 100);
     cr_assert_eq(kill(the_template_pid(), SIGKILL), 0);
     for (int waited = 0; kmgr_kernel_pid(k[0]) == 0; waited += 5) {
@@ -363,13 +363,6 @@ static void setup_batch(void)
 }
 
 TestSuite(starting, .init = setup_batch, .fini = teardown_forking, .timeout = 120);
-
-static kmgr_kernel_t *start_of(kmgr_kernelspec_t *spec, kt_states_t *st)
-{
-    kmgr_kernel_t *k = NULL;
-    cr_assert_eq(kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = spec, .on_state = kt_on_state, .data = st}, &k), 0);
-    return k;
-}
 
 /* Neither dead nor restarted, nor ever told so: it started as if nothing had happened. */
 static void expect_no_death(kmgr_kernel_t *k, const kt_states_t *st)
@@ -460,4 +453,120 @@ Test(starting, a_kernel_destroyed_before_its_fork_answer_leaves_no_process)
     cr_expect_eq(s.spawned, 0, "nothing spawned for a kernel given up");
     cr_expect_eq(kmgr_manager_num_processes(kt.mgr), 1, "kgate holds one process, the live kernel's");
     kmgr_kernel_destroy(next);
+}
+
+/* ---- (branch fixes) a fork request the template cannot be sent ("setup": over KMGR_TPL_MAX_FRAME, an rlimit it does not
+ * know) is a spawned start: it obeys max_starting as the other fallbacks do ---- */
+
+/* An environment that makes a fork request over the template's 1 MiB frame (12 variables of 100 KB: each under the kernel's
+ * 128 KiB bound on one exec string, so the spawn after all works). */
+static json_t *env_over_the_frame(void)
+{
+    static char value[100 * 1000 + 1];
+    json_t *env = json_object();
+    char name[16];
+
+    memset(value, 'v', sizeof(value) - 1);
+    for (int i = 0; i != 12; ++i) {
+        snprintf(name, sizeof(name), "KGATE_BIG_%d", i);
+        json_object_set_new(env, name, json_string(value));
+    }
+    return env;
+}
+
+/* Six starts whose requests the template cannot be sent (max_forking 6, max_starting 2): each is spawned, at most 2 at a time
+ * and in start order, not six full interpreters at once (before: all six spawned at once, "setup" fallbacks past
+ * max_starting); each ends ready, counted as a "setup" fallback. */
+Test(template_fallback, starts_whose_request_cannot_be_sent_are_spawned_max_starting_at_a_time_in_order)
+{
+    kt_states_t st[NFALLBACK] = {0};
+    kmgr_kernel_t *k[NFALLBACK];
+    fallback_watch_t w = {.k = k, .n = NFALLBACK};
+    json_t *env = env_over_the_frame();
+    unsigned launching, queued;
+    kmgr_start_stats_t s;
+
+    for (int i = 0; i != NFALLBACK; ++i)
+        cr_assert_eq(
+            kmgr_kernel_start(
+                kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .env = env, .on_state = kt_on_state, .data = &st[i]}, &k[i]),
+            0);
+    json_decref(env);
+    kmgr_manager_count_starting(kt.mgr, &launching, &queued);
+    cr_expect(launching <= FALLBACK_MAX_STARTING, "%u spawned at once (max_starting %d), %u waiting", launching,
+              FALLBACK_MAX_STARTING, queued);
+    cr_assert(poll_loop_run_until(kt.loop, all_settled_watching, &w, 60000), "every start settled within 60 s");
+    cr_expect_leq(w.max_launched, FALLBACK_MAX_STARTING, "never more than %d spawned and not ready at once (saw %u)",
+                  FALLBACK_MAX_STARTING, w.max_launched);
+    for (int i = 0; i != NFALLBACK; ++i) {
+        cr_expect_eq(kmgr_kernel_state(k[i]), KMGR_KERNEL_IDLE, "start %d ready (%s)", i, kmgr_kernel_exit_reason(k[i]));
+        cr_expect_str_eq(kmgr_kernel_start_path(k[i]), "spawned", "start %d spawned", i);
+        if (i != 0)
+            cr_expect_leq(w.spawned_at[i - 1], w.spawned_at[i], "start %d spawned no later than start %d (passes %u, %u)", i - 1, i,
+                          w.spawned_at[i - 1], w.spawned_at[i]);
+    }
+    kmgr_manager_start_stats(kt.mgr, &s);
+    cr_expect_eq(s.fallback[KMGR_FALLBACK_SETUP], NFALLBACK, "each counted as a setup fallback (%llu)",
+                 (unsigned long long)s.fallback[KMGR_FALLBACK_SETUP]);
+    for (int i = 0; i != NFALLBACK; ++i)
+        kmgr_kernel_destroy(k[i]);
+}
+
+/* ---- (branch fixes) max_start_queue holds with starts waiting on a template that fails: a start that forks takes a place in
+ * the queue it may come back to ---- */
+
+#define BOUND_QUEUE 3
+#define BOUND_STARTS 7
+
+static void setup_silent_small_queue(void)
+{
+    setup_mode_config("silent", (kmgr_config_t){.max_starting = 1, .max_forking = 4, .max_start_queue = BOUND_QUEUE});
+}
+
+TestSuite(start_queue_bound, .init = setup_silent_small_queue, .fini = teardown_forking, .timeout = 120);
+
+typedef struct st_bound_watch_t {
+    kmgr_kernel_t **k;
+    size_t n;
+    unsigned max_queued; /* the most starts seen waiting in the queue after any loop pass */
+} bound_watch_t;
+
+static int all_ready_counting_the_queue(void *arg)
+{
+    bound_watch_t *w = arg;
+    unsigned launching, queued, ready = 0;
+
+    kmgr_manager_count_starting(kt.mgr, &launching, &queued);
+    if (queued > w->max_queued)
+        w->max_queued = queued;
+    for (size_t i = 0; i != w->n; ++i)
+        ready += kmgr_kernel_state(w->k[i]) == KMGR_KERNEL_IDLE;
+    return ready == w->n;
+}
+
+/* Seven starts on a template that never answers (max_forking 4, max_starting 1, a queue of 3), then the template killed: the
+ * starts that wait on it come back to the queue. Never more than 3 wait in it (before: 4 came back on top of 3 queued, 7),
+ * because the starts beyond the places were refused at once (KSYS_ESTARTQUEUE); none accepted is dropped: each ends ready. */
+Test(start_queue_bound, starts_that_come_back_from_a_dead_template_never_overfill_the_queue)
+{
+    kt_states_t st[BOUND_STARTS] = {0};
+    kmgr_kernel_t *k[BOUND_STARTS];
+    bound_watch_t w = {.k = k};
+    int ret;
+
+    for (int i = 0; i != BOUND_STARTS; ++i) {
+        ret =
+            kmgr_kernel_start(kt.mgr, &(kmgr_kernel_options_t){.spec = forkable, .on_state = kt_on_state, .data = &st[i]}, &k[w.n]);
+        cr_assert(ret == 0 || ret == KSYS_ESTARTQUEUE, "start %d: %d", i, ret);
+        w.n += ret == 0;
+    }
+    cr_expect_eq(w.n, BOUND_QUEUE, "as many starts accepted as the queue has places (%zu)", w.n);
+    poll_loop_run_for(kt.loop, 100);
+    cr_assert_eq(kill(the_template_pid(), SIGKILL), 0);
+    cr_assert(poll_loop_run_until(kt.loop, all_ready_counting_the_queue, &w, 60000), "every start accepted is ready within 60 s");
+    cr_expect_leq(w.max_queued, BOUND_QUEUE, "at most %d starts waited in the queue (saw %u)", BOUND_QUEUE, w.max_queued);
+    for (size_t i = 0; i != w.n; ++i)
+        cr_expect_str_eq(kmgr_kernel_start_path(k[i]), "spawned", "start %zu spawned", i);
+    for (size_t i = 0; i != w.n; ++i)
+        kmgr_kernel_destroy(k[i]);
 }

@@ -42,7 +42,8 @@ typedef struct st_kmgr_config_t {
     unsigned startup_timeout_ms;
     /** Grace after shutdown_request before SIGTERM, and after SIGTERM before SIGKILL (default 2000 ms). */
     unsigned shutdown_grace_ms;
-    /** Interval between kernel_info_request retries while starting (default 250 ms). */
+    /** Interval between kernel_info_request retries while starting (default 250 ms): the first resend's wait, doubled at each
+     * resend (up to 8 times it) until the shell has answered, then the nudges' for iopub (kernel.c says why). */
     unsigned kernel_info_retry_ms;
     /**
      * Largest message a kernel may send, its frames together (default
@@ -66,8 +67,9 @@ typedef struct st_kmgr_config_t {
      * every kernel in flight; the queue keeps the order of the starts.
      */
     unsigned max_forking;
-    /** Kernels waiting for their spawn, at most (with max_starting; 0: none waits); beyond, kmgr_kernel_start fails with
-     * KSYS_ESTARTQUEUE. */
+    /** Kernels waiting for their spawn, at most (with max_starting; 0: none waits), counting the starts let go that await a
+     * template's fork answer (they come back to wait if it answers no fork); beyond, kmgr_kernel_start fails with
+     * KSYS_ESTARTQUEUE. Relaunches (restarts) are not held back and take no place. */
     unsigned max_start_queue;
     /**
      * The Python program of kernel templates (kernels/python-template/kgate_template.py), run by a spec's interpreter;

@@ -288,6 +288,27 @@ long long ts_proc_kib(const char *path, const char *field)
     return kib;
 }
 
+long long ts_proc_status_kib(pid_t pid, const char *field)
+{
+    char path[64];
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    return ts_proc_kib(path, field);
+}
+
+int ts_proc_reset_hwm(pid_t pid)
+{
+    char path[64];
+    int fd, ok;
+
+    snprintf(path, sizeof(path), "/proc/%d/clear_refs", (int)pid);
+    if ((fd = open(path, O_WRONLY)) < 0)
+        return -1;
+    ok = write(fd, "5", 1) == 1;
+    close(fd);
+    return ok ? 0 : -1;
+}
+
 long long ts_proc_rss_kb(pid_t pid)
 {
     char path[64];

@@ -69,6 +69,12 @@ int ts_fd_of_file(const struct stat *st);
  */
 long long ts_proc_kib(const char *path, const char *field);
 
+/** ts_proc_kib of /proc/<pid>/status: a field of process `pid` in KiB ("VmRSS", "VmHWM"), -1 when unknown. */
+long long ts_proc_status_kib(pid_t pid, const char *field);
+
+/** Starts process `pid`'s VmHWM over from its VmRSS (clear_refs 5, Linux 4.0), so that it is the peak of what follows. 0, or -1. */
+int ts_proc_reset_hwm(pid_t pid);
+
 /**
  * The resident set size of process `pid` (VmRSS of /proc/<pid>/status) in KiB, or -1 if unknown. In an AddressSanitizer
  * build, less what the sanitizer's shadow holds resident (its memory, not the program's; see proc.c).
