@@ -225,6 +225,7 @@ Test(fake_kernel, deno_late_output_under_load_reaches_its_request_whole_and_neve
     fake->late_output = 1;
     fake->late_flush = 1; /* what Deno's kernelspec makes of a spec */
     k = kt_start_ready(fake, &st);
+    poll_loop_run_for(kt.loop, 500); /* the answers to the start's kernel_info_requests (resent while starting) arrive */
     kmgr_kernel_set_tap(k, record_tap, tapped);
     kt_rec_init(&rec);
     cr_assert_eq(kt_execute(k, "deno 4 300", &rec), 0);
