@@ -112,6 +112,7 @@ static void on_message(void *data, wire_channel_t channel, wire_msg_t *msg, cons
     kmgr_kernel_t *k = data;
     uint64_t generation = k->generation;
     const char *type = wire_msg_type(msg);
+    int own = kmgr_late_flush_own(k, msg); /* a flush's own message: for kgate alone (late.c) */
 
     /* Deferred events (a restart's FAILED, its state notice) go out before anything newer. */
     kmgr_kernel_flush_deferred(k);
@@ -120,7 +121,7 @@ static void on_message(void *data, wire_channel_t channel, wire_msg_t *msg, cons
 
     switch (channel) {
     case WIRE_CHANNEL_SHELL:
-        if (kmgr_requests_on_reply(k, msg))
+        if (kmgr_requests_on_reply(k, msg) || kmgr_late_flush_on_reply(k, msg))
             break;
         if (k->resync.active) {
             kmgr_kernel_resync_on(k, msg, channel);
@@ -141,7 +142,7 @@ static void on_message(void *data, wire_channel_t channel, wire_msg_t *msg, cons
         k->got_iopub = 1;
         if (k->state == KMGR_KERNEL_STARTING || k->state == KMGR_KERNEL_RESTARTING) {
             maybe_ready(k);
-        } else if (strcmp(type, "status") == 0) {
+        } else if (strcmp(type, "status") == 0 && !own) {
             on_status(k, msg);
         }
         if (k->generation == generation)
@@ -157,7 +158,7 @@ static void on_message(void *data, wire_channel_t channel, wire_msg_t *msg, cons
         break;
     }
     /* The relay hears everything, after kernelmgr's own requests (the kernel's state is current). */
-    if (k->generation == generation && !k->destroyed && k->tap != NULL && parts != NULL)
+    if (k->generation == generation && !k->destroyed && k->tap != NULL && parts != NULL && !own)
         k->tap(k, channel, msg, parts, nparts, k->tap_data);
 Exit:
     wire_msg_destroy(msg);
@@ -227,6 +228,7 @@ static int launch(kmgr_kernel_t *k, char *why, size_t whylen)
     k->proc = proc;
     k->sent = 0;
     memset(&k->resync, 0, sizeof(k->resync));
+    memset(&k->flush, 0, sizeof(k->flush));
     k->got_info_reply = 0;
     k->got_iopub = 0;
     k->started_at = ksys_now_ms();

@@ -47,6 +47,27 @@
 #define KMGR_LATE_FLOW_DIVISOR 2
 /* Requests that ended, remembered per kernel so that a message for one of them is known as late output, not noise. */
 #define KMGR_ENDED_KEPT 8
+/*
+ * Deno's flush (late.c; docs/kernels.md, "Late output"). Deno 2.9 queues what a cell prints (console.log, displays, its
+ * result) on an unbounded first-in first-out channel from the thread that runs the code to the one that publishes on
+ * iopub, which sends them one at a time, each tagged with the request it is handling when it publishes it; the reply
+ * and status idle go out directly, without waiting for that queue (cli/js/jupyter_kernel.js: iopubDrainer,
+ * handleExecute). On a loaded machine the queue drains for many seconds after idle (5 MB: 20 s under ASan at load 8),
+ * so no quiet window tells its end, and what is left of it when the next request arrives is tagged with that one. So
+ * once an execute request of such a kernel (kmgr_kernelspec_t.late_flush) has its reply and idle, kgate sends an
+ * execute request of its own (silent, no history) whose code puts one marker on the same queue (KMGR_LATE_FLUSH_CODE):
+ * when the marker is published, everything queued before it has been, and the requests sent before the flush end then.
+ * Until then, output tagged with the flush is the request's (Deno tagged it so). The flush's own messages (its status,
+ * execute_input, reply and marker) reach neither the kernel's state nor a relay.
+ * Should the marker not come (the flush's reply says it failed: an interrupt landed in it; or nothing of the request or
+ * the flush arrived for KMGR_LATE_FLUSH_QUIET_MS; or KMGR_LATE_FLUSH_CAP_MS plus KMGR_LATE_FLUSH_CAP_FACTOR times the
+ * request's run to its idle passed since its idle: an endless flow), the request ends by the quiet window as above.
+ */
+#define KMGR_LATE_FLUSH_CODE "Deno.jupyter.broadcast(\"" KMGR_LATE_FLUSH_TYPE "\", {})"
+#define KMGR_LATE_FLUSH_TYPE "kgate_late_flush"
+#define KMGR_LATE_FLUSH_QUIET_MS 5000
+#define KMGR_LATE_FLUSH_CAP_MS 30000
+#define KMGR_LATE_FLUSH_CAP_FACTOR 4
 
 /* ---- reqtable.c: msg_id -> request, to route a kernel's messages by their parent's msg_id ---- */
 
@@ -80,8 +101,10 @@ struct st_kmgr_request_t {
     kmgr_request_cb cb;
     void *data;
     int got_reply, got_idle;
-    /* Has its reply and idle and waits for late output (kmgr_kernel_late_quiet_ms), since `complete_at`. */
+    /* Has its reply and idle and waits for late output (kmgr_kernel_late_quiet_ms, or a flush), since `complete_at`. */
     int lingering;
+    /* An execute_request: what a flush is sent for (KMGR_LATE_FLUSH_CODE) */
+    int is_execute;
     /* The longest gap before a message that came for it after its idle (late output; ms), 0 when none came */
     uint64_t late_gap_ms;
     uint64_t complete_at;
@@ -113,6 +136,10 @@ struct st_kmgr_request_t {
 int kmgr_requests_on_reply(kmgr_kernel_t *k, const wire_msg_t *msg);
 /** An iopub message. Unless its request opted in (raw_stream), a stream message kept raw is parsed first, in `msg`. */
 void kmgr_requests_on_iopub(kmgr_kernel_t *k, wire_msg_t *msg);
+/** The same for a message Deno tagged with a flush: routed as if its parent were `parent` (late.c). */
+void kmgr_requests_on_iopub_as(kmgr_kernel_t *k, wire_msg_t *msg, const char *parent);
+/** Ends (DONE) the lingering requests sent before shell message `seq` (a flush's marker arrived). May run callbacks. */
+void kmgr_requests_end_lingering(kmgr_kernel_t *k, uint64_t seq);
 /** A stdin message: an input_request goes to its request (answered "" if it was cancelled). */
 void kmgr_requests_on_input(kmgr_kernel_t *k, const wire_msg_t *msg);
 /**
@@ -151,6 +178,33 @@ typedef struct st_kmgr_ended_t {
     int logged;
     uint64_t last_heard_at; /* the request's last message, then its last late one (ksys_now_ms): the gaps of lost output */
 } kmgr_ended_t;
+
+/* ---- late.c: Deno's flush (KMGR_LATE_FLUSH_CODE) ---- */
+
+/** The kernel's flush: at most one in flight; the last one's ids are kept to know its messages that come after it. */
+typedef struct st_kmgr_flush_t {
+    int active;                        /* sent, its marker not published yet */
+    int failed;                        /* its reply said it did not run: no marker will come */
+    char id[WIRE_UUID_STRLEN + 1];     /* its msg_id; "" before the first */
+    char for_id[WIRE_UUID_STRLEN + 1]; /* the execute request it was sent for, whose late output Deno tags with `id` */
+    uint64_t seq;                      /* its place among shell messages: it covers the requests sent before it */
+    uint64_t heard_at;                 /* when it was sent, or anything of it or of its request last arrived */
+    /* The flush before (its marker arrived, or it failed): what still comes tagged with it is its request's, or its own */
+    char prev_id[WIRE_UUID_STRLEN + 1], prev_for_id[WIRE_UUID_STRLEN + 1];
+} kmgr_flush_t;
+
+/** `req` (an execute request of a kernel whose spec says late_flush) has its reply and idle: sends a flush for it unless one
+ * is in flight and still expected (the next is sent when its marker arrives); after a failed one, a new one. */
+void kmgr_late_flush_send(kmgr_kernel_t *k, const kmgr_request_t *req);
+/** Whether lingering `req` still waits for a flush's marker at `now` (else the quiet window decides). */
+int kmgr_late_flush_waits(kmgr_kernel_t *k, const kmgr_request_t *req, uint64_t now);
+/** Whether `msg` is the flush's own (status, execute_input, reply, marker): kept from the kernel's state and the relay. */
+int kmgr_late_flush_own(const kmgr_kernel_t *k, const wire_msg_t *msg);
+/** A shell reply: 1 if it was the flush's (taken), else 0. */
+int kmgr_late_flush_on_reply(kmgr_kernel_t *k, const wire_msg_t *msg);
+/** An iopub message no request claimed: 1 if it was tagged with a flush (taken: routed, or the marker), else 0. May run
+ * callbacks. */
+int kmgr_late_flush_on_iopub(kmgr_kernel_t *k, wire_msg_t *msg);
 
 /* ---- kernel.c: the state machine ---- */
 
@@ -222,6 +276,7 @@ struct st_kmgr_kernel_t {
     /* Messages over the cap, each passed over as it came (kmgr_kernel_oversized_messages). */
     uint64_t oversized;
     kmgr_resync_t resync;
+    kmgr_flush_t flush;
     kmgr_reqtable_t table;
     /* Late output (KMGR_LATE_QUIET_MS): learnt when a message arrived for a request past its idle; kept through restarts. */
     int publishes_after_idle;

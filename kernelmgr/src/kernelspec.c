@@ -38,7 +38,8 @@ void kmgr_kernelspec_destroy(kmgr_kernelspec_t *spec)
  * which is "signal" by Jupyter's rule, but it exits on SIGINT (the run ends in KernelDied); it handles
  * interrupt_request on the control channel and keeps its state. So a spec that runs Deno's kernel and says no mode
  * is interrupted by message: the spec stays as Deno wrote it. It also publishes a cell's output after its status idle,
- * which its spec cannot say: it is known to (late_output), so that even its first run collects that output.
+ * which its spec cannot say: it is known to (late_output), so that even its first run collects that output, and it
+ * runs the JavaScript that tells when that output has all been published (late_flush, kernelmgr/src/late.c).
  */
 static int runs_deno_kernel(json_t *argv)
 {
@@ -104,6 +105,7 @@ static int parse_spec(const char *name, const char *resource_dir, json_t *root, 
     spec->metadata = json_is_object(metadata) ? json_incref(metadata) : NULL;
     late = json_object_get(json_object_get(metadata, "kgate"), "late_output");
     spec->late_output = json_is_boolean(late) ? json_is_true(late) : runs_deno_kernel(argv);
+    spec->late_flush = runs_deno_kernel(argv);
     *out = spec;
     return 0;
 }

@@ -93,14 +93,14 @@ static void complete(kmgr_request_t *req)
     if (!req->lingering) {
         req->lingering = 1;
         req->complete_at = req->last_heard_at = ksys_now_ms();
+        if (req->is_execute && req->kernel->spec->late_flush)
+            kmgr_late_flush_send(req->kernel, req);
     }
 }
 
-/* A message (not a status) for no registered request: if it is for one that ended, it is late output, lost. */
-static void on_unclaimed(kmgr_kernel_t *k, const wire_msg_t *msg)
+/* A message (not a status) for no registered request (`parent`): if it is for one that ended, it is late output, lost. */
+static void on_unclaimed(kmgr_kernel_t *k, const wire_msg_t *msg, const char *parent)
 {
-    const char *parent = wire_msg_parent_id(msg);
-
     if (parent[0] == '\0' || strcmp(wire_msg_type(msg), "status") == 0)
         return;
     for (size_t i = 0; i != KMGR_ENDED_KEPT; ++i) {
@@ -143,6 +143,7 @@ static int request_send(kmgr_kernel_t *k, const char *msg_type, json_t *content,
     req->data = data;
     req->raw_stream = raw_stream;
     req->text_room = UINT64_MAX;
+    req->is_execute = strcmp(msg_type, "execute_request") == 0;
     if (k->state == KMGR_KERNEL_IDLE || k->state == KMGR_KERNEL_BUSY) {
         int ret = kmgr_channels_send(&k->proc->channels, WIRE_CHANNEL_SHELL, msg);
         wire_msg_destroy(msg);
@@ -250,11 +251,18 @@ int kmgr_requests_on_reply(kmgr_kernel_t *k, const wire_msg_t *msg)
 
 void kmgr_requests_on_iopub(kmgr_kernel_t *k, wire_msg_t *msg)
 {
+    kmgr_requests_on_iopub_as(k, msg, wire_msg_parent_id(msg));
+}
+
+void kmgr_requests_on_iopub_as(kmgr_kernel_t *k, wire_msg_t *msg, const char *parent)
+{
     uint64_t generation = k->generation;
-    kmgr_request_t *req = kmgr_reqtable_find(&k->table, wire_msg_parent_id(msg));
+    kmgr_request_t *req = kmgr_reqtable_find(&k->table, parent);
 
     if (req == NULL) {
-        on_unclaimed(k, msg);
+        /* tagged with a flush (its own, or Deno's late output of the request it was sent for): late.c routes it */
+        if (parent != wire_msg_parent_id(msg) || !kmgr_late_flush_on_iopub(k, msg))
+            on_unclaimed(k, msg, parent);
         return;
     }
     /* the channels keep every stream message raw (nothing else reads its content): parsed here for
@@ -315,7 +323,8 @@ void kmgr_requests_finish_replied_without_idle(kmgr_kernel_t *k, uint64_t now)
         kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, link);
         next = link->next;
         if (req->lingering) {
-            if (now - req->last_heard_at < late_quiet_of(req) && now - req->complete_at < KMGR_LATE_CAP_MS)
+            if (kmgr_late_flush_waits(k, req, now) ||
+                (now - req->last_heard_at < late_quiet_of(req) && now - req->complete_at < KMGR_LATE_CAP_MS))
                 continue;
             /* the window follows the recent gaps: it shrinks back towards KMGR_LATE_QUIET_MS as they do */
             k->late_gap_ms = req->late_gap_ms > k->late_gap_ms / 2 ? req->late_gap_ms : k->late_gap_ms / 2;
@@ -325,6 +334,23 @@ void kmgr_requests_finish_replied_without_idle(kmgr_kernel_t *k, uint64_t now)
         }
         finish(req, KMGR_REQ_DONE, 0);
         /* the callback may have destroyed or restarted the kernel, and with it the list */
+        if (k->generation != generation || k->destroyed)
+            return;
+        next = k->requests.next;
+    }
+}
+
+void kmgr_requests_end_lingering(kmgr_kernel_t *k, uint64_t seq)
+{
+    uint64_t generation = k->generation;
+    kmgr_link_t *link, *next;
+
+    for (link = k->requests.next; link != &k->requests; link = next) {
+        kmgr_request_t *req = KMGR_FROM_MEMBER(kmgr_request_t, link, link);
+        next = link->next;
+        if (!req->lingering || req->seq >= seq)
+            continue;
+        finish(req, KMGR_REQ_DONE, 0);
         if (k->generation != generation || k->destroyed)
             return;
         next = k->requests.next;

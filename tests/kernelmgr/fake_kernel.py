@@ -2,8 +2,10 @@
 # reply/idle order). Usage: /usr/bin/python3 fake_kernel.py CONNECTION_FILE [ENDED_FILE]
 # ENDED_FILE: a line is appended for each way it is told to end, "shutdown_request" when one arrives and "SIGTERM" when
 # that signal does (then it dies of it): how kgate ended it, which its exit status, reaped by kgate, cannot tell a test.
+import collections
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -51,8 +53,26 @@ poller = zmq.Poller()
 for s in (shell, control, hb):
     poller.register(s, zmq.POLLIN)
 
+# As Deno 2.9 does (cli/js/jupyter_kernel.js): what code prints goes on a queue that a drainer publishes one message at a
+# time, each tagged with the execute request being handled when it is published (current), while the reply and idle go
+# out at once. "deno N GAP [fail-flush]" queues N lines "late i\n" published GAP ms apart (a loaded machine's slow drain);
+# Deno.jupyter.broadcast("TYPE", {}) (kgate's flush) queues one TYPE message, behind them; "fail-flush" makes the next
+# broadcast fail (as when an interrupt lands in it): an error reply, nothing queued.
+queue = collections.deque()
+current = None
+drain_gap = 0.0
+next_drain = 0.0
+fail_flush = False
+BROADCAST = re.compile(r'^Deno\.jupyter\.broadcast\("([a-z_]+)", \{\}\)$')
+
 while True:
-    for s, _ in poller.poll():
+    if queue and time.monotonic() >= next_drain:
+        msg_type, content = queue.popleft()
+        good.send(iopub, msg_type, content, parent=current)
+        next_drain = time.monotonic() + drain_gap
+        continue
+    timeout = max(0, int((next_drain - time.monotonic()) * 1000)) if queue else None
+    for s, _ in poller.poll(timeout):
         if s is hb:
             hb.send_multipart(hb.recv_multipart())
             continue
@@ -70,8 +90,25 @@ while True:
             good.send(shell, "kernel_info_reply",
                       {"status": "ok", "protocol_version": "5.3", "implementation": "fake",
                        "language_info": {"name": "fake"}}, parent=msg, ident=idents)
+        elif kind == "execute_request" and BROADCAST.match(msg["content"]["code"]):
+            current = msg
+            if fail_flush:
+                fail_flush = False
+                good.send(shell, "execute_reply", {"status": "error", "execution_count": 1, "ename": "Interrupted",
+                                                   "evalue": "", "traceback": []}, parent=msg, ident=idents)
+            else:
+                queue.append((BROADCAST.match(msg["content"]["code"]).group(1), {}))
+                good.send(shell, "execute_reply", {"status": "ok", "execution_count": 1, "user_expressions": {}},
+                          parent=msg, ident=idents)
         elif kind == "execute_request":
             code = msg["content"]["code"]
+            current = msg
+            if code.startswith("deno "):
+                count, gap_ms = (int(x) for x in code.split()[1:3])
+                queue.extend(("stream", {"name": "stdout", "text": "late %d\n" % i}) for i in range(count))
+                drain_gap = gap_ms / 1000
+                next_drain = time.monotonic() + drain_gap
+                fail_flush = code.split()[3:] == ["fail-flush"]
             # A message signed with the wrong key: the client must drop it.
             forger.send(iopub, "stream", {"name": "stdout", "text": "forged\n"}, parent=msg)
             good.send(iopub, "stream", {"name": "stdout", "text": "genuine\n"}, parent=msg)

@@ -2,11 +2,13 @@
  * shutdown. */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <criterion/criterion.h>
 #include "ksys/errors.h"
 #include "kmgr_test.h"
+#include "wire/ids.h"
 
 static kmgr_kernelspec_t *fake;
 
@@ -169,6 +171,110 @@ Test(fake_kernel, a_stall_in_a_long_flow_of_late_output_does_not_cut_its_tail)
     cr_expect_eq(rec.after_final, 0);
     cr_expect_eq(kmgr_kernel_late_messages(k), 0, "nothing was lost");
     kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
+/* What a relay (kmgr_kernel_set_tap) hears of a kernel: every message's type and parent, [type, parent] in order. */
+static void record_tap(kmgr_kernel_t *kernel, wire_channel_t channel, const wire_msg_t *msg, const wire_frame_t *parts,
+                       size_t nparts, void *data)
+{
+    (void)kernel, (void)channel, (void)parts, (void)nparts;
+    if (msg != NULL)
+        json_array_append_new(data, json_pack("[s, s]", wire_msg_type(msg), wire_msg_parent_id(msg)));
+}
+
+/* How many messages the relay heard that are a flush's: its marker, or a status or a reply whose parent is neither
+ * requests' (nor a kernel_info_request's: kernelmgr's own handshake may still be answered). */
+static int flush_messages_heard(json_t *tapped, const char *a, const char *b)
+{
+    size_t i;
+    json_t *m, *info = json_array();
+    int n = 0;
+
+    json_array_foreach(tapped, i, m) if (strcmp(json_string_value(json_array_get(m, 0)), "kernel_info_reply") == 0)
+        json_array_append(info, json_array_get(m, 1));
+    json_array_foreach(tapped, i, m)
+    {
+        const char *type = json_string_value(json_array_get(m, 0)), *parent = json_string_value(json_array_get(m, 1));
+        int info_parent = 0;
+        size_t j;
+        json_t *p;
+        json_array_foreach(info, j, p) info_parent |= strcmp(json_string_value(p), parent) == 0;
+        if (strcmp(type, "kgate_late_flush") == 0 ||
+            ((strcmp(type, "status") == 0 || strcmp(type, "execute_reply") == 0 || strcmp(type, "execute_input") == 0) &&
+             strcmp(parent, a) != 0 && strcmp(parent, b) != 0 && !info_parent))
+            ++n;
+    }
+    json_decref(info);
+    return n;
+}
+
+/* Deno's late output on a loaded machine ("deno N GAP": the fake's drainer publishes the cell's lines after its reply and
+ * idle, GAP ms apart, each tagged with the request it handles when it publishes it, as Deno 2.9 does): 4 lines 300 ms apart,
+ * gaps longer than the 100 ms window a kernel starts with, and than any seen before. The flush's marker tells their end: the
+ * request gets them all, and the next request none of them. Before the flush the first request lost them (counted) and the
+ * next one got the rest as its own output; a relay never hears the flush. */
+Test(fake_kernel, deno_late_output_under_load_reaches_its_request_whole_and_never_the_next_one)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k;
+    kt_rec_t rec, next;
+    json_t *tapped = json_array();
+    char a[WIRE_UUID_STRLEN + 1], b[WIRE_UUID_STRLEN + 1];
+
+    fake->late_output = 1;
+    fake->late_flush = 1; /* what Deno's kernelspec makes of a spec */
+    k = kt_start_ready(fake, &st);
+    poll_loop_run_for(kt.loop, 500); /* the answers to the start's kernel_info_requests (resent while starting) arrive */
+    kmgr_kernel_set_tap(k, record_tap, tapped);
+    kt_rec_init(&rec);
+    cr_assert_eq(kt_execute(k, "deno 4 300", &rec), 0);
+    snprintf(a, sizeof(a), "%s", kmgr_request_msg_id(rec.req));
+    cr_assert(kt_wait_rec(&rec, 15000), "the request did not end");
+    cr_expect_eq(rec.n_done, 1);
+    expect_late_lines(&rec, 4);
+    cr_expect_eq(rec.after_final, 0);
+    kt_rec_init(&next);
+    cr_assert_eq(kt_execute(k, "anything", &next), 0);
+    snprintf(b, sizeof(b), "%s", kmgr_request_msg_id(next.req));
+    cr_assert(kt_wait_rec(&next, 15000), "the next request did not end");
+    cr_expect_str_eq(next.out, "genuine\n", "the next request gets its own output only");
+    poll_loop_run_for(kt.loop, 700);
+    cr_expect_eq(kmgr_kernel_late_messages(k), 0, "nothing came for a request that had ended");
+    int heard = flush_messages_heard(tapped, a, b);
+    char *dump = heard != 0 ? json_dumps(tapped, 0) : NULL;
+    cr_expect_eq(heard, 0, "the relay heard %d message(s) of a flush: %s", heard, dump != NULL ? dump : "");
+    free(dump);
+    kmgr_kernel_set_tap(k, NULL, NULL);
+    json_decref(tapped);
+    kt_rec_dispose(&next);
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
+/* A flush that fails (an interrupt landed in it: an error reply, no marker will come) leaves the request to the quiet
+ * window instead of the flush's 5 s of silence: it ends soon, with the late lines that came within the window; and the
+ * kernel's next request is flushed again (it would otherwise wait for the failed flush's marker forever). */
+Test(fake_kernel, a_failed_flush_leaves_the_request_to_the_quiet_window)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k;
+    kt_rec_t rec;
+
+    fake->late_output = 1;
+    fake->late_flush = 1;
+    k = kt_start_ready(fake, &st);
+    uint64_t took = run_to_end(k, "deno 3 30 fail-flush", &rec);
+    cr_expect_eq(rec.n_done, 1);
+    expect_late_lines(&rec, 3);
+    cr_expect_lt(took, 4000, "it ended %llu ms after it was sent: the failed flush was waited for", (unsigned long long)took);
+    kt_rec_dispose(&rec);
+    /* the next request gets a flush of its own: its lines 300 ms apart, longer than the window, all reach it */
+    run_to_end(k, "deno 4 300", &rec);
+    expect_late_lines(&rec, 4);
+    kt_rec_dispose(&rec);
+    poll_loop_run_for(kt.loop, 500);
+    cr_expect_eq(kmgr_kernel_late_messages(k), 0, "nothing came for a request that had ended");
     kmgr_kernel_destroy(k);
 }
 

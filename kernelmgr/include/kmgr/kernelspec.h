@@ -20,6 +20,8 @@ typedef struct st_kmgr_kernelspec_t {
     json_t *metadata; /* object, or NULL */
     /* Publishes output after its status idle: metadata.kgate.late_output true, or Deno's kernel (docs/kernels.md). */
     int late_output;
+    /* Deno's kernel: its late output is known to have ended when a flush's marker arrives (docs/kernels.md, "Late output"). */
+    int late_flush;
 } kmgr_kernelspec_t;
 
 /** The transport of a kernel's connection file. */
@@ -47,7 +49,7 @@ typedef struct st_kmgr_kernelspecs_t {
  * A valid spec has a non-empty argv of strings, and a string `language`. Without `interrupt_mode` a spec is
  * interrupted by signal (Jupyter's rule), except Deno's kernel (`deno jupyter --kernel`), which exits on SIGINT
  * and is interrupted by message. `late_output` is metadata.kgate.late_output when a boolean, else whether the spec runs
- * Deno's kernel (which publishes output after idle).
+ * Deno's kernel (which publishes output after idle); `late_flush` whether it runs Deno's kernel.
  */
 int kmgr_kernelspec_load(const char *name, const char *resource_dir, kmgr_kernelspec_t **out);
 /** Releases a spec; accepts NULL. */
