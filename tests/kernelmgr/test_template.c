@@ -22,16 +22,20 @@ static const char *const spec_argv[] = {"/usr/bin/python3", "-m", "ipykernel_lau
 static kmgr_kernelspec_t *spec;
 static kt_states_t states[8];
 
-static void setup_with(const char *mode, unsigned max_pending)
+static void setup_config(const char *mode, kmgr_config_t config)
 {
-    kmgr_config_t config = {.template_script = FAKE_DIR "/fake_template.py", .template_max_pending = max_pending};
-
+    config.template_script = FAKE_DIR "/fake_template.py";
     setenv("KGATE_FAKE_TPL", mode, 1);
     setenv("PYTHONPATH", FAKE_DIR, 1);
     memset(states, 0, sizeof(states));
     kt_setup_config(&config);
     spec = kt_fake_spec(spec_argv, 5);
     cr_assert_eq(kmgr_manager_use_template(kt.mgr, spec), 0);
+}
+
+static void setup_with(const char *mode, unsigned max_pending)
+{
+    setup_config(mode, (kmgr_config_t){.template_max_pending = max_pending});
 }
 
 static void teardown(void)
@@ -58,6 +62,13 @@ static int template_ready(void *arg)
 static void setup_ready(const char *mode, unsigned max_pending)
 {
     setup_with(mode, max_pending);
+    cr_assert(poll_loop_run_until(kt.loop, template_ready, NULL, 30000), "the fake template said ready within 30 s");
+}
+
+/* setup_ready with `config` (template_script set here). */
+static void setup_ready_config(const char *mode, kmgr_config_t config)
+{
+    setup_config(mode, config);
     cr_assert(poll_loop_run_until(kt.loop, template_ready, NULL, 30000), "the fake template said ready within 30 s");
 }
 
@@ -310,4 +321,46 @@ Test(template, a_template_found_dead_by_the_write_of_a_request_has_the_start_spa
     expect_ready_by(k, 2, "spawned");
     cr_expect_eq(stats().fallback[KMGR_FALLBACK_DIED], 2);
     destroy_n(k, 2);
+}
+
+/* ---- a restart of a forked kernel whose new fork the template refuses or never answers: with a start queue
+ * (max_starting), the relaunch's fallback is due a spawn and the queue's next pass spawns it, not held back ---- */
+
+/* The forked kernel `k` (ready) restarted on a template now in `mode` ("fail_after:1", "silent_after:1"): it comes back
+ * spawned, the same handle runs code, the fallback counted for `reason`, and a start behind it still gets its turn. */
+static void expect_restart_spawned(const char *mode, kmgr_fallback_t reason)
+{
+    setup_ready_config(mode, (kmgr_config_t){.max_starting = 1, .max_forking = 2, .max_start_queue = 4});
+    kmgr_kernel_t *k = start(&states[0]);
+    kt_rec_t rec;
+
+    wait_ready(k);
+    cr_assert_str_eq(kmgr_kernel_start_path(k), "forked");
+    pid_t old = kmgr_kernel_pid(k);
+    cr_assert_eq(kmgr_kernel_restart(k), 0);
+    wait_ready(k);
+    cr_expect_str_eq(kmgr_kernel_start_path(k), "spawned", "the restart fell back to a spawn");
+    cr_expect_neq(kmgr_kernel_pid(k), old);
+    cr_expect_eq(ts_proc_parent(kmgr_kernel_pid(k)), getpid(), "a spawned kernel is kgate's child");
+    cr_expect_eq(stats().fallback[reason], 1, "the restart's fallback counted as %s", kmgr_fallback_name(reason));
+    cr_expect_eq(stats().forked, 1, "only the first start was forked");
+    /* the kernel behind the caller's context keeps working: it runs code on the same handle */
+    kt_rec_init(&rec);
+    cr_assert_eq(kt_execute(k, "1+1", &rec), 0);
+    cr_assert(kt_wait_rec(&rec, 10000), "the restarted kernel answers");
+    cr_expect_eq(rec.n_failed, 0);
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+}
+
+TestSuite(template_restart, .fini = teardown, .timeout = 120);
+
+Test(template_restart, a_restart_whose_fork_is_refused_comes_back_spawned_and_keeps_working)
+{
+    expect_restart_spawned("fail_after:1", KMGR_FALLBACK_FAILED);
+}
+
+Test(template_restart, a_restart_whose_fork_is_never_answered_comes_back_spawned_and_keeps_working)
+{
+    expect_restart_spawned("silent_after:1", KMGR_FALLBACK_TIMEOUT);
 }

@@ -81,7 +81,17 @@ def reap():
         send(b"exited", pid, status)
 
 
+# "fail_after:N", "silent_after:N": fork the first N requests, then refuse ("failed") or never answer the others.
+AFTER = int(MODE.split(":")[1]) if MODE.startswith(("fail_after:", "silent_after:")) else -1
+answered = [0]
+
+
 def answer(req_id, fields):
+    answered[0] += 1
+    if AFTER >= 0 and answered[0] > AFTER:
+        if MODE.startswith("fail_after:"):
+            send(b"failed", req_id, b"OSError: the fake template forks no more")
+        return
     if MODE == "fail":
         send(b"failed", req_id, b"OSError: the fake template does not fork")
     elif MODE == "garbage":
