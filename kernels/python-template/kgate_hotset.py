@@ -74,13 +74,17 @@ def exclusive_runs(maps, pagemap="/proc/self/pagemap", buf=None):
     return runs
 
 
-def dump(path, maps):
-    """In the probe kernel, after its first cells: its written runs of `maps` to `path` (JSON), for the template."""
-    runs = exclusive_runs(maps)
+def write_json(path, value):
+    """`value` as JSON to `path`, whole or not at all (written beside it, then renamed): what a probe hands the template."""
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump(runs, f)
+        json.dump(value, f)
     os.rename(tmp, path)
+
+
+def dump(path, maps):
+    """In the probe kernel, after its first cells: its written runs of `maps` to `path` (JSON), for the template."""
+    write_json(path, exclusive_runs(maps))
 
 
 def load(path):

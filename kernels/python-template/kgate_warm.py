@@ -11,8 +11,9 @@ unchanged. Nothing is done where `re`'s cache is not what this expects (`pattern
 """
 
 import json
-import os
 import re
+
+import kgate_hotset  # next to this file: write_json
 
 MAX_PATTERNS = 512  # re's own bound on its cache (_MAXCACHE in Python 3.11)
 MAX_PATTERN_CHARS = 1 << 16
@@ -38,10 +39,7 @@ def patterns():
 
 def dump(path):
     """In the probe kernel, after its first cells: its re cache's patterns to `path` (JSON), for the template."""
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(patterns() or [], f)
-    os.rename(tmp, path)
+    kgate_hotset.write_json(path, patterns() or [])
 
 
 def load(path):

@@ -13,6 +13,10 @@ import time
 import zmq
 from jupyter_client.session import Session
 
+# next to this file; run by path (runpy, by the fake template and its ipykernel_launcher) its directory is not on sys.path
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kernel_sockets import bind_all  # noqa: E402
+
 cfg = json.load(open(sys.argv[1]))
 ended = open(sys.argv[2], "a") if len(sys.argv) > 2 else None
 
@@ -31,22 +35,7 @@ def on_sigterm(signum, frame):
 
 if ended is not None:
     signal.signal(signal.SIGTERM, on_sigterm)
-ctx = zmq.Context()
-
-
-def bind(kind, name):
-    s = ctx.socket(kind)
-    # the endpoint as jupyter_client builds it from the connection file: tcp://ip:port or ipc://ip-port
-    sep = ":" if cfg["transport"] == "tcp" else "-"
-    s.bind("%s://%s%s%d" % (cfg["transport"], cfg["ip"], sep, cfg[name + "_port"]))
-    return s
-
-
-shell = bind(zmq.ROUTER, "shell")
-iopub = bind(zmq.PUB, "iopub")
-stdin = bind(zmq.ROUTER, "stdin")
-control = bind(zmq.ROUTER, "control")
-hb = bind(zmq.ROUTER, "hb")
+shell, iopub, stdin, control, hb = bind_all(cfg)
 good = Session(key=cfg["key"].encode(), signature_scheme="hmac-sha256")
 forger = Session(key=b"not the key", signature_scheme="hmac-sha256")
 poller = zmq.Poller()

@@ -12,25 +12,12 @@ import time
 
 import zmq
 from jupyter_client.session import Session
+from kernel_sockets import bind_all
 
 cfg = json.load(open(sys.argv[1]))
 delay_ms, mode = int(sys.argv[2]), sys.argv[3]
 count_path = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), "kernel-info-count")
-ctx = zmq.Context()
-
-
-def bind(kind, name):
-    s = ctx.socket(kind)
-    sep = ":" if cfg["transport"] == "tcp" else "-"
-    s.bind("%s://%s%s%d" % (cfg["transport"], cfg["ip"], sep, cfg[name + "_port"]))
-    return s
-
-
-shell = bind(zmq.ROUTER, "shell")
-iopub = bind(zmq.PUB, "iopub")
-stdin = bind(zmq.ROUTER, "stdin")
-control = bind(zmq.ROUTER, "control")
-hb = bind(zmq.ROUTER, "hb")
+shell, iopub, stdin, control, hb = bind_all(cfg)
 session = Session(key=cfg["key"].encode(), signature_scheme="hmac-sha256")
 time.sleep(delay_ms / 1000)
 poller = zmq.Poller()
