@@ -9,7 +9,7 @@ page), learns from a probe kernel which of its pages a kernel's start writes (kg
 each kernel then copies them in a few calls instead of a fault each) and which regular expressions it compiles (kgate_warm.py:
 compiled here once), says "ready" and then only
 forks kernels when kgate asks (each through a spare child forked ahead that has copied those pages
-already). It never runs user code, holds no connection file, key, socket or
+already, once no kernel it handed out is still starting: kgate_spare.py). It never runs user code, holds no connection file, key, socket or
 thread of any kernel, and owns nothing of any user.
 
 Frames both ways: a 4-byte big-endian length, then fields, each a 4-byte big-endian length and its
@@ -30,6 +30,7 @@ import resource
 import signal
 import sys
 import threading
+import time
 
 
 def set_name(name):
@@ -65,6 +66,7 @@ import kgate_merge  # noqa: E402 (next to this file)
 from kgate_tplproto import send  # noqa: E402 (next to this file; the frames, shared with the tests' fake)
 import kgate_tplproto  # noqa: E402
 import kgate_script_magics  # noqa: E402 (next to this file)
+import kgate_spare  # noqa: E402 (next to this file)
 import kgate_warm  # noqa: E402 (next to this file)
 
 # the host's addresses, found by running `ip addr` and cached in the module: once here, not a fork and exec per kernel
@@ -76,6 +78,8 @@ PROBE_TIMEOUT_S = 60  # the probe kernel's start and two cells, on a loaded mach
 HOT = []  # the runs of pages every forked kernel copies first (kgate_hotset), learned from the probe
 SPARE = None  # (pid, request pipe): a child forked ahead that has copied those pages and waits for a kernel's request
 OWN_HOT = []  # the runs of the template's own pages its answer to a request writes (learn_own_pages), copied after each fork
+SCHEDULE = kgate_spare.Schedule()  # the kernels handed out that are still starting: the next spare waits for them
+STARTED_FD = -1  # in a kernel: the write end of its pipe to the template, closed when its initialize ends (kgate_spare)
 
 RLIMITS = {
     "AS": resource.RLIMIT_AS,
@@ -103,8 +107,10 @@ def child_setup(req, populated=False):
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    # the template's descriptors (its socket to kgate, anything an import opened) are not the kernel's
-    os.closerange(3, 65536)
+    # the template's descriptors (its socket to kgate, anything an import opened) are not the kernel's; its pipe saying
+    # when its start has ended is kept until then
+    os.closerange(3, max(3, STARTED_FD))
+    os.closerange(max(3, STARTED_FD + 1), 65536)
     if req["cwd"]:
         os.chdir(req["cwd"])
     for name, value in req["rlimits"]:
@@ -156,6 +162,9 @@ def child_run(req, app=None):
     if is_plain_connection_args(app, req["args"]):
         app.parse_command_line = functools.partial(parse_connection_args, app)
     app.initialize(req["args"])
+    # its start has ended: the template may fork the next spare (kgate_spare); a kernel that dies before tells it by dying
+    if STARTED_FD >= 0:
+        os.close(STARTED_FD)
     app.start()
 
 
@@ -222,23 +231,35 @@ def fork(fields):
     why = kgate_startenv.unforkable(req["env"])
     if why is not None:
         return None, why
-    global SPARE
+    global SPARE, STARTED_FD
     if SPARE is not None:
         # the spare forked ahead takes this kernel: its fork and page copying were done while nobody waited
-        pid, pipe = SPARE
+        pid, pipe, started = SPARE
         SPARE = None
         data = json.dumps(req).encode()
         try:
             while data:
                 data = data[os.write(pipe, data) :]
+            SCHEDULE.started(started, time.monotonic())
             return pid, None
         except OSError:
-            pass  # it died (its "exited" is reported): fork one now
+            os.close(started)  # it died (its "exited" is reported): fork one now
         finally:
             os.close(pipe)
-    pid = fork_child()
+    started, STARTED_FD = os.pipe2(os.O_CLOEXEC)
+    try:
+        pid = fork_child()
+    except BaseException:
+        os.close(started)
+        os.close(STARTED_FD)
+        STARTED_FD = -1
+        raise
     if pid == 0:
+        os.close(started)
         run_child(req)
+    os.close(STARTED_FD)
+    STARTED_FD = -1
+    SCHEDULE.started(started, time.monotonic())
     # answered at once: kgate's loop waits for this answer, not for the child's set-up (a failure there is the kernel's
     # death before it was ready, its reason in its log, as for a spawned kernel that fails after exec)
     return pid, None
@@ -254,11 +275,19 @@ def make_spare():
     """Forks the spare: a child that copies the hot pages now and becomes the next kernel asked for (its request comes
     whole through a pipe, then EOF; EOF alone, the template gone, ends it), having made its IPKernelApp (new_app: of
     constants alone). Until then it holds nothing of any user."""
-    global SPARE
+    global SPARE, STARTED_FD
     r, w = os.pipe2(os.O_CLOEXEC)
-    pid = fork_child()
+    started, STARTED_FD = os.pipe2(os.O_CLOEXEC)
+    try:
+        pid = fork_child()
+    except BaseException:
+        for fd in (r, w, started, STARTED_FD):
+            os.close(fd)
+        STARTED_FD = -1
+        raise
     if pid == 0:
         os.close(w)
+        os.close(started)
         kgate_hotset.populate(HOT)
         app = spare_app()
         chunks = []
@@ -271,7 +300,9 @@ def make_spare():
             os._exit(0)
         run_child(json.loads(b"".join(chunks)), populated=True, app=app)
     os.close(r)
-    SPARE = (pid, w)
+    os.close(STARTED_FD)
+    STARTED_FD = -1
+    SPARE = (pid, w, started)
 
 
 def learn_own_pages():
@@ -287,12 +318,14 @@ def learn_own_pages():
     maps, buf = kgate_hotset.writable_maps(), kgate_hotset.scan_buffer()  # before: the scan is to find the answer's writes
     r, w = os.pipe2(os.O_CLOEXEC)
     hold_r, hold_w = os.pipe2(os.O_CLOEXEC)  # closed after the scan: the child's pages stay shared until then
+    started_r, started_w = os.pipe2(os.O_CLOEXEC)  # as a spare's: the child holds its write end until it exits
     pid = fork_child()
     if pid == 0:
         code = 0
         try:
             os.close(w)
             os.close(hold_w)
+            os.close(started_r)
             for fd in (r, hold_r):
                 while os.read(fd, 65536):
                     pass
@@ -302,7 +335,8 @@ def learn_own_pages():
             os._exit(code)
     os.close(r)
     os.close(hold_r)
-    SPARE = (pid, w)
+    os.close(started_w)
+    SPARE = (pid, w, started_r)
     try:
         env = [b"e" + ("%s=%s" % kv).encode("utf-8", "surrogateescape") for kv in os.environ.items()]
         request = kgate_tplproto.frame(b"fork", b"0", b"c", b"l" + os.devnull.encode(), b"a-f", b"a/nonexistent.json", *env)
@@ -315,16 +349,39 @@ def learn_own_pages():
     finally:
         if SPARE is not None:
             os.close(SPARE[1])
+            os.close(SPARE[2])
             SPARE = None
         os.close(hold_w)
         os.waitpid(pid, 0)
+        SCHEDULE.close()  # the made-up kernel's start: no spare waits for it
 
 
 def spare_ahead():
     """Forks the next spare, then copies the template's own pages its next answer writes (OWN_HOT), both while nothing
-    waits on the template."""
+    waits on the template and no kernel it handed out is starting (kgate_spare)."""
     make_spare()
     kgate_hotset.populate(OWN_HOT)
+
+
+class SpareWaiter:
+    """kgate_tplproto.serve's waiter: the starting kernels' pipes watched, and the next spare forked when it is due."""
+
+    def fds(self):
+        return SCHEDULE.fds()
+
+    def timeout(self):
+        # no spare to make (there is one, or nothing to copy): wait on requests and pipes alone
+        return SCHEDULE.timeout(time.monotonic()) if SPARE is None and HOT else None
+
+    def on_wake(self, readable):
+        now = time.monotonic()
+        for fd in readable:
+            SCHEDULE.readable(fd, now)
+        if SPARE is None and HOT and SCHEDULE.due(now):
+            try:
+                spare_ahead()
+            except Exception as e:  # noqa: B902: no spare, the next kernel is forked on its request
+                sys.stderr.write("kgate template: no spare: %s\n" % e)
 
 
 def probe_client(conn_file, dump_path, patterns_path):
@@ -354,7 +411,6 @@ def learn_from_probe():
     template says "ready": nothing of any user is ever in it. A probe that fails leaves kernels to fault as before."""
     import shutil
     import tempfile
-    import time
 
     if not kgate_hotset.supported():
         return [], [], "this Linux has no MADV_POPULATE_WRITE"
@@ -431,6 +487,7 @@ def reap():
         global SPARE
         if SPARE is not None and SPARE[0] == pid:
             os.close(SPARE[1])
+            os.close(SPARE[2])
             SPARE = None  # it died before it was a kernel: nobody to tell; the next fork makes another
             continue
         send(b"exited", pid, status)
@@ -449,12 +506,7 @@ def on_request(fields):
     else:
         send(b"failed", fields[1], why)
     reap()
-    if SPARE is None and HOT:
-        try:
-            spare_ahead()
-        except Exception as e:  # noqa: B902: no spare, the next kernel is forked on its request
-            sys.stderr.write("kgate template: no spare: %s\n" % e)
-    return None
+    return None  # the next spare is forked once this kernel's start has ended (SpareWaiter)
 
 
 def main():
@@ -483,7 +535,7 @@ def main():
     if SCRIPT_MAGICS_NOT_BUILT is not None:
         sys.stderr.write("kgate template: kernels build their script magics' parsers: %s\n" % SCRIPT_MAGICS_NOT_BUILT)
     send(b"ready", os.getpid())
-    return kgate_tplproto.serve(wake_r, on_request, reap)
+    return kgate_tplproto.serve(wake_r, on_request, reap, SpareWaiter())
 
 
 if __name__ == "__main__":

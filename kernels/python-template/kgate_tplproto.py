@@ -56,14 +56,16 @@ def prepare():
     return wake_r
 
 
-def serve(wake_r, on_request, on_child):
+def serve(wake_r, on_request, on_child, waiter=None):
     """Reads kgate's requests until kgate closes its end (returns 0): on_request(fields) for each whole frame, in order;
     on_child() after a SIGCHLD. on_request returning a value other than None ends the loop with it; a frame over
-    MAX_FRAME ends it with 2."""
+    MAX_FRAME ends it with 2. `waiter`, if given, has more to wait on: fds() (descriptors), timeout() (select's, None
+    for none) and on_wake(readable) (after every wake, requests first: its descriptors that were readable)."""
     buf = b""
     while True:
+        fds = [SOCK, wake_r] + (waiter.fds() if waiter is not None else [])
         try:
-            readable, _, _ = select.select([SOCK, wake_r], [], [])
+            readable, _, _ = select.select(fds, [], [], waiter.timeout() if waiter is not None else None)
         except InterruptedError:
             continue
         if wake_r in readable:
@@ -72,20 +74,21 @@ def serve(wake_r, on_request, on_child):
             except BlockingIOError:
                 pass
             on_child()
-        if SOCK not in readable:
-            continue
-        data = os.read(SOCK, 65536)
-        if not data:
-            return 0  # kgate closed its end: nothing more to fork
-        buf += data
-        while len(buf) >= 4:
-            (n,) = struct.unpack_from(">I", buf)
-            if n > MAX_FRAME:
-                sys.stderr.write("kgate template: a frame of %d bytes is over the bound\n" % n)
-                return 2
-            if len(buf) < 4 + n:
-                break
-            fields, buf = parse_fields(buf[4 : 4 + n]), buf[4 + n :]
-            code = on_request(fields)
-            if code is not None:
-                return code
+        if SOCK in readable:
+            data = os.read(SOCK, 65536)
+            if not data:
+                return 0  # kgate closed its end: nothing more to fork
+            buf += data
+            while len(buf) >= 4:
+                (n,) = struct.unpack_from(">I", buf)
+                if n > MAX_FRAME:
+                    sys.stderr.write("kgate template: a frame of %d bytes is over the bound\n" % n)
+                    return 2
+                if len(buf) < 4 + n:
+                    break
+                fields, buf = parse_fields(buf[4 : 4 + n]), buf[4 + n :]
+                code = on_request(fields)
+                if code is not None:
+                    return code
+        if waiter is not None:
+            waiter.on_wake([fd for fd in readable if fd != SOCK and fd != wake_r])
