@@ -125,13 +125,25 @@ static int idle_pss(template_bench_t *tb, int side, double *per_context_mib)
             bench_set_detail("PSS: cannot read the kernel's smaps_rollup (HTTP %d)", st);
             err = BENCH_ESTATUS;
         } else {
-            total += bench_pss_kib(kernels[i] = atoi(out));
+            kernels[i] = atoi(out);
         }
         free(out);
     }
     (void)why;
     if (err == 0) {
+        /* all ten idle, then every PSS read at one moment: a page's share is its size over its mappers at the reading, so
+         * a kernel read right after its cell (before the next ones, or the template's next spare) would count more */
         ts_sleep_ms(1000);
+        for (int i = 0; i != PSS_CONTEXTS && err == 0; ++i) {
+            long long kib = bench_pss_kib(kernels[i]);
+            if (kib < 0) {
+                bench_set_detail("PSS: kernel %d is gone before its PSS was read", kernels[i]);
+                err = BENCH_ESTATUS;
+            }
+            total += kib;
+        }
+    }
+    if (err == 0) {
         if (side == 0 && bench_template_pid(&tb->gw[0]) > 0)
             total += bench_pss_kib(bench_template_pid(&tb->gw[0])) +
                      bench_spare_pss_kib(bench_template_pid(&tb->gw[0]), kernels, PSS_CONTEXTS);
