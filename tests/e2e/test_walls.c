@@ -510,13 +510,16 @@ Test(walls, fork_bomb_under_default_caps_stays_under_them_while_kgate_answers)
     json_decref(body);
     ts_events_t evs = {0};
     int64_t worst = 0;
-    size_t peak = 0, last = 0, max = 16384;
+    size_t peak = 0, last = 0, max = 16384, at_cap = 0;
     ts_proc_t *procs = calloc(max, sizeof(*procs));
     int polls = 0;
 
-    /* until the bomb has gone off and collapsed (its processes back under a quarter of the peak), 12 s at most */
+    /* until the bomb has gone off and collapsed (its processes back under a quarter of the peak), 12 s at most; a /healthz
+     * counts as answered at the cap when kgate had at least half the cap's descendants both before it was sent and once it
+     * was answered */
     while (ts_now_ms() < t0 + 12000 && !(peak >= 64 && last < peak / 4)) {
         ts_response_t r;
+        size_t before = ts_descendants(gw.pid, procs, max);
         int64_t t = ts_now_ms();
         int st = ts_http_request(gw.port, "GET", "/healthz", NULL, NULL, &r);
         int64_t took = ts_now_ms() - t;
@@ -526,6 +529,8 @@ Test(walls, fork_bomb_under_default_caps_stays_under_them_while_kgate_answers)
         ++polls;
         last = ts_descendants(gw.pid, procs, max);
         peak = last > peak ? last : peak;
+        peak = before > peak ? before : peak;
+        at_cap += before >= (size_t)pids / 2 && last >= (size_t)pids / 2;
         usleep(50 * 1000);
     }
     free(procs);
@@ -533,12 +538,15 @@ Test(walls, fork_bomb_under_default_caps_stays_under_them_while_kgate_answers)
     ts_stream_close(s);
     char sum[E2E_MSG_SIZE];
     cr_log_info("fork bomb under the default cap of %lld processes: kgate's descendants peaked at %zu; /healthz %d polls, "
-                "worst %lld ms",
-                pids, peak, polls, (long long)worst);
+                "%zu answered at the cap, worst %lld ms",
+                pids, peak, polls, at_cap, (long long)worst);
     /* the cap counts the kernel's threads too; kgate's other descendants (its watchdog, bwrap itself) are a few */
     cr_assert(peak <= (size_t)pids + 8, "%zu processes under a cap of %lld", peak, pids);
     cr_assert(peak >= (size_t)pids / 2, "the bomb reached only %zu processes of %lld: it did not test the cap", peak, pids);
-    cr_assert(worst < 100, "/healthz took %lld ms during the fork bomb (expected < 100 ms)", (long long)worst);
+    /* kgate answers while the bomb holds the cap (a second at least), not only once it has collapsed; no bound on how fast:
+     * that belongs in bench/ */
+    cr_assert(at_cap >= 1, "no /healthz sent with the bomb at half its cap or more was answered before it fell below (%d polls)",
+              polls);
     E2E_ASSERT_TEXT(&evs, "stdout", "capped True\n");
     cr_assert_eq(ts_events_count(&evs, "error"), 0, "%s", ts_events_summary(&evs, sum, sizeof(sum)));
     ts_events_dispose(&evs);
