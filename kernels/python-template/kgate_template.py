@@ -286,19 +286,23 @@ def make_spare():
         STARTED_FD = -1
         raise
     if pid == 0:
-        os.close(w)
-        os.close(started)
-        kgate_hotset.populate(HOT)
-        app = spare_app()
-        chunks = []
-        while True:
-            chunk = os.read(r, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        if not chunks:
+        try:
+            os.close(w)
+            os.close(started)
+            kgate_hotset.populate(HOT)
+            app = spare_app()
+            chunks = []
+            while True:
+                chunk = os.read(r, 65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            req = json.loads(b"".join(chunks)) if chunks else None
+        except BaseException:  # noqa: B902: a child of the template never returns into it
+            os._exit(1)
+        if req is None:
             os._exit(0)
-        run_child(json.loads(b"".join(chunks)), populated=True, app=app)
+        run_child(req, populated=True, app=app)
     os.close(r)
     os.close(STARTED_FD)
     STARTED_FD = -1
@@ -381,6 +385,7 @@ class SpareWaiter:
             try:
                 spare_ahead()
             except Exception as e:  # noqa: B902: no spare, the next kernel is forked on its request
+                SCHEDULE.lost(now)
                 sys.stderr.write("kgate template: no spare: %s\n" % e)
 
 
@@ -488,7 +493,8 @@ def reap():
         if SPARE is not None and SPARE[0] == pid:
             os.close(SPARE[1])
             os.close(SPARE[2])
-            SPARE = None  # it died before it was a kernel: nobody to tell; the next fork makes another
+            SPARE = None
+            SCHEDULE.lost(time.monotonic())  # it died before it was a kernel: nobody to tell; another in a while
             continue
         send(b"exited", pid, status)
 
