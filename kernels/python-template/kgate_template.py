@@ -76,7 +76,7 @@ SCRIPT_MAGICS_NOT_BUILT = kgate_script_magics.install()
 
 PROBE_TIMEOUT_S = 60  # the probe kernel's start and two cells, on a loaded machine; beyond, kernels fault page by page
 HOT = []  # the runs of pages every forked kernel copies first (kgate_hotset), learned from the probe
-SPARE = None  # (pid, request pipe): a child forked ahead that has copied those pages and waits for a kernel's request
+SPARE = None  # (pid, request pipe, started pipe): a child forked ahead with those pages copied, waiting for a request
 OWN_HOT = []  # the runs of the template's own pages its answer to a request writes (learn_own_pages), copied after each fork
 SCHEDULE = kgate_spare.Schedule()  # the kernels handed out that are still starting: the next spare waits for them
 STARTED_FD = -1  # in a kernel: the write end of its pipe to the template, closed when its initialize ends (kgate_spare)
