@@ -188,8 +188,10 @@ class Template(unittest.TestCase):
         dead = spare.pop()
         os.kill(dead, signal.SIGKILL)
         self.assertTrue(self.wait_for(lambda: dead not in children(self.proc.pid), 10), "the dead spare was not reaped")
-        end = time.monotonic() + kgate_spare.RETRY_S / 2
-        while time.monotonic() < end:  # not at once: a spare that dies at its start would be forked again in a loop
+        # not at once (a spare that dies at its start would be forked again in a loop); a short look, so that a test
+        # that saw the reap late does not look past RETRY_S
+        end = time.monotonic() + kgate_spare.RETRY_S * 0.3
+        while time.monotonic() < end:
             self.assertEqual(len(children(self.proc.pid)), 0, "a spare forked again at once")
             time.sleep(0.01)
         self.assertEqual(len(self.wait_for(lambda: children(self.proc.pid), kgate_spare.RETRY_S + 10)), 1)
