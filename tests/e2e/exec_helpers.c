@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "support/api.h"
@@ -311,4 +312,48 @@ void xh_sh(const char *fmt, ...)
     vsnprintf(cmd, sizeof(cmd), fmt, ap);
     va_end(ap);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+void xh_holding_wrapper(const char *dir, const char *name, const char *real, char *path, size_t size)
+{
+    FILE *f;
+
+    xh_sh("rm -rf %s && mkdir -p %s && mkfifo %s/go", dir, dir, dir);
+    snprintf(path, size, "%s/%s", dir, name);
+    cr_assert_not_null(f = fopen(path, "w"), "cannot write %s", path);
+    /* read(1) of a FIFO by the shell takes a byte at a time: each held process takes one line of the release, no more */
+    fprintf(f, "#!/bin/sh\nif [ -e '%s/hold' ]; then echo $$ >> '%s/held'; read -r _ < '%s/go'; fi\nexec %s%s%s\"$@\"\n", dir, dir,
+            dir, real != NULL ? "'" : "", real != NULL ? real : "", real != NULL ? "' " : "");
+    fclose(f);
+    cr_assert_eq(chmod(path, 0755), 0);
+}
+
+size_t xh_held_count(const char *dir)
+{
+    char path[512], line[64];
+    size_t n = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/held", dir);
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    while (fgets(line, sizeof(line), f) != NULL)
+        n += strchr(line, '\n') != NULL; /* a line being written counts once whole */
+    fclose(f);
+    return n;
+}
+
+double xh_metric(unsigned short port, const char *series)
+{
+    ts_response_t r;
+    double value = -1;
+    size_t len = strlen(series);
+
+    ts_http_request(port, "GET", "/kgate/metrics", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200, "GET /kgate/metrics: HTTP %d %s", r.status, r.error);
+    for (const char *line = r.body; line != NULL && *line != '\0'; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+        if (strncmp(line, series, len) == 0 && line[len] == ' ')
+            value = atof(line + len + 1);
+    ts_response_dispose(&r);
+    return value;
 }

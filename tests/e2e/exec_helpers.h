@@ -103,4 +103,19 @@ void xh_require_bwrap(const char *consequence);
 /** Runs the formatted command with system() and asserts that it exited 0. */
 void xh_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/**
+ * Makes `dir` afresh with a FIFO <dir>/go and an executable <dir>/<name> (its path into `path`) that runs `real` with its
+ * own arguments (`real` NULL: runs its arguments as the command), except that a process started while <dir>/hold exists
+ * appends its pid as a line to <dir>/held and waits, before it runs anything, for a line on <dir>/go. The wait is a shell
+ * builtin reading a FIFO: the held process has no child. A test holds a start at a known point with it (hold, start,
+ * watch <dir>/held), then releases it (remove hold, write one line per held process to go: open go O_RDWR to never block).
+ */
+void xh_holding_wrapper(const char *dir, const char *name, const char *real, char *path, size_t size);
+
+/** How many processes xh_holding_wrapper's wrapper in `dir` has held so far (the lines of <dir>/held). */
+size_t xh_held_count(const char *dir);
+
+/** The value of `series` (a whole series name, labels included) in GET /kgate/metrics without a token; -1 if absent. */
+double xh_metric(unsigned short port, const char *series);
+
 #endif

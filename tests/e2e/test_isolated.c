@@ -744,13 +744,7 @@ static const char *holding_bwrap(const char *dir)
     cr_assert(f != NULL && fgets(real, sizeof(real), f) != NULL, "bwrap is not on PATH");
     pclose(f);
     real[strcspn(real, "\n")] = '\0';
-    xh_sh("rm -rf %s && mkdir -p %s && mkfifo %s/go", dir, dir, dir);
-    snprintf(path, sizeof(path), "%s/bwrap", dir); /* named bwrap: sandbox_pids counts it */
-    cr_assert_not_null(f = fopen(path, "w"));
-    fprintf(f, "#!/bin/sh\nif [ -e '%s/hold' ]; then : > '%s/held'; read -r _ < '%s/go'; fi\nexec '%s' \"$@\"\n", dir, dir, dir,
-            real);
-    fclose(f);
-    cr_assert_eq(chmod(path, 0755), 0);
+    xh_holding_wrapper(dir, "bwrap", real, path, sizeof(path)); /* named bwrap: sandbox_pids counts it */
     return path;
 }
 

@@ -1,8 +1,9 @@
-/* tests/e2e/test_start_storm.c: 200 context creates at once against the real kgate (its start queue), with /ping timed throughout.
- */
+/* tests/e2e/test_start_storm.c: 200 context creates at once against the real kgate (its start queue), with kernel starts held
+ * at a known point while kgate answers /ping. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "checks.h"
+#include "exec_helpers.h"
 #include "support/api.h"
 #include "support/base.h"
 #include "support/gateway.h"
@@ -91,16 +93,105 @@ static void answer_id(const create_t *c, char *id)
         snprintf(id, 37, "%.36s", p + 1);
 }
 
-/*
- * Creates at once beyond what two cores start in a kernel's start timeout: each succeeds (its kernel started in turn,
- * at most one per core at a time) or gets 429 with Retry-After when the start queue is full; none gets 503 (before:
- * 91 of 200 timed out and stayed listed as dead), and kgate's loop answers /ping within 100 ms (95th percentile; no
- * stall of a second: before, 9.7 s with 100 creates, its main thread waiting for a CPU behind the starting kernels).
- * Every context created is deleted.
- */
-Test(start_storm, two_hundred_creates_succeed_or_get_429_and_ping_stays_quick)
+/* A kernelspec "held" in <dir>/specs (its language "held-python": no create of "python" resolves to it): python3's ipykernel run
+ * by xh_holding_wrapper's wrapper in `dir`, so that its starts can be held before the interpreter runs. */
+static void held_kernelspec(const char *dir)
 {
-    const char *args[] = {"--max-contexts", "256", "--max-start-queue", "14", NULL};
+    char wrapper[400], path[600];
+    FILE *f;
+
+    xh_holding_wrapper(dir, "hold-kernel", NULL, wrapper, sizeof(wrapper));
+    xh_sh("mkdir -p %s/specs/held", dir);
+    snprintf(path, sizeof(path), "%s/specs/held/kernel.json", dir);
+    cr_assert_not_null(f = fopen(path, "w"));
+    fprintf(f,
+            "{\"argv\": [\"%s\", \"/usr/bin/python3\", \"-m\", \"ipykernel_launcher\", \"-f\", \"{connection_file}\"],\n"
+            " \"display_name\": \"held python\", \"language\": \"held-python\"}\n",
+            wrapper);
+    fclose(f);
+}
+
+/*
+ * Three starts of a kernelspec whose starts are held (xh_holding_wrapper) before the interpreter runs, with at most two kernels
+ * starting at once (--max-starting-kernels 2): once kgate has taken all three (two held, the kgate_kernel_start_queue gauge at
+ * 1), a GET /ping is answered before the hold ends, and no third start was spawned. This is what kept kgate's loop answering
+ * during a storm of creates: at most as many kernels start at once as there are cores (before the start queue, every start
+ * was spawned at once and kgate's main thread waited for a CPU behind them, /ping up to 9.7 s with 100 creates); a loop that
+ * waited for a start itself could answer nothing until the release. No bound on time: speed belongs in bench/.
+ */
+static void starts_held_while_the_loop_answers(const char *dir)
+{
+    enum { NHELD = 3 };
+    static create_t held[NHELD];
+    char flag[300], go[300], newlines[256];
+    size_t nheld = 0;
+    double queued = -1;
+    int fd, left = NHELD, pinged;
+    ts_response_t r;
+
+    memset(held, 0, sizeof(held));
+    /* kgate's own starts (its warm pool's kernel) done first: the two starting at once are the held ones */
+    for (int64_t until = ts_now_ms() + 60000; xh_metric(own.port, "kgate_kernels_starting") != 0 && ts_now_ms() < until;)
+        usleep(20 * 1000);
+    snprintf(flag, sizeof(flag), "%s/hold", dir);
+    snprintf(go, sizeof(go), "%s/go", dir);
+    /* the test's own end of the FIFO (never blocks): the release written into it waits there for the held starts */
+    cr_assert((fd = open(go, O_RDWR | O_CLOEXEC)) != -1, "open %s", go);
+    xh_sh(": > %s", flag);
+    for (int i = 0; i != NHELD; ++i)
+        held[i].fd = send_post(own.port, "/code/context", "{\"language\":\"held\"}");
+    /* until kgate has taken the three (held or queued), or more than two are held; 60 s: a hang guard */
+    for (int64_t until = ts_now_ms() + 60000; ts_now_ms() < until; usleep(5000)) {
+        nheld = xh_held_count(dir);
+        queued = xh_metric(own.port, "kgate_kernel_start_queue");
+        if (nheld > 2 || nheld + (size_t)(queued > 0 ? queued : 0) == NHELD)
+            break;
+    }
+    ts_http_request(own.port, "GET", "/ping", NULL, NULL, &r);
+    pinged = r.status;
+    ts_response_dispose(&r);
+    nheld = xh_held_count(dir); /* after the answer: any start spawned by then */
+    cr_assert_eq(unlink(flag), 0);
+    memset(newlines, '\n', sizeof(newlines)); /* a line for every start that may be held, more than enough */
+    cr_assert_eq(write(fd, newlines, sizeof(newlines)), (ssize_t)sizeof(newlines));
+    for (int64_t until = ts_now_ms() + 120000; left != 0 && ts_now_ms() < until; usleep(20 * 1000)) {
+        left = 0;
+        for (int i = 0; i != NHELD; ++i) {
+            read_some(&held[i]);
+            left += !held[i].done;
+        }
+    }
+    close(fd);
+    for (int i = 0; i != NHELD; ++i) {
+        char id[40];
+        answer_id(&held[i], id);
+        if (strncmp(held[i].answer, "HTTP/1.1 200 ", 13) == 0 && id[0] != '\0')
+            ts_context_delete(own.port, NULL, id);
+        if (!held[i].done)
+            close(held[i].fd);
+    }
+    fprintf(stderr, "start storm: %zu of %d starts held, %.0f queued, GET /ping during the hold: HTTP %d\n", nheld, NHELD, queued,
+            pinged);
+    cr_assert_eq(pinged, 200, "GET /ping sent while kernel starts were held: HTTP %d (the loop waits for a start)", pinged);
+    cr_assert(nheld >= 1 && nheld <= 2, "%zu of %d starts at once were spawned (held) with --max-starting-kernels 2, %.0f queued",
+              nheld, NHELD, queued);
+    for (int i = 0; i != NHELD; ++i)
+        cr_assert_eq(strncmp(held[i].answer, "HTTP/1.1 200 ", 13), 0, "create %d of a held kernel, released:\n%.500s", i,
+                     held[i].answer);
+}
+
+/*
+ * First, starts held at a known point while kgate answers (starts_held_while_the_loop_answers). Then creates at once beyond
+ * what two cores start in a kernel's start timeout: each succeeds (its kernel started in turn, at most two at a time) or gets
+ * 429 with Retry-After when the start queue is full; none gets 503 (before: 91 of 200 timed out and stayed listed as dead),
+ * and every /ping sent meanwhile is answered (their times are printed, not asserted: speed belongs in bench/). Every context
+ * created is deleted.
+ */
+Test(start_storm, two_hundred_creates_succeed_or_get_429_and_the_loop_answers_while_starts_wait)
+{
+    char dir[100], specs[120];
+    const char *args[] = {
+        "--max-contexts", "256", "--max-start-queue", "14", "--max-starting-kernels", "2", "--kernel-path", specs, NULL};
     static create_t creates[NCREATE];
     static long long ping_ms[MAX_PINGS];
     unsigned ok = 0, refused = 0, with_retry = 0, other = 0, pings = 0, left = NCREATE;
@@ -109,9 +200,14 @@ Test(start_storm, two_hundred_creates_succeed_or_get_429_and_ping_stays_quick)
     char other_answer[512] = "";
     ts_response_t r;
 
+    snprintf(dir, sizeof(dir), "/tmp/kgate-e2e-storm-hold-%d", (int)getpid());
+    snprintf(specs, sizeof(specs), "%s/specs", dir);
+    held_kernelspec(dir);
     cr_assert_eq(
         ts_gateway_start(&own, &(ts_gateway_opts_t){.exe = ts_kgate_path(KGATE_BINARY_DIR), .args = args, .label = "storm"}), 0,
         "kgate did not start: %s", own.error);
+    starts_held_while_the_loop_answers(dir);
+    xh_sh("rm -rf %s", dir);
     t0 = ts_now_ms();
     for (int i = 0; i != NCREATE; ++i)
         creates[i].fd = send_create(own.port);
@@ -163,9 +259,6 @@ Test(start_storm, two_hundred_creates_succeed_or_get_429_and_ping_stays_quick)
     cr_assert_eq(other, 0, "%u creates got neither 200 nor 429, the first:\n%s", other, other_answer);
     cr_assert_gt(ok, 0, "no create succeeded");
     cr_assert_eq(with_retry, refused, "%u of %u 429s said Retry-After", with_retry, refused);
-    /* the machine is shared (other tests, other builds): the bound is on most pings, and on any stall of the loop */
-    cr_assert_lt(p95, 100, "/ping took %lld ms (95th percentile) during the storm", p95);
-    cr_assert_lt(max_ping, 1000, "/ping stalled %lld ms during the storm", (long long)max_ping);
     ts_http_request(own.port, "GET", "/code/contexts", NULL, NULL, &r);
     cr_assert_eq(r.status, 200);
     cr_assert(json_is_array(r.json) && json_array_size(r.json) == 0, "contexts left listed: %.600s", r.body);
