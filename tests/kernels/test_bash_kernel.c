@@ -152,16 +152,16 @@ Test(bash_kernel, output_is_streamed_while_running)
     while ((m = bk_client_recv(&client, WIRE_CHANNEL_IOPUB, 30000)) != NULL && strcmp(wire_msg_type(m), "stream") != 0)
         wire_msg_destroy(m);
     cr_assert_eq(write(fd, "\n", 1), 1); /* the run goes on, whatever the verdict: it prints "second" now */
-    cr_assert_not_null(m, "no output while the run waited before its second line");
-    cr_expect_str_eq(json_string_value(json_object_get(m->content, "text")), "first\n");
-    wire_msg_destroy(m);
     bk_client_collect(&client, id, NULL, 30000, &r);
-    cr_expect_str_eq(r.out, "second\n");
-    bk_run_dispose(&r);
-    free(id);
     close(fd);
     unlink(fifo);
     rmdir(dir);
+    free(id);
+    cr_assert_not_null(m, "no output while the run waited before its second line");
+    cr_expect_str_eq(json_string_value(json_object_get(m->content, "text")), "first\n");
+    wire_msg_destroy(m);
+    cr_expect_str_eq(r.out, "second\n");
+    bk_run_dispose(&r);
 }
 
 Test(bash_kernel, utf8_split_across_writes_and_invalid_bytes)
