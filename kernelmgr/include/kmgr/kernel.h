@@ -329,10 +329,10 @@ void kmgr_request_set_text_room(kmgr_request_t *req, uint64_t bytes);
  * Told of a message (other than a status) the kernel published for a request after that request had ended (late output:
  * docs/kernels.md, "Late output"), which reached kgate too late for the request's callback. `tag` is what
  * kmgr_request_set_late_sink gave, `msg_type` the message's type, `text_bytes` the decoded bytes of the text of a `stream`
- * message as far as kernelmgr read it (0 for other types, and for a message over KMGR_UNAWAITED_MAX_BYTES a relay asked to
- * pass unread). Returns 1 when the owner recorded the loss where its caller can read it, 0 when it could not (it no longer
- * keeps what the request was for): kernelmgr's log then says the loss went unreported. Called from the loop, in the middle
- * of routing a message: it must only record, and call no kmgr_* function.
+ * message as far as kernelmgr read it (0 for other types, and for a big message whose content the kernel's tap asked to
+ * pass unread: kmgr_kernel_unawaited_messages). Returns 1 when the owner recorded the loss where its caller can read it, 0 when it
+ * could not (it no longer keeps what the request was for): kernelmgr's log then says the loss went unreported. Called from the
+ * loop, in the middle of routing a message: it must only record, and call no kmgr_* function.
  */
 typedef int (*kmgr_late_sink_cb)(const char *tag, const char *msg_type, uint64_t text_bytes, void *data);
 
