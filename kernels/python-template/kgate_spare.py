@@ -17,6 +17,7 @@ import os
 
 SETTLE_S = 0.1  # after the last kernel's initialize: kgate's kernel_info and the caller's first cell come next
 WAIT_MAX_S = 3.0  # a kernel's start this long holds the next spare no longer
+RETRY_S = 1.0  # after a spare that died before it was handed out, or one that could not be forked: not in a loop
 
 
 class Schedule:
@@ -27,6 +28,7 @@ class Schedule:
         self.wait_max_s = wait_max_s
         self.starting = {}  # read end of a kernel's pipe -> the time past which it holds the spare no longer
         self.quiet_from = 0.0  # when the last start ended: the spare is due SETTLE_S after
+        self.not_before = 0.0  # and not before this (RETRY_S after a spare lost)
 
     def started(self, fd, now):
         """A kernel was handed out, `fd` the read end of its pipe (owned here from now on: closed when it ends)."""
@@ -58,16 +60,20 @@ class Schedule:
             if now >= limit:
                 self.forget(fd)
 
+    def lost(self, now):
+        """A spare died before it was handed out, or could not be forked: the next one waits RETRY_S."""
+        self.not_before = now + RETRY_S
+
     def due(self, now):
         """Whether a spare, if there is none, should be forked now."""
         self.expire(now)
-        return not self.starting and now >= self.quiet_from + self.settle_s
+        return not self.starting and now >= max(self.quiet_from + self.settle_s, self.not_before)
 
     def timeout(self, now):
         """Seconds until due() may change with no descriptor readable (select's timeout), never negative."""
         if self.starting:
             return max(0.0, min(self.starting.values()) - now)
-        return max(0.0, self.quiet_from + self.settle_s - now)
+        return max(0.0, self.quiet_from + self.settle_s - now, self.not_before - now)
 
     def close(self):
         for fd in list(self.starting):

@@ -76,7 +76,7 @@ SCRIPT_MAGICS_NOT_BUILT = kgate_script_magics.install()
 
 PROBE_TIMEOUT_S = 60  # the probe kernel's start and two cells, on a loaded machine; beyond, kernels fault page by page
 HOT = []  # the runs of pages every forked kernel copies first (kgate_hotset), learned from the probe
-SPARE = None  # (pid, request pipe): a child forked ahead that has copied those pages and waits for a kernel's request
+SPARE = None  # (pid, request pipe, started pipe): a child forked ahead with those pages copied, waiting for a request
 OWN_HOT = []  # the runs of the template's own pages its answer to a request writes (learn_own_pages), copied after each fork
 SCHEDULE = kgate_spare.Schedule()  # the kernels handed out that are still starting: the next spare waits for them
 STARTED_FD = -1  # in a kernel: the write end of its pipe to the template, closed when its initialize ends (kgate_spare)
@@ -286,19 +286,23 @@ def make_spare():
         STARTED_FD = -1
         raise
     if pid == 0:
-        os.close(w)
-        os.close(started)
-        kgate_hotset.populate(HOT)
-        app = spare_app()
-        chunks = []
-        while True:
-            chunk = os.read(r, 65536)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        if not chunks:
+        try:
+            os.close(w)
+            os.close(started)
+            kgate_hotset.populate(HOT)
+            app = spare_app()
+            chunks = []
+            while True:
+                chunk = os.read(r, 65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            req = json.loads(b"".join(chunks)) if chunks else None
+        except BaseException:  # noqa: B902: a child of the template never returns into it
+            os._exit(1)
+        if req is None:
             os._exit(0)
-        run_child(json.loads(b"".join(chunks)), populated=True, app=app)
+        run_child(req, populated=True, app=app)
     os.close(r)
     os.close(STARTED_FD)
     STARTED_FD = -1
@@ -381,6 +385,7 @@ class SpareWaiter:
             try:
                 spare_ahead()
             except Exception as e:  # noqa: B902: no spare, the next kernel is forked on its request
+                SCHEDULE.lost(now)
                 sys.stderr.write("kgate template: no spare: %s\n" % e)
 
 
@@ -488,7 +493,8 @@ def reap():
         if SPARE is not None and SPARE[0] == pid:
             os.close(SPARE[1])
             os.close(SPARE[2])
-            SPARE = None  # it died before it was a kernel: nobody to tell; the next fork makes another
+            SPARE = None
+            SCHEDULE.lost(time.monotonic())  # it died before it was a kernel: nobody to tell; another in a while
             continue
         send(b"exited", pid, status)
 

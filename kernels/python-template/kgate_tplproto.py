@@ -63,9 +63,13 @@ def serve(wake_r, on_request, on_child, waiter=None):
     for none) and on_wake(readable) (after every wake, requests first: its descriptors that were readable)."""
     buf = b""
     while True:
-        fds = [SOCK, wake_r] + (waiter.fds() if waiter is not None else [])
+        # poll, not select: select refuses a descriptor numbered 1024 or more, and the waiter's are the template's to number
+        poller = select.poll()
+        for fd in [SOCK, wake_r] + (waiter.fds() if waiter is not None else []):
+            poller.register(fd, select.POLLIN)
+        timeout = waiter.timeout() if waiter is not None else None
         try:
-            readable, _, _ = select.select(fds, [], [], waiter.timeout() if waiter is not None else None)
+            readable = [fd for fd, _ in poller.poll(None if timeout is None else timeout * 1000)]
         except InterruptedError:
             continue
         if wake_r in readable:

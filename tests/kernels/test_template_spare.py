@@ -72,6 +72,12 @@ class Schedule(unittest.TestCase):
         self.assertEqual(self.s.fds(), [])
         os.close(w)
 
+    def test_a_spare_lost_is_made_again_after_a_while_not_at_once(self):
+        self.s.lost(5.0)
+        self.assertFalse(self.s.due(5.5))
+        self.assertAlmostEqual(self.s.timeout(5.5), kgate_spare.RETRY_S - 0.5)
+        self.assertTrue(self.s.due(5.0 + kgate_spare.RETRY_S))
+
     def test_a_readable_pipe_that_is_not_at_its_end_changes_nothing(self):
         r, w = self.pipe()
         self.s.started(r, 0.0)
@@ -174,6 +180,22 @@ class Template(unittest.TestCase):
         self.assertEqual(len(kids), 1, "no next spare after the kernel's start")
         with open(os.path.join(self.tmp.name, "kernel.log"), errors="replace") as f:
             self.assertNotIn("Traceback", f.read())
+
+    def test_a_spare_that_dies_is_replaced_after_a_while(self):
+        self.assertEqual(self.read_frame(120)[0], b"ready")
+        spare = self.wait_for(lambda: children(self.proc.pid), 10)
+        self.assertEqual(len(spare), 1)
+        dead = spare.pop()
+        os.kill(dead, signal.SIGKILL)
+        self.assertTrue(self.wait_for(lambda: dead not in children(self.proc.pid), 10), "the dead spare was not reaped")
+        # not at once (a spare that dies at its start would be forked again in a loop); a short look, so that a test
+        # that saw the reap late does not look past RETRY_S
+        end = time.monotonic() + kgate_spare.RETRY_S * 0.3
+        while time.monotonic() < end:
+            self.assertEqual(len(children(self.proc.pid)), 0, "a spare forked again at once")
+            time.sleep(0.01)
+        self.assertEqual(len(self.wait_for(lambda: children(self.proc.pid), kgate_spare.RETRY_S + 10)), 1)
+        self.assertIsNone(self.proc.poll(), "the template ended")
 
 
 if __name__ == "__main__":
