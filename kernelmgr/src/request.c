@@ -138,6 +138,7 @@ static void on_unclaimed(kmgr_kernel_t *k, const wire_msg_t *msg, const char *pa
         if (ended->msg_id == NULL || strcmp(ended->msg_id, parent) != 0)
             continue;
         ++k->late_lost;
+        ++k->mgr->lost_output.late;                             /* the operators' total, which outlives the kernel */
         note_late_gap(k, ksys_now_ms() - ended->last_heard_at); /* the next requests wait this long, and more */
         ended->last_heard_at = ksys_now_ms();
         told = ended->late_cb != NULL &&

@@ -7,6 +7,7 @@
 
 #include "exec_helpers.h"
 #include "shared.h"
+#include "support/api.h"
 #include "support/base.h"
 #include "support/events.h"
 #include "support/gateway.h"
@@ -468,6 +469,8 @@ Test(runs, pings_keep_coming_while_a_run_lasts)
     xh_gateway_stop(&gw);
 }
 
+#define LATE_TOTAL "kgate_kernel_late_messages_total"
+
 /* `key` of the `dropped` object of GET /code/executions/{id}. */
 static long long dropped_count(const char *exec_id, const char *key)
 {
@@ -482,7 +485,9 @@ static long long dropped_count(const char *exec_id, const char *key)
  * docs/kernels.md, "Late output": output a kernel publishes for a run after the run ended (a Python thread's print, once the
  * test says so after the run's stream ended: ipykernel tags it with the cell that started the thread) cannot reach the run's
  * stream, which ended with execution_complete, but GET of the finished run counts it: dropped.messages, and its text in
- * dropped.output_bytes. A run with nothing late shows nothing dropped.
+ * dropped.output_bytes. A run with nothing late shows nothing dropped. Operators see the same messages in
+ * kgate_kernel_late_messages_total (docs/operations.md), which does not move without late output and keeps its count once
+ * the context (and its kernel) is deleted. The shared gateway's earlier tests may have counted some: the test reads its own.
  */
 Test(runs, output_after_a_run_ended_is_counted_on_the_finished_run)
 {
@@ -490,7 +495,9 @@ Test(runs, output_after_a_run_ended_is_counted_on_the_finished_run)
     char *ctx = xh_context_new(port(), NULL, NULL);
     int64_t deadline;
     ts_events_t evs;
+    double late_before = xh_metric(port(), LATE_TOTAL);
 
+    cr_assert_geq(late_before, 0, "GET /kgate/metrics has no %s", LATE_TOTAL);
     cr_assert_not_null(mkdtemp(dir), "mkdtemp");
     snprintf(flag, sizeof(flag), "%s/go", dir);
     xh_run_ok(port(), ctx, "print('on time')", &evs);
@@ -511,6 +518,7 @@ Test(runs, output_after_a_run_ended_is_counted_on_the_finished_run)
     snprintf(late_id, sizeof(late_id), "%s", xh_execution_id(&evs));
     ts_events_dispose(&evs);
     cr_assert_eq(dropped_count(late_id, "messages"), 0, "nothing was lost by the run's end");
+    cr_assert_eq(xh_metric(port(), LATE_TOTAL), late_before, "no late output yet: %s did not move", LATE_TOTAL);
 
     FILE *f = fopen(flag, "w");
     cr_assert_not_null(f, "cannot create %s", flag);
@@ -528,6 +536,9 @@ Test(runs, output_after_a_run_ended_is_counted_on_the_finished_run)
     json_decref(ex);
     cr_expect_eq(dropped_count(quiet_id, "messages"), 0, "the run with nothing late");
     cr_expect_eq(dropped_count(quiet_id, "output_bytes"), 0);
+    cr_expect_eq(xh_metric(port(), LATE_TOTAL), late_before + (double)messages, "the late message(s), for operators too");
+    cr_assert_eq(ts_context_delete(port(), NULL, ctx), 200);
+    cr_expect_eq(xh_metric(port(), LATE_TOTAL), late_before + (double)messages, "a deleted context's kernel keeps its count");
     unlink(flag);
     rmdir(dir);
     free(ctx);

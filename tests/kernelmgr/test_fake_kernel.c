@@ -95,6 +95,16 @@ Test(fake_kernel, output_after_idle_of_a_kernel_known_to_publish_late_reaches_th
     kmgr_kernel_destroy(k);
 }
 
+/* The manager's totals over every kernel it had (kmgr_manager_lost_output). */
+static void expect_lost_output(unsigned long long late, unsigned long long unawaited, const char *why)
+{
+    kmgr_lost_output_t lost;
+
+    kmgr_manager_lost_output(kt.mgr, &lost);
+    cr_expect_eq(lost.late, late, "late: %s", why);
+    cr_expect_eq(lost.unawaited, unawaited, "unawaited: %s", why);
+}
+
 Test(fake_kernel, a_kernel_seen_publishing_after_idle_is_waited_for_from_then_on_and_the_loss_is_counted)
 {
     kt_states_t st = {0};
@@ -116,6 +126,8 @@ Test(fake_kernel, a_kernel_seen_publishing_after_idle_is_waited_for_from_then_on
     cr_expect_eq(kmgr_kernel_late_messages(k), 3, "nothing more was lost");
     kt_rec_dispose(&rec);
     kmgr_kernel_destroy(k);
+    poll_loop_run_for(kt.loop, 100); /* the destroyed kernel is freed from the loop */
+    expect_lost_output(3, 0, "the operators' total (kgate_kernel_late_messages_total) keeps a freed kernel's count");
 }
 
 /* What a late sink was told (kmgr_request_set_late_sink). */
@@ -531,6 +543,8 @@ Test(fake_kernel, big_output_nobody_awaits_is_passed_over_while_status_still_cou
     cr_expect_eq(rec.after_final, 0, "nothing reached the finished request");
     kt_rec_dispose(&rec);
     kmgr_kernel_destroy(k);
+    poll_loop_run_for(kt.loop, 100); /* the destroyed kernel is freed from the loop */
+    expect_lost_output(0, 1, "the operators' total (kgate_kernel_unawaited_messages_total) keeps a freed kernel's count");
 }
 
 /* ---- messages over the cap (kmgr_config_t.max_message_bytes) ---- */
