@@ -106,17 +106,7 @@ static char *run_stdout(const char *ctx, const char *code)
 /* The value of `series` (a whole series name, labels included) in GET /kgate/metrics; -1 when it is not there. */
 static double metric(const char *series)
 {
-    ts_response_t r;
-    double value = -1;
-    size_t len = strlen(series);
-
-    ts_http_request(gw.port, "GET", "/kgate/metrics", NULL, NULL, &r);
-    cr_assert_eq(r.status, 200, "GET /kgate/metrics: HTTP %d", r.status);
-    for (const char *line = r.body; line != NULL && *line != '\0'; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
-        if (strncmp(line, series, len) == 0 && line[len] == ' ')
-            value = atof(line + len + 1);
-    ts_response_dispose(&r);
-    return value;
+    return xh_metric(gw.port, series);
 }
 
 /* A context of its own cwd and env, forked: the kernel's parent is the template. Returns its id (free it). */
