@@ -201,6 +201,34 @@ static void register_start_figures(gw_observe_t *observe, gw_stats_t *stats)
                         &observe->start_figures[START_TEMPLATE_RESTARTS]);
 }
 
+static double read_late_messages(void *arg)
+{
+    kmgr_lost_output_t lost;
+    kmgr_manager_lost_output(arg, &lost);
+    return (double)lost.late;
+}
+
+static double read_unawaited_messages(void *arg)
+{
+    kmgr_lost_output_t lost;
+    kmgr_manager_lost_output(arg, &lost);
+    return (double)lost.unawaited;
+}
+
+/* Kernel output no request received (docs/kernels.md, "Output after a run ended"), which a run no longer retained shows
+ * nowhere else but kgate's log. Summed in the manager over every kernel it had: a deleted context's kernel takes nothing away. */
+static void register_lost_output(gw_observe_t *observe, gw_stats_t *stats)
+{
+    gw_stats_counter_fn(stats, "kgate_kernel_late_messages_total",
+                        "Kernel messages (other than status) published for a request after that request had ended: not "
+                        "delivered, counted on the run if it is still retained",
+                        NULL, NULL, read_late_messages, observe->kmgr);
+    gw_stats_counter_fn(stats, "kgate_kernel_unawaited_messages_total",
+                        "Kernel iopub messages over 64 KiB passed over unread because no request of the kernel was open and no "
+                        "WebSocket attached (output of a background thread after its run): their run is not known",
+                        NULL, NULL, read_unawaited_messages, observe->kmgr);
+}
+
 void gw_observe_init(gw_observe_t *observe, gw_host_t *host, const gw_route_table_t *routes, kmgr_manager_t *kmgr,
                      h2o_pathconf_t *pathconf, h2o_pathconf_t *fallback)
 {
@@ -221,6 +249,7 @@ void gw_observe_init(gw_observe_t *observe, gw_host_t *host, const gw_route_tabl
                       read_start_queue, kmgr);
     gw_stats_gauge_fn(&host->stats, "kgate_kernels_starting", "Kernels spawned and not ready yet", NULL, NULL, read_starting, kmgr);
     register_start_figures(observe, &host->stats);
+    register_lost_output(observe, &host->stats);
 }
 
 static void on_prometheus(gw_door_t *door, h2o_req_t *req, const gw_route_params_t *params)

@@ -255,6 +255,19 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
     }
 }
 
+/*
+ * Output the kernel published for the run's code after the run had ended (kmgr_late_sink_cb; `tag` is the run's id, `data`
+ * the registry): counted on the run while it is retained, so that GET of it says what came too late (docs/kernels.md,
+ * "Late output"); a run collected since is gone, and kernelmgr's count and log are all there is.
+ */
+static int on_late_output(const char *tag, const char *msg_type, uint64_t text_bytes, void *data)
+{
+    gw_run_t *run = gw_run_find(data, tag);
+    (void)msg_type;
+
+    return run != NULL && gw_run_report_late(run, text_bytes);
+}
+
 /* Sends the run's own code (after its setup, if any). Returns 0, or -1 after aborting the context's runs. */
 static int send_code(gw_kernel_run_t *krun)
 {
@@ -270,6 +283,7 @@ static int send_code(gw_kernel_run_t *krun)
         return -1;
     }
     kmgr_request_set_text_room(krun->request, gw_run_text_room(krun->run)); /* its output budget and one log event */
+    kmgr_request_set_late_sink(krun->request, on_late_output, ctx->contexts->runs, gw_run_id(krun->run));
     free(krun->code);
     krun->code = NULL;
     krun->in_setup = 0;

@@ -70,9 +70,9 @@ struct st_gw_run_t {
     size_t num_call_records;
     gw_run_limits_t limits;
     size_t output_bytes;         /* stream text relayed so far */
-    size_t output_dropped_bytes; /* stream text dropped by the limit */
+    size_t output_dropped_bytes; /* stream text dropped by the limit, or that came after the run finished */
     size_t results_dropped;      /* results dropped by the limit */
-    size_t messages_dropped;     /* kernel messages over max_message_bytes while the run was in flight */
+    size_t messages_dropped;     /* kernel messages over max_message_bytes while the run was in flight, or after it finished */
     const char *outcome;         /* once finished */
     unsigned truncation_reported : 1;
     unsigned oversized_reported : 1;

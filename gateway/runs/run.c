@@ -149,6 +149,15 @@ void gw_run_finish(gw_run_t *run, int execution_count, const char *outcome)
     gw_run_notify_cursors(run);
 }
 
+int gw_run_report_late(gw_run_t *run, uint64_t text_bytes)
+{
+    if (run->state != GW_RUN_FINISHED)
+        return 0;
+    ++run->messages_dropped;
+    run->output_dropped_bytes += text_bytes;
+    return 1;
+}
+
 json_t *gw_run_to_json(gw_run_t *run)
 {
     static const char *const states[] = {"queued", "running", "finished"};

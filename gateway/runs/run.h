@@ -170,6 +170,15 @@ void gw_run_report_oversized_message(gw_run_t *run);
 void gw_run_report_cut_message(gw_run_t *run, uint64_t dropped_bytes);
 
 /**
+ * A kernel message for the run reached kgate after the run had finished (late output: docs/kernels.md, "Late output"), with
+ * `text_bytes` decoded bytes of stdout/stderr text (0 for another message): counts one in `dropped.messages` and the text in
+ * `dropped.output_bytes`, which gw_run_to_json shows from then on. Nothing is appended: the run's log ended with
+ * `execution_complete`, whose `dropped` says what was lost up to then. Returns 1, or 0 (nothing counted) while the run has
+ * not finished: its producer still delivers what comes for it.
+ */
+int gw_run_report_late(gw_run_t *run, uint64_t text_bytes);
+
+/**
  * Appends `execution_complete` (with execution_time in ms, `execution_count` when >= 0, and
  * `dropped` {output_bytes, results, messages} when anything was dropped) as the last event, records
  * `outcome` (a static string: "ok", "error", "timeout", "cancelled", "kernel_died"), detaches the

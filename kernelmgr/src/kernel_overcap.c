@@ -45,6 +45,7 @@ kmgr_big_iopub_t kmgr_kernel_big_iopub(void *data)
     if (k->tap != NULL)
         return KMGR_BIG_IOPUB_HEADERS;
     ++k->unawaited;
+    ++k->mgr->lost_output.unawaited; /* the operators' total, which outlives the kernel */
     return KMGR_BIG_IOPUB_PASS_OVER;
 }
 

@@ -125,6 +125,10 @@ struct st_kmgr_request_t {
     int fail_err;
     /* Header of the pending input_request (the parent of our input_reply), or NULL. */
     json_t *input_header;
+    /* kmgr_request_set_late_sink: told of late output once it has ended (handed to its kmgr_ended_t then); cb NULL: none */
+    kmgr_late_sink_cb late_cb;
+    void *late_data;
+    char *late_tag;
 };
 
 /*
@@ -176,6 +180,10 @@ void kmgr_requests_free_all(kmgr_kernel_t *k);
 typedef struct st_kmgr_ended_t {
     char *msg_id;
     int logged;
+    /* the request's late sink (kmgr_request_set_late_sink), or cb NULL; the tag is owned here */
+    kmgr_late_sink_cb late_cb;
+    void *late_data;
+    char *late_tag;
     uint64_t last_heard_at; /* the request's last message, then its last late one (ksys_now_ms): the gaps of lost output */
 } kmgr_ended_t;
 

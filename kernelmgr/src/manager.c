@@ -342,3 +342,8 @@ size_t kmgr_manager_swept(const kmgr_manager_t *mgr)
 {
     return mgr->instance.swept;
 }
+
+void kmgr_manager_lost_output(const kmgr_manager_t *mgr, kmgr_lost_output_t *out)
+{
+    *out = mgr->lost_output;
+}

@@ -33,6 +33,8 @@ struct st_kmgr_manager_t {
     kmgr_link_t templates;
     /* how kernels started (kmgr_manager_start_stats; templates_running is counted when asked) */
     kmgr_start_stats_t start_stats;
+    /* kernel output no request received (kmgr_manager_lost_output): counted here as each kernel counts its own */
+    kmgr_lost_output_t lost_output;
     /* Set between ops->schedule and the kmgr_manager_run_pending it asked for. */
     int scheduled;
 };

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "wire/alloc.h"
 #include "wire/codec.h"
+#include "wire/json_scan.h"
 #include "ksys/errors.h"
 #include "kernel_private.h"
 #include "manager_private.h"
@@ -13,6 +14,7 @@ static void request_free(kmgr_request_t *req)
 {
     wire_msg_destroy(req->unsent);
     json_decref(req->input_header);
+    free(req->late_tag);
     free(req->msg_id);
     free(req);
 }
@@ -24,13 +26,18 @@ static void deliver(kmgr_request_t *req, kmgr_req_event_t ev, const wire_msg_t *
 }
 
 /* Remembers a request that ended, so that a message for it afterwards is known as late output (KMGR_ENDED_KEPT). */
-static void remember_ended(kmgr_kernel_t *k, const kmgr_request_t *req)
+static void remember_ended(kmgr_kernel_t *k, kmgr_request_t *req)
 {
     kmgr_ended_t *slot = &k->ended[k->ended_next];
 
     free(slot->msg_id);
+    free(slot->late_tag);
     slot->msg_id = wire_strdup(req->msg_id);
     slot->logged = 0;
+    slot->late_cb = req->late_cb;
+    slot->late_data = req->late_data;
+    slot->late_tag = req->late_tag; /* the slot owns it now */
+    req->late_tag = NULL;
     slot->last_heard_at = req->last_heard_at != 0 ? req->last_heard_at : ksys_now_ms();
     k->ended_next = (k->ended_next + 1) % KMGR_ENDED_KEPT;
 }
@@ -98,24 +105,51 @@ static void complete(kmgr_request_t *req)
     }
 }
 
-/* A message (not a status) for no registered request (`parent`): if it is for one that ended, it is late output, lost. */
+/* The decoded bytes of a stream message's text, as far as it was read (kmgr_late_sink_cb): its content raw or parsed, or
+ * cut to its head over the cap (the rest counted in text_dropped); 0 for another type or content not read. */
+static uint64_t stream_text_bytes(const wire_msg_t *msg)
+{
+    uint64_t bytes = msg->content_cut ? msg->text_dropped : 0;
+    wire_stream_fields_t f;
+
+    if (strcmp(wire_msg_type(msg), "stream") != 0)
+        return 0;
+    if (!msg->content_raw)
+        return bytes + json_string_length(json_object_get(msg->content, "text"));
+    if (wire_json_scan_stream(msg->raw_content.base, msg->raw_content.len, &f) && f.name != NULL)
+        return bytes + f.text_decoded_len;
+    json_t *content = wire_msg_raw_content_parse(msg); /* not simple: parsed, as a run would */
+    bytes += json_string_length(json_object_get(content, "text"));
+    json_decref(content);
+    return bytes;
+}
+
+/*
+ * A message (not a status) for no registered request (`parent`): if it is for one that ended, it is late output, lost to
+ * the request: counted, told to the request's late sink, and logged once per request.
+ */
 static void on_unclaimed(kmgr_kernel_t *k, const wire_msg_t *msg, const char *parent)
 {
     if (parent[0] == '\0' || strcmp(wire_msg_type(msg), "status") == 0)
         return;
     for (size_t i = 0; i != KMGR_ENDED_KEPT; ++i) {
         kmgr_ended_t *ended = &k->ended[i];
+        int told;
         if (ended->msg_id == NULL || strcmp(ended->msg_id, parent) != 0)
             continue;
         ++k->late_lost;
+        ++k->mgr->lost_output.late;                             /* the operators' total, which outlives the kernel */
         note_late_gap(k, ksys_now_ms() - ended->last_heard_at); /* the next requests wait this long, and more */
         ended->last_heard_at = ksys_now_ms();
+        told = ended->late_cb != NULL &&
+               ended->late_cb(ended->late_tag, wire_msg_type(msg), stream_text_bytes(msg), ended->late_data) != 0;
         if (!ended->logged) {
             ended->logged = 1;
-            ksys_log_warn("kernel %s (%s): published output (%s) for request %s after it had ended: not delivered (%llu "
-                          "such message(s) so far); its requests now wait for %u ms of quiet after idle (at most %d ms) "
-                          "for late output",
-                          k->session, k->spec->name, wire_msg_type(msg), parent, (unsigned long long)k->late_lost,
+            ksys_log_warn("kernel %s (%s): published output (%s) for request %s after it had ended: not delivered, %s "
+                          "(%llu such message(s) so far); its requests now wait for %u ms of quiet after idle (at most %d "
+                          "ms) for late output",
+                          k->session, k->spec->name, wire_msg_type(msg), parent,
+                          told ? "reported to its owner" : "not reported to the caller", (unsigned long long)k->late_lost,
                           kmgr_kernel_late_quiet_ms(k), KMGR_LATE_CAP_MS);
         }
         k->publishes_after_idle = 1;
@@ -166,6 +200,14 @@ static int request_send(kmgr_kernel_t *k, const char *msg_type, json_t *content,
 void kmgr_request_set_text_room(kmgr_request_t *req, uint64_t bytes)
 {
     req->text_room = bytes;
+}
+
+void kmgr_request_set_late_sink(kmgr_request_t *req, kmgr_late_sink_cb cb, void *data, const char *tag)
+{
+    free(req->late_tag);
+    req->late_cb = cb;
+    req->late_data = data;
+    req->late_tag = cb != NULL && tag != NULL ? wire_strdup(tag) : NULL;
 }
 
 int kmgr_kernel_request(kmgr_kernel_t *k, const char *msg_type, json_t *content, kmgr_request_cb cb, void *data,
@@ -224,6 +266,7 @@ void kmgr_request_cancel(kmgr_request_t *req)
     kmgr_kernel_t *k = req->kernel;
 
     req->cb = NULL;
+    kmgr_request_set_late_sink(req, NULL, NULL, NULL); /* its owner hears nothing of it any more, late output included */
     /* Never sent: nothing can arrive for it, so it can go now (it has had no callback to be inside). */
     if (!req->finished && req->unsent != NULL && !k->destroyed) {
         kmgr_reqtable_remove(&k->table, req);
@@ -484,6 +527,8 @@ void kmgr_requests_free_all(kmgr_kernel_t *k)
         request_free(req);
     }
     kmgr_reqtable_dispose(&k->table);
-    for (size_t i = 0; i != KMGR_ENDED_KEPT; ++i)
+    for (size_t i = 0; i != KMGR_ENDED_KEPT; ++i) {
         free(k->ended[i].msg_id);
+        free(k->ended[i].late_tag);
+    }
 }

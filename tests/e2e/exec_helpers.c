@@ -210,6 +210,21 @@ json_t *xh_execution_wait_state(unsigned short port, const char *exec_id, const 
     }
 }
 
+double xh_metric(unsigned short port, const char *series)
+{
+    ts_response_t r;
+    double value = -1;
+    size_t len = strlen(series);
+
+    ts_http_request(port, "GET", "/kgate/metrics", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200, "GET /kgate/metrics: HTTP %d", r.status);
+    for (const char *line = r.body; line != NULL && *line != '\0'; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+        if (strncmp(line, series, len) == 0 && line[len] == ' ')
+            value = atof(line + len + 1);
+    ts_response_dispose(&r);
+    return value;
+}
+
 int xh_context_get(unsigned short port, const char *ctx_id, json_t **out)
 {
     char path[256];

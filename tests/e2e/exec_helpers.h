@@ -76,6 +76,12 @@ json_t *xh_context_wait_status(unsigned short port, const char *ctx_id, const ch
 /** Runs `code` in `ctx_id` (xh_run_ok) and returns what it printed on stdout (free it; asserted not NULL). */
 char *xh_run_stdout(unsigned short port, const char *ctx_id, const char *code);
 
+/**
+ * The value of `series` (its whole name, labels included: `kgate_x{a="b"}`) in GET /kgate/metrics of a gateway without a
+ * token; -1 when it is not there. Asserts the scrape answers 200.
+ */
+double xh_metric(unsigned short port, const char *series);
+
 /** A string field of a JSON object, or "" (never NULL). */
 const char *xh_str(json_t *obj, const char *key);
 

@@ -85,6 +85,9 @@ static char *run_stdout(const char *ctx, const char *code)
  */
 Test(prometheus, runs_deaths_and_histograms_as_prometheus_reads_them)
 {
+    /* their families, as prometheus_client names a counter's: without _total */
+    static const char *const lost_output[] = {"kgate_kernel_late_messages", "kgate_kernel_unawaited_messages"};
+    char total[64];
     char *ctx = NULL, *out, body[256], err[256] = "";
     ts_response_t r;
     ts_events_t evs = {0};
@@ -100,6 +103,9 @@ Test(prometheus, runs_deaths_and_histograms_as_prometheus_reads_them)
 
     parsed = scrape();
     cr_assert_eq(sample(parsed, "kgate_kernel_deaths_total", NULL, NULL), 0, "a counter is there, at 0, before anything happened");
+    for (size_t i = 0; i != 2; ++i)
+        cr_assert_str_eq(json_string_value(json_object_get(json_object_get(parsed, "families"), lost_output[i])), "counter",
+                         "%s is no counter in the exposition", lost_output[i]);
     cr_assert_str_eq(json_string_value(json_object_get(json_object_get(parsed, "families"), "kgate_run_duration_seconds")),
                      "histogram");
     json_decref(parsed);
@@ -161,6 +167,11 @@ Test(prometheus, runs_deaths_and_histograms_as_prometheus_reads_them)
     cr_expect_gt(sample(parsed, "kgate_sent_bytes_total", "door", "execd"), 1000);
     cr_expect_eq(sample(parsed, "kgate_http_requests_in_flight", "door", "execd"), 0);
     cr_expect_eq(sample(parsed, "kgate_kernel_start_queue", NULL, NULL), 0);
+    /* no run's kernel published after its run ended, nor a big message nobody awaited (tests/e2e/test_runs.c shows one) */
+    for (size_t i = 0; i != 2; ++i) {
+        snprintf(total, sizeof(total), "%s_total", lost_output[i]);
+        cr_expect_eq(sample(parsed, total, NULL, NULL), 0, "%s", total);
+    }
     json_decref(parsed);
     free(ctx);
     xh_gateway_stop(&gw);

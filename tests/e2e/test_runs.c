@@ -3,9 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "exec_helpers.h"
 #include "shared.h"
+#include "support/api.h"
 #include "support/base.h"
 #include "support/events.h"
 #include "support/gateway.h"
@@ -465,4 +467,79 @@ Test(runs, pings_keep_coming_while_a_run_lasts)
     ts_events_dispose(&evs);
     free(ctx);
     xh_gateway_stop(&gw);
+}
+
+#define LATE_TOTAL "kgate_kernel_late_messages_total"
+
+/* `key` of the `dropped` object of GET /code/executions/{id}. */
+static long long dropped_count(const char *exec_id, const char *key)
+{
+    json_t *ex = xh_execution(port(), exec_id);
+    long long n = json_integer_value(json_object_get(json_object_get(ex, "dropped"), key));
+
+    json_decref(ex);
+    return n;
+}
+
+/*
+ * docs/kernels.md, "Late output": output a kernel publishes for a run after the run ended (a Python thread's print, once the
+ * test says so after the run's stream ended: ipykernel tags it with the cell that started the thread) cannot reach the run's
+ * stream, which ended with execution_complete, but GET of the finished run counts it: dropped.messages, and its text in
+ * dropped.output_bytes. A run with nothing late shows nothing dropped. Operators see the same messages in
+ * kgate_kernel_late_messages_total (docs/operations.md), which does not move without late output and keeps its count once
+ * the context (and its kernel) is deleted. The shared gateway's earlier tests may have counted some: the test reads its own.
+ */
+Test(runs, output_after_a_run_ended_is_counted_on_the_finished_run)
+{
+    char dir[] = "/tmp/kgate-late-XXXXXX", flag[64], code[1024], quiet_id[64], late_id[64];
+    char *ctx = xh_context_new(port(), NULL, NULL);
+    int64_t deadline;
+    ts_events_t evs;
+    double late_before = xh_metric(port(), LATE_TOTAL);
+
+    cr_assert_geq(late_before, 0, "GET /kgate/metrics has no %s", LATE_TOTAL);
+    cr_assert_not_null(mkdtemp(dir), "mkdtemp");
+    snprintf(flag, sizeof(flag), "%s/go", dir);
+    xh_run_ok(port(), ctx, "print('on time')", &evs);
+    snprintf(quiet_id, sizeof(quiet_id), "%s", xh_execution_id(&evs));
+    ts_events_dispose(&evs);
+
+    snprintf(code, sizeof(code),
+             "import os, threading, time\n"
+             "def later():\n"
+             "    while not os.path.exists(%s%s%s):\n"
+             "        time.sleep(0.02)\n"
+             "    print('too late')\n"
+             "threading.Thread(target=later, daemon=True).start()\n"
+             "print('on time')",
+             "'", flag, "'");
+    xh_run_ok(port(), ctx, code, &evs);
+    E2E_ASSERT_TEXT(&evs, "stdout", "on time\n");
+    snprintf(late_id, sizeof(late_id), "%s", xh_execution_id(&evs));
+    ts_events_dispose(&evs);
+    cr_assert_eq(dropped_count(late_id, "messages"), 0, "nothing was lost by the run's end");
+    cr_assert_eq(xh_metric(port(), LATE_TOTAL), late_before, "no late output yet: %s did not move", LATE_TOTAL);
+
+    FILE *f = fopen(flag, "w");
+    cr_assert_not_null(f, "cannot create %s", flag);
+    fclose(f);
+    /* the thread prints within its next 20 ms sleep; ipykernel flushes within 200 ms: a bound, not a measure */
+    deadline = ts_now_ms() + 30000;
+    while (dropped_count(late_id, "output_bytes") < 9 && ts_now_ms() < deadline)
+        ts_sleep_ms(50);
+    cr_expect_eq(dropped_count(late_id, "output_bytes"), 9, "\"too late\\n\", printed after the run ended, counted as lost");
+    long long messages = dropped_count(late_id, "messages");
+    cr_expect(messages >= 1 && messages <= 2, "the message(s) that carried it counted: %lld", messages);
+    json_t *ex = xh_execution(port(), late_id);
+    cr_expect_str_eq(xh_str(ex, "state"), "finished");
+    cr_expect_str_eq(xh_str(ex, "outcome"), "ok", "output after the end does not change how the run ended");
+    json_decref(ex);
+    cr_expect_eq(dropped_count(quiet_id, "messages"), 0, "the run with nothing late");
+    cr_expect_eq(dropped_count(quiet_id, "output_bytes"), 0);
+    cr_expect_eq(xh_metric(port(), LATE_TOTAL), late_before + (double)messages, "the late message(s), for operators too");
+    cr_assert_eq(ts_context_delete(port(), NULL, ctx), 200);
+    cr_expect_eq(xh_metric(port(), LATE_TOTAL), late_before + (double)messages, "a deleted context's kernel keeps its count");
+    unlink(flag);
+    rmdir(dir);
+    free(ctx);
 }

@@ -46,7 +46,11 @@ struct st_kmgr_request_t {
     char *code;   /* seen.code */
     int fail_err; /* != 0: FAILED is owed, from the loop */
     int input_pending;
-    uint64_t sent_at; /* kmgr_request_sent_at: 0 while its kernel is not ready (as kernelmgr keeps it unsent) */
+    uint64_t sent_at;          /* kmgr_request_sent_at: 0 while its kernel is not ready (as kernelmgr keeps it unsent) */
+    int done;                  /* it ended with DONE (kernelmgr remembers it for its late output) */
+    kmgr_late_sink_cb late_cb; /* kmgr_request_set_late_sink; NULL: none, or cancelled */
+    void *late_data;
+    char *late_tag;
     fake_request_seen_t seen;
 };
 
@@ -106,6 +110,7 @@ static void flush_state(kmgr_kernel_t *kernel)
 static void finish(kmgr_request_t *req, kmgr_req_event_t ev, int err)
 {
     req->seen.finished = 1;
+    req->done = ev == KMGR_REQ_DONE;
     req->input_pending = 0;
     if (req->cb != NULL)
         req->cb(req, ev, NULL, err, req->data);
@@ -166,6 +171,7 @@ void fake_kmgr_destroy(kmgr_manager_t *mgr)
             h2o_linklist_unlink(&req->link);
             json_decref(req->seen.input_replies);
             free(req->code);
+            free(req->late_tag);
             free(req);
         }
         h2o_linklist_unlink(&kernel->link);
@@ -394,12 +400,23 @@ void kmgr_request_set_text_room(kmgr_request_t *req, uint64_t bytes)
         req->seen.text_room = bytes;
 }
 
+void kmgr_request_set_late_sink(kmgr_request_t *req, kmgr_late_sink_cb cb, void *data, const char *tag)
+{
+    if (!request_usable(req, "kmgr_request_set_late_sink on an ended request"))
+        return;
+    free(req->late_tag);
+    req->late_cb = cb;
+    req->late_data = data;
+    req->late_tag = cb != NULL && tag != NULL ? wire_strdup(tag) : NULL;
+}
+
 void kmgr_request_cancel(kmgr_request_t *req)
 {
     if (!request_usable(req, "kmgr_request_cancel on an ended request"))
         return;
     req->seen.cancelled = 1;
     req->cb = NULL;
+    req->late_cb = NULL; /* as kernelmgr: its late output is no longer told either */
     /* kernelmgr answers a cancelled request's input_request with an empty line */
     if (req->input_pending) {
         req->input_pending = 0;
@@ -530,6 +547,13 @@ void fake_request_fail(kmgr_request_t *req, int err)
 {
     if (request_listens(req))
         finish(req, KMGR_REQ_FAILED, err);
+}
+
+int fake_request_late(kmgr_request_t *req, const char *msg_type, uint64_t text_bytes)
+{
+    if (!req->done || req->kernel->seen.destroyed || req->late_cb == NULL)
+        return -1;
+    return req->late_cb(req->late_tag, msg_type, text_bytes, req->late_data);
 }
 
 void fake_request_complete(kmgr_request_t *req, int execution_count)

@@ -11,12 +11,12 @@
 /*
  * fake_kmgr.c defines kmgr_kernel_start, _destroy, _restart, _interrupt, _execute, _state,
  * _state_name, _info, _exit_reason, _last_death, _auto_restarts, _answering, _set_restart_limit,
- * _set_tap, _set_tap_text_room, _send_parts, kmgr_request_cancel, kmgr_request_sent_at (a request made while its kernel is starting
- * or restarting is sent when fake_kernel_set_state makes it IDLE or BUSY) and kmgr_request_input_reply. A test binary that compiles
- * it links gateway/code against it instead of kernelmgr's kernel.c, request.c and manager.c: no process, no socket. The calls keep
- * kernelmgr's contract (kmgr/kernel.h): a request's callback is never called from inside the call that made it; a restart fails the
- * pending requests (KSYS_ESHUTDOWN) and announces RESTARTING later, from the loop; a death fails
- * them (KSYS_EDIED) before announcing DEAD; nothing is called back after kmgr_kernel_destroy.
+ * _set_tap, _set_tap_text_room, _send_parts, kmgr_request_cancel, kmgr_request_set_late_sink, kmgr_request_sent_at (a request made
+ * while its kernel is starting or restarting is sent when fake_kernel_set_state makes it IDLE or BUSY) and
+ * kmgr_request_input_reply. A test binary that compiles it links gateway/code against it instead of kernelmgr's kernel.c, request.c
+ * and manager.c: no process, no socket. The calls keep kernelmgr's contract (kmgr/kernel.h): a request's callback is never called
+ * from inside the call that made it; a restart fails the pending requests (KSYS_ESHUTDOWN) and announces RESTARTING later, from the
+ * loop; a death fails them (KSYS_EDIED) before announcing DEAD; nothing is called back after kmgr_kernel_destroy.
  *
  * What the real one frees, the fake keeps until fake_kmgr_destroy (destroyed kernels, finished
  * requests), so that a call on a handle that is no longer valid is reported as a misuse (see
@@ -107,6 +107,13 @@ void fake_request_input(kmgr_request_t *req, const char *prompt, int password);
 void fake_request_done(kmgr_request_t *req);
 /** FAILED with `err` (KSYS_EDIED, KSYS_ESHUTDOWN). */
 void fake_request_fail(kmgr_request_t *req, int err);
+/**
+ * A message of `msg_type` (with `text_bytes` of stream text) the kernel published for `req` after it had ended: as kernelmgr
+ * tells it (kmgr_late_sink_cb) for a request that ended with DONE and has a late sink. Returns what the sink answered (1: the
+ * owner counted it; 0: it could not), or -1 when kernelmgr would tell nobody (no sink, cancelled, not ended with DONE, or
+ * its kernel destroyed).
+ */
+int fake_request_late(kmgr_request_t *req, const char *msg_type, uint64_t text_bytes);
 /** A successful run's end: execute_reply {status ok, execution_count}, status idle, DONE. */
 void fake_request_complete(kmgr_request_t *req, int execution_count);
 

@@ -588,3 +588,98 @@ ENGINE_TEST(kernel_runs, a_run_tells_its_request_the_text_it_can_still_keep)
     fake_request_complete(req, 1);
     cr_expect_str_eq(run_outcome(run), "ok");
 }
+
+/* `key` of the `dropped` object GET /code/executions/{id} answers with (gw_run_to_json). */
+static long long dropped_of(gw_run_t *run, const char *key)
+{
+    json_t *obj = gw_run_to_json(run);
+    long long n = json_integer_value(json_object_get(json_object_get(obj, "dropped"), key));
+
+    json_decref(obj);
+    return n;
+}
+
+/* The type of the last event of `run`'s log (a static buffer). */
+static const char *last_event_type(gw_run_t *run)
+{
+    static char type[64];
+    json_t *events = run_events(run);
+
+    snprintf(type, sizeof(type), "%s",
+             json_string_value(json_object_get(json_array_get(events, json_array_size(events) - 1), "type")) ?: "");
+    json_decref(events);
+    return type;
+}
+
+/* Output the kernel publishes for a run after the run has ended (kernelmgr's late sink; docs/kernels.md, "Late output": a
+ * kernel not yet known to publish late, a quiet window that guessed short, a timer's output) is counted on the finished run
+ * while it is retained, so that GET of it says what came too late; the run's log stays as it ended, execution_complete
+ * last. A run with nothing late shows nothing dropped. */
+ENGINE_TEST(kernel_runs, output_after_a_run_ended_is_counted_on_the_finished_run)
+{
+    gw_context_t *ctx = ready_context();
+    gw_run_t *run = engine_submit(ctx, "threading.Timer(1, print, ['later']).start()"), *next;
+    kmgr_request_t *req = request(0);
+    json_t *events;
+    size_t n_events;
+
+    fake_request_iopub(req, "stream", json_pack("{s:s, s:s}", "name", "stdout", "text", "now\n"));
+    cr_expect_eq(gw_run_report_late(run, 6), 0, "a run still running gets its output: nothing is counted as late");
+    fake_request_complete(req, 1);
+    cr_expect_str_eq(run_outcome(run), "ok");
+    cr_expect_eq(dropped_of(run, "messages"), 0, "nothing was lost by the end");
+    events = run_events(run);
+    n_events = json_array_size(events);
+    cr_expect_null(json_object_get(find_type(events, "execution_complete"), "dropped"));
+    json_decref(events);
+
+    cr_expect_eq(fake_request_late(req, "stream", 6), 1, "the finished run is retained: it counts the late line");
+    cr_expect_eq(fake_request_late(req, "display_data", 0), 1);
+    cr_expect_eq(dropped_of(run, "messages"), 2, "GET of the run: each message that came after its end");
+    cr_expect_eq(dropped_of(run, "output_bytes"), 6, "and the stream text they carried");
+    cr_expect_eq(dropped_of(run, "results"), 0, "no result was dropped by the result limit");
+    events = run_events(run);
+    cr_expect_eq(json_array_size(events), n_events, "nothing is appended to a log that ended");
+    json_decref(events);
+    cr_expect_str_eq(last_event_type(run), "execution_complete");
+
+    /* the context's next run, with nothing late, shows nothing dropped; the first one keeps its count */
+    next = engine_submit(ctx, "1 + 1");
+    fake_request_complete(request(1), 2);
+    cr_expect_eq(dropped_of(next, "messages"), 0);
+    cr_expect_eq(dropped_of(next, "output_bytes"), 0);
+    cr_expect_eq(dropped_of(run, "messages"), 2);
+}
+
+/* A run no longer retained (past --run-retention-ms) has nobody to tell: kernelmgr hears so, and its count and log are all
+ * that remains of the loss. */
+ENGINE_TEST(kernel_runs, late_output_of_a_run_no_longer_retained_is_left_to_kernelmgr)
+{
+    gw_context_t *ctx = ready_context();
+    gw_run_t *run = engine_submit(ctx, "x");
+    kmgr_request_t *req = request(0);
+    char id[WIRE_UUID_STRLEN + 1];
+
+    fake_request_complete(req, 1);
+    snprintf(id, sizeof(id), "%s", gw_run_id(run));
+    eng.config.run_retention_ms = 0;
+    gw_runs_collect(&eng.runs);
+    cr_assert_null(gw_run_find(&eng.runs, id), "the run was collected");
+    cr_expect_eq(fake_request_late(req, "stream", 5), 0, "no run to count it on");
+}
+
+/* Late output is the run's code's: a setup execute before it (a door's setup_code, code mode's tools) reads none of its
+ * output even on time, and tells kernelmgr of no late sink. */
+ENGINE_TEST(kernel_runs, only_the_runs_own_code_reports_late_output)
+{
+    gw_context_t *ctx = ready_context();
+    gw_kernel_run_options_t opts = {.code = "x", .setup_code = "setup()", .timeout_ms = 60000, .limits = {1u << 20, 1u << 20}};
+    gw_run_t *run = NULL;
+
+    cr_assert_eq(gw_kernel_run_submit(ctx, &opts, &run), 0);
+    fake_request_complete(request(0), 1);
+    fake_request_complete(request(1), 2);
+    cr_expect_eq(fake_request_late(request(0), "stream", 5), -1, "the setup's request has no late sink");
+    cr_expect_eq(fake_request_late(request(1), "stream", 5), 1, "the code's has");
+    cr_expect_eq(dropped_of(run, "messages"), 1);
+}

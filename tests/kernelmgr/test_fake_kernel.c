@@ -95,6 +95,16 @@ Test(fake_kernel, output_after_idle_of_a_kernel_known_to_publish_late_reaches_th
     kmgr_kernel_destroy(k);
 }
 
+/* The manager's totals over every kernel it had (kmgr_manager_lost_output). */
+static void expect_lost_output(unsigned long long late, unsigned long long unawaited, const char *why)
+{
+    kmgr_lost_output_t lost;
+
+    kmgr_manager_lost_output(kt.mgr, &lost);
+    cr_expect_eq(lost.late, late, "late: %s", why);
+    cr_expect_eq(lost.unawaited, unawaited, "unawaited: %s", why);
+}
+
 Test(fake_kernel, a_kernel_seen_publishing_after_idle_is_waited_for_from_then_on_and_the_loss_is_counted)
 {
     kt_states_t st = {0};
@@ -114,6 +124,82 @@ Test(fake_kernel, a_kernel_seen_publishing_after_idle_is_waited_for_from_then_on
     cr_expect_eq(rec.n_done, 1);
     expect_late_lines(&rec, 20);
     cr_expect_eq(kmgr_kernel_late_messages(k), 3, "nothing more was lost");
+    kt_rec_dispose(&rec);
+    kmgr_kernel_destroy(k);
+    poll_loop_run_for(kt.loop, 100); /* the destroyed kernel is freed from the loop */
+    expect_lost_output(3, 0, "the operators' total (kgate_kernel_late_messages_total) keeps a freed kernel's count");
+}
+
+/* What a late sink was told (kmgr_request_set_late_sink). */
+typedef struct st_late_seen_t {
+    int answer; /* what the sink returns */
+    int calls;
+    uint64_t text_bytes;
+    char tag[64];
+    char types[256];
+} late_seen_t;
+
+static int on_late(const char *tag, const char *msg_type, uint64_t text_bytes, void *data)
+{
+    late_seen_t *seen = data;
+
+    ++seen->calls;
+    seen->text_bytes += text_bytes;
+    snprintf(seen->tag, sizeof(seen->tag), "%s", tag != NULL ? tag : "(none)");
+    snprintf(seen->types + strlen(seen->types), sizeof(seen->types) - strlen(seen->types), "%s ", msg_type);
+    return seen->answer;
+}
+
+static int late_calls_reach_3(void *arg)
+{
+    return ((late_seen_t *)arg)->calls >= 3;
+}
+
+static int fourth_late_message(void *arg)
+{
+    return kmgr_kernel_late_messages(arg) >= 4;
+}
+
+/* Output for a request that ended (a kernel not yet known to publish late) is told to the request's late sink with the
+ * tag its owner gave (a run's id, for the gateway to count the loss on the run), besides being counted as before; a
+ * request with nothing late, or whose owner cancelled it, has its sink told nothing. */
+Test(fake_kernel, output_for_an_ended_request_is_told_to_its_late_sink_with_its_tag)
+{
+    kt_states_t st = {0};
+    kmgr_kernel_t *k = kt_start_ready(fake, &st);
+    late_seen_t seen = {.answer = 1}, quiet = {.answer = 1}, cancelled = {.answer = 1};
+    kt_rec_t rec;
+
+    kt_rec_init(&rec);
+    cr_assert_eq(kt_execute(k, "late 3 200", &rec), 0);
+    kmgr_request_set_late_sink(rec.req, on_late, &seen, "run-1");
+    cr_assert(kt_wait_rec(&rec, 15000), "the request did not end");
+    cr_expect_eq(seen.calls, 0, "nothing is told while the request is open (its lines come 200 ms after its idle)");
+    cr_expect(poll_loop_run_until(kt.loop, late_calls_reach_3, &seen, 15000), "the sink was told %d of the 3 late lines",
+              seen.calls);
+    cr_expect_str_eq(seen.tag, "run-1", "the tag the owner gave");
+    cr_expect_str_eq(seen.types, "stream stream stream ");
+    cr_expect_eq(seen.text_bytes, 21, "\"late i\\n\" three times: 7 decoded bytes each (%llu)",
+                 (unsigned long long)seen.text_bytes);
+    cr_expect_eq(kmgr_kernel_late_messages(k), 3, "counted as without a sink");
+    kt_rec_dispose(&rec);
+
+    /* from then on the kernel's requests wait for late output: nothing comes after this one ends */
+    kt_rec_init(&rec);
+    cr_assert_eq(kt_execute(k, "anything", &rec), 0);
+    kmgr_request_set_late_sink(rec.req, on_late, &quiet, "run-2");
+    cr_assert(kt_wait_rec(&rec, 15000), "the request did not end");
+    kt_rec_dispose(&rec);
+
+    /* a cancelled request's owner hears nothing of it, late output included (its lines are still counted) */
+    kt_rec_init(&rec);
+    cr_assert_eq(kt_execute(k, "late 2 50 1500", &rec), 0);
+    kmgr_request_set_late_sink(rec.req, on_late, &cancelled, "run-3");
+    kmgr_request_cancel(rec.req);
+    cr_expect(poll_loop_run_until(kt.loop, fourth_late_message, k, 15000), "the stalled line did not come after the request");
+    cr_expect_eq(quiet.calls, 0, "a request with nothing late: its sink is told nothing");
+    cr_expect_eq(cancelled.calls, 0, "a cancelled request: its sink is told nothing");
+    cr_expect_eq(seen.calls, 3, "nothing more for the first one");
     kt_rec_dispose(&rec);
     kmgr_kernel_destroy(k);
 }
@@ -457,6 +543,8 @@ Test(fake_kernel, big_output_nobody_awaits_is_passed_over_while_status_still_cou
     cr_expect_eq(rec.after_final, 0, "nothing reached the finished request");
     kt_rec_dispose(&rec);
     kmgr_kernel_destroy(k);
+    poll_loop_run_for(kt.loop, 100); /* the destroyed kernel is freed from the loop */
+    expect_lost_output(0, 1, "the operators' total (kgate_kernel_unawaited_messages_total) keeps a freed kernel's count");
 }
 
 /* ---- messages over the cap (kmgr_config_t.max_message_bytes) ---- */

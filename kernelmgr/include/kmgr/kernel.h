@@ -173,8 +173,9 @@ int kmgr_kernel_answering(const kmgr_kernel_t *kernel);
 uint64_t kmgr_kernel_oversized_messages(const kmgr_kernel_t *kernel);
 /**
  * How many messages (other than status) the kernel published for a request after that request had ended, over
- * every incarnation: not delivered (the request is gone), each logged once per request on stderr. A kernel that
- * does it is known from then on to publish late, and its requests wait for late output (docs/kernels.md).
+ * every incarnation: not delivered (the request is gone), each told to the request's late sink if it has one
+ * (kmgr_request_set_late_sink), and logged once per request on stderr. A kernel that does it is known from then on to
+ * publish late, and its requests wait for late output (docs/kernels.md).
  */
 uint64_t kmgr_kernel_late_messages(const kmgr_kernel_t *kernel);
 /** Whether the kernel's requests wait for output published after idle: its spec says so, or it was seen doing it. */
@@ -323,6 +324,26 @@ uint64_t kmgr_request_sent_at(const kmgr_request_t *req);
  * said it can pass on (kmgr_kernel_set_tap_text_room) when that is larger.
  */
 void kmgr_request_set_text_room(kmgr_request_t *req, uint64_t bytes);
+
+/**
+ * Told of a message (other than a status) the kernel published for a request after that request had ended (late output:
+ * docs/kernels.md, "Late output"), which reached kgate too late for the request's callback. `tag` is what
+ * kmgr_request_set_late_sink gave, `msg_type` the message's type, `text_bytes` the decoded bytes of the text of a `stream`
+ * message as far as kernelmgr read it (0 for other types, and for a big message whose content the kernel's tap asked to
+ * pass unread: kmgr_kernel_unawaited_messages). Returns 1 when the owner recorded the loss where its caller can read it, 0 when it
+ * could not (it no longer keeps what the request was for): kernelmgr's log then says the loss went unreported. Called from the
+ * loop, in the middle of routing a message: it must only record, and call no kmgr_* function.
+ */
+typedef int (*kmgr_late_sink_cb)(const char *tag, const char *msg_type, uint64_t text_bytes, void *data);
+
+/**
+ * Asks to be told of `req`'s late output once it has ended with DONE (not FAILED: its kernel died or restarted, and
+ * publishes nothing more for it). `tag` (copied, may be NULL) names what the request was for on the owner's side (a run's
+ * id); `data` must stay valid as long as the kernel lives. kernelmgr remembers the last 8 requests of each kernel that
+ * ended (KMGR_ENDED_KEPT), so late output for an older one is counted (kmgr_kernel_late_messages) and logged but not told.
+ * kmgr_request_cancel withdraws it. Every message is counted in kmgr_kernel_late_messages whether or not a sink is told.
+ */
+void kmgr_request_set_late_sink(kmgr_request_t *req, kmgr_late_sink_cb cb, void *data, const char *tag);
 
 /**
  * Answers the pending input_request of `req` with an input_reply carrying `value`. Returns 0 or

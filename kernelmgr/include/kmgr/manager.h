@@ -206,6 +206,18 @@ typedef struct st_kmgr_start_stats_t {
 /** Fills `out` (a process started: counted once its path is known, when its template answered). */
 void kmgr_manager_start_stats(const kmgr_manager_t *mgr, kmgr_start_stats_t *out);
 
+/**
+ * Kernel output no request received, since the manager was created, summed over every kernel it ever had: a kernel
+ * destroyed or freed keeps its share, so neither figure ever goes down (operators' counters).
+ */
+typedef struct st_kmgr_lost_output_t {
+    unsigned long long late;      /* published for a request after it had ended: each kernel's kmgr_kernel_late_messages */
+    unsigned long long unawaited; /* big iopub messages passed over unread: each kernel's kmgr_kernel_unawaited_messages */
+} kmgr_lost_output_t;
+
+/** Fills `out`. */
+void kmgr_manager_lost_output(const kmgr_manager_t *mgr, kmgr_lost_output_t *out);
+
 /** How many processes left by dead kgates kmgr_manager_create killed in the runtime directory. */
 size_t kmgr_manager_swept(const kmgr_manager_t *mgr);
 
