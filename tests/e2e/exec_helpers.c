@@ -357,18 +357,3 @@ size_t xh_held_count(const char *dir)
     fclose(f);
     return n;
 }
-
-double xh_metric(unsigned short port, const char *series)
-{
-    ts_response_t r;
-    double value = -1;
-    size_t len = strlen(series);
-
-    ts_http_request(port, "GET", "/kgate/metrics", NULL, NULL, &r);
-    cr_assert_eq(r.status, 200, "GET /kgate/metrics: HTTP %d %s", r.status, r.error);
-    for (const char *line = r.body; line != NULL && *line != '\0'; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
-        if (strncmp(line, series, len) == 0 && line[len] == ' ')
-            value = atof(line + len + 1);
-    ts_response_dispose(&r);
-    return value;
-}

@@ -121,7 +121,4 @@ void xh_holding_wrapper(const char *dir, const char *name, const char *real, cha
 /** How many processes xh_holding_wrapper's wrapper in `dir` has held so far (the lines of <dir>/held). */
 size_t xh_held_count(const char *dir);
 
-/** The value of `series` (a whole series name, labels included) in GET /kgate/metrics without a token; -1 if absent. */
-double xh_metric(unsigned short port, const char *series);
-
 #endif
