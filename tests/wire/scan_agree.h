@@ -23,12 +23,29 @@ static inline int scan_agree_all_strings(json_t *v)
     return 1;
 }
 
+/* How many members named "text" the bytes hold, for bytes with no backslash (every quote then delimits a token, so a
+ * "text" token followed by a colon is a key). */
+static inline int scan_agree_text_keys(const char *text, size_t len)
+{
+    int n = 0;
+
+    for (size_t i = 0; i + 6 <= len; ++i) {
+        size_t j = i + 6;
+        if (memcmp(text + i, "\"text\"", 6) != 0)
+            continue;
+        while (j < len && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r'))
+            ++j;
+        n += j < len && text[j] == ':';
+    }
+    return n;
+}
+
 /*
  * NULL when the scan of `len` bytes of `text` agrees with wire_json_parse, else what differs. When the
  * scan says simple, the parse must accept the bytes with a string "text" of the decoded length the scan
  * gave, which its token parses to, and a "name" equal to the scan's (when it gave one). When the bytes
  * hold no backslash at all and the parse finds an object of strings with "name" and "text", the scan
- * must say simple (it may decline only for an escaped key).
+ * must say simple (it may decline only for an escaped key, or a second "text" member).
  */
 static inline const char *scan_agree(const char *text, size_t len, wire_stream_fields_t *fields)
 {
@@ -38,7 +55,7 @@ static inline const char *scan_agree(const char *text, size_t len, wire_stream_f
     int simple = wire_json_scan_stream(text, len, &f);
 
     if (!simple) {
-        if (v != NULL && memchr(text, '\\', len) == NULL && scan_agree_all_strings(v))
+        if (v != NULL && memchr(text, '\\', len) == NULL && scan_agree_all_strings(v) && scan_agree_text_keys(text, len) < 2)
             why = "the scan declined an object of plain strings with name and text";
         goto Exit;
     }

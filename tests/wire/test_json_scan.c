@@ -27,11 +27,12 @@ static const scan_case_t cases[] = {
     {"{\"name\":\"stdout\",\"text\":\"\\\"q\\\" \\\\ \\/ \\b\\f\\n\\r\\t\"}", 0, 1, 13, "stdout"},
     {"{\"name\":\"stdout\",\"text\":\"\\u001b[31mred\\u001b[0m\"}", 0, 1, 12, "stdout"},
     {"{\"name\":\"stdout\",\"text\":\"\\u0000nul\\u00e9\\u20AC\\u2028\\ud83d\\ude00\"}", 0, 1, 16, "stdout"},
-    {"{\"name\":\"stdout\",\"text\":\"a\",\"text\":\"bcd\"}", 0, 1, 3, "stdout"},
     {"{\"name\":\"stdout\",\"text\":\"a\",\"name\":\"stderr\"}", 0, 1, 1, "stderr"},
     {"{\"name\":\"std\\u006fut\",\"text\":\"a\"}", 0, 1, 1, NULL},
     {"{\"name\":\"stdout\",\"text\":\"a\",\"extra\":\"b\"}", 0, 1, 1, "stdout"},
-    /* valid JSON, but not simple: the slow path decides */
+    /* valid JSON, but not simple: the slow path decides (a second text: wire_text_scan, which streams the first's head,
+     * refuses it too; fuzz_text_scan found the two disagreeing) */
+    {"{\"name\":\"stdout\",\"text\":\"a\",\"text\":\"bcd\"}", 0, 0, 0, NULL},
     {"{\"name\":\"stdout\",\"text\":\"a\",\"n\":1}", 0, 0, 0, NULL},
     {"{\"name\":\"stdout\",\"te\\u0078t\":\"a\"}", 0, 0, 0, NULL},
     {"{\"name\":\"stdout\"}", 0, 0, 0, NULL},

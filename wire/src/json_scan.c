@@ -117,8 +117,11 @@ int wire_json_scan_stream(const char *json, size_t len, wire_stream_fields_t *ou
         value = p;
         if (scan_string(&p, end, &value_len, &escaped) != 0)
             return 0;
-        /* later duplicates overwrite earlier ones, as json_object_set does in the parser */
+        /* a second text is not simple: the parser decides (it keeps the later one), as wire_text_scan refuses it, whose
+         * head would be the first's; a later name overwrites an earlier one, as json_object_set does in the parser */
         if (key_is(key, key_len, "text", 4)) {
+            if (have_text)
+                return 0;
             out->text = (const char *)value;
             out->text_len = (size_t)(p - value);
             out->text_decoded_len = value_len;

@@ -19,10 +19,11 @@ typedef struct st_wire_stream_fields_t {
 /**
  * Scans `len` bytes of `json`, the content of a Jupyter `stream` message ({"name": "stdout", "text":
  * "..."}), and returns 1 when it is "simple": a JSON object (surrounding white space allowed) whose
- * every member is a string, whose keys have no backslash escape, and which has a "name" and a
- * "text" member (a duplicate key: the last one counts, as in wire_json_parse). `*out` then says
+ * every member is a string, whose keys have no backslash escape, and which has a "name" and one
+ * "text" member (a duplicate "name": the last one counts, as in wire_json_parse). `*out` then says
  * where the text is and how long it is decoded. Returns 0 otherwise, `*out` undefined: anything
- * that is not simple (another member type, an escaped key, a missing member), and anything that
+ * that is not simple (another member type, an escaped key, a missing member, a second "text", which
+ * wire_text_scan refuses too), and anything that
  * wire_json_parse would refuse. A return of 1 promises that wire_json_parse accepts the bytes and
  * that its "text" and "name" members are what `*out` describes (tests/wire/scan_agree.h checks
  * it), so a relay may copy the text token as it is into another JSON document.
