@@ -78,13 +78,33 @@ static void drop_oldest(gw_run_t *run)
     ++run->first_id;
 }
 
+/*
+ * Whether a reader is in the middle of the oldest record: the last piece its writer asked for lies inside it, read back from
+ * the file. (A writer with a send in flight asks for the piece after the one it sends, so this holds until it asks for a
+ * position past the record. A record taken from RAM is handed out whole; a cursor's record marks stay from its last read
+ * back, and a position asked for since lies past them.)
+ */
+static int oldest_is_being_read(gw_run_t *run)
+{
+    for (h2o_linklist_t *node = run->cursors.next; node != &run->cursors; node = node->next) {
+        gw_run_cursor_t *cursor = H2O_STRUCT_FROM_MEMBER(gw_run_cursor_t, link, node);
+        if (cursor->_private.piece != NULL && !cursor->_private.error_sent && cursor->_private.rec_off == run->first_off &&
+            cursor->_private.piece_from < cursor->_private.rec_end)
+            return 1;
+    }
+    return 0;
+}
+
 static void trim_log(gw_run_t *run)
 {
     size_t limit = run->runs->host->config->max_run_log_bytes;
 
     /* the newest event always stays, so a run can always be finished and read to its end;
-     * cursors that still needed a dropped event find out when they are woken next */
-    while (run->log_bytes > limit && run->first_id < run->last_event_id)
+     * cursors that still needed a dropped event find out when they are woken next. The oldest event stays while a
+     * reader is in the middle of it, up to twice the bound: one event may take nearly the whole bound, and a reader
+     * sending it at full speed was cut off by the next 64 KiB of output; a reader stuck in it is cut off at twice. */
+    while (run->log_bytes > limit && run->first_id < run->last_event_id &&
+           (run->log_bytes > 2 * limit || !oldest_is_being_read(run)))
         drop_oldest(run);
     if (run->written_off < run->first_off)
         run->written_off = run->first_off;

@@ -54,6 +54,7 @@ typedef struct st_raw_reader_t {
     size_t len, cap;
     size_t max_piece;
     int paused, lost, ended, closed;
+    int one_at_a_time; /* raw_pull takes one event (or read-back piece) a call, as a writer with a send in flight does */
 } raw_reader_t;
 
 static void raw_close(raw_reader_t *r)
@@ -85,6 +86,8 @@ static void raw_pull(raw_reader_t *r)
         gw_event_addref(ev);
         gw_event_release(r->last);
         r->last = ev;
+        if (r->one_at_a_time)
+            break;
     }
     if (lost) {
         r->lost = 1;
@@ -123,6 +126,16 @@ static void raw_dispose(raw_reader_t *r)
     gw_event_release(r->last);
     free(r->bytes);
     memset(r, 0, sizeof(*r));
+}
+
+/* What a writer with a send in flight does when events arrive (core/stream.c, pump): asks for what follows the last piece it
+ * took, only to learn whether it was cut off. Returns whether it was. */
+static int raw_peek(raw_reader_t *r)
+{
+    int lost = 0;
+
+    r->cursor.super.ops->next(&r->cursor.super, r->last, &lost);
+    return lost;
 }
 
 /* Event `i`'s text in these tests: `len` copies of one letter, then its number. */
@@ -523,6 +536,100 @@ ENGINE_TEST(runlog, one_event_near_the_log_bound_is_cut_to_fit_with_the_run_s_en
     cr_expect_eq(json_integer_value(json_object_get(json_object_get(complete, "dropped"), "output_bytes")),
                  (json_int_t)(text_len + 2 - text), "the dropped bytes are not counted exactly");
     free_all(events, n);
+}
+
+/*
+ * A reader that keeps pace with the kernel, in the middle of the biggest event a log holds. The event was read back from the
+ * file piece by piece, and for each piece the reader took, the kernel printed as much again. When one event could take the
+ * log's bound less 64 KiB, the next 64 KiB of output dropped it, and the reader, in the middle of it, was cut off: with the
+ * defaults, an SSE client reading a 64 MiB print at full speed lost its connection about one run in four. At half the
+ * bound, it reads to the end.
+ */
+ENGINE_TEST(runlog, a_reader_at_the_kernel_s_pace_reads_the_biggest_event_to_its_end)
+{
+    const size_t limit = 1u << 20, chunk = GW_RUNLOG_READ_BYTES - 512;
+    gw_run_t *run = gw_run_create(&eng.runs, NULL, NULL, &big_limits);
+    raw_reader_t r;
+    unsigned printed = 0;
+
+    eng.config.max_run_log_bytes = limit;
+    cr_assert_eq(raw_open(&r, run, 0), 0);
+    r.paused = r.one_at_a_time = 1;
+    gw_run_append(run, pattern_event(1, limit)); /* cut to what one event holds */
+    gw_run_append(run, pattern_event(2, 100));   /* the big one leaves RAM: read back from the file */
+    /* init, ping, then the big event (id 3) a piece at a time: for each piece, the kernel prints a piece's worth */
+    for (;;) {
+        size_t before = r.len;
+        raw_pull(&r);
+        if (r.lost || r.len == before || r.last->id > 3 || printed == 64)
+            break;
+        if (r.last->id == 3) {
+            gw_run_append(run, pattern_event(3 + printed++, chunk));
+            if (raw_peek(&r)) /* woken while its send is in flight, as a writer is */
+                r.lost = 1;
+        }
+    }
+    cr_assert_not(r.lost, "a reader at the kernel's pace was cut off in the middle of an event, after %u prints", printed);
+    cr_assert_gt(printed, 4, "the big event was not read back in pieces (%u prints)", printed);
+    r.one_at_a_time = 0;
+    gw_run_finish(run, 1, "ok");
+    raw_pull(&r);
+    cr_expect(r.ended, "the reader did not reach the run's end");
+    /* every frame whole, in order: the cut stdout (its text all one letter), its status, the small one, the prints, the end */
+    size_t n = 0, at = 0, last = 0;
+    while (at < r.len) {
+        const char *end = memmem(r.bytes + at, r.len - at, "\n\n", 2);
+        unsigned long long id;
+        int skip = 0;
+        cr_assert_not_null(end, "frame %zu is not terminated", n);
+        cr_assert_eq(sscanf(r.bytes + at, "id: %llu\ndata: %n", &id, &skip), 1);
+        cr_assert_eq(id, n + 1, "frame %zu has id %llu", n, id);
+        if (id == 3) {
+            json_t *obj = json_loadb(r.bytes + at + skip, (size_t)(end - r.bytes - at - skip), 0, NULL);
+            const char *text = json_string_value(json_object_get(obj, "text"));
+            cr_assert_not_null(text, "the big event is not whole JSON");
+            cr_expect_gt(strlen(text), limit - 2 * GW_RUNLOG_END_RESERVE);
+            cr_expect_eq(strspn(text, "b"), strlen(text), "the big event's text is not what was printed");
+            json_decref(obj);
+        }
+        last = at;
+        at = (size_t)(end - r.bytes) + 2;
+        ++n;
+    }
+    cr_expect_eq(n, 6 + printed, "init, ping, the cut stdout, its status, the small one, %u prints, execution_complete: %zu",
+                 printed, n);
+    cr_expect_not_null(memmem(r.bytes + last, r.len - last, "\"execution_complete\"", 20), "the last frame is not the end");
+    raw_dispose(&r);
+}
+
+/* A reader that stops in the middle of that event keeps it only up to twice the log's bound, then is cut off: a stuck reader
+ * never makes the log grow without bound. */
+ENGINE_TEST(runlog, a_reader_stuck_in_the_middle_of_an_event_holds_it_up_to_twice_the_bound)
+{
+    const size_t limit = 1u << 20, chunk = GW_RUNLOG_READ_BYTES - 512;
+    gw_run_t *run = gw_run_create(&eng.runs, NULL, NULL, &big_limits);
+    raw_reader_t r;
+    size_t peak = 0;
+    int lost = 0;
+
+    eng.config.max_run_log_bytes = limit;
+    cr_assert_eq(raw_open(&r, run, 0), 0);
+    r.paused = r.one_at_a_time = 1;
+    gw_run_append(run, pattern_event(1, limit));
+    gw_run_append(run, pattern_event(2, 100));
+    while (r.last == NULL || r.last->id < 3)
+        raw_pull(&r); /* init, ping, then the first piece of the big event: its send never ends */
+    for (unsigned i = 0; i != 40 && !lost; ++i) {
+        gw_run_append(run, pattern_event(3 + i, chunk)); /* 2.5 MB in all */
+        if (run->log_bytes > peak)
+            peak = run->log_bytes;
+        lost = raw_peek(&r);
+    }
+    cr_expect(lost, "a reader stuck in an event was never cut off");
+    cr_expect_leq(peak, 2 * limit + chunk + 512, "the log held %zu bytes for a stuck reader (bound %zu)", peak, limit);
+    cr_expect_gt(peak, limit + limit / 2, "the log did not keep the event its reader was in the middle of (%zu)", peak);
+    cr_expect_leq(run->log_bytes, limit, "the log is back under its bound once the event is dropped: %zu", run->log_bytes);
+    raw_dispose(&r);
 }
 
 /* The same through the raw path (a kernel's stream token appended without decoding): its escaped text is what the log holds,
