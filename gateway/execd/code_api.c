@@ -19,10 +19,6 @@ static gw_context_t *context_for_execute(gw_execd_t *execd, h2o_req_t *req, json
     gw_context_t *ctx;
 
     *stateless = 0;
-    if (jctx != NULL && !json_is_null(jctx) && !json_is_object(jctx)) {
-        gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "context must be an object {\"id\"?, \"language\"?}");
-        return NULL;
-    }
     id = json_string_value(json_object_get(jctx, "id"));
     language = json_string_value(json_object_get(jctx, "language"));
     if (id != NULL && id[0] != '\0') {
@@ -80,6 +76,31 @@ static int optional_bool(h2o_req_t *req, json_t *body, const char *name, int *ou
     return 0;
 }
 
+/*
+ * A POST /code body's `context`, when given: an object whose `id` and `language`, when given, are strings (null as absent), as
+ * execd's types take it. Anything else is refused: read as absent, `{"id": 7}` ran the code in a shell instead.
+ */
+static int valid_context_member(h2o_req_t *req, json_t *body)
+{
+    static const char *const fields[] = {"id", "language"};
+    json_t *jctx = json_object_get(body, "context");
+
+    if (jctx == NULL || json_is_null(jctx))
+        return 0;
+    if (!json_is_object(jctx)) {
+        gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "context must be an object {\"id\"?, \"language\"?}");
+        return -1;
+    }
+    for (size_t i = 0; i != sizeof(fields) / sizeof(fields[0]); ++i) {
+        json_t *value = json_object_get(jctx, fields[i]);
+        if (value != NULL && !json_is_null(value) && !json_is_string(value)) {
+            gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "context.%s must be a string", fields[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The execution options of a POST /code body, validated against the server's bounds. */
 static int parse_options(gw_execd_t *execd, h2o_req_t *req, json_t *body, gw_kernel_run_options_t *opts, int *stateless)
 {
@@ -95,6 +116,8 @@ static int parse_options(gw_execd_t *execd, h2o_req_t *req, json_t *body, gw_ker
         gw_send_error(req, GW_HTTP_INVALID_REQUEST_BODY, "code must not contain NUL characters");
         return -1;
     }
+    if (valid_context_member(req, body) != 0)
+        return -1;
     if (optional_bound(req, body, "timeout", config->default_timeout_ms, config->max_timeout_ms, &timeout) != 0 ||
         optional_bound(req, body, "output_limit", config->output_limit_bytes, config->max_output_limit_bytes, &output_limit) != 0 ||
         optional_bound(req, body, "result_limit", config->result_limit_bytes, config->max_result_limit_bytes, &result_limit) != 0 ||

@@ -150,6 +150,30 @@ Test(http, empty_code)
     ts_response_dispose(&r);
 }
 
+/* A context member of the wrong type is refused, not read as absent (which ran the code in a shell, stateless). */
+Test(http, context_members_of_the_wrong_type)
+{
+    static const char *const bodies[] = {
+        "{\"context\":{\"id\":7},\"code\":\"echo ran\"}",
+        "{\"context\":{\"id\":[\"x\"]},\"code\":\"echo ran\"}",
+        "{\"context\":{\"language\":true},\"code\":\"echo ran\"}",
+        "{\"context\":\"python\",\"code\":\"echo ran\"}",
+    };
+    ts_response_t r;
+
+    for (size_t i = 0; i != sizeof(bodies) / sizeof(bodies[0]); ++i) {
+        post_raw("/code", bodies[i], &r);
+        E2E_ASSERT_ERROR(&r, 400, "INVALID_REQUEST_BODY");
+        cr_expect_null(strstr(r.body, "ran"), "the code ran: %s", r.body);
+        ts_response_dispose(&r);
+    }
+    /* null is absent, as before: a stateless shell run */
+    post_raw("/code", "{\"context\":{\"id\":null,\"language\":null},\"code\":\"echo ran\"}", &r);
+    cr_assert_eq(r.status, 200, "%d %.300s", r.status, r.body);
+    cr_expect_not_null(strstr(r.body, "ran\\n"), "%.300s", r.body);
+    ts_response_dispose(&r);
+}
+
 Test(http, malformed_json)
 {
     ts_response_t r;
