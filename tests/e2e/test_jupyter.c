@@ -764,6 +764,8 @@ static int wait_kernel_state(const char *id, const char *state, int64_t deadline
  * has ended (all its output went through kgate), then finds the close after at most the hard bound and one message. Before,
  * the test read after 5 s, shorter than the grace: on a loaded machine the kernel had not printed 64 MiB by then, the test
  * read the whole output as a client that reads (which is never cut off), and counted its own 60 s timeout as the cut.
+ * Each print is flushed, so each is a message of its own: unflushed, a fast kernel batched them into one message over the
+ * 64 MiB cap, whose head kgate cuts to what the socket's bound holds (15.9 MiB read, and rightly no cut-off).
  */
 Test(jupyter, a_socket_that_stops_reading_is_cut_off_and_others_go_on)
 {
@@ -775,7 +777,7 @@ Test(jupyter, a_socket_that_stops_reading_is_cut_off_and_others_go_on)
     size_t got = 0;
 
     cr_assert_eq(jws_open(&idle, id, 1, NULL), 0);
-    jws_send(&idle, "shell", "execute_request", execute_content("for i in range(256): print('z' * (1 << 20))"), NULL);
+    jws_send(&idle, "shell", "execute_request", execute_content("for i in range(256): print('z' * (1 << 20), flush=True)"), NULL);
     cr_assert(wait_kernel_state(id, "busy", wsc_now_ms() + WAIT_MS), "the 256 MiB cell never started");
     cr_assert(wait_kernel_state(id, "idle", wsc_now_ms() + 120000), "the 256 MiB cell did not end in 120 s");
     /* kgate must not have held it all: past its send bound the socket was cut off */
