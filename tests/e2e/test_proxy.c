@@ -170,23 +170,25 @@ Test(proxy, methods_statuses_and_paths)
     ts_response_dispose(&r);
 }
 
+/* The upstream holds its last event until the test has read the first through kgate: an order, not a time (a proxy that
+ * waited for the whole answer would deliver nothing before the release). */
 Test(proxy, an_answer_streams_as_it_arrives)
 {
     const char *headers[] = {AUTH, NULL};
     char err[256] = "";
     int64_t t0 = ts_now_ms();
-    ts_stream_t *s = ts_stream_open(gw.port, "GET", proxied("/stream"), headers, NULL, t0 + 10000, err);
+    ts_stream_t *s = ts_stream_open(gw.port, "GET", proxied("/stream"), headers, NULL, t0 + 20000, err);
     ts_events_t evs = {0};
 
     cr_assert_not_null(s, "%s", err);
     cr_assert_eq(ts_stream_response(s)->status, 200);
-    cr_assert_gt(ts_stream_next(s, t0 + 10000, &evs), 0, "%s", evs.error);
+    int got_first = ts_stream_next(s, t0 + 20000, &evs);
+    upstream_release_stream(up); /* whatever the verdict: the upstream's answer ends */
+    cr_assert_gt(got_first, 0, "the first event did not arrive before the rest of the answer was sent: %s", evs.error);
     cr_assert_str_eq(evs.v[0].data, "first");
-    cr_assert_lt(evs.v[0].recv_ms - t0, UPSTREAM_STREAM_PAUSE_MS - 300, "the first event waited for the rest of the answer");
-    cr_assert_gt(ts_stream_next(s, t0 + 10000, &evs), 0, "%s", evs.error);
+    cr_assert_gt(ts_stream_next(s, t0 + 20000, &evs), 0, "%s", evs.error);
     cr_assert_str_eq(evs.v[1].data, "last");
-    cr_assert_geq(evs.v[1].recv_ms - evs.v[0].recv_ms, UPSTREAM_STREAM_PAUSE_MS - 300);
-    cr_assert_eq(ts_stream_next(s, t0 + 10000, &evs), 0, "the answer did not end cleanly");
+    cr_assert_eq(ts_stream_next(s, t0 + 20000, &evs), 0, "the answer did not end cleanly");
     ts_events_dispose(&evs);
     ts_stream_close(s);
 }

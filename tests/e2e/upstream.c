@@ -35,10 +35,28 @@ struct st_upstream_t {
     atomic_int stopping;
     atomic_uint requests;
     atomic_uint open;
+    atomic_uint stream_releases; /* upstream_release_stream calls not yet taken by a /stream answer */
     pthread_mutex_t lock;
     conn_t conns[MAX_CONNS];
     size_t num_conns;
 };
+
+void upstream_release_stream(upstream_t *u)
+{
+    atomic_fetch_add(&u->stream_releases, 1);
+}
+
+/* Takes one release for a /stream answer: 1, or 0 once the server stops or after UPSTREAM_STREAM_HOLD_MS. */
+static int take_stream_release(upstream_t *u)
+{
+    for (int waited = 0; waited < UPSTREAM_STREAM_HOLD_MS && !atomic_load(&u->stopping); waited += 10) {
+        unsigned n = atomic_load(&u->stream_releases);
+        if (n != 0 && atomic_compare_exchange_weak(&u->stream_releases, &n, n - 1))
+            return 1;
+        usleep(10000);
+    }
+    return 0;
+}
 
 unsigned upstream_open(const upstream_t *u)
 {
@@ -159,8 +177,8 @@ static void serve_stream(conn_t *c)
 
     if (send_all(c->fd, head, sizeof(head) - 1) != 0 || send_all(c->fd, first, sizeof(first) - 1) != 0)
         return;
-    pause_ms(c, UPSTREAM_STREAM_PAUSE_MS);
-    send_all(c->fd, last, sizeof(last) - 1);
+    if (take_stream_release(c->server))
+        send_all(c->fd, last, sizeof(last) - 1);
 }
 
 /* Waits up to `ms` for the peer to close; 1 when it has (or the server stops), 0 after `ms`. Discards what it sends. */

@@ -9,7 +9,8 @@
  *   /echo...          200 text/plain; the body is the request exactly as received (head, then body)
  *   /status/NNN       status NNN with `X-Upstream-Status: NNN` and the body "status NNN\n" (none for 204/304)
  *   /big/N            N bytes of upstream_pattern_byte() with Content-Length; `?chunked=1`: chunked instead
- *   /stream           text/event-stream: `data: first`, a pause of UPSTREAM_STREAM_PAUSE_MS, `data: last`
+ *   /stream           text/event-stream: `data: first`, then, once the test calls upstream_release_stream (at most
+ *                     UPSTREAM_STREAM_HOLD_MS after), `data: last`
  *   /silent           reads the request and never answers (until the peer closes or the server stops)
  *   /trickle          sends its answer's head one byte a second, for ever (until the peer closes or the server stops)
  *   /cut/N            a 200 that stops after N body bytes and closes: chunked (one chunk of N), or `?short=1` with a
@@ -18,7 +19,7 @@
  *                     offered; the text message "close-me" makes it close with 4001; a close is answered in kind
  * Anything else is 404 with the /echo body.
  */
-#define UPSTREAM_STREAM_PAUSE_MS 1500
+#define UPSTREAM_STREAM_HOLD_MS 30000
 
 typedef struct st_upstream_t upstream_t;
 
@@ -33,6 +34,9 @@ unsigned upstream_requests(const upstream_t *u);
 
 /** Connections accepted and not yet closed by the server's side (it closes once the peer has). */
 unsigned upstream_open(const upstream_t *u);
+
+/** Lets one /stream answer (held, or the next one) send its last event. */
+void upstream_release_stream(upstream_t *u);
 
 /** Stops it: no more connections, every connection's socket shut down, every thread joined. NULL is fine. */
 void upstream_stop(upstream_t *u);
