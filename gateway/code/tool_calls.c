@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "core/event.h"
 #include "code/tool_calls.h"
+#include "core/json_out.h"
 
 void gw_tool_calls_init(gw_tool_calls_t *tc, gw_toolset_t *tools, const gw_config_t *config)
 {
@@ -57,7 +58,7 @@ static json_t *error_answer(const char *fmt, ...)
     va_start(args, fmt);
     vsnprintf(msg, sizeof(msg), fmt, args);
     va_end(args);
-    return json_pack("{s:s}", "error", msg);
+    return json_pack("{s:o}", "error", gw_json_text(msg, strlen(msg))); /* msg may quote a name cut inside a character */
 }
 
 static char *render_reply(json_t *answers)

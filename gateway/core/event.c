@@ -142,6 +142,8 @@ json_t *gw_event_new(const char *type)
 json_t *gw_error_event(const char *ename, const char *evalue)
 {
     json_t *ev = gw_event_new("error");
-    json_object_set_new(ev, "error", json_pack("{s:s, s:s, s:[]}", "ename", ename, "evalue", evalue, "traceback"));
+    /* the value may quote a client's or a kernel's text cut inside a character (gw_json_text) */
+    json_object_set_new(ev, "error",
+                        json_pack("{s:s, s:o, s:[]}", "ename", ename, "evalue", gw_json_text(evalue, strlen(evalue)), "traceback"));
     return ev;
 }

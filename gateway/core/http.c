@@ -104,16 +104,12 @@ void gw_send_error(h2o_req_t *req, gw_http_error_t err, const char *fmt, ...)
     va_start(args, fmt);
     n = vsnprintf(message, sizeof(message), fmt, args);
     va_end(args);
-    /* a message cut inside a UTF-8 character would not be JSON text: cut before the character instead */
-    if (n >= (int)sizeof(message)) {
-        size_t len = sizeof(message) - 1, lead = len;
-        while (lead != 0 && ((unsigned char)message[lead - 1] & 0xc0) == 0x80)
-            --lead;
-        if (lead != 0 && ((unsigned char)message[lead - 1] & 0x80) != 0 &&
-            wire_utf8_sequence((const unsigned char *)message + lead - 1, len - lead + 1) != (int)(len - lead + 1))
-            message[lead - 1] = '\0';
-    }
-    gw_send_json(req, error_table[err].status, json_pack("{s:s, s:s}", "code", error_table[err].code, "message", message));
+    /* a message cut inside a UTF-8 character (here at its end, or by a "%.64s" of a client's value) is no JSON text:
+     * gw_json_text makes the cut character U+FFFD */
+    if (n >= (int)sizeof(message))
+        n = (int)sizeof(message) - 1;
+    gw_send_json(req, error_table[err].status,
+                 json_pack("{s:s, s:o}", "code", error_table[err].code, "message", gw_json_text(message, (size_t)(n < 0 ? 0 : n))));
 }
 
 void gw_send_empty(h2o_req_t *req)

@@ -8,6 +8,7 @@
 #include "ksys/errors.h"
 #include "core/errors.h"
 #include "core/http.h"
+#include "core/json_out.h"
 #include "jupyter/jupyter.h"
 
 void gw_jupyter_error(h2o_req_t *req, int status, const char *fmt, ...)
@@ -42,7 +43,7 @@ void gw_jupyter_error(h2o_req_t *req, int status, const char *fmt, ...)
         reason = "Internal Server Error";
         break;
     }
-    gw_send_json(req, status, json_pack("{s:s, s:s}", "message", message, "reason", reason));
+    gw_send_json(req, status, json_pack("{s:o, s:s}", "message", gw_json_text(message, strlen(message)), "reason", reason));
 }
 
 /* Jupyter Server's ISO 8601 form, microseconds and a Z: what its clients parse. */

@@ -174,6 +174,36 @@ Test(http, context_members_of_the_wrong_type)
     ts_response_dispose(&r);
 }
 
+/*
+ * An error message that quotes a client's value cut inside a character: "no context with id \"%.64s\"" of 63 letters and an
+ * "é" cut the "é" in half, jansson refused the message, and kgate crashed (SIGSEGV) on a valid request. The same for a Jupyter
+ * kernel id and a path of bytes that are no UTF-8. Each now answers its error with U+FFFD for the cut character.
+ */
+Test(http, error_messages_quoting_a_value_cut_inside_a_character)
+{
+    static const char *const paths[] = {
+        "/code/contexts/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa%C3%A9",
+        "/api/kernels/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa%C3%A9",
+        "/code/contexts/%FF%FE",
+    };
+    ts_response_t r;
+
+    post_raw("/code",
+             "{\"context\":{\"id\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\u00e9\"},\"code\":\"1\"}", &r);
+    E2E_ASSERT_ERROR(&r, 404, "CONTEXT_NOT_FOUND");
+    cr_expect_not_null(strstr(r.body, "aaa\xef\xbf\xbd"), "the cut character is not U+FFFD: %.200s", r.body);
+    ts_response_dispose(&r);
+    for (size_t i = 0; i != sizeof(paths) / sizeof(paths[0]); ++i) {
+        ts_http_request(port(), "GET", paths[i], NULL, NULL, &r);
+        cr_expect_eq(r.status, 404, "GET %s: %d %.200s", paths[i], r.status, r.body);
+        cr_expect_not_null(r.json, "GET %s: no JSON error: %.200s", paths[i], r.body);
+        ts_response_dispose(&r);
+    }
+    ts_http_request(port(), "GET", "/healthz", NULL, NULL, &r);
+    cr_assert_eq(r.status, 200, "kgate is gone: %s", r.error);
+    ts_response_dispose(&r);
+}
+
 Test(http, malformed_json)
 {
     ts_response_t r;

@@ -66,3 +66,31 @@ Test(json_out, escapes_at_every_offset_of_a_bulk_scan)
         }
     }
 }
+
+/* Text quoted from a client: valid UTF-8 as is; a character cut by a printf precision, or bytes that are no UTF-8, become
+ * U+FFFD. Never NULL: json_string's NULL for such text, sent as a message, crashed kgate. */
+Test(json_out, text_that_is_no_utf8_becomes_a_string_with_replacement_characters)
+{
+    static const struct {
+        const char *in;
+        size_t len;
+        const char *want;
+    } cases[] = {
+        {"caf\xc3\xa9", 5, "caf\xc3\xa9"},
+        {"caf\xc3", 4, "caf\xef\xbf\xbd"},           /* "%.4s" of "café": its é cut in half */
+        {"\xe2\x82", 2, "\xef\xbf\xbd\xef\xbf\xbd"}, /* two bytes of a three-byte character, each replaced */
+        {"\xff\xfe ok", 5, "\xef\xbf\xbd\xef\xbf\xbd ok"},
+        {"nul\0in", 6, NULL}, /* kept, as json_stringn keeps it */
+        {"", 0, ""},
+    };
+
+    for (size_t i = 0; i != sizeof(cases) / sizeof(cases[0]); ++i) {
+        json_t *s = gw_json_text(cases[i].in, cases[i].len);
+        cr_assert_not_null(s, "case %zu: NULL", i);
+        if (cases[i].want != NULL)
+            cr_expect_str_eq(json_string_value(s), cases[i].want, "case %zu", i);
+        else
+            cr_expect_eq(json_string_length(s), cases[i].len, "case %zu", i);
+        json_decref(s);
+    }
+}
