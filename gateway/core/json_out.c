@@ -110,3 +110,13 @@ json_t *gw_json_text(const char *text, size_t len)
     free(valid);
     return s;
 }
+
+void gw_json_set_text_key(json_t *obj, const char *key, size_t len, json_t *value)
+{
+    char *valid;
+    size_t n;
+
+    wire_utf8_sanitize(key, len, 1, &valid, &n);
+    json_object_setn_new_nocheck(obj, valid, n, value);
+    free(valid);
+}

@@ -24,4 +24,8 @@ size_t gw_json_render(const json_t *value, char *out);
  */
 json_t *gw_json_text(const char *text, size_t len);
 
+/** Sets `obj`'s member of key `key` (`len` bytes, made valid as gw_json_text makes text) to `value`, which it takes. A key
+ * that is no UTF-8 made json_object_set_new fail, and the member went missing without a word. */
+void gw_json_set_text_key(json_t *obj, const char *key, size_t len, json_t *value);
+
 #endif

@@ -17,6 +17,7 @@
 #include "wire/text.h"
 #include "core/errors.h"
 #include "core/http.h"
+#include "core/json_out.h"
 #include "execd/execd.h"
 #include "execd/files_request.h"
 #include "files/fsops.h"
@@ -49,7 +50,7 @@ GW_EXECD_HANDLER(files_info)
             info = gw_files_info_json(dir_fd, name, p->abs, &ret);
             close(dir_fd);
             if (info != NULL) {
-                json_object_set_new(result, values[i].s, info);
+                gw_json_set_text_key(result, values[i].s, values[i].len, info); /* a path's bytes need not be UTF-8 */
                 continue;
             }
         }

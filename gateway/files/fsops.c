@@ -16,6 +16,7 @@
 #include "wire/alloc.h"
 #include "wire/fdio.h"
 #include "wire/text.h"
+#include "core/json_out.h"
 #include "files/fsops.h"
 
 int gw_files_read_all(const gw_workspace_t *ws, const char *rel, size_t max, char **data, size_t *len)
@@ -266,7 +267,10 @@ json_t *gw_files_info_json(int dir_fd, const char *name, const char *abs, int *e
     format_time(mtime, sizeof(mtime), &stx.stx_mtime);
     format_time(ctime_, sizeof(ctime_), (stx.stx_mask & STATX_BTIME) != 0 ? &stx.stx_btime : &stx.stx_ctime);
     lookup_owner(stx.stx_uid, stx.stx_gid, owner, sizeof(owner), group, sizeof(group));
-    return json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s, s:i}", "path", abs, "type", type, "size", (json_int_t)stx.stx_size,
-                     "modified_at", mtime, "created_at", ctime_, "owner", owner, "group", group, "mode",
+    /* a file name need not be UTF-8 (any byte but '/' and NUL): such bytes are U+FFFD in the path shown, as execd's Go
+     * encoder writes them; before, the entry was left out of listings and its info answered 500 */
+    return json_pack("{s:o, s:s, s:I, s:s, s:s, s:o, s:o, s:i}", "path", gw_json_text(abs, strlen(abs)), "type", type, "size",
+                     (json_int_t)stx.stx_size, "modified_at", mtime, "created_at", ctime_, "owner",
+                     gw_json_text(owner, strlen(owner)), "group", gw_json_text(group, strlen(group)), "mode",
                      mode_digits(stx.stx_mode & 07777));
 }

@@ -23,8 +23,8 @@ int gw_files_write_atomic(const gw_workspace_t *ws, const gw_workspace_path_t *p
 /**
  * The FileInfo of `name` inside `dir_fd` (not following a final symbolic link; name "" is dir_fd
  * itself), reported at path `abs`: {"path","type","size","modified_at","created_at","owner","group",
- * "mode"} with RFC 3339 UTC times and mode as octal digits in a decimal integer (0644 -> 644). NULL
- * with *err = -errno on failure.
+ * "mode"} with RFC 3339 UTC times and mode as octal digits in a decimal integer (0644 -> 644); bytes of `abs` that are no
+ * UTF-8 are U+FFFD in "path" (gw_json_text). NULL with *err = -errno on failure.
  */
 json_t *gw_files_info_json(int dir_fd, const char *name, const char *abs, int *err);
 

@@ -303,6 +303,37 @@ Test(files, directories_list)
     expect("GET", "/directories/list", NULL, 400, "MISSING_QUERY");
 }
 
+/*
+ * A file name need not be UTF-8 (code in a context can make any): such an entry is listed, found and described with its bytes
+ * that are no UTF-8 as U+FFFD, as execd's Go encoder writes them. Before, listings and searches left it out without a word
+ * and /files/info answered 500 "RUNTIME_ERROR ...: Success".
+ */
+Test(files, names_that_are_no_utf8_are_listed_with_replacement_characters)
+{
+    char path[400];
+    ts_response_t r;
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/dir/caf\xe9.txt", root); /* "café" in Latin-1 */
+    cr_assert((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) != -1, "%s", strerror(errno));
+    close(fd);
+    req("GET", "/directories/list?path=dir", NULL, &r);
+    E2E_ASSERT_STATUS(&r, 200);
+    cr_expect(has_path(r.json, "/dir/caf\xef\xbf\xbd.txt"), "the entry is not listed: %s", r.body);
+    ts_response_dispose(&r);
+    req("GET", "/files/search?path=dir&pattern=*.txt", NULL, &r);
+    E2E_ASSERT_STATUS(&r, 200);
+    cr_expect(has_path(r.json, "/dir/caf\xef\xbf\xbd.txt") && has_path(r.json, "/dir/b.txt"), "not found: %s", r.body);
+    ts_response_dispose(&r);
+    req("GET", "/files/info?path=dir/caf%E9.txt", NULL, &r);
+    E2E_ASSERT_STATUS(&r, 200);
+    json_t *info = json_object_get(r.json, "dir/caf\xef\xbf\xbd.txt");
+    cr_expect(json_is_object(info), "no info under the path asked, made valid: %s", r.body);
+    cr_expect_str_eq(json_string_value(json_object_get(info, "type")), "file");
+    ts_response_dispose(&r);
+    unlink(path);
+}
+
 /* ---- replace, directories --------------------------------------------------------------------- */
 
 Test(files, replace)

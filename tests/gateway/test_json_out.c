@@ -94,3 +94,16 @@ Test(json_out, text_that_is_no_utf8_becomes_a_string_with_replacement_characters
         json_decref(s);
     }
 }
+
+/* A key that is no UTF-8 (a path from a query) is set, made valid: json_object_set_new refused it and the member went missing. */
+Test(json_out, a_key_that_is_no_utf8_is_set_with_replacement_characters)
+{
+    json_t *obj = json_object();
+
+    gw_json_set_text_key(obj, "dir/caf\xe9.txt", 12, json_integer(1));
+    gw_json_set_text_key(obj, "ok", 2, json_integer(2));
+    cr_expect_eq(json_object_size(obj), 2);
+    cr_expect_eq(json_integer_value(json_object_get(obj, "dir/caf\xef\xbf\xbd.txt")), 1);
+    cr_expect_eq(json_integer_value(json_object_get(obj, "ok")), 2);
+    json_decref(obj);
+}
