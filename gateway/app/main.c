@@ -85,6 +85,7 @@ int main(int argc, char **argv)
     loop = h2o_evloop_create();
     if (gw_server_init(&server, &config, loop) != 0) {
         gw_server_dispose(&server);
+        h2o_evloop_destroy(loop);
         gw_config_dispose(&config);
         return 1;
     }

@@ -1,6 +1,7 @@
 /* tests/e2e/test_http.c: errors, stateless runs, auth, execd framing and shutdown of the real kgate. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,6 +203,49 @@ Test(http, error_messages_quoting_a_value_cut_inside_a_character)
     ts_http_request(port(), "GET", "/healthz", NULL, NULL, &r);
     cr_assert_eq(r.status, 200, "kgate is gone: %s", r.error);
     ts_response_dispose(&r);
+}
+
+/*
+ * A port that is taken ends kgate at once with status 1 and says why, having released what it allocated: the sanitizer build
+ * reported the event loop as leaked (not destroyed on that path) and, with abort_on_error, kgate died of SIGABRT instead.
+ */
+Test(http, a_taken_port_ends_kgate_with_status_1_and_nothing_leaked)
+{
+    char listen[64], log[] = "/tmp/kgate-taken-port-XXXXXX";
+    int fd = mkstemp(log), status = 0;
+    pid_t pid;
+
+    cr_assert_geq(fd, 0);
+    snprintf(listen, sizeof(listen), "127.0.0.1:%u", port()); /* the shared kgate's */
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(ts_kgate_path(KGATE_BINARY_DIR), "kgate", "--listen", listen, "--pool", "none", "--kernel-template", "none",
+              (char *)NULL);
+        _exit(127);
+    }
+    close(fd);
+    for (int64_t deadline = ts_now_ms() + 30000; waitpid(pid, &status, WNOHANG) == 0;) {
+        if (ts_now_ms() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            break;
+        }
+        ts_sleep_ms(20);
+    }
+    static char text[16384];
+    ssize_t n = 0;
+    if ((fd = open(log, O_RDONLY | O_CLOEXEC)) >= 0) {
+        n = read(fd, text, sizeof(text) - 1);
+        close(fd);
+    }
+    text[n > 0 ? n : 0] = '\0';
+    unlink(log);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 1, "wait status %#x; log: %s", status, text);
+    cr_expect_not_null(strstr(text, "cannot listen on"), "no reason given: %s", text);
+    cr_expect_null(strstr(text, "LeakSanitizer"), "%s", text);
 }
 
 Test(http, malformed_json)
