@@ -1,7 +1,9 @@
 /* MCP's JSON-RPC messages and Streamable HTTP header checks: pure functions, fuzzed (tests/fuzz/fuzz_mcp_jsonrpc.c). */
 #include <stdint.h>
 #include <string.h>
+#include <stdlib.h>
 #include <strings.h>
+#include "wire/text.h"
 #include "mcp/jsonrpc.h"
 
 static int valid_id(const json_t *id)
@@ -86,10 +88,24 @@ json_t *gw_mcp_result(json_t *id, json_t *result)
     return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", result);
 }
 
+json_t *gw_mcp_string(const char *text, size_t len)
+{
+    json_t *s = json_stringn(text, len);
+    char *valid;
+    size_t n;
+
+    if (s != NULL)
+        return s;
+    wire_utf8_sanitize(text, len, 1, &valid, &n);
+    s = json_stringn_nocheck(valid, n);
+    free(valid);
+    return s;
+}
+
 json_t *gw_mcp_error(json_t *id, int code, const char *message)
 {
-    return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id != NULL ? id : json_null(), "error", "code", code,
-                     "message", message);
+    return json_pack("{s:s, s:O, s:{s:i, s:o}}", "jsonrpc", "2.0", "id", id != NULL ? id : json_null(), "error", "code", code,
+                     "message", gw_mcp_string(message, strlen(message)));
 }
 
 json_t *gw_mcp_notification(const char *method, json_t *params)

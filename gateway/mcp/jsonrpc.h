@@ -43,8 +43,18 @@ void gw_mcp_message_dispose(gw_mcp_message_t *msg);
 
 /** `{"jsonrpc":"2.0","id":id,"result":result}`; takes `result`, borrows `id`. */
 json_t *gw_mcp_result(json_t *id, json_t *result);
-/** `{"jsonrpc":"2.0","id":id (null when NULL),"error":{"code","message"}}`; borrows `id`. */
+/**
+ * `{"jsonrpc":"2.0","id":id (null when NULL),"error":{"code","message"}}`; borrows `id`. Never NULL: `message` is often
+ * made with printf from a client's bytes (a header's, which need not be UTF-8, or a value cut at "%.100s", which may cut
+ * a character), so it goes through gw_mcp_string.
+ */
 json_t *gw_mcp_error(json_t *id, int code, const char *message);
+/**
+ * A JSON string of `len` bytes at `text` (NUL bytes kept), each byte that is not part of a valid UTF-8 character replaced
+ * by U+FFFD (wire_utf8_sanitize): jansson refuses such text, and a NULL message where an error was meant would be sent
+ * as a crash, or taken for a pass by a check. Never NULL.
+ */
+json_t *gw_mcp_string(const char *text, size_t len);
 /** `{"jsonrpc":"2.0","method":method,"params":params}`; takes `params`. */
 json_t *gw_mcp_notification(const char *method, json_t *params);
 
