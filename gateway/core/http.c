@@ -113,7 +113,9 @@ void gw_send_error(h2o_req_t *req, gw_http_error_t err, const char *fmt, ...)
             wire_utf8_sequence((const unsigned char *)message + lead - 1, len - lead + 1) != (int)(len - lead + 1))
             message[lead - 1] = '\0';
     }
-    gw_send_json(req, error_table[err].status, json_pack("{s:s, s:s}", "code", error_table[err].code, "message", message));
+    /* and a message quoting a client's bytes that are no UTF-8 (a path, a value cut at "%.100s") gets U+FFFD for them */
+    gw_send_json(req, error_table[err].status,
+                 json_pack("{s:s, s:o}", "code", error_table[err].code, "message", gw_json_string_lossy(message, strlen(message))));
 }
 
 void gw_send_empty(h2o_req_t *req)

@@ -1,6 +1,7 @@
 /* Compact JSON rendering with run-length copies of unescaped bytes (the relay's hot path). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "wire/text.h"
 #include "core/json_out.h"
@@ -94,4 +95,18 @@ size_t gw_json_render(const json_t *value, char *out)
         /* reals are rare in events: jansson's own formatting keeps the output identical */
         return json_dumpb(value, out, out != NULL ? sizeof(buf) * 4 : 0, JSON_COMPACT | JSON_ENCODE_ANY);
     }
+}
+
+json_t *gw_json_string_lossy(const char *text, size_t len)
+{
+    json_t *s = json_stringn(text, len);
+    char *valid;
+    size_t n;
+
+    if (s != NULL)
+        return s;
+    wire_utf8_sanitize(text, len, 1, &valid, &n);
+    s = json_stringn_nocheck(valid, n);
+    free(valid);
+    return s;
 }

@@ -14,4 +14,12 @@
  */
 size_t gw_json_render(const json_t *value, char *out);
 
+/**
+ * A JSON string of `len` bytes at `text` (NUL bytes kept) that is never NULL: each byte that is not part of a valid UTF-8
+ * character becomes U+FFFD (wire_utf8_sanitize). For messages made with printf from what a client sent (a path's bytes,
+ * a value cut at "%.100s" inside a character), which jansson refuses: a NULL response body is json_typeof(NULL) in
+ * gw_json_render, a crash. Valid text costs one validation, as json_stringn.
+ */
+json_t *gw_json_string_lossy(const char *text, size_t len);
+
 #endif

@@ -11,6 +11,7 @@
 #include "execd/execd.h"
 #include "core/errors.h"
 #include "core/http.h"
+#include "core/json_out.h"
 #include "core/ws.h"
 
 /* The first byte of a binary frame: its channel. */
@@ -62,7 +63,8 @@ static void send_error(pty_client_t *client, const char *code, const char *fmt, 
     va_start(args, fmt);
     vsnprintf(message, sizeof(message), fmt, args);
     va_end(args);
-    send_frame(client, json_pack("{s:s, s:s, s:s}", "type", "error", "code", code, "error", message));
+    send_frame(client, json_pack("{s:s, s:s, s:o}", "type", "error", "code", code, "error",
+                                 gw_json_string_lossy(message, strlen(message))));
 }
 
 static void detach(pty_client_t *client)

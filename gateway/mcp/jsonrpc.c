@@ -1,9 +1,8 @@
 /* MCP's JSON-RPC messages and Streamable HTTP header checks: pure functions, fuzzed (tests/fuzz/fuzz_mcp_jsonrpc.c). */
 #include <stdint.h>
 #include <string.h>
-#include <stdlib.h>
 #include <strings.h>
-#include "wire/text.h"
+#include "core/json_out.h"
 #include "mcp/jsonrpc.h"
 
 static int valid_id(const json_t *id)
@@ -90,16 +89,7 @@ json_t *gw_mcp_result(json_t *id, json_t *result)
 
 json_t *gw_mcp_string(const char *text, size_t len)
 {
-    json_t *s = json_stringn(text, len);
-    char *valid;
-    size_t n;
-
-    if (s != NULL)
-        return s;
-    wire_utf8_sanitize(text, len, 1, &valid, &n);
-    s = json_stringn_nocheck(valid, n);
-    free(valid);
-    return s;
+    return gw_json_string_lossy(text, len);
 }
 
 json_t *gw_mcp_error(json_t *id, int code, const char *message)

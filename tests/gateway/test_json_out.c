@@ -66,3 +66,17 @@ Test(json_out, escapes_at_every_offset_of_a_bulk_scan)
         }
     }
 }
+
+/* What gw_send_error quotes from a client: valid text as it is (NUL bytes too), a byte of no UTF-8 character as U+FFFD. */
+Test(json_out, lossy_strings_are_never_null)
+{
+    json_t *s = gw_json_string_lossy("a\0\xc3\xa9", 4);
+
+    cr_assert(json_string_length(s) == 4 && memcmp(json_string_value(s), "a\0\xc3\xa9", 4) == 0);
+    json_decref(s);
+    s = gw_json_string_lossy("x\xc3\"; \xff", 6);
+    cr_assert_not_null(s);
+    cr_assert_eq(json_string_length(s), 10);
+    cr_assert_eq(memcmp(json_string_value(s), "x\xef\xbf\xbd\"; \xef\xbf\xbd", 10), 0);
+    json_decref(s);
+}
