@@ -8,6 +8,7 @@
 #include "ksys/errors.h"
 #include "core/errors.h"
 #include "core/http.h"
+#include "core/json_out.h"
 #include "jupyter/jupyter.h"
 
 void gw_jupyter_error(h2o_req_t *req, int status, const char *fmt, ...)
@@ -42,7 +43,8 @@ void gw_jupyter_error(h2o_req_t *req, int status, const char *fmt, ...)
         reason = "Internal Server Error";
         break;
     }
-    gw_send_json(req, status, json_pack("{s:s, s:s}", "message", message, "reason", reason));
+    /* a kernel id or a spec name from the path is percent-decoded to any bytes: those that are no UTF-8 become U+FFFD */
+    gw_send_json(req, status, json_pack("{s:o, s:s}", "message", gw_json_string_lossy(message, strlen(message)), "reason", reason));
 }
 
 /* Jupyter Server's ISO 8601 form, microseconds and a Z: what its clients parse. */
