@@ -6,6 +6,7 @@
 #include "wire/alloc.h"
 #include "core/errors.h"
 #include "core/event.h"
+#include "core/json_out.h"
 #include "code/tool_calls.h"
 
 void gw_tool_calls_init(gw_tool_calls_t *tc, gw_toolset_t *tools, const gw_config_t *config)
@@ -57,7 +58,8 @@ static json_t *error_answer(const char *fmt, ...)
     va_start(args, fmt);
     vsnprintf(msg, sizeof(msg), fmt, args);
     va_end(args);
-    return json_pack("{s:s}", "error", msg);
+    /* a name quoted cut at "%.128s" may end in half a character: U+FFFD, not a NULL answer, which means "no refusal" */
+    return json_pack("{s:o}", "error", gw_json_string_lossy(msg, strlen(msg)));
 }
 
 static char *render_reply(json_t *answers)
