@@ -2,6 +2,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
+#include "core/json_out.h"
 #include "mcp/jsonrpc.h"
 
 static int valid_id(const json_t *id)
@@ -88,8 +89,8 @@ json_t *gw_mcp_result(json_t *id, json_t *result)
 
 json_t *gw_mcp_error(json_t *id, int code, const char *message)
 {
-    return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id", id != NULL ? id : json_null(), "error", "code", code,
-                     "message", message);
+    return json_pack("{s:s, s:O, s:{s:i, s:o}}", "jsonrpc", "2.0", "id", id != NULL ? id : json_null(), "error", "code", code,
+                     "message", gw_json_text(message, strlen(message)));
 }
 
 json_t *gw_mcp_notification(const char *method, json_t *params)

@@ -43,7 +43,11 @@ void gw_mcp_message_dispose(gw_mcp_message_t *msg);
 
 /** `{"jsonrpc":"2.0","id":id,"result":result}`; takes `result`, borrows `id`. */
 json_t *gw_mcp_result(json_t *id, json_t *result);
-/** `{"jsonrpc":"2.0","id":id (null when NULL),"error":{"code","message"}}`; borrows `id`. */
+/**
+ * `{"jsonrpc":"2.0","id":id (null when NULL),"error":{"code","message"}}`; borrows `id`. Never NULL: `message` is often
+ * made with printf from a client's bytes (a header's, which need not be UTF-8, or a value cut at "%.100s", which may cut
+ * a character), so it goes through gw_json_text (core/json_out.h).
+ */
 json_t *gw_mcp_error(json_t *id, int code, const char *message);
 /** `{"jsonrpc":"2.0","method":method,"params":params}`; takes `params`. */
 json_t *gw_mcp_notification(const char *method, json_t *params);

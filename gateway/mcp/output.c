@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "wire/alloc.h"
+#include "core/json_out.h"
 #include "mcp/output.h"
 
 static void buf_append(gw_mcp_buf_t *b, const char *s, size_t n)
@@ -263,7 +264,8 @@ json_t *gw_mcp_output_result(const gw_mcp_output_t *out, const char *language, i
 
 json_t *gw_mcp_text_result(const char *text, size_t len, int is_error)
 {
-    json_t *result = json_pack("{s:[{s:s, s:s%}]}", "content", "type", "text", "text", text, len);
+    /* the text may quote a client's value cut at "%.100s" (core/json_out.h: gw_json_text) */
+    json_t *result = json_pack("{s:[{s:s, s:o}]}", "content", "type", "text", "text", gw_json_text(text, len));
 
     if (is_error)
         json_object_set_new(result, "isError", json_true());

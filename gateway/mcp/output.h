@@ -50,7 +50,8 @@ int gw_mcp_output_add(gw_mcp_output_t *out, const json_t *event);
  */
 json_t *gw_mcp_output_result(const gw_mcp_output_t *out, const char *language, int structured);
 
-/** A tool result with one text block (`isError` when `is_error`): what failed before or outside a run. */
+/** A tool result with one text block (`isError` when `is_error`): what failed before or outside a run. Never NULL: text that
+ * is not UTF-8 goes through gw_json_text. */
 json_t *gw_mcp_text_result(const char *text, size_t len, int is_error);
 
 #endif

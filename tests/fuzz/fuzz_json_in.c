@@ -1,7 +1,8 @@
-/* tests/fuzz/fuzz_json_in.c: wire_json_parse against jansson, and the stream scan against wire_json_parse, on any bytes
- * (the verdicts of tests/wire/json_agree.h and scan_agree.h). */
+/* tests/fuzz/fuzz_json_in.c: wire_json_parse against jansson, and the stream and bundle scans (with wire_json_compact) against
+ * wire_json_parse, on any bytes (the verdicts of tests/wire/json_agree.h, scan_agree.h and bundle_agree.h). */
 #include "fuzz.h"
 #include "wire/alloc.h"
+#include "bundle_agree.h"
 #include "json_agree.h"
 #include "scan_agree.h"
 
@@ -19,6 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     FUZZ_CHECK(why == NULL, "%s (%zu bytes)", why, size);
     why = scan_agree((const char *)data, size, NULL);
+    FUZZ_CHECK(why == NULL, "%s (%zu bytes)", why, size);
+    why = bundle_agree((const char *)data, size);
     FUZZ_CHECK(why == NULL, "%s (%zu bytes)", why, size);
     return 0;
 }

@@ -1,5 +1,5 @@
-/* tests/fuzz/fuzz_mcp_jsonrpc.c: the MCP door's pure parts on any bytes: JSON-RPC parsing, header checks, tool arguments, results.
- */
+/* tests/fuzz/fuzz_mcp_jsonrpc.c: the MCP door's pure parts on any bytes: JSON-RPC parsing, header checks (against headers
+ * that mirror the body too), tool arguments, results, errors and text results quoting what a client sent. */
 #include <jansson.h>
 #include "fuzz.h"
 #include "core/auth.h"
@@ -34,26 +34,74 @@ static void check_message(const gw_mcp_message_t *msg)
     }
 }
 
-/*
- * Revision 2026-07-28's checks on a request, its headers cut from the input's bytes: an error is a JSON-RPC error with
- * the request's id and HTTP 400, a pass is 200; a stamped result gets its resultType.
- */
-static void exercise_revision(const gw_mcp_message_t *msg, const char *bytes, size_t size)
+static int same(const char *header, size_t len, const char *value)
 {
-    gw_mcp_headers_t h = {bytes, bytes + size / 3, bytes + 2 * size / 3, size / 3, size / 3, size - 2 * (size / 3)};
-    json_t *error, *result;
+    return header != NULL && value != NULL && len == strlen(value) && memcmp(header, value, len) == 0;
+}
+
+/* The check on one set of headers: an error is a JSON-RPC error with the request's id and HTTP 400, a pass is 200 with
+ * version and method headers that are the body's. */
+static void check_headers(const gw_mcp_headers_t *h, const gw_mcp_message_t *msg)
+{
+    json_t *meta = json_object_get(msg->params, "_meta"), *error;
     int status = 0;
 
-    gw_mcp_is_stateless(&h, msg);
-    if (msg->kind != GW_MCP_REQUEST)
-        return;
-    if ((error = gw_mcp_stateless_check(&h, msg, &status)) != NULL) {
+    if ((error = gw_mcp_stateless_check(h, msg, &status)) != NULL) {
         FUZZ_CHECK(status == 400 || status == 200, "status %d", status);
         FUZZ_CHECK(json_is_integer(json_object_get(json_object_get(error, "error"), "code")), "an error without a code");
         FUZZ_CHECK(json_equal(json_object_get(error, "id"), msg->id), "an error without the request's id");
         json_decref(error);
     } else {
         FUZZ_CHECK(status == 200, "a pass with status %d", status);
+        FUZZ_CHECK(same(h->version, h->version_len, json_string_value(json_object_get(meta, GW_MCP_META_VERSION))) &&
+                       same(h->method, h->method_len, msg->method),
+                   "a pass with headers that are not the body's");
+    }
+}
+
+/*
+ * Revision 2026-07-28's checks on a request: under headers cut from the input's bytes, and under headers that mirror the
+ * body but for one (picked by the input's length) that gets the input's last third, bytes that need not be UTF-8; a
+ * stamped result gets its resultType.
+ */
+static void exercise_revision(const gw_mcp_message_t *msg, const char *bytes, size_t size)
+{
+    gw_mcp_headers_t h = {bytes, bytes + size / 3, bytes + 2 * (size / 3), size / 3, size / 3, size - 2 * (size / 3)};
+    const char *version = json_string_value(json_object_get(json_object_get(msg->params, "_meta"), GW_MCP_META_VERSION));
+    const char *name = json_string_value(json_object_get(msg->params, "name"));
+    json_t *result;
+
+    gw_mcp_is_stateless(&h, msg);
+    if (msg->kind != GW_MCP_REQUEST)
+        return;
+    check_headers(&h, msg);
+    const gw_mcp_headers_t body = {
+        version, msg->method, name, version != NULL ? strlen(version) : 0, strlen(msg->method), name != NULL ? strlen(name) : 0};
+    gw_mcp_headers_t mirror = body;
+    switch (size % 3) {
+    case 0:
+        mirror.version = h.name, mirror.version_len = h.name_len;
+        break;
+    case 1:
+        mirror.method = h.name, mirror.method_len = h.name_len;
+        break;
+    default:
+        mirror.name = h.name, mirror.name_len = h.name_len;
+        break;
+    }
+    check_headers(&mirror, msg);
+    /* headers the body names itself (params._headers: version, method, name), such as a Base64 sentinel in Mcp-Name, which
+     * the input's last third cannot be: it ends with the body's '}' */
+    json_t *given = json_object_get(msg->params, "_headers"), *v;
+    if (json_is_object(given)) {
+        gw_mcp_headers_t named = body;
+        if (json_is_string(v = json_object_get(given, "version")))
+            named.version = json_string_value(v), named.version_len = json_string_length(v);
+        if (json_is_string(v = json_object_get(given, "method")))
+            named.method = json_string_value(v), named.method_len = json_string_length(v);
+        if (json_is_string(v = json_object_get(given, "name")))
+            named.name = json_string_value(v), named.name_len = json_string_length(v);
+        check_headers(&named, msg);
     }
     result = gw_mcp_result(msg->id, json_object());
     gw_mcp_stateless_stamp(result);
@@ -101,7 +149,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int ret = gw_mcp_message_parse(copy, size, &msg, &why, &bad_id);
 
     if (ret == 0) {
+        char text[256];
+        json_t *error;
         check_message(&msg);
+        /* the doors quote a method (or a tool's name) cut at 100 bytes: the error is made whatever that cuts */
+        snprintf(text, sizeof(text), "Method not found: %.100s", msg.method != NULL ? msg.method : "");
+        FUZZ_CHECK((error = gw_mcp_error(msg.id, GW_MCP_METHOD_NOT_FOUND, text)) != NULL, "no error for \"%s\"", text);
+        json_decref(error);
         exercise_tools(msg.root);
         exercise_revision(&msg, copy, size);
         gw_mcp_message_dispose(&msg);
@@ -117,6 +171,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     gw_mcp_version_supported(copy, size);
     gw_mcp_session_id_valid(copy, size);
     gw_mcp_context_name_valid(copy, size);
+    {
+        json_t *result = gw_mcp_text_result(copy, size, 1);
+        FUZZ_CHECK(json_is_array(json_object_get(result, "content")), "no text result for %zu bytes", size);
+        json_decref(result);
+    }
     {
         size_t len = 0;
         char *value = gw_mcp_header_value_decode(copy, size, &len);

@@ -1,5 +1,6 @@
 /* tests/fuzz/fuzz_text_scan.c: the streaming scan of stream content (wire/text_scan.h) on any bytes, whole and in pieces: the same
- * result however split, a head that is valid JSON string text within its budget, and the same text as the whole-content scan. */
+ * result however split, a head that is valid JSON string text within its budgets (bytes, and decoded bytes as kernelmgr's
+ * overcap.c sets them), and the same text as the whole-content scan, of which the head is the longest prefix in budget. */
 #include <jansson.h>
 #include "fuzz.h"
 #include "wire/alloc.h"
@@ -21,10 +22,11 @@ typedef struct {
 } scan_t;
 
 /* Scans `data` in pieces of `piece` bytes (0: whole), each an exact-size copy. */
-static void scan(const uint8_t *data, size_t size, size_t budget, size_t piece, scan_t *out)
+static void scan(const uint8_t *data, size_t size, size_t budget, size_t decoded_max, size_t piece, scan_t *out)
 {
     out->head = malloc(budget != 0 ? budget : 1);
     wire_text_scan_init(&out->s, out->head, budget);
+    out->s.head_decoded_max = decoded_max;
     for (size_t off = 0; off < size;) {
         size_t n = piece == 0 || size - off < piece ? size - off : piece;
         char *copy = fuzz_copy(data + off, n);
@@ -48,19 +50,51 @@ static void same(const scan_t *a, const scan_t *b, size_t piece)
                "name differs (pieces %zu)", piece);
 }
 
+/* The longest prefix of the inside of a valid string token within `raw_max` bytes that decodes to at most `dec_max`, whole
+ * characters only (plain reference code: a valid token's escapes and UTF-8 sequences are whole). */
+static size_t longest_head(const char *inner, size_t len, size_t raw_max, size_t dec_max, size_t *decoded)
+{
+    size_t i = 0, n = 0;
+
+    while (i < len) {
+        unsigned char c = (unsigned char)inner[i];
+        size_t raw = 1, dec = 1;
+        if (c == '\\' && inner[i + 1] == 'u') {
+            char hex[5] = {inner[i + 2], inner[i + 3], inner[i + 4], inner[i + 5], '\0'};
+            unsigned long cp = strtoul(hex, NULL, 16);
+            raw = cp >= 0xd800 && cp <= 0xdbff ? 12 : 6;
+            dec = raw == 12 ? 4 : cp < 0x80 ? 1 : cp < 0x800 ? 2 : 3;
+        } else if (c == '\\') {
+            raw = 2;
+        } else if (c >= 0x80) {
+            raw = dec = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+        }
+        if (raw > raw_max - i || dec > dec_max - n)
+            break;
+        i += raw;
+        n += dec;
+    }
+    *decoded = n;
+    return i;
+}
+
+/* The input: a byte for the budgets (below 200: that many bytes; 200 to 254: 64 bytes that decode to at most the byte less
+ * 200, as overcap.c bounds a head by a reader's room; 255: 1 MiB), then the content. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const size_t pieces[] = {1, 2, 3, 7, 64};
     scan_t whole, split;
-    size_t budget;
+    size_t budget, decoded_max = SIZE_MAX;
 
     if (size < 1)
         return 0;
-    budget = data[0] < 200 ? data[0] : 1u << 20;
+    budget = data[0] < 200 ? data[0] : data[0] < 255 ? 64 : 1u << 20;
+    if (data[0] >= 200 && data[0] < 255)
+        decoded_max = data[0] - 200u;
     ++data, --size;
-    scan(data, size, budget, 0, &whole);
+    scan(data, size, budget, decoded_max, 0, &whole);
     for (size_t i = 0; i != sizeof(pieces) / sizeof(pieces[0]); ++i) {
-        scan(data, size, budget, pieces[i], &split);
+        scan(data, size, budget, decoded_max, pieces[i], &split);
         same(&whole, &split, pieces[i]);
         free(split.head);
     }
@@ -68,8 +102,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t dec;
         char *token = malloc(whole.s.head_len + 2);
         json_error_t err;
-        FUZZ_CHECK(whole.s.head_len <= budget && whole.s.head_decoded <= whole.s.head_len, "head %zu over budget %zu",
-                   whole.s.head_len, budget);
+        FUZZ_CHECK(whole.s.head_len <= budget && whole.s.head_decoded <= whole.s.head_len && whole.s.head_decoded <= decoded_max,
+                   "head %zu (%zu decoded) over budget %zu (%zu decoded)", whole.s.head_len, whole.s.head_decoded, budget,
+                   decoded_max);
         token[0] = '"';
         memcpy(token + 1, whole.head, whole.s.head_len);
         token[whole.s.head_len + 1] = '"';
@@ -92,6 +127,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    whole.s.head_decoded, (unsigned long long)whole.s.rest_decoded, f.text_decoded_len);
         FUZZ_CHECK(whole.s.head_len <= f.text_len - 2 && memcmp(whole.head, f.text + 1, whole.s.head_len) == 0,
                    "the head is not the start of the text token");
+        size_t want_decoded, want = longest_head(f.text + 1, f.text_len - 2, budget, decoded_max, &want_decoded);
+        FUZZ_CHECK(whole.s.head_len == want && whole.s.head_decoded == want_decoded,
+                   "a head of %zu bytes (%zu decoded), not the longest in budget: %zu (%zu)", whole.s.head_len,
+                   whole.s.head_decoded, want, want_decoded);
     }
     free(copy);
     free(whole.head);

@@ -1,4 +1,5 @@
-/* tests/fuzz/fuzz_wire_decode_signed.c: wire_decode of frames signed with a fixed key, so that fuzzed JSON gets past the HMAC. */
+/* tests/fuzz/fuzz_wire_decode_signed.c: wire_decode of frames signed with a fixed key, so that fuzzed JSON gets past the HMAC,
+ * and the streaming HMAC of over-cap messages on the same frames in pieces. */
 #include <ctype.h>
 #include "fuzz_wire.h"
 #include "wire/alloc.h"
@@ -21,6 +22,33 @@ static void replace_frame(wire_frames_t *frames, size_t i, const void *base, siz
     free(frames->entries[i].base);
     frames->entries[i].base = fuzz_copy(base, len);
     frames->entries[i].len = len;
+}
+
+/*
+ * The streaming HMAC of an over-cap message (kernelmgr/src/overcap.c): the four frames at `parts`, fed in pieces of
+ * `piece` bytes that run across the frames' edges, verify `sig` as wire_decode does.
+ */
+static int stream_verify(const wire_signer_t *signer, const wire_frame_t *parts, size_t piece, const char *sig, size_t siglen)
+{
+    wire_signer_stream_t st;
+    size_t total = 0, at = 0;
+    char *all;
+
+    for (size_t i = 0; i != 4; ++i)
+        total += parts[i].len;
+    all = malloc(total != 0 ? total : 1);
+    for (size_t i = 0; i != 4; at += parts[i].len, ++i)
+        if (parts[i].len != 0)
+            memcpy(all + at, parts[i].base, parts[i].len);
+    wire_signer_stream_begin(&st, signer);
+    for (size_t off = 0; off < total; off += piece) {
+        size_t n = total - off < piece ? total - off : piece;
+        char *copy = fuzz_copy(all + off, n);
+        wire_signer_stream_update(&st, copy, n);
+        free(copy);
+    }
+    free(all);
+    return wire_signer_stream_verify(&st, sig, siglen);
 }
 
 /*
@@ -49,6 +77,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             hex[i] = (char)toupper((unsigned char)hex[i]);
         memcpy(wrong, hex, WIRE_SIG_HEX_LEN);
         wrong[flip] = wrong[flip] == '0' ? '1' : '0';
+        for (size_t k = 0; k != 2; ++k) {
+            const wire_signer_t *signer = k == 0 ? &openssl_signer : &sodium_signer;
+            const wire_frame_t *parts = &frames.entries[delim + 2];
+            size_t piece = 1 + sig->len % 61;
+            FUZZ_CHECK(stream_verify(signer, parts, piece, hex, WIRE_SIG_HEX_LEN) == 0, "the stream does not verify (pieces %zu)",
+                       piece);
+            FUZZ_CHECK(stream_verify(signer, parts, piece, wrong, WIRE_SIG_HEX_LEN) == WIRE_EBADSIG, "a wrong digit verified");
+            FUZZ_CHECK(stream_verify(signer, parts, piece, hex, WIRE_SIG_HEX_LEN - 1) == WIRE_EBADSIG,
+                       "a short signature verified");
+        }
         replace_frame(&frames, delim + 1, wrong, WIRE_SIG_HEX_LEN);
         FUZZ_CHECK(wire_decode(&openssl_signer, frames.entries, frames.size, &msg) == WIRE_EBADSIG, "a wrong digit verified");
         FUZZ_CHECK(wire_decode(&sodium_signer, frames.entries, frames.size, &msg) == WIRE_EBADSIG, "a wrong digit verified");

@@ -242,6 +242,31 @@ ENGINE_TEST(code_mode, calls_that_cannot_be_made_are_answered_at_once_without_ev
     fake_request_complete(req, 1);
 }
 
+/* An undeclared tool whose name the refusal quotes cut at "%.128s" inside a character: still refused, with no tool_call
+ * event (error_answer's NULL, jansson refusing the half character, read as "the call can be made"). */
+ENGINE_TEST(code_mode, an_undeclared_tool_named_past_the_quote_is_refused)
+{
+    kmgr_request_t *req;
+    gw_run_t *run = running(&req, 60000);
+    char name[160], calls[512];
+    json_t *reply, *events;
+
+    memset(name, 'n', 127);
+    memcpy(name + 127, "\xc3\xa9", 3);
+    snprintf(calls, sizeof(calls), "[{\"name\":\"%s\",\"arguments\":{}}]", name);
+    send_batch(req, calls);
+    cr_assert_eq(num_replies(req), 1, "nothing waits: the reply is immediate");
+    reply = last_reply(req);
+    const char *error = json_string_value(json_object_get(json_array_get(json_object_get(reply, "results"), 0), "error"));
+    cr_expect(error != NULL && strstr(error, "no tool named") != NULL && strstr(error, "\xef\xbf\xbd\"") != NULL, "%s",
+              error != NULL ? error : "(no error)");
+    json_decref(reply);
+    events = run_events(run);
+    cr_expect_eq(count_type(events, "tool_call"), 0, "an undeclared tool was called");
+    json_decref(events);
+    fake_request_complete(req, 1);
+}
+
 ENGINE_TEST(code_mode, a_malformed_batch_or_one_from_a_run_without_tools_gets_an_error_reply)
 {
     gw_context_t *ctx = engine_ready_context(0, &kernel);

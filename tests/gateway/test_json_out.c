@@ -107,3 +107,17 @@ Test(json_out, a_key_that_is_no_utf8_is_set_with_replacement_characters)
     cr_expect_eq(json_integer_value(json_object_get(obj, "ok")), 2);
     json_decref(obj);
 }
+
+/* What gw_send_error quotes from a client: valid text as it is (NUL bytes too), a byte of no UTF-8 character as U+FFFD. */
+Test(json_out, lossy_strings_are_never_null)
+{
+    json_t *s = gw_json_text("a\0\xc3\xa9", 4);
+
+    cr_assert(json_string_length(s) == 4 && memcmp(json_string_value(s), "a\0\xc3\xa9", 4) == 0);
+    json_decref(s);
+    s = gw_json_text("x\xc3\"; \xff", 6);
+    cr_assert_not_null(s);
+    cr_assert_eq(json_string_length(s), 10);
+    cr_assert_eq(memcmp(json_string_value(s), "x\xef\xbf\xbd\"; \xef\xbf\xbd", 10), 0);
+    json_decref(s);
+}

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <criterion/criterion.h>
+#include "mcp/output.h"
 #include "mcp/revision.h"
 #include "gw_test.h"
 
@@ -100,6 +101,55 @@ Test(mcp_revision, checks)
     cr_expect_eq(check("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}", headers("2026-07-28", "tools/list", NULL),
                        &status, m, sizeof(m)),
                  GW_MCP_HEADER_MISMATCH);
+}
+
+/* A header that is no UTF-8, or a body value quoted cut inside a character, still makes a mismatch an error, never a pass
+ * (jansson refused the message, gw_mcp_error returned NULL, and the check said the request passed, with status 400). */
+Test(mcp_revision, mismatches_quoting_bytes_that_are_no_utf8_are_errors)
+{
+    /* a name of 99 ASCII bytes, then "\u00e9" (2 bytes): '%.100s' cuts the character in half */
+    char long_name[128], body[512], m[400];
+    int status;
+
+    memset(long_name, 'n', 99);
+    memcpy(long_name + 99, "\xc3\xa9", 3);
+    snprintf(body, sizeof(body), "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"%s\"," META "}}",
+             long_name);
+    cr_expect_eq(check(CALL, headers("2026-07-28", "tools/c\xffll", "run_code"), &status, m, sizeof(m)), GW_MCP_HEADER_MISMATCH,
+                 "an Mcp-Method header with a byte 0xff passed");
+    cr_expect_eq(status, 400);
+    cr_expect_str_eq(m, "Header mismatch: Mcp-Method header value 'tools/c\xef\xbf\xbdll' does not match body value 'tools/call'");
+    cr_expect_eq(check(CALL, headers("2026-07-\xe2\x82", "tools/call", "run_code"), &status, m, sizeof(m)), GW_MCP_HEADER_MISMATCH,
+                 "a version header cut inside a character passed");
+    cr_expect_eq(check(body, headers("2026-07-28", "tools/call", "run_code"), &status, m, sizeof(m)), GW_MCP_HEADER_MISMATCH,
+                 "a name quoted cut inside a character passed");
+    cr_expect_eq(status, 400);
+}
+
+/* The doors quote a client's method or tool name with '%.100s' (routes.c, stateless.c, call.c): an error and a tool result
+ * are still made when that cuts a character (a NULL one was sent as a crash, json_typeof(NULL) in gw_send_json). */
+Test(mcp_revision, errors_and_text_results_of_text_that_is_no_utf8)
+{
+    char text[256], method[128];
+    json_t *id = json_integer(3), *err, *res;
+
+    memset(method, 'm', 99);
+    memcpy(method + 99, "\xc3\xa9", 3);
+    snprintf(text, sizeof(text), "Method not found: %.100s", method);
+    cr_assert_not_null(err = gw_mcp_error(id, GW_MCP_METHOD_NOT_FOUND, text));
+    const char *message = json_string_value(json_object_get(json_object_get(err, "error"), "message"));
+    cr_assert_not_null(message);
+    cr_expect_eq(strlen(message), strlen("Method not found: ") + 99 + 3, "the half character became U+FFFD");
+    cr_expect_eq(memcmp(message + strlen(message) - 3, "\xef\xbf\xbd", 3), 0);
+    json_decref(err);
+    cr_assert_not_null(res = gw_mcp_text_result(text, strlen(text), 1));
+    cr_expect(json_is_string(json_object_get(json_array_get(json_object_get(res, "content"), 0), "text")));
+    json_decref(res);
+    /* valid text (NUL bytes too) is kept as it is */
+    cr_assert_not_null(res = gw_mcp_text_result("a\0\xc3\xa9", 4, 0));
+    cr_expect_eq(json_string_length(json_object_get(json_array_get(json_object_get(res, "content"), 0), "text")), 4);
+    json_decref(res);
+    json_decref(id);
 }
 
 Test(mcp_revision, unsupported_version)

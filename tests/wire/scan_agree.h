@@ -40,12 +40,33 @@ static inline int scan_agree_text_keys(const char *text, size_t len)
     return n;
 }
 
+/* Whether a member's value in the bytes is not a string, for bytes with no backslash (as above): a colon outside strings
+ * followed by anything but a quote. The parsed object does not say so when a later duplicate replaced that member. */
+static inline int scan_agree_nonstring_member(const char *text, size_t len)
+{
+    int in_string = 0;
+
+    for (size_t i = 0; i != len; ++i) {
+        if (text[i] == '"') {
+            in_string = !in_string;
+        } else if (!in_string && text[i] == ':') {
+            size_t j = i + 1;
+            while (j < len && (text[j] == ' ' || text[j] == '\t' || text[j] == '\n' || text[j] == '\r'))
+                ++j;
+            if (j == len || text[j] != '"')
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /*
  * NULL when the scan of `len` bytes of `text` agrees with wire_json_parse, else what differs. When the
  * scan says simple, the parse must accept the bytes with a string "text" of the decoded length the scan
  * gave, which its token parses to, and a "name" equal to the scan's (when it gave one). When the bytes
  * hold no backslash at all and the parse finds an object of strings with "name" and "text", the scan
- * must say simple (it may decline only for an escaped key, or a second "text" member).
+ * must say simple (it may decline only for an escaped key, a second "text" member, or a member that is no string in the
+ * bytes although a later duplicate of it is: json_scan.h wants every member a string).
  */
 static inline const char *scan_agree(const char *text, size_t len, wire_stream_fields_t *fields)
 {
@@ -55,7 +76,8 @@ static inline const char *scan_agree(const char *text, size_t len, wire_stream_f
     int simple = wire_json_scan_stream(text, len, &f);
 
     if (!simple) {
-        if (v != NULL && memchr(text, '\\', len) == NULL && scan_agree_all_strings(v) && scan_agree_text_keys(text, len) < 2)
+        if (v != NULL && memchr(text, '\\', len) == NULL && scan_agree_all_strings(v) && scan_agree_text_keys(text, len) < 2 &&
+            !scan_agree_nonstring_member(text, len))
             why = "the scan declined an object of plain strings with name and text";
         goto Exit;
     }

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include "wire/json_in.h"
 #include "wire/json_scan.h"
+#include "bundle_agree.h"
 #include "wire_test.h"
 
 TestSuite(json_bundle, .init = wire_test_init);
@@ -79,6 +80,8 @@ Test(json_bundle, simple_bundles_are_found_and_agree_with_the_parser)
         wire_bundle_fields_t f;
         cr_assert_eq(wire_json_scan_bundle(copy, len, &f), 1, "case %zu: %s", i, simple_cases[i]);
         assert_agrees(copy, len, &f);
+        const char *why = bundle_agree(copy, len);
+        cr_assert_null(why, "case %zu: %s: %s", i, simple_cases[i], why);
         free(copy);
     }
 }
