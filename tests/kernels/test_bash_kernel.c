@@ -32,6 +32,35 @@ static json_int_t reply_int(const bk_run_t *r, const char *key)
     return json_integer_value(json_object_get(r->reply, key));
 }
 
+/* A FIFO a run's command waits on (`read -r _ < path`) until the test releases it: how the tests order what they check
+ * against what a command does, rather than timing it. */
+typedef struct st_gate_t {
+    char dir[64], path[96];
+    int fd; /* the test's own end (read and write: opening it never blocks) */
+} gate_t;
+
+static void gate_open(gate_t *g)
+{
+    snprintf(g->dir, sizeof(g->dir), "/tmp/kgate-bk-gate-XXXXXX");
+    cr_assert_not_null(mkdtemp(g->dir));
+    snprintf(g->path, sizeof(g->path), "%s/go", g->dir);
+    cr_assert_eq(mkfifo(g->path, 0600), 0);
+    cr_assert((g->fd = open(g->path, O_RDWR | O_CLOEXEC)) != -1);
+}
+
+/* Lets the waiting command go on (whatever the verdict, so that its run ends). */
+static void gate_release(gate_t *g)
+{
+    cr_assert_eq(write(g->fd, "\n", 1), 1);
+}
+
+static void gate_close(gate_t *g)
+{
+    close(g->fd);
+    unlink(g->path);
+    rmdir(g->dir);
+}
+
 Test(bash_kernel, state_persists_between_executes)
 {
     bk_run_t r;
@@ -137,25 +166,19 @@ Test(bash_kernel, large_output_arrives_complete_and_in_order)
  * came) would send nothing before that line, and the wait for "first" runs to its hang guard (30 s, not a measure). */
 Test(bash_kernel, output_is_streamed_while_running)
 {
-    char dir[] = "/tmp/kgate-bk-stream-XXXXXX", fifo[64], code[160];
+    char code[160];
     wire_msg_t *m;
     bk_run_t r;
-    int fd;
+    gate_t gate;
 
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(fifo, sizeof(fifo), "%s/go", dir);
-    cr_assert_eq(mkfifo(fifo, 0600), 0);
-    /* the test's own end of the FIFO (never blocks): the run's read opens it at once and waits for the line */
-    cr_assert((fd = open(fifo, O_RDWR | O_CLOEXEC)) != -1);
-    snprintf(code, sizeof(code), "echo first; read -r _ < %s; echo second", fifo);
+    gate_open(&gate);
+    snprintf(code, sizeof(code), "echo first; read -r _ < %s; echo second", gate.path);
     char *id = bk_client_start_run(&client, code, 0);
     while ((m = bk_client_recv(&client, WIRE_CHANNEL_IOPUB, 30000)) != NULL && strcmp(wire_msg_type(m), "stream") != 0)
         wire_msg_destroy(m);
-    cr_assert_eq(write(fd, "\n", 1), 1); /* the run goes on, whatever the verdict: it prints "second" now */
+    gate_release(&gate); /* it prints "second" now */
     bk_client_collect(&client, id, NULL, 30000, &r);
-    close(fd);
-    unlink(fifo);
-    rmdir(dir);
+    gate_close(&gate);
     free(id);
     cr_assert_not_null(m, "no output while the run waited before its second line");
     cr_expect_str_eq(json_string_value(json_object_get(m->content, "text")), "first\n");
@@ -245,15 +268,12 @@ Test(bash_kernel, interrupt_ends_a_builtin_loop)
  * time: a kernel that answered heartbeats only between commands would answer none of them). */
 Test(bash_kernel, heartbeat_answers_while_a_command_runs)
 {
-    char dir[] = "/tmp/kgate-bk-hb-XXXXXX", fifo[64], code[160];
+    char code[160];
     bk_run_t r;
-    int fd;
+    gate_t gate;
 
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(fifo, sizeof(fifo), "%s/go", dir);
-    cr_assert_eq(mkfifo(fifo, 0600), 0);
-    cr_assert((fd = open(fifo, O_RDWR | O_CLOEXEC)) != -1);
-    snprintf(code, sizeof(code), "read -r _ < %s; echo released", fifo);
+    gate_open(&gate);
+    snprintf(code, sizeof(code), "read -r _ < %s; echo released", gate.path);
     char *id = bk_client_start_run(&client, code, 0);
     int answered = 0;
     for (int i = 0; i != 5; ++i) {
@@ -264,11 +284,9 @@ Test(bash_kernel, heartbeat_answers_while_a_command_runs)
             break;
         ++answered;
     }
-    cr_assert_eq(write(fd, "\n", 1), 1); /* the command goes on, whatever the verdict */
+    gate_release(&gate);
     bk_client_collect(&client, id, NULL, 30000, &r);
-    close(fd);
-    unlink(fifo);
-    rmdir(dir);
+    gate_close(&gate);
     free(id);
     cr_expect_eq(answered, 5, "%d of 5 heartbeats answered while the command waited", answered);
     cr_expect_str_eq(bk_run_status(&r), "ok");
