@@ -33,7 +33,8 @@ int gw_mcp_message_parse(const char *body, size_t len, gw_mcp_message_t *msg, co
     if (valid_id(id))
         *bad_id = json_incref(id);
     jsonrpc = json_object_get(root, "jsonrpc");
-    if (!json_is_string(jsonrpc) || strcmp(json_string_value(jsonrpc), "2.0") != 0) {
+    /* by length: the body keeps a \u0000 inside strings, and "2.0\u0000x" is no "2.0" */
+    if (!json_is_string(jsonrpc) || json_string_length(jsonrpc) != 3 || memcmp(json_string_value(jsonrpc), "2.0", 3) != 0) {
         *why = "Invalid Request: jsonrpc must be \"2.0\"";
         goto Invalid;
     }

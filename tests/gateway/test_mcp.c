@@ -60,6 +60,7 @@ Test(mcp, message_errors)
         {"42", GW_MCP_INVALID_REQUEST, 0},
         {"{\"id\":1,\"method\":\"ping\"}", GW_MCP_INVALID_REQUEST, 1},
         {"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", GW_MCP_INVALID_REQUEST, 1},
+        {"{\"jsonrpc\":\"2.0\\u0000x\",\"id\":1,\"method\":\"ping\"}", GW_MCP_INVALID_REQUEST, 1},
         {"{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}", GW_MCP_INVALID_REQUEST, 0},
         {"{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}", GW_MCP_INVALID_REQUEST, 0},
         {"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":3}", GW_MCP_INVALID_REQUEST, 1},
