@@ -84,6 +84,17 @@ static void parse_part_headers(const char *p, const char *end, gw_multipart_part
     }
 }
 
+/* Whether the bytes of body from q on end a delimiter whose "--boundary" ends at q: "--" (the close delimiter), or
+ * optional blanks and CRLF (RFC 2046 5.1.1). Anything else makes it the boundary's text inside data or the preamble. */
+static int ends_delimiter(const char *body, size_t len, size_t q)
+{
+    if (len - q >= 2 && memcmp(body + q, "--", 2) == 0)
+        return 1;
+    while (q < len && (body[q] == ' ' || body[q] == '\t'))
+        ++q;
+    return len - q >= 2 && memcmp(body + q, "\r\n", 2) == 0;
+}
+
 /* find_delimiter's answer when its budget ran out before an answer: search again from p->search_from. */
 #define NOT_YET (SIZE_MAX - 1)
 
@@ -103,12 +114,8 @@ static size_t find_delimiter(gw_multipart_parser_t *p, size_t *budget)
         size_t chunk_end = len - from > p->window + dlen ? from + p->window + dlen - 1 : len;
         const char *hit = memmem(body + from, chunk_end - from, p->delim, dlen);
         if (hit != NULL) {
-            size_t at = (size_t)(hit - body), q = at + dlen;
-            if (len - q >= 2 && memcmp(body + q, "--", 2) == 0)
-                return at;
-            while (q < len && (body[q] == ' ' || body[q] == '\t'))
-                ++q;
-            if (len - q >= 2 && memcmp(body + q, "\r\n", 2) == 0)
+            size_t at = (size_t)(hit - body);
+            if (ends_delimiter(body, len, at + dlen))
                 return at;
             p->search_from = at + 1; /* the boundary's text inside data: go on after it */
             continue;
@@ -145,8 +152,9 @@ int gw_multipart_parser_init(gw_multipart_parser_t *p, const char *body, size_t 
     memcpy(p->delim, "\r\n--", 4);
     memcpy(p->delim + 4, boundary, blen);
     p->dlen = 4 + blen;
-    /* the first delimiter may open the body without the CRLF that precedes the others */
-    if (len >= p->dlen - 2 && memcmp(body, p->delim + 2, p->dlen - 2) == 0) {
+    /* the first delimiter may open the body without the CRLF that precedes the others (a preamble line that only
+     * starts with its text, "--boundaryX", is not one) */
+    if (len >= p->dlen - 2 && memcmp(body, p->delim + 2, p->dlen - 2) == 0 && ends_delimiter(body, len, p->dlen - 2)) {
         p->pos = p->dlen - 2;
         p->state = GW_MULTIPART_AT_DELIMITER;
     } else {

@@ -89,6 +89,31 @@ Test(multipart, empty_file_part)
     cr_assert_eq(parts[0].data_len, 0);
 }
 
+/* A preamble line that starts with the boundary's text ("--bX") is preamble, as for Go's mime/multipart (execd's): the
+ * parts are those after the first real delimiter. */
+Test(multipart, preamble_starting_with_the_boundary_text)
+{
+    static const char body[] = "--bX preamble\r\n--b\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nabc\r\n--b--\r\n";
+    static const char *const no_parts[] = {
+        "--bX\r\n--b--\r\n",         /* a preamble line, then the close delimiter alone */
+        "--b junk\r\n\r\n\r\n--b--", /* the boundary's text and more than blanks: no delimiter either */
+    };
+    gw_multipart_part_t parts[2];
+    size_t n;
+
+    cr_assert_eq(gw_multipart_parse(body, sizeof(body) - 1, "b", parts, 2, &n, NULL, NULL), 0);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(parts[0].name, "file");
+    cr_assert_eq(parts[0].data_len, 3);
+    cr_assert(memcmp(body + parts[0].data_off, "abc", 3) == 0);
+    for (size_t i = 0; i != sizeof(no_parts) / sizeof(no_parts[0]); ++i) {
+        char *copy = gw_test_exact_copy(no_parts[i], strlen(no_parts[i]));
+        cr_assert_eq(gw_multipart_parse(copy, strlen(no_parts[i]), "b", parts, 2, &n, NULL, NULL), 0, "%zu", i);
+        cr_assert_eq(n, 0, "%zu", i);
+        free(copy);
+    }
+}
+
 /* A body of several search windows parsed in steps gives what one parse gives, whatever the budget. */
 Test(multipart, stepped_parse_agrees_with_one_parse)
 {
@@ -204,11 +229,10 @@ Test(multipart, malformed_bodies)
     static const char *const bad[] = {
         "",                                                  /* nothing */
         "--b",                                               /* a delimiter and no more */
-        "--bX\r\n\r\ndata\r\n--b--",                         /* the boundary's text, then not CRLF: no delimiter at all */
+        "--bX\r\n\r\ndata\r\n--bY",                          /* the boundary's text, then not CRLF: no delimiter at all */
         "--b\r\nContent-Disposition: form-data; name=a\r\n", /* headers without their blank line */
         "--b\r\n\r\ndata",                                   /* a part that never ends */
         "--b\r\n\r\ndata\r\n--b",                            /* the last delimiter, neither CRLF nor "--" */
-        "--b junk\r\n\r\n\r\n--b--",                         /* text after a delimiter */
     };
     gw_multipart_part_t parts[4];
     size_t n;
