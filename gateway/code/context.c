@@ -47,6 +47,11 @@ void gw_context_waiter_cancel(gw_context_waiter_t *waiter)
     waiter->ctx = NULL;
 }
 
+int gw_context_is_deleted(const gw_context_t *ctx)
+{
+    return ctx->kernel == NULL; /* destroy() clears it first, then tells the waiters */
+}
+
 static void tell_waiters(gw_context_t *ctx)
 {
     /* whoever waited uses the context now: its idle clock starts here, not when its kernel was asked for (a start longer

@@ -254,6 +254,12 @@ const char *gw_context_exit_reason(const gw_context_t *ctx);
  * this call, when it already is; later otherwise. Exactly once, unless cancelled first.
  */
 void gw_context_wait_ready(gw_context_t *ctx, gw_context_waiter_t *waiter);
+/**
+ * Inside a waiter's callback with a failure: whether that failure is the context's deletion (a client deleted it while the
+ * kernel started or restarted), not its kernel's. The doors answer it as a context that does not exist (404), not as a failed
+ * kernel: nothing failed, and a 5xx would count against kgate.
+ */
+int gw_context_is_deleted(const gw_context_t *ctx);
 /** Forgets a waiter that has not been told yet (its owner is going away). Accepts a told one. */
 void gw_context_waiter_cancel(gw_context_waiter_t *waiter);
 

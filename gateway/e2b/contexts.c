@@ -114,6 +114,10 @@ static void on_ready(gw_context_waiter_t *waiter, gw_context_t *ctx, const char 
 {
     ready_waiter_t *w = H2O_STRUCT_FROM_MEMBER(ready_waiter_t, super, waiter);
 
+    if (failure != NULL && gw_context_is_deleted(ctx)) {
+        gw_e2b_send_text(w->req, 404, "Context %s not found", ctx->id); /* deleted while its kernel started or restarted */
+        return;
+    }
     if (failure != NULL) {
         gw_e2b_send_text(w->req, 500, "the %s kernel failed to start: %s", ctx->spec->name, failure);
         return;

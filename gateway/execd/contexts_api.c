@@ -66,6 +66,8 @@ static void on_ready(gw_context_waiter_t *waiter, gw_context_t *ctx, const char 
 
     if (failure == NULL)
         gw_send_json(req, 200, gw_context_to_json(ctx));
+    else if (gw_context_is_deleted(ctx))
+        gw_send_error(req, GW_HTTP_CONTEXT_NOT_FOUND, "context \"%s\" was deleted before its kernel was ready", ctx->id);
     else
         gw_send_error(req, GW_HTTP_KERNEL_UNAVAILABLE, "the %s kernel failed to start: %s", ctx->spec->name, failure);
 }

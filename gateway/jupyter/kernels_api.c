@@ -283,6 +283,8 @@ static void on_restarted(gw_context_waiter_t *waiter, gw_context_t *ctx, const c
 
     if (failure == NULL)
         gw_send_json(req, 200, gw_jupyter_kernel_model(self->jupyter, ctx));
+    else if (gw_context_is_deleted(ctx))
+        gw_jupyter_error(req, 404, "Kernel does not exist: %s", ctx->id); /* shut down while it restarted */
     else
         gw_jupyter_error(req, 500, "Exception restarting kernel: %s", failure);
 }

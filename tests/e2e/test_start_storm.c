@@ -1,5 +1,5 @@
 /* tests/e2e/test_start_storm.c: 200 context creates at once against the real kgate (its start queue), with kernel starts held
- * at a known point while kgate answers /ping. */
+ * at a known point while kgate answers /ping, and contexts deleted while their kernels' starts are held. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
 #include <errno.h>
@@ -363,4 +363,87 @@ Test(start_storm, jupyter_kernel_starts_beyond_the_start_queue_get_429_with_retr
 Test(start_storm, e2b_context_creates_beyond_the_start_queue_get_429_with_retry_after)
 {
     starts_beyond_the_start_queue("e2bqueue", "/contexts", "{\"language\":\"python\"}", "HTTP/1.1 200 ", "/contexts/");
+}
+
+/* Waits (a hang guard of 60 s) until `dir`'s wrapper has held `n` starts in all. */
+static void wait_held(const char *dir, size_t n)
+{
+    for (int64_t until = ts_now_ms() + 60000; xh_held_count(dir) < n && ts_now_ms() < until;)
+        usleep(5000);
+    cr_assert_geq(xh_held_count(dir), n, "%zu starts held, %zu expected", xh_held_count(dir), n);
+}
+
+/* Reads c's answer to its end (a hang guard of 60 s). */
+static const char *read_answer(create_t *c)
+{
+    for (int64_t until = ts_now_ms() + 60000; !c->done && ts_now_ms() < until; usleep(5000))
+        read_some(c);
+    cr_assert(c->done, "no answer within 60 s: %.300s", c->answer);
+    return c->answer;
+}
+
+/*
+ * A client deletes a context while its kernel starts or restarts (held at a known point): whoever waited for that kernel is
+ * told the context does not exist (404, in each door's form), not that its kernel failed (before: execd's create 503
+ * KERNEL_UNAVAILABLE "failed to start: context deleted", Jupyter's and E2B's restart 500, counted as kgate's faults).
+ */
+Test(start_storm, a_context_deleted_while_its_kernel_starts_is_not_found_for_whoever_waited)
+{
+    char dir[100], specs[120], flag[160], path[200], id[40] = "";
+    const char *args[] = {"--kernel-path", specs, "--pool", "none", NULL};
+    create_t waiting;
+    ts_response_t r;
+    size_t held = 0;
+
+    snprintf(dir, sizeof(dir), "/tmp/kgate-e2e-deleted-hold-%d", (int)getpid());
+    snprintf(hold_dir, sizeof(hold_dir), "%s", dir); /* from here, fini releases and removes it whatever happens */
+    snprintf(specs, sizeof(specs), "%s/specs", dir);
+    snprintf(flag, sizeof(flag), "%s/hold", dir);
+    held_kernelspec(dir);
+    cr_assert_eq(
+        ts_gateway_start(&own, &(ts_gateway_opts_t){.exe = ts_kgate_path(KGATE_BINARY_DIR), .args = args, .label = "deleted"}), 0,
+        "kgate did not start: %s", own.error);
+
+    /* execd: a create waiting for its kernel, and the context deleted (found in the list while it starts) */
+    xh_sh(": > %s", flag);
+    memset(&waiting, 0, sizeof(waiting));
+    waiting.fd = send_post(own.port, "/code/context", "{\"language\":\"held-python\"}");
+    wait_held(dir, ++held);
+    cr_assert_eq(ts_http_request(own.port, "GET", "/code/contexts", NULL, NULL, &r), 200);
+    cr_assert(json_is_array(r.json) && json_array_size(r.json) == 1, "contexts while one starts: %.300s", r.body);
+    snprintf(id, sizeof(id), "%s", xh_str(json_array_get(r.json, 0), "id"));
+    ts_response_dispose(&r);
+    cr_assert_eq(ts_context_delete(own.port, NULL, id), 200);
+    read_answer(&waiting);
+    cr_assert(strncmp(waiting.answer, "HTTP/1.1 404 ", 13) == 0 && strstr(waiting.answer, "CONTEXT_NOT_FOUND") != NULL,
+              "the create of a context deleted while its kernel started:\n%.500s", waiting.answer);
+
+    /* Jupyter and E2B: a restart waiting for the new kernel, and the kernel shut down meanwhile */
+    static const struct {
+        const char *kernels, *not_found; /* the door's path of a kernel, less its id; its 404's words */
+    } doors[] = {
+        {"/api/kernels/", "Kernel does not exist"},
+        {"/contexts/", "not found"},
+    };
+    for (size_t i = 0; i != sizeof(doors) / sizeof(doors[0]); ++i) {
+        char *ctx = NULL;
+        unlink(flag);
+        cr_assert_eq(ts_context_create(own.port, NULL, "held-python", &ctx, &r), 200, "create: %.300s", r.body);
+        ts_response_dispose(&r);
+        xh_sh(": > %s", flag);
+        snprintf(path, sizeof(path), "%s%s/restart", doors[i].kernels, ctx);
+        memset(&waiting, 0, sizeof(waiting));
+        waiting.fd = send_post(own.port, path, "{}");
+        wait_held(dir, ++held);
+        snprintf(path, sizeof(path), "%s%s", doors[i].kernels, ctx);
+        cr_assert_lt(ts_http_request(own.port, "DELETE", path, NULL, NULL, &r), 300, "%s: %.300s", path, r.body);
+        ts_response_dispose(&r);
+        read_answer(&waiting);
+        cr_assert(strncmp(waiting.answer, "HTTP/1.1 404 ", 13) == 0 && strstr(waiting.answer, doors[i].not_found) != NULL,
+                  "%s<id>/restart of a kernel shut down while it restarted:\n%.500s", doors[i].kernels, waiting.answer);
+        free(ctx);
+    }
+    cr_assert_eq(ts_http_request(own.port, "GET", "/code/contexts", NULL, NULL, &r), 200);
+    cr_assert(json_is_array(r.json) && json_array_size(r.json) == 0, "contexts left listed: %.300s", r.body);
+    ts_response_dispose(&r);
 }

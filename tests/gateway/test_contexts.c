@@ -13,6 +13,7 @@ TestSuite(contexts, .init = engine_setup, .fini = engine_teardown, .timeout = 20
 typedef struct st_test_waiter_t {
     gw_context_waiter_t super;
     unsigned calls;
+    int deleted;       /* gw_context_is_deleted during the call */
     char failure[128]; /* "" when told the kernel is ready */
 } test_waiter_t;
 
@@ -23,6 +24,7 @@ static void on_told(gw_context_waiter_t *waiter, gw_context_t *ctx, const char *
     cr_expect_null(waiter->ctx, "the waiter is detached before it is told");
     cr_expect_not_null(ctx);
     ++w->calls;
+    w->deleted = gw_context_is_deleted(ctx);
     snprintf(w->failure, sizeof(w->failure), "%s", failure != NULL ? failure : "");
 }
 
@@ -157,6 +159,7 @@ ENGINE_TEST(contexts, deleting_a_context_tells_its_waiters)
     gw_context_destroy(ctx);
     cr_expect_eq(w.calls, 1);
     cr_expect_str_eq(w.failure, "context deleted");
+    cr_expect(w.deleted, "the doors tell a deletion from a failed kernel by gw_context_is_deleted");
     cr_expect(fake_kernel_seen(kernel)->destroyed, "its kernel is shut down");
     cr_expect_eq(eng.contexts.count, 0);
 }
@@ -172,6 +175,7 @@ ENGINE_TEST(contexts, a_kernel_that_dies_starting_tells_waiters_why)
     fake_kernel_die(ctx->kernel, "exited with code 1");
     cr_expect_eq(w.calls, 1);
     cr_expect_str_eq(w.failure, "exited with code 1");
+    cr_expect_not(w.deleted, "a kernel that died is no deletion");
     cr_expect(gw_context_is_dead(ctx));
     cr_expect_str_eq(gw_context_exit_reason(ctx), "exited with code 1");
     cr_expect_eq(gw_kernel_run_submit(ctx, &opts, &run), GW_EKERNELDEAD);
