@@ -218,6 +218,54 @@ Test(sandbox, a_fifo_for_kernel_log_does_not_block_kgate)
     stop();
 }
 
+/* Code in a context can put a FIFO in the workspace, or take a lease on a file it wrote (its uid owns the file) and ignore
+ * SIGIO: the files routes' open then waited on kgate's loop for a writer, or for the lease's break
+ * (/proc/sys/fs/lease-break-time, 45 s here). Measured: GET /files/download of the FIFO and /healthz after it never
+ * answered; of the leased file, 45 s. */
+Test(sandbox, a_fifo_or_a_leased_file_does_not_hold_the_files_routes)
+{
+    static const struct {
+        const char *method, *path, *body;
+        int status;
+    } calls[] = {
+        {"GET", "/files/download?path=fifo", NULL, 400},
+        {"POST", "/files/replace", "{\"fifo\": {\"old\": \"a\", \"new\": \"b\"}}", 400},
+        {"POST", "/editor", "{\"command\": \"view\", \"path\": \"fifo\"}", 400},
+        {"GET", "/files/download?path=leased", NULL, 500},
+        {"POST", "/files/replace", "{\"leased\": {\"old\": \"x\", \"new\": \"y\"}}", 500},
+    };
+    char code[1024];
+
+    start(NULL);
+    char *ctx = context_new(NULL);
+    snprintf(code, sizeof(code),
+             "import fcntl, os, signal\n"
+             "signal.signal(signal.SIGIO, signal.SIG_IGN)\n"
+             "os.chdir('%s')\n"
+             "os.mkfifo('fifo')\n"
+             "open('leased', 'w').write('x')\n"
+             "held = os.open('leased', os.O_RDONLY)\n"
+             "fcntl.fcntl(held, fcntl.F_SETLEASE, fcntl.F_WRLCK)\n"
+             "print('ready')\n",
+             ws);
+    char *out = run_stdout(ctx, code);
+    cr_assert_str_eq(out, "ready\n");
+    free(out);
+    for (size_t i = 0; i != sizeof(calls) / sizeof(calls[0]); ++i) {
+        ts_response_t r;
+        int64_t t = ts_now_ms();
+        int st = ts_http_request_until(gw.port, calls[i].method, calls[i].path, NULL, calls[i].body, t + 5000, &r);
+        cr_log_info("%s %s: HTTP %d in %lld ms: %.300s", calls[i].method, calls[i].path, st, (long long)(ts_now_ms() - t),
+                    r.body != NULL ? r.body : "");
+        cr_assert_eq(st, calls[i].status, "%s %s %s: HTTP %d (%s) %.400s", calls[i].method, calls[i].path,
+                     calls[i].body != NULL ? calls[i].body : "", st, r.error, r.body);
+        ts_response_dispose(&r);
+    }
+    healthz_worst(200);
+    free(ctx);
+    stop();
+}
+
 /* A kernel may fill its own directory (in kgate's runtime dir) with files; removing them once it is gone ran on kgate's loop
  * (measured: /healthz stalled 3.8 s after the deletion of a context that made 300,000 empty files, 2.7 s for 200,000). */
 Test(sandbox, a_kernel_dir_full_of_files_is_removed_off_the_loop)
