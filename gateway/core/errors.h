@@ -25,6 +25,7 @@
     XX(WORKSPACE_TOOLONG, "the path is too long")                                                                                  \
     XX(WORKSPACE_OUTSIDE, "the path is outside the workspace root")                                                                \
     XX(WORKSPACE_HARDLINK, "the file has more than one hard link (one may be outside the workspace root)")                         \
+    XX(WORKSPACE_SPECIAL, "not a regular file nor a directory (a FIFO, a socket or a device)")                                     \
     XX(MULTIPART_NOBOUNDARY, "the Content-Type is not multipart/form-data with a boundary")                                        \
     XX(MULTIPART_MALFORMED, "the multipart body is malformed")                                                                     \
     XX(MULTIPART_TOOMANYPARTS, "the multipart body has too many parts")                                                            \

@@ -51,6 +51,10 @@ void gw_files_respond_errno(h2o_req_t *req, int err, const char *prefix, const c
                       prefix, path, gw_strerror(err));
         return;
     }
+    if (err == GW_EWORKSPACE_SPECIAL) {
+        gw_send_error(req, GW_HTTP_INVALID_FILE, "%s%.300s: %s", prefix, path, gw_strerror(err));
+        return;
+    }
 
     switch (-err) {
     case EXDEV:

@@ -280,19 +280,22 @@ static void with_session_files(gw_door_t *door, h2o_req_t *req, const gw_route_p
     gw_isolated_session_t *s = session_from_params(execd, req, params);
     gw_route_params_t none = {.size = 0};
     gw_workspace_t ws = {NULL, -1, execd->files->ws.allow_hardlinks};
-    char view[4200];
     int ret;
 
     if (s == NULL)
         return;
-    if (gw_isolated_view_path(s, view, sizeof(view)) != 0) {
+    /* opened per request: nothing of ours keeps the sandbox's mounts alive, and a handler that goes on later copies it */
+    if ((ret = gw_isolated_open_view(s, &ws.root_fd)) == GW_EKERNELDEAD) {
         gw_send_error(req, GW_HTTP_KERNEL_UNAVAILABLE, "isolated session %s is destroyed: %s", s->id, s->reason);
         return;
     }
-    /* opened per request: nothing of ours keeps the sandbox's mounts alive, and a handler that goes on later copies it */
-    if ((ws.root_fd = open(view, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1) {
-        ret = -errno;
-        gw_send_error(req, GW_HTTP_RUNTIME_ERROR, "cannot reach isolated session %s's workspace: %s", s->id, strerror(-ret));
+    if (ret == -EXDEV) {
+        gw_send_error(req, GW_HTTP_PATH_OUTSIDE_WORKSPACE, "isolated session %s's workspace path no longer leads to its workspace",
+                      s->id);
+        return;
+    }
+    if (ret != 0) {
+        gw_send_error(req, GW_HTTP_RUNTIME_ERROR, "cannot reach isolated session %s's workspace: %s", s->id, gw_strerror(ret));
         return;
     }
     ws.root = s->spec.workspace; /* client paths are the sandbox's: the workspace's own path */

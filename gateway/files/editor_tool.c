@@ -52,6 +52,10 @@ static void fail_fs(gw_editor_result_t *res, int err, int writing, const char *p
              gw_strerror(err));
         return;
     }
+    if (err == GW_EWORKSPACE_SPECIAL) {
+        fail(res, GW_EDITOR_INVALID_PARAMETER, "Error: %.300s: %s", path, gw_strerror(err));
+        return;
+    }
     switch (-err) {
     case ENOENT:
         fail(res, GW_EDITOR_FILE_NOT_FOUND, "Error: File not found: %.300s", path);

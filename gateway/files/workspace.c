@@ -149,18 +149,24 @@ static int open_beneath(const gw_workspace_t *ws, const char *rel, int flags, mo
 int gw_workspace_open(const gw_workspace_t *ws, const char *rel, int flags, mode_t mode, int *fd)
 {
     struct stat st;
-    int ret;
+    int ret, path_only = (flags & O_PATH) != 0;
 
-    if ((ret = open_beneath(ws, rel, flags, mode, fd)) != 0 || ws->allow_hardlinks)
+    /* code in a context may put a FIFO where a file was, or hold a lease on one: an open that waits for a writer or for the
+     * lease's break would hold kgate's loop with it (O_NONBLOCK does not change reads and writes of a regular file) */
+    if ((ret = open_beneath(ws, rel, path_only ? flags : flags | O_NONBLOCK, mode, fd)) != 0 || (path_only && ws->allow_hardlinks))
         return ret;
-    /* a second name of a file outside the root is still the outside file: confinement by path
-     * cannot see it, so a regular file with several names is not served (--allow-hardlinks) */
     if (fstat(*fd, &st) != 0) {
         ret = -errno;
         close(*fd);
         return ret;
     }
-    if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+    if (!path_only && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        close(*fd);
+        return GW_EWORKSPACE_SPECIAL;
+    }
+    /* a second name of a file outside the root is still the outside file: confinement by path
+     * cannot see it, so a regular file with several names is not served (--allow-hardlinks) */
+    if (!ws->allow_hardlinks && S_ISREG(st.st_mode) && st.st_nlink > 1) {
         close(*fd);
         return GW_EWORKSPACE_HARDLINK;
     }

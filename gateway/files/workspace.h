@@ -55,7 +55,10 @@ int gw_workspace_resolve(const gw_workspace_t *ws, const char *path, size_t len,
  * openat2(root, rel, flags | O_CLOEXEC, mode) with RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS. Unless
  * ws->allow_hardlinks, a regular file with more than one hard link is refused with
  * GW_EWORKSPACE_HARDLINK (nothing stays open): any code running in a context can link a file from
- * outside the root into it, and the path says nothing of where the inode lives.
+ * outside the root into it, and the path says nothing of where the inode lives. Unless `flags` hold
+ * O_PATH, the open never waits (O_NONBLOCK, left set on the descriptor: a FIFO or a file leased by
+ * a context's code would hold the loop), and what is neither a regular file nor a directory is
+ * refused with GW_EWORKSPACE_SPECIAL.
  */
 int gw_workspace_open(const gw_workspace_t *ws, const char *rel, int flags, mode_t mode, int *fd);
 

@@ -32,6 +32,8 @@ struct st_gw_isolated_session_t {
     pid_t pid;              /* the outer process (unshare, then bwrap: one pid); 0 once reaped */
     pid_t init_pid;         /* the sandbox's pid 1 (bwrap), host pid: its /proc/<pid>/root is the sandbox's root */
     pid_t bash_pid;         /* the session's bash, host pid */
+    dev_t ws_dev;           /* the workspace as the sandbox started with it (gw_isolated_open_view): its device */
+    ino_t ws_ino;           /* and its inode; 0 until the sandbox is ready */
     int stdin_fd;           /* bash's stdin (non-blocking); -1 once closed */
     h2o_socket_t *pipes[2]; /* bash's stdout, stderr */
     char nonce[33];         /* the end-of-run marker's secret */
@@ -125,10 +127,14 @@ int gw_isolated_run(gw_isolated_session_t *s, const char *code, json_t *envs, co
                     const gw_run_limits_t *limits, gw_run_t **out);
 
 /**
- * The workspace as the sandbox sees it, a path on the host: "/proc/<sandbox pid 1>/root<workspace>" (its mount namespace:
- * an overlay's merged view, a read-only bind's EROFS). Returns 0, or GW_EKERNELDEAD once the session is destroyed.
+ * Opens (O_PATH) the workspace as the sandbox sees it, through "/proc/<sandbox pid 1>/root" (its mount namespace: an
+ * overlay's merged view, a read-only bind's EROFS), the workspace's path resolved as inside the sandbox (RESOLVE_IN_ROOT:
+ * a link the sandbox planted above the workspace leads within the sandbox, never to kgate's root). What is found must be
+ * the directory the sandbox started with (`ws_dev`, `ws_ino`), else -EXDEV: the sandbox can move the workspace's parents
+ * away (its /tmp is its own) and put a link in its place. Returns 0 and the descriptor in `*fd` (the caller closes it),
+ * GW_EKERNELDEAD once the session is destroyed, or -errno.
  */
-int gw_isolated_view_path(const gw_isolated_session_t *s, char *buf, size_t size);
+int gw_isolated_open_view(const gw_isolated_session_t *s, int *fd);
 
 /** "active" or "destroyed"; the seconds left before idle expiry (-1: none). */
 const char *gw_isolated_status(const gw_isolated_session_t *s);

@@ -105,8 +105,9 @@ static void become_ready(gw_isolated_session_t *s)
  * /proc, so that the loop never waits for bwrap. */
 static void poll_start(gw_isolated_session_t *s)
 {
-    char err[600], rootpath[4200];
-    int status, fd;
+    char err[600];
+    struct stat st;
+    int status, fd, ret;
 
     if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
         s->pid = 0;
@@ -115,12 +116,17 @@ static void poll_start(gw_isolated_session_t *s)
         return;
     }
     if ((s->init_pid = gw_proctree_first_child(s->pid)) > 0 && (s->bash_pid = gw_proctree_first_child(s->init_pid)) > 0) {
-        snprintf(rootpath, sizeof(rootpath), "/proc/%d/root%s", (int)s->init_pid, s->spec.workspace);
-        if ((fd = open(rootpath, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1) {
-            snprintf(err, sizeof(err), "cannot reach the sandbox's workspace (%.400s): %s", rootpath, strerror(errno));
+        /* what the files routes will accept as the workspace: what bwrap mounted there, before any code of the session runs */
+        if ((ret = gw_isolated_open_view(s, &fd)) != 0 || fstat(fd, &st) != 0) {
+            snprintf(err, sizeof(err), "cannot reach the sandbox's workspace (/proc/%d/root%.400s): %s", (int)s->init_pid,
+                     s->spec.workspace, ret != 0 ? gw_strerror(ret) : strerror(errno));
+            if (ret == 0)
+                close(fd);
             fail_start(s, err);
             return;
         }
+        s->ws_dev = st.st_dev;
+        s->ws_ino = st.st_ino;
         close(fd);
         become_ready(s);
         return;

@@ -528,10 +528,11 @@ void kmgr_proc_free(kmgr_proc_t *proc)
     wire_signer_dispose(&proc->signer);
     wire_connection_dispose(&proc->conn);
     ksys_cgroup_release(&proc->cgroup);
+    /* off the loop: a sandboxed kernel writes its directory, and may have filled it with millions of files (the thread frees
+     * the path) */
     if (proc->dir != NULL)
-        ksys_rmtree(proc->dir);
+        ksys_rmtree_detached(proc->dir);
     free(proc->conn_path);
-    free(proc->dir);
     free(proc);
 }
 
@@ -547,12 +548,15 @@ void kmgr_proc_output_tail(const kmgr_proc_t *proc, char *buf, size_t bufsize)
     if (proc->dir == NULL || bufsize == 0)
         return;
     path = ksys_path_join(proc->dir, "kernel.log");
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* a sandboxed kernel writes its directory: what it put there instead of its log is not read (a FIFO would block the open
+     * and kgate's loop with it) */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     free(path);
     if (fd == -1)
         return;
-    if (fstat(fd, &st) != 0 || (got = pread(fd, raw, sizeof(raw) < (size_t)st.st_size ? sizeof(raw) : (size_t)st.st_size,
-                                            (size_t)st.st_size > sizeof(raw) ? st.st_size - (off_t)sizeof(raw) : 0)) <= 0) {
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (got = pread(fd, raw, sizeof(raw) < (size_t)st.st_size ? sizeof(raw) : (size_t)st.st_size,
+                     (size_t)st.st_size > sizeof(raw) ? st.st_size - (off_t)sizeof(raw) : 0)) <= 0) {
         close(fd);
         return;
     }

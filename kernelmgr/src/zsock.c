@@ -1,11 +1,13 @@
 /* kernelmgr/src/zsock.c: a native ZMTP 3.0 connection to one kernel socket: connect, handshake, frames in and out; a leaf. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include "wire/alloc.h"
@@ -182,19 +184,54 @@ static void on_writable(void *arg)
     flush(z);
 }
 
+/*
+ * A unix socket's path as "/proc/self/fd/N" of an O_PATH descriptor of what lies at z->addr's path now, if that is a socket
+ * and not a symbolic link (the caller closes `*held`). A sandboxed kernel writes the directory of its sockets: a connect by
+ * path would follow a link it put in their place to any socket of the host, with kgate's rights.
+ */
+static int socket_inode(const kmgr_zsock_t *z, struct sockaddr_un *via, int *held)
+{
+    struct stat st;
+
+    if ((*held = open(((const struct sockaddr_un *)&z->addr)->sun_path, O_PATH | O_NOFOLLOW | O_CLOEXEC)) == -1)
+        return -1;
+    if (fstat(*held, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+        close(*held);
+        *held = -1;
+        return -1;
+    }
+    memset(via, 0, sizeof(*via));
+    via->sun_family = AF_UNIX;
+    snprintf(via->sun_path, sizeof(via->sun_path), "/proc/self/fd/%d", *held);
+    return 0;
+}
+
 static void connect_now(kmgr_zsock_t *z)
 {
-    int fd = socket(z->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+    struct sockaddr_un via;
+    int fd, one = 1, held = -1, ret;
 
     z->state = KMGR_ZSOCK_WAITING;
     z->retry_at = ksys_now_ms() + KMGR_ZSOCK_RETRY_MS;
-    if (fd == -1)
+    if (z->addr.ss_family == AF_UNIX && socket_inode(z, &via, &held) != 0)
         return;
+    if ((fd = socket(z->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1) {
+        if (held != -1)
+            close(held);
+        return;
+    }
     /* small messages go out as they are written, as libzmq's own TCP connections do */
     if (z->addr.ss_family != AF_UNIX)
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     z->fd = fd;
-    if (connect(fd, (struct sockaddr *)&z->addr, z->addrlen) != 0 && errno != EINPROGRESS) {
+    if (held != -1)
+        ret = connect(fd, (struct sockaddr *)&via, sizeof(via));
+    else
+        ret = connect(fd, (struct sockaddr *)&z->addr, z->addrlen);
+    ret = ret == 0 ? 0 : errno;
+    if (held != -1)
+        close(held);
+    if (ret != 0 && ret != EINPROGRESS) {
         close(fd);
         z->fd = -1;
         return;

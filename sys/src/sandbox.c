@@ -83,9 +83,10 @@ char **ksys_bwrap_walls(const ksys_bwrap_walls_t *w)
     if (!w->share_net)
         ksys_strv_push(&a, "--unshare-net");
     push3(&a, "--ro-bind", "/", "/");
-    /* private and sized: /tmp and /dev/shm (their pages are charged to the memory cgroup of whoever writes them, so the
-     * memory cap holds them too); /dev read-only but for its devices, so that nothing unsized is writable; /run empty:
-     * the host's daemons' sockets (/var/run is a link to it) are not there to connect to */
+    /* private and sized: /tmp, /dev/shm and /run (their pages are charged to the memory cgroup of whoever writes them, so
+     * the memory cap holds them too; an rlimit cap does not, hence the size); /dev read-only but for its devices, so that
+     * nothing unsized is writable; /run empty: the host's daemons' sockets (/var/run is a link to it) are not there to
+     * connect to */
     if (w->host_tmp)
         push3(&a, "--bind", "/tmp", "/tmp");
     else
@@ -94,7 +95,7 @@ char **ksys_bwrap_walls(const ksys_bwrap_walls_t *w)
     push_sized_tmpfs(&a, w->tmp_bytes, "/dev/shm");
     push3(&a, "--remount-ro", "/dev", NULL);
     push3(&a, "--proc", "/proc", NULL);
-    push3(&a, "--tmpfs", "/run", NULL);
+    push_sized_tmpfs(&a, w->tmp_bytes, "/run");
     return a.v;
 }
 
@@ -120,6 +121,9 @@ char **ksys_bwrap_argv(const ksys_bwrap_args_t *args, char *const *cmd)
     push3(&a, "--tmpfs", args->runtime_dir, NULL);
     if (args->kernel_dir != NULL)
         push3(&a, "--bind", args->kernel_dir, args->kernel_dir);
+    /* the cover holds nothing to write: read-only, or it would be a tmpfs of no size (the kernel's directory is a mount of
+     * its own, which stays writable) */
+    push3(&a, "--remount-ro", args->runtime_dir, NULL);
     if (args->resource_dir != NULL && !ksys_path_within(args->resource_dir, args->runtime_dir))
         push3(&a, "--ro-bind-try", args->resource_dir, args->resource_dir);
     if (args->cwd != NULL) {

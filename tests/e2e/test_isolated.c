@@ -481,6 +481,55 @@ Test(isolated, files_routes_rw)
     stop();
 }
 
+/* The sandbox's /tmp is its own (strict), and the workspace's parents lie on it: the session can move them away and put a
+ * link where the workspace was. kgate opened "/proc/<pid 1>/root<workspace>" as a path, so an absolute link resolved from
+ * kgate's own root (measured: a download read, and an upload wrote, a host directory of the link's choosing). */
+Test(isolated, files_routes_follow_no_link_planted_above_the_workspace)
+{
+    const char *headers[] = {"Content-Type: multipart/form-data; boundary=----isoB", NULL};
+    char path[1200], body[2000], code[4096], outside[400];
+    ts_response_t r;
+
+    xh_require_bwrap(ISOLATED_UNAVAILABLE);
+    start(NULL);
+    snprintf(outside, sizeof(outside), "%s-outside", root);
+    xh_sh("rm -rf %s && mkdir -p %s && echo secret > %s/secret.txt", outside, outside, outside);
+    char *id = create("{\"workspace\": {\"path\": \"@/ws\", \"mode\": \"rw\"}, \"profile\": \"strict\"}");
+    snprintf(code, sizeof(code),
+             "cd / && mv %s %s-moved && mkdir %s && ln -s %s %s/ws && { test -e %s/ws/secret.txt && echo seen || echo unseen; }",
+             root, root, root, outside, root, root);
+    char *out = run_ok(id, code);
+    /* the sandbox itself has no such directory */
+    cr_assert_str_eq(out, "unseen", "%s", out);
+    free(out);
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/files/download?path=%s/ws/secret.txt", id, root);
+    int st = req("GET", path, NULL, &r);
+    /* refused: the link leads within the sandbox, where nothing is (500), or elsewhere than the workspace (403) */
+    cr_assert(st != 200 && strstr(r.body, "secret") == NULL, "download through a planted link: HTTP %d %.400s", st, r.body);
+    ts_response_dispose(&r);
+    snprintf(body, sizeof(body),
+             "------isoB\r\nContent-Disposition: form-data; name=\"metadata\"\r\n\r\n{\"path\":\"%s/ws/planted.txt\"}\r\n"
+             "------isoB\r\nContent-Disposition: form-data; name=\"file\"; filename=\"planted.txt\"\r\n\r\nplanted\n\r\n"
+             "------isoB--\r\n",
+             root);
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/files/upload", id);
+    st = ts_http_request(gw.port, "POST", path, headers, body, &r);
+    cr_assert_neq(st, 200, "upload through a planted link: HTTP %d %.400s", st, r.body);
+    ts_response_dispose(&r);
+    snprintf(path, sizeof(path), "%s/planted.txt", outside);
+    cr_assert_eq(access(path, F_OK), -1, "%s was written through the session's link", path);
+    /* a link to a directory of the sandbox's own (its /tmp): not the workspace either */
+    snprintf(code, sizeof(code), "rm %s/ws && ln -s /tmp %s/ws && echo relinked", root, root);
+    out = run_ok(id, code);
+    cr_assert_str_eq(out, "relinked");
+    free(out);
+    snprintf(path, sizeof(path), "/v1/isolated/session/%s/directories/list?path=%s/ws", id, root);
+    expect("GET", path, NULL, 403, "PATH_OUTSIDE_WORKSPACE");
+    free(id);
+    xh_sh("rm -rf %s", outside);
+    stop();
+}
+
 /* No network without share_net (not even kgate's own port: the loopback is the sandbox's own); with it, kgate answers. */
 Test(isolated, share_net)
 {

@@ -434,6 +434,49 @@ Test(walls, tmp_and_dev_shm_stop_at_their_cap)
     stop();
 }
 
+/* /run (empty, for the host's daemons' sockets not to be there) and the tmpfs over kgate's runtime dir were tmpfs of no
+ * size: half the RAM each (measured: 64 MiB written to both under --max-tmp-mb 16, `df` said 12G). Where the memory cap
+ * is an rlimit, which tmpfs pages escape, a context could fill the machine's memory through them. */
+Test(walls, run_and_the_hidden_runtime_dir_are_no_unsized_tmpfs)
+{
+    char rootarg[400], code[2048], why[256], body[1024];
+
+    snprintf(dir, sizeof(dir), "/tmp/kgate-e2e-walls-%d", (int)getpid());
+    snprintf(rootarg, sizeof(rootarg), "%s/fsroot", dir);
+    start_in(NULL, (const char *const[]){"--sandbox", "bwrap", "--workspace-root", rootarg, "--max-tmp-mb", "16", NULL});
+    char *ctx = context_new(NULL, NULL);
+    snprintf(code, sizeof(code),
+             "import os\n"
+             "def fill(path):\n"
+             "    n, chunk = 0, b'\\0' * (1 << 20)\n"
+             "    try:\n"
+             "        with open(path, 'wb') as f:\n"
+             "            while n < 64 << 20:\n"
+             "                f.write(chunk)\n"
+             "                f.flush()\n"
+             "                n += len(chunk)\n"
+             "    except OSError as e:\n"
+             "        return '%%d MiB errno %%d' %% (n >> 20, e.errno)\n"
+             "    os.unlink(path)\n"
+             "    return '%%d MiB' %% (n >> 20)\n"
+             "print(fill('/run/big'), fill('%s/big'))\n",
+             gw.runtime_dir);
+    char *out = run_code(ctx, code);
+    /* /run stops at the cap (ENOSPC), the runtime dir's cover is read-only (EROFS) */
+    cr_assert_str_eq(out, "16 MiB errno 28 0 MiB errno 30\n", "64 MiB into /run and into %s: %s", gw.runtime_dir, out);
+    free(out);
+    /* an isolated session's (strict) is built the same way */
+    snprintf(body, sizeof(body), "{\"workspace\": {\"path\": \"%s/ws\"}, \"profile\": \"strict\"}", rootarg);
+    char *id = session_new(body, why, sizeof(why));
+    cr_assert_not_null(id, "%s", why);
+    out = session_run(id, "dd if=/dev/zero of=/run/big bs=1M count=64 2>&1 | tail -1 | cut -d' ' -f1");
+    cr_assert_str_eq(out, "16777216\n", "64 MiB into an isolated session's /run: %s", out);
+    free(out);
+    free(id);
+    free(ctx);
+    stop();
+}
+
 /* /tmp's pages count against the context's memory cap: with /tmp larger than the cap, filling it ends the kernel as any
  * other allocation past the cap would (where the cap is a cgroup's: the kernel charges tmpfs pages to the writer's
  * memory cgroup; this measures that the sandbox's layout keeps it so, it is not kgate's doing alone). */

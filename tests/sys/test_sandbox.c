@@ -39,7 +39,7 @@ Test(sandbox, default_profile_has_no_network_and_hides_the_runtime_dir)
     char **v = ksys_bwrap_argv(&a, cmd);
 
     cr_assert_str_eq(joined(v), ISOLATION " --unshare-net --ro-bind / /" PRIVATE " --bind /srv/ws /srv/ws"
-                                          " --tmpfs /run/kg --bind /run/kg/k1 /run/kg/k1"
+                                          " --tmpfs /run/kg --bind /run/kg/k1 /run/kg/k1 --remount-ro /run/kg"
                                           " --ro-bind-try /usr/share/jupyter/kernels/python3 /usr/share/jupyter/kernels/python3"
                                           " -- /usr/bin/python3 -m ipykernel_launcher -f /run/kg/k1/connection.json");
     ksys_strv_free(v);
@@ -67,8 +67,9 @@ Test(sandbox, workspace_under_tmp_goes_on_the_private_tmp)
                            .home = "/tmp/home"};
     char **v = ksys_bwrap_argv(&a, cmd);
 
-    cr_assert_not_null(strstr(joined(v), "--ro-bind / /" PRIVATE " --bind /tmp/ws /tmp/ws"
-                                         " --tmpfs /tmp/kgate-x --bind /tmp/kgate-x/k1 /tmp/kgate-x/k1 --"),
+    cr_assert_not_null(strstr(joined(v),
+                              "--ro-bind / /" PRIVATE " --bind /tmp/ws /tmp/ws"
+                              " --tmpfs /tmp/kgate-x --bind /tmp/kgate-x/k1 /tmp/kgate-x/k1 --remount-ro /tmp/kgate-x --"),
                        "%s", joined(v));
     ksys_strv_free(v);
 }
@@ -80,7 +81,8 @@ Test(sandbox, cwd_binding)
         .bwrap = "bwrap", .runtime_dir = "/run/kg", .kernel_dir = "/run/kg/k1", .workspace = "/srv/ws", .cwd = "/srv/ws/sub"};
     char **v = ksys_bwrap_argv(&a, cmd);
 
-    cr_assert_not_null(strstr(joined(v), "--bind /run/kg/k1 /run/kg/k1 --chdir /srv/ws/sub --"), "%s", joined(v));
+    cr_assert_not_null(strstr(joined(v), "--bind /run/kg/k1 /run/kg/k1 --remount-ro /run/kg --chdir /srv/ws/sub --"), "%s",
+                       joined(v));
     ksys_strv_free(v);
     a.cwd = "/tmp/elsewhere";
     v = ksys_bwrap_argv(&a, cmd);
@@ -118,13 +120,14 @@ Test(sandbox, process_profile_and_own_terminal)
     char **v = ksys_bwrap_argv(&a, sh);
 
     cr_assert_str_eq(joined(v), ISOLATION " --unshare-net --ro-bind / /" PRIVATE " --bind /srv/ws /srv/ws"
-                                          " --tmpfs /run/kg --chdir /srv/ws -- /bin/bash -c tty");
+                                          " --tmpfs /run/kg --remount-ro /run/kg --chdir /srv/ws -- /bin/bash -c tty");
     ksys_strv_free(v);
     a.own_terminal = 1;
     v = ksys_bwrap_argv(&a, sh);
     cr_assert_null(strstr(joined(v), "--new-session"), "%s", joined(v));
     cr_assert_not_null(strstr(joined(v), "--die-with-parent --hostname sandbox --unshare-net --ro-bind / / "), "%s", joined(v));
-    cr_assert_not_null(strstr(joined(v), "--tmpfs /run/kg --chdir /srv/ws -- /bin/bash -c tty"), "%s", joined(v));
+    cr_assert_not_null(strstr(joined(v), "--tmpfs /run/kg --remount-ro /run/kg --chdir /srv/ws -- /bin/bash -c tty"), "%s",
+                       joined(v));
     ksys_strv_free(v);
 }
 
@@ -150,15 +153,16 @@ Test(sandbox, workspace_holding_the_system_stays_read_only)
               !ksys_path_holds_system("/home") && !ksys_path_holds_system("/srvx"));
 }
 
-/* tmp_bytes sizes both /tmp and /dev/shm. */
+/* tmp_bytes sizes /tmp, /dev/shm and /run (nothing writable is a tmpfs of no size). */
 Test(sandbox, tmp_and_shm_are_sized)
 {
     ksys_bwrap_args_t a = {.bwrap = "bwrap", .runtime_dir = "/run/kg", .tmp_bytes = 64 << 20};
     char **v = ksys_bwrap_argv(&a, cmd);
 
     cr_assert_not_null(
-        strstr(joined(v), "--size 67108864 --tmpfs /tmp --dev /dev --size 67108864 --tmpfs /dev/shm --remount-ro /dev"), "%s",
-        joined(v));
+        strstr(joined(v), "--size 67108864 --tmpfs /tmp --dev /dev --size 67108864 --tmpfs /dev/shm --remount-ro /dev --proc /proc "
+                          "--size 67108864 --tmpfs /run"),
+        "%s", joined(v));
     ksys_strv_free(v);
 }
 
