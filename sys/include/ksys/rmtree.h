@@ -5,7 +5,12 @@
 
 #include <stddef.h>
 
-/** Removes `path` and everything beneath it, never following a symbolic link; now, in the caller (tear-down only). */
+/**
+ * Removes `path` and everything beneath it, never following a symbolic link and never leaving the tree, even while a
+ * process (a sandbox being killed) still renames its entries or swaps a directory for a link: each directory is entered
+ * from its parent's descriptor, at most 32 levels deep at once (deeper ones are moved up within the tree first). What cannot
+ * be removed is left, and logged once. Now, in the caller (tear-down only).
+ */
 void ksys_rmtree(const char *path);
 /**
  * Removes `path` as ksys_rmtree does, in a detached thread of its own that owns nothing but `path` (taken over: freed when
