@@ -1,16 +1,19 @@
-/* sys/src/rmtree.c: directory trees removed without following a link or leaving the tree, and without the event loop: a
- * detached thread per tree.
+/* sys/src/rmtree.c: directory trees removed without following a link or leaving the tree, and without the event loop: one
+ * detached thread takes them in turn.
  * Why a thread rather than bounded steps on the loop: the only unbounded part is the file system's own work (one readdir of a
  * directory a sandbox filled with millions of entries, an unlink on a slow disk), and no step of ours can bound a single such
- * call; the thread shares nothing with the loop but a counter, so it needs no lock and no hand-back. */
+ * call; the thread shares nothing with the loop but the queue of paths (a lock held for a push or a pop) and a counter, and
+ * needs no hand-back. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "wire/alloc.h"
 #include "ksys/detach.h"
 #include "ksys/rmtree.h"
 #include "ksys/log.h"
@@ -110,24 +113,57 @@ void ksys_rmtree(const char *path)
         ksys_log_warn("cannot remove %s: %s", path, strerror(errno));
 }
 
-static void remove_tree(void *arg)
-{
-    char *path = arg;
+/* Trees waiting for the remover, oldest first. The remover is one detached thread that takes them in turn while there are
+ * any: a burst of deletions (a language's fifty contexts, sandboxes that each filled their directory) queues behind it
+ * rather than taking every detached thread and then the loop. */
+typedef struct st_queued_tree_t {
+    struct st_queued_tree_t *next;
+    char *path;
+} queued_tree_t;
 
-    ksys_rmtree(path);
-    free(path);
-    __atomic_fetch_sub(&in_flight, 1, __ATOMIC_RELEASE);
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static queued_tree_t *queue_head, **queue_tail = &queue_head; /* under queue_lock */
+static int remover_running;                                   /* under queue_lock: a remover will take what is queued */
+
+/* The remover: removes the queued trees until none is left, then ends (in a thread, or in the caller that had none). */
+static void remove_queued(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        queued_tree_t *t;
+        pthread_mutex_lock(&queue_lock);
+        if ((t = queue_head) != NULL && (queue_head = t->next) == NULL)
+            queue_tail = &queue_head;
+        if (t == NULL)
+            remover_running = 0;
+        pthread_mutex_unlock(&queue_lock);
+        if (t == NULL)
+            return;
+        ksys_rmtree(t->path);
+        free(t->path);
+        free(t);
+        __atomic_fetch_sub(&in_flight, 1, __ATOMIC_RELEASE);
+    }
 }
 
 void ksys_rmtree_detached(char *path)
 {
-    int ret;
+    queued_tree_t *t = wire_malloc(sizeof(*t));
+    int start, ret;
 
+    t->next = NULL;
+    t->path = path;
     __atomic_fetch_add(&in_flight, 1, __ATOMIC_RELAXED);
-    if ((ret = ksys_detach(remove_tree, path)) != 0) {
-        if (ret != EAGAIN) /* EAGAIN: the bound on such threads, not worth a line each */
+    pthread_mutex_lock(&queue_lock);
+    *queue_tail = t;
+    queue_tail = &t->next;
+    start = !remover_running;
+    remover_running = 1;
+    pthread_mutex_unlock(&queue_lock);
+    if (start && (ret = ksys_detach(remove_queued, NULL)) != 0) {
+        if (ret != EAGAIN) /* EAGAIN: every detached thread is busy (big files' last closes), not worth a line each */
             ksys_log_warn("cannot start a thread to remove %s (error %d): removing it now", path, ret);
-        remove_tree(path);
+        remove_queued(NULL);
     }
 }
 

@@ -13,8 +13,10 @@
  */
 void ksys_rmtree(const char *path);
 /**
- * Removes `path` as ksys_rmtree does, in a detached thread of its own that owns nothing but `path` (taken over: freed when
- * done). Returns at once; when no thread can be made, removes it in the caller (logged).
+ * Removes `path` as ksys_rmtree does, in the remover: one detached thread that removes the trees given to it in turn, owning
+ * nothing but their paths (`path` is taken over: freed when done). Returns at once, however many trees wait; only when no
+ * remover runs and no thread can be had for one (every detached thread busy, ksys/detach.h) does the caller remove what
+ * waits itself.
  */
 void ksys_rmtree_detached(char *path);
 /** How many ksys_rmtree_detached removals have not finished yet (shutdown waits for 0). */
