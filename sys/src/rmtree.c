@@ -29,6 +29,9 @@
  * is all it sees), so whatever a descriptor of ours leads to stays within it.
  */
 #define MAX_DEPTH 32
+/* Passes over the top at most: a tree of D levels takes about D / 31 of them; a writer still adding entries (it should be
+ * dead) cannot keep the remover, and every tree queued behind it, forever. */
+#define MAX_PASSES 256
 
 typedef struct st_walk_t {
     int top;           /* the tree's top directory */
@@ -101,13 +104,15 @@ void ksys_rmtree(const char *path)
         return;
     }
     /* passes over the top until one removes nothing: each takes the directories moved up by the one before */
-    do {
+    for (unsigned pass = 0; pass != MAX_PASSES; ++pass) {
         int fd = openat(w.top, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* a reading of its own, from its start */
         w.progress = 0;
         if (fd == -1)
             break;
         empty_dir(&w, fd, 1);
-    } while (w.progress != 0);
+        if (w.progress == 0)
+            break;
+    }
     close(w.top);
     if (rmdir(path) != 0 && errno != ENOENT)
         ksys_log_warn("cannot remove %s: %s", path, strerror(errno));
