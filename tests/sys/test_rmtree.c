@@ -75,9 +75,9 @@ Test(rmtree, links_are_removed_never_followed)
     cr_assert_eq(symlink(at("outside"), at("tree/a/to-dir")), 0);
     cr_assert_eq(symlink(at("outside/keep"), at("tree/to-file")), 0);
     cr_assert_eq(mkfifo(at("tree/fifo"), 0600), 0);
-    cr_assert_eq(mkdir(at("tree/work"), 0700), 0);
-    write_file(at("tree/work/inside"));
-    cr_assert_eq(chmod(at("tree/work"), 0), 0); /* as overlayfs leaves its work directory */
+    cr_assert_eq(mkdir(at("tree/ovl-wd"), 0700), 0);
+    write_file(at("tree/ovl-wd/inside"));
+    cr_assert_eq(chmod(at("tree/ovl-wd"), 0), 0); /* as overlayfs leaves its work directory */
 
     ksys_rmtree(at("tree"));
     cr_expect_not(exists(at("tree")), "the tree is still there");
