@@ -335,8 +335,9 @@ char **gw_iso_argv(const gw_iso_spec_t *spec, const gw_iso_paths_t *paths, char 
         bind_source(&b, paths, GW_ISO_SOURCE_EXTRA(i), 0, spec->extra_writable[i], spec->extra_writable[i]);
     for (i = 0; i != spec->num_binds; ++i)
         bind_source(&b, paths, GW_ISO_SOURCE_BIND(spec, i), spec->binds[i].readonly, spec->binds[i].source, spec->binds[i].dest);
-    /* the runtime dir hidden again, over whatever a bind may have laid on its path */
-    push_all(&b, (const char *const[]){"--tmpfs", paths->runtime_dir, NULL});
+    /* the runtime dir hidden again, over whatever a bind may have laid on its path; read-only: an unsized tmpfs the session
+     * could write would be the host's memory (the first cover, writable while binds may go under it, lies beneath) */
+    push_all(&b, (const char *const[]){"--tmpfs", paths->runtime_dir, "--remount-ro", paths->runtime_dir, NULL});
     /* 10. HOME on the private /tmp, the working directory */
     if (spec->profile == GW_ISO_STRICT)
         push_all(&b, (const char *const[]){"--dir", "/tmp/home", NULL});

@@ -578,6 +578,11 @@ Test(isolated, environment_and_hidden_runtime_dir)
     out = run_ok(allow, code);
     cr_assert_str_eq(out, "0", "kgate's runtime dir %s is visible inside balanced", gw.runtime_dir);
     free(out);
+    /* and no tmpfs to fill: a session has no memory cap, and that one was sized at half the host's RAM */
+    snprintf(code, sizeof(code), "touch '%s/x' 2>&1 | grep -c 'Read-only file system'", gw.runtime_dir);
+    out = run_ok(strict, code);
+    cr_assert_str_eq(out, "1", "a file could be written into the cover of kgate's runtime dir");
+    free(out);
     free(strict);
     free(allow);
     stop();
