@@ -41,6 +41,7 @@
     XX(PERMISSION_DENIED, 403)                                                                                                     \
     XX(FILE_NOT_FOUND, 404)                                                                                                        \
     XX(FILE_EXISTS, 409)                                                                                                           \
+    XX(FILE_BUSY, 409)                                                                                                             \
     XX(FILE_TOO_LARGE, 413)                                                                                                        \
     XX(RANGE_NOT_SATISFIABLE, 416)                                                                                                 \
     XX(NOT_SUPPORTED, 501)                                                                                                         \

@@ -84,6 +84,11 @@ void gw_files_respond_errno(h2o_req_t *req, int err, const char *prefix, const c
     case ENOTEMPTY:
         code = GW_HTTP_FILE_EXISTS;
         break;
+    case EAGAIN:
+        /* the open never waits (gw_workspace_open): a process holds a lease on the file, and has just been asked to let go */
+        code = GW_HTTP_FILE_BUSY;
+        why = "another process holds a lease on the file; it has been asked to release it: try again";
+        break;
     case EFBIG:
         code = GW_HTTP_FILE_TOO_LARGE;
         why = "file larger than the configured limit";

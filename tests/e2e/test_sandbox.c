@@ -233,8 +233,8 @@ Test(sandbox, a_fifo_or_a_leased_file_does_not_hold_the_files_routes)
         {"GET", "/files/download?path=fifo", NULL, 400},
         {"POST", "/files/replace", "{\"fifo\": {\"old\": \"a\", \"new\": \"b\"}}", 400},
         {"POST", "/editor", "{\"command\": \"view\", \"path\": \"fifo\"}", 400},
-        {"GET", "/files/download?path=leased", NULL, 500},
-        {"POST", "/files/replace", "{\"leased\": {\"old\": \"x\", \"new\": \"y\"}}", 500},
+        {"GET", "/files/download?path=leased", NULL, 409},
+        {"POST", "/files/replace", "{\"leased\": {\"old\": \"x\", \"new\": \"y\"}}", 409},
     };
     char code[1024];
 
