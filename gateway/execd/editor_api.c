@@ -29,6 +29,8 @@ static gw_http_error_t http_error(gw_editor_status_t status)
         return GW_HTTP_IS_A_DIRECTORY;
     case GW_EDITOR_FILE_EXISTS:
         return GW_HTTP_FILE_EXISTS;
+    case GW_EDITOR_FILE_BUSY:
+        return GW_HTTP_FILE_BUSY;
     case GW_EDITOR_RUNTIME_ERROR:
         return GW_HTTP_RUNTIME_ERROR;
     case GW_EDITOR_OK:

@@ -81,6 +81,10 @@ static void fail_fs(gw_editor_result_t *res, int err, int writing, const char *p
     case ENOTEMPTY:
         status = GW_EDITOR_FILE_EXISTS;
         break;
+    case EAGAIN:
+        status = GW_EDITOR_FILE_BUSY;
+        why = "another process holds a lease on the file; it has been asked to release it: try again";
+        break;
     case EFBIG:
         status = GW_EDITOR_FILE_TOO_LARGE;
         why = "file larger than the configured limit";

@@ -22,6 +22,7 @@ typedef enum {
     GW_EDITOR_NOT_A_DIRECTORY,
     GW_EDITOR_IS_A_DIRECTORY,
     GW_EDITOR_FILE_EXISTS,
+    GW_EDITOR_FILE_BUSY, /* another process holds a lease on the file (the open never waits for its break) */
     GW_EDITOR_RUNTIME_ERROR
 } gw_editor_status_t;
 

@@ -235,6 +235,7 @@ Test(sandbox, a_fifo_or_a_leased_file_does_not_hold_the_files_routes)
         {"POST", "/editor", "{\"command\": \"view\", \"path\": \"fifo\"}", 400},
         {"GET", "/files/download?path=leased", NULL, 409},
         {"POST", "/files/replace", "{\"leased\": {\"old\": \"x\", \"new\": \"y\"}}", 409},
+        {"POST", "/editor", "{\"command\": \"view\", \"path\": \"leased\"}", 409},
     };
     char code[1024];
 
