@@ -183,7 +183,7 @@ static int parse_in_windows(const char *body, size_t len, const char *boundary, 
 /* A window edge at every offset of the body (every window size), each searched in 1-byte steps too: the same parts. */
 Test(multipart, every_window_gives_the_same_parts)
 {
-    size_t len = strlen(BODY), n_one, n;
+    size_t len = strlen(BODY), n_one, n = 0;
     char *body = gw_test_exact_copy(BODY, len);
     gw_multipart_part_t one[4], parts[4];
 
@@ -204,7 +204,7 @@ Test(multipart, every_window_gives_the_same_parts)
  * whatever the window; nothing reads past the prefix's end (an exact-size copy under ASan). */
 Test(multipart, every_cut_of_the_body)
 {
-    size_t len = strlen(BODY), close_end = (size_t)(strstr(BODY, "--XyZ--") - BODY) + 7, n_one, n;
+    size_t len = strlen(BODY), close_end = (size_t)(strstr(BODY, "--XyZ--") - BODY) + 7, n_one, n = 0;
     gw_multipart_part_t one[4], parts[4];
 
     cr_assert_eq(gw_multipart_parse(BODY, len, "XyZ", one, 4, &n_one, NULL, NULL), 0);
