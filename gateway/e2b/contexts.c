@@ -114,16 +114,14 @@ static void on_ready(gw_context_waiter_t *waiter, gw_context_t *ctx, const char 
 {
     ready_waiter_t *w = H2O_STRUCT_FROM_MEMBER(ready_waiter_t, super, waiter);
 
-    if (failure != NULL && gw_context_is_deleted(ctx)) {
+    if (failure == NULL) {
+        gw_e2b_add_headers(w->req);
+        gw_send_json(w->req, 200, w->restart ? json_null() : gw_e2b_context_json(w->e2b, ctx));
+    } else if (gw_context_is_deleted(ctx)) {
         gw_e2b_send_text(w->req, 404, "Context %s not found", ctx->id); /* deleted while its kernel started or restarted */
-        return;
-    }
-    if (failure != NULL) {
+    } else {
         gw_e2b_send_text(w->req, 500, "the %s kernel failed to start: %s", ctx->spec->name, failure);
-        return;
     }
-    gw_e2b_add_headers(w->req);
-    gw_send_json(w->req, 200, w->restart ? json_null() : gw_e2b_context_json(w->e2b, ctx));
 }
 
 /* The client went away before its kernel was ready: the context stays, the answer is dropped. */
