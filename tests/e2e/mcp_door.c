@@ -63,8 +63,8 @@ void md_run_client(const md_client_t *client, const char *scenario, const char *
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/mcp", door.gw.port);
     snprintf(base, sizeof(base), "http://127.0.0.1:%u", door.gw.port);
     const char *argv[14 + MAX_ARGS + 1] = {
-        "node", client->script, "--url", url,          "--token", door.token,     "--kgate",
-        base,   "--modules",    modules, "--scenario", scenario,  "--timeout-ms", client->timeout_ms};
+        js_node(), client->script, "--url", url,          "--token", door.token,     "--kgate",
+        base,      "--modules",    modules, "--scenario", scenario,  "--timeout-ms", client->timeout_ms};
     size_t n = 14;
     for (size_t i = 0; args != NULL && args[i] != NULL; i++) {
         cr_assert_lt(i, MAX_ARGS, "md_run_client: more than %d arguments", MAX_ARGS);

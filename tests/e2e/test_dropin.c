@@ -211,7 +211,7 @@ static void run_client(const char *const *extra)
 {
     const char *modules = js_modules_dir("KGATE_OSCLIENT_DIR", DEFAULT_MODULES_DIR);
     char url[64];
-    const char *argv[16] = {"node", CLIENT, "--url", url, "--token", token, "--modules", modules};
+    const char *argv[16] = {js_node(), CLIENT, "--url", url, "--token", token, "--modules", modules};
     size_t n = 8;
     js_run_t run;
 

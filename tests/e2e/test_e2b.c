@@ -52,7 +52,8 @@ static void run_client(const char *scenario, int with_url, const char *token, co
 {
     const char *modules = js_modules_dir("KGATE_E2B_CLIENT_DIR", DEFAULT_MODULES_DIR);
     char url[64];
-    const char *argv[16] = {"node", SCRIPT, "--scenario", scenario, "--modules", modules, "--timeout-ms", SCRIPT_TIMEOUT_S "000"};
+    const char *argv[16] = {js_node(),   SCRIPT,  "--scenario",   scenario,
+                            "--modules", modules, "--timeout-ms", SCRIPT_TIMEOUT_S "000"};
     size_t n = 8;
     js_run_t run;
 

@@ -197,7 +197,7 @@ Test(jupyter_clients, jupyterlab_services)
     char base_url[64];
     snprintf(base_url, sizeof(base_url), "http://127.0.0.1:%u/", backend.port);
     const char *argv[] = {
-        "node",         SCRIPTS_DIR "/lab_client.mjs", "--base-url", base_url, "--token", backend.token, "--modules", modules_dir(),
+        js_node(),      SCRIPTS_DIR "/lab_client.mjs", "--base-url", base_url, "--token", backend.token, "--modules", modules_dir(),
         "--timeout-ms", SCRIPT_TIMEOUT_S "000",        NULL};
     const char *steps[] = {"api",   "kernelspecs", "start",   "stream",   "execute_result", "display_data", "error", "interrupt",
                            "stdin", "reconnect",   "restart", "sessions", "shutdown",       "done",         NULL};
