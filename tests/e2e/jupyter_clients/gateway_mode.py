@@ -233,10 +233,20 @@ def main():
 
     def step_interrupt():
         ch = st["ch"]
+        # stop_on_error false, as in every execute here and in lab_client.mjs: with it true, ipykernel answers `aborted` to
+        # a request that reaches it before its loop's next turn after the KeyboardInterrupt's reply (_abort_queues), and a
+        # fresh machine's run once sent the `2+3` below that soon.
         msg_id = ch.send(
             "shell",
             "execute_request",
-            {"code": "import time\ntime.sleep(30)", "silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False},
+            {
+                "code": "import time\ntime.sleep(30)",
+                "silent": False,
+                "store_history": True,
+                "user_expressions": {},
+                "allow_stdin": False,
+                "stop_on_error": False,
+            },
         )
         t0 = time.monotonic()
         deadline = t0 + STEP_MS
