@@ -148,9 +148,18 @@ install_npm_lock Deno "$repo/kernels/deno" "$deno_dir" node_modules/.bin/deno
 [[ $dry_run -eq 1 ]] || "$deno_dir/node_modules/.bin/deno" --version >/dev/null
 # The Node.js that runs the e2e tests' clients (tests/e2e/jserver.h, js_node): E2B's SDK needs >= 20.18.1, Debian 12's
 # nodejs is 18, and a machine's own node may be anything, so the suite brings one (npm's node-linux-<cpu>, the binary
-# inside the package).
-install_npm_lock Node.js "$repo/tests/e2e/node" "$node_dir" node_modules/.bin/node
-[[ $dry_run -eq 1 ]] || "$node_dir/node_modules/.bin/node" --version >/dev/null
+# inside the package), linked as $node_dir/bin/node: npm 9 (Debian 12's) links no bin of an optional dependency.
+install_npm_lock Node.js "$repo/tests/e2e/node" "$node_dir" bin/node
+if [[ $dry_run -eq 0 ]]; then
+    node_bins=("$node_dir"/node_modules/node-linux-*/bin/node)
+    if [[ ! -x ${node_bins[0]} ]]; then
+        echo "deps.sh: npm installed no Node.js for this machine ($(uname -m)) in $node_dir" >&2
+        exit 1
+    fi
+    mkdir -p "$node_dir/bin"
+    ln -sfn "${node_bins[0]}" "$node_dir/bin/node"
+    "$node_dir/bin/node" --version >/dev/null
+fi
 # The e2e tests' clients, each driving its test unmodified: Jupyter's (test_jupyter_clients.c), the official MCP
 # TypeScript SDK (test_mcp.c) and its v2 client (test_mcp2.c), the OpenSandbox SDK (test_dropin.c), E2B's code-interpreter SDK (test_e2b.c).
 install_npm_lock "the Jupyter clients" "$repo/tests/e2e/jupyter_clients" "$jclients_dir" node_modules/@jupyterlab/services

@@ -360,7 +360,7 @@ const char *js_node(void)
 {
     static char path[1024];
 
-    snprintf(path, sizeof(path), "%s/node_modules/.bin/node", js_modules_dir("KGATE_NODE_DIR", "/usr/local/lib/kgate/node"));
+    snprintf(path, sizeof(path), "%s/bin/node", js_modules_dir("KGATE_NODE_DIR", "/usr/local/lib/kgate/node"));
     cr_assert(access(path, X_OK) == 0, "%s is not there: deploy/deps.sh installs it (npm ci of tests/e2e/node's lock)", path);
     return path;
 }

@@ -73,7 +73,7 @@ void js_run_dispose(js_run_t *run);
 int js_expect_steps(const char *client, const js_run_t *run, const char *const *steps);
 
 /**
- * The Node.js that runs the client scripts: $KGATE_NODE_DIR/node_modules/.bin/node (default /usr/local/lib/kgate/node),
+ * The Node.js that runs the client scripts: $KGATE_NODE_DIR/bin/node (default /usr/local/lib/kgate/node),
  * the one deploy/deps.sh installs from tests/e2e/node's lock, never the machine's `node` (Debian 12's is too old for
  * E2B's SDK). Asserts (cr_assert) that it is there. Put it as argv[0] of js_run.
  */
