@@ -12,7 +12,8 @@
  * back as JSON and becomes zero or more lines (translate.h), queued as events of their own (in_log
  * while queued, as the proxy's chunks are) until the writer has taken them. The writer takes one
  * event past what it sends at most, so the queue stays within one run event's lines plus a
- * keepalive. Lives in the request's pool; `close` (exactly once, from the writer) ends it.
+ * keepalive (a long line in pieces of LINE_PIECE_BYTES). Lives in the request's pool; `close`
+ * (exactly once, from the writer) ends it.
  */
 typedef struct st_gw_e2b_stream_t {
     gw_event_source_t super;
@@ -32,13 +33,23 @@ typedef struct st_gw_e2b_stream_t {
     unsigned stopped : 1; /* its client went away: the run was asked to stop */
 } gw_e2b_stream_t;
 
+/*
+ * A line longer than this is queued as several events: the writer keeps the last event it sent (its bookmark for `next`)
+ * until it sends another, so a 50 MB line queued whole stayed in memory for the rest of the run.
+ */
+#define LINE_PIECE_BYTES ((size_t)1 << 20)
+
 static void queue_bytes(gw_e2b_stream_t *s, const char *bytes, size_t len)
 {
-    gw_event_t *ev = gw_event_from_bytes(bytes, len);
-
-    ev->id = ++s->next_seq;
-    ev->in_log = 1;
-    h2o_linklist_insert(&s->queue, &ev->link);
+    do {
+        size_t n = len < LINE_PIECE_BYTES ? len : LINE_PIECE_BYTES;
+        gw_event_t *ev = gw_event_from_bytes(bytes, n);
+        ev->id = ++s->next_seq;
+        ev->in_log = 1;
+        h2o_linklist_insert(&s->queue, &ev->link);
+        bytes += n;
+        len -= n;
+    } while (len != 0);
 }
 
 static void pop_line(gw_e2b_stream_t *s)
@@ -139,6 +150,12 @@ static void take_run_event(gw_e2b_stream_t *s, const gw_event_t *ev)
     }
     json = event_json(frame, len);
     s->partial.len = 0;
+    /* a big event's copy goes once read, not with the stream, which may stay open for the rest of a long run */
+    if (frame == s->partial.p) {
+        free(s->partial.p);
+        s->partial.p = NULL;
+        s->partial.cap = 0;
+    }
     if (json != NULL) {
         gw_e2b_translate(&s->xlate, json, &lines);
         json_decref(json);

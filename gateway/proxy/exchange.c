@@ -20,6 +20,13 @@
 #define PAUSE_BYTES (1u << 20)
 #define RESUME_BYTES (256u << 10)
 #define UPSTREAM_RCVBUF (256 << 10)
+/*
+ * The largest answer head taken from an upstream. h2o 2.2.5's HTTP/1 client keeps reading a head
+ * until it is whole, without a bound of its own: an upstream that never ends its head (one endless
+ * header line) grew kgate by hundreds of MiB until --proxy-timeout-ms. h2o's server takes ~420 KiB
+ * of request head at most; an answer's gets 1 MiB.
+ */
+#define MAX_HEAD_BYTES (1u << 20)
 
 typedef struct st_exchange_t {
     gw_event_source_t super; /* the answer's body, for the writer */
@@ -31,8 +38,11 @@ typedef struct st_exchange_t {
     h2o_iovec_t reqbufs[2];         /* the head, and the body h2o buffered */
     size_t num_reqbufs;
     uint16_t port;
-    h2o_socket_cb paused_reader; /* the client's read callback, while reading is paused */
-    h2o_linklist_t queue;        /* body chunks (events) not yet taken by the writer */
+    h2o_socket_cb paused_reader;     /* the client's read callback, while reading is paused */
+    h2o_timeout_entry_t guard_entry; /* deferred from on_connect: puts the head's guard on the client's socket */
+    h2o_socket_cb head_writer;       /* h2o's callbacks the guard wraps until the head is whole */
+    h2o_socket_cb head_reader;
+    h2o_linklist_t queue; /* body chunks (events) not yet taken by the writer */
     size_t queued_bytes;
     unsigned is_upgrade : 1;
     unsigned chunked : 1;       /* the upstream's body is chunked: its close before the last chunk is a cut */
@@ -82,6 +92,8 @@ static void on_dispose(void *p)
 
     if (h2o_timeout_is_linked(&ex->head_entry))
         h2o_timeout_unlink(&ex->head_entry);
+    if (h2o_timeout_is_linked(&ex->guard_entry))
+        h2o_timeout_unlink(&ex->guard_entry);
     stop_client(ex);
     drop_queue(ex);
     h2o_linklist_unlink(&ex->link);
@@ -281,6 +293,65 @@ static h2o_http1client_body_cb on_head(h2o_http1client_t *client, const char *er
     return ex->eos ? NULL : on_body;
 }
 
+/*
+ * The head's guard. h2o's client sends the request once on_connect returns and starts reading the
+ * head once it is sent, in callbacks of its own on the socket; the guard wraps them (its read
+ * callback as the pause above keeps it) and fails an answer whose head passes MAX_HEAD_BYTES, with
+ * 502, at the read that passes it. The socket's `data` is h2o's client, whose `data` is the exchange.
+ */
+static exchange_t *exchange_of(h2o_socket_t *sock)
+{
+    return ((h2o_http1client_t *)sock->data)->data;
+}
+
+static void on_guarded_head_read(h2o_socket_t *sock, const char *err)
+{
+    exchange_t *ex = exchange_of(sock);
+
+    if (err == NULL && sock->input->size > MAX_HEAD_BYTES) {
+        h2o_timeout_unlink(&ex->head_entry);
+        stop_client(ex);
+        ex->responded = 1;
+        gw_send_error(ex->req, GW_HTTP_BAD_GATEWAY, "127.0.0.1:%u: the answer's head is over %u bytes", ex->port, MAX_HEAD_BYTES);
+        return;
+    }
+    /* once the head is whole h2o reads the body with a callback of its own: the guard is gone */
+    ex->head_reader(sock, err);
+}
+
+static void guard_head(exchange_t *ex, h2o_socket_t *sock);
+
+static void on_guarded_request_sent(h2o_socket_t *sock, const char *err)
+{
+    exchange_t *ex = exchange_of(sock);
+    h2o_socket_cb writer = ex->head_writer;
+
+    ex->head_writer = NULL;
+    writer(sock, err);
+    /* on an error h2o has closed the client, and the socket with it */
+    if (err == NULL && ex->client != NULL)
+        guard_head(ex, sock);
+}
+
+static void guard_head(exchange_t *ex, h2o_socket_t *sock)
+{
+    if (sock->_cb.read != NULL) {
+        ex->head_reader = sock->_cb.read;
+        sock->_cb.read = on_guarded_head_read;
+    } else if (sock->_cb.write != NULL) {
+        ex->head_writer = sock->_cb.write;
+        sock->_cb.write = on_guarded_request_sent;
+    }
+}
+
+static void on_guard(h2o_timeout_entry_t *entry)
+{
+    exchange_t *ex = H2O_STRUCT_FROM_MEMBER(exchange_t, guard_entry, entry);
+
+    if (ex->client != NULL && !ex->responded)
+        guard_head(ex, ex->client->sock);
+}
+
 static h2o_http1client_head_cb on_connect(h2o_http1client_t *client, const char *errstr, h2o_iovec_t **reqbufs, size_t *reqbufcnt,
                                           int *method_is_head)
 {
@@ -296,6 +367,7 @@ static h2o_http1client_head_cb on_connect(h2o_http1client_t *client, const char 
         return NULL;
     }
     setsockopt(h2o_socket_get_fd(client->sock), SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    gw_host_defer(ex->proxy->host, &ex->guard_entry);
     *reqbufs = ex->reqbufs;
     *reqbufcnt = ex->num_reqbufs;
     *method_is_head = h2o_memis(ex->req->method.base, ex->req->method.len, H2O_STRLIT("HEAD"));
@@ -350,6 +422,7 @@ void gw_proxy_http_start(gw_proxy_t *proxy, h2o_req_t *req, const gw_proxy_targe
     h2o_linklist_init_anchor(&ex->queue);
     h2o_linklist_insert(&proxy->exchanges, &ex->link);
     ex->head_entry.cb = on_head_timeout;
+    ex->guard_entry.cb = on_guard;
     h2o_timeout_link(proxy->host->loop, &proxy->io_timeout, &ex->head_entry);
     ++proxy->num_active;
     /* h2o has buffered the whole body by now (in a temporary file above --body-mmap-threshold) */

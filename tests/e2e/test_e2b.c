@@ -17,6 +17,7 @@
 #include "support/base.h"
 #include "support/gateway.h"
 #include "support/http.h"
+#include "support/proc.h"
 #include "support/skip.h"
 
 /*
@@ -311,6 +312,58 @@ Test(e2b, a_300_kilobyte_line_arrives_whole)
     }
     cr_expect_eq(total, 300001, "%zu bytes of stdout, expected the line and its newline", total);
     json_decref(lines);
+    xh_gateway_stop(&gateway);
+}
+
+/*
+ * A 50 MB line, once sent, is not kept while its run goes on: kgate holds what the run's own log holds (as on the execd
+ * door), not the stream's copies too. Before: the stream kept the event it put together from the log (the whole line's
+ * bytes) and the writer kept the line (its last event) until the next line; kgate's RSS stayed 144 MiB over idle while
+ * the run slept, against 48 MiB on /code.
+ */
+#define HELD_LINE_BYTES 50000000
+#define HELD_LIMIT_KB (80 * 1024)
+Test(e2b, a_long_line_is_not_kept_once_sent)
+{
+    ts_response_t resp = {0}, run = {0};
+    ts_http_t c;
+    char body[256], *buf = malloc(1 << 20);
+    size_t got = 0;
+    long long idle_kb, held_kb;
+    int64_t deadline = ts_now_ms() + XH_RUN_MS;
+
+    xh_gateway_start(&gateway, NULL);
+    cr_assert_eq(ts_http_request(gateway.port, "POST", "/contexts", NULL, "{\"language\": \"python\"}", &resp), 200, "%s",
+                 resp.body);
+    const char *id = json_string_value(json_object_get(resp.json, "id"));
+    cr_assert_not_null(id, "%s", resp.body);
+    snprintf(body, sizeof(body), "{\"code\": \"1\", \"context_id\": \"%s\"}", id);
+    ts_response_t warm = {0};
+    cr_assert_eq(ts_http_request(gateway.port, "POST", "/execute", NULL, body, &warm), 200, "%s", warm.body);
+    ts_response_dispose(&warm);
+    usleep(500000);
+    idle_kb = ts_proc_rss_kb(gateway.pid);
+    snprintf(body, sizeof(body),
+             "{\"code\": \"print('x' * %d, flush=True)\\nimport time\\ntime.sleep(20)\", \"context_id\": \"%s\"}", HELD_LINE_BYTES,
+             id);
+    ts_http_init(&c, gateway.port, 0);
+    cr_assert_eq(ts_http_start(&c, "POST", "/execute", NULL, body, deadline, &run), 0, "%s", run.error);
+    cr_assert_eq(run.status, 200);
+    while (got < HELD_LINE_BYTES) {
+        ssize_t n = ts_http_read_body(&c, &run, buf, 1 << 20, deadline);
+        cr_assert_gt(n, 0, "the stream ended after %zu bytes", got);
+        got += (size_t)n;
+    }
+    /* the line is out and the run sleeps: what kgate still holds is the run's */
+    usleep(2000000);
+    held_kb = ts_proc_rss_kb(gateway.pid);
+    fprintf(stderr, "e2b, a %d-byte line sent, its run still going: kgate VmRSS %lld kB over idle (%lld kB)\n", HELD_LINE_BYTES,
+            held_kb - idle_kb, idle_kb);
+    cr_expect_lt(held_kb - idle_kb, HELD_LIMIT_KB, "kgate holds %lld kB over idle once the line is sent", held_kb - idle_kb);
+    ts_http_dispose(&c); /* the client gone interrupts the run */
+    ts_response_dispose(&run);
+    ts_response_dispose(&resp);
+    free(buf);
     xh_gateway_stop(&gateway);
 }
 

@@ -457,6 +457,37 @@ Test(proxy, an_upstream_trickling_its_head_is_504_within_the_timeout)
 }
 
 /*
+ * An upstream whose head never ends (one header line, as fast as kgate reads it) is 502 once the head passes kgate's bound,
+ * long before the timeout, and kgate's memory stays within it: h2o's client alone read such a head until --proxy-timeout-ms
+ * (kgate's RSS peaked at 381 MiB in 45 s).
+ */
+Test(proxy, an_endless_answer_head_is_502_in_bounded_memory)
+{
+    const char *headers[] = {AUTH, NULL};
+    char path[128];
+    ts_rss_sampler_t s;
+    long long peak_kb;
+    int64_t t0;
+    ts_response_t r;
+
+    snprintf(path, sizeof(path), "/proxy/%u/endless-head", upstream_port(up));
+    cr_assert_eq(ts_rss_sampler_start(&s, gw.pid, 5), 0);
+    t0 = ts_now_ms();
+    ts_http_request_until(gw.port, "GET", path, headers, NULL, ts_now_ms() + 20000, &r);
+    peak_kb = ts_rss_sampler_stop(&s);
+    fprintf(stderr, "proxy, endless head: %d after %lld ms, kgate VmRSS peak %lld kB\n", r.status, (long long)(ts_now_ms() - t0),
+            peak_kb);
+    E2E_ASSERT_ERROR(&r, 502, "BAD_GATEWAY");
+    assert_has(json_string_value(json_object_get(r.json, "message")), "head is over");
+    cr_assert(peak_kb > 0 && peak_kb < RSS_LIMIT_KB, "kgate's resident memory peaked at %lld kB", peak_kb);
+    ts_response_dispose(&r);
+    for (int64_t deadline = ts_now_ms() + 5000; upstream_open(up) != 0;) {
+        cr_assert_lt(ts_now_ms(), deadline, "%u upstream connection(s) still open after the 502", upstream_open(up));
+        usleep(20000);
+    }
+}
+
+/*
  * 300 clients ask for answers that never come whole (the upstream trickles their heads): 256 are relayed, 44 get 429
  * with Retry-After. Once the clients close, kgate closes every upstream connection (h2o reads no client socket while a
  * request is handled: without a watch, the slots were held for ever) and /proxy serves again.

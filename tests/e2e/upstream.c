@@ -207,6 +207,19 @@ static void serve_trickle(conn_t *c)
     }
 }
 
+/* An answer whose head never ends: one header line, 64 KiB at a time, until the peer closes or the server stops. */
+static void serve_endless_head(conn_t *c)
+{
+    static const char head[] = "HTTP/1.1 200 OK\r\nX-Endless: ";
+    char *block = malloc(1 << 16);
+    int ok = send_all(c->fd, head, sizeof(head) - 1) == 0;
+
+    memset(block, 'h', 1 << 16);
+    while (ok && !atomic_load(&c->server->stopping))
+        ok = send_all(c->fd, block, 1 << 16) == 0;
+    free(block);
+}
+
 static void serve_cut(conn_t *c, size_t n, int short_length)
 {
     char out[256], *body = malloc(n + 1);
@@ -348,6 +361,8 @@ static void *serve(void *arg)
         serve_silent(c);
     } else if (strcmp(target, "/trickle") == 0) {
         serve_trickle(c);
+    } else if (strcmp(target, "/endless-head") == 0) {
+        serve_endless_head(c);
     } else if (strncmp(target, "/cut/", 5) == 0) {
         serve_cut(c, strtoul(target + 5, NULL, 10), strstr(target, "short=1") != NULL);
     } else if (strcmp(target, "/ws") == 0) {

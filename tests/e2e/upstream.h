@@ -13,6 +13,8 @@
  *                     UPSTREAM_STREAM_HOLD_MS after), `data: last`
  *   /silent           reads the request and never answers (until the peer closes or the server stops)
  *   /trickle          sends its answer's head one byte a second, for ever (until the peer closes or the server stops)
+ *   /endless-head     a head that never ends: one header line, sent as fast as the peer takes it, for ever (until the peer
+ *                     closes or the server stops)
  *   /cut/N            a 200 that stops after N body bytes and closes: chunked (one chunk of N), or `?short=1` with a
  *                     Content-Length of 2N
  *   /ws               a WebSocket echo (text and binary); Sec-WebSocket-Protocol "chat" is chosen when
