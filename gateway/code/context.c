@@ -237,6 +237,7 @@ int gw_context_create(gw_contexts_t *contexts, const gw_context_options_t *opts,
     /* a pooled kernel becomes a context now: a new id, created and active now */
     wire_uuid4(ctx->id);
     ctx->cwd = wire_strdup(opts->cwd);
+    ctx->language_named = wire_strdup(opts->language_named);
     ctx->created_at_ms = gw_unix_ms();
     gw_context_touch(ctx);
     ctx->execution_count = 0;
@@ -273,6 +274,7 @@ static void destroy(gw_context_t *ctx, int kill_now)
     tell_waiters(ctx);
     gw_kernel_runs_abort(ctx, "ContextDeleted", "the context was deleted before this run ended", "cancelled");
     free(ctx->cwd);
+    free(ctx->language_named);
     free(ctx);
 }
 

@@ -65,6 +65,7 @@ struct st_gw_context_t {
     const kmgr_kernelspec_t *spec;
     kmgr_kernel_t *kernel;
     char *cwd;
+    char *language_named;         /* gw_context_options_t's, copied; NULL: the creator named its spec's language */
     gw_context_sandbox_t sandbox; /* what its kernel runs under (config->sandbox decides the profile) */
     int64_t created_at_ms;
     int64_t last_activity_ms;      /* wall clock, for clients */
@@ -159,7 +160,10 @@ int gw_context_send_parts(gw_context_t *ctx, wire_channel_t channel, const wire_
 /** How to create a context. */
 typedef struct st_gw_context_options_t {
     const kmgr_kernelspec_t *spec;
-    const char *cwd;                     /* copied; NULL: kgate's own */
+    const char *cwd; /* copied; NULL: kgate's own */
+    /* the language the creator asked for when it is not the spec's own (E2B's "javascript" on Deno's "typescript"
+     * kernel), for the creator's door to say again; copied; NULL: the spec's */
+    const char *language_named;
     json_t *env;                         /* {"K": "V"} added to the kernel's environment; borrowed; may be NULL */
     const gw_context_sandbox_t *sandbox; /* NULL: gw_context_sandbox_defaults */
     unsigned is_default : 1;

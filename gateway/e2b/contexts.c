@@ -44,21 +44,20 @@ void gw_e2b_send_text(h2o_req_t *req, int status, const char *fmt, ...)
     h2o_send(req, &buf, 1, H2O_SEND_STATE_FINAL);
 }
 
-/* The language E2B named for a context it created ("typescript" on JavaScript's kernel), else the kernel's. */
-static const char *language_of(gw_e2b_t *e2b, const gw_context_t *ctx)
+/* The language E2B named for a context it created ("javascript" on Deno's "typescript" kernel), else the kernel's. */
+static const char *language_of(const gw_context_t *ctx)
 {
-    const char *named = json_string_value(json_object_get(e2b->named, ctx->id));
-    return named != NULL ? named : ctx->spec->language;
+    return ctx->language_named != NULL ? ctx->language_named : ctx->spec->language;
 }
 
-json_t *gw_e2b_context_json(gw_e2b_t *e2b, const gw_context_t *ctx)
+json_t *gw_e2b_context_json(const gw_context_t *ctx)
 {
     char cwd[4096];
     const char *dir = ctx->cwd;
 
     if (dir == NULL)
         dir = getcwd(cwd, sizeof(cwd)) != NULL ? cwd : "";
-    return json_pack("{s:s, s:s, s:s}", "id", ctx->id, "language", language_of(e2b, ctx), "cwd", dir);
+    return json_pack("{s:s, s:s, s:s}", "id", ctx->id, "language", language_of(ctx), "cwd", dir);
 }
 
 const kmgr_kernelspec_t *gw_e2b_spec_of(gw_e2b_t *e2b, h2o_req_t *req, const char *language)
@@ -116,7 +115,7 @@ static void on_ready(gw_context_waiter_t *waiter, gw_context_t *ctx, const char 
 
     if (failure == NULL) {
         gw_e2b_add_headers(w->req);
-        gw_send_json(w->req, 200, w->restart ? json_null() : gw_e2b_context_json(w->e2b, ctx));
+        gw_send_json(w->req, 200, w->restart ? json_null() : gw_e2b_context_json(ctx));
     } else if (gw_context_is_deleted(ctx)) {
         gw_e2b_send_text(w->req, 404, "Context %s not found", ctx->id); /* deleted while its kernel started or restarted */
     } else {
@@ -172,10 +171,10 @@ GW_E2B_HANDLER(context_create)
         }
     }
     opts.forget_failed_start = 1;
+    if (strcasecmp(language, opts.spec->language) != 0)
+        opts.language_named = language;
     if (gw_e2b_create_context(e2b, req, &opts, &ctx) != 0)
         goto Exit;
-    if (strcasecmp(language, ctx->spec->language) != 0)
-        json_object_set_new(e2b->named, ctx->id, json_string(language));
     respond_when_ready(e2b, ctx, req, 0);
 Exit:
     json_decref(body);
@@ -184,21 +183,14 @@ Exit:
 GW_E2B_HANDLER(context_list)
 {
     gw_e2b_t *e2b = gw_e2b_from(door);
-    json_t *list = json_array(), *kept = json_object();
+    json_t *list = json_array();
     (void)params;
 
     for (h2o_linklist_t *node = e2b->contexts->list.next; node != &e2b->contexts->list; node = node->next) {
         gw_context_t *ctx = H2O_STRUCT_FROM_MEMBER(gw_context_t, link, node);
-        json_t *named = json_object_get(e2b->named, ctx->id);
-        if (ctx->is_ephemeral)
-            continue;
-        json_array_append_new(list, gw_e2b_context_json(e2b, ctx));
-        if (named != NULL)
-            json_object_set(kept, ctx->id, named);
+        if (!ctx->is_ephemeral)
+            json_array_append_new(list, gw_e2b_context_json(ctx));
     }
-    /* names of contexts deleted elsewhere (another door, idle expiry) go: the map stays within the live contexts */
-    json_decref(e2b->named);
-    e2b->named = kept;
     gw_e2b_add_headers(req);
     gw_send_json(req, 200, list);
 }
@@ -237,7 +229,6 @@ GW_E2B_HANDLER(context_delete)
 
     if (ctx == NULL)
         return;
-    json_object_del(e2b->named, ctx->id);
     gw_context_destroy(ctx);
     gw_e2b_add_headers(req);
     gw_send_empty(req);

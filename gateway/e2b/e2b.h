@@ -25,7 +25,6 @@ typedef struct st_gw_e2b_t {
     h2o_timeout_t keepalive_timeout; /* GW_E2B_KEEPALIVE_MS: one entry per /execute stream */
     h2o_timeout_t gone_timeout;      /* GW_E2B_GONE_CHECK_MS: one entry per /execute stream whose run goes on */
     h2o_linklist_t streams;          /* gw_e2b_stream_t open (execute.c) */
-    json_t *named; /* context id -> the language E2B named when it differs from the kernel's ("typescript"); live contexts only */
 } gw_e2b_t;
 
 /** Initialises the door over the engine's features (borrowed for the door's life). */
@@ -63,7 +62,7 @@ void gw_e2b_add_headers(h2o_req_t *req);
 /** A text/plain answer with `status`, as E2B's server sends its errors (the SDK shows the body). */
 void gw_e2b_send_text(h2o_req_t *req, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /** A context as E2B shows it: {"id", "language", "cwd"}. A new object. */
-json_t *gw_e2b_context_json(gw_e2b_t *e2b, const gw_context_t *ctx);
+json_t *gw_e2b_context_json(const gw_context_t *ctx);
 /**
  * The context E2B's `language` (normalised: translate.h) runs in: the kernelspec of its kernel
  * language, or NULL after answering 400 naming the languages there are.

@@ -9,7 +9,6 @@ void gw_e2b_init(gw_e2b_t *e2b, gw_host_t *host, gw_languages_t *languages, gw_c
     e2b->host = host;
     e2b->languages = languages;
     e2b->contexts = contexts;
-    e2b->named = json_object();
     h2o_timeout_init(host->loop, &e2b->keepalive_timeout, GW_E2B_KEEPALIVE_MS);
     h2o_timeout_init(host->loop, &e2b->gone_timeout, GW_E2B_GONE_CHECK_MS);
     h2o_linklist_init_anchor(&e2b->streams);
@@ -24,8 +23,6 @@ void gw_e2b_dispose(gw_e2b_t *e2b)
 {
     h2o_timeout_dispose(e2b->host->loop, &e2b->keepalive_timeout);
     h2o_timeout_dispose(e2b->host->loop, &e2b->gone_timeout);
-    json_decref(e2b->named);
-    e2b->named = NULL;
 }
 
 void gw_e2b_add_routes(gw_e2b_t *e2b, gw_route_table_t *table)

@@ -78,6 +78,24 @@ ENGINE_TEST(contexts, create_registers_up_to_max_contexts)
     cr_expect_eq(eng.contexts.count, 2, "a deleted context frees its place");
 }
 
+ENGINE_TEST(contexts, a_context_keeps_the_language_its_creator_named_and_frees_it_with_itself)
+{
+    char named[] = "javascript";
+    gw_context_options_t opts = {.spec = &eng.spec, .language_named = named};
+    gw_context_t *ctx = NULL, *plain;
+
+    cr_assert_eq(gw_context_create(&eng.contexts, &opts, &ctx), 0);
+    named[0] = 'X'; /* the creator's buffer is its own: the context holds a copy */
+    cr_expect_str_eq(ctx->language_named, "javascript", "E2B says this name again for the context's whole life");
+    plain = create_ok();
+    cr_expect_null(plain->language_named, "no name given: the spec's language is the context's");
+    /* the name goes with the context, whichever door deletes it (E2B kept names in a map of its own, which grew by one
+     * for every such context deleted elsewhere until its next GET /contexts); ASan's leak check sees it freed */
+    gw_context_destroy(ctx);
+    gw_context_destroy(plain);
+    cr_expect_eq(eng.contexts.count, 0);
+}
+
 ENGINE_TEST(contexts, create_is_refused_while_shutting_down)
 {
     int ret;
