@@ -201,6 +201,16 @@ static size_t count_type(const json_t *lines, const char *type)
     return n;
 }
 
+/* A Python context made through the door: its id, which lives in `resp` (the caller disposes of it). */
+static const char *create_python_context(ts_response_t *resp)
+{
+    cr_assert_eq(ts_http_request(gateway.port, "POST", "/contexts", NULL, "{\"language\": \"python\"}", resp), 200, "%s",
+                 resp->body);
+    const char *id = json_string_value(json_object_get(resp->json, "id"));
+    cr_assert_not_null(id, "%s", resp->body);
+    return id;
+}
+
 /* The framing the SDK parses, read raw: output, results, an error, and a keepalive after 5 s of silence. */
 Test(e2b, execute_is_ndjson_ending_in_end_of_execution)
 {
@@ -243,10 +253,7 @@ Test(e2b, restart_and_death_end_the_stream_with_their_error)
     int64_t deadline;
 
     xh_gateway_start(&gateway, NULL);
-    cr_assert_eq(ts_http_request(gateway.port, "POST", "/contexts", NULL, "{\"language\": \"python\"}", &resp), 200, "%s",
-                 resp.body);
-    const char *id = json_string_value(json_object_get(resp.json, "id"));
-    cr_assert_not_null(id, "%s", resp.body);
+    const char *id = create_python_context(&resp);
     snprintf(path, sizeof(path), "/contexts/%s/restart", id);
     snprintf(body, sizeof(body),
              "{\"code\": \"import time\\nprint('sleeping', flush=True)\\ntime.sleep(60)\", \"context_id\": \"%s\"}", id);
@@ -333,10 +340,7 @@ Test(e2b, a_long_line_is_not_kept_once_sent)
     int64_t deadline = ts_now_ms() + XH_RUN_MS;
 
     xh_gateway_start(&gateway, NULL);
-    cr_assert_eq(ts_http_request(gateway.port, "POST", "/contexts", NULL, "{\"language\": \"python\"}", &resp), 200, "%s",
-                 resp.body);
-    const char *id = json_string_value(json_object_get(resp.json, "id"));
-    cr_assert_not_null(id, "%s", resp.body);
+    const char *id = create_python_context(&resp);
     snprintf(body, sizeof(body), "{\"code\": \"1\", \"context_id\": \"%s\"}", id);
     ts_response_t warm = {0};
     cr_assert_eq(ts_http_request(gateway.port, "POST", "/execute", NULL, body, &warm), 200, "%s", warm.body);
@@ -379,10 +383,7 @@ Test(e2b, a_run_beyond_the_queue_is_429)
     int64_t deadline = ts_now_ms() + XH_RUN_MS;
 
     xh_gateway_start(&gateway, args);
-    cr_assert_eq(ts_http_request(gateway.port, "POST", "/contexts", NULL, "{\"language\": \"python\"}", &resp), 200, "%s",
-                 resp.body);
-    const char *id = json_string_value(json_object_get(resp.json, "id"));
-    cr_assert_not_null(id, "%s", resp.body);
+    const char *id = create_python_context(&resp);
     /* one run running, one waiting: the queue of 1 is full */
     snprintf(body, sizeof(body), "{\"code\": \"import time\\ntime.sleep(60)\", \"context_id\": \"%s\"}", id);
     for (int k = 0; k != 2; ++k) {
