@@ -160,12 +160,12 @@ int gw_context_send_parts(gw_context_t *ctx, wire_channel_t channel, const wire_
 /** How to create a context. */
 typedef struct st_gw_context_options_t {
     const kmgr_kernelspec_t *spec;
-    const char *cwd; /* copied; NULL: kgate's own */
+    const char *cwd;                     /* copied; NULL: kgate's own */
+    json_t *env;                         /* {"K": "V"} added to the kernel's environment; borrowed; may be NULL */
+    const gw_context_sandbox_t *sandbox; /* NULL: gw_context_sandbox_defaults */
     /* the language the creator asked for when it is not the spec's own (E2B's "javascript" on Deno's "typescript"
      * kernel), for the creator's door to say again; copied; NULL: the spec's */
     const char *language_named;
-    json_t *env;                         /* {"K": "V"} added to the kernel's environment; borrowed; may be NULL */
-    const gw_context_sandbox_t *sandbox; /* NULL: gw_context_sandbox_defaults */
     unsigned is_default : 1;
     unsigned is_ephemeral : 1;
     /* the creator reports a failed start itself and never hands out the id: a context whose kernel
