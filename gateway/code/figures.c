@@ -65,6 +65,7 @@ void gw_code_figures_init(gw_code_figures_t *figures, gw_stats_t *stats, gw_cont
     figures->restarts_automatic = gw_stats_counter(stats, "kgate_kernel_restarts_total", restarts_help, "reason", "automatic");
     figures->restarts_requested = gw_stats_counter(stats, "kgate_kernel_restarts_total", restarts_help, "reason", "requested");
     figures->restarts_timeout = gw_stats_counter(stats, "kgate_kernel_restarts_total", restarts_help, "reason", "timeout");
+    figures->restarts_stop = gw_stats_counter(stats, "kgate_kernel_restarts_total", restarts_help, "reason", "stop");
     figures->first_output =
         gw_stats_histogram(stats, "kgate_run_first_output_seconds", "Code runs: from submission to their first output", NULL, NULL,
                            latency_bounds, NUM_LATENCY_BOUNDS);

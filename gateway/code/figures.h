@@ -17,6 +17,7 @@ typedef struct st_gw_code_figures_t {
     gw_stats_series_t *restarts_automatic; /* kgate_kernel_restarts_total{reason="automatic"}: after a death */
     gw_stats_series_t *restarts_requested; /* {reason="requested"}: a client restarted its context */
     gw_stats_series_t *restarts_timeout;   /* {reason="timeout"}: a run that did not stop when interrupted */
+    gw_stats_series_t *restarts_stop;      /* {reason="stop"}: a stopped run its kernel's interrupt never ends (Deno's) */
     gw_stats_series_t *first_output;       /* kgate_run_first_output_seconds: submission to the run's first output */
     gw_stats_series_t *duration;           /* kgate_run_duration_seconds: submission to the run's end */
 } gw_code_figures_t;

@@ -19,6 +19,8 @@ void gw_kernel_run_interrupt(gw_kernel_run_t *krun)
 {
     krun->executing = 1;
     krun->interrupted_ms = gw_now_ms();
+    if (krun->first_interrupt_ms == 0)
+        krun->first_interrupt_ms = krun->interrupted_ms;
     kmgr_kernel_interrupt(krun->ctx->kernel);
 }
 
@@ -247,6 +249,11 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
         } else if (err == KSYS_EDIED) {
             append_died_error(krun);
             kernel_run_end(krun, "kernel_died");
+        } else if (krun->stop_restarted) {
+            gw_run_append(run, gw_error_event("KernelRestarted", "the run did not end when interrupted (its kernel never ends "
+                                                                 "a cell interrupted while it awaits); the kernel was "
+                                                                 "restarted and its state lost"));
+            kernel_run_end(krun, "error");
         } else {
             gw_run_append(run, gw_error_event("KernelRestarted", "the kernel was restarted; its state was lost"));
             kernel_run_end(krun, "error");

@@ -37,6 +37,7 @@ typedef struct st_gw_kernel_run_t {
     unsigned stdin_timed_out : 1; /* the timeout was the stdin wait's */
     unsigned saw_error : 1;       /* an error event was relayed: the run's outcome is "error" */
     unsigned restarting : 1;
+    unsigned stop_restarted : 1; /* its stop's interrupt went unheeded on a kernel whose interrupts may hang: restarted */
     unsigned input_pending : 1;
     unsigned setup_failed : 1; /* its reply said so: setup_error tells why */
     unsigned got_reply : 1;
@@ -49,6 +50,7 @@ typedef struct st_gw_kernel_run_t {
     int64_t submitted_ms;       /* gw_now_ms clock: the figures' latencies start here */
     int64_t stop_wanted_ms;     /* when; gw_now_ms clock */
     int64_t interrupted_ms;     /* the last interrupt asked for it; same clock */
+    int64_t first_interrupt_ms; /* the first one; 0 before it; same clock */
     h2o_linklist_t link;        /* in ctx->runs, arrival order: the head is the one sent to the kernel */
 } gw_kernel_run_t;
 

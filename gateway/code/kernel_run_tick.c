@@ -1,12 +1,16 @@
-/* A context's runs' timeouts: past its timeout a run is interrupted, past the grace after it the kernel is restarted. */
+/*
+ * A context's runs' timeouts: past its timeout a run is interrupted, past the grace after it the kernel is restarted. A
+ * stopped run is interrupted again until it ends; on a kernel whose interrupts may hang, restarted past the grace too.
+ */
 #include "code/kernel_run_private.h"
 
-static void restart_after_timeout(gw_kernel_run_t *krun)
+/* The run did not stop when interrupted: the kernel is restarted (`why` counts it). */
+static void restart_under(gw_kernel_run_t *krun, gw_stats_series_t *why)
 {
     gw_context_t *ctx = krun->ctx;
 
     krun->restarting = 1;
-    gw_stats_inc(ctx->contexts->figures.restarts_timeout, 1);
+    gw_stats_inc(why, 1);
     /* every run of the context learns that state is about to be lost, queued ones included */
     gw_kernel_runs_status(ctx, "restarting");
     ctx->execution_count = 0;
@@ -30,10 +34,18 @@ void gw_kernel_runs_tick(gw_contexts_t *contexts)
         if (krun->request == NULL || krun->restarting)
             continue;
         gw_kernel_run_arm_deadline(krun);
-        /* a stop that waited for execute_input in vain, or an interrupt the kernel swallowed */
-        if (krun->stop_wanted && !krun->in_setup && !krun->got_reply && !krun->timed_out &&
-            (krun->executing ? now - krun->interrupted_ms >= STOP_RETRY_MS : now - krun->stop_wanted_ms >= STOP_WAIT_MS))
-            gw_kernel_run_interrupt(krun);
+        if (krun->stop_wanted && !krun->in_setup && !krun->got_reply && !krun->timed_out) {
+            /* a kernel whose interrupts may hang (kmgr_kernelspec_t): unheeded past the grace, it would never end the run */
+            if (ctx->spec->interrupt_may_hang && krun->first_interrupt_ms != 0 &&
+                now - krun->first_interrupt_ms >= (int64_t)contexts->host->config->timeout_grace_ms) {
+                krun->stop_restarted = 1;
+                restart_under(krun, ctx->contexts->figures.restarts_stop);
+                continue;
+            }
+            /* a stop that waited for execute_input in vain, or an interrupt the kernel swallowed */
+            if (krun->executing ? now - krun->interrupted_ms >= STOP_RETRY_MS : now - krun->stop_wanted_ms >= STOP_WAIT_MS)
+                gw_kernel_run_interrupt(krun);
+        }
         if (krun->deadline_ms == 0)
             continue; /* its kernel is still starting: the run's time has not begun */
         if (!krun->timed_out) {
@@ -48,7 +60,7 @@ void gw_kernel_runs_tick(gw_contexts_t *contexts)
             krun->grace_deadline_ms = now + contexts->host->config->timeout_grace_ms;
             kmgr_kernel_interrupt(ctx->kernel);
         } else if (now >= krun->grace_deadline_ms) {
-            restart_after_timeout(krun);
+            restart_under(krun, ctx->contexts->figures.restarts_timeout);
         }
     }
 }

@@ -21,7 +21,8 @@
     XX(max_queue, unsigned, 32, "max-queue", "runs waiting per context; beyond: 429 QUEUE_FULL")                                   \
     XX(default_timeout_ms, unsigned, 600000, "default-timeout-ms", "run timeout when a request sets none")                         \
     XX(max_timeout_ms, unsigned, 86400000, "max-timeout-ms", "largest timeout a request may set")                                  \
-    XX(timeout_grace_ms, unsigned, 2000, "timeout-grace-ms", "after a timeout's interrupt, wait this long, then restart")          \
+    XX(timeout_grace_ms, unsigned, 2000, "timeout-grace-ms",                                                                       \
+       "after a timeout's interrupt (or a stop's, on a kernel whose interrupts may hang: Deno's), wait this long, then restart")   \
     XX(output_limit_bytes, size_t, 64u << 20, "output-limit-bytes", "stdout+stderr kept per run when a request sets none")         \
     XX(max_output_limit_bytes, size_t, 1u << 30, "max-output-limit-bytes", "largest output_limit a request may set")               \
     XX(result_limit_bytes, size_t, 16u << 20, "result-limit-bytes", "largest result (MIME bundle) kept per run default")           \

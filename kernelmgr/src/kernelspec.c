@@ -106,6 +106,7 @@ static int parse_spec(const char *name, const char *resource_dir, json_t *root, 
     late = json_object_get(json_object_get(metadata, "kgate"), "late_output");
     spec->late_output = json_is_boolean(late) ? json_is_true(late) : runs_deno_kernel(argv);
     spec->late_flush = runs_deno_kernel(argv);
+    spec->interrupt_may_hang = runs_deno_kernel(argv);
     *out = spec;
     return 0;
 }

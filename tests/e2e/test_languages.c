@@ -169,38 +169,52 @@ Test(languages, bash_stderr_arrives_as_stderr)
     free(id);
 }
 
-Test(languages, bash_interrupt_ends_sleep_and_keeps_the_context)
+/*
+ * Runs `code` in `id`, and once the kernel has taken it (execution_count) and 300 ms more, interrupts it: the context
+ * (DELETE /code?id=) or, with `stop_the_run`, the run (DELETE /code/executions/<id>); `evs` gets the whole run (within
+ * 10 s of the DELETE). Returns when the DELETE was sent (ts_now_ms clock).
+ */
+static int64_t run_and_interrupt(const char *id, const char *code, int stop_the_run, ts_events_t *evs)
 {
-    char *id = new_context("bash", NULL);
-    run_expect_stdout(id, "KEPT=yes", "");
-
-    json_t *body = xh_body(id, "sleep 30");
+    json_t *body = xh_body(id, code);
     int64_t t0 = ts_now_ms();
     ts_stream_t *s = xh_open(port(), body, t0 + XH_HEAD_MS);
     json_decref(body);
-    cr_assert_eq(ts_stream_response(s)->status, 200, "POST /code (sleep 30): HTTP %d %.400s", ts_stream_response(s)->status,
+    cr_assert_eq(ts_stream_response(s)->status, 200, "POST /code (%s): HTTP %d %.400s", code, ts_stream_response(s)->status,
                  ts_stream_response(s)->body);
-    ts_events_t evs = {0};
-    char sum[E2E_MSG_SIZE];
-    /* execution_count means the kernel has taken the cell: the interrupt then reaches a running sleep. */
-    xh_wait_event(s, &evs, "execution_count", 0, t0 + XH_RUN_MS);
+    memset(evs, 0, sizeof(*evs));
+    /* execution_count means the kernel has taken the cell: the interrupt then reaches running code. */
+    xh_wait_event(s, evs, "execution_count", 0, t0 + XH_RUN_MS);
     ts_sleep_ms(300);
 
     char path[256];
-    snprintf(path, sizeof(path), "/code?id=%s", id);
+    if (stop_the_run)
+        snprintf(path, sizeof(path), "/code/executions/%s", xh_execution_id(evs));
+    else
+        snprintf(path, sizeof(path), "/code?id=%s", id);
     ts_response_t r;
     int64_t t_delete = ts_now_ms();
     int st = ts_http_request(port(), "DELETE", path, NULL, NULL, &r);
     cr_assert_eq(st, 200, "DELETE %s: HTTP %d (%s) %.400s", path, st, r.error, r.body);
     ts_response_dispose(&r);
 
-    ts_stream_collect(s, t_delete + 10000, 0, &evs);
+    ts_stream_collect(s, t_delete + 10000, 0, evs);
     ts_stream_close(s);
-    E2E_ASSERT_RUN(&evs, id, E2E_FRAMING_SSE);
+    E2E_ASSERT_RUN(evs, id, E2E_FRAMING_SSE);
+    return t_delete;
+}
+
+Test(languages, bash_interrupt_ends_sleep_and_keeps_the_context)
+{
+    char *id = new_context("bash", NULL);
+    run_expect_stdout(id, "KEPT=yes", "");
+
+    ts_events_t evs;
+    char sum[E2E_MSG_SIZE];
+    int64_t t_delete = run_and_interrupt(id, "sleep 30", 0, &evs);
     cr_assert(evs.end_ms - t_delete <= INTERRUPT_END_MS,
               "the interrupted `sleep 30` ended %lld ms after DELETE /code?id=, expected within %d ms; %s",
               (long long)(evs.end_ms - t_delete), INTERRUPT_END_MS, ts_events_summary(&evs, sum, sizeof(sum)));
-    cr_assert(evs.end_ms - t0 < 10000, "the run lasted %lld ms: the sleep was not interrupted", (long long)(evs.end_ms - t0));
     /* An interrupted command is reported like any failed one: an error whose evalue is its status (130 = SIGINT). */
     const ts_event_t *ev = xh_error_event(&evs, NULL);
     cr_assert_str_neq(xh_str(json_object_get(ev->json, "error"), "evalue"), "0", "the interrupted run reports status 0: %.600s",
@@ -276,6 +290,40 @@ Test(languages, javascript_runs_on_deno_keeps_state_and_returns_the_last_value)
         }
         free(id);
     }
+}
+
+/*
+ * Deno 2.9.6 acknowledges an interrupt of a cell that awaits and never ends the cell (docs/kernels.md): a run's stop
+ * (here DELETE /code/executions/<id>; E2B's client going away, MCP's cancel) then restarts the kernel past
+ * --timeout-grace-ms (2 s), saying so, and the context runs again. A busy cell's interrupt is
+ * heeded: no restart, the state kept. Before: the awaiting run was still going 10 s after the DELETE, and so for as long
+ * as its timeout (24 h on E2B's door), with every later run of the context queued behind it.
+ */
+Test(languages, deno_a_stop_ends_an_awaiting_cell_by_a_restart_and_keeps_a_busy_cells_state)
+{
+    require_kernelspec_file("deno");
+    char *id = new_context("typescript", NULL);
+    ts_events_t evs;
+    char sum[E2E_MSG_SIZE];
+
+    run_expect_stdout(id, "var kept = 41", "");
+    int64_t t_delete = run_and_interrupt(id, "let n = 0; while (true) { n++ }", 1, &evs);
+    cr_assert(evs.end_ms - t_delete <= INTERRUPT_END_MS, "the interrupted busy loop ended %lld ms after the DELETE; %s",
+              (long long)(evs.end_ms - t_delete), ts_events_summary(&evs, sum, sizeof(sum)));
+    cr_assert_eq(xh_status_count(&evs, "restarting"), 0, "a heeded interrupt restarts nothing; %s",
+                 ts_events_summary(&evs, sum, sizeof(sum)));
+    ts_events_dispose(&evs);
+    run_expect_stdout(id, "console.log(kept + 1)", "42\n");
+
+    t_delete = run_and_interrupt(id, "await new Promise(r => setTimeout(r, 60000))", 1, &evs);
+    cr_assert(evs.end_ms != 0 && evs.end_ms - t_delete < 8000, "the awaiting run did not end within 8 s of the DELETE; %s",
+              ts_events_summary(&evs, sum, sizeof(sum)));
+    xh_error_event(&evs, "KernelRestarted");
+    cr_assert_gt(xh_status_count(&evs, "restarting"), 0, "the run hears that the state is lost; %s",
+                 ts_events_summary(&evs, sum, sizeof(sum)));
+    ts_events_dispose(&evs);
+    run_expect_stdout(id, "console.log(typeof kept)", "undefined\n");
+    free(id);
 }
 
 /* TypeScript: types are stripped, the code runs; a thrown error is an error event and the context goes on. */

@@ -344,6 +344,47 @@ ENGINE_TEST(kernel_runs, a_timeout_interrupts_then_restarts_and_reports_one_time
     cr_expect_str_eq(run_outcome(queued), "ok");
 }
 
+/*
+ * A stopped run on a kernel whose interrupts may hang (Deno's: a cell interrupted while it awaits never ends) is ended by a
+ * restart past timeout_grace_ms, with KernelRestarted; on any other kernel a stop only interrupts, again and again, and
+ * the state is kept however long the kernel takes.
+ */
+ENGINE_TEST(kernel_runs, a_stop_an_interrupt_never_ends_restarts_only_a_kernel_whose_interrupts_may_hang)
+{
+    for (int may_hang = 0; may_hang != 2; ++may_hang) {
+        eng.spec.interrupt_may_hang = may_hang;
+        gw_context_t *ctx = ready_context();
+        gw_run_t *run = engine_submit(ctx, "await new Promise(r => setTimeout(r, 60000))");
+        int64_t interrupted_at;
+        json_t *events;
+
+        fake_request_iopub(request(0), "execute_input", json_pack("{s:s, s:i}", "code", "", "execution_count", 1));
+        gw_run_stop(run);
+        interrupted_at = gw_now_ms();
+        cr_expect_eq(fake_kernel_seen(kernel)->interrupts, 1);
+        if (!may_hang) {
+            engine_run_for(eng.config.timeout_grace_ms + 3000, 1); /* past STOP_RETRY_MS (2.5 s) */
+            cr_expect_eq(fake_kernel_seen(kernel)->restarts, 0, "a stop keeps the state: no restart");
+            cr_expect_geq(fake_kernel_seen(kernel)->interrupts, 2, "the unheeded interrupt is sent again");
+            cr_expect_eq(gw_run_state(run), GW_RUN_RUNNING, "the kernel decides how the run ends");
+            kernel_error(request(0), "KeyboardInterrupt", "");
+            cr_expect_str_eq(run_outcome(run), "error");
+            gw_context_destroy(ctx);
+            continue;
+        }
+        cr_assert(engine_run_until(restarted, NULL, 10000, 1), "the kernel whose interrupt hangs is restarted");
+        cr_expect_geq(gw_now_ms() - interrupted_at, (int64_t)eng.config.timeout_grace_ms - 5, "after timeout_grace_ms");
+        cr_assert(engine_run_until(finished, run, 5000, 1), "the run ends with the restart");
+        events = run_events(run);
+        cr_expect_str_eq(only_error(events), "KernelRestarted");
+        cr_expect_not_null(strstr(error_evalue(events), "did not end when interrupted"), "%s", error_evalue(events));
+        cr_expect_not_null(find_status(events, "restarting"));
+        json_decref(events);
+        cr_expect_str_eq(run_outcome(run), "error");
+        cr_expect_eq(fake_kernel_seen(kernel)->restarts, 1);
+    }
+}
+
 /* The kernel stops when interrupted; the run must end with one `ename` error, as a timeout. Returns its evalue. */
 static const char *stop_and_expect_timeout(gw_run_t *run, const char *ename)
 {

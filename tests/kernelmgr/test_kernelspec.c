@@ -103,6 +103,7 @@ Test(kernelspec, discovery_first_dir_wins_and_skips_invalid)
     cr_expect_null(s->argv[2]);
     cr_expect_eq(s->interrupt_mode, KMGR_INTERRUPT_SIGNAL);
     cr_expect_not(s->late_output, "a spec publishes late only when it says so (or runs Deno's kernel)");
+    cr_expect_not(s->interrupt_may_hang, "only Deno's kernel's interrupts may hang");
     cr_expect_null(s->env);
     cr_expect_not_null(strstr(s->resource_dir, "/a/kernels/alpha"));
 
@@ -192,6 +193,8 @@ Test(kernelspec, javascript_and_typescript_resolve_to_deno)
     cr_expect_eq(kmgr_kernelspecs_find(&specs, "deno")->interrupt_mode, KMGR_INTERRUPT_MESSAGE);
     /* It publishes output after idle, which its spec cannot say: known, so its first run collects it too. */
     cr_expect(kmgr_kernelspecs_find(&specs, "deno")->late_output);
+    /* Its interrupt of a cell that awaits never ends the cell: a run's stop restarts it past the grace (docs/kernels.md). */
+    cr_expect(kmgr_kernelspecs_find(&specs, "deno")->interrupt_may_hang);
     kmgr_kernelspecs_dispose(&specs);
 
     /* A kernel that says it is JavaScript's is JavaScript's; Deno stays TypeScript's. */

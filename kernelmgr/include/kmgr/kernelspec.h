@@ -22,6 +22,11 @@ typedef struct st_kmgr_kernelspec_t {
     int late_output;
     /* Deno's kernel: its late output is known to have ended when a flush's marker arrives (docs/kernels.md, "Late output"). */
     int late_flush;
+    /*
+     * Deno's kernel (2.9): a cell interrupted while it awaits (a timer, a promise) acknowledges the interrupt and never
+     * ends, not even once what it awaited is done; a busy cell ends at once. An interrupt not heeded soon never will be.
+     */
+    int interrupt_may_hang;
 } kmgr_kernelspec_t;
 
 /** The transport of a kernel's connection file. */
