@@ -249,13 +249,12 @@ static void on_request_event(kmgr_request_t *req, kmgr_req_event_t ev, const wir
         } else if (err == KSYS_EDIED) {
             append_died_error(krun);
             kernel_run_end(krun, "kernel_died");
-        } else if (krun->stop_restarted) {
-            gw_run_append(run, gw_error_event("KernelRestarted", "the run did not end when interrupted (its kernel never ends "
-                                                                 "a cell interrupted while it awaits); the kernel was "
-                                                                 "restarted and its state lost"));
-            kernel_run_end(krun, "error");
         } else {
-            gw_run_append(run, gw_error_event("KernelRestarted", "the kernel was restarted; its state was lost"));
+            gw_run_append(run, gw_error_event("KernelRestarted", krun->stop_restarted
+                                                                     ? "the run did not end when interrupted (its kernel never "
+                                                                       "ends a cell interrupted while it awaits); the kernel was "
+                                                                       "restarted and its state lost"
+                                                                     : "the kernel was restarted; its state was lost"));
             kernel_run_end(krun, "error");
         }
         break;

@@ -39,7 +39,7 @@ void gw_kernel_runs_tick(gw_contexts_t *contexts)
             if (ctx->spec->interrupt_may_hang && krun->first_interrupt_ms != 0 &&
                 now - krun->first_interrupt_ms >= (int64_t)contexts->host->config->timeout_grace_ms) {
                 krun->stop_restarted = 1;
-                restart_under(krun, ctx->contexts->figures.restarts_stop);
+                restart_under(krun, contexts->figures.restarts_stop);
                 continue;
             }
             /* a stop that waited for execute_input in vain, or an interrupt the kernel swallowed */
@@ -60,7 +60,7 @@ void gw_kernel_runs_tick(gw_contexts_t *contexts)
             krun->grace_deadline_ms = now + contexts->host->config->timeout_grace_ms;
             kmgr_kernel_interrupt(ctx->kernel);
         } else if (now >= krun->grace_deadline_ms) {
-            restart_under(krun, ctx->contexts->figures.restarts_timeout);
+            restart_under(krun, contexts->figures.restarts_timeout);
         }
     }
 }
