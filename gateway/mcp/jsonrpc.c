@@ -13,11 +13,17 @@ static int valid_id(const json_t *id)
 int gw_mcp_message_parse(const char *body, size_t len, gw_mcp_message_t *msg, const char **why, json_t **bad_id)
 {
     json_t *root, *jsonrpc, *method, *id, *result, *error;
+    json_error_t parse_error;
 
     memset(msg, 0, sizeof(*msg));
     *bad_id = NULL;
     /* NUL inside strings is kept: the editor refuses such paths like any other escape, code refuses it by name */
-    if ((root = json_loadb(body, len, JSON_ALLOW_NUL | JSON_DECODE_ANY, NULL)) == NULL) {
+    if ((root = json_loadb(body, len, JSON_ALLOW_NUL | JSON_DECODE_ANY, &parse_error)) == NULL) {
+        /* valid JSON all the same: the message is what kgate cannot take, not a body that fails to parse */
+        if (json_error_code(&parse_error) == json_error_numeric_overflow) {
+            *why = "Invalid Request: an integer beyond 64 bits (ids and arguments are kept as 64-bit integers)";
+            return GW_MCP_INVALID_REQUEST;
+        }
         *why = "Parse error: the body is not JSON";
         return GW_MCP_PARSE_ERROR;
     }
