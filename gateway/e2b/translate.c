@@ -6,6 +6,7 @@
 #include <strings.h>
 #include <time.h>
 #include "wire/alloc.h"
+#include "wire/text.h"
 #include "core/json_out.h"
 #include "e2b/translate.h"
 
@@ -337,4 +338,34 @@ char *gw_e2b_env_code(const char *language, const json_t *env, int restore)
         }
     }
     return code.p;
+}
+
+size_t gw_e2b_plain_text(char *out, size_t room, const char *in, size_t len)
+{
+    static const char replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
+    size_t n = 0;
+
+    if (room == 0)
+        return 0;
+    for (size_t i = 0; i != len;) {
+        const unsigned char *c = (const unsigned char *)in + i;
+        int seq = wire_utf8_sequence(c, len - i);
+        const char *piece = (const char *)c;
+        size_t piece_len = (size_t)seq;
+
+        if (seq <= 0) { /* invalid, or cut short by the end of the text */
+            piece = replacement;
+            piece_len = sizeof(replacement) - 1;
+            seq = 1;
+        } else if (*c < 0x20 || *c == 0x7f) {
+            piece = "?";
+        }
+        if (piece_len >= room - n)
+            break;
+        memcpy(out + n, piece, piece_len);
+        n += piece_len;
+        i += (size_t)seq;
+    }
+    out[n] = '\0';
+    return n;
 }

@@ -55,4 +55,12 @@ const char *gw_e2b_kernel_language(const char *language);
  */
 char *gw_e2b_env_code(const char *language, const json_t *env, int restore);
 
+/**
+ * Copies `len` bytes of `in` into `out` (`room` bytes, NUL-terminated) as a text/plain; charset=utf-8
+ * body may carry bytes a caller sent (an id from a path or a body): valid UTF-8 stays, each control
+ * character (C0, DEL) becomes '?', each invalid byte U+FFFD. Stops before a character that would not
+ * fit whole. Returns the length written.
+ */
+size_t gw_e2b_plain_text(char *out, size_t room, const char *in, size_t len);
+
 #endif

@@ -159,3 +159,21 @@ Test(e2b, env_code_exists_for_the_languages_e2b_sets_variables_in)
     cr_assert_null(gw_e2b_env_code("java", env, 0));
     json_decref(env);
 }
+
+Test(e2b, a_text_error_quoting_caller_bytes_is_valid_utf8_without_control_characters)
+{
+    char out[64];
+    /* an id with an ANSI escape, a newline, DEL, a stray continuation byte, a character cut short at the end */
+    static const char id[] = "Context \x1b[31mx\ny\x7f\x80 \xc3\xa9 \xe2\x82";
+    size_t n = gw_e2b_plain_text(out, sizeof(out), id, sizeof(id) - 1);
+
+    cr_expect_str_eq(out, "Context ?[31mx?y?\xef\xbf\xbd \xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd");
+    cr_expect_eq(n, strlen(out));
+
+    /* a character that would not fit whole is left out, and the text still ends */
+    n = gw_e2b_plain_text(out, 4, "ab\xc3\xa9", 4);
+    cr_expect_str_eq(out, "ab");
+    cr_expect_eq(n, 2);
+    cr_expect_eq(gw_e2b_plain_text(out, 1, "abc", 3), 0);
+    cr_expect_str_eq(out, "");
+}
