@@ -31,7 +31,8 @@ void gw_e2b_send_text(h2o_req_t *req, int status, const char *fmt, ...)
         n = 0;
     /* a message may quote what the caller sent (an id): the body says it is UTF-8, and a terminal shows it */
     buf.base = h2o_mem_alloc_pool(&req->pool, sizeof(message) * 3);
-    buf.len = gw_e2b_plain_text(buf.base, sizeof(message) * 3, message, (size_t)n < sizeof(message) ? (size_t)n : sizeof(message) - 1);
+    buf.len =
+        gw_e2b_plain_text(buf.base, sizeof(message) * 3, message, (size_t)n < sizeof(message) ? (size_t)n : sizeof(message) - 1);
     req->res.status = status;
     req->res.reason = status == 404   ? "Not Found"
                       : status == 400 ? "Bad Request"

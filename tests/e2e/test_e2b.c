@@ -238,9 +238,8 @@ Test(e2b, execute_is_ndjson_ending_in_end_of_execution)
     cr_expect_str_eq(resp.body, "Context nope not found");
     ts_response_dispose(&resp);
     /* an id that would paint the caller's terminal or break the body's charset comes back harmless */
-    cr_expect_eq(ts_http_request(gateway.port, "POST", "/execute", NULL,
-                                 "{\"code\": \"1\", \"context_id\": \"\\u001b[2Jx\"}", &resp),
-                 404);
+    cr_expect_eq(
+        ts_http_request(gateway.port, "POST", "/execute", NULL, "{\"code\": \"1\", \"context_id\": \"\\u001b[2Jx\"}", &resp), 404);
     cr_expect_str_eq(resp.body, "Context ?[2Jx not found");
     ts_response_dispose(&resp);
     cr_expect_eq(ts_http_request(gateway.port, "DELETE", "/contexts/\xff\xc3x", NULL, NULL, &resp), 404);

@@ -65,8 +65,7 @@ Test(mcp, message_errors)
         {"{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}", GW_MCP_INVALID_REQUEST, 0},
         /* valid JSON whose id jansson cannot hold: refused as a request, not as a body that fails to parse */
         {"{\"jsonrpc\":\"2.0\",\"id\":18446744073709551616,\"method\":\"ping\"}", GW_MCP_INVALID_REQUEST, 0},
-        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"n\":-99999999999999999999}}",
-         GW_MCP_INVALID_REQUEST, 0},
+        {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"n\":-99999999999999999999}}", GW_MCP_INVALID_REQUEST, 0},
         {"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":3}", GW_MCP_INVALID_REQUEST, 1},
         {"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"\"}", GW_MCP_INVALID_REQUEST, 1},
         {"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"pi\\u0000ng\"}", GW_MCP_INVALID_REQUEST, 1},
