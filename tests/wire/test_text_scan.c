@@ -190,6 +190,9 @@ static const char *const bad[] = {
     "{\"name\":\"stdout\",\"text\":\"a\",}",
     "{\"name\":\"stdout\" \"text\":\"a\"}",
     "{\"name\":\"stdout\",\"text\":\"a\",\"x\":\"\x01\"}",
+    /* a key holding U+0000, which wire_json_parse (and jansson) refuse in a key though not in a value */
+    "{\"name\":\"stdout\",\"text\":\"a\",\"x\\u0000\":1}",
+    "{\"te\\u0000\":\"b\",\"name\":\"stdout\",\"text\":\"a\"}",
 };
 
 Test(text_scan, refuses_what_is_not_a_stream_content_at_every_split)

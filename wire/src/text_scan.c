@@ -86,6 +86,10 @@ static void character(wire_text_scan_t *s, const unsigned char *raw, size_t raw_
         }
         break;
     case T_KEY:
+        if (dec_len == 1 && dec[0] == '\0') { /* wire_json_parse refuses U+0000 in a key (jansson has no such keys) */
+            P.status = WIRE_TEXT_SCAN_BAD;
+            break;
+        }
         keep_small(P.key, sizeof(P.key), &P.key_len, &P.key_long, dec, dec_len);
         break;
     case T_NAME:

@@ -63,11 +63,11 @@ void wire_text_scan_init(wire_text_scan_t *s, char *head, size_t head_max);
  * Scans the next `len` bytes of the content (pieces in order; any split, down to single bytes). The content must be a JSON
  * object whose "text" member is a string, once only, and whose "name" member is a string (a repeated one: the last counts, as
  * in wire_json_parse); their keys may come in either order, escaped or not, among any other members. Strings are checked as
- * wire_json_parse checks them (control bytes, invalid UTF-8, bad escapes, lone surrogates are refused); the values of other
- * members are skipped by their structure (strings checked, brackets matched up to WIRE_TEXT_SCAN_MAX_DEPTH, numbers and
- * literals taken as runs of their characters, not checked further: the content is the signed output of a kernel, and only its
- * name and text are read). Returns MORE, or BAD from the first byte that breaks these rules on (nothing is written to the head
- * after BAD).
+ * wire_json_parse checks them (control bytes, invalid UTF-8, bad escapes, lone surrogates, U+0000 in a member's key are
+ * refused); the values of other members are skipped by their structure (strings checked, brackets matched up to
+ * WIRE_TEXT_SCAN_MAX_DEPTH, numbers and literals taken as runs of their characters, not checked further: the content is the
+ * signed output of a kernel, and only its name and text are read). Returns MORE, or BAD from the first byte that breaks
+ * these rules on (nothing is written to the head after BAD).
  */
 wire_text_scan_status_t wire_text_scan_feed(wire_text_scan_t *s, const void *p, size_t len);
 
