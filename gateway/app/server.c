@@ -240,6 +240,7 @@ int gw_server_init(gw_server_t *server, const gw_config_t *config, h2o_evloop_t 
     kconfig.max_start_queue = config->max_start_queue;
     kconfig.template_max_pending = config->kernel_template_max_pending;
     kconfig.template_merge = config->kernel_template_merge;
+    kconfig.template_imports_only = config->kernel_template_imports_only;
     find_template_script(server->template_script, sizeof(server->template_script));
     kconfig.template_script = server->template_script[0] != '\0' ? server->template_script : NULL;
     if ((ret = kmgr_manager_create(&kconfig, &gw_kmgr_loop_ops, server, &server->kmgr)) != 0) {

@@ -36,6 +36,7 @@ enum {
     OPT_POOL,
     OPT_KERNEL_TEMPLATE,
     OPT_KERNEL_TEMPLATE_MERGE,
+    OPT_KERNEL_TEMPLATE_IMPORTS_ONLY,
     OPT_HELP,
     OPT_VERSION,
 #define GW_XX_OPT(field, type, def, opt, help) OPT_LIMIT_##field,
@@ -205,6 +206,9 @@ static void usage(FILE *fp)
                 "                              kernel is a fresh process; see docs/kernels.md)\n");
     fprintf(fp, "  --kernel-template-merge     let Linux's KSM merge identical pages of forked kernels (an opt-in:\n"
                 "                              side channels between contexts; see docs/security.md)\n");
+    fprintf(fp, "  --kernel-template-imports-only  fork kernels from the template's imports alone, each running\n"
+                "                              ipykernel's start, not from a warm kernel (slower, more memory;\n"
+                "                              see docs/kernels.md)\n");
 #define GW_XX_USAGE(field, type, def, opt, help)                                                                                   \
     fprintf(fp, "  --%-26s %s (default %llu)\n", opt " N", help, (unsigned long long)(def));
     GW_LIMITS_MAP(GW_XX_USAGE)
@@ -315,6 +319,7 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
         {"pool", required_argument, NULL, OPT_POOL},
         {"kernel-template", required_argument, NULL, OPT_KERNEL_TEMPLATE},
         {"kernel-template-merge", no_argument, NULL, OPT_KERNEL_TEMPLATE_MERGE},
+        {"kernel-template-imports-only", no_argument, NULL, OPT_KERNEL_TEMPLATE_IMPORTS_ONLY},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
 #define GW_XX_LONGOPT(field, type, def, opt, help) {opt, required_argument, NULL, OPT_LIMIT_##field},
@@ -471,6 +476,9 @@ int gw_config_parse_args(gw_config_t *config, int argc, char **argv, void *out_f
             break;
         case OPT_KERNEL_TEMPLATE_MERGE:
             config->kernel_template_merge = 1;
+            break;
+        case OPT_KERNEL_TEMPLATE_IMPORTS_ONLY:
+            config->kernel_template_imports_only = 1;
             break;
         case OPT_HELP:
             usage(out);

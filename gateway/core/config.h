@@ -183,6 +183,9 @@ typedef struct st_gw_config_t {
     /* --kernel-template-merge: forked kernels' memory is marked for KSM (docs/kernels.md, docs/security.md); 0, the default:
      * never, merging opening side channels between contexts */
     int kernel_template_merge;
+    /* --kernel-template-imports-only: kernels are forked from the template's imports alone, not from its warm kernel
+     * (docs/kernels.md, "A warm kernel forked"); 0, the default: from the warm kernel where ipykernel allows it */
+    int kernel_template_imports_only;
 /* each limit, and whether its flag was given (a derived default replaces only an unset one) */
 #define GW_XX_FIELD(field, type, def, opt, help)                                                                                   \
     type field;                                                                                                                    \

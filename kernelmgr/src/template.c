@@ -124,8 +124,8 @@ static void on_readable(void *arg);
 static void start(kmgr_manager_t *mgr, kmgr_template_t *tpl)
 {
     static char pydevd[] = "PYDEVD_DISABLE_FILE_VALIDATION=1";
-    static char merge[] = "--merge";
-    char **envp = NULL, *argv[4];
+    static char merge[] = "--merge", imports_only[] = "--imports-only";
+    char **envp = NULL, *argv[5];
     size_t n = 0, cap = 0;
     int sv[2], keep;
     ksys_spawn_failure_t failure;
@@ -155,8 +155,12 @@ static void start(kmgr_manager_t *mgr, kmgr_template_t *tpl)
     envp[n] = NULL;
     argv[0] = tpl->python;
     argv[1] = (char *)mgr->config.template_script;
-    argv[2] = mgr->config.template_merge ? merge : NULL; /* its memory and its kernels' mergeable by KSM */
-    argv[3] = NULL;
+    argv[2] = argv[3] = argv[4] = NULL;
+    n = 2;
+    if (mgr->config.template_merge)
+        argv[n++] = merge; /* its memory and its kernels' mergeable by KSM */
+    if (mgr->config.template_imports_only)
+        argv[n++] = imports_only; /* kernels forked from the imports alone, not from a warm kernel */
     keep = sv[1];
     opts = (ksys_spawn_options_t){
         .path = tpl->python, .argv = argv, .envp = envp, .fds = {KSYS_SPAWN_DEVNULL, 2, 2}, .keep_fds = &keep, .nkeep_fds = 1};

@@ -1,16 +1,21 @@
 """kgate's Python kernel template (docs/kernels.md, "Kernels forked from a template").
 
 kgate starts one of these per ipykernel kernelspec, with the spec's interpreter:
-`python3 kgate_template.py`, descriptor 3 a socket to kgate. It imports ipykernel (and with it
-IPython, zmq, jupyter_client, tornado), builds the named script magics' argument parser every kernel would build eight
-times (kgate_script_magics.py), freezes what the imports allocated out of the garbage
-collector's reach (gc.freeze: a collection in a child would otherwise write to every shared
-page), learns from a probe kernel which of its pages a kernel's start writes (kgate_hotset.py:
-each kernel then copies them in a few calls instead of a fault each) and which regular expressions it compiles (kgate_warm.py:
-compiled here once), says "ready" and then only
-forks kernels when kgate asks (each through a spare child forked ahead that has copied those pages
-already, once no kernel it handed out is still starting: kgate_spare.py). It never runs user code, holds no connection file, key, socket or
-thread of any kernel, and owns nothing of any user.
+`python3 kgate_template.py [--merge] [--imports-only]`, descriptor 3 a socket to kgate. It imports ipykernel (and with it
+IPython, zmq, jupyter_client, tornado), then makes a whole kernel of its own, warms it with a client of its own and stops
+it (kgate_warmkernel.py: each fork makes it a kernel again, with its own connection file and key, and copies ~10 MiB of
+the template's pages where a kernel running ipykernel's start itself copies ~17.6), freezes its heap out of the garbage
+collector's reach (gc.freeze: a collection in a child would otherwise write to every shared page), says "ready" and then
+only forks kernels when kgate asks. It never runs user code and owns nothing of any user; when it forks it holds no
+connection file, key, socket or thread of any kernel.
+
+Without a warm kernel (--imports-only, kgate's --kernel-template-imports-only; an ipykernel other than 6.x; a warm-up that
+failed) each kernel is forked from the imports alone and runs ipykernel's start itself. For that start the template builds
+the named script magics' argument parser every kernel would build eight times (kgate_script_magics.py), learns from a probe
+kernel which of its pages a kernel's start writes (kgate_hotset.py: each kernel then copies them in a few calls instead of
+a fault each) and which regular expressions it compiles (kgate_warm.py: compiled here once), and forks each kernel through
+a spare child forked ahead that has copied those pages already, once no kernel it handed out is still starting
+(kgate_spare.py).
 
 Frames both ways: a 4-byte big-endian length, then fields, each a 4-byte big-endian length and its
 bytes (kgate_tplproto.py, shared with the tests' fake template; kernelmgr/src/tplproto.h is the C side;
@@ -68,6 +73,7 @@ import kgate_tplproto  # noqa: E402
 import kgate_script_magics  # noqa: E402 (next to this file)
 import kgate_spare  # noqa: E402 (next to this file)
 import kgate_warm  # noqa: E402 (next to this file)
+import kgate_warmkernel  # noqa: E402 (next to this file)
 
 # the host's addresses, found by running `ip addr` and cached in the module: once here, not a fork and exec per kernel
 localinterfaces.localhost()
@@ -187,12 +193,16 @@ def parse_connection_args(app, argv):
 
 
 def run_child(req, populated=False, app=None):
-    """The forked child's whole life: set-up, then the kernel; never returns."""
+    """The forked child's whole life: set-up, then the kernel (the warm one made a kernel again, or one started from the
+    imports); never returns."""
     code = 127
     try:
         child_setup(req, populated)
         code = 0
-        child_run(req, app)
+        if kgate_warmkernel.APP is not None:
+            kgate_warmkernel.become(req["args"][1])
+        else:
+            child_run(req, app)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 0
     except BaseException:  # noqa: B902: anything at all ends this kernel, never the template
@@ -229,8 +239,16 @@ def fork(fields):
             req["rlimits"].append((k, int(v)))
     # what a fork cannot give (a hash seed, an encoding ... of its own) is refused: kgate spawns that kernel
     why = kgate_startenv.unforkable(req["env"])
+    if why is None and kgate_warmkernel.APP is not None:
+        why = kgate_warmkernel.unforkable(req["cwd"], req["env"], req["args"])
     if why is not None:
         return None, why
+    if kgate_warmkernel.APP is not None:
+        # nothing to copy ahead and no start to wait for: the warm kernel's fork is the kernel, made one again in the child
+        pid = fork_child()
+        if pid == 0:
+            run_child(req)
+        return pid, None
     global SPARE, STARTED_FD
     if SPARE is not None:
         # the spare forked ahead takes this kernel: its fork and page copying were done while nobody waited
@@ -392,20 +410,8 @@ class SpareWaiter:
 def probe_client(conn_file, dump_path, patterns_path):
     """In a child beside the probe kernel: kgate's first exchanges with a kernel (kernel_info, `1+1`), then the dumps (its
     written pages, then its re cache's patterns)."""
-    from jupyter_client.blocking import BlockingKernelClient
-
-    kc = BlockingKernelClient(connection_file=conn_file)
-    kc.load_connection_file()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=PROBE_TIMEOUT_S)
-        dumps = "import kgate_hotset, kgate_warm\nkgate_hotset.dump(%r, kgate_hotset.TEMPLATE_MAPS)\nkgate_warm.dump(%r)"
-        for code in ("1+1", dumps % (dump_path, patterns_path)):
-            reply = kc.execute_interactive(code, timeout=PROBE_TIMEOUT_S, output_hook=lambda msg: None)
-            if reply["content"]["status"] != "ok":
-                raise RuntimeError("the probe kernel answered %s" % reply["content"]["status"])
-    finally:
-        kc.stop_channels()
+    dumps = "import kgate_hotset, kgate_warm\nkgate_hotset.dump(%r, kgate_hotset.TEMPLATE_MAPS)\nkgate_warm.dump(%r)"
+    kgate_warmkernel.run_client(conn_file, ("1+1", dumps % (dump_path, patterns_path)), PROBE_TIMEOUT_S)
 
 
 def learn_from_probe():
@@ -420,12 +426,8 @@ def learn_from_probe():
     if not kgate_hotset.supported():
         return [], [], "this Linux has no MADV_POPULATE_WRITE"
     tmp = tempfile.mkdtemp(prefix="kgate-probe-")
-    conn_file, dump_path = os.path.join(tmp, "connection.json"), os.path.join(tmp, "hot.json")
+    conn_file, dump_path = kgate_warmkernel.private_connection_file(tmp, "probe"), os.path.join(tmp, "hot.json")
     patterns_path = os.path.join(tmp, "patterns.json")
-    with open(os.open(conn_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
-        json.dump({"transport": "ipc", "ip": os.path.join(tmp, "ch"), "shell_port": 1, "iopub_port": 2, "stdin_port": 3,
-                   "control_port": 4, "hb_port": 5, "key": os.urandom(32).hex(), "signature_scheme": "hmac-sha256",
-                   "kernel_name": "probe"}, f)
     kgate_hotset.TEMPLATE_MAPS = kgate_hotset.writable_maps()
     env = dict(os.environ, IPYTHONDIR=os.path.join(tmp, "ipython"), NO_COLOR="1")
     req = {"cwd": tmp, "log": os.path.join(tmp, "kernel.log"), "args": ["-f", conn_file], "env": env, "rlimits": []}
@@ -515,15 +517,49 @@ def on_request(fields):
     return None  # the next spare is forked once this kernel's start has ended (SpareWaiter)
 
 
+def warm_up():
+    """Makes the warm kernel every kernel is forked from (kgate_warmkernel): None, or why there is none (then kernels are
+    forked from the imports alone, as below)."""
+    import shutil
+    import tempfile
+
+    why = kgate_warmkernel.supported()
+    if why is not None:
+        return why
+    tmp = tempfile.mkdtemp(prefix="kgate-warm-")
+    try:
+        kgate_warmkernel.warm_up(tmp, new_app)
+        return None
+    except Exception as e:  # noqa: B902: any failure leaves the imports-alone start
+        return "%s: %s" % (type(e).__name__, e)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
-    wake_r = kgate_tplproto.prepare()
     # --merge (kgate's --kernel-template-merge, an operator's opt-in): before the first fork, so every kernel inherits it
     if "--merge" in sys.argv[1:]:
         why = kgate_merge.enable()
         if why is not None:
             sys.stderr.write("kgate template: kernels' pages are not merged: %s\n" % why)
+    # before prepare(): the warm kernel's start sets its own signal dispositions, and the template's follow
+    if "--imports-only" in sys.argv[1:]:  # kgate's --kernel-template-imports-only
+        why = "kgate was asked so (--kernel-template-imports-only)"
+    else:
+        why = warm_up()
+    wake_r = kgate_tplproto.prepare()
     gc.collect()
     gc.freeze()
+    if why is None:
+        send(b"ready", os.getpid())
+        return kgate_tplproto.serve(wake_r, on_request, reap)
+    sys.stderr.write("kgate template: kernels are forked from the imports alone, not from a warm kernel: %s\n" % why)
+    from ipykernel.kernelapp import IPKernelApp
+
+    # a warm-up that failed half-way (its app made, maybe threads): no fork is safe, each is refused and kgate spawns
+    if threading.active_count() != 1 or IPKernelApp.initialized():
+        send(b"ready", os.getpid())
+        return kgate_tplproto.serve(wake_r, on_request, reap)
     global HOT, OWN_HOT
     HOT, patterns, why = learn_from_probe()
     if why is not None:

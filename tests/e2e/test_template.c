@@ -1,7 +1,8 @@
 /* tests/e2e/test_template.c: Python kernels forked from a template (docs/API.md 6.5, docs/kernels.md): forked contexts share
  * no state, interrupt, timeout, restart and kill -9 behave as for a spawned kernel, the script magics print what they print in a
- * spawned kernel, a killed template is replaced, kernels are spawned when the template cannot start, and forked kernels are
- * mergeable by KSM only under --kernel-template-merge. Each test runs a private kgate with real ipykernel kernels. */
+ * spawned kernel, a killed template is replaced, kernels are spawned when the template cannot start, forked kernels are
+ * mergeable by KSM only under --kernel-template-merge, and a kernel forked from the template's warm kernel holds fewer pages of
+ * its own than one forked from its imports alone. Each test runs a private kgate with real ipykernel kernels. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <stdio.h>
@@ -172,6 +173,11 @@ Test(template, two_forked_contexts_share_no_state)
     cr_expect_str_eq(out_a, "1 a\n");
     free(out_a);
     free(out_b);
+    /* a kernel's history is its own cells alone (none of the template's warm-up: no Out, session 1), its _dh its own cwd */
+    out_a = run_stdout(a, "print(len(In), sorted(Out), get_ipython().history_manager.session_number, [str(d) for d in _dh] == "
+                          "[os.getcwd()])");
+    cr_expect_str_eq(out_a, "5 [] 1 True\n", "the kernel's history is its own: %s", out_a);
+    free(out_a);
     /* the kernel's IPython dir, its app's and its shell's, is the IPYTHONDIR kgate gave it (its app is made before its request: the
      * environment is read in initialize) */
     const char *ipdir =
@@ -570,4 +576,70 @@ Test(template, kernels_are_mergeable_only_under_kernel_template_merge)
     cr_expect(ksm_merge_any(kernel_pid(a), value) && strcmp(value, "no") == 0, "nor its kernels: %s", value);
     free(a);
     xh_gateway_stop(&gw);
+}
+
+/* The kB of /proc/<pid>/smaps_rollup's `field` ("Private_Dirty:"). */
+static long rollup_kb(pid_t pid, const char *field)
+{
+    char path[64], line[128];
+    long kb = -1;
+    FILE *fp;
+
+    snprintf(path, sizeof(path), "/proc/%d/smaps_rollup", (int)pid);
+    cr_assert_not_null(fp = fopen(path, "r"), "%s", path);
+    while (kb < 0 && fgets(line, sizeof(line), fp) != NULL)
+        if (strncmp(line, field, strlen(field)) == 0)
+            kb = atol(line + strlen(field));
+    fclose(fp);
+    cr_assert_geq(kb, 0, "no %s in %s", field, path);
+    return kb;
+}
+
+/* The pages of its own (Private_Dirty, kB) an idle kernel holds after kgate's kernel_info and a caller's first cells, in a
+ * context forked by a kgate started with `args`; the log's word on how the template forks is checked by the caller. */
+static long forked_kernel_private_kb(const char *const *args)
+{
+    char *id, *out;
+    long kb;
+
+    xh_gateway_start(&gw, args);
+    pid_t tpl = wait_template_ready(1);
+    id = forked_context(gw.tmpdir, "m", tpl);
+    free(run_stdout(id, "1+1"));
+    out = run_stdout(id, "print('x')");
+    free(out);
+    pid_t pid = kernel_pid(id);
+    usleep(500 * 1000); /* idle: its replies and status sent */
+    kb = rollup_kb(pid, "Private_Dirty:");
+    free(id);
+    return kb;
+}
+
+/* A forked kernel is made from a kernel the template started and warmed once (docs/kernels.md, "A warm kernel forked"): it
+ * copies ~10 MiB of the template's pages where one forked from the imports alone, running ipykernel's start and its first cells
+ * itself, copies ~17.6 MiB (what makes ten idle contexts 17.4 against 25.5 MiB of PSS each). */
+Test(template, a_kernel_forked_warm_holds_fewer_pages_of_its_own_than_one_forked_from_imports)
+{
+    const char *warm_args[] = {"--pool", "none", NULL};
+    const char *imports_args[] = {"--pool", "none", "--kernel-template-imports-only", NULL};
+    long warm_kb, imports_kb;
+    char *log;
+
+    warm_kb = forked_kernel_private_kb(warm_args);
+    log = read_log();
+    cr_expect_null(strstr(log, "kernels are forked from the imports alone"), "the template made its warm kernel: %s", log);
+    free(log);
+    xh_gateway_stop(&gw);
+
+    imports_kb = forked_kernel_private_kb(imports_args);
+    log = read_log();
+    cr_expect_not_null(strstr(log, "kernels are forked from the imports alone, not from a warm kernel: kgate was asked so"),
+                       "the template says how it forks: %s", log);
+    free(log);
+    xh_gateway_stop(&gw);
+
+    cr_log_info("pages of its own (Private_Dirty) of an idle forked kernel: warm %ld kB, imports alone %ld kB", warm_kb,
+                imports_kb);
+    cr_expect_lt(warm_kb, 14 << 10, "a kernel forked warm holds %ld kB of its own", warm_kb);
+    cr_expect_lt(warm_kb * 4, imports_kb * 3, "warm %ld kB against imports alone %ld kB", warm_kb, imports_kb);
 }

@@ -256,6 +256,14 @@ Test(config, flags_and_strings)
     cr_assert(p.config.keep_ansi);
     cr_assert_str_eq(p.config.shell, "/bin/sh");
     cr_assert_str_eq(p.config.runtime_dir, "run/dir");
+    cr_assert_eq(p.config.kernel_template_merge, 0);
+    cr_assert_eq(p.config.kernel_template_imports_only, 0, "kernels are forked from a warm kernel unless told otherwise");
+    parsed_dispose(&p);
+
+    parse(&p, "--kernel-template-merge", "--kernel-template-imports-only", NULL);
+    cr_assert_eq(p.rc, 0);
+    cr_assert(p.config.kernel_template_merge);
+    cr_assert(p.config.kernel_template_imports_only);
     parsed_dispose(&p);
 }
 

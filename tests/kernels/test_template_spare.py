@@ -96,13 +96,14 @@ def children(pid):
 
 
 class Template(unittest.TestCase):
-    """The real template, through kgate's protocol."""
+    """The real template, through kgate's protocol, forking from its imports alone (kgate's --kernel-template-imports-only:
+    a template forking from a warm kernel has no spare)."""
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.sock, theirs = socket.socketpair()
         self.addCleanup(self.sock.close)
-        self.proc = subprocess.Popen([sys.executable, TEMPLATE], preexec_fn=lambda: os.dup2(theirs.fileno(), 3), pass_fds=(3,),
+        self.proc = subprocess.Popen([sys.executable, TEMPLATE, "--imports-only"], preexec_fn=lambda: os.dup2(theirs.fileno(), 3), pass_fds=(3,),
                                      stderr=subprocess.DEVNULL)
         theirs.close()
         self.kernel = 0

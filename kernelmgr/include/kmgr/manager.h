@@ -88,6 +88,11 @@ typedef struct st_kmgr_config_t {
      * docs/kernels.md, docs/security.md). 0 by default: merging identical pages across contexts is a side channel.
      */
     int template_merge;
+    /**
+     * Non-zero: templates fork kernels from their imports alone (the template's `--imports-only`), each running ipykernel's
+     * start itself, instead of from a warm kernel made once (the default; docs/kernels.md, "A warm kernel forked").
+     */
+    int template_imports_only;
 } kmgr_config_t;
 
 /** The default of kmgr_config_t.template_max_pending: more than the starts a burst on a few cores asks for at once. */
