@@ -32,6 +32,7 @@ import json
 import os
 import random
 import resource
+import select
 import signal
 import sys
 import threading
@@ -80,6 +81,7 @@ localinterfaces.localhost()
 # the named script magics' argument parser (%%bash, %%python3, ...), built here once rather than eight times per kernel
 SCRIPT_MAGICS_NOT_BUILT = kgate_script_magics.install()
 
+BOUND_WAIT_S = 0.1  # a warm kernel's child binds its sockets 5-20 ms after its fork; a loaded machine's is not waited for
 PROBE_TIMEOUT_S = 60  # the probe kernel's start and two cells, on a loaded machine; beyond, kernels fault page by page
 HOT = []  # the runs of pages every forked kernel copies first (kgate_hotset), learned from the probe
 SPARE = None  # (pid, request pipe, started pipe): a child forked ahead with those pages copied, waiting for a request
@@ -169,8 +171,7 @@ def child_run(req, app=None):
         app.parse_command_line = functools.partial(parse_connection_args, app)
     app.initialize(req["args"])
     # its start has ended: the template may fork the next spare (kgate_spare); a kernel that dies before tells it by dying
-    if STARTED_FD >= 0:
-        os.close(STARTED_FD)
+    started()
     app.start()
 
 
@@ -200,7 +201,7 @@ def run_child(req, populated=False, app=None):
         child_setup(req, populated)
         code = 0
         if kgate_warmkernel.APP is not None:
-            kgate_warmkernel.become(req["args"][1])
+            kgate_warmkernel.become(req["args"][1], on_bound=started)
         else:
             child_run(req, app)
     except SystemExit as e:
@@ -244,11 +245,7 @@ def fork(fields):
     if why is not None:
         return None, why
     if kgate_warmkernel.APP is not None:
-        # nothing to copy ahead and no start to wait for: the warm kernel's fork is the kernel, made one again in the child
-        pid = fork_child()
-        if pid == 0:
-            run_child(req)
-        return pid, None
+        return fork_warm(req), None
     global SPARE, STARTED_FD
     if SPARE is not None:
         # the spare forked ahead takes this kernel: its fork and page copying were done while nobody waited
@@ -281,6 +278,45 @@ def fork(fields):
     # answered at once: kgate's loop waits for this answer, not for the child's set-up (a failure there is the kernel's
     # death before it was ready, its reason in its log, as for a spawned kernel that fails after exec)
     return pid, None
+
+
+def fork_warm(req):
+    """Forks a kernel from the warm one (nothing to copy ahead, no spare); returns its pid once the child has bound its
+    sockets, so that kgate's first connect, right after the answer, finds them (else its next attempt comes at its next
+    tick, 40-50 ms later, measured as half the creates taking ~95 ms rather than ~50). At most BOUND_WAIT_S, and not at
+    all while another request waits: a burst's forks are not held one behind another's set-up."""
+    global STARTED_FD
+    bound, STARTED_FD = os.pipe2(os.O_CLOEXEC)
+    try:
+        pid = fork_child()
+    except BaseException:
+        os.close(bound)
+        os.close(STARTED_FD)
+        STARTED_FD = -1
+        raise
+    if pid == 0:
+        os.close(bound)
+        run_child(req)
+    os.close(STARTED_FD)
+    STARTED_FD = -1
+    try:
+        if not kgate_tplproto.request_waiting():
+            poller = select.poll()
+            for fd in (bound, kgate_tplproto.SOCK):
+                poller.register(fd, select.POLLIN)
+            poller.poll(BOUND_WAIT_S * 1000)  # EOF on `bound`: the child bound its sockets, or died
+    finally:
+        os.close(bound)
+    return pid
+
+
+def started():
+    """In a kernel: its start is far enough along (its sockets bound, or its initialize ended) to tell the template, by
+    closing its end of the pipe (STARTED_FD) the template watches."""
+    global STARTED_FD
+    if STARTED_FD >= 0:
+        os.close(STARTED_FD)
+        STARTED_FD = -1
 
 
 def fork_child():

@@ -14,6 +14,7 @@ import sys
 
 MAX_FRAME = 1 << 20  # kgate's KMGR_TPL_MAX_FRAME
 SOCK = 3
+_buffered = 0  # bytes serve() has read past the request it is handling
 
 
 def frame(*fields):
@@ -56,11 +57,21 @@ def prepare():
     return wake_r
 
 
+def request_waiting():
+    """From on_request: whether kgate has sent more than the request being handled (read already, or still to read)."""
+    if _buffered:
+        return True
+    poller = select.poll()
+    poller.register(SOCK, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 def serve(wake_r, on_request, on_child, waiter=None):
     """Reads kgate's requests until kgate closes its end (returns 0): on_request(fields) for each whole frame, in order;
     on_child() after a SIGCHLD. on_request returning a value other than None ends the loop with it; a frame over
     MAX_FRAME ends it with 2. `waiter`, if given, has more to wait on: fds() (descriptors), timeout() (select's, None
     for none) and on_wake(readable) (after every wake, requests first: its descriptors that were readable)."""
+    global _buffered
     buf = b""
     while True:
         # poll, not select: select refuses a descriptor numbered 1024 or more, and the waiter's are the template's to number
@@ -91,6 +102,7 @@ def serve(wake_r, on_request, on_child, waiter=None):
                 if len(buf) < 4 + n:
                     break
                 fields, buf = parse_fields(buf[4 : 4 + n]), buf[4 + n :]
+                _buffered = len(buf)
                 code = on_request(fields)
                 if code is not None:
                     return code

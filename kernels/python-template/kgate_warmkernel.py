@@ -235,9 +235,10 @@ def unforkable(cwd, env, args):
     return None
 
 
-def become(conn_file):
+def become(conn_file, on_bound):
     """In the fork, after the template's child set-up (cwd, environment, sys.path, limits, signals, descriptors): makes
-    APP a kernel of its own on `conn_file` and runs it; returns when it stops."""
+    APP a kernel of its own on `conn_file` and runs it, calling `on_bound()` once its sockets are bound; returns when it
+    stops."""
     import uuid
 
     from IPython.core.profiledir import ProfileDir
@@ -283,6 +284,7 @@ def become(conn_file):
     display_socket.io_thread = app.iopub_thread
     app.iopub_socket = display_socket
     app.init_heartbeat()
+    on_bound()  # kgate may connect from here on
     app.write_connection_file()
     app.log_connection_info()
     app.init_io()
