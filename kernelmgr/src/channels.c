@@ -131,6 +131,13 @@ void kmgr_channels_tick(kmgr_channels_t *ch, uint64_t now)
             kmgr_zsock_tick(&ch->socks[i], now);
 }
 
+void kmgr_channels_retry_now(kmgr_channels_t *ch)
+{
+    for (int i = 0; i != WIRE_CHANNEL_COUNT; ++i)
+        if (kmgr_channels_is_open(ch, (wire_channel_t)i))
+            kmgr_zsock_retry_now(&ch->socks[i]);
+}
+
 static void count_dropped(kmgr_channels_t *ch, const char *why)
 {
     if (ch->dropped++ == 0)

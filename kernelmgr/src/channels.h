@@ -157,6 +157,11 @@ int kmgr_channels_drain(kmgr_channels_t *ch, wire_channel_t channel);
 /** Retries connections due for another attempt and gives idle buffers back. Every KMGR_TICK_MS or so. */
 void kmgr_channels_tick(kmgr_channels_t *ch, uint64_t now);
 /**
+ * Connections whose connect was refused (the kernel was not listening yet) try again now, not at their next tick: when
+ * word comes that the kernel listens (its template's fork answer, sent once the child has bound its sockets).
+ */
+void kmgr_channels_retry_now(kmgr_channels_t *ch);
+/**
  * Clears `redrain` and drains every channel once (kmgr_channels_drain); if a batch was capped,
  * marks a redrain again. Stops as soon as a callback closes the channels.
  */

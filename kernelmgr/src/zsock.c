@@ -530,6 +530,12 @@ int kmgr_zsock_recv(kmgr_zsock_t *z, kmgr_zsock_msg_t *msg)
     }
 }
 
+void kmgr_zsock_retry_now(kmgr_zsock_t *z)
+{
+    if (z->state == KMGR_ZSOCK_WAITING)
+        connect_now(z);
+}
+
 void kmgr_zsock_tick(kmgr_zsock_t *z, uint64_t now)
 {
     /* a drain from the tick reads the socket even if its watch has not fired yet (a loop that

@@ -181,5 +181,7 @@ static inline int kmgr_zsock_has_buffered(const kmgr_zsock_t *z)
 
 /** Retries a due connect; gives an idle big receive buffer back. Call every KMGR_TICK_MS or so. */
 void kmgr_zsock_tick(kmgr_zsock_t *z, uint64_t now);
+/** A connection waiting to retry its connect (the peer was not listening) tries now rather than at its next tick. */
+void kmgr_zsock_retry_now(kmgr_zsock_t *z);
 
 #endif

@@ -407,6 +407,22 @@ Test(zsock, a_refused_connect_is_tried_again_at_the_next_tick)
     cr_assert(zt_wait(is_ready, NULL, 2000), "the connection never became ready");
 }
 
+/* Word that the kernel listens (its template's fork answer) retries a refused connect at once, not at the next tick. */
+Test(zsock, a_refused_connect_is_tried_again_at_once_when_asked)
+{
+    char endpoint[300], bound[300];
+
+    make_ipc_dir(endpoint, sizeof(endpoint));
+    zt_open(endpoint, "DEALER", "kernel-8", 16 * MIB);
+    cr_assert_eq(zt.z.state, KMGR_ZSOCK_WAITING, "nobody listens yet: the connect is refused");
+    kmgr_zsock_retry_now(&zt.z);
+    cr_assert_eq(zt.z.state, KMGR_ZSOCK_WAITING, "still nobody listens: it waits again");
+    zt_peer(ZMQ_ROUTER, endpoint, bound, sizeof(bound));
+    kmgr_zsock_retry_now(&zt.z);
+    cr_assert_neq(zt.z.state, KMGR_ZSOCK_WAITING, "asked to retry, it waited for its tick");
+    cr_assert(zt_wait(is_ready, NULL, 2000), "the connection never became ready");
+}
+
 Test(zsock, over_the_caps_is_skipped_and_the_connection_stays)
 {
     char endpoint[256];
