@@ -72,15 +72,15 @@ def warm_up(tmp, new_app):
         app.initialize(["-f", conn])
         INIT_ENV.update({k: v for k, v in os.environ.items() if before.get(k) != v and k not in ("IPYTHONDIR", "NO_COLOR")})
         status = serve_until_exit(app, client)
+        if status != 0:
+            raise RuntimeError("the warm-up client failed (wait status %s)" % status)
+        quiesce(app)
     finally:
         if status is None:  # it still runs: the warm-up failed or timed out
             os.kill(client, signal.SIGKILL)
             os.waitpid(client, 0)
-    if status != 0:
-        raise RuntimeError("the warm-up client failed (wait status %d)" % status)
-    quiesce(app)
-    os.environ.clear()
-    os.environ.update(before)
+        os.environ.clear()  # the template's own again, whatever happened
+        os.environ.update(before)
     APP = app
 
 
