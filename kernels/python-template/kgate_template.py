@@ -241,7 +241,7 @@ def fork(fields):
     # what a fork cannot give (a hash seed, an encoding ... of its own) is refused: kgate spawns that kernel
     why = kgate_startenv.unforkable(req["env"])
     if why is None and kgate_warmkernel.APP is not None:
-        why = kgate_warmkernel.unforkable(req["cwd"], req["env"], req["args"])
+        why = kgate_warmkernel.unforkable(req["env"], req["args"])
     if why is not None:
         return None, why
     if kgate_warmkernel.APP is not None:

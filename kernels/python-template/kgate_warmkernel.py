@@ -12,7 +12,7 @@ IPython directory, environment and history session.
 It reaches into ipykernel 6's internals (IOPubThread, OutStream's capture, the kernel's streams), so it runs only on the
 major version it was written for (SUPPORTED_MAJOR); the template falls back to forking from imports alone otherwise, or
 when the warm-up fails. A kernel whose start would read something the template's did not (`unforkable`: config or
-startup files, PYTHONSTARTUP, another virtualenv, arguments other than a connection file) is refused: kgate spawns it.
+startup files in its profile, PYTHONSTARTUP, arguments other than a connection file) is refused: kgate spawns it.
 """
 
 import asyncio
@@ -31,7 +31,8 @@ from pathlib import Path
 
 SUPPORTED_MAJOR = "6"  # ipykernel's major version whose internals this reaches into (Debian 12: 6.17)
 WARM_TIMEOUT_S = 60  # the warm-up's start and client, on a loaded machine
-# what IPython reads at a kernel's start from its cwd and its profile directory (BaseIPythonApplication.config_file_paths)
+# what IPython reads at a kernel's start from its profile directory (BaseIPythonApplication.config_file_paths: that, and the
+# system's directories, which the template read as a kernel would; not the cwd)
 CONFIG_FILES = ("ipython_config.py", "ipython_config.json", "ipython_kernel_config.py", "ipython_kernel_config.json")
 
 APP = None  # the quiesced kernel's IPKernelApp, in the template and in each fork
@@ -216,19 +217,17 @@ def quiesce(app):
     gc.collect()
 
 
-def unforkable(cwd, env, args):
-    """Why a kernel of this cwd, environment and arguments would start otherwise than the warm one did, or None."""
+def unforkable(env, args):
+    """Why a kernel of this environment and arguments would start otherwise than the warm one did, or None."""
     if len(args) != 2 or args[0] != "-f":
         return "its arguments are not a connection file alone"
     if env.get("PYTHONSTARTUP"):  # the warm kernel ran none
         return "its environment sets PYTHONSTARTUP, which IPython runs only at a kernel's start"
-    if (env.get("VIRTUAL_ENV") or None) != (os.environ.get("VIRTUAL_ENV") or None):
-        return "its environment sets another VIRTUAL_ENV, which IPython reads only at a kernel's start"
-    profile = os.path.join(env.get("IPYTHONDIR") or "", "profile_default")
-    for where in (cwd or os.getcwd(), profile):
-        for name in CONFIG_FILES:
-            if os.path.exists(os.path.join(where, name)):
-                return "%s holds %s, which IPython reads at a kernel's start" % (where, name)
+    # kgate gives each kernel an empty IPYTHONDIR of its own: nothing there unless that changes
+    profile = os.path.join(env.get("IPYTHONDIR") or os.path.expanduser("~/.ipython"), "profile_default")
+    for name in CONFIG_FILES:
+        if os.path.exists(os.path.join(profile, name)):
+            return "%s holds %s, which IPython reads at a kernel's start" % (profile, name)
     startup = os.path.join(profile, "startup")
     if os.path.isdir(startup) and os.listdir(startup):
         return "%s holds startup files, which IPython runs at a kernel's start" % startup

@@ -488,6 +488,52 @@ Test(template, a_forked_kernel_takes_its_environment_as_a_new_interpreter_does)
     }
 }
 
+/* Writes `text` to `dir`/`name`. */
+static void write_file(const char *dir, const char *name, const char *text)
+{
+    char path[512];
+    FILE *fp;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    cr_assert_not_null(fp = fopen(path, "w"), "%s", path);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+/* What a kernel's start would run and the warm kernel's did not (docs/kernels.md, "A warm kernel forked"): a PYTHONSTARTUP. Such
+ * a kernel is spawned (a "failed" fallback, its reason logged) and has what its start gives it; a kernel beside it is forked. */
+Test(template, a_kernel_with_a_pythonstartup_is_spawned_and_runs_it)
+{
+    const char *args[] = {"--pool", "none", NULL};
+    char dir[] = "/tmp/kgate-warmfiles-XXXXXX", body[1024];
+    json_t *c;
+    char *out, *log;
+
+    cr_assert_not_null(mkdtemp(dir));
+    write_file(dir, "startup.py", "STARTED = 7\n");
+    xh_gateway_start(&gw, args);
+    wait_template_ready(1);
+
+    snprintf(body, sizeof(body), "{\"language\": \"python\", \"env\": {\"PYTHONSTARTUP\": \"%s/startup.py\"}}", dir);
+    c = create(body);
+    cr_expect_str_eq(xh_str(c, "start"), "spawned", "a PYTHONSTARTUP needs a kernel's own start");
+    out = run_stdout(xh_str(c, "id"), "print(STARTED)");
+    cr_expect_str_eq(out, "7\n", "the startup file ran");
+    free(out);
+    json_decref(c);
+
+    c = create("{\"language\": \"python\"}");
+    cr_expect_str_eq(xh_str(c, "start"), "forked", "without it: forked");
+    json_decref(c);
+
+    cr_expect_eq(metric("kgate_kernel_start_fallbacks_total{reason=\"failed\"}"), 1);
+    log = read_log();
+    cr_expect_not_null(strstr(log, "its environment sets PYTHONSTARTUP, which IPython runs only at a kernel's start"), "%s", log);
+    free(log);
+    xh_gateway_stop(&gw);
+    ts_remove_tree(dir);
+}
+
 /* --kernel-template none: every kernel is spawned, as before templates. */
 Test(template, kernel_template_none_spawns)
 {
