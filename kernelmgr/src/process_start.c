@@ -140,11 +140,11 @@ void kmgr_proc_fork_answer(kmgr_proc_t *proc, kmgr_template_t *tpl, pid_t pid, k
     if (pid > 0) {
         if (adopt_forked(proc, tpl, pid, text, sizeof(text)) == 0) {
             ++mgr->start_stats.forked;
-            /* the template answers once the child has bound its sockets (a warm kernel's): connect now, not a tick later */
-            kmgr_channels_retry_now(&proc->channels);
             /* given up while its fork was asked for: it goes through the shutdown sequence it is in */
             if (proc->phase != KMGR_PROC_RUNNING)
                 kmgr_proc_signal(proc, SIGKILL);
+            else /* the template answers once the child has bound its sockets (a warm kernel's): connect now, not a tick later */
+                kmgr_channels_retry_now(&proc->channels);
             goto Exit;
         }
         why = text;

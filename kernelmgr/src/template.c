@@ -126,7 +126,7 @@ static void start(kmgr_manager_t *mgr, kmgr_template_t *tpl)
     static char pydevd[] = "PYDEVD_DISABLE_FILE_VALIDATION=1";
     static char merge[] = "--merge", imports_only[] = "--imports-only";
     char **envp = NULL, *argv[5];
-    size_t n = 0, cap = 0;
+    size_t n = 0, cap = 0, argc;
     int sv[2], keep;
     ksys_spawn_failure_t failure;
     ksys_spawn_options_t opts;
@@ -153,14 +153,14 @@ static void start(kmgr_manager_t *mgr, kmgr_template_t *tpl)
     envp[n++] = mgr->instance.env;
     envp[n++] = pydevd;
     envp[n] = NULL;
-    argv[0] = tpl->python;
-    argv[1] = (char *)mgr->config.template_script;
-    argv[2] = argv[3] = argv[4] = NULL;
-    n = 2;
+    argc = 0;
+    argv[argc++] = tpl->python;
+    argv[argc++] = (char *)mgr->config.template_script;
     if (mgr->config.template_merge)
-        argv[n++] = merge; /* its memory and its kernels' mergeable by KSM */
+        argv[argc++] = merge; /* its memory and its kernels' mergeable by KSM */
     if (mgr->config.template_imports_only)
-        argv[n++] = imports_only; /* kernels forked from the imports alone, not from a warm kernel */
+        argv[argc++] = imports_only; /* kernels forked from the imports alone, not from a warm kernel */
+    argv[argc] = NULL;
     keep = sv[1];
     opts = (ksys_spawn_options_t){
         .path = tpl->python, .argv = argv, .envp = envp, .fds = {KSYS_SPAWN_DEVNULL, 2, 2}, .keep_fds = &keep, .nkeep_fds = 1};

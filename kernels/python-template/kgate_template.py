@@ -171,7 +171,7 @@ def child_run(req, app=None):
         app.parse_command_line = functools.partial(parse_connection_args, app)
     app.initialize(req["args"])
     # its start has ended: the template may fork the next spare (kgate_spare); a kernel that dies before tells it by dying
-    started()
+    signal_started()
     app.start()
 
 
@@ -201,7 +201,7 @@ def run_child(req, populated=False, app=None):
         child_setup(req, populated)
         code = 0
         if kgate_warmkernel.APP is not None:
-            kgate_warmkernel.become(req["args"][1], on_bound=started)
+            kgate_warmkernel.become(req["args"][1], on_bound=signal_started)
         else:
             child_run(req, app)
     except SystemExit as e:
@@ -246,7 +246,7 @@ def fork(fields):
         return None, why
     if kgate_warmkernel.APP is not None:
         return fork_warm(req), None
-    global SPARE, STARTED_FD
+    global SPARE
     if SPARE is not None:
         # the spare forked ahead takes this kernel: its fork and page copying were done while nobody waited
         pid, pipe, started = SPARE
@@ -261,19 +261,9 @@ def fork(fields):
             os.close(started)  # it died (its "exited" is reported): fork one now
         finally:
             os.close(pipe)
-    started, STARTED_FD = os.pipe2(os.O_CLOEXEC)
-    try:
-        pid = fork_child()
-    except BaseException:
-        os.close(started)
-        os.close(STARTED_FD)
-        STARTED_FD = -1
-        raise
+    pid, started = fork_with_start_pipe()
     if pid == 0:
-        os.close(started)
         run_child(req)
-    os.close(STARTED_FD)
-    STARTED_FD = -1
     SCHEDULE.started(started, time.monotonic())
     # answered at once: kgate's loop waits for this answer, not for the child's set-up (a failure there is the kernel's
     # death before it was ready, its reason in its log, as for a spawned kernel that fails after exec)
@@ -285,20 +275,9 @@ def fork_warm(req):
     sockets, so that kgate's first connect, right after the answer, finds them (else its next attempt comes at its next
     tick, 40-50 ms later, measured as half the creates taking ~95 ms rather than ~50). At most BOUND_WAIT_S, and not at
     all while another request waits: a burst's forks are not held one behind another's set-up."""
-    global STARTED_FD
-    bound, STARTED_FD = os.pipe2(os.O_CLOEXEC)
-    try:
-        pid = fork_child()
-    except BaseException:
-        os.close(bound)
-        os.close(STARTED_FD)
-        STARTED_FD = -1
-        raise
+    pid, bound = fork_with_start_pipe()
     if pid == 0:
-        os.close(bound)
         run_child(req)
-    os.close(STARTED_FD)
-    STARTED_FD = -1
     try:
         if not kgate_tplproto.request_waiting():
             poller = select.poll()
@@ -310,7 +289,27 @@ def fork_warm(req):
     return pid
 
 
-def started():
+def fork_with_start_pipe():
+    """Forks a kernel's child holding the write end of a pipe (STARTED_FD) that it closes once its start is far enough
+    along (signal_started()), or by dying. Returns (pid, the read end) in the template, (0, -1) in the child."""
+    global STARTED_FD
+    read_end, STARTED_FD = os.pipe2(os.O_CLOEXEC)
+    try:
+        pid = fork_child()
+    except BaseException:
+        os.close(read_end)
+        os.close(STARTED_FD)
+        STARTED_FD = -1
+        raise
+    if pid == 0:
+        os.close(read_end)
+        return 0, -1
+    os.close(STARTED_FD)
+    STARTED_FD = -1
+    return pid, read_end
+
+
+def signal_started():
     """In a kernel: its start is far enough along (its sockets bound, or its initialize ended) to tell the template, by
     closing its end of the pipe (STARTED_FD) the template watches."""
     global STARTED_FD

@@ -488,18 +488,6 @@ Test(template, a_forked_kernel_takes_its_environment_as_a_new_interpreter_does)
     }
 }
 
-/* Writes `text` to `dir`/`name`. */
-static void write_file(const char *dir, const char *name, const char *text)
-{
-    char path[512];
-    FILE *fp;
-
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    cr_assert_not_null(fp = fopen(path, "w"), "%s", path);
-    fputs(text, fp);
-    fclose(fp);
-}
-
 /* What a kernel's start would run and the warm kernel's did not (docs/kernels.md, "A warm kernel forked"): a PYTHONSTARTUP. Such
  * a kernel is spawned (a "failed" fallback, its reason logged) and has what its start gives it; a kernel beside it is forked. */
 Test(template, a_kernel_with_a_pythonstartup_is_spawned_and_runs_it)
@@ -508,9 +496,13 @@ Test(template, a_kernel_with_a_pythonstartup_is_spawned_and_runs_it)
     char dir[] = "/tmp/kgate-warmfiles-XXXXXX", body[1024];
     json_t *c;
     char *out, *log;
+    FILE *fp;
 
     cr_assert_not_null(mkdtemp(dir));
-    write_file(dir, "startup.py", "STARTED = 7\n");
+    snprintf(body, sizeof(body), "%s/startup.py", dir);
+    cr_assert_not_null(fp = fopen(body, "w"));
+    fputs("STARTED = 7\n", fp);
+    fclose(fp);
     xh_gateway_start(&gw, args);
     wait_template_ready(1);
 
