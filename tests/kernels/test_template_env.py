@@ -1,8 +1,9 @@
-"""The Python kernel template's start environment, pages and warmed patterns (kernels/python-template/kgate_startenv.py,
-kgate_hotset.py, kgate_warm.py), against this interpreter: the sys.path a forked kernel gets is the one a new interpreter
+"""The Python kernel template's start environment, pages, warmed patterns and warm kernel (kernels/python-template/
+kgate_startenv.py, kgate_hotset.py, kgate_warm.py, kgate_warmkernel.py), against this interpreter: the sys.path a forked kernel gets is the one a new interpreter
 started with `python3 -m` in that cwd and environment has; a variable only an interpreter's start reads makes a kernel
 unforkable; a forked child's scan finds exactly the pages it wrote; the patterns a probe dumps are compiled into re's
-cache, and a malformed dump is refused."""
+cache, and a malformed dump is refused; a warm kernel stopped leaves one thread, no socket and none of its cells, and a
+kernel whose start would run a startup file is refused."""
 
 import ctypes
 import json
@@ -17,6 +18,7 @@ import unittest
 import kgate_hotset
 import kgate_startenv
 import kgate_warm
+import kgate_warmkernel
 
 PROBE = "import json, sys\nprint(json.dumps(sys.path))\n"
 
@@ -136,6 +138,70 @@ class Warm(unittest.TestCase):
                     f.write(bad)
                 with self.assertRaises(ValueError, msg=bad):
                     kgate_warm.load(path)
+
+
+# In a new interpreter (the warm kernel's singletons and threads are the process's): a warm kernel made and stopped as the
+# template makes it, then what a fork would inherit from it, as JSON.
+WARM_UP = """
+import json, os, socket, stat, sys, threading
+import kgate_warmkernel
+from ipykernel.kernelapp import IPKernelApp
+from traitlets.config import Config
+
+def new_app():
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    return IPKernelApp.instance(parent_handle=1, config=config)
+
+before = dict(os.environ)
+kgate_warmkernel.warm_up(sys.argv[1], new_app)
+shell = kgate_warmkernel.APP.shell
+fds = [int(fd) for fd in os.listdir("/proc/self/fd")]
+sockets = [fd for fd in fds if fd > 2 and os.path.exists("/proc/self/fd/%d" % fd) and stat.S_ISSOCK(os.fstat(fd).st_mode)]
+print(json.dumps({"threads": threading.active_count(), "sockets": len(sockets), "stdout": sys.stdout is sys.__stdout__,
+                  "In": shell.user_ns["In"], "Out": list(shell.user_ns["Out"]), "count": shell.execution_count,
+                  "session": shell.history_manager.session_number, "env_back": dict(os.environ) == before,
+                  "init_env": sorted(kgate_warmkernel.INIT_ENV)}))
+"""
+
+
+class WarmKernel(unittest.TestCase):
+    """kgate_warmkernel: the kernel the template warms and stops, and what it refuses to fork."""
+
+    def test_a_warm_kernel_stopped_leaves_one_thread_no_socket_and_none_of_its_cells(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = subprocess.run([sys.executable, "-c", WARM_UP, tmp], capture_output=True, text=True, timeout=90,
+                                 env=dict(os.environ, PYTHONPATH=os.path.dirname(kgate_startenv.__file__)))
+        self.assertEqual(out.returncode, 0, out.stderr[-2000:])
+        got = json.loads(out.stdout.strip().splitlines()[-1])
+        self.assertEqual(got["threads"], 1, "a fork would copy another thread's locks")
+        self.assertEqual(got["sockets"], 0, "every socket of the warm kernel closed")
+        self.assertTrue(got["stdout"], "the output capture ended")
+        self.assertEqual(got["In"], [""], "the warm-up's cells are not in a kernel's history")
+        self.assertEqual(got["Out"], [])
+        self.assertEqual(got["count"], 1)
+        self.assertEqual(got["session"], 1)
+        self.assertTrue(got["env_back"], "the template's environment as it was")
+        self.assertIn("PAGER", got["init_env"], "what ipykernel's start sets, kept to set again in each fork")
+
+    def test_a_pythonstartup_or_other_arguments_are_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {"IPYTHONDIR": tmp}
+            self.assertIsNone(kgate_warmkernel.unforkable(env, ["-f", "c.json"]))
+            self.assertIn("PYTHONSTARTUP", kgate_warmkernel.unforkable(dict(env, PYTHONSTARTUP="s.py"), ["-f", "c.json"]))
+            self.assertIsNotNone(kgate_warmkernel.unforkable(env, ["-f", "c.json", "--debug"]))
+            os.makedirs(os.path.join(tmp, "profile_default", "startup"))
+            self.assertIsNone(kgate_warmkernel.unforkable(env, ["-f", "c.json"]), "an empty startup directory")
+            with open(os.path.join(tmp, "profile_default", "startup", "00.py"), "w") as f:
+                f.write("X = 1\n")
+            self.assertIn("startup files", kgate_warmkernel.unforkable(env, ["-f", "c.json"]))
+            os.remove(os.path.join(tmp, "profile_default", "startup", "00.py"))
+            with open(os.path.join(tmp, "profile_default", "ipython_kernel_config.py"), "w") as f:
+                f.write("\n")
+            self.assertIn("ipython_kernel_config.py", kgate_warmkernel.unforkable(env, ["-f", "c.json"]))
+
+    def test_this_ipykernel_is_supported(self):
+        self.assertIsNone(kgate_warmkernel.supported(), "Debian 12's ipykernel is 6.17")
 
 
 if __name__ == "__main__":
