@@ -81,6 +81,7 @@ localinterfaces.localhost()
 # the named script magics' argument parser (%%bash, %%python3, ...), built here once rather than eight times per kernel
 SCRIPT_MAGICS_NOT_BUILT = kgate_script_magics.install()
 
+NO_FORK = None  # why every fork is refused (kgate spawns): a warm-up that failed after its app or threads were made
 BOUND_WAIT_S = 0.1  # a warm kernel's child binds its sockets 5-20 ms after its fork; a loaded machine's is not waited for
 PROBE_TIMEOUT_S = 60  # the probe kernel's start and two cells, on a loaded machine; beyond, kernels fault page by page
 HOT = []  # the runs of pages every forked kernel copies first (kgate_hotset), learned from the probe
@@ -238,6 +239,8 @@ def fork(fields):
             if k not in RLIMITS:
                 raise ValueError("unknown resource " + k)
             req["rlimits"].append((k, int(v)))
+    if NO_FORK is not None:
+        return None, NO_FORK
     # what a fork cannot give (a hash seed, an encoding ... of its own) is refused: kgate spawns that kernel
     why = kgate_startenv.unforkable(req["env"])
     if why is None and kgate_warmkernel.APP is not None:
@@ -572,6 +575,7 @@ def warm_up():
 
 
 def main():
+    global NO_FORK, HOT, OWN_HOT
     # --merge (kgate's --kernel-template-merge, an operator's opt-in): before the first fork, so every kernel inherits it
     if "--merge" in sys.argv[1:]:
         why = kgate_merge.enable()
@@ -585,17 +589,15 @@ def main():
     wake_r = kgate_tplproto.prepare()
     gc.collect()
     gc.freeze()
-    if why is None:
-        send(b"ready", os.getpid())
-        return kgate_tplproto.serve(wake_r, on_request, reap)
-    sys.stderr.write("kgate template: kernels are forked from the imports alone, not from a warm kernel: %s\n" % why)
-    from ipykernel.kernelapp import IPKernelApp
+    if why is not None:
+        sys.stderr.write("kgate template: kernels are forked from the imports alone, not from a warm kernel: %s\n" % why)
+        from ipykernel.kernelapp import IPKernelApp
 
-    # a warm-up that failed half-way (its app made, maybe threads): no fork is safe, each is refused and kgate spawns
-    if threading.active_count() != 1 or IPKernelApp.initialized():
+        if threading.active_count() != 1 or IPKernelApp.initialized():
+            NO_FORK = "a warm kernel's start failed half-way in the template (%s): no fork of it is safe" % why
+    if why is None or NO_FORK is not None:  # a warm kernel's forks need nothing more; a half-made one allows none
         send(b"ready", os.getpid())
         return kgate_tplproto.serve(wake_r, on_request, reap)
-    global HOT, OWN_HOT
     HOT, patterns, why = learn_from_probe()
     if why is not None:
         sys.stderr.write("kgate template: kernels copy their pages one fault at a time: %s\n" % why)

@@ -200,6 +200,16 @@ class WarmKernel(unittest.TestCase):
                 f.write("\n")
             self.assertIn("ipython_kernel_config.py", kgate_warmkernel.unforkable(env, ["-f", "c.json"]))
 
+    def test_a_template_whose_warm_up_failed_half_way_refuses_every_fork(self):
+        # in a new interpreter: importing the template names the process and imports ipykernel
+        code = ("import kgate_template as t\n"
+                "t.NO_FORK = 'half-made'\n"
+                "print(t.fork([b'a-f', b'a/nonexistent.json']))\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, PYTHONPATH=os.path.dirname(kgate_startenv.__file__)))
+        self.assertEqual(out.returncode, 0, out.stderr[-2000:])
+        self.assertEqual(out.stdout.strip().splitlines()[-1], "(None, 'half-made')", "no child forked, the reason said")
+
     def test_this_ipykernel_is_supported(self):
         self.assertIsNone(kgate_warmkernel.supported(), "Debian 12's ipykernel is 6.17")
 
